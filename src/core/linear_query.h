@@ -1,0 +1,46 @@
+// d_X-private Laplace for one linear query: calibration (scale, grid) and exact grid accumulation.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/random.h"
+#include "core/sensitivity.h"
+
+namespace dxpriv {
+
+// Largest noise scale dxpriv will apply (an answer this noisy is useless, and the samplers'
+// integer arithmetic is sized for it).
+constexpr double kMaxNoiseScale = 1e15;
+
+// How one linear query is answered: answer = grid * (sum_rows round(w/grid) + DLap(scale/grid)).
+struct LinearNoisePlan {
+	double sensitivity = 0; // S(q) of the grid-rounded weights
+	double scale = 0;       // Laplace scale S(q)/epsilon; 0 means the answer needs no noise
+	// Power of two. Integer weights: 1 while scale <= 2^40. Otherwise 2^(floor(log2 scale) - 40),
+	// so scale/grid lies in [2^40, 2^41) and rounding bias per row is below scale * 2^-41.
+	double grid = 1;
+	bool integer_weights = false;
+};
+
+// Weight in grid units: round-half-away-from-zero of w/grid. The transition function and the
+// calibration use this same function, so the sensitivity is computed on exactly what is summed.
+__int128 to_grid_units(double w, double grid);
+
+// Chooses the grid, rounds q to it and computes S(q) and the scale S/epsilon (MECHANISMS.md §3.6–3.7).
+// epsilon > 0 finite. Throws CoreError(InvalidParameter) for bad epsilon, (ProgramLimit) when the
+// scale exceeds kMaxNoiseScale.
+LinearNoisePlan plan_linear_query(const SubUniverse &sub, const std::vector<double> &q, double epsilon);
+
+// Exact partial sum of grid units; associative, so partial states combine in any order.
+struct GridSum {
+	__int128 units = 0;
+	std::int64_t rows = 0;
+	// Adds one row's weight. Throws CoreError(DataException) on overflow.
+	void add(double w, double grid);
+	void merge(const GridSum &other);
+	// Noisy release: grid * (units + DLap(scale/grid)); exact when scale == 0.
+	double release(RandomSource &rng, const LinearNoisePlan &plan) const;
+};
+
+} // namespace dxpriv
