@@ -1,0 +1,68 @@
+# dxpriv: PGXS build of the extension; CMake builds the PostgreSQL-free core and its unit tests.
+#   make demo   set up, start a throwaway cluster, load demo data, show d_X-private answers
+#   make test   everything CI runs (unit tests, pg_regress, end-to-end)
+
+EXTVERSION = 0.1.0
+MODULE_big = dxpriv
+MODULEDIR = extension
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp)))
+DATA = extension/dxpriv.control
+DATA_built = sql/dxpriv--$(EXTVERSION).sql
+EXTRA_CLEAN = sql/dxpriv--$(EXTVERSION).sql
+
+PG_CONFIG ?= pg_config
+BUILD_DIR ?= build
+CORE_LIB = $(BUILD_DIR)/core/libdxpriv_core.a
+
+PG_CPPFLAGS = -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server) -isystem /usr/include/eigen3
+override PG_CXXFLAGS += -std=c++17 -Wno-register -Wno-cast-function-type -fno-fast-math
+SHLIB_LINK += $(CORE_LIB) -lstdc++ -Wl,--exclude-libs,ALL
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifeq ($(PGXS),)
+$(error pg_config not found: run 'make deps' (installs postgresql-server-dev-15) first)
+endif
+# Debian's server is built with LLVM; we ship no bitcode (must precede the include).
+override with_llvm = no
+include $(PGXS)
+
+sql/dxpriv--$(EXTVERSION).sql: $(sort $(wildcard sql/[0-9]*.sql))
+	cat $^ > $@
+
+$(OBJS): $(wildcard src/pg/*.h) $(wildcard src/core/*.h)
+$(shlib): $(CORE_LIB)
+
+.PHONY: core $(CORE_LIB)
+core $(CORE_LIB):
+	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD_DIR)/core -j2
+
+.PHONY: deps unit regress e2e test demo bench
+deps:
+	./scripts/install-deps.sh
+
+unit: core
+	cd $(BUILD_DIR)/core && ctest --output-on-failure
+
+regress: all
+	$(MAKE) install
+	./scripts/run-regress.sh
+
+e2e: all
+	./scripts/run-e2e.sh
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) regress
+	$(MAKE) e2e
+
+demo: deps
+	$(MAKE) all
+	$(MAKE) install
+	./scripts/demo.sh
+
+bench: deps
+	$(MAKE) all
+	$(MAKE) install
+	./scripts/run-bench.sh

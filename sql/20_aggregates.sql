@@ -1,0 +1,75 @@
+-- Aggregates. The dx.count/dx.sum aggregates an analyst writes are markers: the query analyzer
+-- validates the query, computes the sensitivity and replaces them by the internal noisy
+-- aggregates below. A marker that reaches the executor (query not validated) raises an error.
+
+CREATE FUNCTION dx._marker_transfn(internal, "any") RETURNS internal
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_transfn';
+CREATE FUNCTION dx._marker_transfn(internal, "any", float8) RETURNS internal
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_transfn';
+CREATE FUNCTION dx._marker_star_transfn(internal) RETURNS internal
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_transfn';
+CREATE FUNCTION dx._marker_count_finalfn(internal) RETURNS bigint
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_finalfn';
+CREATE FUNCTION dx._marker_sum_finalfn(internal) RETURNS float8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_finalfn';
+
+CREATE AGGREGATE dx.count(*) (SFUNC = dx._marker_star_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.sum("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.sum("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.count(*) IS 'd_X-private row count at the session epsilon (dxpriv.epsilon)';
+COMMENT ON AGGREGATE dx.count("any") IS 'd_X-private count of non-null values at the session epsilon';
+COMMENT ON AGGREGATE dx.count("any", float8) IS 'd_X-private count of non-null values at the given epsilon';
+COMMENT ON AGGREGATE dx.sum("any") IS 'd_X-private sum at the session epsilon';
+COMMENT ON AGGREGATE dx.sum("any", float8) IS 'd_X-private sum at the given epsilon';
+
+-- Internal noisy linear aggregate: exact grid-unit partial sums, noise in the final function.
+-- Arguments: weight, grid, noise scale, epsilon, protected table, charge id (all but the weight
+-- are constants placed by the analyzer; they travel in the state for parallel and Citus plans).
+CREATE FUNCTION dx._linear_transfn(internal, float8, float8, float8, float8, oid, bigint) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_transfn';
+CREATE FUNCTION dx._linear_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_combinefn';
+CREATE FUNCTION dx._linear_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_serialize';
+CREATE FUNCTION dx._linear_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_deserialize';
+CREATE FUNCTION dx._linear_count_finalfn(internal) RETURNS bigint
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_count_finalfn';
+CREATE FUNCTION dx._linear_sum_finalfn(internal) RETURNS float8
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_sum_finalfn';
+COMMENT ON FUNCTION dx._linear_transfn(internal, float8, float8, float8, float8, oid, bigint) IS 'adds one row''s weight in grid units';
+COMMENT ON FUNCTION dx._linear_combinefn(internal, internal) IS 'adds two exact partial states';
+COMMENT ON FUNCTION dx._linear_serialize(internal) IS 'self-describing serialisation of a partial state';
+COMMENT ON FUNCTION dx._linear_deserialize(bytea, internal) IS 'inverse of dx._linear_serialize';
+
+CREATE AGGREGATE dx._noisy_count(float8, float8, float8, float8, oid, bigint) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_count_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._noisy_sum(float8, float8, float8, float8, oid, bigint) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_sum_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_count(float8, float8, float8, float8, oid, bigint) IS 'internal: placed by the dxpriv analyzer only';
+COMMENT ON AGGREGATE dx._noisy_sum(float8, float8, float8, float8, oid, bigint) IS 'internal: placed by the dxpriv analyzer only';
+
+-- Data-independent mapping of column values into their declared domains (placed by the analyzer).
+CREATE FUNCTION dx._clamp_range(anyelement, float8, float8, float8) RETURNS anyelement
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_range';
+CREATE FUNCTION dx._clamp_enum(anyelement, text[]) RETURNS anyelement
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_enum';
+-- 1 for a non-null value, 0 for null: the per-row weight of count(expr).
+CREATE FUNCTION dx._indicator("any") RETURNS float8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_indicator';
+COMMENT ON FUNCTION dx._clamp_range(anyelement, float8, float8, float8) IS 'maps a value to the nearest point of a declared range domain';
+COMMENT ON FUNCTION dx._clamp_enum(anyelement, text[]) IS 'maps a value to itself if declared, else to the first declared value';
+COMMENT ON FUNCTION dx._indicator("any") IS '1 when the argument is not null, else 0';

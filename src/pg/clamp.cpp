@@ -1,0 +1,168 @@
+// Data-independent mapping of column values into declared domains, and the count indicator.
+#include "pg/dxpriv.h"
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+}
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+namespace {
+
+// Per-call-site cache of the domain's points (lives in fn_mcxt).
+struct ClampCache {
+	Oid type;
+	int16 typlen;
+	bool typbyval;
+	Domain *domain;     // placement-new'd; destroyed by a reset callback
+	Datum *points;      // domain_datums, copied into fn_mcxt
+	size_t npoints;
+	// enumerated domains: (key bytes, index) sorted for binary search
+	struct Key {
+		const char *data;
+		size_t len;
+		size_t index;
+	} *keys;
+};
+
+// Destroys the placement-new'd Domain when fn_mcxt goes away.
+void
+destroy_cache(void *arg)
+{
+	static_cast<ClampCache *>(arg)->domain->~Domain();
+}
+
+// The bytes that identify a value: its Datum for by-value types, its payload for varlena.
+void
+value_key(const ClampCache &c, Datum v, const char *&data, size_t &len, Datum &scratch)
+{
+	if (c.typbyval) {
+		scratch = v;
+		data = reinterpret_cast<const char *>(&scratch);
+		len = sizeof(Datum);
+	} else {
+		struct varlena *p = PG_DETOAST_DATUM_PACKED(v);
+		data = VARDATA_ANY(p);
+		len = VARSIZE_ANY_EXHDR(p);
+	}
+}
+
+// Orders keys by length then bytes.
+bool
+key_less(const ClampCache::Key &a, const ClampCache::Key &b)
+{
+	if (a.len != b.len)
+		return a.len < b.len;
+	return std::memcmp(a.data, b.data, a.len) < 0;
+}
+
+// Builds the cache for one call site from the domain arguments.
+ClampCache *
+build_cache(FunctionCallInfo fcinfo, Domain domain)
+{
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	Oid type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	auto *c = static_cast<ClampCache *>(MemoryContextAllocZero(mcxt, sizeof(ClampCache)));
+	c->type = type;
+	get_typlenbyval(type, &c->typlen, &c->typbyval);
+	void *mem = MemoryContextAlloc(mcxt, sizeof(Domain));
+	c->domain = new (mem) Domain(std::move(domain));
+	auto *cb = static_cast<MemoryContextCallback *>(MemoryContextAlloc(mcxt, sizeof(MemoryContextCallback)));
+	cb->func = destroy_cache;
+	cb->arg = c;
+	MemoryContextRegisterResetCallback(mcxt, cb);
+
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	// Same type modifier as the analyzer used (the column's), so points are bit-identical.
+	int32 typmod = -1;
+	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr))
+		typmod = exprTypmod(static_cast<Node *>(linitial(castNode(FuncExpr, fcinfo->flinfo->fn_expr)->args)));
+	std::vector<Datum> pts = domain_datums(*c->domain, type, typmod);
+	c->npoints = pts.size();
+	c->points = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
+	std::copy(pts.begin(), pts.end(), c->points);
+	if (c->domain->kind() == DomainKind::Enumerated) {
+		c->keys = static_cast<ClampCache::Key *>(palloc(sizeof(ClampCache::Key) * pts.size()));
+		for (size_t i = 0; i < pts.size(); ++i) {
+			Datum scratch;
+			const char *data;
+			size_t len;
+			value_key(*c, pts[i], data, len, scratch);
+			char *copy = static_cast<char *>(palloc(len > 0 ? len : 1));
+			std::memcpy(copy, data, len);
+			c->keys[i] = {copy, len, i};
+		}
+		std::sort(c->keys, c->keys + pts.size(), key_less);
+	}
+	MemoryContextSwitchTo(old);
+	return c;
+}
+
+// Returns point i, copied when by reference (callers may own their result).
+Datum
+point(const ClampCache &c, size_t i)
+{
+	return c.typbyval ? c.points[i] : datumCopy(c.points[i], false, c.typlen);
+}
+
+} // namespace
+
+// dx._clamp_range(value, lo, hi, step): the nearest domain point; NULL and NaN map to lo.
+// (Date columns pass day numbers: the points are the same as the analyzer's date domain.)
+DX_FUNCTION(dx_clamp_range)
+{
+	auto *c = static_cast<ClampCache *>(fcinfo->flinfo->fn_extra);
+	if (!c) {
+		c = build_cache(fcinfo, Domain::range(PG_GETARG_FLOAT8(1), PG_GETARG_FLOAT8(2), PG_GETARG_FLOAT8(3)));
+		fcinfo->flinfo->fn_extra = c;
+	}
+	size_t i = PG_ARGISNULL(0) ? c->domain->default_index()
+	                           : c->domain->index_of(datum_to_ordinal(PG_GETARG_DATUM(0), c->type));
+	return point(*c, i);
+}
+
+// dx._clamp_enum(value, labels): the value itself when declared, else the first declared value.
+DX_FUNCTION(dx_clamp_enum)
+{
+	auto *c = static_cast<ClampCache *>(fcinfo->flinfo->fn_extra);
+	if (!c) {
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
+		Datum *elems;
+		bool *nulls;
+		int n;
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+		std::vector<std::string> labels;
+		for (int i = 0; i < n; ++i)
+			labels.emplace_back(text_to_cstring(DatumGetTextPP(elems[i])));
+		c = build_cache(fcinfo, Domain::enumerated(std::move(labels)));
+		fcinfo->flinfo->fn_extra = c;
+	}
+	if (PG_ARGISNULL(0))
+		return point(*c, c->domain->default_index());
+	ClampCache::Key probe;
+	Datum scratch;
+	value_key(*c, PG_GETARG_DATUM(0), probe.data, probe.len, scratch);
+	ClampCache::Key *end = c->keys + c->npoints;
+	ClampCache::Key *hit = std::lower_bound(c->keys, end, probe, key_less);
+	if (hit != end && hit->len == probe.len && std::memcmp(hit->data, probe.data, probe.len) == 0)
+		return point(*c, hit->index);
+	return point(*c, c->domain->default_index());
+}
+
+// dx._indicator(any): 1 for a non-null argument, else 0.
+DX_FUNCTION(dx_indicator)
+{
+	PG_RETURN_FLOAT8(PG_ARGISNULL(0) ? 0.0 : 1.0);
+}

@@ -1,0 +1,61 @@
+// Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
+#include "pg/dxpriv.h"
+
+#include <climits>
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+namespace dxpriv::pg {
+double guc_epsilon = 0.1;
+int guc_test_seed = -1;
+} // namespace dxpriv::pg
+
+using namespace dxpriv::pg;
+
+// Rejects a non-positive default epsilon.
+static bool
+check_epsilon(double *newval, void **extra, GucSource source)
+{
+	if (!(*newval > 0) || *newval == get_float8_infinity()) {
+		GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+		GUC_check_errmsg("dxpriv.epsilon must be positive and finite");
+		GUC_check_errhint("Use a value such as 0.1; each query spends this much of the budget.");
+		return false;
+	}
+	return true;
+}
+
+// Restarts the deterministic test stream whenever the seed changes.
+static void
+assign_test_seed(int newval, void *extra)
+{
+	guc_test_seed = newval;
+	reset_test_stream();
+}
+
+// Defines GUCs and installs hooks; refuses to load outside shared_preload_libraries.
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("dxpriv must be loaded via shared_preload_libraries"),
+		                errhint("Add dxpriv to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	DefineCustomRealVariable("dxpriv.epsilon", "Default epsilon spent by a dx aggregate.",
+	                         "An aggregate's explicit epsilon argument overrides it.", &guc_epsilon, 0.1, 0.0,
+	                         1e6, PGC_USERSET, 0, check_epsilon, nullptr, nullptr);
+	DefineCustomIntVariable("dxpriv.test_seed", "Seed of a deterministic noise stream (tests only).",
+	                        "-1 (default) uses the kernel CSPRNG. Only superusers may set it.", &guc_test_seed,
+	                        -1, -1, INT_MAX, PGC_SUSET, 0, nullptr, assign_test_seed, nullptr);
+	MarkGUCPrefixReserved("dxpriv");
+
+	install_analyzer_hooks();
+	install_charging_hooks();
+}

@@ -1,0 +1,89 @@
+// Shared declarations of the PostgreSQL glue (src/pg): GUCs, OIDs, hooks, policies, noise.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "nodes/parsenodes.h"
+#include "utils/jsonb.h"
+}
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/domain.h"
+#include "core/metric.h"
+#include "core/random.h"
+
+namespace dxpriv::pg {
+
+// ---- GUCs (defined in dxpriv.cpp) ----
+extern double guc_epsilon;   // dxpriv.epsilon: default epsilon of a dx aggregate
+extern int guc_test_seed;    // dxpriv.test_seed: superuser-only; -1 = secure randomness
+
+// ---- Objects of the installed extension, looked up lazily (extension_objects.cpp) ----
+struct ExtensionObjects {
+	Oid extension = InvalidOid;
+	Oid schema_owner = InvalidOid;
+	Oid count_star = InvalidOid, count_any = InvalidOid, count_any_eps = InvalidOid;
+	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
+	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid;
+	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
+	bool is_marker(Oid f) const { return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps; }
+	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum; }
+};
+// The extension's objects in the current database, or nullptr when dxpriv is not installed
+// (or is being created). Never errors.
+const ExtensionObjects *extension_objects();
+
+// ---- Running our own catalog SQL (catalog.cpp) ----
+// True while dxpriv runs its own SPI queries: hooks must then stay out of the way.
+bool in_internal_query();
+
+// ---- Policies (policy.cpp) ----
+// One declared column: where it is, how its values are mapped and how far apart they are.
+struct ColumnPolicy {
+	std::string name;
+	AttrNumber attnum = 0;
+	Oid type = InvalidOid;
+	int32 typmod = -1;
+	Oid collation = InvalidOid;
+	Domain domain = Domain::enumerated({"_"});
+	ColumnMetric metric = ColumnMetric::none();
+};
+
+struct TablePolicy {
+	Oid relid = InvalidOid;
+	double presence = 1.0;
+	std::vector<ColumnPolicy> columns;
+	const ColumnPolicy *find(AttrNumber attnum) const;
+};
+
+// Parses and validates a column declaration for a column of the given type. Throws UserError
+// with errcode and hint on any problem.
+ColumnPolicy parse_column_policy(Oid type, int32 typmod, Jsonb *domain, Jsonb *metric);
+// Loads the policy of relid; returns false when the table is not protected.
+bool load_table_policy(Oid relid, TablePolicy &out);
+// The Datum of every domain point, built with the column type's input rules (palloc'd in the
+// current memory context). The clamp functions and the analyzer use this same function, so a
+// clamped data value is bit-identical to the domain point the sensitivity was computed on.
+std::vector<Datum> domain_datums(const Domain &domain, Oid type, int32 typmod);
+// Numeric position of a value of a range-domain type (ints, floats, numeric, date).
+double datum_to_ordinal(Datum value, Oid type);
+// True when range domains are supported on the type.
+bool is_range_type(Oid type);
+
+// ---- Noise (noise_source.cpp) ----
+// The backend's random source: the kernel CSPRNG, or the test stream when dxpriv.test_seed is set.
+RandomSource &backend_random();
+void reset_test_stream();
+
+// ---- Query analysis and charging ----
+void install_analyzer_hooks();
+void install_charging_hooks();
+// Registers that charge_id was paid for in this backend; final functions refuse unpaid ones.
+void mark_charged(int64 charge_id);
+bool was_charged(int64 charge_id);
+
+} // namespace dxpriv::pg

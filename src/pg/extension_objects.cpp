@@ -1,0 +1,83 @@
+// Lazy lookup of the extension's OIDs in the current database, refreshed when it is re-created.
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "access/xact.h"
+#include "commands/extension.h"
+#include "nodes/makefuncs.h"
+#include "nodes/pg_list.h"
+#include "parser/parse_func.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+#include "catalog/pg_namespace.h"
+}
+
+namespace dxpriv::pg {
+
+static ExtensionObjects cached;
+static bool cached_valid = false;
+
+// OID of dx.<name>(argtypes), or InvalidOid.
+static Oid
+lookup(const char *name, int nargs, const Oid *argtypes)
+{
+	List *names = list_make2(makeString(pstrdup("dx")), makeString(pstrdup(name)));
+	return LookupFuncName(names, nargs, argtypes, true);
+}
+
+// Looks every object up; returns false when one is missing (extension half-created).
+static bool
+load(Oid ext, ExtensionObjects &o)
+{
+	o = ExtensionObjects();
+	o.extension = ext;
+	Oid nsp = get_namespace_oid("dx", true);
+	if (!OidIsValid(nsp))
+		return false;
+	HeapTuple tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	o.schema_owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+
+	const Oid any1[] = {ANYOID};
+	const Oid any_eps[] = {ANYOID, FLOAT8OID};
+	const Oid linear[] = {FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, OIDOID, INT8OID};
+	const Oid clamp_range[] = {ANYELEMENTOID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	const Oid clamp_enum[] = {ANYELEMENTOID, TEXTARRAYOID};
+	o.count_star = lookup("count", 0, nullptr);
+	o.count_any = lookup("count", 1, any1);
+	o.count_any_eps = lookup("count", 2, any_eps);
+	o.sum_any = lookup("sum", 1, any1);
+	o.sum_any_eps = lookup("sum", 2, any_eps);
+	o.noisy_count = lookup("_noisy_count", 6, linear);
+	o.noisy_sum = lookup("_noisy_sum", 6, linear);
+	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
+	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
+	o.indicator = lookup("_indicator", 1, any1);
+	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.noisy_count,
+	                   o.noisy_sum, o.clamp_range, o.clamp_enum, o.indicator};
+	for (Oid f : all)
+		if (!OidIsValid(f))
+			return false;
+	return true;
+}
+
+// See dxpriv.h. Catalog lookups here cannot fail except on corruption, so no guard is needed.
+const ExtensionObjects *
+extension_objects()
+{
+	if (creating_extension || !IsTransactionState())
+		return nullptr;
+	Oid ext = get_extension_oid("dxpriv", true);
+	if (!OidIsValid(ext))
+		return nullptr;
+	if (cached_valid && cached.extension == ext)
+		return &cached;
+	cached_valid = load(ext, cached);
+	return cached_valid ? &cached : nullptr;
+}
+
+} // namespace dxpriv::pg

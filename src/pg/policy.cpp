@@ -1,0 +1,392 @@
+// Table policies: parsing and validating column declarations (JSON) and loading them.
+#include "pg/catalog.h"
+#include "pg/dxpriv.h"
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/float.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+}
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace dxpriv::pg {
+
+static const char *kDomainHint =
+    "Declare a domain as {\"values\": [...]} or {\"min\": lo, \"max\": hi, \"step\": s}; dates use "
+    "{\"min\": \"2020-01-01\", \"max\": \"2020-12-31\", \"step\": 7}.";
+static const char *kMetricHint =
+    "Declare a metric as {\"type\": \"discrete\", \"weight\": w}, {\"type\": \"absolute\", \"scale\": s}, "
+    "{\"type\": \"per_value\", \"weights\": {\"value\": w}, \"default\": w} or {\"type\": \"none\"}.";
+
+// ---- small jsonb readers ----
+
+// Fails unless j is a JSON object whose keys are all in allowed.
+static void
+require_object_with_keys(Jsonb *j, const char *what, std::initializer_list<const char *> allowed, const char *hint)
+{
+	if (!JB_ROOT_IS_OBJECT(j) || JB_ROOT_IS_SCALAR(j))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be a JSON object", hint);
+	JsonbIterator *it = JsonbIteratorInit(&j->root);
+	JsonbValue v;
+	JsonbIteratorToken tok;
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE) {
+		if (tok != WJB_KEY)
+			continue;
+		std::string key(v.val.string.val, v.val.string.len);
+		bool ok = false;
+		for (const char *a : allowed)
+			ok = ok || key == a;
+		if (!ok)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " has an unknown key \"" + key + "\"", hint);
+	}
+}
+
+// Looks up key in object j.
+static bool
+get_key(Jsonb *j, const char *key, JsonbValue &out)
+{
+	return getKeyJsonValueFromContainer(&j->root, key, strlen(key), &out) != nullptr;
+}
+
+// A JSON number (or the strings "inf"/"Infinity" when allow_inf) as a double.
+static double
+as_number(const JsonbValue &v, const std::string &what, bool allow_inf, const char *hint)
+{
+	if (v.type == jbvNumeric) {
+		double d = 0;
+		pg_call([&] { d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v.val.numeric))); });
+		if (std::isnan(d))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, what + " must not be NaN", hint);
+		return d;
+	}
+	if (allow_inf && v.type == jbvString) {
+		std::string s(v.val.string.val, v.val.string.len);
+		if (s == "inf" || s == "Infinity" || s == "infinity")
+			return get_float8_infinity();
+	}
+	fail(ERRCODE_INVALID_PARAMETER_VALUE, what + " must be a number", hint);
+}
+
+// A JSON scalar rendered as the text a type input function accepts.
+static std::string
+as_label(const JsonbValue &v, const char *hint)
+{
+	switch (v.type) {
+	case jbvString:
+		return std::string(v.val.string.val, v.val.string.len);
+	case jbvNumeric: {
+		char *s = nullptr;
+		pg_call([&] { s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric))); });
+		return s;
+	}
+	case jbvBool:
+		return v.val.boolean ? "true" : "false";
+	default:
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "domain values must be strings, numbers or booleans", hint);
+	}
+}
+
+// ---- types ----
+
+// See dxpriv.h.
+bool
+is_range_type(Oid type)
+{
+	switch (type) {
+	case INT2OID:
+	case INT4OID:
+	case INT8OID:
+	case FLOAT4OID:
+	case FLOAT8OID:
+	case NUMERICOID:
+	case DATEOID:
+		return true;
+	default:
+		return false;
+	}
+}
+
+// See dxpriv.h. Never errors: numeric overflow saturates, date infinities clamp.
+double
+datum_to_ordinal(Datum value, Oid type)
+{
+	switch (type) {
+	case INT2OID:
+		return DatumGetInt16(value);
+	case INT4OID:
+		return DatumGetInt32(value);
+	case INT8OID:
+		return static_cast<double>(DatumGetInt64(value));
+	case FLOAT4OID:
+		return DatumGetFloat4(value);
+	case FLOAT8OID:
+		return DatumGetFloat8(value);
+	case NUMERICOID:
+		return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+	case DATEOID:
+		return DatumGetDateADT(value);
+	default:
+		return 0;
+	}
+}
+
+// Day number (days since 2000-01-01) of a date string.
+static int32
+parse_date(const std::string &text)
+{
+	DateADT d = 0;
+	pg_call([&] { d = DatumGetDateADT(DirectFunctionCall1(date_in, CStringGetDatum(text.c_str()))); });
+	if (DATE_NOT_FINITE(d))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "date domain bounds must be finite dates", kDomainHint);
+	return d;
+}
+
+// Reads {"min","max","step"} for a numeric or date column.
+static Domain
+parse_range_domain(Oid type, Jsonb *j)
+{
+	JsonbValue lo_v, hi_v, step_v;
+	if (!get_key(j, "min", lo_v) || !get_key(j, "max", hi_v))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "range domain needs \"min\" and \"max\"", kDomainHint);
+	bool has_step = get_key(j, "step", step_v);
+	if (type == DATEOID) {
+		if (lo_v.type != jbvString || hi_v.type != jbvString)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "date domain bounds must be date strings", kDomainHint);
+		int32 lo = parse_date(std::string(lo_v.val.string.val, lo_v.val.string.len));
+		int32 hi = parse_date(std::string(hi_v.val.string.val, hi_v.val.string.len));
+		double step = has_step ? as_number(step_v, "date domain step", false, kDomainHint) : 1;
+		if (step != std::floor(step) || step < 1 || step > 1e6)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "date domain step must be a whole number of days", kDomainHint);
+		if (lo > hi)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "domain \"min\" must not exceed \"max\"", kDomainHint);
+		return Domain::dates(lo, hi, static_cast<int32>(step));
+	}
+	double lo = as_number(lo_v, "domain \"min\"", false, kDomainHint);
+	double hi = as_number(hi_v, "domain \"max\"", false, kDomainHint);
+	double step = has_step ? as_number(step_v, "domain \"step\"", false, kDomainHint) : 1;
+	if (type == INT2OID || type == INT4OID || type == INT8OID) {
+		double limit = type == INT2OID ? 32767.0 : type == INT4OID ? 2147483647.0 : 9007199254740992.0;
+		if (lo != std::floor(lo) || hi != std::floor(hi) || step != std::floor(step))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "an integer column needs whole-number \"min\", \"max\" and \"step\"",
+			     kDomainHint);
+		if (std::fabs(lo) > limit || std::fabs(hi) > limit)
+			fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "domain bounds are out of range for the column type",
+			     "Choose bounds the column type can hold.");
+	}
+	return Domain::range(lo, hi, step); // validates finiteness, order, step, size
+}
+
+// Reads {"values": [...]} for any byval or varlena column.
+static Domain
+parse_enum_domain(Oid type, Jsonb *j)
+{
+	int16 typlen;
+	bool typbyval;
+	get_typlenbyval(type, &typlen, &typbyval);
+	if (!typbyval && typlen != -1)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "enumerated domains are not supported for this column type",
+		     "Use a text, integer, boolean or date column.");
+	JsonbValue values;
+	if (!get_key(j, "values", values) || values.type != jbvBinary || !JsonContainerIsArray(values.val.binary.data))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"values\" must be a JSON array", kDomainHint);
+	std::vector<std::string> labels;
+	JsonbIterator *it = JsonbIteratorInit(values.val.binary.data);
+	JsonbValue v;
+	JsonbIteratorToken tok;
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		if (tok == WJB_ELEM)
+			labels.push_back(as_label(v, kDomainHint));
+	if (labels.empty())
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"values\" must not be empty", kDomainHint);
+	return Domain::enumerated(std::move(labels)); // validates distinctness
+}
+
+// Reads the metric object against a domain.
+static ColumnMetric
+parse_metric(const Domain &domain, Jsonb *j)
+{
+	require_object_with_keys(j, "metric", {"type", "weight", "scale", "weights", "default"}, kMetricHint);
+	JsonbValue type_v;
+	if (!get_key(j, "type", type_v) || type_v.type != jbvString)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "metric needs a \"type\"", kMetricHint);
+	std::string type(type_v.val.string.val, type_v.val.string.len);
+	JsonbValue v;
+	if (type == "discrete") {
+		double w = get_key(j, "weight", v) ? as_number(v, "metric \"weight\"", true, kMetricHint) : 1.0;
+		return ColumnMetric::discrete(w);
+	}
+	if (type == "absolute") {
+		if (!get_key(j, "scale", v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "absolute metric needs a \"scale\"", kMetricHint);
+		return ColumnMetric::absolute(as_number(v, "metric \"scale\"", false, kMetricHint));
+	}
+	if (type == "none")
+		return ColumnMetric::none();
+	if (type == "per_value") {
+		if (domain.kind() != DomainKind::Enumerated)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "per_value metric needs an enumerated domain", kMetricHint);
+		bool has_default = get_key(j, "default", v);
+		double fallback = has_default ? as_number(v, "metric \"default\"", true, kMetricHint) : 0;
+		std::map<std::string, double> given;
+		JsonbValue weights;
+		if (get_key(j, "weights", weights)) {
+			if (weights.type != jbvBinary || !JsonContainerIsObject(weights.val.binary.data))
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"weights\" must be a JSON object", kMetricHint);
+			JsonbIterator *it = JsonbIteratorInit(weights.val.binary.data);
+			JsonbIteratorToken tok;
+			std::string key;
+			while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE) {
+				if (tok == WJB_KEY)
+					key.assign(v.val.string.val, v.val.string.len);
+				else if (tok == WJB_VALUE) {
+					if (domain.find_label(key) < 0)
+						fail(ERRCODE_INVALID_PARAMETER_VALUE, "per_value weight for \"" + key + "\", which is not in the domain",
+						     "Weights are keyed by the domain's values.");
+					given[key] = as_number(v, "per_value weight", true, kMetricHint);
+				}
+			}
+		}
+		std::vector<double> per_point;
+		for (const std::string &label : domain.labels()) {
+			auto f = given.find(label);
+			if (f == given.end() && !has_default)
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, "per_value metric has no weight for \"" + label + "\"",
+				     "Give every value a weight or set \"default\".");
+			per_point.push_back(f != given.end() ? f->second : fallback);
+		}
+		return ColumnMetric::per_value(std::move(per_point));
+	}
+	fail(ERRCODE_INVALID_PARAMETER_VALUE, "unknown metric type \"" + type + "\"", kMetricHint);
+}
+
+// See dxpriv.h.
+ColumnPolicy
+parse_column_policy(Oid type, int32 typmod, Jsonb *domain_json, Jsonb *metric_json)
+{
+	ColumnPolicy col;
+	col.type = type;
+	col.typmod = typmod;
+	require_object_with_keys(domain_json, "domain", {"values", "min", "max", "step"}, kDomainHint);
+	JsonbValue v;
+	if (get_key(domain_json, "values", v)) {
+		if (get_key(domain_json, "min", v) || get_key(domain_json, "max", v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "domain has both \"values\" and \"min\"/\"max\"", kDomainHint);
+		col.domain = parse_enum_domain(type, domain_json);
+	} else {
+		if (!is_range_type(type))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "range domains need a numeric or date column",
+			     "Declare the values of this column as {\"values\": [...]}.");
+		col.domain = parse_range_domain(type, domain_json);
+	}
+	col.metric = parse_metric(col.domain, metric_json);
+	col.metric.validate(col.domain);
+	return col;
+}
+
+// See dxpriv.h.
+std::vector<Datum>
+domain_datums(const Domain &domain, Oid type, int32 typmod)
+{
+	std::vector<Datum> out(domain.size());
+	if (domain.kind() == DomainKind::Enumerated) {
+		std::vector<std::string> labels = domain.labels();
+		pg_call([&] {
+			Oid input, ioparam;
+			getTypeInputInfo(type, &input, &ioparam);
+			for (size_t i = 0; i < labels.size(); ++i)
+				out[i] = OidInputFunctionCall(input, const_cast<char *>(labels[i].c_str()), ioparam, typmod);
+		});
+		return out;
+	}
+	if (type == NUMERICOID) {
+		std::vector<std::string> labels(domain.size());
+		for (size_t i = 0; i < domain.size(); ++i)
+			labels[i] = domain.label(i);
+		pg_call([&] {
+			for (size_t i = 0; i < labels.size(); ++i)
+				out[i] = DirectFunctionCall3(numeric_in, CStringGetDatum(labels[i].c_str()), ObjectIdGetDatum(InvalidOid),
+				                             Int32GetDatum(typmod));
+		});
+		return out;
+	}
+	for (size_t i = 0; i < domain.size(); ++i) {
+		double x = domain.ordinal(i);
+		switch (type) {
+		case INT2OID:
+			out[i] = Int16GetDatum(static_cast<int16>(std::llround(x)));
+			break;
+		case INT4OID:
+			out[i] = Int32GetDatum(static_cast<int32>(std::llround(x)));
+			break;
+		case INT8OID:
+			out[i] = Int64GetDatum(static_cast<int64>(std::llround(x)));
+			break;
+		case FLOAT4OID:
+			out[i] = Float4GetDatum(static_cast<float4>(x));
+			break;
+		case FLOAT8OID:
+			out[i] = Float8GetDatum(x);
+			break;
+		case DATEOID:
+			out[i] = DateADTGetDatum(static_cast<DateADT>(std::llround(x)));
+			break;
+		default:
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: unsupported range type");
+		}
+	}
+	return out;
+}
+
+// See dxpriv.h.
+const ColumnPolicy *
+TablePolicy::find(AttrNumber attnum) const
+{
+	for (const ColumnPolicy &c : columns)
+		if (c.attnum == attnum)
+			return &c;
+	return nullptr;
+}
+
+// See dxpriv.h.
+bool
+load_table_policy(Oid relid, TablePolicy &out)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext)
+		return false;
+	InternalSpi spi(ext->schema_owner);
+	if (spi.exec("SELECT presence FROM dx.protected_tables WHERE relid = $1", {{OIDOID, ObjectIdGetDatum(relid)}},
+	             true) == 0)
+		return false;
+	out.relid = relid;
+	out.presence = DatumGetFloat8(spi.value(0, 0));
+	uint64 n = spi.exec("SELECT c.column_name, c.domain, c.metric, a.attnum, a.atttypid, a.atttypmod, a.attcollation "
+	                    "FROM dx.protected_columns c JOIN pg_catalog.pg_attribute a "
+	                    "ON a.attrelid = c.relid AND a.attname = c.column_name AND NOT a.attisdropped "
+	                    "WHERE c.relid = $1 ORDER BY a.attnum",
+	                    {{OIDOID, ObjectIdGetDatum(relid)}}, true);
+	for (uint64 r = 0; r < n; ++r) {
+		Jsonb *domain = nullptr, *metric = nullptr;
+		pg_call([&] {
+			domain = DatumGetJsonbP(spi.value(r, 1));
+			metric = DatumGetJsonbP(spi.value(r, 2));
+		});
+		ColumnPolicy col = parse_column_policy(DatumGetObjectId(spi.value(r, 4)), DatumGetInt32(spi.value(r, 5)),
+		                                       domain, metric);
+		col.name = spi.text(r, 0);
+		col.attnum = DatumGetInt16(spi.value(r, 3));
+		col.collation = DatumGetObjectId(spi.value(r, 6));
+		out.columns.push_back(std::move(col));
+	}
+	return true;
+}
+
+} // namespace dxpriv::pg
