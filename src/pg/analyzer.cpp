@@ -47,6 +47,11 @@ ProcessUtility_hook_type prev_process_utility = nullptr;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 SystemRandom charge_id_source;
 
+// Location stamped on the aggregates we rewrite. The parser only produces -1 or offsets >= 0, so
+// SQL text cannot forge it; it lets the hook recognise a query it already rewrote (EXPLAIN calls
+// post_parse_analyze_hook a second time on its analysed query).
+constexpr int kRewrittenLocation = -7417;
+
 const char *kShapeHint = "Supported: SELECT dx.count(*), dx.count(col), dx.sum(expr) [, ...] FROM <protected table> "
                          "[WHERE <conditions on declared columns>].";
 
@@ -55,7 +60,7 @@ const char *kShapeHint = "Supported: SELECT dx.count(*), dx.count(col), dx.sum(e
 struct Discovery {
 	const ExtensionObjects *ext;
 	int depth = 0;
-	int markers_top = 0, markers_nested = 0, internal = 0, other_aggs_top = 0;
+	int markers_top = 0, markers_nested = 0, internal = 0, rewritten = 0, other_aggs_top = 0;
 };
 
 // Counts dx aggregates by nesting level, and internal aggregates anywhere.
@@ -74,7 +79,7 @@ discover(Node *node, void *ctx)
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
 		if (d->ext->is_internal(a->aggfnoid))
-			d->internal++;
+			(a->location == kRewrittenLocation ? d->rewritten : d->internal)++;
 		else if (d->ext->is_marker(a->aggfnoid))
 			(d->depth == 0 && a->agglevelsup == 0 ? d->markers_top : d->markers_nested)++;
 		else if (d->depth == 0)
@@ -400,6 +405,7 @@ rewrite_aggregate(Aggref *a, Node *where, const TablePolicy &policy, const Exten
 	a->aggvariadic = false;
 	a->aggfilter = (Expr *) clamp((Node *) a->aggfilter, cctx);
 	a->inputcollid = InvalidOid;
+	a->location = kRewrittenLocation;
 }
 
 // Validates and rewrites one SELECT that contains dx aggregates.
