@@ -8,19 +8,9 @@ RETURNS void LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'dx_validate_column'
 CREATE FUNCTION dx._invalidate(rel regclass)
 RETURNS void LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_invalidate';
 
--- Raises unless the caller owns rel (or is superuser).
+-- Raises unless the calling role (outside any SECURITY DEFINER function) owns rel or is superuser.
 CREATE FUNCTION dx._check_owner(rel regclass) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-	IF rel IS NULL THEN
-		RAISE EXCEPTION 'table must not be null' USING ERRCODE = '22004',
-			HINT = 'Pass a table name such as ''public.people''.';
-	END IF;
-	IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = rel), 'USAGE') THEN
-		RAISE EXCEPTION 'must be owner of table %', rel USING ERRCODE = '42501',
-			HINT = 'Only the owner of a table (or a superuser) can change its dxpriv policy.';
-	END IF;
-END $$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_check_owner';
 
 -- Protects a table: its rows are only released through d_X-private aggregates.
 CREATE FUNCTION dx.protect_table(rel regclass, presence float8 DEFAULT 1.0)

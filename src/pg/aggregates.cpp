@@ -7,6 +7,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
+#include "nodes/execnodes.h"
 #include "nodes/primnodes.h"
 #include "utils/builtins.h"
 }
@@ -54,27 +55,40 @@ read_params(LinearState *s, double grid, double scale, double epsilon, Oid relid
 	s->charge_id = charge_id;
 }
 
-// Parameters of a query whose aggregate saw no row: the analyzer's constants in the Aggref.
+// Parameters of a query whose aggregate saw no row: the analyzer's constants in the Aggref, or,
+// in the finalize phase of a parallel plan (arguments replaced), those recorded when charging.
 LinearState *
 state_from_aggref(FunctionCallInfo fcinfo)
 {
 	Aggref *aggref = AggGetAggref(fcinfo);
-	if (!aggref || list_length(aggref->args) != 6)
+	if (!aggref)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called outside a validated query");
-	double vals[5];
-	for (int i = 0; i < 5; ++i) {
-		Node *e = (Node *) castNode(TargetEntry, list_nth(aggref->args, i + 1))->expr;
-		if (!IsA(e, Const) || castNode(Const, e)->constisnull)
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
-		Const *c = castNode(Const, e);
-		vals[i] = i < 3 ? DatumGetFloat8(c->constvalue) : i == 3 ? DatumGetObjectId(c->constvalue) : 0;
-		if (i == 4) {
-			LinearState *s = new_state(CurrentMemoryContext);
-			read_params(s, vals[0], vals[1], vals[2], static_cast<Oid>(vals[3]), DatumGetInt64(c->constvalue));
-			return s;
+	NoiseParams p;
+	bool found = false;
+	if (list_length(aggref->args) == 6) {
+		Const *c[6] = {};
+		found = true;
+		for (int i = 1; i < 6; ++i) {
+			Node *e = (Node *) castNode(TargetEntry, list_nth(aggref->args, i))->expr;
+			if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+				found = false;
+			else
+				c[i] = castNode(Const, e);
 		}
+		if (found)
+			p = NoiseParams{DatumGetFloat8(c[1]->constvalue), DatumGetFloat8(c[2]->constvalue),
+			                DatumGetFloat8(c[3]->constvalue), DatumGetObjectId(c[4]->constvalue),
+			                DatumGetInt64(c[5]->constvalue)};
 	}
-	pg_unreachable();
+	if (!found && fcinfo->context && IsA(fcinfo->context, AggState)) {
+		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
+		found = lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p);
+	}
+	if (!found)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
+	LinearState *s = new_state(CurrentMemoryContext);
+	read_params(s, p.grid, p.scale, p.epsilon, p.relid, p.charge_id);
+	return s;
 }
 
 // The noisy answer, drawn once per state (a final function may run twice: same answer).
@@ -98,8 +112,8 @@ release(FunctionCallInfo fcinfo)
 DX_FUNCTION(dx_marker_transfn)
 {
 	fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx aggregates can only be used in a query validated by dxpriv",
-	     "Use them as SELECT dx.count(*) FROM <protected table> [WHERE ...], directly in psql or a client; "
-	     "not inside views, CREATE TABLE AS or EXPLAIN ANALYZE.");
+	     "Use them as SELECT dx.count(*) FROM <protected table> [WHERE ...], sent directly by a client; "
+	     "not inside views, rules or stored SQL function bodies.");
 }
 
 DX_FUNCTION(dx_marker_finalfn)

@@ -29,6 +29,7 @@ namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
 std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
+std::map<std::pair<const void *, int>, NoiseParams> params_by_agg; // (PlannedStmt, aggno) -> params
 
 // One noisy aggregate found in a plan.
 struct Charge {
@@ -37,6 +38,7 @@ struct Charge {
 	double epsilon;
 	double scale;
 	double grid;
+	int aggno;
 };
 
 struct PlanScan {
@@ -53,8 +55,9 @@ collect_aggrefs(Node *node, void *ctx)
 	auto *scan = static_cast<PlanScan *>(ctx);
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
-		if (scan->ext->is_internal(a->aggfnoid) && !DO_AGGSPLIT_SKIPFINAL(a->aggsplit) &&
-		    list_length(a->args) == 6) {
+		// Finalize-phase copies have their arguments replaced by the partial result; the
+		// partial (or simple) copy carries the constants. Both share the charge id.
+		if (scan->ext->is_internal(a->aggfnoid) && list_length(a->args) == 6) {
 			Const *c[6];
 			for (int i = 1; i < 6; ++i) {
 				Node *e = (Node *) castNode(TargetEntry, list_nth(a->args, i))->expr;
@@ -64,7 +67,7 @@ collect_aggrefs(Node *node, void *ctx)
 			}
 			Charge ch{DatumGetInt64(c[5]->constvalue), DatumGetObjectId(c[4]->constvalue),
 			          DatumGetFloat8(c[3]->constvalue), DatumGetFloat8(c[2]->constvalue),
-			          DatumGetFloat8(c[1]->constvalue)};
+			          DatumGetFloat8(c[1]->constvalue), a->aggno};
 			scan->charges[ch.charge_id] = ch;
 		}
 	}
@@ -152,6 +155,10 @@ charge_plan(QueryDesc *qd)
 	std::map<Oid, std::vector<Charge>> by_table;
 	for (auto &kv : scan.charges)
 		by_table[kv.second.relid].push_back(kv.second);
+	for (auto &kv : scan.charges) {
+		const Charge &c = kv.second;
+		params_by_agg[{qd->plannedstmt, c.aggno}] = NoiseParams{c.grid, c.scale, c.epsilon, c.relid, c.charge_id};
+	}
 
 	Oid role = GetUserId();
 	std::string fp = fingerprint(qd);
@@ -205,7 +212,10 @@ on_xact(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
 	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+	{
 		charged_ids.clear();
+		params_by_agg.clear();
+	}
 }
 
 // ExecutorStart hook: charge first, then start the executor.
@@ -234,6 +244,17 @@ bool
 was_charged(int64 charge_id)
 {
 	return charged_ids.count(charge_id) > 0;
+}
+
+// See dxpriv.h.
+bool
+lookup_noise_params(const void *planned_stmt, int aggno, NoiseParams &out)
+{
+	auto it = params_by_agg.find({planned_stmt, aggno});
+	if (it == params_by_agg.end())
+		return false;
+	out = it->second;
+	return true;
 }
 
 // See dxpriv.h.

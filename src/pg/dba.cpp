@@ -3,7 +3,10 @@
 #include "pg/guard.h"
 
 extern "C" {
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 }
 
 using namespace dxpriv::pg;
@@ -24,5 +27,27 @@ DX_FUNCTION(dx_invalidate)
 {
 	Oid relid = PG_GETARG_OID(0);
 	pg_call([&] { CacheInvalidateRelcacheByRelid(relid); });
+	PG_RETURN_VOID();
+}
+
+// dx._check_owner(regclass): the DBA functions run as SECURITY DEFINER, so the caller is the
+// outer user (the session's current role), not the function's current user.
+DX_FUNCTION(dx_check_owner)
+{
+	if (PG_ARGISNULL(0))
+		fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "table must not be null", "Pass a table name such as 'public.people'.");
+	Oid relid = PG_GETARG_OID(0);
+	Oid caller = GetOuterUserId();
+	bool owner = false;
+	char *name = nullptr;
+	pg_call([&] {
+		owner = pg_class_ownercheck(relid, caller);
+		name = get_rel_name(relid);
+	});
+	if (!name)
+		fail(ERRCODE_UNDEFINED_TABLE, "table does not exist", "Pass an existing table.");
+	if (!owner)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("must be owner of table ") + name,
+		     "Only the owner of a table (or a superuser) can change its dxpriv policy.");
 	PG_RETURN_VOID();
 }

@@ -86,4 +86,15 @@ void install_charging_hooks();
 void mark_charged(int64 charge_id);
 bool was_charged(int64 charge_id);
 
+// Noise parameters of one noisy aggregate, as placed by the analyzer.
+struct NoiseParams {
+	double grid = 1, scale = 0, epsilon = 0;
+	Oid relid = InvalidOid;
+	int64 charge_id = 0;
+};
+// Parameters of aggregate number aggno of a statement being executed (recorded when it was
+// charged). A finalize-phase Aggref has lost its constant arguments, so a final function that
+// saw no row (NULL state) finds them here. Returns false when unknown.
+bool lookup_noise_params(const void *planned_stmt, int aggno, NoiseParams &out);
+
 } // namespace dxpriv::pg

@@ -1,0 +1,58 @@
+-- Query shapes dxpriv refuses, each with an errcode and a hint.
+\set VERBOSITY default
+SET dxpriv.epsilon = 0.01;
+SELECT dx.count(*) FROM people GROUP BY sex;
+SELECT dx.count(*), count(*) FROM people;
+SELECT dx.count(*) FROM people WHERE id > 3;
+SELECT dx.sum(note) FROM people;
+SELECT dx.sum(length(note)) FROM people;
+SELECT dx.count(*) FROM people WHERE age > random() * 10;
+SELECT dx.count(*) FROM people WHERE visit < now();
+SELECT dx.count(*) FROM people p JOIN exact_t e ON true;
+SELECT dx.count(*) FROM people, exact_t;
+SELECT dx.count(*) FROM people WHERE age IN (SELECT v FROM exact_t);
+SELECT (SELECT dx.count(*) FROM people);
+SELECT * FROM (SELECT dx.count(*) FROM people) s;
+WITH t AS (SELECT * FROM people) SELECT dx.count(*) FROM t;
+SELECT dx.count(*) FROM people UNION SELECT 1;
+SELECT dx.count(*) OVER () FROM people;
+SELECT DISTINCT dx.count(*) FROM people;
+SELECT dx.count(DISTINCT age) FROM people;
+SELECT dx.sum(age ORDER BY age) FROM people;
+SELECT dx.count(*) FROM people TABLESAMPLE SYSTEM (50);
+SELECT dx.count(*) FROM people FOR UPDATE;
+SELECT dx.count(*) FROM people WHERE people.ctid > '(0,1)';
+SELECT dx.count(people) FROM people;
+SELECT dx.count(age, 0) FROM people;
+SELECT dx.count(age, -1) FROM people;
+SELECT dx.count(age, 'NaN') FROM people;
+SELECT dx.count(age, 'Infinity') FROM people;
+SELECT dx.count(age, NULL) FROM people;
+SELECT dx.count(age, age::float8) FROM people;
+SELECT dx.count(*) FROM exact_t e, generate_series(1, 2);
+SELECT dx.count(*) FROM generate_series(1, 3);
+SELECT dx.count(*) FROM people_view;
+SELECT dx._noisy_count(1, 1, 0, 1, 'people'::regclass, 5) FROM people;
+SELECT dx._noisy_sum(age, 1, 0, 1, 'people'::regclass, 5) FROM exact_t, people;
+PREPARE p(int) AS SELECT dx.count(*) FROM people WHERE age > $1;
+SET dxpriv.epsilon = 0;
+SET dxpriv.epsilon = -1;
+RESET dxpriv.epsilon;
+-- dx aggregates cannot be stored in definitions
+CREATE VIEW v AS SELECT dx.count(*) FROM people;
+CREATE MATERIALIZED VIEW mv AS SELECT dx.count(*) FROM people;
+-- (an atomic SQL function body is stored unvalidated; running it fails closed)
+CREATE FUNCTION f() RETURNS bigint LANGUAGE sql BEGIN ATOMIC SELECT dx.count(*) FROM people; END;
+SELECT f();
+-- unprotected table
+CREATE TABLE open_t (a int);
+SELECT dx.count(*) FROM open_t;
+-- a sub-universe over the cap is refused before any work
+CREATE TABLE wide (a int, b int);
+SELECT dx.protect_table('wide');
+SELECT dx.set_column('wide', 'a', '{"min": 0, "max": 99999}', '{"type": "discrete"}');
+SELECT dx.set_column('wide', 'b', '{"min": 0, "max": 99999}', '{"type": "discrete"}');
+SELECT dx.grant_budget(current_user::regrole, 'wide', 1);
+SELECT dx.count(*) FROM wide WHERE a < b;
+-- nothing above was charged
+SELECT count(*) FROM dx.ledger WHERE epsilon = 0.01;
