@@ -1,0 +1,43 @@
+"""Shared helpers for end-to-end tests: connections to the throwaway cluster, fresh databases."""
+import contextlib
+import itertools
+import os
+
+import psycopg2
+
+_counter = itertools.count()
+
+
+def connect(dbname="postgres", user="postgres", autocommit=True):
+    """A psycopg2 connection to the test cluster (PGHOST/PGPORT set by scripts/run-e2e.sh)."""
+    conn = psycopg2.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user=user, dbname=dbname)
+    conn.autocommit = autocommit
+    return conn
+
+
+@contextlib.contextmanager
+def fresh_db():
+    """Creates a database with dxpriv installed; drops it afterwards."""
+    name = f"e2e_{os.getpid()}_{next(_counter)}"
+    admin = connect()
+    admin.cursor().execute(f"CREATE DATABASE {name}")
+    try:
+        conn = connect(name)
+        conn.cursor().execute("CREATE EXTENSION dxpriv")
+        conn.close()
+        yield name
+    finally:
+        admin.cursor().execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.close()
+
+
+def scalar(conn, sql, params=None):
+    """First column of the first row."""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchone()[0]
+
+
+def execute(conn, sql, params=None):
+    with conn.cursor() as cur:
+        cur.execute(sql, params)

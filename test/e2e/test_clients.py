@@ -1,0 +1,90 @@
+"""Client behaviour: psycopg2 parameters, transactions, concurrent sessions, psql."""
+import os
+import subprocess
+import threading
+
+import psycopg2
+
+from e2e_common import connect, execute, fresh_db, scalar
+
+
+def _people(conn, budget=100.0):
+    execute(conn, "CREATE TABLE people (age int, sex text)")
+    execute(conn, "INSERT INTO people SELECT 18 + i % 60, CASE WHEN i % 2 = 0 THEN 'M' ELSE 'F' END "
+                  "FROM generate_series(1, 1000) AS i")
+    execute(conn, "SELECT dx.protect_table('people')")
+    execute(conn, """SELECT dx.set_column('people', 'age', '{"min": 0, "max": 120}', '{"type": "absolute", "scale": 10}')""")
+    execute(conn, """SELECT dx.set_column('people', 'sex', '{"values": ["M", "F"]}', '{"type": "discrete", "weight": 1}')""")
+    execute(conn, "SELECT dx.grant_budget(current_user::regrole, 'people', %s)", (budget,))
+
+
+def test_psycopg2_client_side_parameters_are_literals():
+    with fresh_db() as db:
+        conn = connect(db)
+        _people(conn)
+        # psycopg2 interpolates on the client: the server sees literals and answers
+        v = scalar(conn, "SELECT dx.count(*) FROM people WHERE age > %s AND sex = %s", (40, "M"))
+        assert isinstance(v, int)
+        assert abs(scalar(conn, "SELECT spent FROM dx.budgets") - 0.1) < 1e-12
+
+
+def test_transaction_with_error_after_aggregate_is_still_charged_within_transaction():
+    # Issue 2 charges inside the caller's transaction; this test documents that a committed
+    # transaction keeps its charges and that an error makes the whole statement fail closed.
+    with fresh_db() as db:
+        conn = connect(db, autocommit=False)
+        _people(conn)
+        conn.commit()
+        execute(conn, "SELECT dx.count(*) FROM people")
+        conn.commit()
+        assert abs(scalar(conn, "SELECT spent FROM dx.budgets") - 0.1) < 1e-12
+        try:
+            execute(conn, "SELECT dx.count(*) FROM people WHERE age / 0 > 1")
+            raise AssertionError("division by zero over the domain must fail")
+        except psycopg2.Error as e:
+            assert e.pgcode == "22012", e.pgcode
+        conn.rollback()
+        assert abs(scalar(conn, "SELECT spent FROM dx.budgets") - 0.1) < 1e-12
+
+
+def test_concurrent_sessions_never_overspend():
+    with fresh_db() as db:
+        admin = connect(db)
+        _people(admin, budget=1.0)
+        results = []
+
+        def worker():
+            conn = connect(db)
+            for _ in range(5):
+                try:
+                    scalar(conn, "SELECT dx.count(*) FROM people")
+                    results.append("ok")
+                except psycopg2.Error as e:
+                    results.append(e.pgcode)
+            conn.close()
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        answered = results.count("ok")
+        assert answered == 10, results          # 1.0 / 0.1
+        assert results.count("53000") == 30, results
+        spent = scalar(admin, "SELECT spent FROM dx.budgets")
+        assert spent <= 1.0 + 1e-9, spent
+        assert scalar(admin, "SELECT count(*) FROM dx.ledger") == answered
+
+
+def test_psql_shows_errors_with_hints():
+    with fresh_db() as db:
+        conn = connect(db)
+        _people(conn)
+        env = dict(os.environ, PGDATABASE=db, PGUSER="postgres")
+        out = subprocess.run(["psql", "-X", "-v", "VERBOSITY=verbose", "-c", "SELECT dx.count(*) FROM people GROUP BY sex"],
+                             capture_output=True, text=True, env=env)
+        assert out.returncode != 0
+        assert "0A000" in out.stderr and "HINT" in out.stderr, out.stderr
+        out = subprocess.run(["psql", "-X", "-At", "-c", "SELECT dx.count(*) >= 0 OR true FROM people"],
+                             capture_output=True, text=True, env=env)
+        assert out.returncode == 0 and out.stdout.strip() == "t", out
