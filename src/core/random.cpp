@@ -2,7 +2,6 @@
 #include "core/random.h"
 
 #include <cerrno>
-#include <cstring>
 
 #include <sys/random.h>
 #include <sys/types.h>

@@ -11,15 +11,16 @@
 
 namespace dxpriv {
 
-// A positive rational num/den. Requires num >= 0, den >= 1.
+// A non-negative rational num/den (den >= 1). Scales passed to discrete_laplace need num >= 1.
 struct Rational {
 	std::uint64_t num;
 	std::uint64_t den;
 };
 
 // Smallest rational with denominator 2^20 that is >= x (x > 0 finite, x <= 2^43). Rounding up a
-// noise scale only adds noise, so privacy is preserved. Throws CoreError(ProgramLimit) beyond.
-// All sampler arithmetic on num*K products is done in 128 bits, so num up to 2^63 is safe.
+// noise scale only adds noise, so privacy is preserved. Throws CoreError(InvalidParameter) for
+// x <= 0 or NaN and CoreError(ProgramLimit) above 2^43 or for +inf. Sampler arithmetic is done in
+// 128 bits, so any 64-bit num/den is safe.
 Rational rational_at_least(double x);
 
 // Bernoulli(num/den); requires num <= den, den >= 1.
@@ -27,7 +28,7 @@ bool bernoulli_rational(RandomSource &rng, std::uint64_t num, std::uint64_t den)
 // Bernoulli(exp(-num/den)); requires den >= 1 (CKS Algorithm 1).
 bool bernoulli_exp_minus(RandomSource &rng, std::uint64_t num, std::uint64_t den);
 // Discrete Laplace on the integers with scale t = num/den: P(Z=z) ∝ exp(-|z|/t) (CKS Algorithm 2).
-// Requires num >= 1, den >= 1.
+// Requires num >= 1, den >= 1 (CoreError(Internal) otherwise); DataException if |Z| > INT64_MAX.
 std::int64_t discrete_laplace(RandomSource &rng, Rational scale);
 
 // Laplace noise of scale `scale` restricted to the grid `grid`·Z: grid * DLap(scale/grid), with the

@@ -26,6 +26,10 @@ using u128 = unsigned __int128;
 constexpr double kSigmas = 5.0;
 constexpr double kChiSquarePValue = 1e-6;
 constexpr double kMinExpectedPerBin = 20.0;
+// Sample sizes (about 6 s in total with -O2 on one core).
+constexpr std::uint64_t kBernoulliSamples = 2000000;
+constexpr std::size_t kLaplaceSamples = 3000000;
+constexpr std::size_t kHugeScaleSamples = 100000;
 
 // Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
 void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
@@ -287,7 +291,7 @@ TEST(UniformBelowStat, HeavyRejectionRangesAreUniform)
 TEST(BernoulliRationalStat, MatchesProbability)
 {
 	SeededRandom rng(2001);
-	const std::uint64_t n = 1000000;
+	const std::uint64_t n = kBernoulliSamples;
 	struct Case {
 		std::uint64_t num, den;
 	};
@@ -304,7 +308,7 @@ TEST(BernoulliRationalStat, MatchesProbability)
 TEST(BernoulliExpMinusStat, MatchesExpMinusGamma)
 {
 	SeededRandom rng(3001);
-	const std::uint64_t n = 1000000;
+	const std::uint64_t n = kBernoulliSamples;
 	struct Case {
 		std::uint64_t num, den;
 	};
@@ -320,19 +324,19 @@ TEST(BernoulliExpMinusStat, MatchesExpMinusGamma)
 	}
 }
 
-TEST(DiscreteLaplaceStat, ScaleHalf) { check_discrete_laplace(Rational{1, 2}, 4001, 1000000, 8); }
+TEST(DiscreteLaplaceStat, ScaleHalf) { check_discrete_laplace(Rational{1, 2}, 4001, kLaplaceSamples, 8); }
 
-TEST(DiscreteLaplaceStat, ScaleOne) { check_discrete_laplace(Rational{1, 1}, 4002, 1000000, 15); }
+TEST(DiscreteLaplaceStat, ScaleOne) { check_discrete_laplace(Rational{1, 1}, 4002, kLaplaceSamples, 15); }
 
-TEST(DiscreteLaplaceStat, ScaleThreePointSeven) { check_discrete_laplace(Rational{37, 10}, 4003, 1000000, 50); }
+TEST(DiscreteLaplaceStat, ScaleThreePointSeven) { check_discrete_laplace(Rational{37, 10}, 4003, kLaplaceSamples, 50); }
 
 TEST(DiscreteLaplaceStat, ScaleThreePointSevenFromRationalAtLeast)
 {
 	// The denominator-2^20 form produced by rational_at_least (t and s both large).
-	check_discrete_laplace(rational_at_least(3.7), 4004, 500000, 50);
+	check_discrete_laplace(rational_at_least(3.7), 4004, kLaplaceSamples / 2, 50);
 }
 
-TEST(DiscreteLaplaceStat, ScaleThousand) { check_discrete_laplace(Rational{1000, 1}, 4005, 1000000, 80); }
+TEST(DiscreteLaplaceStat, ScaleThousand) { check_discrete_laplace(Rational{1000, 1}, 4005, kLaplaceSamples, 80); }
 
 TEST(DiscreteLaplaceStat, HugeScales)
 {
@@ -344,7 +348,7 @@ TEST(DiscreteLaplaceStat, HugeScales)
 		const Rational r = rational_at_least(scale);
 		const TwoSidedGeometric law{scale};
 		SeededRandom rng(seed++);
-		std::vector<std::int64_t> samples(20000);
+		std::vector<std::int64_t> samples(kHugeScaleSamples);
 		for (auto &z : samples)
 			z = discrete_laplace(rng, r);
 		expect_moments(samples, law);
@@ -357,7 +361,7 @@ TEST(LaplaceOnGridStat, MatchesContinuousLaplace)
 {
 	const double scale = 2.5;
 	const double grid = std::ldexp(1.0, -38);
-	const std::size_t n = 1000000;
+	const std::size_t n = kLaplaceSamples;
 	SeededRandom rng(5001);
 	std::vector<double> samples(n);
 	for (auto &z : samples)

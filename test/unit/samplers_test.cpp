@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/wait.h>
