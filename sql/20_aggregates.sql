@@ -23,16 +23,31 @@ CREATE AGGREGATE dx.sum("any") (SFUNC = dx._marker_transfn, STYPE = internal,
 	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
 CREATE AGGREGATE dx.sum("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
 	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+CREATE FUNCTION dx._marker_avg_finalfn(internal) RETURNS float8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_marker_finalfn';
+CREATE AGGREGATE dx.avg("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_avg_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.avg("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_avg_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.linear("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.linear("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.avg("any") IS 'd_X-private average (noisy sum / noisy count) at the session epsilon';
+COMMENT ON AGGREGATE dx.avg("any", float8) IS 'd_X-private average at the given epsilon';
+COMMENT ON AGGREGATE dx.linear("any") IS 'd_X-private weighted count: sum of a per-row weight expression';
+COMMENT ON AGGREGATE dx.linear("any", float8) IS 'd_X-private weighted count at the given epsilon';
 COMMENT ON AGGREGATE dx.count(*) IS 'd_X-private row count at the session epsilon (dxpriv.epsilon)';
 COMMENT ON AGGREGATE dx.count("any") IS 'd_X-private count of non-null values at the session epsilon';
 COMMENT ON AGGREGATE dx.count("any", float8) IS 'd_X-private count of non-null values at the given epsilon';
 COMMENT ON AGGREGATE dx.sum("any") IS 'd_X-private sum at the session epsilon';
 COMMENT ON AGGREGATE dx.sum("any", float8) IS 'd_X-private sum at the given epsilon';
 
--- Internal noisy linear aggregate: exact grid-unit partial sums, noise in the final function.
--- Arguments: weight, grid, noise scale, epsilon, protected table, charge id (all but the weight
--- are constants placed by the analyzer; they travel in the state for parallel and Citus plans).
-CREATE FUNCTION dx._linear_transfn(internal, float8, float8, float8, float8, oid, bigint) RETURNS internal
+-- Internal noisy linear aggregates: exact grid-unit partial sums, noise in the final function.
+-- Arguments: the row's weight, the row's output group (0 without GROUP BY) and a constant
+-- parameter array placed by the analyzer (layout in src/pg/noise_params.h). The parameters
+-- travel in the state, so parallel workers and Citus nodes never need the query tree.
+CREATE FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_transfn';
 CREATE FUNCTION dx._linear_combinefn(internal, internal) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_combinefn';
@@ -44,32 +59,58 @@ CREATE FUNCTION dx._linear_count_finalfn(internal) RETURNS bigint
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_count_finalfn';
 CREATE FUNCTION dx._linear_sum_finalfn(internal) RETURNS float8
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_sum_finalfn';
-COMMENT ON FUNCTION dx._linear_transfn(internal, float8, float8, float8, float8, oid, bigint) IS 'adds one row''s weight in grid units';
+CREATE FUNCTION dx._linear_avg_finalfn(internal) RETURNS float8
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_avg_finalfn';
+COMMENT ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) IS 'adds one row''s weight in grid units';
 COMMENT ON FUNCTION dx._linear_combinefn(internal, internal) IS 'adds two exact partial states';
 COMMENT ON FUNCTION dx._linear_serialize(internal) IS 'self-describing serialisation of a partial state';
 COMMENT ON FUNCTION dx._linear_deserialize(bytea, internal) IS 'inverse of dx._linear_serialize';
+COMMENT ON FUNCTION dx._linear_count_finalfn(internal) IS 'noisy count, rounded to an integer';
+COMMENT ON FUNCTION dx._linear_sum_finalfn(internal) IS 'noisy sum';
+COMMENT ON FUNCTION dx._linear_avg_finalfn(internal) IS 'noisy sum over noisy count, clamped to the value range';
 
-CREATE AGGREGATE dx._noisy_count(float8, float8, float8, float8, oid, bigint) (
+CREATE AGGREGATE dx._noisy_count(float8, int4, float8[]) (
 	SFUNC = dx._linear_transfn, STYPE = internal,
 	FINALFUNC = dx._linear_count_finalfn, FINALFUNC_MODIFY = READ_WRITE,
 	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
 	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE dx._noisy_sum(float8, float8, float8, float8, oid, bigint) (
+CREATE AGGREGATE dx._noisy_sum(float8, int4, float8[]) (
 	SFUNC = dx._linear_transfn, STYPE = internal,
 	FINALFUNC = dx._linear_sum_finalfn, FINALFUNC_MODIFY = READ_WRITE,
 	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
 	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
-COMMENT ON AGGREGATE dx._noisy_count(float8, float8, float8, float8, oid, bigint) IS 'internal: placed by the dxpriv analyzer only';
-COMMENT ON AGGREGATE dx._noisy_sum(float8, float8, float8, float8, oid, bigint) IS 'internal: placed by the dxpriv analyzer only';
+CREATE AGGREGATE dx._noisy_avg(float8, int4, float8[]) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_avg_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_count(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
+COMMENT ON AGGREGATE dx._noisy_sum(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
+COMMENT ON AGGREGATE dx._noisy_avg(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 
 -- Data-independent mapping of column values into their declared domains (placed by the analyzer).
 CREATE FUNCTION dx._clamp_range(anyelement, float8, float8, float8) RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_range';
 CREATE FUNCTION dx._clamp_enum(anyelement, text[]) RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_enum';
+-- Index of a value's domain point (the output group of GROUP BY columns).
+CREATE FUNCTION dx._range_index(anyelement, float8, float8, float8) RETURNS int4
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_range_index';
+CREATE FUNCTION dx._enum_index(anyelement, text[]) RETURNS int4
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_enum_index';
+COMMENT ON FUNCTION dx._range_index(anyelement, float8, float8, float8) IS 'index of the nearest point of a range domain';
+COMMENT ON FUNCTION dx._enum_index(anyelement, text[]) IS 'index of a value in an enumerated domain (0 if undeclared)';
 -- 1 for a non-null value, 0 for null: the per-row weight of count(expr).
 CREATE FUNCTION dx._indicator("any") RETURNS float8
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_indicator';
 COMMENT ON FUNCTION dx._clamp_range(anyelement, float8, float8, float8) IS 'maps a value to the nearest point of a declared range domain';
 COMMENT ON FUNCTION dx._clamp_enum(anyelement, text[]) IS 'maps a value to itself if declared, else to the first declared value';
 COMMENT ON FUNCTION dx._indicator("any") IS '1 when the argument is not null, else 0';
+
+-- What a query would cost and how noisy each output cell would be; spends nothing.
+CREATE FUNCTION dx.explain(query text)
+RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component text, epsilon float8,
+               noise_scale float8, ci95_half_width float8, plain_dp_scale float8,
+               improvement_factor float8, query_epsilon float8, remaining_budget float8, allocation text)
+LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
+COMMENT ON FUNCTION dx.explain(text) IS 'epsilon, per-cell noise scale, 95% half-width, improvement over plain DP and remaining budget of a query, without running it';

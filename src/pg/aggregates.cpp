@@ -1,6 +1,7 @@
 // Aggregate support: marker aggregates (rejected if not rewritten) and the noisy linear aggregate.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/noise_params.h"
 
 #include "core/linear_query.h"
 
@@ -12,6 +13,7 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -20,18 +22,23 @@ using namespace dxpriv::pg;
 
 namespace {
 
-// Partial state of a noisy linear aggregate. Trivially copyable; 16-byte aligned for __int128.
+// Partial state of a noisy linear aggregate for one output group. Trivially copyable; 16-byte
+// aligned for the __int128 sums. Component 0 is the value (count, sum, linear, avg's sum);
+// component 1 is avg's count.
 struct LinearState {
-	GridSum sum;
-	LinearNoisePlan plan;
+	GridSum sum[2];
+	LinearNoisePlan plan[2];
+	int32 components;
+	int32 group;
 	double epsilon;
+	double lo, hi;
 	Oid relid;
 	int64 charge_id;
 	bool released;
 	double answer;
 };
 
-constexpr uint8 kStateVersion = 1;
+constexpr uint8 kStateVersion = 2;
 
 // Allocates a zeroed, 16-byte aligned state in mcxt.
 LinearState *
@@ -43,67 +50,67 @@ new_state(MemoryContext mcxt)
 	return s;
 }
 
-// Reads the constant parameters (arguments 2..6 of the transition function).
-void
-read_params(LinearState *s, double grid, double scale, double epsilon, Oid relid, int64 charge_id)
+// Fills a state with the parameters of output group `group`.
+LinearState *
+state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 {
-	s->plan.grid = grid;
-	s->plan.scale = scale;
-	s->plan.sensitivity = scale * epsilon;
-	s->epsilon = epsilon;
-	s->relid = relid;
-	s->charge_id = charge_id;
+	if (group < 0 || group >= p.groups)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
+	LinearState *s = new_state(mcxt);
+	s->components = p.components;
+	s->group = group;
+	s->epsilon = p.epsilon;
+	s->lo = p.lo;
+	s->hi = p.hi;
+	s->relid = p.relid;
+	s->charge_id = p.charge_id;
+	for (int c = 0; c < p.components; ++c) {
+		s->plan[c].grid = p.grid(group, c);
+		s->plan[c].scale = p.scale(group, c);
+		s->plan[c].sensitivity = s->plan[c].scale * p.epsilon;
+	}
+	return s;
 }
 
-// Parameters of a query whose aggregate saw no row: the analyzer's constants in the Aggref, or,
-// in the finalize phase of a parallel plan (arguments replaced), those recorded when charging.
+// State of an aggregate that saw no row (only possible without GROUP BY, group 0): the
+// analyzer's constant parameters from the Aggref, or, in the finalize phase of a parallel plan
+// (arguments replaced by the partial result), those recorded when the statement was charged.
 LinearState *
 state_from_aggref(FunctionCallInfo fcinfo)
 {
 	Aggref *aggref = AggGetAggref(fcinfo);
 	if (!aggref)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called outside a validated query");
-	NoiseParams p;
-	bool found = false;
-	if (list_length(aggref->args) == 6) {
-		Const *c[6] = {};
-		found = true;
-		for (int i = 1; i < 6; ++i) {
-			Node *e = (Node *) castNode(TargetEntry, list_nth(aggref->args, i))->expr;
-			if (!IsA(e, Const) || castNode(Const, e)->constisnull)
-				found = false;
-			else
-				c[i] = castNode(Const, e);
-		}
-		if (found)
-			p = NoiseParams{DatumGetFloat8(c[1]->constvalue), DatumGetFloat8(c[2]->constvalue),
-			                DatumGetFloat8(c[3]->constvalue), DatumGetObjectId(c[4]->constvalue),
-			                DatumGetInt64(c[5]->constvalue)};
+	if (list_length(aggref->args) == 3) {
+		Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
+		if (IsA(e, Const) && !castNode(Const, e)->constisnull)
+			return state_for_group(CurrentMemoryContext,
+			                       parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue)), 0);
 	}
-	if (!found && fcinfo->context && IsA(fcinfo->context, AggState)) {
+	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
 		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
-		found = lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p);
+		NoiseParams p;
+		if (lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p))
+			return state_for_group(CurrentMemoryContext, p, 0);
 	}
-	if (!found)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
-	LinearState *s = new_state(CurrentMemoryContext);
-	read_params(s, p.grid, p.scale, p.epsilon, p.relid, p.charge_id);
-	return s;
+	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
 }
 
-// The noisy answer, drawn once per state (a final function may run twice: same answer).
-double
-release(FunctionCallInfo fcinfo)
+// The state passed to a final function (never NULL afterwards).
+LinearState *
+final_state(FunctionCallInfo fcinfo)
 {
-	LinearState *s = PG_ARGISNULL(0) ? state_from_aggref(fcinfo) : reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
-	if (!s->released) {
-		if (!was_charged(s->charge_id))
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
-			     "Run the query directly; dx aggregates are charged when the statement starts.");
-		s->answer = s->sum.release(backend_random(), s->plan);
-		s->released = true;
-	}
-	return s->answer;
+	return PG_ARGISNULL(0) ? state_from_aggref(fcinfo) : reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
+}
+
+// Noisy value of one component, refusing uncharged releases.
+double
+release_component(LinearState *s, int c)
+{
+	if (!was_charged(s->charge_id))
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
+		     "Run the query directly; dx aggregates are charged when the statement starts.");
+	return s->sum[c].release(backend_random(), s->plan[c]);
 }
 
 } // namespace
@@ -121,7 +128,8 @@ DX_FUNCTION(dx_marker_finalfn)
 	return dx_marker_transfn_impl(fcinfo);
 }
 
-// dx._linear_transfn(state, weight, grid, scale, epsilon, relid, charge_id)
+// dx._linear_transfn(state, weight, group, params): adds one row (a NULL weight adds nothing but
+// still creates the group's state, which is how empty groups get their noisy answer).
 DX_FUNCTION(dx_linear_transfn)
 {
 	MemoryContext aggctx;
@@ -129,21 +137,21 @@ DX_FUNCTION(dx_linear_transfn)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called in a non-aggregate context");
 	LinearState *s;
 	if (PG_ARGISNULL(0)) {
-		for (int i = 2; i <= 6; ++i)
-			if (PG_ARGISNULL(i))
-				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-		s = new_state(aggctx);
-		read_params(s, PG_GETARG_FLOAT8(2), PG_GETARG_FLOAT8(3), PG_GETARG_FLOAT8(4), PG_GETARG_OID(5),
-		            PG_GETARG_INT64(6));
+		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+		s = state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
 	} else {
 		s = reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
 	}
-	if (!PG_ARGISNULL(1))
-		s->sum.add(PG_GETARG_FLOAT8(1), s->plan.grid);
+	if (!PG_ARGISNULL(1)) {
+		s->sum[0].add(PG_GETARG_FLOAT8(1), s->plan[0].grid);
+		if (s->components == 2)
+			s->sum[1].add(1.0, s->plan[1].grid);
+	}
 	PG_RETURN_POINTER(s);
 }
 
-// dx._linear_combinefn(state, state): exact merge of two partial states.
+// dx._linear_combinefn(state, state): exact merge of two partial states of the same group.
 DX_FUNCTION(dx_linear_combinefn)
 {
 	MemoryContext aggctx;
@@ -158,28 +166,35 @@ DX_FUNCTION(dx_linear_combinefn)
 		PG_RETURN_POINTER(s);
 	}
 	auto *s = reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
-	if (s->charge_id != other->charge_id || s->plan.grid != other->plan.grid)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine states of different queries");
-	s->sum.merge(other->sum);
+	if (s->charge_id != other->charge_id || s->group != other->group || s->components != other->components)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine states of different queries or groups");
+	for (int c = 0; c < s->components; ++c)
+		s->sum[c].merge(other->sum[c]);
 	PG_RETURN_POINTER(s);
 }
 
-// dx._linear_serialize(state) -> bytea: version, units (16 bytes), rows, grid, scale, epsilon, relid, charge id.
+// dx._linear_serialize(state) -> bytea: version, then the state's fields in network order.
 DX_FUNCTION(dx_linear_serialize)
 {
 	auto *s = reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
 	StringInfoData buf;
 	pq_begintypsend(&buf);
 	pq_sendbyte(&buf, kStateVersion);
-	unsigned __int128 u = static_cast<unsigned __int128>(s->sum.units);
-	pq_sendint64(&buf, static_cast<uint64>(u >> 64));
-	pq_sendint64(&buf, static_cast<uint64>(u));
-	pq_sendint64(&buf, s->sum.rows);
-	pq_sendfloat8(&buf, s->plan.grid);
-	pq_sendfloat8(&buf, s->plan.scale);
+	pq_sendint32(&buf, s->components);
+	pq_sendint32(&buf, s->group);
 	pq_sendfloat8(&buf, s->epsilon);
+	pq_sendfloat8(&buf, s->lo);
+	pq_sendfloat8(&buf, s->hi);
 	pq_sendint32(&buf, s->relid);
 	pq_sendint64(&buf, s->charge_id);
+	for (int c = 0; c < 2; ++c) {
+		unsigned __int128 u = static_cast<unsigned __int128>(s->sum[c].units);
+		pq_sendint64(&buf, static_cast<uint64>(u >> 64));
+		pq_sendint64(&buf, static_cast<uint64>(u));
+		pq_sendint64(&buf, s->sum[c].rows);
+		pq_sendfloat8(&buf, s->plan[c].grid);
+		pq_sendfloat8(&buf, s->plan[c].scale);
+	}
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
@@ -195,29 +210,64 @@ DX_FUNCTION(dx_linear_deserialize)
 	buf.len = VARSIZE_ANY_EXHDR(b);
 	buf.maxlen = buf.len;
 	buf.cursor = 0;
-	if (buf.len != 1 + 16 + 8 + 24 + 4 + 8 || pq_getmsgbyte(&buf) != kStateVersion)
+	if (buf.len != 1 + 4 + 4 + 24 + 4 + 8 + 2 * 40 || pq_getmsgbyte(&buf) != kStateVersion)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state");
 	LinearState *s = new_state(aggctx);
-	uint64 hi = pq_getmsgint64(&buf), lo = pq_getmsgint64(&buf);
-	s->sum.units = static_cast<__int128>((static_cast<unsigned __int128>(hi) << 64) | lo);
-	s->sum.rows = pq_getmsgint64(&buf);
-	double grid = pq_getmsgfloat8(&buf), scale = pq_getmsgfloat8(&buf), eps = pq_getmsgfloat8(&buf);
-	Oid relid = pq_getmsgint(&buf, 4);
-	read_params(s, grid, scale, eps, relid, pq_getmsgint64(&buf));
+	s->components = pq_getmsgint(&buf, 4);
+	s->group = pq_getmsgint(&buf, 4);
+	s->epsilon = pq_getmsgfloat8(&buf);
+	s->lo = pq_getmsgfloat8(&buf);
+	s->hi = pq_getmsgfloat8(&buf);
+	s->relid = pq_getmsgint(&buf, 4);
+	s->charge_id = pq_getmsgint64(&buf);
+	for (int c = 0; c < 2; ++c) {
+		uint64 hi = pq_getmsgint64(&buf), lo = pq_getmsgint64(&buf);
+		s->sum[c].units = static_cast<__int128>((static_cast<unsigned __int128>(hi) << 64) | lo);
+		s->sum[c].rows = pq_getmsgint64(&buf);
+		s->plan[c].grid = pq_getmsgfloat8(&buf);
+		s->plan[c].scale = pq_getmsgfloat8(&buf);
+		s->plan[c].sensitivity = s->plan[c].scale * s->epsilon;
+	}
+	if (s->components < 1 || s->components > 2)
+		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state");
 	PG_RETURN_POINTER(s);
 }
 
 // Final function of dx.count: the noisy count rounded to the nearest integer (post-processing).
 DX_FUNCTION(dx_linear_count_finalfn)
 {
-	double v = std::nearbyint(release(fcinfo));
-	if (!(v > -9.2e18 && v < 9.2e18))
+	LinearState *s = final_state(fcinfo);
+	if (!s->released) {
+		s->answer = std::nearbyint(release_component(s, 0));
+		s->released = true;
+	}
+	if (!(s->answer > -9.2e18 && s->answer < 9.2e18))
 		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
-	PG_RETURN_INT64(static_cast<int64>(v));
+	PG_RETURN_INT64(static_cast<int64>(s->answer));
 }
 
-// Final function of dx.sum: the noisy sum.
+// Final function of dx.sum and dx.linear: the noisy sum.
 DX_FUNCTION(dx_linear_sum_finalfn)
 {
-	PG_RETURN_FLOAT8(release(fcinfo));
+	LinearState *s = final_state(fcinfo);
+	if (!s->released) {
+		s->answer = release_component(s, 0);
+		s->released = true;
+	}
+	PG_RETURN_FLOAT8(s->answer);
+}
+
+// Final function of dx.avg: noisy sum / max(noisy count, 1), clamped to the value range [lo, hi]
+// (post-processing of two d_X-private releases, so no further privacy cost).
+DX_FUNCTION(dx_linear_avg_finalfn)
+{
+	LinearState *s = final_state(fcinfo);
+	if (!s->released) {
+		double total = release_component(s, 0);
+		double count = release_component(s, 1);
+		double avg = total / std::max(count, 1.0);
+		s->answer = std::clamp(avg, s->lo, s->hi);
+		s->released = true;
+	}
+	PG_RETURN_FLOAT8(s->answer);
 }

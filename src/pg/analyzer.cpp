@@ -2,8 +2,13 @@
 // generalized sensitivity over the declared sub-universe, and rewrites the query so that column
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
+#include "pg/explain.h"
+#include "pg/group_source.h"
 #include "pg/guard.h"
+#include "pg/noise_params.h"
+#include "pg/universe_eval.h"
 
+#include "core/allocation.h"
 #include "core/linear_query.h"
 #include "core/sensitivity.h"
 
@@ -19,8 +24,11 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "optimizer/tlist.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
+#include "utils/fmgroids.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -52,8 +60,12 @@ SystemRandom charge_id_source;
 // post_parse_analyze_hook a second time on its analysed query).
 constexpr int kRewrittenLocation = -7417;
 
-const char *kShapeHint = "Supported: SELECT dx.count(*), dx.count(col), dx.sum(expr) [, ...] FROM <protected table> "
-                         "[WHERE <conditions on declared columns>].";
+const char *kShapeHint = "Supported: SELECT [declared columns,] dx.count(*|col), dx.sum(expr), dx.avg(expr), "
+                         "dx.linear(expr) [, ...] FROM <protected table> [WHERE <conditions on declared columns>] "
+                         "[GROUP BY <declared columns>] [HAVING/ORDER BY/LIMIT].";
+constexpr size_t kMaxGroups = 10000;          // output groups of one GROUP BY
+constexpr size_t kMaxOptimalCells = 400;      // above: algorithm3 instead of the exact optimum
+constexpr double kMaxCellPoints = 2e7;        // cells x sub-universe points held in memory
 
 // ---- discovery ----
 
@@ -134,8 +146,8 @@ check_shape(Query *q, const Discovery &d)
 		reject("window functions");
 	if (q->hasTargetSRFs)
 		reject("set-returning functions");
-	if (q->groupClause || q->groupingSets)
-		reject("GROUP BY");
+	if (q->groupingSets)
+		reject("GROUPING SETS, ROLLUP and CUBE");
 	if (q->distinctClause)
 		reject("DISTINCT");
 	if (q->rowMarks)
@@ -197,72 +209,7 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 		out.insert(((Var *) lfirst(lc))->varattno);
 }
 
-// ---- evaluation over the sub-universe ----
-
-// q(u) for every point u of the sub-universe (row-major, last column fastest):
-// [where(u) and filter(u)] * weight(u), with weight 1 when absent and 0 when NULL.
-std::vector<double>
-evaluate_weights(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub, Expr *where,
-                 Expr *filter, Expr *weight)
-{
-	const size_t n = sub.size();
-	std::vector<std::vector<Datum>> points;
-	for (const ColumnPolicy *c : cols)
-		points.push_back(domain_datums(c->domain, c->type, c->typmod));
-	std::vector<double> q(n, 0.0);
-	std::vector<size_t> idx(cols.size(), 0);
-	pg_call([&] {
-		Relation rel = relation_open(relid, AccessShareLock);
-		TupleDesc td = RelationGetDescr(rel);
-		EState *estate = CreateExecutorState();
-		ExprContext *econtext = GetPerTupleExprContext(estate);
-		TupleTableSlot *slot = MakeSingleTupleTableSlot(td, &TTSOpsVirtual);
-		ExprState *where_state = where ? ExecPrepareExpr(where, estate) : nullptr;
-		ExprState *filter_state = filter ? ExecPrepareExpr(filter, estate) : nullptr;
-		ExprState *weight_state = weight ? ExecPrepareExpr(weight, estate) : nullptr;
-		for (size_t flat = 0; flat < n; ++flat) {
-			ExecClearTuple(slot);
-			for (int a = 0; a < td->natts; ++a)
-				slot->tts_isnull[a] = true;
-			for (size_t c = 0; c < cols.size(); ++c) {
-				slot->tts_values[cols[c]->attnum - 1] = points[c][idx[c]];
-				slot->tts_isnull[cols[c]->attnum - 1] = false;
-			}
-			ExecStoreVirtualTuple(slot);
-			econtext->ecxt_scantuple = slot;
-			ResetExprContext(econtext);
-			bool isnull = false, pass = true;
-			if (where_state) {
-				Datum r = ExecEvalExprSwitchContext(where_state, econtext, &isnull);
-				pass = !isnull && DatumGetBool(r);
-			}
-			if (pass && filter_state) {
-				Datum r = ExecEvalExprSwitchContext(filter_state, econtext, &isnull);
-				pass = !isnull && DatumGetBool(r);
-			}
-			double value = 0;
-			if (pass) {
-				value = 1;
-				if (weight_state) {
-					Datum r = ExecEvalExprSwitchContext(weight_state, econtext, &isnull);
-					value = isnull ? 0 : DatumGetFloat8(r);
-				}
-			}
-			q[flat] = value;
-			for (size_t c = cols.size(); c-- > 0;) { // odometer, last column fastest
-				if (++idx[c] < sub.domains[c].size())
-					break;
-				idx[c] = 0;
-			}
-		}
-		ExecDropSingleTupleTableSlot(slot);
-		FreeExecutorState(estate);
-		relation_close(rel, AccessShareLock);
-	});
-	return q;
-}
-
-// ---- rewriting ----
+// ---- rewriting helpers ----
 
 Const *
 float8_const(double v)
@@ -270,34 +217,48 @@ float8_const(double v)
 	return makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(v), false, FLOAT8PASSBYVAL);
 }
 
-struct ClampContext {
-	const ExtensionObjects *ext;
-	const TablePolicy *policy;
-};
+Const *
+int4_const(int32 v)
+{
+	return makeConst(INT4OID, -1, InvalidOid, sizeof(int32), Int32GetDatum(v), false, true);
+}
+
+// The labels of an enumerated domain as a text[] constant.
+Const *
+labels_const(const Domain &d)
+{
+	std::vector<Datum> labels;
+	for (const std::string &l : d.labels())
+		labels.push_back(CStringGetTextDatum(l.c_str()));
+	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
+	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+// Arguments describing a column's domain to the clamp and index functions.
+List *
+domain_args(Var *v, const Domain &d)
+{
+	if (d.kind() == DomainKind::Enumerated)
+		return list_make2(v, labels_const(d));
+	return list_make4(v, float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
+}
 
 // The expression that maps column v into its declared domain.
 Expr *
 make_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
 {
-	const Domain &d = col.domain;
-	List *args;
-	Oid fn;
-	if (d.kind() == DomainKind::Enumerated) {
-		std::vector<Datum> labels;
-		for (const std::string &l : d.labels())
-			labels.push_back(CStringGetTextDatum(l.c_str()));
-		ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
-		Const *c = makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
-		args = list_make2(v, c);
-		fn = ext.clamp_enum;
-	} else {
-		args = list_make4(v, float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
-		fn = ext.clamp_range;
-	}
-	return (Expr *) makeFuncExpr(fn, v->vartype, args, v->varcollid, v->varcollid, COERCE_EXPLICIT_CALL);
+	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.clamp_enum : ext.clamp_range;
+	return (Expr *) makeFuncExpr(fn, v->vartype, domain_args(v, col.domain), v->varcollid, v->varcollid,
+	                             COERCE_EXPLICIT_CALL);
 }
 
-// Replaces every column reference by its clamp expression.
+struct ClampContext {
+	const ExtensionObjects *ext;
+	const TablePolicy *policy;
+};
+
+// Replaces every column reference by its clamp expression (rewritten aggregates are left alone:
+// their arguments are clamped already).
 Node *
 clamp_mutator(Node *node, void *ctx)
 {
@@ -306,11 +267,13 @@ clamp_mutator(Node *node, void *ctx)
 	auto *c = static_cast<ClampContext *>(ctx);
 	if (IsA(node, Var)) {
 		Var *v = castNode(Var, node);
-		const ColumnPolicy *col = c->policy->find(v->varattno);
-		if (v->varlevelsup == 0 && col)
-			return (Node *) make_clamp(castNode(Var, copy_node(v)), *col, *c->ext);
+		const ColumnPolicy *col = v->varattno > 0 ? c->policy->find(v->varattno) : nullptr;
+		if (v->varlevelsup == 0 && v->varno == 1 && col)
+			return (Node *) make_clamp(copy_node(v), *col, *c->ext);
 		return node;
 	}
+	if (IsA(node, Aggref) && castNode(Aggref, node)->location == kRewrittenLocation)
+		return node;
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(clamp_mutator), ctx);
 }
 
@@ -319,6 +282,43 @@ clamp(Node *expr, const ClampContext &ctx)
 {
 	return expr ? clamp_mutator(expr, const_cast<ClampContext *>(&ctx)) : nullptr;
 }
+
+// int4 arithmetic node a op b for the group index.
+Expr *
+int4_call(Oid fn, Expr *a, Expr *b)
+{
+	return (Expr *) makeFuncExpr(fn, INT4OID, list_make2(a, b), InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+// Row-major index of a row's output group: sum_i index_i * stride_i over the GROUP BY columns.
+Expr *
+group_index_expr(const std::vector<const ColumnPolicy *> &group_cols, const ExtensionObjects &ext)
+{
+	Expr *acc = nullptr;
+	for (const ColumnPolicy *c : group_cols) {
+		Var *v = makeVar(1, c->attnum, c->type, c->typmod, c->collation, 0);
+		Oid fn = c->domain.kind() == DomainKind::Enumerated ? ext.enum_index : ext.range_index;
+		Expr *idx = (Expr *) makeFuncExpr(fn, INT4OID, domain_args(v, c->domain), InvalidOid, c->collation,
+		                                  COERCE_EXPLICIT_CALL);
+		acc = acc ? int4_call(F_INT4PL, int4_call(F_INT4MUL, acc, (Expr *) int4_const(static_cast<int32>(c->domain.size()))), idx)
+		          : idx;
+	}
+	return acc ? acc : (Expr *) int4_const(0);
+}
+
+// ---- one dx aggregate ----
+
+enum class AggKind { Count, Sum, Avg, Linear };
+
+struct AggSpec {
+	Aggref *aggref;
+	AggKind kind;
+	double epsilon;
+	Expr *weight;     // float8 per-row weight before clamping (nullptr: constant 1, count(*))
+	Expr *filter;     // FILTER clause or nullptr
+	int components;   // 2 for avg (sum and count), else 1
+	int first_cell;   // offset of this aggregate's components in a group's cells
+};
 
 // The epsilon of one aggregate: its constant second argument, or dxpriv.epsilon.
 double
@@ -338,75 +338,72 @@ aggregate_epsilon(Aggref *a, bool has_eps_arg)
 	return eps;
 }
 
-// Analyses one dx aggregate and rewrites it into the internal noisy aggregate.
-void
-rewrite_aggregate(Aggref *a, Node *where, const TablePolicy &policy, const ExtensionObjects &ext)
+// Validates one dx aggregate and describes its per-row weight.
+AggSpec
+describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects &ext)
 {
-	const bool is_count = a->aggfnoid == ext.count_star || a->aggfnoid == ext.count_any || a->aggfnoid == ext.count_any_eps;
-	const bool has_value = a->aggfnoid != ext.count_star;
-	const bool has_eps = a->aggfnoid == ext.count_any_eps || a->aggfnoid == ext.sum_any_eps;
+	AggSpec spec{a, AggKind::Count, 0, nullptr, a->aggfilter, 1, 0};
+	const Oid f = a->aggfnoid;
+	spec.kind = (f == ext.sum_any || f == ext.sum_any_eps)         ? AggKind::Sum
+	            : (f == ext.avg_any || f == ext.avg_any_eps)       ? AggKind::Avg
+	            : (f == ext.linear_any || f == ext.linear_any_eps) ? AggKind::Linear
+	                                                               : AggKind::Count;
+	const bool has_eps = f == ext.count_any_eps || f == ext.sum_any_eps || f == ext.avg_any_eps || f == ext.linear_any_eps;
 	if (a->aggdistinct)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "DISTINCT inside dx aggregates is not supported", kShapeHint);
 	if (a->aggorder)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside dx aggregates is not supported", kShapeHint);
-	const double eps = aggregate_epsilon(a, has_eps);
-
-	Expr *value = has_value ? linitial_node(TargetEntry, a->args)->expr : nullptr;
-	Expr *weight = nullptr;
-	if (value && is_count) {
-		weight = (Expr *) makeFuncExpr(ext.indicator, FLOAT8OID, list_make1(value), InvalidOid, InvalidOid,
-		                               COERCE_EXPLICIT_CALL);
+	spec.epsilon = aggregate_epsilon(a, has_eps);
+	Expr *value = f != ext.count_star ? linitial_node(TargetEntry, a->args)->expr : nullptr;
+	if (value && spec.kind == AggKind::Count) {
+		spec.weight = (Expr *) makeFuncExpr(ext.indicator, FLOAT8OID, list_make1(value), InvalidOid, InvalidOid,
+		                                    COERCE_EXPLICIT_CALL);
 	} else if (value) {
 		Oid t = exprType((Node *) value);
 		if (t != INT2OID && t != INT4OID && t != INT8OID && t != FLOAT4OID && t != FLOAT8OID && t != NUMERICOID)
-			fail(ERRCODE_DATATYPE_MISMATCH, std::string("dx.sum cannot sum values of type ") + format_type_be(t),
-			     "Sum a numeric expression (integer, numeric or floating point).");
-		weight = (Expr *) coerce_to_target_type(nullptr, (Node *) value, t, FLOAT8OID, -1, COERCION_EXPLICIT,
-		                                        COERCE_IMPLICIT_CAST, -1);
+			fail(ERRCODE_DATATYPE_MISMATCH,
+			     std::string("dx aggregates cannot sum or average values of type ") + format_type_be(t),
+			     "Use a numeric expression (integer, numeric or floating point).");
+		spec.weight = (Expr *) coerce_to_target_type(nullptr, (Node *) value, t, FLOAT8OID, -1, COERCION_EXPLICIT,
+		                                             COERCE_IMPLICIT_CAST, -1);
 	}
-	check_row_expression((Node *) weight, policy, "aggregate arguments");
-	check_row_expression((Node *) a->aggfilter, policy, "FILTER clauses");
-
-	std::set<AttrNumber> attnos;
-	collect_attnos(where, attnos);
-	collect_attnos((Node *) weight, attnos);
-	collect_attnos((Node *) a->aggfilter, attnos);
-	SubUniverse sub;
-	sub.presence = policy.presence;
-	std::vector<const ColumnPolicy *> cols;
-	for (AttrNumber att : attnos) {
-		const ColumnPolicy *c = policy.find(att);
-		cols.push_back(c);
-		sub.domains.push_back(c->domain);
-		sub.metrics.push_back(c->metric);
-	}
-	(void) sub.size(); // enforces the sub-universe cap before any work
-	std::vector<double> q = evaluate_weights(policy.relid, cols, sub, (Expr *) where, a->aggfilter, weight);
-	LinearNoisePlan plan = plan_linear_query(sub, q, eps);
-
-	ClampContext cctx{&ext, &policy};
-	int64 charge_id = static_cast<int64>(charge_id_source.next_u64() >> 1) + 1;
-	Expr *clamped_weight = weight ? (Expr *) clamp((Node *) weight, cctx) : (Expr *) float8_const(1.0);
-	List *args = list_make1(makeTargetEntry(clamped_weight, 1, nullptr, false));
-	args = lappend(args, makeTargetEntry((Expr *) float8_const(plan.grid), 2, nullptr, false));
-	args = lappend(args, makeTargetEntry((Expr *) float8_const(plan.scale), 3, nullptr, false));
-	args = lappend(args, makeTargetEntry((Expr *) float8_const(eps), 4, nullptr, false));
-	args = lappend(args, makeTargetEntry((Expr *) makeConst(OIDOID, -1, InvalidOid, sizeof(Oid),
-	                                                        ObjectIdGetDatum(policy.relid), false, true),
-	                                     5, nullptr, false));
-	args = lappend(args, makeTargetEntry((Expr *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
-	                                                        Int64GetDatum(charge_id), false, FLOAT8PASSBYVAL),
-	                                     6, nullptr, false));
-	a->aggfnoid = is_count ? ext.noisy_count : ext.noisy_sum;
-	a->aggargtypes = list_make4_oid(FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID);
-	a->aggargtypes = lappend_oid(lappend_oid(a->aggargtypes, OIDOID), INT8OID);
-	a->args = args;
-	a->aggstar = false;
-	a->aggvariadic = false;
-	a->aggfilter = (Expr *) clamp((Node *) a->aggfilter, cctx);
-	a->inputcollid = InvalidOid;
-	a->location = kRewrittenLocation;
+	spec.components = spec.kind == AggKind::Avg ? 2 : 1;
+	check_row_expression((Node *) spec.weight, policy, "aggregate arguments");
+	check_row_expression((Node *) spec.filter, policy, "FILTER clauses");
+	return spec;
 }
+
+// Human-readable label of output group g (the group columns' values), for explain.
+std::string
+group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
+{
+	std::string out;
+	for (size_t i = group_cols.size(); i-- > 0;) {
+		const Domain &d = group_cols[i]->domain;
+		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
+		out = out.empty() ? part : part + ", " + out;
+		g /= d.size();
+	}
+	return out;
+}
+
+const char *
+kind_name(AggKind k)
+{
+	switch (k) {
+	case AggKind::Count:
+		return "count";
+	case AggKind::Sum:
+		return "sum";
+	case AggKind::Avg:
+		return "avg";
+	case AggKind::Linear:
+		return "linear";
+	}
+	return "?";
+}
+
+// ---- the whole query ----
 
 // Validates and rewrites one SELECT that contains dx aggregates.
 void
@@ -423,13 +420,212 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	Node *where = q->jointree->quals;
 	check_row_expression(where, policy, "WHERE clauses");
 
+	// GROUP BY columns: plain references to declared columns
+	std::vector<const ColumnPolicy *> group_cols;
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
+		Node *e = (Node *) tle->expr;
+		if (!IsA(e, Var))
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY accepts only declared columns", kShapeHint);
+		check_row_expression(e, policy, "GROUP BY");
+		const ColumnPolicy *c = policy.find(castNode(Var, e)->varattno);
+		if (std::find(group_cols.begin(), group_cols.end(), c) == group_cols.end())
+			group_cols.push_back(c);
+	}
+	size_t groups = 1;
+	for (const ColumnPolicy *c : group_cols) {
+		groups *= c->domain.size();
+		if (groups > kMaxGroups)
+			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+			     "GROUP BY would return more than " + std::to_string(kMaxGroups) + " groups",
+			     "Every group of the declared domains is returned; group by coarser columns.");
+	}
+
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
 	collect_markers(q->havingQual, &found);
-	for (Aggref *a : found.second)
-		rewrite_aggregate(a, where, policy, ext);
+	std::vector<AggSpec> specs;
+	int cells_per_group = 0;
+	double eps_total = 0;
+	for (Aggref *a : found.second) {
+		specs.push_back(describe_aggregate(a, policy, ext));
+		specs.back().first_cell = cells_per_group;
+		cells_per_group += specs.back().components;
+		eps_total += specs.back().epsilon;
+	}
+
+	// sub-universe: every referenced column
+	std::set<AttrNumber> attnos;
+	collect_attnos(where, attnos);
+	for (const ColumnPolicy *c : group_cols)
+		attnos.insert(c->attnum);
+	for (const AggSpec &s : specs) {
+		collect_attnos((Node *) s.weight, attnos);
+		collect_attnos((Node *) s.filter, attnos);
+	}
+	SubUniverse sub;
+	sub.presence = policy.presence;
+	std::vector<const ColumnPolicy *> cols;
+	for (AttrNumber att : attnos) {
+		const ColumnPolicy *c = policy.find(att);
+		cols.push_back(c);
+		sub.domains.push_back(c->domain);
+		sub.metrics.push_back(c->metric);
+	}
+	const size_t n = sub.size(); // enforces the sub-universe cap
+	const size_t m = groups * static_cast<size_t>(cells_per_group);
+	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "query has too many output cells for its sub-universe",
+		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
+
+	// evaluate WHERE, filters and weights at every point
+	std::vector<Expr *> exprs{(Expr *) where};
+	for (const AggSpec &s : specs) {
+		exprs.push_back(s.filter);
+		exprs.push_back(s.weight);
+	}
+	UniverseValues vals = evaluate_over_universe(relid, cols, sub, exprs);
+
+	// output group of every point
+	std::vector<size_t> group_of(n, 0);
+	if (!group_cols.empty()) {
+		std::vector<size_t> strides(cols.size(), 1);
+		for (size_t c = cols.size(); c-- > 1;)
+			strides[c - 1] = strides[c] * cols[c]->domain.size();
+		for (size_t u = 0; u < n; ++u) {
+			size_t g = 0;
+			for (const ColumnPolicy *gc : group_cols) {
+				size_t pos = std::find(cols.begin(), cols.end(), gc) - cols.begin();
+				g = g * gc->domain.size() + (u / strides[pos]) % gc->domain.size();
+			}
+			group_of[u] = g;
+		}
+	}
+
+	// cells: (group, aggregate component); cell k = g * cells_per_group + first_cell + c
+	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
+	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
+	for (size_t j = 0; j < specs.size(); ++j) {
+		const std::vector<double> &filt = vals.value[1 + 2 * j];
+		const std::vector<double> &w = vals.value[2 + 2 * j];
+		const std::vector<char> &w_null = vals.is_null[2 + 2 * j];
+		bool seen = false;
+		for (size_t u = 0; u < n; ++u) {
+			if (!w_null[u]) {
+				lo[j] = seen ? std::min(lo[j], w[u]) : w[u];
+				hi[j] = seen ? std::max(hi[j], w[u]) : w[u];
+				seen = true;
+			}
+			const bool pass = vals.value[0][u] != 0 && filt[u] != 0 && !w_null[u];
+			if (!pass)
+				continue;
+			const size_t base = group_of[u] * cells_per_group + specs[j].first_cell;
+			q_cells[base][u] = w[u];
+			if (specs[j].components == 2)
+				q_cells[base + 1][u] = 1.0;
+		}
+	}
+	AllocationStrategy strategy = current_strategy();
+	if (strategy == AllocationStrategy::Optimal && m > kMaxOptimalCells) {
+		ereport(NOTICE, (errmsg("dxpriv: %zu output cells exceed the exact allocator's limit of %zu; using algorithm3",
+		                        m, kMaxOptimalCells)));
+		strategy = AllocationStrategy::BudgetDistribution;
+	}
+	MultiLinearPlan plan = plan_multi_linear(sub, q_cells, eps_total, strategy);
+
+	// explain capture (dx.explain): what each cell would cost, without running anything
+	if (explain_capture_active()) {
+		ExplainCapture &cap = explain_capture();
+		cap.relid = relid;
+		cap.epsilon = eps_total;
+		cap.strategy = strategy_name(strategy);
+		cap.plain_dp_scale = plain_dp_scale(sub, q_cells, eps_total);
+		for (size_t j = 0; j < specs.size(); ++j)
+			for (size_t g = 0; g < groups; ++g)
+				for (int c = 0; c < specs[j].components; ++c) {
+					const LinearNoisePlan &p = plan.cells[g * cells_per_group + specs[j].first_cell + c];
+					cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(specs[j].kind),
+					                                group_cols.empty() ? "" : group_label(group_cols, g),
+					                                specs[j].kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
+					                                specs[j].epsilon, p});
+				}
+	}
+
+	// rewrite the aggregates
 	ClampContext cctx{&ext, &policy};
-	q->jointree->quals = clamp(where, cctx);
+	const bool grouped = !group_cols.empty();
+	Expr *group_index = grouped ? group_index_expr(group_cols, ext) : (Expr *) int4_const(0);
+	for (size_t j = 0; j < specs.size(); ++j) {
+		const AggSpec &s = specs[j];
+		NoiseParams p;
+		p.components = s.components;
+		p.epsilon = s.epsilon;
+		p.relid = relid;
+		p.charge_id = static_cast<int64>(charge_id_source.next_u64() >> 12) + 1; // < 2^53: exact in float8
+		p.lo = lo[j];
+		p.hi = hi[j];
+		p.groups = static_cast<int>(groups);
+		for (size_t g = 0; g < groups; ++g)
+			for (int c = 0; c < s.components; ++c) {
+				const LinearNoisePlan &cell = plan.cells[g * cells_per_group + s.first_cell + c];
+				p.cells.push_back(cell.grid);
+				p.cells.push_back(cell.scale);
+			}
+		Expr *weight = s.weight ? (Expr *) clamp((Node *) s.weight, cctx) : (Expr *) float8_const(1.0);
+		Expr *filter = (Expr *) clamp((Node *) s.filter, cctx);
+		Aggref *a = s.aggref;
+		if (grouped) {
+			// the empty-group rows reach every aggregate with a NULL weight: they create the
+			// group's state (so it gets a noisy answer) but add nothing
+			Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
+			                    : (Expr *) present_flag_var();
+			CaseWhen *when = makeNode(CaseWhen);
+			when->expr = cond;
+			when->result = weight;
+			when->location = -1;
+			CaseExpr *ce = makeNode(CaseExpr);
+			ce->casetype = FLOAT8OID;
+			ce->args = list_make1(when);
+			ce->defresult = (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid);
+			ce->location = -1;
+			weight = (Expr *) ce;
+			filter = nullptr;
+		}
+		Oid internal = s.kind == AggKind::Count ? ext.noisy_count : s.kind == AggKind::Avg ? ext.noisy_avg : ext.noisy_sum;
+		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
+		a->aggfnoid = internal;
+		a->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
+		a->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
+		                     makeTargetEntry((Expr *) copy_node(group_index), 2, nullptr, false),
+		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
+		a->aggstar = false;
+		a->aggvariadic = false;
+		a->aggfilter = filter;
+		a->inputcollid = InvalidOid;
+		a->location = kRewrittenLocation;
+	}
+
+	// clamp the remaining column references (WHERE, GROUP BY keys, post-processing)
+	Node *clamped_where = clamp(where, cctx);
+	q->targetList = (List *) clamp((Node *) q->targetList, cctx);
+	q->havingQual = clamp(q->havingQual, cctx);
+	if (!grouped) {
+		q->jointree->quals = clamped_where;
+		return;
+	}
+	// GROUP BY: read from the table plus one empty row per group; WHERE applies to real rows only
+	q->jointree->quals = clamped_where
+	                         ? (Node *) makeBoolExpr(OR_EXPR,
+	                                                 list_make2(makeBoolExpr(NOT_EXPR, list_make1(present_flag_var()), -1),
+	                                                            clamped_where),
+	                                                 -1)
+	                         : nullptr;
+	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
+	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, group_cols);
+	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
+	q->havingQual = remap_vars(q->havingQual, mapping);
+	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
 }
 
 // The analysed query inside EXPLAIN, DECLARE CURSOR or CREATE TABLE AS, if any.

@@ -2,6 +2,8 @@
 #include "pg/catalog.h"
 
 #include <exception>
+#include <string>
+#include <unordered_map>
 
 #include "pg/guard.h"
 
@@ -13,6 +15,7 @@ extern "C" {
 namespace dxpriv::pg {
 
 static int internal_depth = 0;
+static std::unordered_map<std::string, SPIPlanPtr> prepared_plans; // by statement text
 
 // See dxpriv.h.
 bool
@@ -71,7 +74,18 @@ InternalSpi::exec(const char *sql, std::initializer_list<SqlArg> args, bool read
 	}
 	uint64 processed = 0;
 	pg_call([&] {
-		int rc = SPI_execute_with_args(sql, n, types, values, nulls, read_only, 0);
+		// Plans are prepared once per backend and kept (the statement texts are constants); the
+		// plan cache re-plans them if the catalog tables change.
+		SPIPlanPtr &plan = prepared_plans[sql];
+		if (!plan) {
+			SPIPlanPtr fresh = SPI_prepare(sql, n, types);
+			if (!fresh)
+				elog(ERROR, "dxpriv could not prepare a catalog statement: %s", SPI_result_code_string(SPI_result));
+			if (SPI_keepplan(fresh) != 0)
+				elog(ERROR, "dxpriv could not keep a catalog statement");
+			plan = fresh;
+		}
+		int rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
 		if (rc < 0)
 			elog(ERROR, "dxpriv catalog statement failed: %s", SPI_result_code_string(rc));
 		processed = SPI_processed;

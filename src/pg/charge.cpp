@@ -4,6 +4,7 @@
 #include "pg/catalog.h"
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/noise_params.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -19,6 +20,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <unordered_set>
@@ -33,11 +35,7 @@ std::map<std::pair<const void *, int>, NoiseParams> params_by_agg; // (PlannedSt
 
 // One noisy aggregate found in a plan.
 struct Charge {
-	int64 charge_id;
-	Oid relid;
-	double epsilon;
-	double scale;
-	double grid;
+	NoiseParams params;
 	int aggno;
 };
 
@@ -46,7 +44,8 @@ struct PlanScan {
 	std::map<int64, Charge> charges; // by charge id: an aggregate appearing twice is paid once
 };
 
-// Collects finalising noisy Aggrefs of an expression.
+// Collects noisy Aggrefs whose constant parameters are present (simple or partial phase; the
+// finalize-phase copy has its arguments replaced and shares the charge id).
 bool
 collect_aggrefs(Node *node, void *ctx)
 {
@@ -55,20 +54,12 @@ collect_aggrefs(Node *node, void *ctx)
 	auto *scan = static_cast<PlanScan *>(ctx);
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
-		// Finalize-phase copies have their arguments replaced by the partial result; the
-		// partial (or simple) copy carries the constants. Both share the charge id.
-		if (scan->ext->is_internal(a->aggfnoid) && list_length(a->args) == 6) {
-			Const *c[6];
-			for (int i = 1; i < 6; ++i) {
-				Node *e = (Node *) castNode(TargetEntry, list_nth(a->args, i))->expr;
-				if (!IsA(e, Const) || castNode(Const, e)->constisnull)
-					fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
-				c[i] = castNode(Const, e);
-			}
-			Charge ch{DatumGetInt64(c[5]->constvalue), DatumGetObjectId(c[4]->constvalue),
-			          DatumGetFloat8(c[3]->constvalue), DatumGetFloat8(c[2]->constvalue),
-			          DatumGetFloat8(c[1]->constvalue), a->aggno};
-			scan->charges[ch.charge_id] = ch;
+		if (scan->ext->is_internal(a->aggfnoid) && list_length(a->args) == 3) {
+			Node *e = (Node *) castNode(TargetEntry, lthird(a->args))->expr;
+			if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
+			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue));
+			scan->charges[p.charge_id] = Charge{p, a->aggno};
 		}
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
@@ -126,14 +117,18 @@ fingerprint(QueryDesc *qd)
 	return buf;
 }
 
-// Name of the noise mechanism used for the ledger.
+// Name of the noise mechanism for the ledger: exact when no cell needed noise.
 const char *
 mechanism_name(const std::vector<Charge> &cs)
 {
+	bool noisy = false, grid = false;
 	for (const Charge &c : cs)
-		if (c.grid != 1.0)
-			return "laplace(grid)";
-	return "discrete_laplace";
+		for (int g = 0; g < c.params.groups; ++g)
+			for (int k = 0; k < c.params.components; ++k) {
+				noisy = noisy || c.params.scale(g, k) > 0;
+				grid = grid || (c.params.scale(g, k) > 0 && c.params.grid(g, k) != 1.0);
+			}
+	return !noisy ? "exact" : grid ? "laplace(grid)" : "discrete_laplace";
 }
 
 // Charges every table's share and writes the ledger rows; errors (and answers nothing) when a
@@ -152,12 +147,15 @@ charge_plan(QueryDesc *qd)
 	if (scan.charges.empty())
 		return;
 
-	std::map<Oid, std::vector<Charge>> by_table;
+	// per table, aggregates in the order of their aggregate numbers (SELECT-list order)
+	std::vector<Charge> ordered;
 	for (auto &kv : scan.charges)
-		by_table[kv.second.relid].push_back(kv.second);
-	for (auto &kv : scan.charges) {
-		const Charge &c = kv.second;
-		params_by_agg[{qd->plannedstmt, c.aggno}] = NoiseParams{c.grid, c.scale, c.epsilon, c.relid, c.charge_id};
+		ordered.push_back(kv.second);
+	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) { return a.aggno < b.aggno; });
+	std::map<Oid, std::vector<Charge>> by_table;
+	for (const Charge &c : ordered) {
+		by_table[c.params.relid].push_back(c);
+		params_by_agg[{qd->plannedstmt, c.aggno}] = c.params;
 	}
 
 	Oid role = GetUserId();
@@ -168,7 +166,7 @@ charge_plan(QueryDesc *qd)
 		Oid relid = kv.first;
 		double eps = 0;
 		for (const Charge &c : kv.second)
-			eps += c.epsilon;
+			eps += c.params.epsilon;
 		uint64 n = spi.exec("UPDATE dx.budget_grants SET spent = spent + $3 "
 		                    "WHERE role = $1 AND relid = $2 AND spent + $3 <= granted + 1e-9 RETURNING spent",
 		                    {{OIDOID, ObjectIdGetDatum(role)}, {OIDOID, ObjectIdGetDatum(relid)}, {FLOAT8OID, Float8GetDatum(eps)}},
@@ -187,10 +185,13 @@ charge_plan(QueryDesc *qd)
 			fail(ERRCODE_INSUFFICIENT_RESOURCES, "privacy budget of role \"" + who + "\" on table \"" + table + "\" is exhausted",
 			     "Use a smaller epsilon (SET dxpriv.epsilon) or ask the table owner for more budget.", detail);
 		}
-		Datum *scales = static_cast<Datum *>(palloc(sizeof(Datum) * kv.second.size()));
-		for (size_t i = 0; i < kv.second.size(); ++i)
-			scales[i] = Float8GetDatum(kv.second[i].scale);
-		ArrayType *arr = construct_array(scales, static_cast<int>(kv.second.size()), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+		std::vector<Datum> scales; // aggregate by aggregate, group by group, component by component
+		for (const Charge &c : kv.second)
+			for (int g = 0; g < c.params.groups; ++g)
+				for (int k = 0; k < c.params.components; ++k)
+					scales.push_back(Float8GetDatum(c.params.scale(g, k)));
+		ArrayType *arr = construct_array(scales.data(), static_cast<int>(scales.size()), FLOAT8OID, 8, FLOAT8PASSBYVAL,
+		                                 TYPALIGN_DOUBLE);
 		spi.exec("INSERT INTO dx.ledger (role, relid, fingerprint, query, mechanism, epsilon, scales) "
 		         "VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		         {{OIDOID, ObjectIdGetDatum(role)},
@@ -202,7 +203,7 @@ charge_plan(QueryDesc *qd)
 		          {FLOAT8ARRAYOID, PointerGetDatum(arr)}},
 		         false);
 		for (const Charge &c : kv.second)
-			charged_ids.insert(c.charge_id);
+			charged_ids.insert(c.params.charge_id);
 	}
 }
 

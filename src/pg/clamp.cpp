@@ -110,31 +110,36 @@ build_cache(FunctionCallInfo fcinfo, Domain domain)
 	return c;
 }
 
-// Returns point i, copied when by reference (callers may own their result).
+// Returns point i. By-reference points are returned without copying: they live in fn_mcxt for
+// the whole query and callers never modify or free function results they do not own.
 Datum
 point(const ClampCache &c, size_t i)
 {
-	return c.typbyval ? c.points[i] : datumCopy(c.points[i], false, c.typlen);
+	return c.points[i];
 }
 
-} // namespace
-
-// dx._clamp_range(value, lo, hi, step): the nearest domain point; NULL and NaN map to lo.
-// (Date columns pass day numbers: the points are the same as the analyzer's date domain.)
-DX_FUNCTION(dx_clamp_range)
+// The cache of a range-domain call site (arguments: value, lo, hi, step).
+ClampCache *
+range_cache(FunctionCallInfo fcinfo)
 {
 	auto *c = static_cast<ClampCache *>(fcinfo->flinfo->fn_extra);
 	if (!c) {
 		c = build_cache(fcinfo, Domain::range(PG_GETARG_FLOAT8(1), PG_GETARG_FLOAT8(2), PG_GETARG_FLOAT8(3)));
 		fcinfo->flinfo->fn_extra = c;
 	}
-	size_t i = PG_ARGISNULL(0) ? c->domain->default_index()
-	                           : c->domain->index_of(datum_to_ordinal(PG_GETARG_DATUM(0), c->type));
-	return point(*c, i);
+	return c;
 }
 
-// dx._clamp_enum(value, labels): the value itself when declared, else the first declared value.
-DX_FUNCTION(dx_clamp_enum)
+// Index of the domain point a range-domain value maps to (NULL and NaN: the first point).
+size_t
+range_index(FunctionCallInfo fcinfo, const ClampCache &c)
+{
+	return PG_ARGISNULL(0) ? c.domain->default_index() : c.domain->index_of(datum_to_ordinal(PG_GETARG_DATUM(0), c.type));
+}
+
+// The cache of an enumerated-domain call site (arguments: value, labels).
+ClampCache *
+enum_cache(FunctionCallInfo fcinfo)
 {
 	auto *c = static_cast<ClampCache *>(fcinfo->flinfo->fn_extra);
 	if (!c) {
@@ -149,16 +154,54 @@ DX_FUNCTION(dx_clamp_enum)
 		c = build_cache(fcinfo, Domain::enumerated(std::move(labels)));
 		fcinfo->flinfo->fn_extra = c;
 	}
+	return c;
+}
+
+// Index of a value in an enumerated domain (NULL and undeclared values: the first value).
+size_t
+enum_index(FunctionCallInfo fcinfo, const ClampCache &c)
+{
 	if (PG_ARGISNULL(0))
-		return point(*c, c->domain->default_index());
+		return c.domain->default_index();
 	ClampCache::Key probe;
 	Datum scratch;
-	value_key(*c, PG_GETARG_DATUM(0), probe.data, probe.len, scratch);
-	ClampCache::Key *end = c->keys + c->npoints;
-	ClampCache::Key *hit = std::lower_bound(c->keys, end, probe, key_less);
+	value_key(c, PG_GETARG_DATUM(0), probe.data, probe.len, scratch);
+	ClampCache::Key *end = c.keys + c.npoints;
+	ClampCache::Key *hit = std::lower_bound(c.keys, end, probe, key_less);
 	if (hit != end && hit->len == probe.len && std::memcmp(hit->data, probe.data, probe.len) == 0)
-		return point(*c, hit->index);
-	return point(*c, c->domain->default_index());
+		return hit->index;
+	return c.domain->default_index();
+}
+
+} // namespace
+
+// dx._clamp_range(value, lo, hi, step): the nearest domain point; NULL and NaN map to lo.
+// (Date columns pass day numbers: the points are the same as the analyzer's date domain.)
+DX_FUNCTION(dx_clamp_range)
+{
+	ClampCache *c = range_cache(fcinfo);
+	return point(*c, range_index(fcinfo, *c));
+}
+
+// dx._range_index(value, lo, hi, step): the index of the point dx._clamp_range returns.
+DX_FUNCTION(dx_range_index)
+{
+	ClampCache *c = range_cache(fcinfo);
+	PG_RETURN_INT32(static_cast<int32>(range_index(fcinfo, *c)));
+}
+
+// dx._clamp_enum(value, labels): the value itself when declared, else the first declared value.
+DX_FUNCTION(dx_clamp_enum)
+{
+	ClampCache *c = enum_cache(fcinfo);
+	return point(*c, enum_index(fcinfo, *c));
+}
+
+// dx._enum_index(value, labels): the index of the value dx._clamp_enum returns.
+DX_FUNCTION(dx_enum_index)
+{
+	ClampCache *c = enum_cache(fcinfo);
+	PG_RETURN_INT32(static_cast<int32>(enum_index(fcinfo, *c)));
 }
 
 // dx._indicator(any): 1 for a non-null argument, else 0.

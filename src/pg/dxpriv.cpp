@@ -14,9 +14,14 @@ void _PG_init(void);
 namespace dxpriv::pg {
 double guc_epsilon = 0.1;
 int guc_test_seed = -1;
+int guc_allocation = 0;
 } // namespace dxpriv::pg
 
 using namespace dxpriv::pg;
+
+static const struct config_enum_entry allocation_options[] = {
+	{"optimal", 0, false}, {"algorithm3", 1, false}, {"equal_scale", 2, false}, {"equal_split", 3, false},
+	{nullptr, 0, false}};
 
 // Rejects a non-positive default epsilon.
 static bool
@@ -54,6 +59,9 @@ _PG_init(void)
 	DefineCustomIntVariable("dxpriv.test_seed", "Seed of a deterministic noise stream (tests only).",
 	                        "-1 (default) uses the kernel CSPRNG. Only superusers may set it.", &guc_test_seed,
 	                        -1, -1, INT_MAX, PGC_SUSET, 0, nullptr, assign_test_seed, nullptr);
+	DefineCustomEnumVariable("dxpriv.allocation", "How a query's epsilon is shared between its output cells.",
+	                         "optimal (default, never worse than the others), algorithm3, equal_scale or equal_split.",
+	                         &guc_allocation, 0, allocation_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 	MarkGUCPrefixReserved("dxpriv");
 
 	install_analyzer_hooks();

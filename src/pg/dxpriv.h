@@ -21,6 +21,7 @@ namespace dxpriv::pg {
 // ---- GUCs (defined in dxpriv.cpp) ----
 extern double guc_epsilon;   // dxpriv.epsilon: default epsilon of a dx aggregate
 extern int guc_test_seed;    // dxpriv.test_seed: superuser-only; -1 = secure randomness
+extern int guc_allocation;   // dxpriv.allocation: 0 optimal, 1 algorithm3, 2 equal_scale, 3 equal_split
 
 // ---- Objects of the installed extension, looked up lazily (extension_objects.cpp) ----
 struct ExtensionObjects {
@@ -28,10 +29,16 @@ struct ExtensionObjects {
 	Oid schema_owner = InvalidOid;
 	Oid count_star = InvalidOid, count_any = InvalidOid, count_any_eps = InvalidOid;
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
-	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid;
+	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
+	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
-	bool is_marker(Oid f) const { return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps; }
-	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum; }
+	Oid range_index = InvalidOid, enum_index = InvalidOid;
+	bool is_marker(Oid f) const
+	{
+		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
+		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps;
+	}
+	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum || f == noisy_avg; }
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed
 // (or is being created). Never errors.
@@ -86,12 +93,7 @@ void install_charging_hooks();
 void mark_charged(int64 charge_id);
 bool was_charged(int64 charge_id);
 
-// Noise parameters of one noisy aggregate, as placed by the analyzer.
-struct NoiseParams {
-	double grid = 1, scale = 0, epsilon = 0;
-	Oid relid = InvalidOid;
-	int64 charge_id = 0;
-};
+struct NoiseParams;
 // Parameters of aggregate number aggno of a statement being executed (recorded when it was
 // charged). A finalize-phase Aggref has lost its constant arguments, so a final function that
 // saw no row (NULL state) finds them here. Returns false when unknown.

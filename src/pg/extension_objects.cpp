@@ -44,7 +44,7 @@ load(Oid ext, ExtensionObjects &o)
 
 	const Oid any1[] = {ANYOID};
 	const Oid any_eps[] = {ANYOID, FLOAT8OID};
-	const Oid linear[] = {FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID, OIDOID, INT8OID};
+	const Oid linear[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
 	const Oid clamp_range[] = {ANYELEMENTOID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
 	const Oid clamp_enum[] = {ANYELEMENTOID, TEXTARRAYOID};
 	o.count_star = lookup("count", 0, nullptr);
@@ -52,13 +52,21 @@ load(Oid ext, ExtensionObjects &o)
 	o.count_any_eps = lookup("count", 2, any_eps);
 	o.sum_any = lookup("sum", 1, any1);
 	o.sum_any_eps = lookup("sum", 2, any_eps);
-	o.noisy_count = lookup("_noisy_count", 6, linear);
-	o.noisy_sum = lookup("_noisy_sum", 6, linear);
+	o.avg_any = lookup("avg", 1, any1);
+	o.avg_any_eps = lookup("avg", 2, any_eps);
+	o.linear_any = lookup("linear", 1, any1);
+	o.linear_any_eps = lookup("linear", 2, any_eps);
+	o.noisy_count = lookup("_noisy_count", 3, linear);
+	o.noisy_sum = lookup("_noisy_sum", 3, linear);
+	o.noisy_avg = lookup("_noisy_avg", 3, linear);
+	o.range_index = lookup("_range_index", 4, clamp_range);
+	o.enum_index = lookup("_enum_index", 2, clamp_enum);
 	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
 	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
 	o.indicator = lookup("_indicator", 1, any1);
-	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.noisy_count,
-	                   o.noisy_sum, o.clamp_range, o.clamp_enum, o.indicator};
+	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
+	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
+	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

@@ -1,7 +1,7 @@
 -- Query shapes dxpriv refuses, each with an errcode and a hint.
 \set VERBOSITY default
 SET dxpriv.epsilon = 0.01;
-SELECT dx.count(*) FROM people GROUP BY sex;
+SELECT note, dx.count(*) FROM people GROUP BY note;
 SELECT dx.count(*), count(*) FROM people;
 SELECT dx.count(*) FROM people WHERE id > 3;
 SELECT dx.sum(note) FROM people;
@@ -32,8 +32,9 @@ SELECT dx.count(age, age::float8) FROM people;
 SELECT dx.count(*) FROM exact_t e, generate_series(1, 2);
 SELECT dx.count(*) FROM generate_series(1, 3);
 SELECT dx.count(*) FROM people_view;
-SELECT dx._noisy_count(1, 1, 0, 1, 'people'::regclass, 5) FROM people;
-SELECT dx._noisy_sum(age, 1, 0, 1, 'people'::regclass, 5) FROM exact_t, people;
+SELECT dx._noisy_count(1, 0, '{1,1,1,16384,5,0,0,1,1,0}') FROM people;
+SELECT dx._noisy_sum(age, 0, '{1,1,1,16384,5,0,0,1,1,0}') FROM exact_t, people;
+SELECT dx._noisy_avg(1, 0, '{1,1,1,16384,5,0,0,1,1,0}');
 PREPARE p(int) AS SELECT dx.count(*) FROM people WHERE age > $1;
 SET dxpriv.epsilon = 0;
 SET dxpriv.epsilon = -1;

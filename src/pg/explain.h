@@ -1,0 +1,40 @@
+// dx.explain: what a query would cost and how noisy each answer would be, without running it.
+#pragma once
+
+#include "pg/dxpriv.h"
+
+#include <string>
+#include <vector>
+
+#include "core/allocation.h"
+#include "core/linear_query.h"
+
+namespace dxpriv::pg {
+
+// One output cell of an analysed query.
+struct ExplainCell {
+	int aggregate;          // 1-based position among the query's dx aggregates
+	std::string kind;       // count, sum, avg, linear
+	std::string group;      // "col=value, ..." or "" without GROUP BY
+	std::string component;  // value; for avg: sum or count
+	double epsilon;         // the aggregate's epsilon share
+	LinearNoisePlan plan;
+};
+
+// What the analyzer records while dx.explain parses a query.
+struct ExplainCapture {
+	Oid relid = InvalidOid;
+	double epsilon = 0;          // total epsilon of the query
+	std::string strategy;        // allocation used
+	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
+	std::vector<ExplainCell> cells;
+};
+
+// True while dx.explain is analysing a query: the analyzer then fills explain_capture().
+bool explain_capture_active();
+ExplainCapture &explain_capture();
+
+// The allocation strategy selected by dxpriv.allocation.
+AllocationStrategy current_strategy();
+
+} // namespace dxpriv::pg

@@ -1,0 +1,150 @@
+// Builds the row source of a GROUP BY query: the table's rows plus one empty row per group.
+#include "pg/group_source.h"
+
+#include "pg/catalog.h"
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// An array literal element: double-quoted with backslash escapes (array_in syntax).
+std::string
+array_element(const std::string &label)
+{
+	std::string out = "\"";
+	for (char ch : label) {
+		if (ch == '"' || ch == '\\')
+			out += '\\';
+		out += ch;
+	}
+	return out + "\"";
+}
+
+// unnest('{...}'::type[]) listing every point of a column's domain, as its canonical text.
+std::string
+domain_values_sql(const ColumnPolicy &col)
+{
+	std::string arr = "{";
+	for (size_t i = 0; i < col.domain.size(); ++i)
+		arr += (i ? "," : "") + array_element(col.domain.label(i));
+	arr += "}";
+	return std::string("unnest(") + quote_literal_cstr(arr.c_str()) + "::" + format_type_with_typemod(col.type, col.typmod) +
+	       "[])";
+}
+
+struct RemapContext {
+	const std::map<AttrNumber, AttrNumber> *mapping;
+};
+
+// Mutator behind remap_vars.
+Node *
+remap_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	if (IsA(node, Var)) {
+		Var *v = castNode(Var, node);
+		if (v->varno == 1 && v->varlevelsup == 0) {
+			auto *c = static_cast<RemapContext *>(ctx);
+			auto it = c->mapping->find(v->varattno);
+			if (it == c->mapping->end())
+				fail(ERRCODE_INTERNAL_ERROR, "dxpriv could not remap a column reference");
+			Var *nv = static_cast<Var *>(copyObjectImpl(v));
+			nv->varattno = it->second;
+			nv->varattnosyn = it->second;
+			nv->varnosyn = 1;
+			return (Node *) nv;
+		}
+		return node;
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(remap_mutator), ctx);
+}
+
+} // namespace
+
+// See group_source.h.
+Var *
+present_flag_var()
+{
+	return makeVar(1, kPresentPlaceholder, BOOLOID, -1, InvalidOid, 0);
+}
+
+// See group_source.h.
+Node *
+remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping)
+{
+	RemapContext ctx{&mapping};
+	return remap_mutator(node, &ctx);
+}
+
+// See group_source.h.
+std::map<AttrNumber, AttrNumber>
+replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                          const std::vector<const ColumnPolicy *> &group_cols)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	std::string table = std::string(rte->inh ? "" : "ONLY ") +
+	                    quote_qualified_identifier(get_namespace_name(get_rel_namespace(policy.relid)),
+	                                               get_rel_name(policy.relid));
+	std::string real = "SELECT ", empty = "SELECT ", from;
+	std::map<AttrNumber, AttrNumber> mapping;
+	List *colnames = NIL;
+	AttrNumber next = 1;
+	for (AttrNumber att : columns) {
+		const ColumnPolicy *col = policy.find(att);
+		const char *name = quote_identifier(col->name.c_str());
+		real += std::string(name) + ", ";
+		int group_pos = -1;
+		for (size_t g = 0; g < group_cols.size(); ++g)
+			if (group_cols[g] == col)
+				group_pos = static_cast<int>(g);
+		if (group_pos >= 0)
+			empty += "g" + std::to_string(group_pos) + ".v, ";
+		else
+			empty += std::string("NULL::") + format_type_with_typemod(col->type, col->typmod) + ", ";
+		colnames = lappend(colnames, makeString(pstrdup(col->name.c_str())));
+		mapping[att] = next++;
+	}
+	for (size_t g = 0; g < group_cols.size(); ++g)
+		from += (g ? " CROSS JOIN " : "") + domain_values_sql(*group_cols[g]) + " AS g" + std::to_string(g) + "(v)";
+	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty + "false FROM " + from;
+	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
+	mapping[kPresentPlaceholder] = next;
+
+	Query *sub = nullptr;
+	pg_call([&] {
+		List *raw = raw_parser(sql.c_str(), RAW_PARSE_DEFAULT);
+		sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);
+	});
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = nullptr;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = nullptr;
+	rte->insertedCols = nullptr;
+	rte->updatedCols = nullptr;
+	rte->extraUpdatedCols = nullptr;
+	rte->security_barrier = false;
+	rte->eref = makeAlias(rte->eref->aliasname, colnames);
+	return mapping;
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,32 @@
+// GROUP BY support: every group of the declared domain is returned, even when it has no row.
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+}
+
+#include <map>
+#include <vector>
+
+namespace dxpriv::pg {
+
+// Attribute number of a placeholder Var for the "row is real" flag, remapped by remap_vars().
+constexpr AttrNumber kPresentPlaceholder = 32000;
+
+// A Var for the flag that is true on the table's rows and false on the added empty-group rows.
+Var *present_flag_var();
+
+// Replaces the protected table (range table entry 1 of q) by the subquery
+//   SELECT <columns>, true FROM <table> UNION ALL SELECT <group point or NULL>, false FROM <domains>
+// so that grouping sees at least one row per group of the product of the group columns' domains.
+// Returns the new attribute number of each column (and of kPresentPlaceholder).
+std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const TablePolicy &policy,
+                                                           const std::vector<AttrNumber> &columns,
+                                                           const std::vector<const ColumnPolicy *> &group_cols);
+
+// Renumbers every level-0 Var of range table entry 1 in node by `mapping`.
+Node *remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping);
+
+} // namespace dxpriv::pg

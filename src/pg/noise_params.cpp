@@ -1,0 +1,61 @@
+// Encoding and decoding of the noisy aggregates' constant parameter array.
+#include "pg/noise_params.h"
+
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+}
+
+#include <cmath>
+
+namespace dxpriv::pg {
+
+namespace {
+constexpr int kHeader = 8;
+constexpr double kVersion = 1;
+} // namespace
+
+// See noise_params.h.
+NoiseParams
+parse_noise_params(ArrayType *array)
+{
+	if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_ELEMTYPE(array) != FLOAT8OID)
+		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
+	const int n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+	const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(array));
+	if (n < kHeader || v[0] != kVersion)
+		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
+	NoiseParams p;
+	p.components = static_cast<int>(v[1]);
+	p.epsilon = v[2];
+	p.relid = static_cast<Oid>(v[3]);
+	p.charge_id = static_cast<int64>(v[4]);
+	p.lo = v[5];
+	p.hi = v[6];
+	p.groups = static_cast<int>(v[7]);
+	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) ||
+	    n != kHeader + 2 * p.groups * p.components)
+		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
+	p.cells.assign(v + kHeader, v + n);
+	for (int i = 0; i < n - kHeader; i += 2)
+		if (!(p.cells[i] > 0) || !(p.cells[i + 1] >= 0) || !std::isfinite(p.cells[i + 1]))
+			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
+	return p;
+}
+
+// See noise_params.h.
+ArrayType *
+build_noise_params(const NoiseParams &p)
+{
+	std::vector<Datum> d;
+	for (double x : {kVersion, static_cast<double>(p.components), p.epsilon, static_cast<double>(p.relid),
+	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups)})
+		d.push_back(Float8GetDatum(x));
+	for (double x : p.cells)
+		d.push_back(Float8GetDatum(x));
+	return construct_array(d.data(), static_cast<int>(d.size()), FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
+	                       TYPALIGN_DOUBLE);
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,36 @@
+// The constant parameter array the analyzer passes to the noisy aggregates.
+//
+// Layout (float8[]): [0] layout version (1), [1] components C (1; 2 for avg: sum and count),
+// [2] epsilon share of this aggregate, [3] protected table OID, [4] charge id (< 2^53),
+// [5] lo, [6] hi (avg answers are clamped to [lo, hi]), [7] output groups G,
+// then for every group g < G and component c < C: grid, scale (at 8 + 2*(g*C + c)).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "utils/array.h"
+}
+
+#include <vector>
+
+namespace dxpriv::pg {
+
+struct NoiseParams {
+	int components = 1;
+	double epsilon = 0;
+	Oid relid = InvalidOid;
+	int64 charge_id = 0;
+	double lo = 0, hi = 0;
+	int groups = 1;
+	std::vector<double> cells; // (grid, scale) per group and component
+
+	double grid(int g, int c) const { return cells[2 * (g * components + c)]; }
+	double scale(int g, int c) const { return cells[2 * (g * components + c) + 1]; }
+};
+
+// Decodes and validates an array built by build_noise_params; throws UserError when malformed.
+NoiseParams parse_noise_params(ArrayType *array);
+// Encodes params as a float8[] in the current memory context.
+ArrayType *build_noise_params(const NoiseParams &params);
+
+} // namespace dxpriv::pg

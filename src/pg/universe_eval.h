@@ -1,0 +1,30 @@
+// Evaluating query expressions at every point of a sub-universe (data-independent, no table scan).
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "nodes/primnodes.h"
+}
+
+#include <vector>
+
+#include "core/sensitivity.h"
+
+namespace dxpriv::pg {
+
+// Values of expressions at every point u of the sub-universe of `cols` (row-major, last column
+// fastest, exactly the points domain_datums() produces, i.e. the values clamping produces).
+// A NULL result is reported in `is_null` and stored as 0. Boolean expressions give 0/1.
+struct UniverseValues {
+	std::vector<std::vector<double>> value;   // per expression, sub.size() entries
+	std::vector<std::vector<char>> is_null;   // per expression
+};
+
+// exprs may contain nullptr (evaluated as constant true / 1). Expressions are boolean or float8.
+// Errors raised by an expression (e.g. division by zero at some domain point) propagate: they do
+// not depend on the data.
+UniverseValues evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
+                                      const SubUniverse &sub, const std::vector<Expr *> &exprs);
+
+} // namespace dxpriv::pg
