@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/point_set.h"
 
 namespace dxpriv {
 
@@ -111,13 +112,102 @@ Domain::dates(std::int32_t lo_day, std::int32_t hi_day, std::int32_t step_days)
 	return d;
 }
 
+// Builds a domain of k distinct points in R^dims from row-major coordinates.
+Domain
+Domain::points(std::size_t dims, std::vector<double> coords)
+{
+	if (dims < 1 || dims > kMaxPointDims)
+		throw CoreError(ErrorKind::InvalidParameter, "points domain must have between 1 and 8 dimensions",
+		                "Give every point the same number of coordinates, from 1 to 8.");
+	if (coords.empty())
+		throw CoreError(ErrorKind::InvalidParameter, "points domain has no points", "Declare at least one point.");
+	if (coords.size() % dims != 0)
+		throw CoreError(ErrorKind::InvalidParameter,
+		                "points domain has " + std::to_string(coords.size()) +
+		                    " coordinates, which is not a multiple of its dimension " + std::to_string(dims),
+		                "Give every point exactly the same number of coordinates.");
+	const std::size_t k = coords.size() / dims;
+	if (k > kMaxDomainSize)
+		too_many_points("points");
+	for (double c : coords) {
+		if (!std::isfinite(c))
+			throw CoreError(ErrorKind::InvalidParameter, "points domain coordinates must be finite",
+			                "Remove NaN and infinite coordinates from the point list.");
+		if (std::fabs(c) > kMaxPointCoordinate)
+			throw CoreError(ErrorKind::InvalidParameter, "points domain coordinate exceeds 1e150 in absolute value",
+			                "Express the coordinates in a unit that keeps them below 1e150.");
+	}
+	// Within each dimension, distinct values must stay distinct as "%.15g" labels (the rule of
+	// Domain::range); exact duplicates of whole points are caught below.
+	std::vector<double> vals(k);
+	for (std::size_t d = 0; d < dims; d++) {
+		for (std::size_t i = 0; i < k; i++)
+			vals[i] = coords[i * dims + d];
+		std::sort(vals.begin(), vals.end());
+		for (std::size_t i = 1; i < k; i++)
+			if (vals[i] > vals[i - 1] &&
+			    vals[i] - vals[i - 1] < 2e-14 * std::max(std::fabs(vals[i]), std::fabs(vals[i - 1])))
+				throw CoreError(ErrorKind::InvalidParameter,
+				                "points domain has coordinates too close to tell apart in dimension " +
+				                    std::to_string(d + 1),
+				                "Round the coordinates to at most 13 significant digits.");
+	}
+	std::vector<std::uint32_t> order(k);
+	for (std::size_t i = 0; i < k; i++)
+		order[i] = static_cast<std::uint32_t>(i);
+	const double *c = coords.data();
+	auto lex_less = [c, dims](std::uint32_t a, std::uint32_t b) {
+		return std::lexicographical_compare(c + a * dims, c + a * dims + dims, c + b * dims, c + b * dims + dims);
+	};
+	std::sort(order.begin(), order.end(), lex_less);
+	for (std::size_t i = 1; i < k; i++)
+		if (std::equal(c + order[i - 1] * dims, c + order[i - 1] * dims + dims, c + order[i] * dims))
+			throw CoreError(ErrorKind::InvalidParameter, "points domain has a duplicate point",
+			                "List every point exactly once.");
+	Domain dom;
+	dom.kind_ = DomainKind::Points;
+	dom.size_ = k;
+	dom.points_ = std::make_shared<const PointSet>(dims, std::move(coords));
+	return dom;
+}
+
+// Dimension of the points (1 for the one-dimensional kinds).
+std::size_t
+Domain::dims() const noexcept
+{
+	return points_ ? points_->dims() : 1;
+}
+
+// Coordinate `dim` of point i (ordinal(i) for the one-dimensional kinds).
+double
+Domain::coordinate(std::size_t i, std::size_t dim) const
+{
+	if (i >= size_ || dim >= dims())
+		throw CoreError(ErrorKind::Internal, "domain coordinate index out of range");
+	if (kind_ == DomainKind::Points)
+		return points_->coord(i, dim);
+	return ordinal(i);
+}
+
+// Nearest point to x: k-d tree search for Points, index_of(x[0]) for the one-dimensional kinds.
+std::size_t
+Domain::nearest(const double *x) const noexcept
+{
+	if (kind_ != DomainKind::Points)
+		return index_of(x[0]);
+	for (std::size_t d = 0; d < points_->dims(); d++)
+		if (std::isnan(x[d]))
+			return default_index();
+	return points_->nearest(x);
+}
+
 // Numeric position of point i (value, day number or enumeration index).
 double
 Domain::ordinal(std::size_t i) const
 {
 	if (i >= size_)
 		throw CoreError(ErrorKind::Internal, "domain point index out of range");
-	if (kind_ == DomainKind::Enumerated)
+	if (kind_ == DomainKind::Enumerated || kind_ == DomainKind::Points)
 		return static_cast<double>(i);
 	return lo_ + static_cast<double>(i) * step_;
 }
@@ -147,6 +237,17 @@ Domain::label(std::size_t i) const
 			              mday);
 		return buf;
 	}
+	case DomainKind::Points: {
+		std::string out = "(";
+		for (std::size_t d = 0; d < points_->dims(); d++) {
+			std::snprintf(buf, sizeof buf, "%.15g", points_->coord(i, d));
+			if (d > 0)
+				out += ',';
+			out += buf;
+		}
+		out += ')';
+		return out;
+	}
 	}
 	throw CoreError(ErrorKind::Internal, "unknown domain kind");
 }
@@ -157,6 +258,8 @@ Domain::index_of(double value) const noexcept
 {
 	if (std::isnan(value))
 		return default_index();
+	if (kind_ == DomainKind::Points)
+		return points_->dims() == 1 ? points_->nearest(&value) : default_index();
 	const double x = (value - lo_) / step_; // lo_ finite, step_ > 0: NaN impossible here
 	if (!(x > 0))
 		return 0;

@@ -60,8 +60,14 @@ generalized_sensitivity(const SubUniverse &sub, const std::vector<double> &q)
 	if (!(sub.presence > 0))
 		throw CoreError(ErrorKind::InvalidParameter, "presence distance must be positive",
 		                "Give a positive number, or infinity for the bounded model (public row count).");
-	for (std::size_t c = 0; c < sub.domains.size(); c++)
+	double work = 0;
+	for (std::size_t c = 0; c < sub.domains.size(); c++) {
 		sub.metrics[c].validate(sub.domains[c]);
+		work += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].line_cost(sub.domains[c]);
+	}
+	if (work > kMaxSensitivityWork)
+		throw CoreError(ErrorKind::ProgramLimit, "computing the sensitivity of this query needs more than 2e9 distance evaluations",
+		                "Declare fewer points or coarser domains, or use a metric with few edges (absolute, graph, theta1).");
 
 	double s = 0;
 	for (double w : q) {

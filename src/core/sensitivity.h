@@ -11,6 +11,9 @@ namespace dxpriv {
 
 // Hard cap on the number of points of a sub-universe (product of referenced domains).
 constexpr std::size_t kMaxSubUniverse = 2000000;
+// Cap on the elementary steps (pair evaluations) one generalized_sensitivity() call may take;
+// only all-pairs metrics (matrix, theta2, l_p on multi-dimensional points) can reach it.
+constexpr double kMaxSensitivityWork = 2e9;
 
 // The referenced columns of one protected table and its presence distance d(x, ⊥).
 // The record metric is d(u,v) = sum_c d_c(u_c, v_c), closed together with presence edges.
@@ -29,7 +32,8 @@ struct SubUniverse {
 // S(q) = max over edges (u,v) of |q(u) - q(v)| / d(u,v), where edges are one-column changes and
 // presence edges (q(⊥) = 0). q has sub.size() entries in row-major order. Exact: the record
 // metric is the path metric of these edges, so the maximum over all pairs is attained on them.
-// Throws CoreError(DataException) when some q value is not finite.
+// Throws CoreError(DataException) when some q value is not finite, (ProgramLimit) when the lines
+// would take more than kMaxSensitivityWork steps (ColumnMetric::line_cost).
 double generalized_sensitivity(const SubUniverse &sub, const std::vector<double> &q);
 
 } // namespace dxpriv
