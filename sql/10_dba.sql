@@ -12,6 +12,20 @@ RETURNS void LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_invalidate';
 CREATE FUNCTION dx._check_owner(rel regclass) RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_check_owner';
 
+-- Takes every privilege on rel away from the analyst roles (they reach it only through dxpriv).
+CREATE FUNCTION dx._revoke_from_analysts(rel regclass) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	r regrole;
+BEGIN
+	IF to_regclass('dx.analysts') IS NULL THEN
+		RETURN;
+	END IF;
+	FOR r IN EXECUTE 'SELECT role FROM dx.analysts' LOOP
+		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', rel, r::text);
+	END LOOP;
+END $$;
+
 -- Protects a table: its rows are only released through d_X-private aggregates.
 CREATE FUNCTION dx.protect_table(rel regclass, presence float8 DEFAULT 1.0)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -27,7 +41,9 @@ BEGIN
 	END IF;
 	INSERT INTO dx.protected_tables (relid, presence) VALUES (rel, presence)
 	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence;
+	PERFORM dx._revoke_from_analysts(rel);
 	PERFORM dx._invalidate(rel);
+	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
 
 -- Removes a table's policy, declared columns and budgets (the ledger is kept).
@@ -41,6 +57,7 @@ BEGIN
 			HINT = 'See dx.protected_tables for the protected tables.';
 	END IF;
 	PERFORM dx._invalidate(rel);
+	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
 
 -- Declares (or replaces) the domain and metric of one column of a protected table.

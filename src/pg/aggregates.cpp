@@ -1,6 +1,7 @@
 // Aggregate support: marker aggregates (rejected if not rewritten) and the noisy linear aggregate.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/answer_cache.h"
 #include "pg/noise_params.h"
 
 #include "core/linear_query.h"
@@ -111,6 +112,25 @@ release_component(LinearState *s, int c)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
 	return s->sum[c].release(backend_random(), s->plan[c]);
+}
+
+// The answer of a final function: replayed from the answer cache when the statement reuses a
+// stored answer, otherwise computed by `fresh` (drawing noise) and noted for the cache.
+template <class Fresh>
+double
+final_answer(LinearState *s, Fresh &&fresh)
+{
+	if (!s->released) {
+		double cached;
+		if (answer_cache_replayed(s->charge_id, s->group, cached)) {
+			s->answer = cached;
+		} else {
+			s->answer = fresh();
+			answer_cache_note(s->charge_id, s->group, s->answer);
+		}
+		s->released = true;
+	}
+	return s->answer;
 }
 
 } // namespace
@@ -237,24 +257,17 @@ DX_FUNCTION(dx_linear_deserialize)
 DX_FUNCTION(dx_linear_count_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	if (!s->released) {
-		s->answer = std::nearbyint(release_component(s, 0));
-		s->released = true;
-	}
-	if (!(s->answer > -9.2e18 && s->answer < 9.2e18))
+	double v = final_answer(s, [&] { return std::nearbyint(release_component(s, 0)); });
+	if (!(v > -9.2e18 && v < 9.2e18))
 		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
-	PG_RETURN_INT64(static_cast<int64>(s->answer));
+	PG_RETURN_INT64(static_cast<int64>(v));
 }
 
 // Final function of dx.sum and dx.linear: the noisy sum.
 DX_FUNCTION(dx_linear_sum_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	if (!s->released) {
-		s->answer = release_component(s, 0);
-		s->released = true;
-	}
-	PG_RETURN_FLOAT8(s->answer);
+	PG_RETURN_FLOAT8(final_answer(s, [&] { return release_component(s, 0); }));
 }
 
 // Final function of dx.avg: noisy sum / max(noisy count, 1), clamped to the value range [lo, hi]
@@ -262,12 +275,9 @@ DX_FUNCTION(dx_linear_sum_finalfn)
 DX_FUNCTION(dx_linear_avg_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	if (!s->released) {
+	PG_RETURN_FLOAT8(final_answer(s, [&] {
 		double total = release_component(s, 0);
 		double count = release_component(s, 1);
-		double avg = total / std::max(count, 1.0);
-		s->answer = std::clamp(avg, s->lo, s->hi);
-		s->released = true;
-	}
-	PG_RETURN_FLOAT8(s->answer);
+		return std::clamp(total / std::max(count, 1.0), s->lo, s->hi);
+	}));
 }

@@ -2,6 +2,7 @@
 // generalized sensitivity over the declared sub-universe, and rewrites the query so that column
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
+#include "pg/analyst_guard.h"
 #include "pg/explain.h"
 #include "pg/group_source.h"
 #include "pg/guard.h"
@@ -15,6 +16,7 @@
 extern "C" {
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
@@ -32,11 +34,15 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
 }
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
 
 namespace dxpriv::pg {
 
@@ -53,6 +59,9 @@ copy_node(T *node)
 post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
 ProcessUtility_hook_type prev_process_utility = nullptr;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
+int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
+const char *kAnalystShapeHint = "Analysts read protected tables only through aggregates, e.g. SELECT sex, count(*) FROM people "
+                                "GROUP BY sex; dx.explain('<query>') shows a query's cost and noise.";
 SystemRandom charge_id_source;
 
 // Location stamped on the aggregates we rewrite. The parser only produces -1 or offsets >= 0, so
@@ -173,6 +182,8 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 	if (contain_mutable_functions(expr))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, std::string("only immutable functions can be used in ") + where,
 		     "Functions such as random() or now() would make the answer depend on more than the data.");
+	if (analyst_mode())
+		require_builtin_immutable(expr, where);
 	if (contains_param(expr, nullptr))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "query parameters cannot be used in queries with dx aggregates yet",
 		     "Send the values as literals.");
@@ -304,6 +315,67 @@ group_index_expr(const std::vector<const ColumnPolicy *> &group_cols, const Exte
 		          : idx;
 	}
 	return acc ? acc : (Expr *) int4_const(0);
+}
+
+// ---- identities: charge ids and the answer-cache key ----
+
+struct StampContext {
+	const ExtensionObjects *ext;
+	uint64 key;
+	std::map<int, int64> charge_ids; // aggregate index -> charge id
+};
+
+// Walker that writes the charge id and cache key into every rewritten aggregate's parameters.
+bool
+stamp_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *c = static_cast<StampContext *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(stamp_walker), ctx, 0);
+	if (IsA(node, Aggref) && c->ext->is_internal(castNode(Aggref, node)->aggfnoid) &&
+	    castNode(Aggref, node)->location == kRewrittenLocation) {
+		Const *k = castNode(Const, castNode(TargetEntry, lthird(castNode(Aggref, node)->args))->expr);
+		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		int64 &id = c->charge_ids[p.agg_index];
+		if (id == 0)
+			id = static_cast<int64>(charge_id_source.next_u64() >> 12) + 1; // < 2^53: exact in float8
+		p.charge_id = id;
+		p.cache_key = c->key;
+		k->constvalue = PointerGetDatum(build_noise_params(p));
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(stamp_walker), ctx);
+}
+
+// Key of a rewritten query for the answer cache: a hash of its tree with source locations removed
+// (so spacing and letter case of keywords do not matter), and of the role asking.
+uint64
+query_cache_key(Query *q)
+{
+	std::string text = nodeToString(q);
+	std::string normal;
+	normal.reserve(text.size());
+	for (size_t i = 0; i < text.size();) {
+		if (text.compare(i, 10, ":location ") == 0) {
+			i += 10;
+			while (i < text.size() && (text[i] == '-' || isdigit(static_cast<unsigned char>(text[i]))))
+				++i;
+			continue;
+		}
+		normal += text[i++];
+	}
+	Oid role = GetUserId();
+	normal.append(reinterpret_cast<const char *>(&role), sizeof role);
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(normal.data()), static_cast<int>(normal.size()), 0x6478);
+}
+
+// Gives the rewritten aggregates their charge ids and the query's cache key.
+void
+stamp_identities(Query *q, const ExtensionObjects &ext)
+{
+	StampContext ctx{&ext, query_cache_key(q), {}};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
 }
 
 // ---- one dx aggregate ----
@@ -562,7 +634,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		p.components = s.components;
 		p.epsilon = s.epsilon;
 		p.relid = relid;
-		p.charge_id = static_cast<int64>(charge_id_source.next_u64() >> 12) + 1; // < 2^53: exact in float8
+		p.charge_id = 0; // set by stamp_identities() once the whole query is rewritten
+		p.agg_index = static_cast<int>(j);
+		p.agg_count = static_cast<int>(specs.size());
 		p.lo = lo[j];
 		p.hi = hi[j];
 		p.groups = static_cast<int>(groups);
@@ -612,6 +686,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	q->havingQual = clamp(q->havingQual, cctx);
 	if (!grouped) {
 		q->jointree->quals = clamped_where;
+		stamp_identities(q, ext);
 		return;
 	}
 	// GROUP BY: read from the table plus one empty row per group; WHERE applies to real rows only
@@ -626,6 +701,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
+	stamp_identities(q, ext);
 }
 
 // The analysed query inside EXPLAIN, DECLARE CURSOR or CREATE TABLE AS, if any.
@@ -663,11 +739,44 @@ analyze(Query *top)
 	Query *q = top;
 	if (Query *inner = inner_query(top))
 		q = inner;
+	else if (top->commandType == CMD_UTILITY)
+		return; // no query inside (SET, CREATE ..., COPY table is checked in the utility hook)
 	Discovery d{ext};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 	if (d.internal > 0)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "internal dxpriv aggregates cannot be called directly",
 		     "Use dx.count or dx.sum; dxpriv places its internal aggregates itself.");
+	if (d.rewritten > 0 && d.markers_top + d.markers_nested == 0)
+		return; // a query this hook already rewrote (EXPLAIN analyses its query twice)
+
+	const AnalystContext ac = load_analyst_context(*ext);
+	set_analyst_mode(ac.analyst);
+	if (ac.analyst) {
+		reject_side_channels(top);
+		substitute_catalog_views(q, *ext);
+		if (count_protected_refs(q, ac) > 0) {
+			if (top->commandType == CMD_UTILITY && !IsA(top->utilityStmt, DeclareCursorStmt))
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+				     std::string(top->utilityStmt && IsA(top->utilityStmt, ExplainStmt) ? "EXPLAIN" : "this statement") +
+				         " cannot be used by analysts on protected tables",
+				     "Use dx.explain('<query>') to see what a query would cost and how noisy it would be.");
+			if (definition_depth > 0 || copy_depth > 0 || is_matview(top))
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
+				     kAnalystShapeHint);
+			if (q->commandType == CMD_SELECT && list_length(q->rtable) == 1 && rewrite_plain_aggregates(q, *ext) > 0) {
+				d = Discovery{ext};
+				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+			}
+			if (d.markers_top == 0)
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read protected tables only through aggregates",
+				     kAnalystShapeHint);
+			rewrite_query(q, *ext, d);
+			if (count_protected_refs(q, ac) != 1)
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query", kAnalystShapeHint);
+			admit_protected_reads(q, ac);
+			return;
+		}
+	}
 	if (d.markers_top + d.markers_nested == 0)
 		return;
 	if (definition_depth > 0 || is_matview(top))
@@ -685,6 +794,20 @@ dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 		guarded([&] { analyze(query); });
 }
 
+// Refuses COPY of a protected table by an analyst (COPY (query) is checked when its query is analysed).
+void
+check_copy(CopyStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt->relation)
+		return;
+	const AnalystContext ac = load_analyst_context(*ext);
+	Oid relid = InvalidOid;
+	pg_call([&] { relid = RangeVarGetRelid(stmt->relation, NoLock, true); });
+	if (ac.analyst && ac.is_protected(relid))
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot COPY protected tables", kAnalystShapeHint);
+}
+
 // Marks statements that store an analysed query for later (views, rules, atomic SQL functions).
 extern "C" void
 dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree, ProcessUtilityContext context,
@@ -693,8 +816,13 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	Node *stmt = pstmt->utilityStmt;
 	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
+	bool copies = IsA(stmt, CopyStmt);
+	if (copies)
+		guarded([&] { check_copy(castNode(CopyStmt, stmt)); });
 	if (defines)
 		definition_depth++;
+	if (copies)
+		copy_depth++;
 	PG_TRY();
 	{
 		if (prev_process_utility)
@@ -706,6 +834,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	{
 		if (defines)
 			definition_depth--;
+		if (copies)
+			copy_depth--;
 	}
 	PG_END_TRY();
 }

@@ -10,6 +10,7 @@
 extern "C" {
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 }
 
 namespace dxpriv::pg {
@@ -24,6 +25,17 @@ in_internal_query()
 	return internal_depth > 0;
 }
 
+// See catalog.h.
+InternalScope::InternalScope()
+{
+	++internal_depth;
+}
+
+InternalScope::~InternalScope()
+{
+	--internal_depth;
+}
+
 // Switches to the owner and connects SPI.
 InternalSpi::InternalSpi(Oid owner)
 {
@@ -34,6 +46,11 @@ InternalSpi::InternalSpi(Oid owner)
 		pg_call([&] {
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "dxpriv could not connect to SPI");
+			// parse analysis of utility statements runs without a snapshot
+			if (!ActiveSnapshotSet()) {
+				PushActiveSnapshot(GetTransactionSnapshot());
+				pushed_snapshot_ = true;
+			}
 		});
 	} catch (...) {
 		--internal_depth;
@@ -48,7 +65,11 @@ InternalSpi::~InternalSpi()
 {
 	if (connected_ && std::uncaught_exceptions() == 0) {
 		try {
-			pg_call([] { SPI_finish(); });
+			pg_call([&] {
+				if (pushed_snapshot_)
+					PopActiveSnapshot();
+				SPI_finish();
+			});
 		} catch (...) {
 			// the transaction is aborting; AtEOXact_SPI cleans up
 		}
@@ -86,6 +107,20 @@ InternalSpi::exec(const char *sql, std::initializer_list<SqlArg> args, bool read
 			plan = fresh;
 		}
 		int rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+		if (rc < 0)
+			elog(ERROR, "dxpriv catalog statement failed: %s", SPI_result_code_string(rc));
+		processed = SPI_processed;
+	});
+	return processed;
+}
+
+// See catalog.h.
+uint64
+InternalSpi::exec_dynamic(const char *sql)
+{
+	uint64 processed = 0;
+	pg_call([&] {
+		int rc = SPI_execute(sql, true, 0);
 		if (rc < 0)
 			elog(ERROR, "dxpriv catalog statement failed: %s", SPI_result_code_string(rc));
 		processed = SPI_processed;

@@ -1,5 +1,6 @@
 // SQL-callable helpers of the DBA interface: column validation and plan invalidation.
 #include "pg/dxpriv.h"
+#include "pg/answer_cache.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -17,7 +18,15 @@ DX_FUNCTION(dx_validate_column)
 	Oid type = PG_GETARG_OID(0);
 	Jsonb *domain = PG_GETARG_JSONB_P(1);
 	Jsonb *metric = PG_GETARG_JSONB_P(2);
-	ColumnPolicy col = parse_column_policy(type, -1, domain, metric);
+	notice_matrix_closure = true;
+	ColumnPolicy col;
+	try {
+		col = parse_column_policy(type, -1, domain, metric);
+	} catch (...) {
+		notice_matrix_closure = false;
+		throw;
+	}
+	notice_matrix_closure = false;
 	(void) domain_datums(col.domain, type, -1); // every point must be a valid value of the type
 	PG_RETURN_VOID();
 }
@@ -50,4 +59,12 @@ DX_FUNCTION(dx_check_owner)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("must be owner of table ") + name,
 		     "Only the owner of a table (or a superuser) can change its dxpriv policy.");
 	PG_RETURN_VOID();
+}
+
+// dx.clear_cache(regclass): drops stored answers (of one table, or all when NULL); superuser or
+// table owner only (checked in SQL).
+DX_FUNCTION(dx_clear_cache)
+{
+	Oid relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	PG_RETURN_INT32(answer_cache_clear(relid));
 }

@@ -1,5 +1,7 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
+#include "pg/analyst_guard.h"
+#include "pg/answer_cache.h"
 
 #include <climits>
 
@@ -7,6 +9,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "utils/float.h"
 #include "utils/guc.h"
+#include "storage/ipc.h"
 PG_MODULE_MAGIC;
 void _PG_init(void);
 }
@@ -44,6 +47,27 @@ assign_test_seed(int newval, void *extra)
 	reset_test_stream();
 }
 
+static shmem_request_hook_type prev_shmem_request = nullptr;
+static shmem_startup_hook_type prev_shmem_startup = nullptr;
+
+// Requests dxpriv's shared memory (answer cache).
+static void
+dx_shmem_request(void)
+{
+	if (prev_shmem_request)
+		prev_shmem_request();
+	answer_cache_request_shmem();
+}
+
+// Attaches to (or creates) dxpriv's shared memory.
+static void
+dx_shmem_startup(void)
+{
+	if (prev_shmem_startup)
+		prev_shmem_startup();
+	answer_cache_startup();
+}
+
 // Defines GUCs and installs hooks; refuses to load outside shared_preload_libraries.
 void
 _PG_init(void)
@@ -62,8 +86,18 @@ _PG_init(void)
 	DefineCustomEnumVariable("dxpriv.allocation", "How a query's epsilon is shared between its output cells.",
 	                         "optimal (default, never worse than the others), algorithm3, equal_scale or equal_split.",
 	                         &guc_allocation, 0, allocation_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomIntVariable("dxpriv.cache_lifetime", "Seconds an answered query's noisy answers are reused.",
+	                        "An identical query by the same role within this time gets the stored answers "
+	                        "without spending budget. 0 disables reuse.",
+	                        &guc_cache_lifetime, 3600, 0, 365 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
+	                        nullptr);
 	MarkGUCPrefixReserved("dxpriv");
+	prev_shmem_request = shmem_request_hook;
+	shmem_request_hook = dx_shmem_request;
+	prev_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = dx_shmem_startup;
 
 	install_analyzer_hooks();
+	install_catalog_cache_invalidation();
 	install_charging_hooks();
 }

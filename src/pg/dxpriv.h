@@ -70,6 +70,8 @@ struct TablePolicy {
 // Parses and validates a column declaration for a column of the given type. Throws UserError
 // with errcode and hint on any problem.
 ColumnPolicy parse_column_policy(Oid type, int32 typmod, Jsonb *domain, Jsonb *metric);
+// Set while dx.set_column validates a declaration: closing an explicit matrix raises a NOTICE.
+extern bool notice_matrix_closure;
 // Loads the policy of relid; returns false when the table is not protected.
 bool load_table_policy(Oid relid, TablePolicy &out);
 // The Datum of every domain point, built with the column type's input rules (palloc'd in the

@@ -125,6 +125,7 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 	mapping[kPresentPlaceholder] = next;
 
 	Query *sub = nullptr;
+	InternalScope internal; // the generated SQL is dxpriv's own: the hooks must not re-analyse it
 	pg_call([&] {
 		List *raw = raw_parser(sql.c_str(), RAW_PARSE_DEFAULT);
 		sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);

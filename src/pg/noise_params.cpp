@@ -12,7 +12,7 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-constexpr int kHeader = 8;
+constexpr int kHeader = 12;
 constexpr double kVersion = 1;
 } // namespace
 
@@ -34,7 +34,11 @@ parse_noise_params(ArrayType *array)
 	p.lo = v[5];
 	p.hi = v[6];
 	p.groups = static_cast<int>(v[7]);
-	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) ||
+	p.cache_key = (static_cast<uint64>(v[8]) << 32) | static_cast<uint64>(v[9]);
+	p.agg_index = static_cast<int>(v[10]);
+	p.agg_count = static_cast<int>(v[11]);
+	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
+	    p.agg_index >= p.agg_count ||
 	    n != kHeader + 2 * p.groups * p.components)
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	p.cells.assign(v + kHeader, v + n);
@@ -50,7 +54,9 @@ build_noise_params(const NoiseParams &p)
 {
 	std::vector<Datum> d;
 	for (double x : {kVersion, static_cast<double>(p.components), p.epsilon, static_cast<double>(p.relid),
-	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups)})
+	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups),
+	                 static_cast<double>(p.cache_key >> 32), static_cast<double>(p.cache_key & 0xffffffffu),
+	                 static_cast<double>(p.agg_index), static_cast<double>(p.agg_count)})
 		d.push_back(Float8GetDatum(x));
 	for (double x : p.cells)
 		d.push_back(Float8GetDatum(x));

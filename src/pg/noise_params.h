@@ -3,7 +3,9 @@
 // Layout (float8[]): [0] layout version (1), [1] components C (1; 2 for avg: sum and count),
 // [2] epsilon share of this aggregate, [3] protected table OID, [4] charge id (< 2^53),
 // [5] lo, [6] hi (avg answers are clamped to [lo, hi]), [7] output groups G,
-// then for every group g < G and component c < C: grid, scale (at 8 + 2*(g*C + c)).
+// [8], [9] answer-cache key (high and low 32 bits), [10] index of this aggregate in the query,
+// [11] number of dx aggregates in the query,
+// then for every group g < G and component c < C: grid, scale (at 12 + 2*(g*C + c)).
 #pragma once
 
 extern "C" {
@@ -22,6 +24,8 @@ struct NoiseParams {
 	int64 charge_id = 0;
 	double lo = 0, hi = 0;
 	int groups = 1;
+	uint64 cache_key = 0;
+	int agg_index = 0, agg_count = 1;
 	std::vector<double> cells; // (grid, scale) per group and component
 
 	double grid(int g, int c) const { return cells[2 * (g * components + c)]; }

@@ -10,12 +10,16 @@ extern "C" {
 #include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
+#include "catalog/namespace.h"
+#include "utils/regproc.h"
+#include "nodes/makefuncs.h"
 }
 
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace dxpriv::pg {
 
@@ -24,7 +28,12 @@ static const char *kDomainHint =
     "{\"min\": \"2020-01-01\", \"max\": \"2020-12-31\", \"step\": 7}.";
 static const char *kMetricHint =
     "Declare a metric as {\"type\": \"discrete\", \"weight\": w}, {\"type\": \"absolute\", \"scale\": s}, "
-    "{\"type\": \"per_value\", \"weights\": {\"value\": w}, \"default\": w} or {\"type\": \"none\"}.";
+    "{\"type\": \"per_value\", \"weights\": {\"value\": w}, \"default\": w}, {\"type\": \"l1\"|\"l2\"|\"linf\", "
+    "\"scale\": s}, {\"type\": \"theta1\"|\"theta2\", \"tau\": t}, {\"type\": \"matrix\", \"pairs\": [[a, b, d], ...]}, "
+    "{\"type\": \"graph\", \"edges\": [[a, b, w], ...]} (or \"table\": \"schema.table\") or {\"type\": \"none\"}.";
+
+// Set while dx.set_column validates a declaration: closing an explicit matrix then raises a NOTICE.
+bool notice_matrix_closure = false;
 
 // ---- small jsonb readers ----
 
@@ -209,11 +218,83 @@ parse_enum_domain(Oid type, Jsonb *j)
 	return Domain::enumerated(std::move(labels)); // validates distinctness
 }
 
+// (label, label, number) triples from a JSON array of 3-element arrays or from the first three
+// columns of a table (read as the extension owner).
+static std::vector<std::tuple<std::string, std::string, double>>
+read_triples(Jsonb *j, const char *key, const char *what)
+{
+	std::vector<std::tuple<std::string, std::string, double>> out;
+	JsonbValue v;
+	if (get_key(j, "table", v)) {
+		if (v.type != jbvString)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "metric \"table\" must be a table name", kMetricHint);
+		std::string table(v.val.string.val, v.val.string.len);
+		const ExtensionObjects *ext = extension_objects();
+		if (!ext)
+			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
+		Oid relid = InvalidOid;
+		pg_call([&] {
+			List *names = stringToQualifiedNameList(table.c_str());
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
+		});
+		std::string sql = std::string("SELECT * FROM ") + quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		InternalSpi spi(ext->schema_owner);
+		uint64 n = spi.exec_dynamic(sql.c_str());
+		for (uint64 r = 0; r < n; ++r) {
+			std::string w = spi.text(r, 2);
+			char *end = nullptr;
+			double x = std::strtod(w.c_str(), &end);
+			if (w.empty() || *end)
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " table rows must be (value, value, number)", kMetricHint);
+			out.emplace_back(spi.text(r, 0), spi.text(r, 1), x);
+		}
+		return out;
+	}
+	JsonbValue arr;
+	if (!get_key(j, key, arr) || arr.type != jbvBinary || !JsonContainerIsArray(arr.val.binary.data))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " needs \"" + key + "\": [[a, b, number], ...] or \"table\"",
+		     kMetricHint);
+	JsonbIterator *it = JsonbIteratorInit(arr.val.binary.data);
+	JsonbIteratorToken tok;
+	std::vector<JsonbValue> row;
+	int depth = 0;
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE) {
+		if (tok == WJB_BEGIN_ARRAY) {
+			if (++depth == 2)
+				row.clear();
+		} else if (tok == WJB_END_ARRAY) {
+			if (depth-- == 2) {
+				if (row.size() != 3)
+					fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " entries must be [a, b, number]", kMetricHint);
+				out.emplace_back(as_label(row[0], kMetricHint), as_label(row[1], kMetricHint),
+				                 as_number(row[2], std::string(what) + " value", true, kMetricHint));
+			}
+		} else if (tok == WJB_ELEM && depth == 2) {
+			row.push_back(v);
+		} else {
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " entries must be [a, b, number]", kMetricHint);
+		}
+	}
+	return out;
+}
+
+// Index of a label of an enumerated domain, or an error naming it.
+static size_t
+label_index(const Domain &domain, const std::string &label, const char *what)
+{
+	long i = domain.find_label(label);
+	if (i < 0)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " names \"" + label + "\", which is not in the domain",
+		     "Use the domain's values.");
+	return static_cast<size_t>(i);
+}
+
 // Reads the metric object against a domain.
 static ColumnMetric
 parse_metric(const Domain &domain, Jsonb *j)
 {
-	require_object_with_keys(j, "metric", {"type", "weight", "scale", "weights", "default"}, kMetricHint);
+	require_object_with_keys(j, "metric", {"type", "weight", "scale", "weights", "default", "tau", "pairs", "edges", "table"},
+	                         kMetricHint);
 	JsonbValue type_v;
 	if (!get_key(j, "type", type_v) || type_v.type != jbvString)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "metric needs a \"type\"", kMetricHint);
@@ -230,6 +311,48 @@ parse_metric(const Domain &domain, Jsonb *j)
 	}
 	if (type == "none")
 		return ColumnMetric::none();
+	if (type == "l1" || type == "l2" || type == "linf") {
+		if (!get_key(j, "scale", v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, type + " metric needs a \"scale\"", kMetricHint);
+		return ColumnMetric::lp(type == "l1" ? 1 : type == "l2" ? 2 : 0, as_number(v, "metric \"scale\"", false, kMetricHint));
+	}
+	if (type == "theta1" || type == "theta2") {
+		if (!get_key(j, "tau", v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, type + " metric needs a threshold \"tau\"", kMetricHint);
+		double tau = as_number(v, "metric \"tau\"", false, kMetricHint);
+		double w = get_key(j, "weight", v) ? as_number(v, "metric \"weight\"", false, kMetricHint) : 1.0;
+		return type == "theta1" ? ColumnMetric::theta1(tau, w) : ColumnMetric::theta2(tau, w);
+	}
+	if (type == "matrix" || type == "graph") {
+		if (domain.kind() != DomainKind::Enumerated)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, type + " metric needs an enumerated domain", kMetricHint);
+		auto triples = read_triples(j, type == "matrix" ? "pairs" : "edges", type == "matrix" ? "matrix metric" : "graph metric");
+		const size_t k = domain.size();
+		if (type == "graph") {
+			std::vector<GraphEdge> edges;
+			for (auto &t : triples)
+				edges.push_back(GraphEdge{label_index(domain, std::get<0>(t), "graph edge"),
+				                          label_index(domain, std::get<1>(t), "graph edge"), std::get<2>(t)});
+			return ColumnMetric::graph(k, edges);
+		}
+		double fallback = get_key(j, "default", v) ? as_number(v, "metric \"default\"", true, kMetricHint) : kInfinity;
+		std::vector<double> d(k * k, fallback);
+		for (size_t i = 0; i < k; ++i)
+			d[i * k + i] = 0;
+		for (auto &t : triples) {
+			size_t a = label_index(domain, std::get<0>(t), "matrix pair"), b = label_index(domain, std::get<1>(t), "matrix pair");
+			d[a * k + b] = d[b * k + a] = std::get<2>(t);
+		}
+		bool changed = false;
+		ColumnMetric m = ColumnMetric::matrix(k, std::move(d), &changed);
+		if (changed && notice_matrix_closure)
+			pg_call([] {
+				ereport(NOTICE, (errmsg("dxpriv closed the matrix metric under the triangle inequality"),
+				                 errdetail("Some distances were larger than a path through other values; the guarantee "
+				                           "delivered is that of the closed metric (the same mechanisms are private).")));
+			});
+		return m;
+	}
 	if (type == "per_value") {
 		if (domain.kind() != DomainKind::Enumerated)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "per_value metric needs an enumerated domain", kMetricHint);

@@ -1,0 +1,223 @@
+// Shared-memory answer cache and the per-statement replay/record bookkeeping.
+#include "pg/answer_cache.h"
+
+extern "C" {
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+}
+
+#include <map>
+
+namespace dxpriv::pg {
+
+int guc_cache_lifetime = 3600;
+
+namespace {
+
+constexpr int kCacheEntries = 256;
+
+struct CacheEntry {
+	bool used;
+	uint64 key;
+	Oid role;
+	Oid relid;
+	TimestampTz created;
+	int count;
+	double answers[kCacheValues];
+};
+
+struct CacheShared {
+	LWLock *lock;
+	int next_victim;
+	CacheEntry entries[kCacheEntries];
+};
+
+CacheShared *shared = nullptr;
+
+// Per-statement state (backend-local).
+struct Replay {
+	std::vector<double> answers;
+	int agg_index;
+	int groups;
+};
+struct Recording {
+	uint64 key;
+	Oid role;
+	Oid relid;
+	int expected;
+	std::vector<double> answers;
+	std::vector<char> filled;
+	int filled_count = 0;
+};
+struct RecordSlot {
+	uint64 key;
+	int agg_index;
+	int groups;
+};
+std::map<int64, Replay> replays;          // charge id -> cached answers
+std::map<int64, RecordSlot> record_slots; // charge id -> where its answers go
+std::map<uint64, Recording> recordings;   // cache key -> answers being collected
+
+// True when an entry is still fresh.
+bool
+fresh(const CacheEntry &e)
+{
+	return e.used && GetCurrentTimestamp() - e.created < static_cast<int64>(guc_cache_lifetime) * USECS_PER_SEC;
+}
+
+} // namespace
+
+// See answer_cache.h.
+void
+answer_cache_request_shmem()
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(CacheShared)));
+	RequestNamedLWLockTranche("dxpriv_answer_cache", 1);
+}
+
+// See answer_cache.h.
+void
+answer_cache_startup()
+{
+	bool found = false;
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = static_cast<CacheShared *>(ShmemInitStruct("dxpriv answer cache", sizeof(CacheShared), &found));
+	if (!found) {
+		memset(shared, 0, sizeof(CacheShared));
+		shared->lock = &(GetNamedLWLockTranche("dxpriv_answer_cache"))->lock;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+// See answer_cache.h.
+bool
+answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
+{
+	if (!shared || guc_cache_lifetime <= 0)
+		return false;
+	bool hit = false;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (const CacheEntry &e : shared->entries)
+		if (e.used && e.key == key && e.role == role && fresh(e)) {
+			answers.assign(e.answers, e.answers + e.count);
+			hit = true;
+			break;
+		}
+	LWLockRelease(shared->lock);
+	return hit;
+}
+
+// See answer_cache.h.
+void
+answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers)
+{
+	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues))
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	CacheEntry *slot = nullptr;
+	for (CacheEntry &e : shared->entries)
+		if ((e.used && e.key == key && e.role == role) || (!slot && !fresh(e)))
+			slot = &e;
+	if (!slot) {
+		slot = &shared->entries[shared->next_victim];
+		shared->next_victim = (shared->next_victim + 1) % kCacheEntries;
+	}
+	slot->used = true;
+	slot->key = key;
+	slot->role = role;
+	slot->relid = relid;
+	slot->created = GetCurrentTimestamp();
+	slot->count = static_cast<int>(answers.size());
+	std::copy(answers.begin(), answers.end(), slot->answers);
+	LWLockRelease(shared->lock);
+}
+
+// See answer_cache.h.
+int
+answer_cache_clear(Oid relid)
+{
+	if (!shared)
+		return 0;
+	int dropped = 0;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (CacheEntry &e : shared->entries)
+		if (e.used && (!OidIsValid(relid) || e.relid == relid)) {
+			e.used = false;
+			dropped++;
+		}
+	LWLockRelease(shared->lock);
+	return dropped;
+}
+
+// See answer_cache.h.
+void
+answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups)
+{
+	replays[charge_id] = Replay{answers, agg_index, groups};
+}
+
+// See answer_cache.h.
+void
+answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups)
+{
+	record_slots[charge_id] = RecordSlot{key, agg_index, groups};
+	Recording &r = recordings[key];
+	if (r.answers.empty()) {
+		r.key = key;
+		r.role = role;
+		r.relid = relid;
+		r.expected = agg_count * groups;
+		r.answers.assign(r.expected, 0.0);
+		r.filled.assign(r.expected, 0);
+	}
+}
+
+// See answer_cache.h.
+bool
+answer_cache_replayed(int64 charge_id, int group, double &answer)
+{
+	auto it = replays.find(charge_id);
+	if (it == replays.end())
+		return false;
+	const size_t pos = static_cast<size_t>(it->second.agg_index) * it->second.groups + group;
+	if (pos >= it->second.answers.size())
+		return false;
+	answer = it->second.answers[pos];
+	return true;
+}
+
+// See answer_cache.h.
+void
+answer_cache_note(int64 charge_id, int group, double answer)
+{
+	auto slot = record_slots.find(charge_id);
+	if (slot == record_slots.end())
+		return;
+	auto rec = recordings.find(slot->second.key);
+	if (rec == recordings.end())
+		return;
+	Recording &r = rec->second;
+	const size_t pos = static_cast<size_t>(slot->second.agg_index) * slot->second.groups + group;
+	if (pos >= r.answers.size() || r.filled[pos])
+		return;
+	r.answers[pos] = answer;
+	r.filled[pos] = 1;
+	if (++r.filled_count == r.expected) {
+		answer_cache_store(r.key, r.role, r.relid, r.answers);
+		recordings.erase(rec);
+	}
+}
+
+// See answer_cache.h.
+void
+answer_cache_reset_statement_state()
+{
+	replays.clear();
+	record_slots.clear();
+	recordings.clear();
+}
+
+} // namespace dxpriv::pg

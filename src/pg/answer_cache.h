@@ -1,0 +1,43 @@
+// Reuse of released answers: an identical query (same role, same normalised query tree, same
+// epsilon and policy) gets the stored noisy answer back without spending budget again, so
+// refreshing dashboards do not drain budgets and averaging repeated answers gains nothing.
+//
+// Entries live in shared memory (dxpriv.cache_size entries of up to kCacheValues answers), expire
+// after dxpriv.cache_lifetime seconds and are dropped by dx.clear_cache(). After a restart the
+// cache is empty: a repeated query is then charged again (never cheaper, only fresher noise).
+#pragma once
+
+#include "pg/dxpriv.h"
+
+#include <vector>
+
+namespace dxpriv::pg {
+
+constexpr int kCacheValues = 1024; // answers per entry (aggregates x groups); larger results are not cached
+
+extern int guc_cache_lifetime; // seconds; 0 disables reuse
+
+// Shared memory sizing and initialisation (called from _PG_init's hooks).
+void answer_cache_request_shmem();
+void answer_cache_startup();
+
+// Stored answers for (key, role), or false when absent or expired.
+bool answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers);
+// Stores the answers of a completed query (replaces an older entry with the same key and role).
+void answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers);
+// Drops every entry (relid InvalidOid) or those of one table; returns how many were dropped.
+int answer_cache_clear(Oid relid);
+
+// Per-statement replay and recording, keyed by the aggregates' charge ids.
+// replay: the aggregate's answers come from the cache; record: its answers are collected and
+// stored once every answer of the query has been released.
+void answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups);
+void answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups);
+// The cached answer for (charge_id, group) if the aggregate replays; false otherwise.
+bool answer_cache_replayed(int64 charge_id, int group, double &answer);
+// Records a freshly released answer (no-op unless the aggregate records).
+void answer_cache_note(int64 charge_id, int group, double answer);
+// Forgets per-statement state (transaction end).
+void answer_cache_reset_statement_state();
+
+} // namespace dxpriv::pg
