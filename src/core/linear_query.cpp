@@ -18,15 +18,6 @@ constexpr double kTwo43 = 8796093022208.0;           // 2^43: largest scale in g
 constexpr double kTwo53 = 9007199254740992.0;        // 2^53: largest integer weight represented exactly
 constexpr double kTwo100 = 1267650600228229401496703205376.0; // 2^100: cap on one weight in grid units
 
-// Rejects a noise scale above kMaxNoiseScale (also catches +inf from a zero distance).
-void
-check_scale(double scale)
-{
-	if (!(scale <= kMaxNoiseScale))
-		throw CoreError(ErrorKind::ProgramLimit, "noise scale of the query exceeds the limit of 1e15",
-		                "Raise epsilon, narrow the domain of the aggregated column, or use a coarser metric.");
-}
-
 // Exponent of the lowest set bit of a finite non-zero double: w is an integer multiple of 2^result.
 int
 lowest_bit_exponent(double w)
@@ -39,7 +30,7 @@ lowest_bit_exponent(double w)
 
 // Power-of-two grid for noise scale t (t == 0: the answer is released exactly; MECHANISMS.md §3.6).
 double
-choose_grid(double t, bool integer_weights, const std::vector<double> &q, double max_abs_weight)
+grid_for_scale(double t, bool integer_weights, const std::vector<double> &q, double max_abs_weight)
 {
 	if (integer_weights && t <= kTwo40)
 		return 1;
@@ -64,6 +55,39 @@ choose_grid(double t, bool integer_weights, const std::vector<double> &q, double
 
 } // namespace
 
+// Rejects a noise scale above kMaxNoiseScale (also catches +inf from a zero distance).
+void
+check_noise_scale(double scale)
+{
+	if (!(scale <= kMaxNoiseScale))
+		throw CoreError(ErrorKind::ProgramLimit, "noise scale of the query exceeds the limit of 1e15",
+		                "Raise epsilon, narrow the domain of the aggregated column, or use a coarser metric.");
+}
+
+// Grid of LinearNoisePlan for weights q at noise scale t; reports whether q is integer-valued.
+double
+choose_grid(double t, const std::vector<double> &q, bool &integer_weights)
+{
+	integer_weights = true;
+	double max_abs = 0;
+	for (double w : q) {
+		max_abs = std::max(max_abs, std::fabs(w));
+		if (std::floor(w) != w || std::fabs(w) > kTwo53)
+			integer_weights = false;
+	}
+	return grid_for_scale(t, integer_weights, q, max_abs);
+}
+
+// Rejects a plan whose scale in grid units exceeds what the samplers accept (2^43).
+void
+check_grid_ratio(double scale, double grid)
+{
+	// Rounding can raise S on pathologically short edges; the samplers accept scale/grid <= 2^43.
+	if (scale / grid > kTwo43)
+		throw CoreError(ErrorKind::ProgramLimit, "noise scale of the query is too large for its weight granularity",
+		                "Raise epsilon or use a coarser metric on the referenced columns.");
+}
+
 // Weight in grid units, rounded half away from zero.
 __int128
 to_grid_units(double w, double grid)
@@ -87,19 +111,11 @@ plan_linear_query(const SubUniverse &sub, const std::vector<double> &q, double e
 	const double s_raw = generalized_sensitivity(sub, q); // validates q and the sub-universe
 
 	LinearNoisePlan plan;
-	plan.integer_weights = true;
-	double max_abs = 0;
-	for (double w : q) {
-		max_abs = std::max(max_abs, std::fabs(w));
-		if (std::floor(w) != w || std::fabs(w) > kTwo53)
-			plan.integer_weights = false;
-	}
-
 	double t = s_raw / epsilon;
-	check_scale(t);
+	check_noise_scale(t);
 	if (s_raw > 0)
 		t = std::max(t, std::numeric_limits<double>::min()); // never let a positive scale underflow to 0
-	plan.grid = choose_grid(t, plan.integer_weights, q, max_abs);
+	plan.grid = choose_grid(t, q, plan.integer_weights);
 	if (s_raw == 0)
 		return plan; // constant on every finite-distance edge: exact answer, no noise
 
@@ -110,11 +126,8 @@ plan_linear_query(const SubUniverse &sub, const std::vector<double> &q, double e
 	plan.scale = plan.sensitivity / epsilon;
 	if (plan.sensitivity > 0)
 		plan.scale = std::max(plan.scale, std::numeric_limits<double>::min());
-	check_scale(plan.scale);
-	// Rounding can raise S on pathologically short edges; the samplers accept scale/grid <= 2^43.
-	if (plan.scale / plan.grid > kTwo43)
-		throw CoreError(ErrorKind::ProgramLimit, "noise scale of the query is too large for its weight granularity",
-		                "Raise epsilon or use a coarser metric on the referenced columns.");
+	check_noise_scale(plan.scale);
+	check_grid_ratio(plan.scale, plan.grid);
 	return plan;
 }
 

@@ -27,6 +27,17 @@ struct LinearNoisePlan {
 // calibration use this same function, so the sensitivity is computed on exactly what is summed.
 __int128 to_grid_units(double w, double grid);
 
+// Throws CoreError(ProgramLimit) when a noise scale exceeds kMaxNoiseScale (or is +inf or NaN).
+void check_noise_scale(double scale);
+
+// The grid rule of LinearNoisePlan for the weights q at noise scale t >= 0 (t == 0: the coarsest
+// grid on which the exact sum is representable). Sets integer_weights (every weight an integer
+// of magnitude <= 2^53). Shared by plan_linear_query and plan_multi_linear.
+double choose_grid(double t, const std::vector<double> &q, bool &integer_weights);
+
+// Throws CoreError(ProgramLimit) when scale/grid exceeds what the samplers accept (2^43).
+void check_grid_ratio(double scale, double grid);
+
 // Chooses the grid, rounds q to it and computes S(q) and the scale S/epsilon (MECHANISMS.md §3.6–3.7).
 // epsilon > 0 finite. Throws CoreError(InvalidParameter) for bad epsilon, (ProgramLimit) when the
 // scale exceeds kMaxNoiseScale.
