@@ -114,3 +114,8 @@ RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component tex
                improvement_factor float8, query_epsilon float8, remaining_budget float8, allocation text)
 LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
 COMMENT ON FUNCTION dx.explain(text) IS 'epsilon, per-cell noise scale, 95% half-width, improvement over plain DP and remaining budget of a query, without running it';
+
+-- Data-independent mapping of a column group's values to the nearest declared point.
+CREATE FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) RETURNS anyelement
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_point';
+COMMENT ON FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) IS 'member of the declared point nearest to a row''s coordinates';

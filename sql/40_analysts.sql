@@ -61,7 +61,8 @@ GRANT EXECUTE ON FUNCTION dx.is_analyst() TO PUBLIC;
 -- information_schema.columns/tables in analysts' queries). Names and types only; no data.
 CREATE FUNCTION dx._analyst_can_see(rel oid, col name) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
-$$ SELECT EXISTS (SELECT 1 FROM dx.protected_columns c WHERE c.relid = rel AND c.column_name = col) $$;
+$$ SELECT EXISTS (SELECT 1 FROM dx.protected_columns c WHERE c.relid = rel AND c.column_name = col)
+       OR EXISTS (SELECT 1 FROM dx.protected_column_groups g WHERE g.relid = rel AND col = ANY (g.columns)) $$;
 CREATE FUNCTION dx._analyst_can_see(rel oid) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
 $$ SELECT EXISTS (SELECT 1 FROM dx.protected_tables t WHERE t.relid = rel) $$;

@@ -254,10 +254,39 @@ domain_args(Var *v, const Domain &d)
 	return list_make4(v, float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
 }
 
+// The expression that maps member v of a column group to the nearest declared point's coordinate.
+Expr *
+make_point_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
+{
+	std::vector<Datum> coords;
+	const size_t dims = col.members.size();
+	for (size_t i = 0; i < col.domain.size(); ++i)
+		for (size_t d = 0; d < dims; ++d)
+			coords.push_back(Float8GetDatum(col.domain.coordinate(i, d)));
+	ArrayType *arr = construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
+	                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	ArrayExpr *row = makeNode(ArrayExpr);
+	row->array_typeid = FLOAT8ARRAYOID;
+	row->element_typeid = FLOAT8OID;
+	row->multidims = false;
+	row->location = -1;
+	for (const ColumnPolicy::Member &m : col.members) {
+		Var *mv = makeVar(1, m.attnum, m.type, m.typmod, m.collation, 0);
+		row->elements = lappend(row->elements, coerce_to_target_type(nullptr, (Node *) mv, m.type, FLOAT8OID, -1,
+		                                                             COERCION_EXPLICIT, COERCE_IMPLICIT_CAST, -1));
+	}
+	List *args = list_make5(v, int4_const(col.member_index(v->varattno)),
+	                        makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false),
+	                        int4_const(static_cast<int32>(dims)), row);
+	return (Expr *) makeFuncExpr(ext.clamp_point, v->vartype, args, v->varcollid, v->varcollid, COERCE_EXPLICIT_CALL);
+}
+
 // The expression that maps column v into its declared domain.
 Expr *
 make_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
 {
+	if (col.is_group())
+		return make_point_clamp(v, col, ext);
 	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.clamp_enum : ext.clamp_range;
 	return (Expr *) makeFuncExpr(fn, v->vartype, domain_args(v, col.domain), v->varcollid, v->varcollid,
 	                             COERCE_EXPLICIT_CALL);
@@ -502,6 +531,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY accepts only declared columns", kShapeHint);
 		check_row_expression(e, policy, "GROUP BY");
 		const ColumnPolicy *c = policy.find(castNode(Var, e)->varattno);
+		if (c->is_group())
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY cannot use a column of a column group",
+			     "Group by separately declared columns; a group such as (lon, lat) is a location, not a category.");
 		if (std::find(group_cols.begin(), group_cols.end(), c) == group_cols.end())
 			group_cols.push_back(c);
 	}
@@ -539,8 +571,12 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	SubUniverse sub;
 	sub.presence = policy.presence;
 	std::vector<const ColumnPolicy *> cols;
-	for (AttrNumber att : attnos) {
+	for (AttrNumber att : std::set<AttrNumber>(attnos)) {
 		const ColumnPolicy *c = policy.find(att);
+		for (const ColumnPolicy::Member &m : c->members) // a group is read (and clamped) as a whole
+			attnos.insert(m.attnum);
+		if (std::find(cols.begin(), cols.end(), c) != cols.end())
+			continue;
 		cols.push_back(c);
 		sub.domains.push_back(c->domain);
 		sub.metrics.push_back(c->metric);

@@ -13,6 +13,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <limits>
 #include <cstring>
 #include <new>
 
@@ -202,6 +203,83 @@ DX_FUNCTION(dx_enum_index)
 {
 	ClampCache *c = enum_cache(fcinfo);
 	PG_RETURN_INT32(static_cast<int32>(enum_index(fcinfo, *c)));
+}
+
+namespace {
+
+// Per-call-site cache of dx._clamp_point: the group's points and member m's values.
+struct PointCache {
+	Domain *domain;   // placement-new'd Points domain; destroyed by a reset callback
+	Datum *values;    // member m's coordinate of every point, as the column's type
+	int member;
+	int dims;
+};
+
+void
+destroy_point_cache(void *arg)
+{
+	static_cast<PointCache *>(arg)->domain->~Domain();
+}
+
+// Builds the cache from the constant arguments (member, coordinates, dims).
+PointCache *
+build_point_cache(FunctionCallInfo fcinfo)
+{
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	const int member = PG_GETARG_INT32(1);
+	ArrayType *coords = PG_GETARG_ARRAYTYPE_P(2);
+	const int dims = PG_GETARG_INT32(3);
+	const int n = ArrayGetNItems(ARR_NDIM(coords), ARR_DIMS(coords));
+	const double *c = reinterpret_cast<const double *>(ARR_DATA_PTR(coords));
+	auto *pc = static_cast<PointCache *>(MemoryContextAllocZero(mcxt, sizeof(PointCache)));
+	pc->member = member;
+	pc->dims = dims;
+	void *mem = MemoryContextAlloc(mcxt, sizeof(Domain));
+	pc->domain = new (mem) Domain(Domain::points(static_cast<size_t>(dims), std::vector<double>(c, c + n)));
+	auto *cb = static_cast<MemoryContextCallback *>(MemoryContextAlloc(mcxt, sizeof(MemoryContextCallback)));
+	cb->func = destroy_point_cache;
+	cb->arg = pc;
+	MemoryContextRegisterResetCallback(mcxt, cb);
+
+	ColumnPolicy col;
+	col.domain = *pc->domain;
+	col.members.assign(static_cast<size_t>(dims), ColumnPolicy::Member{});
+	col.members[member].type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr))
+		col.members[member].typmod = exprTypmod(static_cast<Node *>(linitial(castNode(FuncExpr, fcinfo->flinfo->fn_expr)->args)));
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	std::vector<Datum> vals = member_datums(col, static_cast<size_t>(member));
+	pc->values = static_cast<Datum *>(palloc(sizeof(Datum) * vals.size()));
+	std::copy(vals.begin(), vals.end(), pc->values);
+	MemoryContextSwitchTo(old);
+	return pc;
+}
+
+} // namespace
+
+// dx._clamp_point(value, member, coords, dims, row): member `member` of the group point nearest
+// to the row's coordinates (any NULL or NaN coordinate: the first point).
+DX_FUNCTION(dx_clamp_point)
+{
+	auto *pc = static_cast<PointCache *>(fcinfo->flinfo->fn_extra);
+	if (!pc) {
+		pc = build_point_cache(fcinfo);
+		fcinfo->flinfo->fn_extra = pc;
+	}
+	double x[kMaxPointDims];
+	for (int d = 0; d < pc->dims; ++d)
+		x[d] = std::numeric_limits<double>::quiet_NaN();
+	if (!PG_ARGISNULL(4)) {
+		ArrayType *row = PG_GETARG_ARRAYTYPE_P(4);
+		Datum *elems;
+		bool *nulls;
+		int n;
+		deconstruct_array(row, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+		for (int d = 0; d < n && d < pc->dims; ++d)
+			if (!nulls[d])
+				x[d] = DatumGetFloat8(elems[d]);
+	}
+	return pc->values[pc->domain->nearest(x)];
 }
 
 // dx._indicator(any): 1 for a non-null argument, else 0.

@@ -8,6 +8,8 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/array.h"
+#include "catalog/pg_type.h"
 }
 
 using namespace dxpriv::pg;
@@ -67,4 +69,28 @@ DX_FUNCTION(dx_clear_cache)
 {
 	Oid relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
 	PG_RETURN_INT32(answer_cache_clear(relid));
+}
+
+// dx._validate_group(regtype[], jsonb, jsonb): raises unless the group declaration is usable.
+DX_FUNCTION(dx_validate_group)
+{
+	ArrayType *arr = PG_GETARG_ARRAYTYPE_P(0);
+	Jsonb *domain = PG_GETARG_JSONB_P(1);
+	Jsonb *metric = PG_GETARG_JSONB_P(2);
+	std::vector<Oid> types;
+	pg_call([&] {
+		Datum *elems;
+		bool *nulls;
+		int n;
+		deconstruct_array(arr, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT, &elems, &nulls, &n);
+		for (int i = 0; i < n; ++i)
+			types.push_back(DatumGetObjectId(elems[i]));
+	});
+	ColumnPolicy col = parse_group_policy(types, domain, metric);
+	for (size_t m = 0; m < types.size(); ++m) {
+		col.members.push_back(ColumnPolicy::Member{"", 0, types[m], -1, InvalidOid});
+	}
+	for (size_t m = 0; m < types.size(); ++m)
+		(void) member_datums(col, m); // every coordinate must be a valid value of its column's type
+	PG_RETURN_VOID();
 }

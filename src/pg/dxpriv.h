@@ -32,7 +32,7 @@ struct ExtensionObjects {
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
-	Oid range_index = InvalidOid, enum_index = InvalidOid;
+	Oid range_index = InvalidOid, enum_index = InvalidOid, clamp_point = InvalidOid;
 	bool is_marker(Oid f) const
 	{
 		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
@@ -50,14 +50,28 @@ bool in_internal_query();
 
 // ---- Policies (policy.cpp) ----
 // One declared column: where it is, how its values are mapped and how far apart they are.
+// A declared column, or a group of numeric columns sharing one vector metric (location): the
+// group's domain is a set of points, coordinate m of a point being the value of member m.
 struct ColumnPolicy {
-	std::string name;
-	AttrNumber attnum = 0;
-	Oid type = InvalidOid;
+	struct Member {
+		std::string name;
+		AttrNumber attnum = 0;
+		Oid type = InvalidOid;
+		int32 typmod = -1;
+		Oid collation = InvalidOid;
+	};
+	std::string name;                // column name, or "(a, b)" for a group
+	AttrNumber attnum = 0;           // first member's attribute number
+	Oid type = InvalidOid;           // first member's type (single columns)
 	int32 typmod = -1;
 	Oid collation = InvalidOid;
+	std::vector<Member> members;     // one entry for a single column
 	Domain domain = Domain::enumerated({"_"});
 	ColumnMetric metric = ColumnMetric::none();
+
+	bool is_group() const { return members.size() > 1; }
+	const Member *member(AttrNumber att) const;
+	int member_index(AttrNumber att) const;
 };
 
 struct TablePolicy {
@@ -70,6 +84,12 @@ struct TablePolicy {
 // Parses and validates a column declaration for a column of the given type. Throws UserError
 // with errcode and hint on any problem.
 ColumnPolicy parse_column_policy(Oid type, int32 typmod, Jsonb *domain, Jsonb *metric);
+// Parses a column group declaration (points or grid domain, vector metric) for members of the
+// given types. Throws UserError with errcode and hint on any problem.
+ColumnPolicy parse_group_policy(const std::vector<Oid> &types, Jsonb *domain, Jsonb *metric);
+// The Datum of member m's coordinate at every point of a group (or of every point of a single
+// column when m == 0): the values the clamp functions produce.
+std::vector<Datum> member_datums(const ColumnPolicy &col, size_t m);
 // Set while dx.set_column validates a declaration: closing an explicit matrix raises a NOTICE.
 extern bool notice_matrix_closure;
 // Loads the policy of relid; returns false when the table is not protected.

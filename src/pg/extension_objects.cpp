@@ -61,12 +61,14 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
 	o.range_index = lookup("_range_index", 4, clamp_range);
 	o.enum_index = lookup("_enum_index", 2, clamp_enum);
+	const Oid clamp_point[] = {ANYELEMENTOID, INT4OID, FLOAT8ARRAYOID, INT4OID, FLOAT8ARRAYOID};
+	o.clamp_point = lookup("_clamp_point", 5, clamp_point);
 	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
 	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
 	o.indicator = lookup("_indicator", 1, any1);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index};
+	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.clamp_point};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

@@ -105,7 +105,8 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 	AttrNumber next = 1;
 	for (AttrNumber att : columns) {
 		const ColumnPolicy *col = policy.find(att);
-		const char *name = quote_identifier(col->name.c_str());
+		const ColumnPolicy::Member *mem = col->member(att);
+		const char *name = quote_identifier(mem->name.c_str());
 		real += std::string(name) + ", ";
 		int group_pos = -1;
 		for (size_t g = 0; g < group_cols.size(); ++g)
@@ -114,8 +115,8 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 		if (group_pos >= 0)
 			empty += "g" + std::to_string(group_pos) + ".v, ";
 		else
-			empty += std::string("NULL::") + format_type_with_typemod(col->type, col->typmod) + ", ";
-		colnames = lappend(colnames, makeString(pstrdup(col->name.c_str())));
+			empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
+		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
 		mapping[att] = next++;
 	}
 	for (size_t g = 0; g < group_cols.size(); ++g)

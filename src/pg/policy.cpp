@@ -414,6 +414,28 @@ parse_column_policy(Oid type, int32 typmod, Jsonb *domain_json, Jsonb *metric_js
 	return col;
 }
 
+// The Datum of a numeric position for a by-value range type (ints, floats, date).
+static Datum
+ordinal_datum(double x, Oid type)
+{
+	switch (type) {
+	case INT2OID:
+		return Int16GetDatum(static_cast<int16>(std::llround(x)));
+	case INT4OID:
+		return Int32GetDatum(static_cast<int32>(std::llround(x)));
+	case INT8OID:
+		return Int64GetDatum(static_cast<int64>(std::llround(x)));
+	case FLOAT4OID:
+		return Float4GetDatum(static_cast<float4>(x));
+	case FLOAT8OID:
+		return Float8GetDatum(x);
+	case DATEOID:
+		return DateADTGetDatum(static_cast<DateADT>(std::llround(x)));
+	default:
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: unsupported range type");
+	}
+}
+
 // See dxpriv.h.
 std::vector<Datum>
 domain_datums(const Domain &domain, Oid type, int32 typmod)
@@ -440,31 +462,35 @@ domain_datums(const Domain &domain, Oid type, int32 typmod)
 		});
 		return out;
 	}
-	for (size_t i = 0; i < domain.size(); ++i) {
-		double x = domain.ordinal(i);
-		switch (type) {
-		case INT2OID:
-			out[i] = Int16GetDatum(static_cast<int16>(std::llround(x)));
-			break;
-		case INT4OID:
-			out[i] = Int32GetDatum(static_cast<int32>(std::llround(x)));
-			break;
-		case INT8OID:
-			out[i] = Int64GetDatum(static_cast<int64>(std::llround(x)));
-			break;
-		case FLOAT4OID:
-			out[i] = Float4GetDatum(static_cast<float4>(x));
-			break;
-		case FLOAT8OID:
-			out[i] = Float8GetDatum(x);
-			break;
-		case DATEOID:
-			out[i] = DateADTGetDatum(static_cast<DateADT>(std::llround(x)));
-			break;
-		default:
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: unsupported range type");
+	for (size_t i = 0; i < domain.size(); ++i)
+		out[i] = ordinal_datum(domain.ordinal(i), type);
+	return out;
+}
+
+// See dxpriv.h.
+std::vector<Datum>
+member_datums(const ColumnPolicy &col, size_t m)
+{
+	if (!col.is_group())
+		return domain_datums(col.domain, col.type, col.typmod);
+	const ColumnPolicy::Member &mem = col.members[m];
+	std::vector<Datum> out(col.domain.size());
+	if (mem.type == NUMERICOID) {
+		std::vector<std::string> labels(col.domain.size());
+		for (size_t i = 0; i < col.domain.size(); ++i) {
+			char buf[64];
+			snprintf(buf, sizeof buf, "%.15g", col.domain.coordinate(i, m));
+			labels[i] = buf;
 		}
+		pg_call([&] {
+			for (size_t i = 0; i < labels.size(); ++i)
+				out[i] = DirectFunctionCall3(numeric_in, CStringGetDatum(labels[i].c_str()), ObjectIdGetDatum(InvalidOid),
+				                             Int32GetDatum(mem.typmod));
+		});
+		return out;
 	}
+	for (size_t i = 0; i < col.domain.size(); ++i)
+		out[i] = ordinal_datum(col.domain.coordinate(i, m), mem.type);
 	return out;
 }
 
@@ -473,9 +499,150 @@ const ColumnPolicy *
 TablePolicy::find(AttrNumber attnum) const
 {
 	for (const ColumnPolicy &c : columns)
-		if (c.attnum == attnum)
+		if (c.member(attnum))
 			return &c;
 	return nullptr;
+}
+
+// See dxpriv.h.
+const ColumnPolicy::Member *
+ColumnPolicy::member(AttrNumber att) const
+{
+	int i = member_index(att);
+	return i < 0 ? nullptr : &members[i];
+}
+
+// See dxpriv.h.
+int
+ColumnPolicy::member_index(AttrNumber att) const
+{
+	for (size_t i = 0; i < members.size(); ++i)
+		if (members[i].attnum == att)
+			return static_cast<int>(i);
+	return -1;
+}
+
+// Reads {"points": [[x, y], ...]}, {"points_table": "schema.table"} or {"grid": [{min,max,step}, ...]}.
+static Domain
+parse_points_domain(size_t dims, Jsonb *j)
+{
+	static const char *hint = "Declare a group's domain as {\"points\": [[x, y], ...]}, {\"points_table\": \"schema.table\"} "
+	                          "(its first columns are the coordinates) or {\"grid\": [{\"min\": 0, \"max\": 9, \"step\": 1}, ...]}.";
+	require_object_with_keys(j, "domain", {"points", "points_table", "grid"}, hint);
+	std::vector<double> coords;
+	JsonbValue v;
+	if (get_key(j, "grid", v)) {
+		if (v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"grid\" must be an array of {min, max, step} objects", hint);
+		std::vector<Domain> axes;
+		JsonbIterator *it = JsonbIteratorInit(v.val.binary.data);
+		JsonbValue e;
+		JsonbIteratorToken tok;
+		while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE) {
+			if (tok != WJB_ELEM)
+				continue;
+			if (e.type != jbvBinary || !JsonContainerIsObject(e.val.binary.data))
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"grid\" must be an array of {min, max, step} objects", hint);
+			JsonbValue lo, hi, st;
+			JsonbContainer *c = e.val.binary.data;
+			if (!getKeyJsonValueFromContainer(c, "min", 3, &lo) || !getKeyJsonValueFromContainer(c, "max", 3, &hi))
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, "every grid axis needs \"min\" and \"max\"", hint);
+			double step = getKeyJsonValueFromContainer(c, "step", 4, &st) ? as_number(st, "grid \"step\"", false, hint) : 1;
+			axes.push_back(Domain::range(as_number(lo, "grid \"min\"", false, hint), as_number(hi, "grid \"max\"", false, hint), step));
+		}
+		if (axes.size() != dims)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "the grid needs one axis per column of the group", hint);
+		size_t total = 1;
+		for (const Domain &a : axes) {
+			total *= a.size();
+			if (total > kMaxDomainSize)
+				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "the grid has too many points", "Use coarser steps.");
+		}
+		std::vector<size_t> idx(dims, 0);
+		for (size_t p = 0; p < total; ++p) {
+			for (size_t d = 0; d < dims; ++d)
+				coords.push_back(axes[d].ordinal(idx[d]));
+			for (size_t d = dims; d-- > 0;) {
+				if (++idx[d] < axes[d].size())
+					break;
+				idx[d] = 0;
+			}
+		}
+		return Domain::points(dims, std::move(coords));
+	}
+	if (get_key(j, "points_table", v)) {
+		if (v.type != jbvString)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"points_table\" must be a table name", hint);
+		std::string table(v.val.string.val, v.val.string.len);
+		const ExtensionObjects *ext = extension_objects();
+		if (!ext)
+			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
+		Oid relid = InvalidOid;
+		pg_call([&] {
+			List *names = stringToQualifiedNameList(table.c_str());
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
+		});
+		std::string sql = std::string("SELECT * FROM ") +
+		                  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+		InternalSpi spi(ext->schema_owner);
+		uint64 n = spi.exec_dynamic(sql.c_str());
+		for (uint64 r = 0; r < n; ++r)
+			for (size_t d = 0; d < dims; ++d) {
+				std::string t = spi.text(r, static_cast<int>(d));
+				char *end = nullptr;
+				double x = std::strtod(t.c_str(), &end);
+				if (t.empty() || *end)
+					fail(ERRCODE_INVALID_PARAMETER_VALUE, "points table rows must start with numeric coordinates", hint);
+				coords.push_back(x);
+			}
+		return Domain::points(dims, std::move(coords));
+	}
+	if (!get_key(j, "points", v) || v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "a group's domain needs \"points\", \"points_table\" or \"grid\"", hint);
+	JsonbIterator *it = JsonbIteratorInit(v.val.binary.data);
+	JsonbValue e;
+	JsonbIteratorToken tok;
+	int depth = 0;
+	size_t in_point = 0;
+	while ((tok = JsonbIteratorNext(&it, &e, false)) != WJB_DONE) {
+		if (tok == WJB_BEGIN_ARRAY) {
+			if (++depth == 2)
+				in_point = 0;
+		} else if (tok == WJB_END_ARRAY) {
+			if (depth-- == 2 && in_point != dims)
+				fail(ERRCODE_INVALID_PARAMETER_VALUE, "every point needs one coordinate per column of the group", hint);
+		} else if (tok == WJB_ELEM && depth == 2) {
+			coords.push_back(as_number(e, "point coordinate", false, hint));
+			in_point++;
+		} else {
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"points\" must be an array of coordinate arrays", hint);
+		}
+	}
+	return Domain::points(dims, std::move(coords));
+}
+
+// See dxpriv.h.
+ColumnPolicy
+parse_group_policy(const std::vector<Oid> &types, Jsonb *domain_json, Jsonb *metric_json)
+{
+	for (Oid t : types)
+		if (t != INT2OID && t != INT4OID && t != INT8OID && t != FLOAT4OID && t != FLOAT8OID && t != NUMERICOID)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "every column of a group must be numeric",
+			     "Group numeric columns such as longitude and latitude.");
+	if (types.size() < 2 || types.size() > kMaxPointDims)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "a column group needs 2 to 8 columns",
+		     "Declare a single column with dx.set_column.");
+	ColumnPolicy col;
+	col.domain = parse_points_domain(types.size(), domain_json);
+	col.metric = parse_metric(col.domain, metric_json);
+	col.metric.validate(col.domain);
+	for (size_t m = 0; m < types.size(); ++m)
+		if (types[m] == INT2OID || types[m] == INT4OID || types[m] == INT8OID)
+			for (size_t i = 0; i < col.domain.size(); ++i)
+				if (col.domain.coordinate(i, m) != std::floor(col.domain.coordinate(i, m)))
+					fail(ERRCODE_INVALID_PARAMETER_VALUE, "an integer column of the group has a non-integer coordinate",
+					     "Use whole-number coordinates for integer columns.");
+	return col;
 }
 
 // See dxpriv.h.
@@ -507,6 +674,53 @@ load_table_policy(Oid relid, TablePolicy &out)
 		col.name = spi.text(r, 0);
 		col.attnum = DatumGetInt16(spi.value(r, 3));
 		col.collation = DatumGetObjectId(spi.value(r, 6));
+		col.members.push_back(ColumnPolicy::Member{col.name, col.attnum, col.type, col.typmod, col.collation});
+		out.columns.push_back(std::move(col));
+	}
+	// column groups: members in declaration order
+	n = spi.exec("SELECT g.domain, g.metric, array_to_string(g.columns, ','), "
+	             "(SELECT array_agg(a.attnum ORDER BY u.ord) FROM unnest(g.columns) WITH ORDINALITY u(name, ord) "
+	             " JOIN pg_catalog.pg_attribute a ON a.attrelid = g.relid AND a.attname = u.name AND NOT a.attisdropped)::int2[]::text "
+	             "FROM dx.protected_column_groups g WHERE g.relid = $1",
+	             {{OIDOID, ObjectIdGetDatum(relid)}}, true);
+	for (uint64 r = 0; r < n; ++r) {
+		Jsonb *domain = nullptr, *metric = nullptr;
+		pg_call([&] {
+			domain = DatumGetJsonbP(spi.value(r, 0));
+			metric = DatumGetJsonbP(spi.value(r, 1));
+		});
+		std::string names = spi.text(r, 2), attnums = spi.text(r, 3);
+		std::vector<ColumnPolicy::Member> members;
+		size_t pos = 0;
+		std::string nums = attnums.size() > 2 ? attnums.substr(1, attnums.size() - 2) : "";
+		while (pos <= names.size()) {
+			size_t comma = names.find(',', pos);
+			std::string name = names.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+			members.push_back(ColumnPolicy::Member{name, 0, InvalidOid, -1, InvalidOid});
+			if (comma == std::string::npos)
+				break;
+			pos = comma + 1;
+		}
+		size_t m = 0, p2 = 0;
+		while (m < members.size() && p2 < nums.size()) {
+			size_t comma = nums.find(',', p2);
+			members[m++].attnum = static_cast<AttrNumber>(std::stoi(nums.substr(p2, comma == std::string::npos ? std::string::npos : comma - p2)));
+			if (comma == std::string::npos)
+				break;
+			p2 = comma + 1;
+		}
+		std::vector<Oid> types;
+		for (ColumnPolicy::Member &mem : members) {
+			pg_call([&] { get_atttypetypmodcoll(relid, mem.attnum, &mem.type, &mem.typmod, &mem.collation); });
+			types.push_back(mem.type);
+		}
+		ColumnPolicy col = parse_group_policy(types, domain, metric);
+		col.members = members;
+		col.name = "(" + names + ")";
+		col.attnum = members[0].attnum;
+		col.type = members[0].type;
+		col.typmod = members[0].typmod;
+		col.collation = members[0].collation;
 		out.columns.push_back(std::move(col));
 	}
 	return true;

@@ -19,9 +19,12 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
                        const std::vector<Expr *> &exprs)
 {
 	const size_t n = sub.size();
-	std::vector<std::vector<Datum>> points;
-	for (const ColumnPolicy *c : cols)
-		points.push_back(domain_datums(c->domain, c->type, c->typmod));
+	std::vector<std::vector<std::vector<Datum>>> points; // column -> member -> point
+	for (const ColumnPolicy *c : cols) {
+		points.emplace_back();
+		for (size_t m = 0; m < c->members.size(); ++m)
+			points.back().push_back(member_datums(*c, m));
+	}
 	UniverseValues out;
 	out.value.assign(exprs.size(), std::vector<double>(n, 1.0));
 	out.is_null.assign(exprs.size(), std::vector<char>(n, 0));
@@ -44,10 +47,12 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 			ExecClearTuple(slot);
 			for (int a = 0; a < td->natts; ++a)
 				slot->tts_isnull[a] = true;
-			for (size_t c = 0; c < cols.size(); ++c) {
-				slot->tts_values[cols[c]->attnum - 1] = points[c][idx[c]];
-				slot->tts_isnull[cols[c]->attnum - 1] = false;
-			}
+			for (size_t c = 0; c < cols.size(); ++c)
+				for (size_t m = 0; m < cols[c]->members.size(); ++m) {
+					const AttrNumber att = cols[c]->members[m].attnum;
+					slot->tts_values[att - 1] = points[c][m][idx[c]];
+					slot->tts_isnull[att - 1] = false;
+				}
 			ExecStoreVirtualTuple(slot);
 			econtext->ecxt_scantuple = slot;
 			ResetExprContext(econtext);
