@@ -8,6 +8,10 @@ COMMENT ON TABLE dx.analysts IS 'roles restricted to d_X-private access to prote
 SELECT pg_catalog.pg_extension_config_dump('dx.analysts', '');
 REVOKE ALL ON dx.analysts FROM PUBLIC;
 
+-- Whether the calling role (after SET ROLE, outside SECURITY DEFINER functions) is a superuser.
+CREATE FUNCTION dx._caller_is_superuser() RETURNS boolean
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_caller_is_superuser';
+
 -- Marks a role as an analyst: it loses every privilege on protected tables and may reach them only
 -- through queries dxpriv validated. Superuser only.
 CREATE FUNCTION dx.add_analyst(role regrole)
@@ -15,7 +19,7 @@ RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_
 DECLARE
 	t regclass;
 BEGIN
-	IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = session_user::regrole) THEN
+	IF NOT dx._caller_is_superuser() THEN
 		RAISE EXCEPTION 'only a superuser can add analysts' USING ERRCODE = '42501',
 			HINT = 'Ask a superuser to run dx.add_analyst.';
 	END IF;
@@ -37,7 +41,7 @@ END $$;
 CREATE FUNCTION dx.remove_analyst(role regrole)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = session_user::regrole) THEN
+	IF NOT dx._caller_is_superuser() THEN
 		RAISE EXCEPTION 'only a superuser can remove analysts' USING ERRCODE = '42501',
 			HINT = 'Ask a superuser to run dx.remove_analyst.';
 	END IF;
@@ -94,7 +98,7 @@ CREATE FUNCTION dx.clear_cache(rel regclass DEFAULT NULL)
 RETURNS int LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF rel IS NULL THEN
-		IF NOT (SELECT rolsuper FROM pg_roles WHERE oid = session_user::regrole) THEN
+		IF NOT dx._caller_is_superuser() THEN
 			RAISE EXCEPTION 'only a superuser can clear every cached answer' USING ERRCODE = '42501',
 				HINT = 'Table owners can clear their own table: dx.clear_cache(''schema.table'').';
 		END IF;

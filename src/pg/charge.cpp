@@ -1,9 +1,12 @@
 // Charging: before a statement runs, every noisy aggregate in its plan is paid from the budget
 // of the current role and recorded in the ledger. Runs at ExecutorStart, so prepared statements,
 // cursors and functions are charged on every execution; EXPLAIN without ANALYZE is not charged.
-#include "pg/catalog.h"
+// The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
+// transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/answer_cache.h"
+#include "pg/ledger_queue.h"
 #include "pg/noise_params.h"
 
 extern "C" {
@@ -131,8 +134,50 @@ mechanism_name(const std::vector<Charge> &cs)
 	return !noisy ? "exact" : grid ? "laplace(grid)" : "discrete_laplace";
 }
 
-// Charges every table's share and writes the ledger rows; errors (and answers nothing) when a
-// budget is missing or would be overspent.
+// Raises the error for a refused or failed charge; nothing was charged unless the message says so.
+[[noreturn]] void
+refuse(const ledger::Reply &r, Oid role, Oid relid, double eps)
+{
+	std::string table = "?", who = "?";
+	pg_call([&] {
+		if (char *relname = get_rel_name(relid))
+			table = relname;
+		if (const char *name = GetUserNameFromId(role, true))
+			who = name;
+	});
+	char detail[200];
+	switch (r.outcome) {
+	case ledger::kNoBudget:
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "role \"" + who + "\" has no privacy budget on table \"" + table + "\"",
+		     "The table owner can grant one with dx.grant_budget('" + who + "', '" + table + "', 1.0).");
+	case ledger::kExhausted:
+		snprintf(detail, sizeof detail, "The query needs epsilon %g; %g remains.", eps, r.remaining);
+		fail(ERRCODE_INSUFFICIENT_RESOURCES, "privacy budget of role \"" + who + "\" on table \"" + table + "\" is exhausted",
+		     "Use a smaller epsilon (SET dxpriv.epsilon) or ask the table owner for more budget.", detail);
+	case ledger::kOverCap:
+		snprintf(detail, sizeof detail, "The query needs epsilon %g; the cap is %g per query.", eps, r.cap);
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "query epsilon exceeds the per-query cap of table \"" + table + "\"",
+		     "Use a smaller epsilon (SET dxpriv.epsilon or an explicit epsilon argument); the table owner sets the cap "
+		     "with dx.set_query_cap.",
+		     detail);
+	default: {
+		std::string d = "The ledger reported: " + (r.message.empty() ? std::string("unknown failure") : r.message);
+		if (r.sqlstate != 0)
+			d += std::string(" (SQLSTATE ") + unpack_sql_state(r.sqlstate) + ")";
+		d += ".";
+		std::string hint = "No answer was released. Retry the query; if this persists, see the server log of the "
+		                   "\"dxpriv ledger\" background worker.";
+		if (r.sqlstate == ERRCODE_LOCK_NOT_AVAILABLE)
+			hint = "No answer was released. A transaction holds the budget row (for example an uncommitted "
+			       "dx.grant_budget, possibly in this session); commit it and retry.";
+		fail(ERRCODE_SYSTEM_ERROR, "the privacy budget ledger is unavailable", hint, d);
+	}
+	}
+}
+
+// Charges every table's share through the ledger worker, which commits the budget update and the
+// ledger rows in its own durable transaction before this returns; errors (and answers nothing)
+// when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
 void
 charge_plan(QueryDesc *qd)
 {
@@ -158,52 +203,52 @@ charge_plan(QueryDesc *qd)
 		params_by_agg[{qd->plannedstmt, c.aggno}] = c.params;
 	}
 
-	Oid role = GetUserId();
-	std::string fp = fingerprint(qd);
-	std::string text = qd->sourceText ? std::string(qd->sourceText).substr(0, 4096) : std::string();
-	InternalSpi spi(ext->schema_owner);
-	for (auto &kv : by_table) {
-		Oid relid = kv.first;
-		double eps = 0;
-		for (const Charge &c : kv.second)
-			eps += c.params.epsilon;
-		uint64 n = spi.exec("UPDATE dx.budget_grants SET spent = spent + $3 "
-		                    "WHERE role = $1 AND relid = $2 AND spent + $3 <= granted + 1e-9 RETURNING spent",
-		                    {{OIDOID, ObjectIdGetDatum(role)}, {OIDOID, ObjectIdGetDatum(relid)}, {FLOAT8OID, Float8GetDatum(eps)}},
-		                    false);
-		if (n == 0) {
-			char *relname = get_rel_name(relid);
-			std::string table = relname ? relname : "?";
-			std::string who = GetUserNameFromId(role, true) ? GetUserNameFromId(role, true) : "?";
-			uint64 found = spi.exec("SELECT greatest(granted - spent, 0) FROM dx.budget_grants WHERE role = $1 AND relid = $2",
-			                        {{OIDOID, ObjectIdGetDatum(role)}, {OIDOID, ObjectIdGetDatum(relid)}}, true);
-			if (found == 0)
-				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "role \"" + who + "\" has no privacy budget on table \"" + table + "\"",
-				     "The table owner can grant one with dx.grant_budget('" + who + "', '" + table + "', 1.0).");
-			char detail[160];
-			snprintf(detail, sizeof detail, "The query needs epsilon %g; %g remains.", eps, DatumGetFloat8(spi.value(0, 0)));
-			fail(ERRCODE_INSUFFICIENT_RESOURCES, "privacy budget of role \"" + who + "\" on table \"" + table + "\" is exhausted",
-			     "Use a smaller epsilon (SET dxpriv.epsilon) or ask the table owner for more budget.", detail);
+	// Answer reuse: an identical query of this role gets its stored answers back, free of charge.
+	const Oid asking = GetUserId();
+	const NoiseParams &first = ordered.front().params;
+	bool cacheable = first.cache_key != 0 && guc_cache_lifetime > 0 &&
+	                 ordered.size() == static_cast<size_t>(first.agg_count);
+	for (const Charge &c : ordered)
+		cacheable = cacheable && c.params.cache_key == first.cache_key && c.params.groups == first.groups;
+	if (cacheable) {
+		std::vector<double> answers;
+		if (answer_cache_lookup(first.cache_key, asking, answers) &&
+		    answers.size() == static_cast<size_t>(first.agg_count) * first.groups) {
+			for (const Charge &c : ordered) {
+				answer_cache_plan_replay(c.params.charge_id, answers, c.params.agg_index, c.params.groups);
+				charged_ids.insert(c.params.charge_id);
+			}
+			return;
 		}
-		std::vector<Datum> scales; // aggregate by aggregate, group by group, component by component
+	}
+
+	std::vector<ledger::Item> items;
+	for (auto &kv : by_table) {
+		ledger::Item it;
+		it.relid = kv.first;
+		it.epsilon = 0;
 		for (const Charge &c : kv.second)
+			it.epsilon += c.params.epsilon;
+		it.mechanism = mechanism_name(kv.second);
+		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component
 			for (int g = 0; g < c.params.groups; ++g)
 				for (int k = 0; k < c.params.components; ++k)
-					scales.push_back(Float8GetDatum(c.params.scale(g, k)));
-		ArrayType *arr = construct_array(scales.data(), static_cast<int>(scales.size()), FLOAT8OID, 8, FLOAT8PASSBYVAL,
-		                                 TYPALIGN_DOUBLE);
-		spi.exec("INSERT INTO dx.ledger (role, relid, fingerprint, query, mechanism, epsilon, scales) "
-		         "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		         {{OIDOID, ObjectIdGetDatum(role)},
-		          {OIDOID, ObjectIdGetDatum(relid)},
-		          {TEXTOID, CStringGetTextDatum(fp.c_str())},
-		          {TEXTOID, CStringGetTextDatum(text.c_str())},
-		          {TEXTOID, CStringGetTextDatum(mechanism_name(kv.second))},
-		          {FLOAT8OID, Float8GetDatum(eps)},
-		          {FLOAT8ARRAYOID, PointerGetDatum(arr)}},
-		         false);
-		for (const Charge &c : kv.second)
-			charged_ids.insert(c.params.charge_id);
+					it.scales.push_back(c.params.scale(g, k));
+		items.push_back(std::move(it));
+	}
+
+	Oid role = GetUserId();
+	std::string text = qd->sourceText ? std::string(qd->sourceText).substr(0, 4096) : std::string();
+	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint(qd), text, items);
+	if (r.outcome != ledger::kCharged) {
+		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;
+		refuse(r, role, items[t].relid, items[t].epsilon);
+	}
+	for (const Charge &c : ordered) {
+		charged_ids.insert(c.params.charge_id);
+		if (cacheable)
+			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid, c.params.agg_index,
+			                         c.params.agg_count, c.params.groups);
 	}
 }
 
@@ -216,6 +261,7 @@ on_xact(XactEvent event, void *arg)
 	{
 		charged_ids.clear();
 		params_by_agg.clear();
+		answer_cache_reset_statement_state();
 	}
 }
 
@@ -223,7 +269,7 @@ on_xact(XactEvent event, void *arg)
 extern "C" void
 dx_executor_start(QueryDesc *qd, int eflags)
 {
-	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query())
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { charge_plan(qd); });
 	if (prev_executor_start)
 		prev_executor_start(qd, eflags);
@@ -265,6 +311,7 @@ install_charging_hooks()
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dx_executor_start;
 	RegisterXactCallback(on_xact, nullptr);
+	ledger::install();
 }
 
 } // namespace dxpriv::pg

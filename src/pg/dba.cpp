@@ -94,3 +94,12 @@ DX_FUNCTION(dx_validate_group)
 		(void) member_datums(col, m); // every coordinate must be a valid value of its column's type
 	PG_RETURN_VOID();
 }
+
+// dx._caller_is_superuser(): whether the calling role (outside SECURITY DEFINER functions, i.e.
+// after SET ROLE) is a superuser.
+DX_FUNCTION(dx_caller_is_superuser)
+{
+	bool super = false;
+	pg_call([&] { super = superuser_arg(GetOuterUserId()); });
+	PG_RETURN_BOOL(super);
+}
