@@ -22,6 +22,15 @@ owned_tmpdir() {
 	echo "$d"
 }
 
+# First TCP port at or above $1 that nothing listens on (parallel test runs must not collide).
+free_port() {
+	local p=$1
+	while ss -ltn 2>/dev/null | awk '{print $4}' | grep -q ":$p\$"; do
+		p=$((p + 1))
+	done
+	echo "$p"
+}
+
 # Starts a cluster in $1 on port $2 with dxpriv preloaded; stops it on exit of the caller.
 start_cluster() {
 	local dir=$1 port=$2

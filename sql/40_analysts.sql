@@ -86,7 +86,19 @@ BEGIN
 	EXECUTE 'CREATE VIEW dx.analyst_tables AS '
 		|| replace(tabs, tab_check, '(' || tab_check || ' OR dx._analyst_can_see(c.oid))');
 END $$;
-GRANT SELECT ON dx.analyst_columns, dx.analyst_tables TO PUBLIC;
+-- pg_stat_user_tables as analysts see it: protected tables are listed, their counters are NULL
+-- (BI tools such as Metabase join it for row-count estimates).
+DO $$
+DECLARE
+	cols text;
+BEGIN
+	SELECT string_agg(CASE WHEN attname IN ('relid', 'schemaname', 'relname') THEN quote_ident(attname)
+	                       ELSE format('CASE WHEN dx._analyst_can_see(s.relid) THEN NULL ELSE s.%1$I END AS %1$I', attname) END,
+	                  ', ' ORDER BY attnum)
+	INTO cols FROM pg_attribute WHERE attrelid = 'pg_catalog.pg_stat_user_tables'::regclass AND attnum > 0;
+	EXECUTE 'CREATE VIEW dx.analyst_stat_user_tables AS SELECT ' || cols || ' FROM pg_catalog.pg_stat_user_tables s';
+END $$;
+GRANT SELECT ON dx.analyst_columns, dx.analyst_tables, dx.analyst_stat_user_tables TO PUBLIC;
 COMMENT ON VIEW dx.analyst_columns IS 'information_schema.columns as analysts see it (declared columns of protected tables included)';
 COMMENT ON VIEW dx.analyst_tables IS 'information_schema.tables as analysts see it (protected tables included)';
 

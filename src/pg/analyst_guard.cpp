@@ -25,6 +25,8 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/inval.h"
+#include "nodes/plannodes.h"
+#include "utils/array.h"
 #include "access/htup_details.h"
 }
 
@@ -57,7 +59,8 @@ bool
 is_statistics_function(const char *name)
 {
 	static const char *const names[] = {"pg_relation_size", "pg_table_size", "pg_total_relation_size",
-	                                    "pg_indexes_size", "pg_column_size"};
+	                                    "pg_indexes_size", "pg_column_size", "pg_database_size",
+	                                    "pg_tablespace_size", "pg_relation_filepath", "pg_ls_dir"};
 	for (const char *n : names)
 		if (strcmp(name, n) == 0)
 			return true;
@@ -134,7 +137,7 @@ protected_ref_walker(Node *node, void *ctx)
 }
 
 struct ViewSwap {
-	Oid columns_view, tables_view, dx_columns, dx_tables;
+	Oid columns_view, tables_view, stat_view, dx_columns, dx_tables, dx_stat;
 };
 
 // Walker behind substitute_catalog_views.
@@ -154,6 +157,8 @@ view_swap_walker(Node *node, void *ctx)
 				rte->relid = vs->dx_columns;
 			else if (rte->relid == vs->tables_view)
 				rte->relid = vs->dx_tables;
+			else if (rte->relid == vs->stat_view && OidIsValid(vs->dx_stat))
+				rte->relid = vs->dx_stat;
 		}
 		return false;
 	}
@@ -318,11 +323,13 @@ load_analyst_context(const ExtensionObjects &ext)
 	}
 	AnalystContext ac;
 	ac.protected_rels = catalog_cache.protected_rels;
-	Oid me = GetUserId();
-	if (!superuser_arg(me))
-		for (Oid a : catalog_cache.analysts)
-			if (has_privs_of_role(me, a))
-				ac.analyst = true;
+	// The current role and the session's login role both count: SET ROLE to a group that holds
+	// privileges, or a SECURITY DEFINER function, does not shed the analyst restrictions.
+	for (Oid who : {GetUserId(), GetSessionUserId()})
+		if (!superuser_arg(who))
+			for (Oid a : catalog_cache.analysts)
+				if (has_privs_of_role(who, a))
+					ac.analyst = true;
 	return ac;
 }
 
@@ -354,7 +361,8 @@ void
 substitute_catalog_views(Query *q, const ExtensionObjects &ext)
 {
 	ViewSwap vs{relation_oid("information_schema", "columns"), relation_oid("information_schema", "tables"),
-	            relation_oid("dx", "analyst_columns"), relation_oid("dx", "analyst_tables")};
+	            relation_oid("pg_catalog", "pg_stat_user_tables"), relation_oid("dx", "analyst_columns"),
+	            relation_oid("dx", "analyst_tables"), relation_oid("dx", "analyst_stat_user_tables")};
 	if (!OidIsValid(vs.dx_columns) || !OidIsValid(vs.dx_tables))
 		return;
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(view_swap_walker), &vs, QTW_EXAMINE_RTES_BEFORE);
@@ -384,6 +392,77 @@ admit_protected_reads(Query *q, const AnalystContext &ac)
 {
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(admit_walker), const_cast<AnalystContext *>(&ac),
 	                  QTW_EXAMINE_RTES_BEFORE);
+}
+
+// Walker collecting the protected tables that noisy aggregates in a plan release.
+struct AdmittedScan {
+	const ExtensionObjects *ext;
+	std::vector<Oid> relids;
+};
+
+bool
+admitted_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *s = static_cast<AdmittedScan *>(ctx);
+	if (IsA(node, Aggref) && s->ext->is_internal(castNode(Aggref, node)->aggfnoid) && list_length(castNode(Aggref, node)->args) == 3) {
+		Node *e = (Node *) castNode(TargetEntry, lthird(castNode(Aggref, node)->args))->expr;
+		if (IsA(e, Const) && !castNode(Const, e)->constisnull) {
+			ArrayType *arr = DatumGetArrayTypeP(castNode(Const, e)->constvalue);
+			if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 3)
+				s->relids.push_back(static_cast<Oid>(reinterpret_cast<const double *>(ARR_DATA_PTR(arr))[3]));
+		}
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
+}
+
+void
+scan_plan_for_admitted(Plan *plan, AdmittedScan &s)
+{
+	if (!plan)
+		return;
+	admitted_walker((Node *) plan->targetlist, &s);
+	admitted_walker((Node *) plan->qual, &s);
+	scan_plan_for_admitted(plan->lefttree, s);
+	scan_plan_for_admitted(plan->righttree, s);
+	if (IsA(plan, Append)) {
+		ListCell *lc;
+		foreach (lc, ((Append *) plan)->appendplans)
+			scan_plan_for_admitted((Plan *) lfirst(lc), s);
+	} else if (IsA(plan, SubqueryScan)) {
+		scan_plan_for_admitted(((SubqueryScan *) plan)->subplan, s);
+	}
+}
+
+// See analyst_guard.h.
+void
+enforce_executor_admission(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt)
+		return;
+	const AnalystContext ac = load_analyst_context(*ext);
+	if (!ac.analyst)
+		return;
+	std::vector<Oid> touched;
+	ListCell *lc;
+	foreach (lc, stmt->rtable) {
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		if (rte->rtekind == RTE_RELATION && ac.is_protected(rte->relid))
+			touched.push_back(rte->relid);
+	}
+	if (touched.empty())
+		return;
+	AdmittedScan s{ext, {}};
+	scan_plan_for_admitted(stmt->planTree, s);
+	foreach (lc, stmt->subplans)
+		scan_plan_for_admitted((Plan *) lfirst(lc), s);
+	for (Oid rel : touched)
+		if (std::find(s.relids.begin(), s.relids.end(), rel) == s.relids.end())
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read protected tables only through aggregates",
+			     "A view, rule, policy or function that reads a protected table is not a way around dxpriv; "
+			     "query the table with count/sum/avg or the dx aggregates.");
 }
 
 // See analyst_guard.h.

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 }
 
 #include <vector>
@@ -35,6 +36,10 @@ int rewrite_plain_aggregates(Query *q, const ExtensionObjects &ext);
 void require_builtin_immutable(Node *expr, const char *where);
 // Lets a validated query read its protected tables as their owners (like a view does).
 void admit_protected_reads(Query *q, const AnalystContext &ac);
+
+// Executor-level admission (views, rules, policies and functions are expanded by then): raises
+// when an analyst's statement reads a protected table that no noisy aggregate of the plan releases.
+void enforce_executor_admission(PlannedStmt *stmt);
 
 // True while the analysed statement is an analyst's (row expressions get the stricter checks).
 bool analyst_mode();

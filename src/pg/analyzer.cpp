@@ -3,6 +3,7 @@
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
 #include "pg/analyst_guard.h"
+#include "pg/em_rewrite.h"
 #include "pg/explain.h"
 #include "pg/group_source.h"
 #include "pg/guard.h"
@@ -549,6 +550,15 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
 	collect_markers(q->havingQual, &found);
+	// ---- exponential mechanism dispatch (dx.mode, dx.quantile, dx.median; src/pg/em_rewrite.h) ----
+	// Their markers leave found.second here: they spend their own epsilon outside the linear
+	// allocation and are rewritten by rewrite_em_aggregates() after the linear aggregates.
+	EmAnalyzerHooks em_hooks;
+	em_hooks.check_row_expression = [&policy](Node *e, const char *where_text) {
+		check_row_expression(e, policy, where_text);
+	};
+	EmQuery em = take_em_markers(found.second, policy, ext, em_hooks);
+	// ---- end of exponential mechanism dispatch ----
 	std::vector<AggSpec> specs;
 	int cells_per_group = 0;
 	double eps_total = 0;
@@ -640,7 +650,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		                        m, kMaxOptimalCells)));
 		strategy = AllocationStrategy::BudgetDistribution;
 	}
-	MultiLinearPlan plan = plan_multi_linear(sub, q_cells, eps_total, strategy);
+	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+	MultiLinearPlan plan = specs.empty() ? MultiLinearPlan{} : plan_multi_linear(sub, q_cells, eps_total, strategy);
 
 	// explain capture (dx.explain): what each cell would cost, without running anything
 	if (explain_capture_active()) {
@@ -648,7 +659,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		cap.relid = relid;
 		cap.epsilon = eps_total;
 		cap.strategy = strategy_name(strategy);
-		cap.plain_dp_scale = plain_dp_scale(sub, q_cells, eps_total);
+		cap.plain_dp_scale = specs.empty() ? 0 : plain_dp_scale(sub, q_cells, eps_total); // (exponential mechanism dispatch)
 		for (size_t j = 0; j < specs.size(); ++j)
 			for (size_t g = 0; g < groups; ++g)
 				for (int c = 0; c < specs[j].components; ++c) {
@@ -716,6 +727,19 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		a->location = kRewrittenLocation;
 	}
 
+	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/em_rewrite.h) ----
+	if (!em.specs.empty()) {
+		std::vector<Aggref *> linear_aggrefs;
+		for (const AggSpec &s : specs)
+			linear_aggrefs.push_back(s.aggref);
+		em_hooks.clamp = [&cctx](Node *n) { return clamp(n, cctx); };
+		rewrite_em_aggregates(q, em,
+		                      EmRewriteInput{relid, &policy, &ext, where, group_cols, group_index, kRewrittenLocation,
+		                                     linear_aggrefs},
+		                      em_hooks);
+	}
+	// ---- end of exponential mechanism dispatch ----
+
 	// clamp the remaining column references (WHERE, GROUP BY keys, post-processing)
 	Node *clamped_where = clamp(where, cctx);
 	q->targetList = (List *) clamp((Node *) q->targetList, cctx);
@@ -732,6 +756,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	                                                            clamped_where),
 	                                                 -1)
 	                         : nullptr;
+	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
 	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, group_cols);
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
@@ -788,8 +813,10 @@ analyze(Query *top)
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
 	if (ac.analyst) {
+		substitute_catalog_views(top, *ext); // before the deny list: pg_stat_user_tables becomes a safe view
+		if (q != top)
+			substitute_catalog_views(q, *ext);
 		reject_side_channels(top);
-		substitute_catalog_views(q, *ext);
 		if (count_protected_refs(q, ac) > 0) {
 			if (top->commandType == CMD_UTILITY && !IsA(top->utilityStmt, DeclareCursorStmt))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE,

@@ -5,6 +5,7 @@
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/analyst_guard.h"
 #include "pg/answer_cache.h"
 #include "pg/ledger_queue.h"
 #include "pg/noise_params.h"
@@ -269,6 +270,8 @@ on_xact(XactEvent event, void *arg)
 extern "C" void
 dx_executor_start(QueryDesc *qd, int eflags)
 {
+	if (!IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
+		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { charge_plan(qd); });
 	if (prev_executor_start)

@@ -9,6 +9,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
+#include "utils/memutils.h"
 }
 
 namespace dxpriv::pg {
@@ -33,6 +34,7 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
 			is_bool[e] = true;
 	std::vector<size_t> idx(cols.size(), 0);
+	try {
 	pg_call([&] {
 		Relation rel = relation_open(relid, AccessShareLock);
 		TupleDesc td = RelationGetDescr(rel);
@@ -74,6 +76,18 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 		FreeExecutorState(estate);
 		relation_close(rel, AccessShareLock);
 	});
+	} catch (PgError &e) {
+		// The failing point is a declared domain value, not data: say so, and where.
+		if (e.edata && !e.edata->hint) {
+			std::string where;
+			for (size_t c = 0; c < cols.size(); ++c)
+				where += (c ? ", " : "") + cols[c]->name + " = " + cols[c]->domain.label(idx[c]);
+			std::string hint = "dxpriv evaluates the query on every declared domain value before reading any row, "
+			                   "and it fails at " + where + " whatever the data; change the expression or the domain.";
+			e.edata->hint = MemoryContextStrdup(ErrorContext, hint.c_str());
+		}
+		throw;
+	}
 	return out;
 }
 

@@ -21,6 +21,9 @@ def fresh_db():
     name = f"e2e_{os.getpid()}_{next(_counter)}"
     admin = connect()
     admin.cursor().execute(f"CREATE DATABASE {name}")
+    # Tests measure charging and noise per execution: answer reuse (which would replay identical
+    # queries for free) is switched off unless a test turns it on (tests of the cache do).
+    admin.cursor().execute(f"ALTER DATABASE {name} SET dxpriv.cache_lifetime = 0")
     try:
         conn = connect(name)
         conn.cursor().execute("CREATE EXTENSION dxpriv")

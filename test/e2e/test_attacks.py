@@ -1,0 +1,972 @@
+"""Exfiltration attempts by an analyst role (issue: analyst roles).
+
+Every attempt in ATTACKS is run as the analyst `mallory` against the fixture of attack_fixture.py
+and asserts one of:
+
+* rejection: a psycopg2 error with the expected SQLSTATE and a non-empty hint (hint=False only where
+  PostgreSQL's own privilege system answers, e.g. "permission denied for table budget_grants");
+* a correctly noised answer: the statement was charged (new dx.ledger rows with epsilon > 0) and
+  every recorded noise scale is > 0 (or at least the scale the declared metric implies);
+* a custom check (averaging, differencing, row counts, data-independent errors, SET ROLE, ...).
+
+Whatever the outcome, no error field (message, detail, hint, context) and no NOTICE may contain a
+value of the undeclared `name` column (SECRET_NAME or the "Person" pattern of the other rows).
+
+The runner counts functions, so attempts are grouped into one test function per category; each
+attempt prints its own line ("attack <category>/<name>: ok ..."), and a failing category names every
+failed attempt in its assertion message. The module checks that ATTACKS holds at least 40 attempts.
+"""
+import collections
+import os
+import subprocess
+
+import psycopg2
+
+from attack_fixture import (ANALYST, SECRET_NAME, analyst_conn, attack_db, ensure_analyst_role, protect_extra,
+                            spent)
+from e2e_common import execute, scalar
+
+EPS = 0.1  # dxpriv.epsilon default: the epsilon of plain count/sum/avg
+SECRET_MARKERS = (SECRET_NAME, "Zebulon", "Person")  # values of the undeclared name column
+
+# ---------------------------------------------------------------- expectations
+
+
+class Reject:
+    """The statement fails with one of `states`; a hint is required unless hint=False."""
+
+    def __init__(self, *states, hint=True):
+        self.states = set(states)
+        self.hint = hint
+
+    def check(self, ctx, conn, attempt):
+        err = run_expect_error(conn, attempt.sql)
+        assert err.pgcode in self.states, \
+            f"SQLSTATE {err.pgcode} ({err.diag.message_primary}), expected {sorted(self.states)}"
+        if self.hint:
+            assert err.diag.message_hint, f"no hint on {err.pgcode} {err.diag.message_primary!r}"
+        return f"rejected {err.pgcode}"
+
+
+class Noised:
+    """The statement is answered, charged (new ledger rows with epsilon > 0) and every recorded noise
+    scale is > 0 and >= min_scale. rows: the expected number of result rows, if given."""
+
+    def __init__(self, min_scale=0.0, rows=None):
+        self.min_scale = min_scale
+        self.rows = rows
+
+    def check(self, ctx, conn, attempt):
+        ctx.clear_answer_cache()  # an identical earlier query could otherwise be replayed uncharged
+        before = ctx.last_ledger_id()
+        rows = run_fetch(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+        assert charges, "answered without a charge in dx.ledger"
+        scales = [s for _, sc in charges for s in sc]
+        assert all(e > 0 for e, _ in charges), f"epsilons {[e for e, _ in charges]}"
+        assert scales and min(scales) > 0, f"noise scales {scales[:10]}"
+        assert min(scales) >= self.min_scale - 1e-9, f"smallest noise scale {min(scales)} < {self.min_scale}"
+        if self.rows is not None:
+            assert len(rows) == self.rows, f"{len(rows)} rows, expected {self.rows}"
+        return f"answered, charged {sum(e for e, _ in charges):g}, min scale {min(scales):g}"
+
+
+class RejectOr:
+    """Either rejected like Reject, or answered with rows that `harmless(rows)` accepts (for side
+    channels that may legitimately be closed by returning nothing instead of an error)."""
+
+    def __init__(self, states, harmless, why):
+        self.reject = Reject(*states)
+        self.harmless = harmless
+        self.why = why
+
+    def check(self, ctx, conn, attempt):
+        try:
+            rows = run_fetch(conn, attempt.sql)
+        except psycopg2.Error:
+            return self.reject.check(ctx, conn, attempt)
+        assert self.harmless(rows), f"answered and leaked: {self.why}: {rows[:3]}"
+        return "answered without leaking"
+
+
+class Custom:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def check(self, ctx, conn, attempt):
+        return self.fn(ctx, conn, attempt) or "ok"
+
+
+Attempt = collections.namedtuple("Attempt", "category name sql expect")
+ATTACKS = []
+
+
+def attack(category, name, sql, expect):
+    ATTACKS.append(Attempt(category, name, sql, expect))
+
+
+SHAPE = ("42501", "0A000")  # refused read (42501) or unsupported shape inside a dx query (0A000)
+PRIV = "42501"
+
+
+# ---------------------------------------------------------------- helpers
+
+class Ctx:
+    def __init__(self, db, admin):
+        self.db = db
+        self.admin = admin
+
+    def clear_answer_cache(self):
+        try:
+            execute(self.admin, "SELECT dx.clear_cache()")
+        except psycopg2.errors.UndefinedFunction:
+            pass  # a build without the answer cache
+
+    def last_ledger_id(self):
+        return scalar(self.admin, "SELECT coalesce(max(id), 0) FROM dx.ledger")
+
+    def ledger_since(self, last_id, role=ANALYST):
+        with self.admin.cursor() as cur:
+            cur.execute("SELECT epsilon, scales FROM dx.ledger WHERE id > %s AND role = %s::regrole ORDER BY id",
+                        (last_id, role))
+            return cur.fetchall()
+
+
+def assert_no_secret(err=None, notices=()):
+    texts = list(notices)
+    if err is not None:
+        d = err.diag
+        texts += [d.message_primary or "", d.message_detail or "", d.message_hint or "", d.context or "",
+                  str(err)]
+    for t in texts:
+        for s in SECRET_MARKERS:
+            assert s not in t, f"data value {s!r} leaked in {t!r}"
+
+
+def run_fetch(conn, sql):
+    del conn.notices[:]
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        rows = cur.fetchall() if cur.description else []
+    assert_no_secret(notices=conn.notices)
+    for r in rows:
+        for v in r:
+            assert not (isinstance(v, str) and any(s in v for s in SECRET_MARKERS)), f"data value in result {r}"
+    return rows
+
+
+def run_expect_error(conn, sql):
+    del conn.notices[:]
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            rows = cur.fetchall() if cur.description else []
+    except psycopg2.Error as e:
+        if SECRET_NAME not in sql:  # an error may echo what the attacker wrote, never what the table holds
+            assert_no_secret(e, conn.notices)
+        return e
+    raise AssertionError(f"accepted (returned {rows[:3]}), expected a rejection")
+
+
+def run_category(category, admin_setup=(), analyst_setup=(), extra_tables=(), post=None):
+    """Runs every attempt of a category in a fresh fixture database, one line per attempt.
+    extra_tables: (name, rows, variant) of further tables with the same policy; post(ctx): checks
+    after the last attempt."""
+    attempts = [a for a in ATTACKS if a.category == category]
+    assert attempts, category
+    failures = []
+    with attack_db() as (db, admin):
+        for table, rows, variant in extra_tables:
+            protect_extra(admin, table, rows=rows, variant=variant)
+        for sql in admin_setup:
+            execute(admin, sql)
+        ctx = Ctx(db, admin)
+        conn = analyst_conn(db)
+        for sql in analyst_setup:
+            execute(conn, sql)
+        for a in attempts:
+            try:
+                outcome = a.expect.check(ctx, conn, a)
+                print(f"  attack {category}/{a.name}: ok ({outcome})", flush=True)
+            except (AssertionError, psycopg2.Error) as e:
+                what = f"unexpected {e.pgcode} {e.diag.message_primary}" if isinstance(e, psycopg2.Error) else str(e)
+                failures.append(f"{a.name}: {what}")
+                print(f"  attack {category}/{a.name}: FAILED ({what})", flush=True)
+        conn.close()
+        if post:
+            post(ctx)
+    assert not failures, f"{len(failures)} of {len(attempts)} {category} attempts failed:\n  " + "\n  ".join(failures)
+
+
+# ================================================================ raw reads
+
+C = "raw_reads"
+attack(C, "select_star", "SELECT * FROM people", Reject(PRIV))
+attack(C, "table_command", "TABLE people", Reject(PRIV))
+attack(C, "undeclared_column_output", "SELECT name FROM people WHERE id = 5", Reject(PRIV))
+attack(C, "declared_column_raw_output", "SELECT age, sex, zip FROM people", Reject(PRIV))
+attack(C, "bi_quoted_raw_output", 'SELECT "public"."people"."name" AS "name" FROM "public"."people" LIMIT 2000',
+       Reject(PRIV))
+attack(C, "only_star", "SELECT * FROM ONLY people LIMIT 1", Reject(PRIV))
+attack(C, "row_to_json", "SELECT row_to_json(p) FROM people p", Reject(PRIV))
+attack(C, "count_undeclared_column", "SELECT count(name) FROM people", Reject(PRIV))
+attack(C, "where_undeclared_column", "SELECT count(*) FROM people WHERE name = 'Zebulon Quixote'", Reject(PRIV))
+attack(C, "whole_row_reference", "SELECT count(p) FROM people p", Reject(*SHAPE))
+attack(C, "system_column_ctid", "SELECT count(*) FROM people WHERE ctid = '(0,5)'", Reject(*SHAPE))
+attack(C, "tablesample", "SELECT count(*) FROM people TABLESAMPLE SYSTEM (50)", Reject(*SHAPE))
+attack(C, "for_share_rows", "SELECT id FROM people WHERE id = 5 FOR SHARE", Reject(PRIV))
+attack(C, "update_rowcount_probe", "UPDATE people SET age = age WHERE name = 'Zebulon Quixote'", Reject(PRIV))
+attack(C, "delete_rowcount_probe", "DELETE FROM people WHERE id = 5", Reject(PRIV))
+attack(C, "insert_unique_violation_probe", "INSERT INTO people (id, name) VALUES (5, 'probe')", Reject(PRIV))
+attack(C, "multi_statement_tail", "SELECT count(*) FROM people; SELECT name FROM people", Reject(PRIV))
+
+
+def test_raw_reads():
+    run_category("raw_reads")
+
+
+# ================================================================ DISTINCT and other aggregates
+
+C = "distinct_and_aggregates"
+attack(C, "distinct_raw", "SELECT DISTINCT zip FROM people", Reject(*SHAPE))
+attack(C, "distinct_on", "SELECT DISTINCT ON (zip) zip, name FROM people", Reject(*SHAPE))
+attack(C, "distinct_with_group", "SELECT DISTINCT age, count(*) FROM people GROUP BY age", Reject(*SHAPE))
+attack(C, "count_distinct", "SELECT count(DISTINCT age) FROM people", Reject(*SHAPE))
+attack(C, "min", "SELECT min(age) FROM people", Reject(*SHAPE))
+attack(C, "max_targeted", "SELECT max(income) FROM people WHERE zip = '10007' AND age = 30", Reject(*SHAPE))
+attack(C, "string_agg", "SELECT string_agg(name, ',') FROM people", Reject(*SHAPE))
+attack(C, "array_agg", "SELECT array_agg(age) FROM people", Reject(*SHAPE))
+attack(C, "json_agg", "SELECT json_agg(p) FROM people p", Reject(*SHAPE))
+attack(C, "mode_within_group", "SELECT mode() WITHIN GROUP (ORDER BY age) FROM people", Reject(*SHAPE))
+attack(C, "bool_or", "SELECT bool_or(age = 30 AND zip = '10007') FROM people", Reject(*SHAPE))
+attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
+attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
+
+
+def test_distinct_and_other_aggregates():
+    run_category("distinct_and_aggregates")
+
+
+# ================================================================ windows, CTEs, subqueries, set operations
+
+C = "windows_ctes_subqueries_setops"
+attack(C, "window_count_over", "SELECT count(*) OVER () FROM people", Reject(*SHAPE))
+attack(C, "window_over_groups", "SELECT sex, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY sex",
+       Reject(*SHAPE))
+attack(C, "window_row_number", "SELECT age, row_number() OVER () FROM people", Reject(*SHAPE))
+attack(C, "cte_raw", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
+attack(C, "cte_aggregate", "WITH x AS (SELECT count(*) AS c FROM people) SELECT c FROM x", Reject(*SHAPE))
+attack(C, "cte_recursive", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+                           "SELECT count(*) FROM people, r", Reject(*SHAPE))
+attack(C, "subquery_in_from", "SELECT count(*) FROM (SELECT * FROM people WHERE id = 5) s", Reject(*SHAPE))
+attack(C, "subquery_in_where", "SELECT count(*) FROM people WHERE age = (SELECT max(age) FROM people)",
+       Reject(*SHAPE))
+attack(C, "exists_subquery", "SELECT count(*) FROM people WHERE EXISTS (SELECT 1 FROM people p2 WHERE p2.id = 5)",
+       Reject(*SHAPE))
+attack(C, "in_subquery_public_table",
+       "SELECT count(*) FROM people WHERE zip IN (SELECT zip FROM zips WHERE city = 'Gotham')", Reject(*SHAPE))
+attack(C, "subquery_in_select", "SELECT count(*), (SELECT name FROM people LIMIT 1) FROM people", Reject(*SHAPE))
+attack(C, "scalar_subquery_only", "SELECT (SELECT count(*) FROM people)", Reject(*SHAPE))
+attack(C, "union_of_counts", "SELECT count(*) FROM people UNION SELECT count(*) FROM people WHERE age = 30",
+       Reject(*SHAPE))
+attack(C, "union_raw", "SELECT age FROM people UNION SELECT 1", Reject(*SHAPE))
+attack(C, "intersect", "SELECT age FROM people INTERSECT SELECT 30", Reject(*SHAPE))
+attack(C, "except", "SELECT zip FROM zips EXCEPT SELECT zip FROM people", Reject(*SHAPE))
+
+
+def test_windows_ctes_subqueries_and_set_operations():
+    run_category("windows_ctes_subqueries_setops")
+
+
+# ================================================================ joins, LATERAL, set-returning functions
+# Joins with tables the DBA marked public are part of the issue, but no "public table" marking exists
+# yet: today every join is refused, and these attempts expect that rejection.
+
+C = "joins"
+attack(C, "join_public_table_group", "SELECT z.city, count(*) FROM people p JOIN zips z ON p.zip = z.zip "
+                                     "GROUP BY z.city", Reject(*SHAPE))
+attack(C, "join_public_table_filter", "SELECT count(*) FROM people p, zips z WHERE p.zip = z.zip "
+                                      "AND z.city = 'Gotham'", Reject(*SHAPE))
+attack(C, "self_join", "SELECT count(*) FROM people a JOIN people b ON a.age = b.age AND a.zip = b.zip",
+       Reject(*SHAPE))
+attack(C, "self_cross_join", "SELECT count(*) FROM people a, people b", Reject(*SHAPE))
+attack(C, "lateral_public", "SELECT count(*) FROM zips z, LATERAL (SELECT * FROM people p WHERE p.zip = z.zip) s",
+       Reject(*SHAPE))
+attack(C, "lateral_self", "SELECT count(*) FROM people p CROSS JOIN LATERAL (SELECT p.age) s", Reject(*SHAPE))
+attack(C, "generate_series_cross_join", "SELECT count(*) FROM people CROSS JOIN generate_series(1, 10) g",
+       Reject(*SHAPE))
+attack(C, "generate_series_value_probe",
+       "SELECT g, count(*) FROM people, generate_series(0, 120) g WHERE age = g GROUP BY g", Reject(*SHAPE))
+attack(C, "srf_in_select_list", "SELECT generate_series(1, 3), count(*) FROM people", Reject(*SHAPE))
+attack(C, "values_join_on_id", "SELECT count(*) FROM people JOIN (VALUES (5)) v(id) USING (id)", Reject(*SHAPE))
+
+
+def test_joins_lateral_and_set_returning_functions():
+    run_category("joins")
+
+
+# ================================================================ user-defined and volatile functions
+
+C = "functions"
+FUNCTION_SETUP = [
+    # an IMMUTABLE-labelled plpgsql function that would print every value it is given
+    "CREATE FUNCTION mallory_ws.leak(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+    "AS $$ BEGIN RAISE NOTICE 'leaked %', $1; RETURN true; END $$",
+    "CREATE FUNCTION mallory_ws.leak_text(text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+    "AS $$ BEGIN RAISE NOTICE 'leaked %', $1; RETURN true; END $$",
+    "CREATE FUNCTION mallory_ws.leak_int(int) RETURNS int LANGUAGE plpgsql IMMUTABLE "
+    "AS $$ BEGIN RAISE NOTICE 'leaked %', $1; RETURN $1; END $$",
+    "CREATE FUNCTION mallory_ws.is_thirty(int) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT $1 = 30'",
+    "CREATE FUNCTION mallory_ws.eq3(int, int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+    "AS $$ BEGIN RAISE NOTICE 'saw %', $1; RETURN $1 = $2; END $$",
+    "CREATE OPERATOR mallory_ws.=== (leftarg = int, rightarg = int, function = mallory_ws.eq3)",
+    "CREATE SEQUENCE mallory_ws.seq",
+]
+
+
+def no_notice_leak(ctx, conn, attempt):
+    """A user function in a predicate must be refused before it sees a single value."""
+    err = run_expect_error(conn, attempt.sql)
+    assert err.pgcode in SHAPE, f"SQLSTATE {err.pgcode} ({err.diag.message_primary})"
+    assert err.diag.message_hint, "no hint"
+    assert not [n for n in conn.notices if "leaked" in n or "saw" in n], f"notices: {conn.notices}"
+    return f"rejected {err.pgcode}, no NOTICE"
+
+
+attack(C, "plpgsql_notice_in_where", "SELECT count(*) FROM people WHERE mallory_ws.leak(age)", Custom(no_notice_leak))
+attack(C, "plpgsql_notice_on_text", "SELECT count(*) FROM people WHERE mallory_ws.leak_text(zip)",
+       Custom(no_notice_leak))
+attack(C, "plpgsql_in_aggregate_argument", "SELECT sum(mallory_ws.leak_int(age)) FROM people",
+       Custom(no_notice_leak))
+attack(C, "plpgsql_in_filter", "SELECT count(*) FILTER (WHERE mallory_ws.leak(age)) FROM people",
+       Custom(no_notice_leak))
+attack(C, "user_operator", "SELECT count(*) FROM people WHERE age OPERATOR(mallory_ws.===) 30",
+       Custom(no_notice_leak))
+attack(C, "inlinable_sql_function", "SELECT count(*) FROM people WHERE mallory_ws.is_thirty(age)", Reject(*SHAPE))
+attack(C, "volatile_random", "SELECT count(*) FROM people WHERE age > random() * 100", Reject(*SHAPE))
+attack(C, "volatile_now", "SELECT count(*) FROM people WHERE now() > '2000-01-01'", Reject(*SHAPE))
+attack(C, "volatile_clock_timestamp", "SELECT count(*) FROM people WHERE clock_timestamp() > '2000-01-01'",
+       Reject(*SHAPE))
+attack(C, "stable_current_date", "SELECT count(*) FROM people WHERE age > extract(year FROM current_date) - 2000",
+       Reject(*SHAPE))
+attack(C, "volatile_pg_sleep_timing",
+       "SELECT count(*) FROM people WHERE CASE WHEN age = 30 THEN pg_sleep(0.01) IS NULL ELSE true END",
+       Reject(*SHAPE))
+attack(C, "volatile_nextval_counter", "SELECT count(*) FROM people WHERE nextval('mallory_ws.seq') > 0",
+       Reject(*SHAPE))
+
+
+def test_user_defined_and_volatile_functions():
+    run_category("functions", analyst_setup=FUNCTION_SETUP)
+
+
+# ================================================================ data-dependent errors
+# dxpriv evaluates WHERE clauses and aggregate arguments over the declared domain at analysis time,
+# so an expression that can fail fails for everyone, before any row is read: the same error on an
+# EMPTY table with the same policy. Stored values are clamped into the domain first, so a row can
+# never make a query fail that the domain does not.
+
+C = C_ERRORS = "data_dependent_errors"
+ERROR_PROBES = {
+    "division_by_zero_at_age_30": "SELECT count(*) FROM {t} WHERE 1 / (age - 30) > 0",
+    "cast_sex_to_int": "SELECT count(*) FROM {t} WHERE sex::int = 1",
+    "sqrt_of_negative": "SELECT count(*) FROM {t} WHERE sqrt(age - 30) > 1",
+    "log_of_zero": "SELECT count(*) FROM {t} WHERE ln(age) > 1",
+    # the data (ages 18..90) would not overflow; the domain (0..120) does
+    "overflow_only_on_domain": "SELECT sum(age * 20000000) FROM {t}",
+}
+
+
+def make_identical_error_check(template):
+    def check(ctx, conn, attempt):
+        full = run_expect_error(conn, template.format(t="people"))
+        empty = run_expect_error(conn, template.format(t="people_empty"))
+        assert full.pgcode == empty.pgcode and full.diag.message_primary == empty.diag.message_primary, \
+            f"data-dependent error: {full.pgcode} {full.diag.message_primary!r} on the data, " \
+            f"{empty.pgcode} {empty.diag.message_primary!r} on an empty table"
+        return f"same error {full.pgcode} on the data and on an empty table"
+    return check
+
+
+for _name, _tmpl in ERROR_PROBES.items():
+    attack(C, _name, _tmpl.format(t="people"), Custom(make_identical_error_check(_tmpl)))
+
+
+def out_of_domain_row_cannot_fail(ctx, conn, attempt):
+    # row 2001 holds age 150, outside the declared 0..120: evaluated raw, 1.0/(age-150) would divide
+    # by zero on that row only; dxpriv clamps it to 120 first, so the query is answered (and charged;
+    # the predicate is true on the whole domain, so S = presence = 1)
+    return Noised(min_scale=1.0).check(ctx, conn, attempt)
+
+
+attack(C, "out_of_domain_value_cannot_raise", "SELECT count(*) FROM people WHERE 1.0 / (age - 150) < 0",
+       Custom(out_of_domain_row_cannot_fail))
+ERROR_SETUP = ["INSERT INTO people VALUES (2001, 'Out Person2001', 150, 'X', '99999', 'maybe', 999999)"]
+
+
+def test_data_dependent_errors_are_identical_on_an_empty_table():
+    run_category(C_ERRORS, admin_setup=ERROR_SETUP, extra_tables=[("people_empty", 0, 0)])
+
+
+def test_data_dependent_error_rejections_carry_a_hint():
+    # The issue: everything outside the supported shape, including "functions that can raise
+    # data-dependent errors", is rejected with an errcode AND a hint saying what is allowed.
+    # EXTENSION BUG (reported): the error raised while evaluating the expression over the declared
+    # domain is PostgreSQL's bare error (e.g. 22012 "division by zero") with no hint.
+    with attack_db() as (db, admin):
+        conn = analyst_conn(db)
+        missing = []
+        for name, tmpl in ERROR_PROBES.items():
+            err = run_expect_error(conn, tmpl.format(t="people"))
+            if not err.diag.message_hint:
+                missing.append(f"{name}: {err.pgcode} {err.diag.message_primary!r} has no hint")
+        conn.close()
+    assert not missing, "\n  ".join(["data-dependent error rejections without a hint:"] + missing)
+
+
+# ================================================================ EXPLAIN, COPY and stored queries
+
+C = "utility_statements"
+attack(C, "explain", "EXPLAIN SELECT count(*) FROM people", Reject(PRIV))
+attack(C, "explain_analyze", "EXPLAIN ANALYZE SELECT count(*) FROM people WHERE age = 30", Reject(PRIV))
+attack(C, "explain_format_json", "EXPLAIN (FORMAT JSON) SELECT count(*) FROM people", Reject(PRIV))
+attack(C, "explain_analyze_raw_row", "EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM people WHERE id = 5", Reject(PRIV))
+attack(C, "explain_public_with_subquery", "EXPLAIN SELECT * FROM zips WHERE zip IN (SELECT zip FROM people)",
+       Reject(PRIV))
+attack(C, "copy_table_to_stdout", "COPY people TO STDOUT", Reject(PRIV))
+attack(C, "copy_columns_to_stdout", "COPY people (age, zip) TO STDOUT", Reject(PRIV))
+attack(C, "copy_raw_query", "COPY (SELECT * FROM people) TO STDOUT", Reject(PRIV))
+attack(C, "copy_aggregate_query", "COPY (SELECT count(*) FROM people) TO STDOUT", Reject(PRIV))
+attack(C, "create_table_as_raw", "CREATE TABLE mallory_ws.stolen AS SELECT * FROM people", Reject(PRIV))
+attack(C, "create_table_as_aggregate", "CREATE TABLE mallory_ws.stolen2 AS SELECT count(*) FROM people",
+       Reject(PRIV))
+attack(C, "select_into", "SELECT * INTO mallory_ws.stolen3 FROM people", Reject(PRIV))
+attack(C, "create_view_raw", "CREATE VIEW mallory_ws.v AS SELECT * FROM people", Reject(PRIV))
+attack(C, "create_temp_view_aggregate", "CREATE TEMP VIEW v2 AS SELECT count(*) FROM people", Reject(PRIV))
+attack(C, "create_materialized_view", "CREATE MATERIALIZED VIEW mallory_ws.mv AS SELECT count(*) FROM people",
+       Reject(PRIV))
+attack(C, "foreign_key_existence_probe", "CREATE TABLE mallory_ws.fk (id int REFERENCES people (id))",
+       Reject(PRIV, hint=False))  # PostgreSQL's REFERENCES privilege check (revoked by dx.add_analyst)
+
+
+def rejected_at_definition_or_use(definition, use):
+    """A stored query over the protected table is refused when it is defined, or when it runs."""
+    def check(ctx, conn, attempt):
+        try:
+            execute(conn, definition)
+        except psycopg2.Error as e:
+            assert e.pgcode in SHAPE, f"definition refused with {e.pgcode} {e.diag.message_primary}"
+            assert_no_secret(e, conn.notices)
+            return f"refused at definition ({e.pgcode})"
+        err = run_expect_error(conn, use)
+        assert err.pgcode in SHAPE, f"use refused with {err.pgcode} {err.diag.message_primary}"
+        return f"refused at use ({err.pgcode})"
+    return check
+
+
+attack(C, "atomic_sql_function_raw",
+       "CREATE FUNCTION mallory_ws.atomic_raw() RETURNS SETOF text LANGUAGE sql BEGIN ATOMIC "
+       "SELECT name FROM people; END",
+       Custom(rejected_at_definition_or_use(
+           "CREATE FUNCTION mallory_ws.atomic_raw() RETURNS SETOF text LANGUAGE sql BEGIN ATOMIC "
+           "SELECT name FROM people; END", "SELECT * FROM mallory_ws.atomic_raw()")))
+attack(C, "rule_action_raw", "CREATE RULE r AS ON INSERT TO mallory_ws.t DO ALSO SELECT name FROM people",
+       Custom(rejected_at_definition_or_use(
+           "CREATE RULE r AS ON INSERT TO mallory_ws.t DO ALSO SELECT name FROM people",
+           "INSERT INTO mallory_ws.t VALUES (1)")))
+attack(C, "plpgsql_return_query_raw", "SELECT * FROM mallory_ws.raw_names()", Reject(PRIV))
+attack(C, "do_block_raise_notice", "DO $$ DECLARE n text; BEGIN SELECT name INTO n FROM people WHERE id = 5; "
+                                   "RAISE NOTICE 'got %', n; END $$", Reject(PRIV))
+
+
+def exception_trap_reveals_nothing(ctx, conn, attempt):
+    rows = run_fetch(conn, attempt.sql)  # run_fetch asserts no secret in the rows or the notices
+    return f"returned {rows[0][0]!r}"
+
+
+attack(C, "plpgsql_exception_trap", "SELECT mallory_ws.trap()", Custom(exception_trap_reveals_nothing))
+
+
+def sql_function_wrapper_is_charged(ctx, conn, attempt):
+    # a non-atomic SQL function is parsed when it runs, as the analyst: its count(*) is rewritten
+    return Noised(min_scale=1.0).check(ctx, conn, attempt)
+
+
+attack(C, "sql_function_wrapping_count", "SELECT mallory_ws.wrapped_count()", Custom(sql_function_wrapper_is_charged))
+attack(C, "plpgsql_function_wrapping_count", "SELECT mallory_ws.pl_count()", Custom(sql_function_wrapper_is_charged))
+
+UTILITY_SETUP = [
+    "CREATE TABLE mallory_ws.t (x int)",
+    "CREATE FUNCTION mallory_ws.raw_names() RETURNS SETOF text LANGUAGE plpgsql AS "
+    "$$ BEGIN RETURN QUERY SELECT name FROM people; END $$",
+    "CREATE FUNCTION mallory_ws.trap() RETURNS text LANGUAGE plpgsql AS $$ DECLARE n text; BEGIN "
+    "SELECT name INTO n FROM people WHERE id = 5; RETURN n; EXCEPTION WHEN others THEN RETURN SQLERRM; END $$",
+    "CREATE FUNCTION mallory_ws.wrapped_count() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM people'",
+    "CREATE FUNCTION mallory_ws.pl_count() RETURNS bigint LANGUAGE plpgsql AS $$ DECLARE n bigint; BEGIN "
+    "SELECT count(*) INTO n FROM people WHERE age = 30; RETURN n; END $$",
+]
+
+
+def test_explain_copy_and_stored_queries():
+    run_category("utility_statements", analyst_setup=UTILITY_SETUP)
+
+
+# ================================================================ cursors and prepared statements
+
+C = "cursors_prepared"
+attack(C, "cursor_on_raw_rows", "DECLARE c1 CURSOR WITH HOLD FOR SELECT * FROM people", Reject(PRIV))
+attack(C, "binary_cursor_on_names", "DECLARE c2 BINARY CURSOR WITH HOLD FOR SELECT name FROM people", Reject(PRIV))
+attack(C, "prepare_with_parameter", "PREPARE p1(int) AS SELECT count(*) FROM people WHERE age > $1",
+       Reject("0A000"))
+attack(C, "prepare_raw", "PREPARE p2 AS SELECT * FROM people", Reject(PRIV))
+
+
+def cursor_is_charged_when_opened(ctx, conn, attempt):
+    before = ctx.last_ledger_id()
+    execute(conn, attempt.sql)
+    rows = run_fetch(conn, "FETCH ALL FROM c3")
+    execute(conn, "CLOSE c3")
+    charges = ctx.ledger_since(before)
+    assert charges and min(s for _, sc in charges for s in sc) > 0, f"cursor not charged: {charges}"
+    assert len(rows) == 10, f"{len(rows)} groups, expected the 10 declared zips"
+    return f"charged {sum(e for e, _ in charges):g}"
+
+
+attack(C, "aggregate_cursor_charged", "DECLARE c3 CURSOR WITH HOLD FOR SELECT zip, count(*) FROM people GROUP BY zip",
+       Custom(cursor_is_charged_when_opened))
+
+
+def every_execute_is_charged(ctx, conn, attempt):
+    execute(conn, attempt.sql)
+    before = ctx.last_ledger_id()
+    answers = [scalar(conn, "EXECUTE p3") for _ in range(3)]
+    charges = ctx.ledger_since(before)
+    # each EXECUTE is charged, or an uncharged EXECUTE replays an earlier (cached) answer
+    assert len(charges) == 3 or len(set(answers)) <= len(charges), f"answers {answers}, charges {charges}"
+    assert charges, "EXECUTE answered without any charge"
+    return f"{len(charges)} charges for 3 EXECUTEs"
+
+
+attack(C, "prepared_execute_charged_each_time", "PREPARE p3 AS SELECT count(*) FROM people WHERE age = 30",
+       Custom(every_execute_is_charged))
+
+
+def test_cursors_and_prepared_statements():
+    run_category("cursors_prepared")
+
+
+# ================================================================ statistics and size side channels
+
+C = "side_channels"
+attack(C, "pg_stats", "SELECT * FROM pg_stats WHERE tablename = 'people'", Reject(PRIV))
+attack(C, "pg_stats_histogram", "SELECT histogram_bounds, most_common_vals FROM pg_catalog.pg_stats "
+                                "WHERE tablename = 'people' AND attname = 'income'", Reject(PRIV))
+attack(C, "pg_statistic", "SELECT * FROM pg_statistic", Reject(PRIV))
+attack(C, "pg_stats_ext", "SELECT * FROM pg_stats_ext", Reject(PRIV))
+attack(C, "pg_stat_user_tables",
+       "SELECT n_live_tup, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: all(v is None for r in rows for v in r), "row counts of a protected table"))
+attack(C, "pg_stat_all_tables", "SELECT relname, n_live_tup FROM pg_stat_all_tables WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: all(r[1] is None for r in rows), "row counts of a protected table"))
+attack(C, "pg_statio_user_tables", "SELECT * FROM pg_statio_user_tables WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: not rows, "block counts of a protected table"))
+attack(C, "pg_class_reltuples", "SELECT reltuples FROM pg_class WHERE relname = 'people'", Reject(PRIV))
+attack(C, "pg_class_relpages", "SELECT relpages FROM pg_class WHERE relname = 'people'", Reject(PRIV))
+attack(C, "pg_class_star", "SELECT * FROM pg_class WHERE relname = 'people'", Reject(PRIV))
+attack(C, "pg_class_reltuples_in_where", "SELECT relname FROM pg_class WHERE relname = 'people' AND reltuples > 1999",
+       Reject(PRIV))
+attack(C, "pg_relation_size", "SELECT pg_relation_size('people')", Reject(PRIV))
+attack(C, "pg_total_relation_size", "SELECT pg_total_relation_size('people')", Reject(PRIV))
+attack(C, "pg_table_size", "SELECT pg_table_size('people')", Reject(PRIV))
+attack(C, "pg_indexes_size", "SELECT pg_indexes_size('people')", Reject(PRIV))
+attack(C, "pk_index_size", "SELECT pg_relation_size('people_pkey')", Reject(PRIV))
+attack(C, "pg_stat_get_live_tuples", "SELECT pg_stat_get_live_tuples('people'::regclass)", Reject(PRIV))
+attack(C, "pg_stat_get_tuples_inserted", "SELECT pg_stat_get_tuples_inserted('people'::regclass)", Reject(PRIV))
+# EXTENSION BUG (reported): the database and tablespace sizes include the protected table's pages
+# and are not refused, unlike pg_relation_size and the other size functions.
+attack(C, "pg_database_size", "SELECT pg_database_size(current_database())", Reject(PRIV))
+attack(C, "pg_tablespace_size", "SELECT pg_tablespace_size('pg_default')", Reject(PRIV))
+attack(C, "view_over_pg_stats", "CREATE VIEW mallory_ws.stats AS SELECT * FROM pg_stats", Reject(PRIV))
+
+
+def test_statistics_and_size_side_channels():
+    run_category("side_channels")
+
+
+# ================================================================ dxpriv internals, budget and policy tampering
+
+C = "dx_internals"
+FORGED = "ARRAY[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]::float8[]"  # zero grid/scale, fake ids
+attack(C, "noisy_count_forged_zero_scale", f"SELECT dx._noisy_count(1.0, 0, {FORGED}) FROM people", Reject(PRIV))
+attack(C, "noisy_sum_forged_zero_scale", f"SELECT dx._noisy_sum(income::float8, 0, {FORGED}) FROM people",
+       Reject(PRIV))
+attack(C, "noisy_avg_forged_zero_scale", f"SELECT dx._noisy_avg(age::float8, 0, {FORGED}) FROM people",
+       Reject(PRIV))
+attack(C, "noisy_count_forged_on_public_table", f"SELECT dx._noisy_count(1.0, 0, {FORGED}) FROM zips",
+       Reject(PRIV))
+attack(C, "set_test_seed", "SET dxpriv.test_seed = 1", Reject(PRIV, hint=False))  # superuser-only GUC
+attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
+attack(C, "reset_own_spent", "UPDATE dx.budget_grants SET spent = 0", Reject(PRIV, hint=False))
+attack(C, "raise_own_grant", "UPDATE dx.budget_grants SET granted = 1e12 WHERE role = 'mallory'::regrole",
+       Reject(PRIV, hint=False))
+attack(C, "insert_own_grant", "INSERT INTO dx.budget_grants (role, relid, granted) VALUES ('mallory', 'zips', 1e9)",
+       Reject(PRIV, hint=False))
+attack(C, "delete_ledger", "DELETE FROM dx.ledger", Reject(PRIV, hint=False))
+attack(C, "truncate_ledger", "TRUNCATE dx.ledger", Reject(PRIV, hint=False))
+attack(C, "grant_budget_to_self", "SELECT dx.grant_budget('mallory', 'people', 1e12)", Reject(PRIV))
+attack(C, "revoke_own_budget", "SELECT dx.revoke_budget('mallory', 'people')", Reject(PRIV))
+attack(C, "declare_name_column", "SELECT dx.set_column('people', 'name', '{\"values\": [\"x\"]}', "
+                                 "'{\"type\": \"none\"}')", Reject(PRIV))
+attack(C, "unprotect_table", "SELECT dx.unprotect_table('people')", Reject(PRIV))
+attack(C, "make_row_count_public", "SELECT dx.protect_table('people', 'Infinity')", Reject(PRIV))
+attack(C, "unset_column", "SELECT dx.unset_column('people', 'age')", Reject(PRIV))
+attack(C, "remove_self_from_analysts", "SELECT dx.remove_analyst('mallory')", Reject(PRIV))
+attack(C, "grant_select_to_self", "GRANT SELECT ON people TO mallory", Reject(PRIV, hint=False))
+attack(C, "epsilon_beyond_budget", "SELECT dx.count(age, 1e9) FROM people", Reject("53000"))
+attack(C, "epsilon_infinite", "SELECT dx.count(age, 'Infinity') FROM people", Reject("22023"))
+attack(C, "epsilon_nan", "SELECT dx.count(age, 'NaN') FROM people", Reject("22023"))
+attack(C, "epsilon_negative", "SELECT dx.count(age, -1) FROM people", Reject("22023"))
+
+
+def session_epsilon_beyond_budget(ctx, conn, attempt):
+    before = spent(ctx.admin)
+    execute(conn, "SET dxpriv.epsilon = 1e6")
+    try:
+        err = run_expect_error(conn, attempt.sql)
+    finally:
+        execute(conn, "RESET dxpriv.epsilon")
+    assert err.pgcode == "53000" and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
+    assert spent(ctx.admin) == before, "a refused query was charged"
+    return "rejected 53000, nothing charged"
+
+
+attack(C, "session_epsilon_beyond_budget", "SELECT count(*) FROM people", Custom(session_epsilon_beyond_budget))
+
+
+def nothing_spent_or_changed(ctx):
+    admin = ctx.admin
+    assert spent(admin) == 0, f"refused attempts spent {spent(admin)}"
+    assert scalar(admin, "SELECT count(*) FROM dx.protected_columns WHERE relid = 'people'::regclass") == 5
+    assert scalar(admin, "SELECT presence FROM dx.protected_tables WHERE relid = 'people'::regclass") == 1.0
+    assert scalar(admin, "SELECT count(*) FROM dx.analysts WHERE role = 'mallory'::regrole") == 1
+    assert scalar(admin, "SELECT granted FROM dx.budget_grants WHERE role = 'mallory'::regrole") == 100000.0
+    assert not scalar(admin, "SELECT has_table_privilege('mallory', 'people', 'SELECT')")
+
+
+def test_dx_internals_budget_and_policy_tampering():
+    run_category("dx_internals", post=nothing_spent_or_changed)
+
+
+# ================================================================ role and privilege escapes
+
+C = "privilege_escape"
+
+
+def set_role_escape(ctx, conn, attempt):
+    # The DBA lets a group role read people (for its non-analyst members) and mallory belongs to it.
+    # Analysts hold no SELECT privilege and dxpriv admits only validated queries, so SET ROLE must not
+    # open a raw path: either SET ROLE is refused or the raw read still is.
+    # EXTENSION BUG (reported): SET ROLE readers succeeds and SELECT name FROM people then returns
+    # raw rows, because the analyst check follows current_user only.
+    admin = ctx.admin
+    ensure_analyst_role(admin, "dx_e2e_readers")
+    execute(admin, "ALTER ROLE dx_e2e_readers NOLOGIN")
+    execute(admin, "GRANT SELECT ON people TO dx_e2e_readers")
+    execute(admin, "GRANT dx_e2e_readers TO mallory")
+    c = analyst_conn(ctx.db)
+    try:
+        try:
+            execute(c, "SET ROLE dx_e2e_readers")
+        except psycopg2.Error as e:
+            return f"SET ROLE refused ({e.pgcode})"
+        err = run_expect_error(c, attempt.sql)
+        assert err.pgcode in SHAPE, f"{err.pgcode} {err.diag.message_primary}"
+        return f"raw read after SET ROLE refused ({err.pgcode})"
+    finally:
+        c.close()
+        execute(admin, "REVOKE dx_e2e_readers FROM mallory")
+        execute(admin, "REVOKE ALL ON people FROM dx_e2e_readers")
+
+
+attack(C, "set_role_to_group_with_select", "SELECT name FROM people WHERE id = 5", Custom(set_role_escape))
+
+
+def public_grant_does_not_open_raw_reads(ctx, conn, attempt):
+    # a later GRANT ... TO PUBLIC (or directly to the analyst) must not open raw reads either
+    execute(ctx.admin, "GRANT SELECT ON people TO PUBLIC")
+    execute(ctx.admin, "GRANT SELECT ON people TO mallory")
+    try:
+        err = run_expect_error(conn, attempt.sql)
+        assert err.pgcode in SHAPE and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
+        err = run_expect_error(conn, "COPY people TO STDOUT")
+        assert err.pgcode in SHAPE, f"COPY: {err.pgcode} {err.diag.message_primary}"
+        return f"still rejected ({err.pgcode})"
+    finally:
+        execute(ctx.admin, "REVOKE SELECT ON people FROM PUBLIC")
+        execute(ctx.admin, "REVOKE SELECT ON people FROM mallory")
+
+
+attack(C, "grant_select_to_public_later", "SELECT name FROM people WHERE id = 5",
+       Custom(public_grant_does_not_open_raw_reads))
+
+
+def session_authorization(ctx, conn, attempt):
+    err = run_expect_error(conn, attempt.sql)
+    assert err.pgcode == PRIV, err.pgcode
+    return "rejected 42501"
+
+
+attack(C, "set_role_superuser", "SET ROLE postgres", Custom(session_authorization))
+
+
+def stored_query_after_public_grant(definitions, use, leaked_sql=None):
+    """The DBA grants SELECT on people to PUBLIC (as BI setups often do for all tables). Raw reads are
+    still refused; a query tree stored without dxpriv's validation (a BEGIN ATOMIC function body, a
+    rule action) must be refused too, at definition or at use, and must not copy rows anywhere.
+    EXTENSION BUG (reported): both are accepted at definition (PostgreSQL analyses them without the
+    post-parse-analysis hook) and, once PUBLIC can read the table, run unvalidated: raw rows come out."""
+    def check(ctx, conn, attempt):
+        execute(ctx.admin, "GRANT SELECT ON people TO PUBLIC")
+        try:
+            for sql in definitions:
+                try:
+                    execute(conn, sql)
+                except psycopg2.Error as e:
+                    assert e.pgcode in SHAPE, f"definition refused with {e.pgcode} {e.diag.message_primary}"
+                    return f"refused at definition ({e.pgcode})"
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(use)
+                    rows = cur.fetchall() if cur.description else []
+            except psycopg2.Error as e:
+                assert e.pgcode in SHAPE, f"use refused with {e.pgcode} {e.diag.message_primary}"
+                assert_no_secret(e, conn.notices)
+                return f"refused at use ({e.pgcode})"
+            if leaked_sql:
+                with conn.cursor() as cur:
+                    cur.execute(leaked_sql)
+                    rows = cur.fetchall()
+            raise AssertionError(f"accepted; rows the analyst now holds: {rows[:3]}")
+        finally:
+            execute(ctx.admin, "REVOKE SELECT ON people FROM PUBLIC")
+    return check
+
+
+attack(C, "atomic_function_after_public_grant", "SELECT * FROM mallory_ws.atomic_names()",
+       Custom(stored_query_after_public_grant(
+           ["CREATE FUNCTION mallory_ws.atomic_names() RETURNS SETOF text LANGUAGE sql BEGIN ATOMIC "
+            "SELECT name FROM people WHERE id = 5; END"], "SELECT * FROM mallory_ws.atomic_names()")))
+attack(C, "rule_action_after_public_grant", "INSERT INTO mallory_ws.trigger_t VALUES (1)",
+       Custom(stored_query_after_public_grant(
+           ["CREATE TABLE mallory_ws.trigger_t (x int)", "CREATE TABLE mallory_ws.sink (n text)",
+            "CREATE RULE copy_names AS ON INSERT TO mallory_ws.trigger_t DO ALSO "
+            "INSERT INTO mallory_ws.sink SELECT name FROM people WHERE id = 5"],
+           "INSERT INTO mallory_ws.trigger_t VALUES (1)", "SELECT * FROM mallory_ws.sink")))
+
+
+attack(C, "rls_policy_oracle_after_public_grant", "SELECT * FROM mallory_ws.oracle",
+       Custom(stored_query_after_public_grant(
+           ["CREATE TABLE mallory_ws.oracle (x int)", "INSERT INTO mallory_ws.oracle VALUES (1)",
+            "ALTER TABLE mallory_ws.oracle ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE mallory_ws.oracle FORCE ROW LEVEL SECURITY",
+            # one bit per query: the row is visible iff row 5's name starts with 'Zeb'
+            "CREATE POLICY probe ON mallory_ws.oracle USING "
+            "(EXISTS (SELECT 1 FROM people WHERE id = 5 AND name LIKE 'Zeb%'))"],
+           "SELECT * FROM mallory_ws.oracle")))
+
+
+def prepared_before_add_analyst(ctx, conn, attempt):
+    """A pooled BI connection prepared a raw query while the role could still read the table; once
+    the role becomes an analyst, EXECUTE must be refused (the cached plan is analysed again)."""
+    admin = ctx.admin
+    execute(admin, "SELECT dx.remove_analyst('mallory')")
+    execute(admin, "GRANT SELECT ON people TO mallory")
+    c = analyst_conn(ctx.db)
+    try:
+        execute(c, "PREPARE early AS SELECT name FROM people WHERE id = 5")
+        assert scalar(c, "EXECUTE early") == SECRET_NAME  # not an analyst yet: a plain reader
+        execute(admin, "SELECT dx.add_analyst('mallory')")
+        err = run_expect_error(c, attempt.sql)
+        assert err.pgcode in SHAPE, f"{err.pgcode} {err.diag.message_primary}"
+        return f"rejected after dx.add_analyst ({err.pgcode})"
+    finally:
+        c.close()
+        execute(admin, "SELECT dx.add_analyst('mallory')")  # idempotent: revokes SELECT again
+
+
+attack(C, "statement_prepared_before_add_analyst", "EXECUTE early", Custom(prepared_before_add_analyst))
+
+
+def dba_view_granted_to_public(ctx, conn, attempt):
+    # A view over the protected table that existed before dxpriv (or that the DBA made for other
+    # users) and that PUBLIC may read. The issue: nothing but validated queries touches a protected
+    # table for an analyst. EXTENSION BUG (reported): the view is expanded after dxpriv's check, which
+    # sees only the view, so the analyst reads raw rows and the exact row count through it.
+    execute(ctx.admin, "CREATE VIEW people_overview AS SELECT id, name, zip FROM people")
+    execute(ctx.admin, "GRANT SELECT ON people_overview TO PUBLIC")
+    try:
+        err = run_expect_error(conn, attempt.sql)
+        assert err.pgcode in SHAPE, f"{err.pgcode} {err.diag.message_primary}"
+        err = run_expect_error(conn, "SELECT count(*) FROM people_overview")
+        assert err.pgcode in SHAPE, f"exact count: {err.pgcode} {err.diag.message_primary}"
+        return f"rejected ({err.pgcode})"
+    finally:
+        execute(ctx.admin, "DROP VIEW people_overview")
+
+
+attack(C, "dba_view_granted_to_public", "SELECT * FROM people_overview WHERE id = 5", Custom(dba_view_granted_to_public))
+
+
+def test_role_and_privilege_escapes():
+    run_category("privilege_escape")
+
+
+# ================================================================ averaging and differencing
+
+C = "averaging_differencing"
+
+
+def averaging_attack(ctx, conn, attempt):
+    """30 runs of the same count: each is charged (30 x epsilon), or a cache returns one answer."""
+    before_spent, before_id = spent(ctx.admin), ctx.last_ledger_id()
+    answers = [scalar(conn, attempt.sql) for _ in range(30)]
+    charges = ctx.ledger_since(before_id)
+    delta = spent(ctx.admin) - before_spent
+    assert abs(delta - sum(e for e, _ in charges)) < 1e-9, f"spent {delta} but the ledger says {charges}"
+    assert abs(delta - 30 * EPS) < 1e-9 or len(set(answers)) == 1, \
+        f"spent {delta} for 30 runs (expected {30 * EPS}) and answers differ: {sorted(set(answers))}"
+    return f"spent {delta:g}, {len(set(answers))} distinct answers"
+
+
+attack(C, "averaging_30_runs", "SELECT count(*) FROM people WHERE age = 30 AND zip = '10007'", Custom(averaging_attack))
+attack(C, "differencing_by_id", "SELECT count(*) FROM people WHERE id = 5", Reject(PRIV))
+attack(C, "differencing_by_id_range", "SELECT count(*) FROM people WHERE id BETWEEN 5 AND 5", Reject(PRIV))
+# age is absolute with scale 10: ages 29 and 30 are 0.1 apart, so a count of one age has S = 10 and
+# at epsilon 0.1 a noise scale of at least 100
+attack(C, "count_age_30", "SELECT count(*) FROM people WHERE age = 30", Noised(min_scale=10 / EPS))
+attack(C, "count_age_31", "SELECT count(*) FROM people WHERE age = 31", Noised(min_scale=10 / EPS))
+attack(C, "targeted_conjunction", "SELECT count(*) FROM people WHERE age = 30 AND zip = '10007' "
+                                  "AND diagnosis = 'yes'", Noised(min_scale=10 / EPS))
+# diagnosis: d(yes, no) = min(1, 4, 2) = 1 -> S = 1 (presence 1 too)
+attack(C, "count_diagnosis_yes", "SELECT count(*) FROM people WHERE diagnosis = 'yes'", Noised(min_scale=1 / EPS))
+# income has metric none: only presence (1) protects it, S = 200000
+attack(C, "sum_income_of_a_zip", "SELECT sum(income) FROM people WHERE zip = '10007'",
+       Noised(min_scale=200000 / EPS))
+attack(C, "sum_income_complement", "SELECT sum(income) FROM people WHERE zip <> '10007'",
+       Noised(min_scale=200000 / EPS))
+attack(C, "avg_age_targeted", "SELECT avg(age) FROM people WHERE zip = '10007' AND diagnosis = 'yes'",
+       Noised(min_scale=1.0))
+
+
+def test_averaging_and_differencing():
+    run_category("averaging_differencing")
+
+
+# ================================================================ grouping, row counts and post-processing
+
+C = "grouping"
+attack(C, "group_by_undeclared_name", "SELECT name, count(*) FROM people GROUP BY name", Reject(PRIV))
+attack(C, "group_by_undeclared_id", "SELECT id, count(*) FROM people GROUP BY id", Reject(PRIV))
+attack(C, "group_by_expression", "SELECT age + 0, count(*) FROM people GROUP BY age + 0", Reject(*SHAPE))
+attack(C, "group_by_function_of_column", "SELECT lower(sex), count(*) FROM people GROUP BY lower(sex)",
+       Reject(*SHAPE))
+attack(C, "grouping_sets", "SELECT sex, zip, count(*) FROM people GROUP BY GROUPING SETS ((sex), (zip))",
+       Reject(*SHAPE))
+# HAVING, ORDER BY and LIMIT only post-process noisy answers: allowed, and charged with noise
+attack(C, "having_count_equals_one", "SELECT age, count(*) FROM people GROUP BY age HAVING count(*) = 1",
+       Noised(min_scale=1.0))
+attack(C, "order_by_count_limit_1", "SELECT zip, count(*) FROM people WHERE age = 30 GROUP BY zip "
+                                    "ORDER BY count(*) DESC LIMIT 1", Noised(min_scale=1.0, rows=1))
+attack(C, "offset_to_last_group", "SELECT age, count(*) FROM people GROUP BY age ORDER BY age OFFSET 120",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "limit_on_groups", "SELECT zip, count(*) FROM people WHERE diagnosis = 'yes' GROUP BY zip "
+                             "ORDER BY zip LIMIT 3", Noised(min_scale=1.0, rows=3))
+
+
+def rowcount_is_domain_size(group_sql, expected):
+    """The command tag of a GROUP BY is the declared domain size, whatever the data: compare the
+    realistic table, a table with the same policy and very different data, and an empty one."""
+    def check(ctx, conn, attempt):
+        seen = {}
+        for table in ("people", "people_other", "people_none"):
+            with conn.cursor() as cur:
+                cur.execute(group_sql.format(t=table))
+                rows = cur.fetchall()
+                seen[table] = (cur.rowcount, cur.statusmessage, len(rows))
+        assert all(v == (expected, f"SELECT {expected}", expected) for v in seen.values()), \
+            f"row counts depend on the data: {seen}"
+        return f"SELECT {expected} on all three tables"
+    return check
+
+
+attack(C, "rowcount_group_by_zip", "SELECT zip, count(*) FROM people GROUP BY zip",
+       Custom(rowcount_is_domain_size("SELECT zip, count(*) FROM {t} GROUP BY zip", 10)))
+attack(C, "rowcount_group_by_zip_narrow_filter", "narrow WHERE, every zip still returned",
+       Custom(rowcount_is_domain_size("SELECT zip, count(*) FROM {t} WHERE age = 30 AND diagnosis = 'yes' "
+                                      "GROUP BY zip", 10)))
+attack(C, "rowcount_group_by_two_columns", "SELECT sex, diagnosis, count(*) ... GROUP BY sex, diagnosis",
+       Custom(rowcount_is_domain_size("SELECT sex, diagnosis, count(*) FROM {t} GROUP BY sex, diagnosis", 4)))
+attack(C, "rowcount_group_by_age_bi_shape", "Metabase shape over age",
+       Custom(rowcount_is_domain_size('SELECT "public"."{t}"."age" AS "age", count(*) AS "count" FROM "public"."{t}" '
+                                      'GROUP BY "public"."{t}"."age" ORDER BY "public"."{t}"."age" ASC LIMIT 2000',
+                                      121)))
+
+
+def test_grouping_rowcounts_and_post_processing():
+    run_category("grouping", extra_tables=[("people_other", 300, 1), ("people_none", 0, 0)])
+
+
+# ================================================================ error texts
+
+C = "error_texts"
+ERROR_TEXT_SETUP = ["CREATE DOMAIN mallory_ws.short AS text CHECK (length(VALUE) < 3)"]
+# each of these would quote a stored name in its error message if the row were ever read
+attack(C, "cast_name_to_int", "SELECT count(*) FROM people WHERE name::int > 0", Reject(*SHAPE))
+attack(C, "sum_of_name_cast", "SELECT sum(name::int) FROM people", Reject(*SHAPE))
+attack(C, "domain_check_on_name", "SELECT count(name::mallory_ws.short) FROM people", Reject(*SHAPE))
+attack(C, "json_parse_of_name", "SELECT count(*) FROM people WHERE name::json IS NOT NULL", Reject(*SHAPE))
+attack(C, "date_parse_of_name", "SELECT count(*) FROM people WHERE to_date(name, 'YYYY') IS NOT NULL", Reject(*SHAPE))
+attack(C, "raw_cast_in_output", "SELECT name::int FROM people", Reject(*SHAPE))
+attack(C, "having_cast_of_name", "SELECT name, count(*) FROM people GROUP BY name HAVING name::int > 0",
+       Reject(*SHAPE))
+attack(C, "format_name", "SELECT format('%s', name) FROM people", Reject(*SHAPE))
+
+
+def psql_errors_have_no_data(ctx, conn, attempt):
+    """psql (VERBOSITY verbose: message, detail, hint, context) shows no data value either."""
+    env = dict(os.environ, PGDATABASE=ctx.db, PGUSER=ANALYST)
+    out = subprocess.run(["psql", "-X", "-v", "VERBOSITY=verbose", "-c", attempt.sql], capture_output=True,
+                         text=True, env=env, timeout=30)
+    assert out.returncode != 0, f"psql accepted: {out.stdout}"
+    assert "HINT" in out.stderr, out.stderr
+    for s in SECRET_MARKERS:
+        assert s not in out.stderr and s not in out.stdout, f"{s!r} in psql output: {out.stderr}"
+    return "psql error without data values"
+
+
+attack(C, "psql_verbose_cast_error", "SELECT count(*) FROM people WHERE name::int > 0",
+       Custom(psql_errors_have_no_data))
+attack(C, "psql_verbose_unique_violation", "INSERT INTO people (id, name) VALUES (5, 'probe')",
+       Custom(psql_errors_have_no_data))
+
+
+def test_error_texts_do_not_quote_data():
+    run_category("error_texts", analyst_setup=ERROR_TEXT_SETUP)
+
+
+# ================================================================ the list itself
+
+def test_attack_list_has_at_least_40_distinct_attempts():
+    names = [(a.category, a.name) for a in ATTACKS]
+    assert len(names) == len(set(names)), "duplicate attempt names"
+    assert len({a.sql for a in ATTACKS}) >= 40
+    assert len(ATTACKS) >= 40, len(ATTACKS)
+    categories = {a.category for a in ATTACKS}
+    runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
+               "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
+               "privilege_escape", "averaging_differencing", "grouping", "error_texts"}
+    assert categories == runners, categories ^ runners
+    print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
+
+
+assert len(ATTACKS) >= 40, f"only {len(ATTACKS)} attack attempts"
