@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,24 +12,58 @@
 
 namespace dxpriv {
 
-// Cap on the work of building constraints: (number of edges visited) x (number of cells).
+// Cap on the work of building constraints, in units of about 10 ns: (number of edges visited) x
+// (32 for the per-edge hashing and bookkeeping + the cells an edge touches, at most
+// min(m, 2 x the largest number of non-zero cells of one point)).
 constexpr double kMaxConstraintWork = 2e9;
-// Cap on the doubles stored in a ConstraintSet after dropping zero and duplicate rows (512 MB).
+// Cap on the entries stored in a ConstraintSet after dropping zero, duplicate and dominated rows
+// (64M entries: 512 MB of values, plus 4 bytes of cell index per entry of a sparse row).
 constexpr std::size_t kMaxConstraintEntries = 64u * 1024u * 1024u;
+// Work budget of the exact Delta Q of plain_dp_scale (pairs x cells touched per pair).
+constexpr double kMaxBaselineWork = 2.5e8;
 
 // Normalised privacy constraints of m cells: one row r(e) = (a_1(e), ..., a_m(e)) / d(e) per edge
 // e of a sufficient edge set of the record metric, with a_k(e) = |q_k(u) - q_k(v)|. Laplace scales
 // b_k (one per cell, 0 = exact answer) are private iff max_e sum_k r_k(e) / b_k <= epsilon
 // (Theorem 1 with eps'_k = 1/b_k). All-zero rows and exact duplicates are never stored; rows
 // dominated by another row may be dropped (they never bind). Entries are finite and >= 0.
+// Storage: a row with more than 2m/3 non-zero entries is dense (all m entries, zeros included,
+// no indexes); any other row is sparse (its non-zero entries and their cells, ascending). GROUP BY
+// cells give sparse rows (an edge touches the cells of at most two groups), so memory and every
+// pass over the rows scale with the non-zeros, not with rows x cells.
 struct ConstraintSet {
-	std::size_t cells = 0;     // m
-	std::vector<double> rows;  // count() x cells, row-major
+	std::size_t cells = 0;                       // m
+	std::vector<std::size_t> value_start{0};     // count() + 1 offsets into values
+	std::vector<double> values;                  // entries of all rows, row after row
+	std::vector<std::size_t> index_start{0};     // count() + 1 offsets into indexes (empty span: dense row)
+	std::vector<std::uint32_t> indexes;          // cells of the entries of sparse rows
 
 	// Number of rows.
-	std::size_t count() const { return cells == 0 ? 0 : rows.size() / cells; }
-	// Pointer to the `cells` entries of row i (i < count()).
-	const double *row(std::size_t i) const { return rows.data() + i * cells; }
+	std::size_t count() const { return value_start.size() - 1; }
+	// Stored entries over all rows (m per dense row, the non-zeros of a sparse row).
+	std::size_t stored_entries() const { return values.size(); }
+	// Whether row i is stored densely.
+	bool is_dense(std::size_t i) const { return index_start[i] == index_start[i + 1]; }
+	// Calls f(k, r_k(e_i)) for the stored entries of row i in ascending k (a dense row also
+	// reports its zero entries).
+	template <typename F>
+	void for_each(std::size_t i, F &&f) const
+	{
+		const double *v = values.data() + value_start[i];
+		const std::size_t len = value_start[i + 1] - value_start[i];
+		if (is_dense(i)) {
+			for (std::size_t k = 0; k < len; k++)
+				f(k, v[k]);
+		} else {
+			const std::uint32_t *idx = indexes.data() + index_start[i];
+			for (std::size_t t = 0; t < len; t++)
+				f(static_cast<std::size_t>(idx[t]), v[t]);
+		}
+	}
+	// Entry r_k of row i.
+	double at(std::size_t i, std::size_t k) const;
+	// Dense copy of row i (m entries).
+	std::vector<double> row(std::size_t i) const;
 };
 
 // Constraints of the cells q[0..m-1] over a sub-universe; q[k] has sub.size() entries in the
@@ -37,11 +72,12 @@ struct ConstraintSet {
 // sufficient edge set of the column metric (ColumnMetric::for_each_edge: adjacent points for
 // Absolute, none for None, all finite-distance pairs for Discrete and PerValue, ...). Exact:
 // every pair of records satisfies the constraint when the edges do (the record metric is the
-// path metric of these edges, and a_k obeys the triangle inequality). Throws CoreError(InvalidParameter) for
-// a bad sub-universe (as generalized_sensitivity), (DataException) for a non-finite weight,
-// (Internal) for mismatched sizes or m == 0, and (ProgramLimit) when edges x cells exceeds
-// kMaxConstraintWork, when the stored rows exceed kMaxConstraintEntries, or when a weight
-// difference over a zero or underflowing distance makes a row infinite.
+// path metric of these edges, and a_k obeys the triangle inequality). Throws
+// CoreError(InvalidParameter) for a bad sub-universe (as generalized_sensitivity),
+// (DataException) for a non-finite weight,
+// (Internal) for mismatched sizes or m == 0, and (ProgramLimit) when the work (see
+// kMaxConstraintWork) exceeds the cap, when the stored rows exceed kMaxConstraintEntries, or
+// when a weight difference over a zero or underflowing distance makes a row infinite.
 ConstraintSet build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>> &q);
 
 // Constraints over an explicit N x N metric d (all pairs i < j with finite d; no presence edge:
@@ -103,11 +139,13 @@ struct MultiLinearPlan {
 
 // Calibrates m cells together: allocates on the raw weights, chooses each cell's grid from its
 // preliminary scale exactly as plan_linear_query does, rounds every cell to its grid, rebuilds
-// the constraints on the rounded weights, allocates again and checks the allocation. Per cell:
+// the constraints on the rounded weights (reusing the raw ones when rounding changed no weight,
+// e.g. integer weights on grid 1), allocates again and checks the allocation. Per cell:
 // scale = b_k, grid, integer_weights, and sensitivity = b_k * epsilon. When a single cell is
-// noisy its S(q_k) comes from generalized_sensitivity (same value, same bits), so with m == 1 the
-// result equals plan_linear_query for every strategy. Throws like plan_linear_query and
-// build_constraints, and CoreError(Internal) if the final allocation fails check_allocation.
+// noisy its S(q_k) comes from generalized_sensitivity (same value, same bits). With m == 1 the
+// result is plan_linear_query's for every strategy (computed by it: no pair constraints are
+// enumerated, so huge domains stay cheap). Throws like plan_linear_query and build_constraints,
+// and CoreError(Internal) if the final allocation fails check_allocation.
 MultiLinearPlan plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q,
                                   double epsilon, AllocationStrategy s);
 
@@ -115,15 +153,19 @@ MultiLinearPlan plan_multi_linear(const SubUniverse &sub, const std::vector<std:
 // protected only at the smallest distance of the record metric (MECHANISMS.md §3.8 baseline,
 // generalised): Delta Q / (eps_min * epsilon), where
 //   Delta Q = max over ALL pairs of records (u, v) of sum_k |q_k(u) - q_k(v)|, the absent record
-//             ⊥ (q = 0) included when sub.presence is finite (not restricted to metric edges:
-//             a DP mechanism protects every pair), and
+//             ⊥ (q = 0) included when sub.presence is finite (not only metric edges: a DP
+//             mechanism protects every pair; e.g. SUM over an absolute-metric column has
+//             Delta Q = the column's range, not one step), and
 //   eps_min = min over the edges of build_constraints (presence edges included) of d(e), which
 //             is the smallest distance between two distinct records.
-// Improvement factor of cell k: plain_dp_scale / b_k. Returns 0 when Delta Q == 0 or no two
-// records are at a finite distance. Throws CoreError(ProgramLimit) when neither the all-pairs
-// scan (N^2/2 x m) nor the sign-vector scan (2^(m-1) x N x m) fits in kMaxConstraintWork, and
-// validates like build_constraints.
-double plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon);
+// Delta Q is exact when the all-pairs scan (N^2/2 x m) or the sign-vector scan (2^(m-1) x N x m,
+// m <= 30) fits in kMaxBaselineWork; otherwise it is the maximum over the constraint edges, a
+// lower bound, so the baseline (and an improvement factor derived from it) is understated, never
+// overstated; *exact (when given) tells which. Improvement factor of cell k: plain_dp_scale / b_k.
+// Returns 0 when Delta Q == 0 or no two records are at a finite distance. Validates like
+// build_constraints (same errors, including its work cap on the fallback).
+double plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
+                      bool *exact = nullptr);
 
 // Same baseline over an explicit metric: max_{i<j} sum_k a_k(i,j) / (min_{i<j} d(i,j) * epsilon)
 // (+inf when two points are at distance 0, 0 when Delta Q == 0 or every distance is +inf).

@@ -44,7 +44,7 @@ random_cells(std::size_t m, std::size_t n, bool binary)
 }
 
 // Optimal allocation of m = 100 cells over a 1,000-value discrete column (500,500 constraint
-// rows after dropping nothing: random weights have no duplicate pairs). Arg 0: real, 1: binary.
+// rows: random weights have no duplicate pairs; dense rows). Arg 0: real, 1: binary.
 void
 BM_OptimalAllocation_m100_N1000(benchmark::State &state)
 {
@@ -107,7 +107,7 @@ BM_BuildConstraints(benchmark::State &state)
 	for (auto _ : state) {
 		const ConstraintSet c = build_constraints(sub, q);
 		rows = c.count();
-		benchmark::DoNotOptimize(c.rows.data());
+		benchmark::DoNotOptimize(c.values.data());
 	}
 	state.SetLabel(state.range(1) == 1 ? "binary" : "real");
 	state.counters["rows"] = static_cast<double>(rows);
@@ -115,6 +115,69 @@ BM_BuildConstraints(benchmark::State &state)
 	    benchmark::Counter(501500.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_BuildConstraints)->ArgsProduct({{10, 100}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// GROUP BY g of AVG(v): a SUM and a COUNT cell per group, g discrete with G groups, v absolute
+// over 20 values (presence 1). m = 2G cells, G(G-1)/2 x 20 group-change edges.
+struct GroupBy {
+	SubUniverse sub;
+	Matrix q;
+};
+
+// Builds the GROUP BY instance with G groups.
+GroupBy
+group_by_avg(std::size_t groups)
+{
+	GroupBy g;
+	std::vector<std::string> labels;
+	for (std::size_t i = 0; i < groups; i++)
+		labels.push_back("g" + std::to_string(i));
+	g.sub.domains = {Domain::enumerated(labels), Domain::range(0, 19, 1)};
+	g.sub.metrics = {ColumnMetric::discrete(1), ColumnMetric::absolute(5)};
+	g.sub.presence = 1;
+	const std::size_t n = g.sub.size();
+	g.q.assign(2 * groups, std::vector<double>(n, 0));
+	for (std::size_t u = 0; u < n; u++) {
+		const auto idx = g.sub.unflatten(u);
+		g.q[2 * idx[0]][u] = g.sub.domains[1].ordinal(idx[1]);
+		g.q[2 * idx[0] + 1][u] = 1;
+	}
+	return g;
+}
+
+// Building the constraints of GROUP BY AVG over G groups (arg).
+void
+BM_BuildConstraints_GroupByAvg(benchmark::State &state)
+{
+	const GroupBy g = group_by_avg(static_cast<std::size_t>(state.range(0)));
+	std::size_t rows = 0, entries = 0;
+	for (auto _ : state) {
+		const ConstraintSet c = build_constraints(g.sub, g.q);
+		rows = c.count();
+		entries = c.stored_entries();
+		benchmark::DoNotOptimize(c.values.data());
+	}
+	state.counters["cells"] = static_cast<double>(g.q.size());
+	state.counters["rows"] = static_cast<double>(rows);
+	state.counters["entries"] = static_cast<double>(entries);
+}
+BENCHMARK(BM_BuildConstraints_GroupByAvg)->Arg(50)->Arg(200)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Optimal allocation for GROUP BY AVG over G groups (arg): degenerate (every group pair binds).
+void
+BM_OptimalAllocation_GroupByAvg(benchmark::State &state)
+{
+	const GroupBy g = group_by_avg(static_cast<std::size_t>(state.range(0)));
+	const ConstraintSet c = build_constraints(g.sub, g.q);
+	AllocationStats stats;
+	for (auto _ : state)
+		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::Optimal, 1, &stats));
+	state.counters["cells"] = static_cast<double>(g.q.size());
+	state.counters["rows"] = static_cast<double>(c.count());
+	state.counters["rounds"] = static_cast<double>(stats.rounds);
+	state.counters["working_rows"] = static_cast<double>(stats.working_rows);
+	state.counters["newton_steps"] = static_cast<double>(stats.newton_steps);
+}
+BENCHMARK(BM_OptimalAllocation_GroupByAvg)->Arg(50)->Arg(200)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // generalized_sensitivity over a 1000 x 500 grid of two absolute columns: 998,500 one-column
 // edges (500 x 999 + 1000 x 499) plus 500,000 presence edges.

@@ -100,11 +100,27 @@ geo_if(const std::vector<double> &b, double baseline)
 	return n == 0 ? 1 : std::exp(log_sum / n);
 }
 
+// Dense copy of every row of a constraint set.
+Matrix
+dense_rows(const ConstraintSet &c)
+{
+	Matrix rows;
+	for (std::size_t e = 0; e < c.count(); e++)
+		rows.push_back(c.row(e));
+	return rows;
+}
+
 // Literal Algorithm 3 of §3.8 (w_k ∝ s_k) on normalised rows, for `passes` iterations.
 std::vector<double>
-literal_algorithm3(const ConstraintSet &c, double epsilon, int passes)
+literal_algorithm3(const ConstraintSet &set, double epsilon, int passes)
 {
-	const std::size_t m = c.cells;
+	const std::size_t m = set.cells;
+	const Matrix rows = dense_rows(set);
+	struct {
+		const Matrix &r;
+		std::size_t count() const { return r.size(); }
+		const std::vector<double> &row(std::size_t e) const { return r[e]; }
+	} c{rows};
 	std::vector<double> rem(c.count(), epsilon), E(m, 0);
 	std::vector<char> active(m, 0);
 	for (std::size_t e = 0; e < c.count(); e++)
@@ -147,11 +163,12 @@ literal_algorithm3(const ConstraintSet &c, double epsilon, int passes)
 double
 brute_force_m2(const ConstraintSet &c, double epsilon)
 {
+	const Matrix rows = dense_rows(c);
 	auto value = [&](double theta) {
 		const double u = std::cos(theta), v = std::sin(theta);
 		double worst = 0;
-		for (std::size_t e = 0; e < c.count(); e++)
-			worst = std::max(worst, c.row(e)[0] * u + c.row(e)[1] * v);
+		for (const auto &r : rows)
+			worst = std::max(worst, r[0] * u + r[1] * v);
 		const double t = epsilon / worst; // x = t (u, v) touches the boundary
 		return 1 / (t * u * t * u) + 1 / (t * v * t * v);
 	};
@@ -246,6 +263,7 @@ sample_sub_universes()
 
 } // namespace
 
+// Strategy names are the SQL-facing ones and parse back (case-insensitively).
 TEST(AllocationTest, StrategyNamesRoundTrip)
 {
 	for (AllocationStrategy s : kStrategies) {
@@ -309,6 +327,7 @@ TEST(AllocationTest, TestVectorT3)
 	EXPECT_DOUBLE_EQ(half[1], 2);
 }
 
+// Rows are a/d, without zero, duplicate or dominated single-entry rows; d = 0 with a != 0 is refused.
 TEST(AllocationTest, ConstraintRowsAreNormalisedDeduplicatedAndPruned)
 {
 	const Matrix d = line_metric({0, 1, 3, 6});
@@ -316,9 +335,13 @@ TEST(AllocationTest, ConstraintRowsAreNormalisedDeduplicatedAndPruned)
 	// Pairs (0,1)=(1,0), (0,2)=(2/3,1/3), (0,3)=(1/2,1/6), (1,2)=(1/2,1/2), (1,3)=(2/5,1/5);
 	// (2,3)=(1/3,0) is a single-entry row below the column maximum 1: dominated, dropped.
 	ASSERT_EQ(c.count(), 5u);
-	EXPECT_EQ(c.rows.size(), 10u);
-	EXPECT_DOUBLE_EQ(c.row(0)[0], 1);
-	EXPECT_DOUBLE_EQ(c.row(0)[1], 0);
+	EXPECT_DOUBLE_EQ(c.at(0, 0), 1);
+	EXPECT_DOUBLE_EQ(c.at(0, 1), 0);
+	EXPECT_FALSE(c.is_dense(0)); // one non-zero of two: sparse
+	EXPECT_TRUE(c.is_dense(1));  // (2/3, 1/3)
+	EXPECT_DOUBLE_EQ(c.at(1, 0), 2.0 / 3);
+	EXPECT_DOUBLE_EQ(c.at(1, 1), 1.0 / 3);
+	EXPECT_EQ(c.stored_entries(), 1u + 2 * 4);
 	// Duplicate and zero rows are dropped: a constant cell and a duplicated point.
 	// Points 1 and 2 coincide but carry equal weights: allowed; every non-zero row is (1, 0).
 	const ConstraintSet dup = build_constraints_dense(line_metric({0, 1, 1, 2}), {{0, 1, 1, 2}, {5, 5, 5, 5}});
@@ -338,6 +361,7 @@ TEST(AllocationTest, ConstraintRowsAreNormalisedDeduplicatedAndPruned)
 	EXPECT_GT(b[0], 0);
 }
 
+// Bad shapes, non-finite weights, bad metrics and bad epsilons raise the documented error kinds.
 TEST(AllocationTest, ValidatesInputs)
 {
 	const Matrix d = line_metric({0, 1, 3});
@@ -363,6 +387,7 @@ TEST(AllocationTest, ValidatesInputs)
 	          ErrorKind::InvalidParameter);
 }
 
+// A sub-universe with billions of pair edges is refused before any enumeration, with a hint.
 TEST(AllocationTest, WorkCapIsAProgramLimit)
 {
 	SubUniverse sub;
@@ -379,6 +404,7 @@ TEST(AllocationTest, WorkCapIsAProgramLimit)
 	}
 }
 
+// T4 guard: privacy_ratio and check_allocation on feasible, infeasible and exact-cell scales.
 TEST(AllocationTest, CheckAllocationRejectsInfeasibleScales)
 {
 	const Matrix d = line_metric({0, 1, 3, 6});
@@ -520,8 +546,12 @@ TEST(AllocationTest, SubUniverseMatchesDenseRecordMetric)
 			for (AllocationStrategy s : kStrategies) {
 				const auto b1 = allocate(c, s, 0.8), b2 = allocate(dense, s, 0.8);
 				EXPECT_LE(privacy_ratio(dense, b1, 0.8), 1 + 1e-9);
+				// The optimum is unique but only its objective is converged to ~1e-10; the scales
+				// themselves agree to about the square root of that.
+				const double tol = s == AllocationStrategy::Optimal ? 1e-4 : 1e-7;
 				for (std::size_t k = 0; k < m; k++)
-					EXPECT_NEAR(b1[k], b2[k], 1e-7 * b2[k]) << "sub " << sub_index << " " << strategy_name(s);
+					EXPECT_NEAR(b1[k], b2[k], tol * b2[k]) << "sub " << sub_index << " " << strategy_name(s);
+				EXPECT_NEAR(sum_squares(b1), sum_squares(b2), 1e-9 * sum_squares(b2));
 			}
 			// The plain-DP baseline agrees with the dense one over the same records.
 			Matrix dd = full;
@@ -540,6 +570,7 @@ TEST(AllocationTest, SubUniverseMatchesDenseRecordMetric)
 	}
 }
 
+// The plain-DP baseline: all-pairs Delta Q, presence, sign-vector scan and edge fallback.
 TEST(AllocationTest, PlainDpScale)
 {
 	SubUniverse sub;
@@ -565,7 +596,17 @@ TEST(AllocationTest, PlainDpScale)
 		a[i] = static_cast<double>(i % 7);
 		b[i] = static_cast<double>(i % 5) * 2;
 	}
-	EXPECT_DOUBLE_EQ(plain_dp_scale(big, {a, b}, 1), 14); // (6,0) vs (0,8)
+	bool exact = false;
+	EXPECT_DOUBLE_EQ(plain_dp_scale(big, {a, b}, 1, &exact), 14); // (6,0) vs (0,8)
+	EXPECT_TRUE(exact);
+
+	// Neither scan affordable (m > 30): the maximum over the constraint edges, a lower bound.
+	Matrix many(31, std::vector<double>(70000, 0));
+	for (std::size_t i = 0; i < 70000; i++)
+		many[0][i] = static_cast<double>(i % 10);
+	const double fallback = plain_dp_scale(big, many, 1, &exact);
+	EXPECT_FALSE(exact);
+	EXPECT_DOUBLE_EQ(fallback, 9); // the 9 -> 0 step at i = 10j; the true all-pairs value is also 9
 }
 
 // m = 1: plan_multi_linear reproduces plan_linear_query bit for bit, for every strategy.
@@ -604,6 +645,13 @@ TEST(AllocationTest, SingleCellPlanEqualsPlanLinearQuery)
 					EXPECT_EQ(plan.cells[0].sensitivity, ref.sensitivity);
 					EXPECT_EQ(plan.cells[0].grid, ref.grid);
 					EXPECT_EQ(plan.cells[0].integer_weights, ref.integer_weights);
+					// Two cells, one of them identically zero: the noisy one is still calibrated
+					// exactly like a single query (through the constraint path).
+					const MultiLinearPlan two = plan_multi_linear(sub, {zero, q}, epsilon, s);
+					EXPECT_EQ(two.cells[1].scale, ref.scale) << strategy_name(s);
+					EXPECT_EQ(two.cells[1].sensitivity, ref.sensitivity);
+					EXPECT_EQ(two.cells[1].grid, ref.grid);
+					EXPECT_EQ(two.cells[0].scale, 0);
 				}
 			}
 	}
@@ -674,5 +722,86 @@ TEST(AllocationTest, IntegerCellsPlanUsesRawAllocation)
 				}
 			}
 		}
+	}
+}
+
+// GROUP BY cells (SUM and COUNT per group of a discrete column): sparse rows, the same privacy
+// condition as the closed record metric, and an optimum that beats Strategy 3.
+TEST(AllocationTest, GroupByCellsAreSparseAndExact)
+{
+	SubUniverse sub;
+	sub.domains = {Domain::enumerated({"g0", "g1", "g2", "g3", "g4", "g5"}), Domain::range(0, 4, 1)};
+	sub.metrics = {ColumnMetric::discrete(1), ColumnMetric::absolute(2)};
+	sub.presence = 1.5;
+	const std::size_t n = sub.size(), groups = 6, m = 2 * groups;
+	Matrix q(m, std::vector<double>(n, 0));
+	for (std::size_t u = 0; u < n; u++) {
+		const auto idx = sub.unflatten(u);
+		q[2 * idx[0]][u] = sub.domains[1].ordinal(idx[1]); // SUM(value) of the group
+		q[2 * idx[0] + 1][u] = 1;                         // COUNT(*) of the group
+	}
+	const ConstraintSet c = build_constraints(sub, q);
+	std::size_t sparse_rows = 0;
+	for (std::size_t e = 0; e < c.count(); e++) {
+		std::size_t nnz = 0;
+		c.for_each(e, [&nnz](std::size_t, double v) { nnz += v != 0; });
+		EXPECT_LE(nnz, 4u); // an edge touches the cells of at most two groups
+		sparse_rows += !c.is_dense(e);
+	}
+	EXPECT_EQ(sparse_rows, c.count());
+
+	Matrix q_ext = q;
+	for (auto &row : q_ext)
+		row.push_back(0);
+	const ConstraintSet dense = build_constraints_dense(record_metric(sub), q_ext);
+	std::mt19937_64 rng(3);
+	std::uniform_real_distribution<double> u(0.5, 4);
+	for (int t = 0; t < 20; t++) {
+		std::vector<double> b(m);
+		for (double &v : b)
+			v = u(rng);
+		EXPECT_NEAR(privacy_ratio(c, b, 1), privacy_ratio(dense, b, 1), 1e-12);
+	}
+	AllocationStats stats;
+	const auto opt = allocate(c, AllocationStrategy::Optimal, 1, &stats);
+	const auto s3 = allocate(c, AllocationStrategy::BudgetDistribution, 1);
+	EXPECT_LE(privacy_ratio(dense, opt, 1), 1 + 1e-9);
+	EXPECT_LT(sum_squares(opt), sum_squares(s3) * 0.99); // SUM and COUNT need different scales
+	EXPECT_LE(stats.relative_gap, 1e-9);
+	EXPECT_NEAR(sum_squares(opt), sum_squares(allocate(dense, AllocationStrategy::Optimal, 1)), 1e-9 * sum_squares(opt));
+	// Symmetric groups get the same scales.
+	for (std::size_t g = 1; g < groups; g++) {
+		EXPECT_NEAR(opt[2 * g], opt[0], 1e-4 * opt[0]);
+		EXPECT_NEAR(opt[2 * g + 1], opt[1], 1e-4 * opt[1]);
+	}
+}
+
+// Row storage is canonical: dense iff more than 2m/3 non-zeros, whichever builder path is used.
+TEST(AllocationTest, RowStorageIsCanonical)
+{
+	const Matrix d = line_metric({0, 1, 2, 3});
+	// m = 3 and at most 2 non-zero cells per point (the sparse builder path); pair (2,3) differs
+	// in all three cells (a dense row), pair (0,1) in one (a sparse row).
+	const Matrix q = {{0, 1, 0, 5}, {0, 0, 0, 5}, {0, 0, 2, 0}};
+	const ConstraintSet c = build_constraints_dense(d, q);
+	std::size_t dense_rows = 0;
+	for (std::size_t e = 0; e < c.count(); e++) {
+		std::size_t nnz = 0;
+		for (double v : c.row(e))
+			nnz += v != 0;
+		EXPECT_EQ(c.is_dense(e), 3 * nnz > 2 * 3) << "row " << e;
+		dense_rows += c.is_dense(e);
+	}
+	EXPECT_GT(dense_rows, 0u);
+	EXPECT_LT(dense_rows, c.count());
+	// The same rows through the dense-weight path (an extra constant cell makes every point dense).
+	Matrix q2 = q;
+	q2.push_back({7, 7, 7, 7});
+	const ConstraintSet c2 = build_constraints_dense(d, q2);
+	ASSERT_EQ(c2.count(), c.count());
+	for (std::size_t e = 0; e < c.count(); e++) {
+		auto r2 = c2.row(e);
+		r2.pop_back();
+		EXPECT_EQ(r2, c.row(e));
 	}
 }
