@@ -6,9 +6,11 @@ CREATE TABLE dx.protected_tables (
 	relid regclass PRIMARY KEY,
 	presence float8 NOT NULL,
 	created_at timestamptz NOT NULL DEFAULT now(),
-	CONSTRAINT presence_positive CHECK (presence > 0 AND presence <> 'NaN'::float8)
+	per_query_cap float8,
+	CONSTRAINT presence_positive CHECK (presence > 0 AND presence <> 'NaN'::float8),
+	CONSTRAINT per_query_cap_valid CHECK (per_query_cap > 0 AND per_query_cap < 'Infinity'::float8)
 );
-COMMENT ON TABLE dx.protected_tables IS 'tables protected by dxpriv, with their presence distance';
+COMMENT ON TABLE dx.protected_tables IS 'tables protected by dxpriv, with their presence distance and per-query epsilon cap';
 
 -- One row per declared column: its domain and its metric (JSON, validated by dx.set_column).
 CREATE TABLE dx.protected_columns (
@@ -20,19 +22,28 @@ CREATE TABLE dx.protected_columns (
 );
 COMMENT ON TABLE dx.protected_columns IS 'declared domain and metric of each column an analyst may reference';
 
--- Privacy budget of a role on a protected table, in units of epsilon.
+-- Privacy budget of a role on a protected table, in units of epsilon. `spent` is what the current
+-- period has spent: with a refresh interval, periods start at refresh_anchor + k * refresh and a
+-- period that has ended counts as spent = 0 (the ledger worker resets the row lazily, at the first
+-- charge of the new period). Without refresh, the single period starts when the budget was granted.
 CREATE TABLE dx.budget_grants (
 	role regrole NOT NULL,
 	relid regclass NOT NULL REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
 	granted float8 NOT NULL,
 	spent float8 NOT NULL DEFAULT 0,
+	refresh interval,
+	refresh_anchor timestamptz NOT NULL DEFAULT now(),
+	period_start timestamptz NOT NULL DEFAULT now(),
+	period_end timestamptz,
 	PRIMARY KEY (role, relid),
 	CONSTRAINT granted_valid CHECK (granted >= 0 AND granted < 'Infinity'::float8),
-	CONSTRAINT spent_valid CHECK (spent >= 0 AND spent < 'Infinity'::float8)
+	CONSTRAINT spent_valid CHECK (spent >= 0 AND spent < 'Infinity'::float8),
+	CONSTRAINT period_valid CHECK ((refresh IS NULL) = (period_end IS NULL))
 );
-COMMENT ON TABLE dx.budget_grants IS 'granted and spent epsilon per role and protected table';
+COMMENT ON TABLE dx.budget_grants IS 'granted and spent epsilon per role and protected table, with refresh periods';
 
--- Every charged query: who, which table, what it cost and with which noise.
+-- Every charged query: who, which table, what it cost and with which noise. Written only by the
+-- ledger worker, in its own committed transaction; rows are never updated or deleted.
 CREATE TABLE dx.ledger (
 	id bigserial PRIMARY KEY,
 	at timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -42,18 +53,68 @@ CREATE TABLE dx.ledger (
 	query text,
 	mechanism text NOT NULL,
 	epsilon float8 NOT NULL,
-	scales float8[] NOT NULL
+	scales float8[] NOT NULL,
+	pid integer,
+	session_role regrole,
+	period_start timestamptz
 );
-COMMENT ON TABLE dx.ledger IS 'one row per charged query and protected table';
+COMMENT ON TABLE dx.ledger IS 'one row per charged query and protected table (append-only)';
 
--- Granted, spent and remaining budget per role and table.
+-- Refuses UPDATE, DELETE and TRUNCATE of the ledger, whoever asks.
+CREATE FUNCTION dx._ledger_append_only() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	RAISE EXCEPTION 'dx.ledger is append-only' USING ERRCODE = '42501',
+		HINT = 'Ledger rows record privacy budget already spent; they cannot be changed or removed.';
+END $$;
+CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON dx.ledger
+	FOR EACH ROW EXECUTE FUNCTION dx._ledger_append_only();
+CREATE TRIGGER ledger_no_truncate BEFORE TRUNCATE ON dx.ledger
+	FOR EACH STATEMENT EXECUTE FUNCTION dx._ledger_append_only();
+
+-- The budget period of a grant that contains `at`: [anchor + k*refresh, anchor + (k+1)*refresh)
+-- for the k >= 0 that fits (k = 0 before the anchor); (anchor, NULL) without refresh.
+CREATE FUNCTION dx._period(anchor timestamptz, refresh interval, at timestamptz,
+	OUT period_start timestamptz, OUT period_end timestamptz)
+LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	k bigint;
+BEGIN
+	IF refresh IS NULL THEN
+		period_start := anchor;
+		period_end := NULL;
+		RETURN;
+	END IF;
+	k := greatest(floor(extract(epoch FROM at - anchor) / extract(epoch FROM refresh)), 0)::bigint;
+	-- calendar intervals (months, days across DST changes) are not fixed lengths: adjust k
+	WHILE k > 0 AND anchor + refresh * k > at LOOP
+		k := k - 1;
+	END LOOP;
+	WHILE anchor + refresh * (k + 1) <= at LOOP
+		k := k + 1;
+	END LOOP;
+	period_start := anchor + refresh * k;
+	period_end := anchor + refresh * (k + 1);
+END $$;
+
+-- Granted, spent and remaining budget per role and table in the current period, with the refresh
+-- interval and the table's per-query cap.
 CREATE VIEW dx.budgets AS
-	SELECT g.role, g.relid AS "table", g.granted, g.spent,
-	       greatest(g.granted - g.spent, 0) AS remaining
+	SELECT g.role, g.relid AS "table", g.granted, cur.spent,
+	       greatest(g.granted - cur.spent, 0) AS remaining,
+	       g.refresh, cur.period_start, cur.period_end, p.per_query_cap
 	FROM dx.budget_grants g
+	JOIN dx.protected_tables p ON p.relid = g.relid
+	CROSS JOIN LATERAL (
+		SELECT CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.spent END AS spent,
+		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start
+		            ELSE g.period_start END AS period_start,
+		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_end
+		            ELSE g.period_end END AS period_end
+	) cur
 	WHERE pg_catalog.pg_has_role(g.role, 'USAGE')
-	   OR pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = g.relid), 'USAGE');
-COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon per role and protected table (own roles and owned tables only)';
+	   OR pg_catalog.pg_has_role((SELECT pc.relowner FROM pg_catalog.pg_class pc WHERE pc.oid = g.relid), 'USAGE');
+COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon in the current period, refresh interval and per-query cap per role and protected table (own roles and owned tables only)';
 
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_columns', '');

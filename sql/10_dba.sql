@@ -101,8 +101,11 @@ BEGIN
 	PERFORM dx._invalidate(rel);
 END $$;
 
--- Sets the total epsilon a role may spend on a protected table (spent budget is never reset).
-CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8)
+-- Sets the epsilon a role may spend on a protected table: in total (refresh NULL), or per period of
+-- length refresh (periods start now, at now + refresh, now + 2*refresh, ...). What was spent is
+-- never refunded: re-granting keeps the current period's spending; changing the refresh interval
+-- starts a new first period now that carries the current period's spending over.
+CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8, refresh interval DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
@@ -117,20 +120,128 @@ BEGIN
 		RAISE EXCEPTION 'budget epsilon must be positive and finite, got %', epsilon USING ERRCODE = '22023',
 			HINT = 'Grant for example 1.0; every query spends its epsilon from this budget.';
 	END IF;
-	INSERT INTO dx.budget_grants AS g (role, relid, granted) VALUES (role, rel, epsilon)
-	ON CONFLICT ON CONSTRAINT budget_grants_pkey DO UPDATE SET granted = excluded.granted;
+	IF refresh IS NOT NULL AND (extract(epoch FROM refresh) < 1
+		OR extract(year FROM refresh) < 0 OR extract(month FROM refresh) < 0 OR extract(day FROM refresh) < 0
+		OR extract(hour FROM refresh) < 0 OR extract(minute FROM refresh) < 0 OR extract(second FROM refresh) < 0) THEN
+		RAISE EXCEPTION 'refresh interval must be at least 1 second and have no negative part, got %', refresh
+			USING ERRCODE = '22023', HINT = 'Use for example interval ''1 day'' or ''1 month''; NULL means no refresh.';
+	END IF;
+	INSERT INTO dx.budget_grants AS g (role, relid, granted, spent, refresh, refresh_anchor, period_start, period_end)
+	VALUES (role, rel, epsilon, 0, grant_budget.refresh, now(), now(), now() + grant_budget.refresh)
+	ON CONFLICT ON CONSTRAINT budget_grants_pkey DO UPDATE SET
+		granted = excluded.granted,
+		spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.spent
+		             WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
+		refresh = excluded.refresh,
+		refresh_anchor = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.refresh_anchor ELSE now() END,
+		period_start = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_start ELSE now() END,
+		period_end = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_end ELSE excluded.period_end END;
 END $$;
 
--- Stops further spending by a role on a table; what was spent stays recorded.
+-- Stops further spending by a role on a table: granted becomes what the current period has spent
+-- and the budget no longer refreshes; what was spent stays recorded.
 CREATE FUNCTION dx.revoke_budget(role regrole, rel regclass)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
-	UPDATE dx.budget_grants g SET granted = g.spent WHERE g.role = revoke_budget.role AND g.relid = rel;
+	UPDATE dx.budget_grants g SET
+		granted = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
+		spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
+		period_start = CASE WHEN g.period_end <= now()
+			THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END,
+		refresh = NULL,
+		period_end = NULL
+	WHERE g.role = revoke_budget.role AND g.relid = rel;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'role "%" has no budget on table "%"', role, rel USING ERRCODE = '22023',
 			HINT = 'See dx.budgets for the granted budgets.';
 	END IF;
 END $$;
 
+-- Caps the epsilon one statement may spend on a table (summed over its aggregates), whoever runs
+-- it; NULL removes the cap. A query above the cap fails before anything is charged.
+CREATE FUNCTION dx.set_query_cap(rel regclass, epsilon float8)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF epsilon IS NOT NULL AND (epsilon = 'NaN'::float8 OR epsilon <= 0 OR epsilon = 'Infinity'::float8) THEN
+		RAISE EXCEPTION 'per-query cap must be positive and finite, got %', epsilon USING ERRCODE = '22023',
+			HINT = 'Use for example 0.5, or NULL to remove the cap.';
+	END IF;
+	UPDATE dx.protected_tables p SET per_query_cap = epsilon WHERE p.relid = rel;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.protect_table first.';
+	END IF;
+END $$;
+
 GRANT SELECT ON dx.budgets TO PUBLIC;
+
+-- Column groups: several numeric columns (e.g. longitude, latitude) sharing one vector metric.
+CREATE TABLE dx.protected_column_groups (
+	relid regclass NOT NULL REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
+	columns name[] NOT NULL,
+	domain jsonb NOT NULL,
+	metric jsonb NOT NULL,
+	PRIMARY KEY (relid, columns)
+);
+COMMENT ON TABLE dx.protected_column_groups IS 'groups of numeric columns declared with a points domain and a vector metric';
+SELECT pg_catalog.pg_extension_config_dump('dx.protected_column_groups', '');
+REVOKE ALL ON dx.protected_column_groups FROM PUBLIC;
+
+-- Validates a group declaration for columns of the given types; raises a descriptive error when invalid.
+CREATE FUNCTION dx._validate_group(column_types regtype[], domain jsonb, metric jsonb)
+RETURNS void LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'dx_validate_group';
+
+-- Declares (or replaces) a group of numeric columns with a points/grid domain and an l1, l2, linf,
+-- theta1 or theta2 metric. A column belongs to at most one declaration.
+CREATE FUNCTION dx.set_column_group(rel regclass, columns name[], domain jsonb, metric jsonb)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	types regtype[];
+	c name;
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023', HINT = 'Call dx.protect_table first.';
+	END IF;
+	IF columns IS NULL OR cardinality(columns) < 2 OR domain IS NULL OR metric IS NULL THEN
+		RAISE EXCEPTION 'a column group needs at least two columns, a domain and a metric' USING ERRCODE = '22023',
+			HINT = 'Example: dx.set_column_group(''t'', ''{lon,lat}'', ''{"grid": [{"min":0,"max":9},{"min":0,"max":9}]}'', ''{"type":"l2","scale":1}'').';
+	END IF;
+	IF (SELECT count(DISTINCT x) FROM unnest(columns) x) <> cardinality(columns) THEN
+		RAISE EXCEPTION 'a column group lists a column twice' USING ERRCODE = '22023', HINT = 'List each column once.';
+	END IF;
+	FOREACH c IN ARRAY columns LOOP
+		IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			RAISE EXCEPTION 'column "%" of table "%" does not exist', c, rel USING ERRCODE = '42703',
+				HINT = 'Check the column names; names are case-sensitive when quoted.';
+		END IF;
+		IF EXISTS (SELECT 1 FROM dx.protected_columns pc WHERE pc.relid = rel AND pc.column_name = c)
+		   OR EXISTS (SELECT 1 FROM dx.protected_column_groups g WHERE g.relid = rel AND c = ANY (g.columns) AND g.columns <> set_column_group.columns) THEN
+			RAISE EXCEPTION 'column "%" is already declared', c USING ERRCODE = '22023',
+				HINT = 'Remove the other declaration first (dx.unset_column or dx.unset_column_group).';
+		END IF;
+	END LOOP;
+	SELECT array_agg(a.atttypid::regtype ORDER BY u.ord) INTO types
+	FROM unnest(columns) WITH ORDINALITY u(name, ord)
+	JOIN pg_attribute a ON a.attrelid = rel AND a.attname = u.name;
+	PERFORM dx._validate_group(types, domain, metric);
+	INSERT INTO dx.protected_column_groups AS g (relid, columns, domain, metric)
+	VALUES (rel, columns, domain, metric)
+	ON CONFLICT ON CONSTRAINT protected_column_groups_pkey DO UPDATE SET domain = excluded.domain, metric = excluded.metric;
+	PERFORM dx._invalidate(rel);
+END $$;
+
+-- Removes a column group declaration.
+CREATE FUNCTION dx.unset_column_group(rel regclass, columns name[])
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	DELETE FROM dx.protected_column_groups g WHERE g.relid = rel AND g.columns = unset_column_group.columns;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'no column group % on table "%"', columns, rel USING ERRCODE = '22023',
+			HINT = 'See dx.protected_column_groups for the declared groups.';
+	END IF;
+	PERFORM dx._invalidate(rel);
+END $$;

@@ -119,3 +119,8 @@ COMMENT ON FUNCTION dx.explain(text) IS 'epsilon, per-cell noise scale, 95% half
 CREATE FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_point';
 COMMENT ON FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) IS 'member of the declared point nearest to a row''s coordinates';
+
+-- dx._clamp_range(value, ...)::float8 in one call (the weight of sum/avg over a range column).
+CREATE FUNCTION dx._clamp_range_float8(anyelement, float8, float8, float8) RETURNS float8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_range_float8';
+COMMENT ON FUNCTION dx._clamp_range_float8(anyelement, float8, float8, float8) IS 'nearest point of a range domain, cast to float8';

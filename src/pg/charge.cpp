@@ -16,6 +16,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/executor.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/acl.h"
@@ -26,6 +27,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <unordered_set>
 
@@ -239,7 +241,13 @@ charge_plan(QueryDesc *qd)
 	}
 
 	Oid role = GetUserId();
-	std::string text = qd->sourceText ? std::string(qd->sourceText).substr(0, 4096) : std::string();
+	// the first 4096 bytes of the statement, cut at a character boundary (the ledger is text)
+	std::string text;
+	if (qd->sourceText) {
+		int len = static_cast<int>(strlen(qd->sourceText));
+		pg_call([&] { len = pg_mbcliplen(qd->sourceText, len, 4096); });
+		text.assign(qd->sourceText, static_cast<size_t>(len));
+	}
 	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint(qd), text, items);
 	if (r.outcome != ledger::kCharged) {
 		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;

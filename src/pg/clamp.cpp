@@ -29,6 +29,7 @@ struct ClampCache {
 	bool typbyval;
 	Domain *domain;     // placement-new'd; destroyed by a reset callback
 	Datum *points;      // domain_datums, copied into fn_mcxt
+	double *as_float8;  // dx._clamp_range_float8: each point cast to float8 (built on first use)
 	size_t npoints;
 	// enumerated domains: (key bytes, index) sorted for binary search
 	struct Key {
@@ -182,6 +183,23 @@ DX_FUNCTION(dx_clamp_range)
 {
 	ClampCache *c = range_cache(fcinfo);
 	return point(*c, range_index(fcinfo, *c));
+}
+
+// dx._clamp_range_float8(value, lo, hi, step): dx._clamp_range(value, ...)::float8 in one step.
+// The float8 of each point is precomputed through the same conversions (the column type's cast to
+// float8 of the point's Datum), so it is bit-identical to the value the analyzer evaluated.
+DX_FUNCTION(dx_clamp_range_float8)
+{
+	ClampCache *c = range_cache(fcinfo);
+	if (!c->as_float8) {
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		c->as_float8 = static_cast<double *>(palloc(sizeof(double) * c->npoints));
+		for (size_t i = 0; i < c->npoints; ++i)
+			c->as_float8[i] = c->type == NUMERICOID ? DatumGetFloat8(DirectFunctionCall1(numeric_float8, c->points[i]))
+			                                        : datum_to_ordinal(c->points[i], c->type);
+		MemoryContextSwitchTo(old);
+	}
+	PG_RETURN_FLOAT8(c->as_float8[range_index(fcinfo, *c)]);
 }
 
 // dx._range_index(value, lo, hi, step): the index of the point dx._clamp_range returns.

@@ -32,13 +32,20 @@ struct ExtensionObjects {
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
-	Oid range_index = InvalidOid, enum_index = InvalidOid, clamp_point = InvalidOid;
+	Oid range_index = InvalidOid, enum_index = InvalidOid, clamp_point = InvalidOid, clamp_range_float8 = InvalidOid;
+	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
+	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
+	Oid median_any = InvalidOid, median_any_eps = InvalidOid;
+	Oid em_select = InvalidOid, em_point_range = InvalidOid, em_point_enum = InvalidOid;
 	bool is_marker(Oid f) const
 	{
 		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
-		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps;
+		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps || f == mode_any ||
+		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
+		       f == median_any_eps;
 	}
-	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum || f == noisy_avg; }
+	// Internal noisy aggregates: (..., ..., float8[] NoiseParams) — charged by charge.cpp.
+	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum || f == noisy_avg || f == em_select; }
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed
 // (or is being created). Never errors.

@@ -102,7 +102,7 @@ DX_FUNCTION(dx_explain)
 	}
 	std::vector<double> half_widths;
 	for (const ExplainCell &c : cap.cells)
-		half_widths.push_back(confidence_half_width(c.plan));
+		half_widths.push_back(c.reported_half_width >= 0 ? c.reported_half_width : confidence_half_width(c.plan));
 
 	pg_call([&] {
 		InitMaterializedSRF(fcinfo, 0);
@@ -123,6 +123,8 @@ DX_FUNCTION(dx_explain)
 			values[8] = Float8GetDatum(cap.plain_dp_scale);
 			values[9] = Float8GetDatum(c.plan.scale > 0 ? cap.plain_dp_scale / c.plan.scale : get_float8_infinity());
 			nulls[9] = cap.plain_dp_scale == 0;
+			nulls[8] = !c.linear;
+			nulls[9] = nulls[9] || !c.linear;
 			values[10] = Float8GetDatum(cap.epsilon);
 			values[11] = Float8GetDatum(remaining);
 			nulls[11] = remaining < 0;

@@ -19,6 +19,12 @@ struct ExplainCell {
 	std::string component;  // value; for avg: sum or count
 	double epsilon;         // the aggregate's epsilon share
 	LinearNoisePlan plan;
+	// Cells of other mechanisms than Laplace on a linear query (exponential mechanism,
+	// em_rewrite.cpp): reported_half_width >= 0 replaces the plan's Laplace half-width (there: the
+	// Theorem 4 bound on the utility loss at 95%), and linear = false leaves the plain-DP comparison
+	// (which is computed for the linear cells) empty.
+	double reported_half_width = -1;
+	bool linear = true;
 };
 
 // What the analyzer records while dx.explain parses a query.

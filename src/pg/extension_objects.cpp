@@ -63,12 +63,31 @@ load(Oid ext, ExtensionObjects &o)
 	o.enum_index = lookup("_enum_index", 2, clamp_enum);
 	const Oid clamp_point[] = {ANYELEMENTOID, INT4OID, FLOAT8ARRAYOID, INT4OID, FLOAT8ARRAYOID};
 	o.clamp_point = lookup("_clamp_point", 5, clamp_point);
+	o.clamp_range_float8 = lookup("_clamp_range_float8", 4, clamp_range);
 	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
 	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
 	o.indicator = lookup("_indicator", 1, any1);
+	// exponential mechanism (sql/25_exponential.sql)
+	const Oid elem1[] = {ANYELEMENTOID};
+	const Oid elem_f8[] = {ANYELEMENTOID, FLOAT8OID};
+	const Oid elem_f8_f8[] = {ANYELEMENTOID, FLOAT8OID, FLOAT8OID};
+	const Oid em_select[] = {INT4OID, INT4OID, FLOAT8ARRAYOID};
+	const Oid em_point_range[] = {INT4OID, ANYELEMENTOID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	const Oid em_point_enum[] = {INT4OID, ANYELEMENTOID, TEXTARRAYOID};
+	o.mode_any = lookup("mode", 1, elem1);
+	o.mode_any_eps = lookup("mode", 2, elem_f8);
+	o.quantile_any = lookup("quantile", 2, elem_f8);
+	o.quantile_any_eps = lookup("quantile", 3, elem_f8_f8);
+	o.median_any = lookup("median", 1, elem1);
+	o.median_any_eps = lookup("median", 2, elem_f8);
+	o.em_select = lookup("_em_select", 3, em_select);
+	o.em_point_range = lookup("_em_point", 5, em_point_range);
+	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.clamp_point};
+	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.clamp_point,
+	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
+	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

@@ -222,6 +222,37 @@ my_launch_stopped(Oid dboid, uint64 *gen)
 	return GetBackgroundWorkerPid(launch_handle, &pid) == BGWH_STOPPED;
 }
 
+// Background worker slots are shared with parallel query and other databases: when no worker can
+// be started, ask the longest-idle worker of another database (idle for at least a second, nothing
+// pending) to exit. It is started again on demand.
+void
+evict_idle_worker(Oid dboid)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int victim = -1;
+	LWLockAcquire(g_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < g_shared->nworkers; ++i) {
+		DbWorker *e = &g_shared->workers[i];
+		if (e->state != kWorking || e->dboid == dboid || e->stop_requested ||
+		    !TimestampDifferenceExceeds(e->last_active, now, 1000))
+			continue;
+		bool pending = false;
+		for (int j = 0; j < g_shared->nslots && !pending; ++j)
+			pending = g_shared->slots[j].dboid == e->dboid &&
+			          (g_shared->slots[j].state == kPending || g_shared->slots[j].state == kRunning);
+		if (!pending && (victim < 0 || e->last_active < g_shared->workers[victim].last_active))
+			victim = i;
+	}
+	int procno = -1;
+	if (victim >= 0) {
+		g_shared->workers[victim].stop_requested = true;
+		procno = g_shared->workers[victim].procno;
+	}
+	LWLockRelease(g_shared->lock);
+	if (procno >= 0)
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
 // Makes sure a worker serves dboid. Returns the worker's PGPROC number when it is registered,
 // else -1 (a launch may be under way). Sets *launch_failed when registering one failed.
 int
@@ -249,9 +280,12 @@ supervise(Oid dboid, bool *launch_failed)
 		} else if (e->state == kWorking)
 			procno = e->procno;
 	}
+	bool no_entry = e == nullptr;
 	LWLockRelease(g_shared->lock);
-	if (need_launch && !launch_worker(dboid, gen))
+	if (no_entry || (need_launch && !launch_worker(dboid, gen))) {
 		*launch_failed = true;
+		evict_idle_worker(dboid);
+	}
 	return procno;
 }
 
@@ -519,7 +553,12 @@ charge(Oid role, Oid session_role, const std::string &fingerprint, const std::st
 
 	RawReply raw;
 	memset(&raw, 0, sizeof raw);
+	TimestampTz started = GetCurrentTimestamp();
 	pg_call([&] { submit_and_wait(h, payload.data(), static_cast<uint32>(payload.size()), &raw); });
+	pg_call([&] {
+		elog(DEBUG1, "dxpriv: ledger charge committed in %ld us (outcome %d)",
+		     static_cast<long>(GetCurrentTimestamp() - started), static_cast<int>(raw.outcome));
+	});
 
 	Reply r;
 	r.outcome = static_cast<Outcome>(raw.outcome);

@@ -74,6 +74,7 @@ struct DbWorker {
 	int32 procno;
 	uint64 generation;  // incremented at every launch
 	TimestampTz since;  // launch or registration time
+	TimestampTz last_active; // end of the worker's last batch (or its registration)
 	bool stop_requested;
 };
 

@@ -298,6 +298,9 @@ run_batch(int n)
 		latches[nlatches++] = g_batch[i];
 	}
 	g_batch_size = 0;
+	for (int i = 0; i < sh->nworkers; ++i)
+		if (sh->workers[i].dboid == g_dboid && sh->workers[i].pid == MyProcPid)
+			sh->workers[i].last_active = GetCurrentTimestamp();
 	LWLockRelease(sh->lock);
 	for (int i = 0; i < nlatches; ++i)
 		SetLatch(&GetPGProcByNumber(latches[i])->procLatch);
@@ -410,6 +413,7 @@ register_worker()
 		e->procno = MyProc->pgprocno;
 		e->stop_requested = false;
 		e->since = GetCurrentTimestamp();
+		e->last_active = e->since;
 		ok = true;
 	}
 	LWLockRelease(sh->lock);

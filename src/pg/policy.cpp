@@ -218,6 +218,38 @@ parse_enum_domain(Oid type, Jsonb *j)
 	return Domain::enumerated(std::move(labels)); // validates distinctness
 }
 
+// The rows of a table named by the DBA in a declaration, as text (read as the extension owner).
+static std::vector<std::vector<std::string>>
+read_table_as_text(const std::string &table, size_t columns)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext)
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
+	Oid relid = InvalidOid;
+	pg_call([&] {
+		List *names = stringToQualifiedNameList(table.c_str());
+		relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
+	});
+	std::string sql = std::string("SELECT * FROM ") +
+	                  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	InternalSpi spi(ext->schema_owner);
+	uint64 n = spi.exec_dynamic(sql.c_str());
+	std::vector<std::vector<std::string>> rows(n);
+	for (uint64 r = 0; r < n; ++r)
+		for (size_t c = 0; c < columns; ++c)
+			rows[r].push_back(spi.text(r, static_cast<int>(c)));
+	return rows;
+}
+
+// A number written in a table cell, or an error.
+static bool
+parse_cell(const std::string &text, double &out)
+{
+	char *end = nullptr;
+	out = std::strtod(text.c_str(), &end);
+	return !text.empty() && *end == '\0';
+}
+
 // (label, label, number) triples from a JSON array of 3-element arrays or from the first three
 // columns of a table (read as the extension owner).
 static std::vector<std::tuple<std::string, std::string, double>>
@@ -229,24 +261,11 @@ read_triples(Jsonb *j, const char *key, const char *what)
 		if (v.type != jbvString)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "metric \"table\" must be a table name", kMetricHint);
 		std::string table(v.val.string.val, v.val.string.len);
-		const ExtensionObjects *ext = extension_objects();
-		if (!ext)
-			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
-		Oid relid = InvalidOid;
-		pg_call([&] {
-			List *names = stringToQualifiedNameList(table.c_str());
-			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
-		});
-		std::string sql = std::string("SELECT * FROM ") + quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-		InternalSpi spi(ext->schema_owner);
-		uint64 n = spi.exec_dynamic(sql.c_str());
-		for (uint64 r = 0; r < n; ++r) {
-			std::string w = spi.text(r, 2);
-			char *end = nullptr;
-			double x = std::strtod(w.c_str(), &end);
-			if (w.empty() || *end)
+		for (const std::vector<std::string> &row : read_table_as_text(table, 3)) {
+			double x;
+			if (!parse_cell(row[2], x))
 				fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " table rows must be (value, value, number)", kMetricHint);
-			out.emplace_back(spi.text(r, 0), spi.text(r, 1), x);
+			out.emplace_back(row[0], row[1], x);
 		}
 		return out;
 	}
@@ -574,24 +593,10 @@ parse_points_domain(size_t dims, Jsonb *j)
 		if (v.type != jbvString)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"points_table\" must be a table name", hint);
 		std::string table(v.val.string.val, v.val.string.len);
-		const ExtensionObjects *ext = extension_objects();
-		if (!ext)
-			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
-		Oid relid = InvalidOid;
-		pg_call([&] {
-			List *names = stringToQualifiedNameList(table.c_str());
-			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
-		});
-		std::string sql = std::string("SELECT * FROM ") +
-		                  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-		InternalSpi spi(ext->schema_owner);
-		uint64 n = spi.exec_dynamic(sql.c_str());
-		for (uint64 r = 0; r < n; ++r)
-			for (size_t d = 0; d < dims; ++d) {
-				std::string t = spi.text(r, static_cast<int>(d));
-				char *end = nullptr;
-				double x = std::strtod(t.c_str(), &end);
-				if (t.empty() || *end)
+		for (const std::vector<std::string> &row : read_table_as_text(table, dims))
+			for (const std::string &cell : row) {
+				double x;
+				if (!parse_cell(cell, x))
 					fail(ERRCODE_INVALID_PARAMETER_VALUE, "points table rows must start with numeric coordinates", hint);
 				coords.push_back(x);
 			}

@@ -1,4 +1,6 @@
 -- Budgets: charging, exhaustion, missing budgets, revocation, prepared statements.
+-- every statement here must be charged: switch answer reuse off (tested in 12_cache)
+SET dxpriv.cache_lifetime = 0;
 CREATE TABLE small (a int);
 INSERT INTO small SELECT i % 5 FROM generate_series(1, 20) AS i;
 SELECT dx.protect_table('small');
@@ -52,8 +54,49 @@ EXECUTE q;
 SELECT scales FROM dx.ledger ORDER BY id DESC LIMIT 1;
 DEALLOCATE q;
 
+-- charges are committed by the ledger worker, outside the caller's transaction: neither ROLLBACK
+-- nor ROLLBACK TO SAVEPOINT refunds them, and the ledger keeps their rows
+BEGIN;
+SELECT dx.count(*) IS NOT NULL AS answered FROM small WHERE a = 2;
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+SELECT dx.count(*) IS NOT NULL AS answered FROM small WHERE a = 3;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT round(spent::numeric, 6) AS spent FROM dx.budgets WHERE role = current_user::regrole AND "table" = 'small'::regclass;
+SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'small'::regclass AND role = current_user::regrole;
+
+-- a per-query cap refuses larger queries before anything is charged
+SELECT dx.set_query_cap('small', 0.2);
+SELECT dx.count(a, 0.3) FROM small;
+SELECT dx.count(a, 0.15), dx.count(a, 0.15) FROM small;
+SELECT dx.count(a, 0.2) IS NOT NULL AS answered FROM small;
+SELECT round(spent::numeric, 6) AS spent, per_query_cap FROM dx.budgets
+WHERE role = current_user::regrole AND "table" = 'small'::regclass;
+SELECT dx.set_query_cap('small', 0);
+SET ROLE dx_regress_analyst;
+SELECT dx.set_query_cap('small', 5);
+RESET ROLE;
+SELECT dx.set_query_cap('small', NULL);
+
+-- refresh periods: a new refresh interval starts a period now and keeps what was spent
+SELECT dx.grant_budget(current_user::regrole, 'small', 1, '1 day');
+SELECT granted, round(spent::numeric, 6) AS spent, refresh, period_end - period_start AS period
+FROM dx.budgets WHERE role = current_user::regrole AND "table" = 'small'::regclass;
+SELECT dx.grant_budget(current_user::regrole, 'small', 1, '0 seconds');
+SELECT dx.grant_budget(current_user::regrole, 'small', 1, '-1 day');
+-- revoking also stops the refresh
+SELECT dx.revoke_budget(current_user::regrole, 'small');
+SELECT granted = spent AS frozen, refresh IS NULL AS no_refresh FROM dx.budgets
+WHERE role = current_user::regrole AND "table" = 'small'::regclass;
+
 -- the ledger is not writable by analysts
 SET ROLE dx_regress_analyst;
 DELETE FROM dx.ledger;
 UPDATE dx.budget_grants SET spent = 0;
 RESET ROLE;
+-- nor by its owner: it is append-only
+DELETE FROM dx.ledger;
+UPDATE dx.ledger SET epsilon = 0;
+TRUNCATE dx.ledger;

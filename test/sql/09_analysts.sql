@@ -66,7 +66,7 @@ SELECT table_schema, table_name FROM information_schema.tables WHERE table_name 
 SELECT count(*) FROM open_lookup;
 -- a cursor is charged when it opens
 BEGIN;
-DECLARE c CURSOR FOR SELECT sex, count(*) FROM people GROUP BY sex ORDER BY sex;
+DECLARE c CURSOR FOR SELECT sex, count(*) > 0 AS answered FROM people GROUP BY sex ORDER BY sex;
 FETCH 1 FROM c;
 COMMIT;
 RESET ROLE;

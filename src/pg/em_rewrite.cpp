@@ -1,0 +1,416 @@
+// Validation, sensitivity and rewriting of dx.mode, dx.quantile and dx.median (em_rewrite.h).
+#include "pg/em_rewrite.h"
+
+#include "pg/em_params.h"
+#include "pg/explain.h"
+#include "pg/group_source.h"
+#include "pg/guard.h"
+#include "pg/noise_params.h"
+#include "pg/universe_eval.h"
+
+#include "core/exponential_mechanism.h"
+#include "core/sensitivity.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// Largest number of candidate counts one query may hold (groups x domain points): the states
+// of all groups live in memory at once (8 bytes per count).
+constexpr double kMaxEmCells = 4e6;
+
+template <class T>
+T *
+copy_node(T *node)
+{
+	return static_cast<T *>(copyObjectImpl(node));
+}
+
+Const *
+float8_const(double v)
+{
+	return makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(v), false, FLOAT8PASSBYVAL);
+}
+
+// The labels of an enumerated domain as a text[] constant.
+Const *
+labels_const(const Domain &d)
+{
+	std::vector<Datum> labels;
+	for (const std::string &l : d.labels())
+		labels.push_back(CStringGetTextDatum(l.c_str()));
+	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
+	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+// The domain description the index and point functions take after their first arguments (the
+// same constants the analyzer gives the clamp and index functions).
+List *
+domain_tail(const Domain &d)
+{
+	if (d.kind() == DomainKind::Enumerated)
+		return list_make1(labels_const(d));
+	return list_make3(float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
+}
+
+// A constant non-null float8 argument of a marker (evaluated at analysis time).
+double
+constant_argument(Aggref *a, int n, const char *what, const char *example)
+{
+	TargetEntry *te = castNode(TargetEntry, list_nth(a->args, n));
+	Node *e = eval_const_expressions(nullptr, (Node *) copy_node(te->expr));
+	if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be a non-null constant",
+		     std::string("Write for example ") + example + ".");
+	return DatumGetFloat8(castNode(Const, e)->constvalue);
+}
+
+// Validates one marker and describes it.
+EmSpec
+describe(Aggref *a, int position, const TablePolicy &policy, const ExtensionObjects &ext, const EmAnalyzerHooks &hooks)
+{
+	const Oid f = a->aggfnoid;
+	EmSpec s{a, position, "mode", EmUtility{}, guc_epsilon, nullptr, nullptr, a->aggfilter};
+	int eps_arg = -1;
+	if (f == ext.mode_any || f == ext.mode_any_eps) {
+		eps_arg = f == ext.mode_any_eps ? 1 : -1;
+	} else if (f == ext.quantile_any || f == ext.quantile_any_eps) {
+		s.name = "quantile";
+		s.utility.kind = EmKind::Quantile;
+		const double p = constant_argument(a, 1, "quantile level of dx.quantile", "dx.quantile(age, 0.9)");
+		s.utility.p_num = quantile_numerator(p);
+		eps_arg = f == ext.quantile_any_eps ? 2 : -1;
+	} else {
+		s.name = "median";
+		s.utility.kind = EmKind::Quantile;
+		s.utility.p_num = kQuantileOne / 2;
+		eps_arg = f == ext.median_any_eps ? 1 : -1;
+	}
+	const std::string fn = std::string("dx.") + s.name;
+	if (a->aggdistinct)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "DISTINCT inside " + fn + " is not supported",
+		     "Every row counts once; write " + fn + "(column).");
+	if (a->aggorder)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside " + fn + " is not supported",
+		     "Candidates are the declared values of the column; write " + fn + "(column).");
+	if (eps_arg >= 0)
+		s.epsilon = constant_argument(a, eps_arg, ("epsilon of " + fn).c_str(), (fn + "(col, 0.5)").c_str());
+	if (!(s.epsilon > 0) || std::isinf(s.epsilon))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
+		     "Use a value such as 0.1; smaller values give more randomness and spend less budget.");
+
+	Expr *arg = linitial_node(TargetEntry, a->args)->expr;
+	if (!IsA(arg, Var))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " accepts only a declared column, not an expression",
+		     "Its answer is one of the column's declared values; transform the answer instead, e.g. " + fn +
+		         "(age) + 1.");
+	hooks.check_row_expression((Node *) arg, "aggregate arguments");
+	s.var = castNode(Var, arg);
+	s.column = policy.find(s.var->varattno);
+	if (s.column->is_group())
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " cannot use a column of a column group",
+		     "A group such as (lon, lat) is a location with a vector metric; " + fn +
+		         " needs a separately declared column.");
+	const DomainKind k = s.column->domain.kind();
+	if (k == DomainKind::Points)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " needs an enumerated, range or date domain");
+	if (s.utility.kind == EmKind::Quantile && k != DomainKind::Range && k != DomainKind::Date)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     fn + " needs a column with an ordered domain, but \"" + s.column->name + "\" is declared by its values",
+		     "Quantiles need a range or date domain such as {\"min\": 0, \"max\": 100, \"step\": 1}; dx.mode works on "
+		     "any declared column.");
+	hooks.check_row_expression((Node *) s.filter, "FILTER clauses");
+	return s;
+}
+
+// Adds the attributes of one column (all members of a group) to out.
+void
+add_column(const ColumnPolicy &c, std::set<AttrNumber> &out)
+{
+	for (const ColumnPolicy::Member &m : c.members)
+		out.insert(m.attnum);
+	out.insert(c.attnum);
+}
+
+// Adds every column an expression reads.
+void
+add_expr_columns(Node *expr, const TablePolicy &policy, std::set<AttrNumber> &out)
+{
+	if (!expr)
+		return;
+	List *vars = pull_var_clause(expr, 0);
+	ListCell *lc;
+	foreach (lc, vars) {
+		const ColumnPolicy *c = policy.find(((Var *) lfirst(lc))->varattno);
+		if (c)
+			add_column(*c, out);
+	}
+}
+
+// "col=value, ..." of output group g (dx.explain).
+std::string
+group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
+{
+	std::string out;
+	for (size_t i = group_cols.size(); i-- > 0;) {
+		const Domain &d = group_cols[i]->domain;
+		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
+		out = out.empty() ? part : part + ", " + out;
+		g /= d.size();
+	}
+	return out;
+}
+
+// What the rewrite needs of one analysed aggregate.
+struct EmPlan {
+	double sensitivity;
+	double scale;
+	EmBeta beta;
+};
+
+// S_EM of one aggregate over the columns it reads (candidate, WHERE, FILTER, GROUP BY).
+EmPlan
+plan_one(const EmSpec &s, const EmRewriteInput &in)
+{
+	std::set<AttrNumber> attnos;
+	add_column(*s.column, attnos);
+	add_expr_columns(in.where, *in.policy, attnos);
+	add_expr_columns((Node *) s.filter, *in.policy, attnos);
+	for (const ColumnPolicy *g : in.group_cols)
+		add_column(*g, attnos);
+	SubUniverse sub;
+	sub.presence = in.policy->presence;
+	std::vector<const ColumnPolicy *> cols;
+	for (AttrNumber att : attnos) {
+		const ColumnPolicy *c = in.policy->find(att);
+		if (!c || std::find(cols.begin(), cols.end(), c) != cols.end())
+			continue;
+		cols.push_back(c);
+		sub.domains.push_back(c->domain);
+		sub.metrics.push_back(c->metric);
+	}
+	const size_t n = sub.size(); // enforces the sub-universe cap
+	UniverseValues vals = evaluate_over_universe(in.relid, cols, sub, {(Expr *) in.where, s.filter});
+	std::vector<char> counted(n);
+	for (size_t u = 0; u < n; ++u)
+		counted[u] = vals.value[0][u] != 0 && !vals.is_null[0][u] && vals.value[1][u] != 0 && !vals.is_null[1][u];
+	const size_t candidate = std::find(cols.begin(), cols.end(), s.column) - cols.begin();
+	std::vector<size_t> groups;
+	for (const ColumnPolicy *g : in.group_cols)
+		groups.push_back(std::find(cols.begin(), cols.end(), g) - cols.begin());
+	EmPlan p;
+	p.sensitivity = em_utility_sensitivity(sub, counted, candidate, groups, s.utility);
+	p.scale = em_scale(s.epsilon, p.sensitivity);
+	p.beta = em_beta(s.epsilon, p.sensitivity);
+	return p;
+}
+
+struct ReplaceContext {
+	std::map<Aggref *, Expr *> *replacement;
+};
+
+// Replaces the marker Aggrefs (by identity) with their rewritten expressions.
+Node *
+replace_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<ReplaceContext *>(ctx);
+	if (IsA(node, Aggref)) {
+		auto it = c->replacement->find(castNode(Aggref, node));
+		if (it != c->replacement->end())
+			return (Node *) it->second;
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(replace_mutator), ctx);
+}
+
+} // namespace
+
+// See em_rewrite.h.
+bool
+is_em_marker(const ExtensionObjects &ext, Oid f)
+{
+	return f == ext.mode_any || f == ext.mode_any_eps || f == ext.quantile_any || f == ext.quantile_any_eps ||
+	       f == ext.median_any || f == ext.median_any_eps;
+}
+
+// See em_rewrite.h.
+EmQuery
+take_em_markers(std::vector<Aggref *> &markers, const TablePolicy &policy, const ExtensionObjects &ext,
+                const EmAnalyzerHooks &hooks)
+{
+	EmQuery em;
+	std::vector<Aggref *> rest;
+	int next = 0;
+	for (Aggref *a : markers) {
+		if (!is_em_marker(ext, a->aggfnoid)) {
+			em.linear_positions.push_back(next++);
+			rest.push_back(a);
+			continue;
+		}
+		auto same = std::find_if(em.specs.begin(), em.specs.end(), [a](const EmSpec &s) { return equal(s.aggref, a); });
+		if (same != em.specs.end())
+			same->aliases.push_back(a);
+		else
+			em.specs.push_back(describe(a, next++, policy, ext, hooks));
+	}
+	em.total = next;
+	markers.swap(rest);
+	return em;
+}
+
+// See em_rewrite.h.
+void
+em_collect_attnos(const EmQuery &em, const TablePolicy &policy, std::set<AttrNumber> &out)
+{
+	for (const EmSpec &s : em.specs) {
+		add_column(*s.column, out);
+		add_expr_columns((Node *) s.filter, policy, out);
+	}
+}
+
+// See em_rewrite.h.
+void
+rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, const EmAnalyzerHooks &hooks)
+{
+	if (em.specs.empty())
+		return;
+	const ExtensionObjects &ext = *in.ext;
+	size_t groups = 1;
+	for (const ColumnPolicy *g : in.group_cols)
+		groups *= g->domain.size();
+	const bool grouped = !in.group_cols.empty();
+
+	// the linear aggregates' places among all dx aggregates (answer cache slots)
+	for (size_t j = 0; j < in.linear_aggrefs.size(); ++j) {
+		Const *k = castNode(Const, castNode(TargetEntry, lthird(in.linear_aggrefs[j]->args))->expr);
+		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		p.agg_index = em.linear_positions[j];
+		p.agg_count = em.total;
+		k->constvalue = PointerGetDatum(build_noise_params(p));
+	}
+
+	std::map<Aggref *, Expr *> replacement;
+	std::vector<ExplainCell> cells;
+	double eps_total = 0;
+	for (const EmSpec &s : em.specs) {
+		const ColumnPolicy &col = *s.column;
+		const size_t k = col.domain.size();
+		if (static_cast<double>(k) * static_cast<double>(groups) > kMaxEmCells)
+			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+			     std::string("dx.") + s.name + " over \"" + col.name + "\" would hold more than 4000000 candidate counts",
+			     "Declare a coarser domain for the column or group by fewer or coarser columns.");
+		const EmPlan plan = plan_one(s, in);
+		eps_total += s.epsilon;
+
+		NoiseParams p;
+		p.components = 1;
+		p.epsilon = s.epsilon;
+		p.relid = in.relid;
+		p.charge_id = 0; // set by the analyzer's stamp_identities()
+		p.groups = static_cast<int>(groups);
+		p.agg_index = s.position;
+		p.agg_count = em.total;
+		for (size_t g = 0; g < groups; ++g) {
+			p.cells.push_back(1.0);
+			p.cells.push_back(plan.scale);
+		}
+		encode_em_params(EmParams{s.utility, static_cast<std::uint32_t>(k), plan.beta}, p);
+
+		// the row's candidate: the index of its clamped value (the GROUP BY index functions)
+		Var *v = makeVar(1, col.attnum, col.type, col.typmod, col.collation, 0);
+		const bool enumerated = col.domain.kind() == DomainKind::Enumerated;
+		Expr *index = (Expr *) makeFuncExpr(enumerated ? ext.enum_index : ext.range_index, INT4OID,
+		                                    lcons(v, domain_tail(col.domain)), InvalidOid, col.collation,
+		                                    COERCE_EXPLICIT_CALL);
+		Expr *filter = s.filter ? (Expr *) hooks.clamp((Node *) copy_node(s.filter)) : nullptr;
+		if (grouped) {
+			// the added empty-group rows create their group's state without counting (NULL)
+			Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
+			                    : (Expr *) present_flag_var();
+			CaseWhen *when = makeNode(CaseWhen);
+			when->expr = cond;
+			when->result = index;
+			when->location = -1;
+			CaseExpr *ce = makeNode(CaseExpr);
+			ce->casetype = INT4OID;
+			ce->args = list_make1(when);
+			ce->defresult = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+			ce->location = -1;
+			index = (Expr *) ce;
+			filter = nullptr;
+		}
+		Aggref *a = s.aggref;
+		const Oid result_collation = a->aggcollid;
+		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
+		a->aggfnoid = ext.em_select;
+		a->aggtype = INT4OID;
+		a->aggcollid = InvalidOid;
+		a->inputcollid = InvalidOid;
+		a->aggargtypes = list_make3_oid(INT4OID, INT4OID, FLOAT8ARRAYOID);
+		a->aggdirectargs = NIL;
+		a->args = list_make3(makeTargetEntry(index, 1, nullptr, false),
+		                     makeTargetEntry((Expr *) copy_node(in.group_index), 2, nullptr, false),
+		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
+		a->aggorder = NIL;
+		a->aggdistinct = NIL;
+		a->aggstar = false;
+		a->aggvariadic = false;
+		a->aggfilter = filter;
+		a->location = in.rewritten_location;
+
+		// the chosen index back to the column's value: dx._em_point(index, NULL::type, domain)
+		List *args = lcons(a, lcons(makeNullConst(col.type, col.typmod, col.collation), domain_tail(col.domain)));
+		replacement[a] = (Expr *) makeFuncExpr(enumerated ? ext.em_point_enum : ext.em_point_range, col.type, args,
+		                                       result_collation, col.collation, COERCE_EXPLICIT_CALL);
+		for (Aggref *alias : s.aliases) // equal copies: the planner computes them once (one state, one draw)
+			replacement[alias] = copy_node(replacement[a]);
+
+		if (explain_capture_active()) {
+			LinearNoisePlan lp;
+			lp.sensitivity = plan.sensitivity;
+			lp.scale = plan.scale;
+			lp.grid = 1;
+			lp.integer_weights = true;
+			for (size_t g = 0; g < groups; ++g) {
+				ExplainCell cell{s.position + 1, s.name, grouped ? group_label(in.group_cols, g) : "", "choice",
+				                 s.epsilon, lp};
+				cell.reported_half_width = em_utility_loss_bound(plan.beta, k, std::log(20.0));
+				cell.linear = false;
+				cells.push_back(cell);
+			}
+		}
+	}
+
+	ReplaceContext ctx{&replacement};
+	q->targetList = (List *) replace_mutator((Node *) q->targetList, &ctx);
+	q->havingQual = replace_mutator(q->havingQual, &ctx);
+
+	if (explain_capture_active()) {
+		ExplainCapture &cap = explain_capture();
+		for (ExplainCell &c : cap.cells) // linear cells are numbered among the linear aggregates
+			c.aggregate = em.linear_positions[c.aggregate - 1] + 1;
+		cap.cells.insert(cap.cells.end(), cells.begin(), cells.end());
+		std::stable_sort(cap.cells.begin(), cap.cells.end(),
+		                 [](const ExplainCell &x, const ExplainCell &y) { return x.aggregate < y.aggregate; });
+		cap.epsilon += eps_total;
+		cap.relid = in.relid;
+	}
+}
+
+} // namespace dxpriv::pg
