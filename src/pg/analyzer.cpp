@@ -579,10 +579,26 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	};
 	EmQuery em = take_em_markers(found.second, policy, ext, em_hooks);
 	// ---- end of exponential mechanism dispatch ----
+	// Identical aggregates (a HAVING repeat of a SELECT aggregate; BETWEEN, which the parser turns
+	// into two copies of its operand) are one release: one noise draw, charged once.
+	std::vector<std::pair<Aggref *, size_t>> duplicates; // (copy, index of its representative)
+	std::vector<Aggref *> originals;                     // unmodified copies of the representatives
+	std::vector<Aggref *> unique;
+	for (Aggref *a : found.second) {
+		size_t rep = 0;
+		while (rep < originals.size() && !equal(originals[rep], a))
+			++rep;
+		if (rep < originals.size()) {
+			duplicates.emplace_back(a, rep);
+			continue;
+		}
+		originals.push_back(copy_node(a));
+		unique.push_back(a);
+	}
 	std::vector<AggSpec> specs;
 	int cells_per_group = 0;
 	double eps_total = 0;
-	for (Aggref *a : found.second) {
+	for (Aggref *a : unique) {
 		specs.push_back(describe_aggregate(a, policy, ext));
 		specs.back().first_cell = cells_per_group;
 		cells_per_group += specs.back().components;
@@ -747,6 +763,17 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		a->aggfilter = filter;
 		a->inputcollid = InvalidOid;
 		a->location = kRewrittenLocation;
+	}
+	for (auto &[dup, rep] : duplicates) {
+		const Aggref *r = specs[rep].aggref;
+		dup->aggfnoid = r->aggfnoid;
+		dup->aggargtypes = list_copy(r->aggargtypes);
+		dup->args = static_cast<List *>(copyObjectImpl(r->args));
+		dup->aggstar = r->aggstar;
+		dup->aggvariadic = r->aggvariadic;
+		dup->aggfilter = static_cast<Expr *>(copyObjectImpl(r->aggfilter));
+		dup->inputcollid = r->inputcollid;
+		dup->location = r->location;
 	}
 
 	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/em_rewrite.h) ----

@@ -43,6 +43,7 @@ std::map<std::pair<const void *, int>, NoiseParams> params_by_agg; // (PlannedSt
 struct Charge {
 	NoiseParams params;
 	int aggno;
+	bool exponential; // dx.mode/quantile/median: the scale is 2·S_EM/eps of the exponential mechanism
 };
 
 struct PlanScan {
@@ -65,7 +66,7 @@ collect_aggrefs(Node *node, void *ctx)
 			if (!IsA(e, Const) || castNode(Const, e)->constisnull)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue));
-			scan->charges[p.charge_id] = Charge{p, a->aggno};
+			scan->charges[p.charge_id] = Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select};
 		}
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
@@ -127,14 +128,22 @@ fingerprint(QueryDesc *qd)
 const char *
 mechanism_name(const std::vector<Charge> &cs)
 {
-	bool noisy = false, grid = false;
-	for (const Charge &c : cs)
+	bool noisy = false, grid = false, exponential = false, linear = false;
+	for (const Charge &c : cs) {
+		exponential = exponential || c.exponential;
+		linear = linear || !c.exponential;
 		for (int g = 0; g < c.params.groups; ++g)
 			for (int k = 0; k < c.params.components; ++k) {
 				noisy = noisy || c.params.scale(g, k) > 0;
-				grid = grid || (c.params.scale(g, k) > 0 && c.params.grid(g, k) != 1.0);
+				grid = grid || (!c.exponential && c.params.scale(g, k) > 0 && c.params.grid(g, k) != 1.0);
 			}
-	return !noisy ? "exact" : grid ? "laplace(grid)" : "discrete_laplace";
+	}
+	if (!noisy)
+		return "exact";
+	const char *lin = grid ? "laplace(grid)" : "discrete_laplace";
+	if (exponential)
+		return linear ? (grid ? "laplace(grid)+exponential" : "discrete_laplace+exponential") : "exponential";
+	return lin;
 }
 
 // Raises the error for a refused or failed charge; nothing was charged unless the message says so.

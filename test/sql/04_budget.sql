@@ -25,7 +25,7 @@ SELECT dx.count(a, 0.05) IS NOT NULL AS answered FROM small;
 SELECT role, "table", granted, round(spent::numeric, 6) AS spent, round(remaining::numeric, 6) AS remaining
 FROM dx.budgets WHERE "table" = 'small'::regclass;
 -- several aggregates are charged together, all or nothing
-SELECT dx.count(a, 0.04), dx.count(a, 0.04) FROM small;
+SELECT dx.count(a, 0.04), dx.count(1, 0.04) FROM small;
 RESET ROLE;
 SELECT count(*) AS ledger_rows, round(sum(epsilon)::numeric, 6) AS charged FROM dx.ledger
 WHERE relid = 'small'::regclass AND role = 'dx_regress_analyst'::regrole;
@@ -70,7 +70,7 @@ SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'small'::regclass AN
 -- a per-query cap refuses larger queries before anything is charged
 SELECT dx.set_query_cap('small', 0.2);
 SELECT dx.count(a, 0.3) FROM small;
-SELECT dx.count(a, 0.15), dx.count(a, 0.15) FROM small;
+SELECT dx.count(a, 0.15), dx.count(1, 0.15) FROM small;
 SELECT dx.count(a, 0.2) IS NOT NULL AS answered FROM small;
 SELECT round(spent::numeric, 6) AS spent, per_query_cap FROM dx.budgets
 WHERE role = current_user::regrole AND "table" = 'small'::regclass;

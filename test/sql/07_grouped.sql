@@ -41,3 +41,6 @@ SELECT dx.protect_table('wide_groups');
 SELECT dx.set_column('wide_groups', 'a', '{"min": 0, "max": 999}', '{"type": "discrete"}');
 SELECT dx.set_column('wide_groups', 'b', '{"min": 0, "max": 999}', '{"type": "discrete"}');
 SELECT a, b, dx.count(*) FROM wide_groups GROUP BY a, b;
+-- an aggregate repeated in HAVING or in BETWEEN is one release: one draw, one charge
+SELECT dx.count(*) BETWEEN 0 AND 1000 AS in_range FROM shop HAVING dx.count(*) >= 0;
+SELECT epsilon, array_length(scales, 1) AS cells FROM dx.ledger ORDER BY id DESC LIMIT 1;
