@@ -96,7 +96,7 @@ DX_FUNCTION(dx_explain)
 	double remaining = -1;
 	if (const ExtensionObjects *ext = extension_objects()) {
 		InternalSpi spi(ext->schema_owner);
-		if (spi.exec("SELECT greatest(granted - spent, 0) FROM dx.budget_grants WHERE role = $1 AND relid = $2",
+		if (spi.exec("SELECT remaining FROM dx.budgets WHERE role = $1 AND \"table\" = $2",
 		             {{OIDOID, ObjectIdGetDatum(GetUserId())}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
 			remaining = DatumGetFloat8(spi.value(0, 0));
 	}
