@@ -187,7 +187,7 @@ def test_error_after_the_aggregate_does_not_refund():
             raise AssertionError("division by zero expected")
         except psycopg2.Error as e:
             assert e.pgcode == "22012", e.pgcode
-        assert_charged(conn, t1, "people", 0.2)  # two dx aggregates
+        assert_charged(conn, t1, "people", 0.1)  # the HAVING repeat is the same release: one charge
         # in the same query string (one implicit transaction), after the answer was sent
         t2 = tag()
         try:
