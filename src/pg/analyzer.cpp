@@ -7,6 +7,7 @@
 #include "pg/explain.h"
 #include "pg/group_source.h"
 #include "pg/guard.h"
+#include "pg/node_build.h"
 #include "pg/noise_params.h"
 #include "pg/universe_eval.h"
 
@@ -48,14 +49,6 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-
-// copyObject() relies on C's typeof; this is its C++ spelling.
-template <class T>
-T *
-copy_node(T *node)
-{
-	return static_cast<T *>(copyObjectImpl(node));
-}
 
 post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
 ProcessUtility_hook_type prev_process_utility = nullptr;
@@ -222,29 +215,6 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 }
 
 // ---- rewriting helpers ----
-
-Const *
-float8_const(double v)
-{
-	return makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(v), false, FLOAT8PASSBYVAL);
-}
-
-Const *
-int4_const(int32 v)
-{
-	return makeConst(INT4OID, -1, InvalidOid, sizeof(int32), Int32GetDatum(v), false, true);
-}
-
-// The labels of an enumerated domain as a text[] constant.
-Const *
-labels_const(const Domain &d)
-{
-	std::vector<Datum> labels;
-	for (const std::string &l : d.labels())
-		labels.push_back(CStringGetTextDatum(l.c_str()));
-	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
-	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
-}
 
 // Arguments describing a column's domain to the clamp and index functions.
 List *

@@ -5,6 +5,7 @@
 #include "pg/explain.h"
 #include "pg/group_source.h"
 #include "pg/guard.h"
+#include "pg/node_build.h"
 #include "pg/noise_params.h"
 #include "pg/universe_eval.h"
 
@@ -33,30 +34,6 @@ namespace {
 // Largest number of candidate counts one query may hold (groups x domain points): the states
 // of all groups live in memory at once (8 bytes per count).
 constexpr double kMaxEmCells = 4e6;
-
-template <class T>
-T *
-copy_node(T *node)
-{
-	return static_cast<T *>(copyObjectImpl(node));
-}
-
-Const *
-float8_const(double v)
-{
-	return makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(v), false, FLOAT8PASSBYVAL);
-}
-
-// The labels of an enumerated domain as a text[] constant.
-Const *
-labels_const(const Domain &d)
-{
-	std::vector<Datum> labels;
-	for (const std::string &l : d.labels())
-		labels.push_back(CStringGetTextDatum(l.c_str()));
-	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
-	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
-}
 
 // The domain description the index and point functions take after their first arguments (the
 // same constants the analyzer gives the clamp and index functions).

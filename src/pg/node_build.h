@@ -1,0 +1,52 @@
+// Small builders of query-tree nodes shared by the analyzer and the exponential-mechanism rewriter.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+}
+
+#include <string>
+#include <vector>
+
+#include "core/domain.h"
+
+namespace dxpriv::pg {
+
+// copyObject() relies on C's typeof; this is its C++ spelling.
+template <class T>
+T *
+copy_node(T *node)
+{
+	return static_cast<T *>(copyObjectImpl(node));
+}
+
+// A float8 constant.
+inline Const *
+float8_const(double v)
+{
+	return makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(v), false, FLOAT8PASSBYVAL);
+}
+
+// An int4 constant.
+inline Const *
+int4_const(int32 v)
+{
+	return makeConst(INT4OID, -1, InvalidOid, sizeof(int32), Int32GetDatum(v), false, true);
+}
+
+// The labels of an enumerated domain as a text[] constant.
+inline Const *
+labels_const(const Domain &d)
+{
+	std::vector<Datum> labels;
+	for (const std::string &l : d.labels())
+		labels.push_back(CStringGetTextDatum(l.c_str()));
+	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
+	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+} // namespace dxpriv::pg
