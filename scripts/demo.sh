@@ -42,8 +42,9 @@ sql <<'SQL'
 -- A second copy of the same rows, to be protected the textbook (standard-DP) way.
 CREATE TABLE public.people_dp (LIKE public.people INCLUDING ALL);
 INSERT INTO public.people_dp SELECT * FROM public.people;
--- Issue 2 has no analyst enforcement yet: analysts read through table privileges.
-GRANT SELECT ON public.people, public.people_dp TO analyst;
+-- The analyst holds no privilege on protected tables: dxpriv admits only validated aggregates.
+GRANT SELECT ON public.people, public.people_dp TO analyst;   -- taken away again by dx.add_analyst
+SELECT dx.add_analyst('analyst');
 
 -- Demo helper (owner only): one comparison table per query, from dx.ledger and dx.budgets.
 CREATE SCHEMA demo;
@@ -154,10 +155,9 @@ stay indistinguishable; range counts on a finely protected column are expensive.
 	"dx.count(*)" " WHERE age BETWEEN 30 AND 39" "count(*)"
 
 printf '\n-- %s\n%s\n' "Q7. Several aggregates in one query" \
-"Each aggregate is calibrated separately and their epsilons add up (0.1 + 0.1 = 0.2).
-d_X: for the sum of age among women, the largest edge is a person aged 90 changing sex:
-90 / 2 = 45 (an age change only gives 10): S = 45. Standard DP: S = 90.
-The ledger row lists one scale per aggregate (not necessarily in SELECT-list order)."
+"The query is one multi-linear query: its two cells share 0.1 + 0.1 = 0.2 through the optimal
+allocation (dxpriv.allocation), which is never worse than splitting it evenly.
+The ledger row lists one scale per cell, in SELECT-list order."
 sql <<SQL
 SET ROLE analyst;
 SET dxpriv.epsilon = $epsilon;
@@ -195,10 +195,31 @@ printf '\n-- %s\n' "An undeclared column cannot be referenced (42501)."
 expect 42501 "SELECT dx.count(*) FROM people WHERE home_x < 50;"
 printf '\n-- %s\n' "A query that would overspend the budget gets no answer (53000), nothing is charged."
 expect 53000 "SELECT dx.count(sex, 5.0) FROM people;"
-printf '\n-- %s\n' "Query shapes dxpriv does not support yet are refused (0A000)."
-expect 0A000 "SELECT sex, dx.count(*) FROM people GROUP BY sex;"
+printf '\n-- %s\n' "Raw rows are refused (42501), although the role had SELECT before dx.add_analyst."
+expect 42501 "SELECT age, income FROM people LIMIT 5;"
+printf '\n-- %s\n' "EXPLAIN would show exact row counts: refused for analysts (42501); dx.explain is the alternative."
+expect 42501 "EXPLAIN ANALYZE SELECT count(*) FROM people;"
+printf '\n-- %s\n' "Statistics are a side channel: refused (42501)."
+expect 42501 "SELECT reltuples FROM pg_class WHERE relname = 'people';"
+printf '\n-- %s\n' "Unsupported shapes are refused with a hint (0A000)."
+expect 0A000 "SELECT count(*) FROM people GROUP BY ROLLUP (sex);"
 
-banner "5. Budgets and ledger (as the owner)"
+banner "5. Plain SQL as a BI tool sends it, GROUP BY, and dx.explain (as the analyst)"
+say "count/sum/avg from an analyst are rewritten into dx aggregates; GROUP BY returns every declared"
+say "group; dx.explain shows the cost and noise of a query without spending anything."
+sql <<SQL
+SET ROLE analyst;
+SET dxpriv.epsilon = $epsilon;
+\\set ECHO queries
+SELECT "public"."people"."diagnosis" AS "diagnosis", count(*) AS "count"
+FROM "public"."people" GROUP BY "public"."people"."diagnosis" ORDER BY "public"."people"."diagnosis" ASC LIMIT 2000;
+SELECT cell, group_key, component, round(noise_scale::numeric, 3) AS noise_scale,
+       round(ci95_half_width::numeric, 1) AS ci95, query_epsilon, round(remaining_budget::numeric, 3) AS remaining
+FROM dx.explain('SELECT diagnosis, count(*) FROM people GROUP BY diagnosis');
+\\set ECHO none
+SQL
+
+banner "6. Budgets and ledger (as the owner)"
 sql <<'SQL'
 SELECT role, "table", granted, round(spent::numeric, 6) AS spent, round(remaining::numeric, 6) AS remaining
 FROM dx.budgets ORDER BY "table"::text;
@@ -222,6 +243,6 @@ say "standard DP does (the row count is public, a change of sex is distance 2, i
 say "are distance 1), and more noise where it protects more (ages a year apart are distance 0.1, so"
 say "a range count over age is expensive). Compare the guarantees, not only the noise."
 say "Every answer, even the exact row count, was charged to the analyst's budget."
-say "Not yet in place (see README): ROLLBACK refunds a charge; analysts still hold SELECT and can read"
-say "raw rows or run EXPLAIN ANALYZE; no GROUP BY, avg or dx.explain yet."
+say "Charges are committed by dxpriv's ledger worker before any answer leaves the server: ROLLBACK,"
+say "cancels and crashes never refund. README lists what is not in place yet."
 say "demo finished in $(( $(date +%s) - started )) s"

@@ -94,10 +94,11 @@ DX_FUNCTION(dx_explain)
 	const ExplainCapture cap = capture;
 
 	double remaining = -1;
+	const Oid caller = GetUserId(); // before InternalSpi switches to the extension owner
 	if (const ExtensionObjects *ext = extension_objects()) {
 		InternalSpi spi(ext->schema_owner);
 		if (spi.exec("SELECT remaining FROM dx.budgets WHERE role = $1 AND \"table\" = $2",
-		             {{OIDOID, ObjectIdGetDatum(GetUserId())}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
+		             {{OIDOID, ObjectIdGetDatum(caller)}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
 			remaining = DatumGetFloat8(spi.value(0, 0));
 	}
 	std::vector<double> half_widths;

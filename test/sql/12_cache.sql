@@ -31,6 +31,9 @@ SET ROLE dx_regress_dash;
 SET dxpriv.epsilon = 0.25;
 SELECT region, count(*) > -1000 AS answered FROM dash GROUP BY region ORDER BY region;
 SELECT round(spent::numeric, 6) AS spent FROM dx.budgets;
+-- dx.explain reports the caller's own remaining budget
+SELECT DISTINCT round(remaining_budget::numeric, 6) = (SELECT round(remaining::numeric, 6) FROM dx.budgets) AS own_budget
+FROM dx.explain('SELECT region, count(*) FROM dash GROUP BY region');
 -- the cache is per role: nobody else gets these answers for free
 RESET ROLE;
 SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'dash'::regclass;
