@@ -29,8 +29,9 @@ def test_psycopg2_client_side_parameters_are_literals():
 
 
 def test_transaction_with_error_after_aggregate_is_still_charged_within_transaction():
-    # Issue 2 charges inside the caller's transaction; this test documents that a committed
-    # transaction keeps its charges and that an error makes the whole statement fail closed.
+    # A committed transaction keeps its charge, and an expression that fails on the declared domain
+    # makes the statement fail closed before anything is charged (refund attempts after a charge
+    # are covered in test_ledger.py).
     with fresh_db() as db:
         conn = connect(db, autocommit=False)
         _people(conn)
