@@ -14,29 +14,19 @@
 #include "core/error.h"
 #include "core/linear_query.h"
 #include "core/sensitivity.h"
+#include "test_support.h"
 
 using namespace dxpriv;
 
 namespace {
 
+using ::dxpriv::testing::error_kind;
+using ::dxpriv::testing::record_metric;
+
 using Matrix = std::vector<std::vector<double>>;
 const double kInf = std::numeric_limits<double>::infinity();
 const AllocationStrategy kStrategies[] = {AllocationStrategy::EqualSplit, AllocationStrategy::EqualScale,
                                           AllocationStrategy::BudgetDistribution, AllocationStrategy::Optimal};
-
-// Runs f and returns the kind of the CoreError it throws (fails the test when nothing is thrown).
-template <typename F>
-ErrorKind
-error_kind(F f)
-{
-	try {
-		f();
-	} catch (const CoreError &e) {
-		return e.kind();
-	}
-	ADD_FAILURE() << "no CoreError thrown";
-	return ErrorKind::Internal;
-}
 
 // Line metric d(i,j) = |p_i - p_j|.
 Matrix
@@ -187,30 +177,6 @@ brute_force_m2(const ConstraintSet &c, double epsilon)
 			lo = a;
 	}
 	return std::min(value(0.5 * (lo + hi)), value(best * step));
-}
-
-// Reference record metric over all pairs plus the ⊥ node (last index), closed with Floyd-Warshall.
-Matrix
-record_metric(const SubUniverse &sub)
-{
-	const std::size_t n = sub.size();
-	Matrix d(n + 1, std::vector<double>(n + 1, 0));
-	for (std::size_t u = 0; u < n; u++) {
-		auto iu = sub.unflatten(u);
-		for (std::size_t v = 0; v < n; v++) {
-			auto iv = sub.unflatten(v);
-			double s = 0;
-			for (std::size_t c = 0; c < iu.size(); c++)
-				s += sub.metrics[c].distance(sub.domains[c], iu[c], iv[c]);
-			d[u][v] = s;
-		}
-		d[u][n] = d[n][u] = sub.presence;
-	}
-	for (std::size_t k = 0; k <= n; k++)
-		for (std::size_t i = 0; i <= n; i++)
-			for (std::size_t j = 0; j <= n; j++)
-				d[i][j] = std::min(d[i][j], d[i][k] + d[k][j]);
-	return d;
 }
 
 // Random cell weights over a sub-universe (real, integer or binary).

@@ -11,31 +11,16 @@
 #include "core/domain.h"
 #include "core/error.h"
 #include "core/metric.h"
+#include "test_support.h"
 
 using namespace dxpriv;
 
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
+using ::dxpriv::testing::brute_line;
+using ::dxpriv::testing::contract_error_kind;
 
-// Runs f and returns the kind of the CoreError it throws (fails the test when nothing is thrown).
-template <typename F>
-ErrorKind
-error_kind(F f)
-{
-	try {
-		f();
-	} catch (const CoreError &e) {
-		EXPECT_FALSE(e.hint().empty());
-		std::string msg = e.what();
-		EXPECT_FALSE(msg.empty());
-		EXPECT_NE(msg.back(), '.');
-		EXPECT_FALSE(std::isupper(static_cast<unsigned char>(msg[0])));
-		return e.kind();
-	}
-	ADD_FAILURE() << "no CoreError thrown";
-	return ErrorKind::Internal;
-}
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A few domains of every kind used by the brute-force metric checks.
 std::vector<Domain>
@@ -56,20 +41,6 @@ sample_metrics(const Domain &dom, std::mt19937 &gen)
 	std::vector<double> all_inf(dom.size(), kInfinity);
 	return {ColumnMetric::discrete(u(gen)), ColumnMetric::discrete(kInfinity), ColumnMetric::absolute(u(gen)),
 	        ColumnMetric::per_value(w), ColumnMetric::per_value(all_inf), ColumnMetric::none()};
-}
-
-// Reference: max over all pairs of |q_i - q_j| / d(i, j) computed from distance().
-double
-brute_line(const ColumnMetric &m, const Domain &dom, const double *q, std::size_t stride)
-{
-	double s = 0;
-	for (std::size_t i = 0; i < dom.size(); i++)
-		for (std::size_t j = i + 1; j < dom.size(); j++) {
-			double diff = std::fabs(q[i * stride] - q[j * stride]);
-			if (diff > 0)
-				s = std::max(s, diff / m.distance(dom, i, j));
-		}
-	return s;
 }
 
 } // namespace
@@ -95,19 +66,19 @@ TEST(Domain, RangeSizeOrdinalsAndLabels)
 
 TEST(Domain, RangeValidation)
 {
-	EXPECT_EQ(error_kind([] { Domain::range(1, 0, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(kNaN, 1, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, kInfinity, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(-kInfinity, 0, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1, 0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1, -1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1, kNaN); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1, kInfinity); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1000000, 1); }), ErrorKind::ProgramLimit);
-	EXPECT_EQ(error_kind([] { Domain::range(-1e308, 1e308, 1); }), ErrorKind::ProgramLimit);
-	EXPECT_EQ(error_kind([] { Domain::range(0, 1, 1e-300); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(1, 0, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(kNaN, 1, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, kInfinity, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(-kInfinity, 0, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1, 0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1, -1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1, kNaN); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1, kInfinity); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1000000, 1); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(-1e308, 1e308, 1); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(0, 1, 1e-300); }), ErrorKind::ProgramLimit);
 	// Points that would collapse to equal ordinals (or equal labels) are rejected.
-	EXPECT_EQ(error_kind([] { Domain::range(1e16, 1e16 + 100, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::range(1e16, 1e16 + 100, 1); }), ErrorKind::InvalidParameter);
 }
 
 TEST(Domain, IndexOfRoundsAndClamps)
@@ -159,12 +130,12 @@ TEST(Domain, Enumerated)
 	EXPECT_EQ(Domain::enumerated({"only"}).size(), 1u);
 	EXPECT_EQ(Domain::enumerated({""}).find_label(""), 0); // an empty label is a legitimate value
 	EXPECT_EQ(Domain::range(0, 1, 1).find_label("0"), -1);
-	EXPECT_EQ(error_kind([] { Domain::enumerated({}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::enumerated({"a", "b", "a"}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::enumerated({}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::enumerated({"a", "b", "a"}); }), ErrorKind::InvalidParameter);
 	std::vector<std::string> many(kMaxDomainSize + 1);
 	for (std::size_t i = 0; i < many.size(); i++)
 		many[i] = std::to_string(i);
-	EXPECT_EQ(error_kind([&many] { Domain::enumerated(many); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([&many] { Domain::enumerated(many); }), ErrorKind::ProgramLimit);
 	many.pop_back();
 	Domain big = Domain::enumerated(many);
 	EXPECT_EQ(big.find_label("765432"), 765432);
@@ -196,31 +167,31 @@ TEST(Domain, DatesAndIsoLabels)
 	EXPECT_EQ(extreme.size(), 3u);
 	EXPECT_FALSE(extreme.label(0).empty());
 	EXPECT_EQ(Domain::dates(0, 999999, 1).size(), kMaxDomainSize);
-	EXPECT_EQ(error_kind([] { Domain::dates(0, 1000000, 1); }), ErrorKind::ProgramLimit);
-	EXPECT_EQ(error_kind([] { Domain::dates(1, 0, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::dates(0, 10, 0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::dates(0, 10, -7); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::dates(0, 1000000, 1); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { Domain::dates(1, 0, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::dates(0, 10, 0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::dates(0, 10, -7); }), ErrorKind::InvalidParameter);
 }
 
 TEST(Metric, ValidationErrors)
 {
-	EXPECT_EQ(error_kind([] { ColumnMetric::discrete(0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::discrete(-1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::discrete(kNaN); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::discrete(0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::discrete(-1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::discrete(kNaN); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::discrete(kInfinity));
-	EXPECT_EQ(error_kind([] { ColumnMetric::absolute(0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::absolute(-2); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::absolute(kInfinity); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::absolute(kNaN); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::per_value({}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::per_value({1, 0}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::per_value({1, -3}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::per_value({1, kNaN}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::absolute(0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::absolute(-2); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::absolute(kInfinity); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::absolute(kNaN); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::per_value({}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::per_value({1, 0}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::per_value({1, -3}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::per_value({1, kNaN}); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::per_value({1, kInfinity}));
 
 	Domain three = Domain::enumerated({"a", "b", "c"});
 	ColumnMetric two = ColumnMetric::per_value({1, 2});
-	EXPECT_EQ(error_kind([&] { two.validate(three); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { two.validate(three); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::per_value({1, 2, 3}).validate(three));
 	EXPECT_NO_THROW(ColumnMetric::absolute(1).validate(three)); // enum ordinals are allowed
 	EXPECT_NO_THROW(ColumnMetric::discrete(1).validate(three));
@@ -228,7 +199,7 @@ TEST(Metric, ValidationErrors)
 	// A scale so large that neighbouring points would be at distance 0.
 	Domain tiny = Domain::range(0, 1e-299, 1e-300);
 	EXPECT_NO_THROW(ColumnMetric::absolute(1e10).validate(tiny));
-	EXPECT_EQ(error_kind([&] { ColumnMetric::absolute(1e300).validate(tiny); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::absolute(1e300).validate(tiny); }), ErrorKind::InvalidParameter);
 }
 
 TEST(Metric, Distances)

@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,24 +14,19 @@
 #include <vector>
 
 #include "core/random.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
+using ::dxpriv::testing::chi_square_threshold;
+
 using i128 = __int128;
 
 constexpr double kSigmas = 5.0;
-constexpr double kChiSquarePValue = 1e-6;
 constexpr double kMinExpectedPerBin = 20.0;
 constexpr std::size_t kSamples = 400000;
 constexpr std::size_t kTheoremSamples = 200000; // per value of t
-
-double
-chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // Samples n times and runs a chi-square test against em_probabilities, pooling the candidates
 // whose expected count is below kMinExpectedPerBin into one bin.

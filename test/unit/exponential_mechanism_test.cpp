@@ -14,27 +14,17 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "test_support.h"
 
 using namespace dxpriv;
 
 namespace {
 
+using ::dxpriv::testing::error_kind;
+using ::dxpriv::testing::record_metric;
+
 using i128 = __int128;
 using Matrix = std::vector<std::vector<double>>;
-
-// Runs f and returns the kind of the CoreError it throws (fails the test when nothing is thrown).
-template <typename F>
-ErrorKind
-error_kind(F f)
-{
-	try {
-		f();
-	} catch (const CoreError &e) {
-		return e.kind();
-	}
-	ADD_FAILURE() << "no CoreError thrown";
-	return ErrorKind::Internal;
-}
 
 EmUtility
 mode()
@@ -52,31 +42,6 @@ std::vector<long long>
 as_ll(const std::vector<i128> &v)
 {
 	return std::vector<long long>(v.begin(), v.end());
-}
-
-// Record metric over all pairs plus the ⊥ node (index n): one-column distances summed, presence
-// edges, closed with Floyd-Warshall (the definition, independent of the edge shortcuts).
-Matrix
-record_metric(const SubUniverse &sub)
-{
-	const std::size_t n = sub.size();
-	Matrix d(n + 1, std::vector<double>(n + 1, 0));
-	for (std::size_t u = 0; u < n; u++) {
-		auto iu = sub.unflatten(u);
-		for (std::size_t v = 0; v < n; v++) {
-			auto iv = sub.unflatten(v);
-			double s = 0;
-			for (std::size_t c = 0; c < iu.size(); c++)
-				s += sub.metrics[c].distance(sub.domains[c], iu[c], iv[c]);
-			d[u][v] = s;
-		}
-		d[u][n] = d[n][u] = sub.presence;
-	}
-	for (std::size_t k = 0; k <= n; k++)
-		for (std::size_t i = 0; i <= n; i++)
-			for (std::size_t j = 0; j <= n; j++)
-				d[i][j] = std::min(d[i][j], d[i][k] + d[k][j]);
-	return d;
 }
 
 // The per-row weights of the linear queries behind the utilities of candidate set 0..K-1, for a

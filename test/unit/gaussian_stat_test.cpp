@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
@@ -18,37 +17,18 @@
 #include "core/big_sampling.h"
 #include "core/random.h"
 #include "core/samplers.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
-constexpr double kSigmas = 5.0;
-constexpr double kChiSquarePValue = 1e-6;
+using ::dxpriv::testing::chi_square_threshold;
+using ::dxpriv::testing::expect_binomial;
+using ::dxpriv::testing::expect_near_sigma;
+using ::dxpriv::testing::normalise_pmf;
+
 constexpr double kMinExpectedPerBin = 20.0;
 constexpr std::size_t kSamples = 2000000;
-
-// Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
-void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
-{
-	const double mean = static_cast<double>(n) * p;
-	const double sd = std::sqrt(static_cast<double>(n) * p * (1.0 - p));
-	EXPECT_LE(std::fabs(static_cast<double>(count) - mean), kSigmas * sd)
-	    << what << ": count " << count << " of " << n << ", expected p " << p;
-}
-
-// Checks an estimate against its exact expectation with the given standard error.
-void expect_near_sigma(double estimate, double expected, double standard_error, const std::string &what)
-{
-	EXPECT_LE(std::fabs(estimate - expected), kSigmas * standard_error)
-	    << what << ": estimate " << estimate << ", expected " << expected << ", standard error " << standard_error;
-}
-
-// The chi-square critical value at p = kChiSquarePValue for df degrees of freedom.
-double chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // The exact discrete Gaussian law N_Z(0, sigma2) on [-bound, bound] (mass beyond is below 1e-30).
 struct DiscreteGaussianLaw {
@@ -67,16 +47,7 @@ struct DiscreteGaussianLaw {
 			w.push_back(std::exp(-x * x / (2 * sigma2)));
 			total += w.back();
 		}
-		long double m2 = 0, m4 = 0;
-		for (std::int64_t z = -bound; z <= bound; ++z) {
-			const long double p = w[static_cast<std::size_t>(z + bound)] / total;
-			const long double x = static_cast<long double>(z);
-			pmf.push_back(static_cast<double>(p));
-			m2 += p * x * x;
-			m4 += p * x * x * x * x;
-		}
-		variance = static_cast<double>(m2);
-		fourth = static_cast<double>(m4);
+		normalise_pmf(w, total, bound, pmf, variance, fourth);
 	}
 	// P(Z = z), 0 outside the table.
 	double p(std::int64_t z) const

@@ -5,27 +5,21 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/random.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
-constexpr double kChiSquarePValue = 1e-6;
+using ::dxpriv::testing::chi_square_threshold;
+
 constexpr double kMinExpectedPerBin = 20.0;
 constexpr std::size_t kSamples = 400000;
-
-double chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // Chi-square fit of output counts against the expected probabilities, merging adjacent cells until
 // each expects at least kMinExpectedPerBin samples.

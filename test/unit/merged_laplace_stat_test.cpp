@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,36 +14,18 @@
 
 #include "core/random.h"
 #include "core/samplers.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
-constexpr double kSigmas = 5.0;
-constexpr double kChiSquarePValue = 1e-6;
+using ::dxpriv::testing::chi_square_threshold;
+using ::dxpriv::testing::expect_binomial;
+using ::dxpriv::testing::expect_near_sigma;
+using ::dxpriv::testing::normalise_pmf;
+using ::dxpriv::testing::expect_pooled_chi_square;
+
 constexpr double kMinExpectedPerBin = 20.0;
-
-// Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
-void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
-{
-	const double mean = static_cast<double>(n) * p;
-	const double sd = std::sqrt(static_cast<double>(n) * p * (1.0 - p));
-	EXPECT_LE(std::fabs(static_cast<double>(count) - mean), kSigmas * sd)
-	    << what << ": count " << count << " of " << n << ", expected p " << p;
-}
-
-// Checks an estimate against its exact expectation with the given standard error.
-void expect_near_sigma(double estimate, double expected, double standard_error, const std::string &what)
-{
-	EXPECT_LE(std::fabs(estimate - expected), kSigmas * standard_error)
-	    << what << ": estimate " << estimate << ", expected " << expected << ", standard error " << standard_error;
-}
-
-// The chi-square critical value at p = kChiSquarePValue for df degrees of freedom.
-double chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // The exact grid law, rebuilt here from the public rounding rules, on [-bound, bound] (the mass beyond
 // is below e^-60).
@@ -69,7 +49,7 @@ struct ExactGridLaw {
 		}
 		bound = edge.back() + static_cast<std::int64_t>(std::ceil(60 * widest));
 		std::vector<long double> w;
-		long double total = 0, m2 = 0, m4 = 0;
+		long double total = 0;
 		for (std::int64_t z = -bound; z <= bound; ++z) {
 			const std::int64_t a = z < 0 ? -z : z;
 			long double h = 0;
@@ -82,15 +62,7 @@ struct ExactGridLaw {
 			w.push_back(std::exp(-h));
 			total += w.back();
 		}
-		for (std::int64_t z = -bound; z <= bound; ++z) {
-			const long double p = w[static_cast<std::size_t>(z + bound)] / total;
-			const long double x = static_cast<long double>(z);
-			pmf.push_back(static_cast<double>(p));
-			m2 += p * x * x;
-			m4 += p * x * x * x * x;
-		}
-		second = static_cast<double>(m2);
-		fourth = static_cast<double>(m4);
+		normalise_pmf(w, total, bound, pmf, second, fourth);
 	}
 	// P(Z = z).
 	double p(std::int64_t z) const { return z < -bound || z > bound ? 0.0 : pmf[static_cast<std::size_t>(z + bound)]; }
@@ -138,24 +110,7 @@ void check_against_exact_law(const MergedLaplace &law, double grid, std::size_t 
 		}
 		expect_binomial(static_cast<std::uint64_t>(count), n, p, "band " + std::to_string(k));
 	}
-	std::vector<double> probs, observed;
-	double open_p = 0, open_o = 0;
-	for (std::int64_t z = -exact.bound; z <= exact.bound; ++z) {
-		open_p += exact.p(z);
-		open_o += counts[static_cast<std::size_t>(z + exact.bound)];
-		if (open_p * dn >= kMinExpectedPerBin) {
-			probs.push_back(open_p);
-			observed.push_back(open_o);
-			open_p = open_o = 0;
-		}
-	}
-	probs.back() += open_p;
-	observed.back() += open_o;
-	ASSERT_GE(probs.size(), min_bins);
-	double stat = 0;
-	for (std::size_t i = 0; i < probs.size(); ++i)
-		stat += (observed[i] - dn * probs[i]) * (observed[i] - dn * probs[i]) / (dn * probs[i]);
-	EXPECT_LT(stat, chi_square_threshold(probs.size() - 1)) << probs.size() - 1 << " df";
+	expect_pooled_chi_square(exact.pmf, counts, dn, kMinExpectedPerBin, min_bins);
 }
 
 TEST(MergedLaplaceStat, AppendixCRowOneOnACoarseGrid)

@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/quadrature/gauss.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -20,54 +18,22 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/samplers.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
+using ::dxpriv::testing::expect_core_error;
+using ::dxpriv::testing::two_decimals;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Runs fn and checks that it throws CoreError of the given kind with a lowercase message.
-template <typename Fn>
-void expect_core_error(ErrorKind kind, Fn &&fn)
-{
-	try {
-		fn();
-		ADD_FAILURE() << "expected CoreError, nothing was thrown";
-	} catch (const CoreError &e) {
-		EXPECT_EQ(static_cast<int>(kind), static_cast<int>(e.kind())) << e.what();
-		const std::string message = e.what();
-		ASSERT_FALSE(message.empty());
-		EXPECT_FALSE(message[0] >= 'A' && message[0] <= 'Z') << message;
-	}
-}
 
 // Composite 20-point Gauss–Legendre integral over [a, b] split at the cuts, 200 panels per piece.
 template <typename Fn>
 double integrate(Fn fn, double a, double b, std::vector<double> cuts = {})
 {
-	cuts.push_back(a);
-	cuts.push_back(b);
-	std::sort(cuts.begin(), cuts.end());
-	double total = 0;
-	for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-		const double lo = std::max(a, cuts[i]), hi = std::min(b, cuts[i + 1]);
-		if (!(hi > lo))
-			continue;
-		const int panels = 200;
-		const double width = (hi - lo) / panels;
-		for (int j = 0; j < panels; ++j) {
-			const double p_lo = lo + j * width;
-			total += boost::math::quadrature::gauss<double, 20>::integrate(fn, p_lo, j + 1 == panels ? hi : p_lo + width);
-		}
-	}
-	return total;
-}
-
-// Rounds to two decimals, as the paper prints.
-long two_decimals(double x)
-{
-	return std::lround(x * 100.0);
+	return ::dxpriv::testing::integrate_gauss20(fn, a, b, std::move(cuts), 200);
 }
 
 // BUG-COMPATIBLE, test-only: the three-band density of the reference code's merge_three

@@ -17,32 +17,19 @@
 #include "core/error.h"
 #include "core/metric.h"
 #include "core/sensitivity.h"
+#include "test_support.h"
 
 using namespace dxpriv;
 
 namespace {
 
+using ::dxpriv::testing::brute_line;
+using ::dxpriv::testing::closure;
+using ::dxpriv::testing::contract_error_kind;
+using ::dxpriv::testing::record_metric;
+
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 using Matrix = std::vector<std::vector<double>>;
-
-// Runs f and returns the kind of the CoreError it throws, checking the message/hint contract.
-template <typename F>
-ErrorKind
-error_kind(F f)
-{
-	try {
-		f();
-	} catch (const CoreError &e) {
-		EXPECT_FALSE(e.hint().empty());
-		std::string msg = e.what();
-		EXPECT_FALSE(msg.empty());
-		EXPECT_NE(msg.back(), '.');
-		EXPECT_FALSE(std::isupper(static_cast<unsigned char>(msg[0])));
-		return e.kind();
-	}
-	ADD_FAILURE() << "no CoreError thrown";
-	return ErrorKind::Internal;
-}
 
 // a == b when either is infinite, otherwise equal within a relative 1e-12.
 void
@@ -98,18 +85,6 @@ euclid(const Domain &dom, std::size_t i, std::size_t j)
 		s += t * t;
 	}
 	return dom.dims() == 1 ? std::fabs(dom.coordinate(i, 0) - dom.coordinate(j, 0)) : std::sqrt(s);
-}
-
-// Floyd-Warshall closure of a square matrix.
-Matrix
-closure(Matrix d)
-{
-	const std::size_t k = d.size();
-	for (std::size_t m = 0; m < k; m++)
-		for (std::size_t i = 0; i < k; i++)
-			for (std::size_t j = 0; j < k; j++)
-				d[i][j] = std::min(d[i][j], d[i][m] + d[m][j]);
-	return d;
 }
 
 // Flattens a square matrix row-major.
@@ -180,20 +155,6 @@ catalogue_metrics(const Domain &dom, std::mt19937 &gen, bool with_old_kinds)
 	return ms;
 }
 
-// Reference: max over all pairs of |q_i - q_j| / d(i, j) computed from distance().
-double
-brute_line(const ColumnMetric &m, const Domain &dom, const double *q, std::size_t stride)
-{
-	double s = 0;
-	for (std::size_t i = 0; i < dom.size(); i++)
-		for (std::size_t j = i + 1; j < dom.size(); j++) {
-			double diff = std::fabs(q[i * stride] - q[j * stride]);
-			if (diff > 0)
-				s = std::max(s, diff / m.distance(dom, i, j));
-		}
-	return s;
-}
-
 // Reference nearest point: clamp into the widened bounding box, then brute-force squared distance.
 std::size_t
 brute_nearest(const Domain &dom, const std::vector<double> &x)
@@ -230,26 +191,6 @@ brute_nearest(const Domain &dom, const std::vector<double> &x)
 		}
 	}
 	return best;
-}
-
-// The record metric of a sub-universe over all pairs plus ⊥ (last index), closed (reference).
-Matrix
-record_metric(const SubUniverse &sub)
-{
-	const std::size_t n = sub.size();
-	Matrix d(n + 1, std::vector<double>(n + 1, 0));
-	for (std::size_t u = 0; u < n; u++) {
-		auto iu = sub.unflatten(u);
-		for (std::size_t v = 0; v < n; v++) {
-			auto iv = sub.unflatten(v);
-			double s = 0;
-			for (std::size_t c = 0; c < iu.size(); c++)
-				s += sub.metrics[c].distance(sub.domains[c], iu[c], iv[c]);
-			d[u][v] = s;
-		}
-		d[u][n] = d[n][u] = sub.presence;
-	}
-	return closure(d);
 }
 
 } // namespace
@@ -295,25 +236,25 @@ TEST(PointsDomain, BasicsAndLabels)
 
 TEST(PointsDomain, ValidationErrors)
 {
-	EXPECT_EQ(error_kind([] { Domain::points(0, {1}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(9, std::vector<double>(9, 1)); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {1, 2, 3}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {1, kNaN}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {1, kInfinity}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(1, {-kInfinity}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(1, {2e150}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(0, {1}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(9, std::vector<double>(9, 1)); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {1, 2, 3}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {1, kNaN}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {1, kInfinity}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(1, {-kInfinity}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(1, {2e150}); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(Domain::points(1, {1e150, -1e150}));
-	EXPECT_EQ(error_kind([] { Domain::points(2, {1, 2, 3, 4, 1, 2}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {0, 0, -0.0, 0}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {1, 2, 3, 4, 1, 2}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {0, 0, -0.0, 0}); }), ErrorKind::InvalidParameter);
 	// Distinct coordinates that would print the same "%.15g" label.
-	EXPECT_EQ(error_kind([] { Domain::points(1, {0.1, 0.1 + 1e-17}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { Domain::points(2, {1, 0, 1 + 1e-15, 5}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(1, {0.1, 0.1 + 1e-17}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { Domain::points(2, {1, 0, 1 + 1e-15, 5}); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(Domain::points(1, {1e-200, 0})); // tiny but far apart relative to their size
 	std::vector<double> many(kMaxDomainSize + 1);
 	for (std::size_t i = 0; i < many.size(); i++)
 		many[i] = static_cast<double>(i);
-	EXPECT_EQ(error_kind([&many] { Domain::points(1, many); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([&many] { Domain::points(1, many); }), ErrorKind::ProgramLimit);
 }
 
 TEST(PointsDomain, NearestMatchesBruteForce)
@@ -381,33 +322,33 @@ TEST(PointsDomain, NearestIsFast)
 
 TEST(MetricCatalogue, ConstructionErrors)
 {
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(3, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(-1, 1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(2, 0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(2, -1); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(1, kInfinity); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::lp(0, kNaN); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(3, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(-1, 1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(2, 0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(2, -1); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(1, kInfinity); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::lp(0, kNaN); }), ErrorKind::InvalidParameter);
 	for (auto make : {+[](double t, double w) { return ColumnMetric::theta1(t, w); },
 	                  +[](double t, double w) { return ColumnMetric::theta2(t, w); }}) {
-		EXPECT_EQ(error_kind([&] { make(0, 1); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(-1, 1); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(kInfinity, 1); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(kNaN, 1); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(1, 0); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(1, -2); }), ErrorKind::InvalidParameter);
-		EXPECT_EQ(error_kind([&] { make(1, kNaN); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(0, 1); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(-1, 1); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(kInfinity, 1); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(kNaN, 1); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(1, 0); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(1, -2); }), ErrorKind::InvalidParameter);
+		EXPECT_EQ(contract_error_kind([&] { make(1, kNaN); }), ErrorKind::InvalidParameter);
 		EXPECT_NO_THROW(make(1, kInfinity));
 	}
 	// Matrix.
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(0, {}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {0, 1, 1}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {0, 1, 2, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {0, -1, -1, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {0, 0, 0, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {1, 1, 1, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {0, kNaN, kNaN, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(2, {kNaN, 1, 1, 0}, nullptr); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::matrix(4097, {}, nullptr); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(0, {}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {0, 1, 1}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {0, 1, 2, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {0, -1, -1, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {0, 0, 0, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {1, 1, 1, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {0, kNaN, kNaN, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(2, {kNaN, 1, 1, 0}, nullptr); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::matrix(4097, {}, nullptr); }), ErrorKind::ProgramLimit);
 	EXPECT_NO_THROW(ColumnMetric::matrix(2, {0, kInfinity, kInfinity, 0}, nullptr));
 	EXPECT_NO_THROW(ColumnMetric::matrix(1, {0}, nullptr));
 	try {
@@ -417,14 +358,14 @@ TEST(MetricCatalogue, ConstructionErrors)
 		EXPECT_EQ(std::string(e.what()), "matrix metric is not symmetric at row 2, column 3");
 	}
 	// Graph.
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(0, {}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(kMaxDomainSize + 1, {}); }), ErrorKind::ProgramLimit);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{0, 3, 1}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{1, 1, 1}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{0, 1, 0}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{0, 1, -1}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{0, 1, kInfinity}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::graph(3, {{0, 1, kNaN}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(0, {}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(kMaxDomainSize + 1, {}); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{0, 3, 1}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{1, 1, 1}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{0, 1, 0}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{0, 1, -1}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{0, 1, kInfinity}}); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::graph(3, {{0, 1, kNaN}}); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::graph(3, {}));
 }
 
@@ -432,28 +373,28 @@ TEST(MetricCatalogue, ValidateAgainstDomains)
 {
 	Domain pts = Domain::points(2, {0, 0, 1, 0, 0, 1});
 	Domain e4 = Domain::enumerated({"a", "b", "c", "d"});
-	EXPECT_EQ(error_kind([&] { ColumnMetric::absolute(1).validate(pts); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([] { ColumnMetric::absolute(1).validate(Domain::points(1, {0, 1})); }),
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::absolute(1).validate(pts); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([] { ColumnMetric::absolute(1).validate(Domain::points(1, {0, 1})); }),
 	          ErrorKind::InvalidParameter);
 	for (const Domain &dom : {pts, e4, Domain::range(0, 1, 0.5), Domain::dates(0, 30, 7), Domain::points(1, {3, 1})})
 		for (const ColumnMetric &m : {ColumnMetric::lp(1, 2), ColumnMetric::lp(2, 2), ColumnMetric::lp(0, 2),
 		                              ColumnMetric::theta1(1), ColumnMetric::theta2(1), ColumnMetric::discrete(1)})
 			EXPECT_NO_THROW(m.validate(dom));
-	EXPECT_EQ(error_kind([&] { ColumnMetric::matrix(4, std::vector<double>(16, 1), nullptr).validate(pts); }),
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::matrix(4, std::vector<double>(16, 1), nullptr).validate(pts); }),
 	          ErrorKind::InvalidParameter); // diagonal not zero
 	std::vector<double> t4(16, 1);
 	for (int i = 0; i < 4; i++)
 		t4[i * 5] = 0;
-	EXPECT_EQ(error_kind([&] { ColumnMetric::matrix(4, t4, nullptr).validate(pts); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::matrix(4, t4, nullptr).validate(pts); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::matrix(4, t4, nullptr).validate(e4));
-	EXPECT_EQ(error_kind([&] { ColumnMetric::graph(4, {{0, 1, 1}}).validate(pts); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::graph(4, {{0, 1, 1}}).validate(pts); }), ErrorKind::InvalidParameter);
 	EXPECT_NO_THROW(ColumnMetric::graph(3, {{0, 1, 1}}).validate(pts));
 	// A scale so large that distinct points would be at distance 0.
 	Domain tiny = Domain::points(2, {0, 0, 1e-300, 0});
 	EXPECT_NO_THROW(ColumnMetric::lp(2, 1e10).validate(tiny));
-	EXPECT_EQ(error_kind([&] { ColumnMetric::lp(2, 1e300).validate(tiny); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::lp(2, 1e300).validate(tiny); }), ErrorKind::InvalidParameter);
 	Domain tiny_range = Domain::range(0, 1e-299, 1e-300);
-	EXPECT_EQ(error_kind([&] { ColumnMetric::lp(1, 1e300).validate(tiny_range); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(contract_error_kind([&] { ColumnMetric::lp(1, 1e300).validate(tiny_range); }), ErrorKind::InvalidParameter);
 	// Tiny coordinates still give positive, exact l2 distances (scaled formula).
 	EXPECT_DOUBLE_EQ(ColumnMetric::lp(2, 1).distance(tiny, 0, 1), 1e-300);
 	Domain tiny3 = Domain::points(2, {0, 0, 3e-200, 4e-200});
@@ -865,6 +806,6 @@ TEST(MetricCatalogue, TimingsAndWorkCap)
 	heavy.metrics = {l2, ColumnMetric::absolute(1)};
 	std::vector<double> hq(heavy.size(), 1);
 	t0 = std::chrono::steady_clock::now();
-	EXPECT_EQ(error_kind([&] { generalized_sensitivity(heavy, hq); }), ErrorKind::ProgramLimit);
+	EXPECT_EQ(contract_error_kind([&] { generalized_sensitivity(heavy, hq); }), ErrorKind::ProgramLimit);
 	EXPECT_LT(seconds_since(t0), 1.0);
 }

@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,43 +15,22 @@
 #include <vector>
 
 #include "core/random.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
+using ::dxpriv::testing::chi_square_threshold;
+using ::dxpriv::testing::expect_binomial;
+using ::dxpriv::testing::expect_near_sigma;
+
 using u128 = unsigned __int128;
 
-constexpr double kSigmas = 5.0;
-constexpr double kChiSquarePValue = 1e-6;
 constexpr double kMinExpectedPerBin = 20.0;
 // Sample sizes (about 6 s in total with -O2 on one core).
 constexpr std::uint64_t kBernoulliSamples = 2000000;
 constexpr std::size_t kLaplaceSamples = 3000000;
 constexpr std::size_t kHugeScaleSamples = 100000;
-
-// Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
-void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
-{
-	const double mean = static_cast<double>(n) * p;
-	const double sd = std::sqrt(static_cast<double>(n) * p * (1.0 - p));
-	EXPECT_LE(std::fabs(static_cast<double>(count) - mean), kSigmas * sd)
-	    << what << ": count " << count << " of " << n << ", expected p " << p;
-}
-
-// Checks an estimate against its exact expectation with the given standard error.
-void expect_near_sigma(double estimate, double expected, double standard_error, const std::string &what)
-{
-	EXPECT_LE(std::fabs(estimate - expected), kSigmas * standard_error)
-	    << what << ": estimate " << estimate << ", expected " << expected << ", standard error "
-	    << standard_error;
-}
-
-// The chi-square critical value at p = kChiSquarePValue for df degrees of freedom.
-double chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // Pearson chi-square statistic of observed counts against expected probabilities (sum 1).
 double chi_square_statistic(const std::vector<std::uint64_t> &observed, const std::vector<double> &probs,

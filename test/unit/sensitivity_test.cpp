@@ -14,27 +14,17 @@
 #include "core/linear_query.h"
 #include "core/random.h"
 #include "core/sensitivity.h"
+#include "test_support.h"
 
 using namespace dxpriv;
 
 namespace {
 
+using ::dxpriv::testing::error_kind;
+using ::dxpriv::testing::record_metric;
+
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 using Matrix = std::vector<std::vector<double>>;
-
-// Runs f and returns the kind of the CoreError it throws (fails the test when nothing is thrown).
-template <typename F>
-ErrorKind
-error_kind(F f)
-{
-	try {
-		f();
-	} catch (const CoreError &e) {
-		return e.kind();
-	}
-	ADD_FAILURE() << "no CoreError thrown";
-	return ErrorKind::Internal;
-}
 
 // Builds q over the sub-universe from a function of the per-column point indexes.
 std::vector<double>
@@ -51,31 +41,6 @@ std::vector<double>
 values_of_first_column(const SubUniverse &sub)
 {
 	return make_q(sub, [&sub](const std::vector<std::size_t> &i) { return sub.domains[0].ordinal(i[0]); });
-}
-
-// Reference record metric over all pairs plus the ⊥ node (last index): sum of column distances,
-// presence edges, closed with Floyd-Warshall.
-Matrix
-record_metric(const SubUniverse &sub)
-{
-	const std::size_t n = sub.size();
-	Matrix d(n + 1, std::vector<double>(n + 1, 0));
-	for (std::size_t u = 0; u < n; u++) {
-		auto iu = sub.unflatten(u);
-		for (std::size_t v = 0; v < n; v++) {
-			auto iv = sub.unflatten(v);
-			double s = 0;
-			for (std::size_t c = 0; c < iu.size(); c++)
-				s += sub.metrics[c].distance(sub.domains[c], iu[c], iv[c]);
-			d[u][v] = s;
-		}
-		d[u][n] = d[n][u] = sub.presence;
-	}
-	for (std::size_t k = 0; k <= n; k++)
-		for (std::size_t i = 0; i <= n; i++)
-			for (std::size_t j = 0; j <= n; j++)
-				d[i][j] = std::min(d[i][j], d[i][k] + d[k][j]);
-	return d;
 }
 
 // Reference S(q): max over all pairs of the closed record metric (q(⊥) = 0).

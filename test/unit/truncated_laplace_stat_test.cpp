@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/distributions/chi_squared.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,37 +12,18 @@
 #include <vector>
 
 #include "core/random.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
-constexpr double kSigmas = 5.0;
-constexpr double kChiSquarePValue = 1e-6;
+using ::dxpriv::testing::chi_square_threshold;
+using ::dxpriv::testing::expect_binomial;
+using ::dxpriv::testing::expect_near_sigma;
+using ::dxpriv::testing::expect_pooled_chi_square;
+
 constexpr double kMinExpectedPerBin = 20.0;
 constexpr std::size_t kSamples = 2000000;
-
-// Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
-void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
-{
-	const double mean = static_cast<double>(n) * p;
-	const double sd = std::sqrt(static_cast<double>(n) * p * (1.0 - p));
-	EXPECT_LE(std::fabs(static_cast<double>(count) - mean), kSigmas * sd)
-	    << what << ": count " << count << " of " << n << ", expected p " << p;
-}
-
-// Checks an estimate against its exact expectation with the given standard error.
-void expect_near_sigma(double estimate, double expected, double standard_error, const std::string &what)
-{
-	EXPECT_LE(std::fabs(estimate - expected), kSigmas * standard_error)
-	    << what << ": estimate " << estimate << ", expected " << expected << ", standard error " << standard_error;
-}
-
-// The chi-square critical value at p = kChiSquarePValue for df degrees of freedom.
-double chi_square_threshold(std::size_t df)
-{
-	const boost::math::chi_squared_distribution<double> law(static_cast<double>(df));
-	return boost::math::quantile(boost::math::complement(law, kChiSquarePValue));
-}
 
 // The exact law of gtl_on_grid in grid units, with t known exactly (a dyadic lambda/grid).
 struct DiscreteTruncatedLaplace {
@@ -109,24 +88,7 @@ void check_against_exact_law(const GeneralizedTruncatedLaplace &law, double grid
 	expect_binomial(static_cast<std::uint64_t>(counts[static_cast<std::size_t>(-exact.lo)]), kSamples, exact.p(0),
 	                "P(Z = 0)");
 	// Chi-square over single values merged left to right to >= kMinExpectedPerBin expected counts.
-	std::vector<double> probs, observed;
-	double open_p = 0, open_o = 0;
-	for (std::int64_t z = exact.lo; z <= exact.hi; ++z) {
-		open_p += exact.p(z);
-		open_o += counts[static_cast<std::size_t>(z - exact.lo)];
-		if (open_p * n >= kMinExpectedPerBin) {
-			probs.push_back(open_p);
-			observed.push_back(open_o);
-			open_p = open_o = 0;
-		}
-	}
-	probs.back() += open_p;
-	observed.back() += open_o;
-	ASSERT_GE(probs.size(), min_bins);
-	double stat = 0;
-	for (std::size_t i = 0; i < probs.size(); ++i)
-		stat += (observed[i] - n * probs[i]) * (observed[i] - n * probs[i]) / (n * probs[i]);
-	EXPECT_LT(stat, chi_square_threshold(probs.size() - 1)) << probs.size() - 1 << " df";
+	expect_pooled_chi_square(exact.pmf, counts, n, kMinExpectedPerBin, min_bins);
 }
 
 TEST(TruncatedLaplaceStat, SymmetricCoarseGrid)

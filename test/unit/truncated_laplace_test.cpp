@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/math/quadrature/gauss.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,27 +16,16 @@
 #include "core/error.h"
 #include "core/gaussian.h"
 #include "core/random.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
+using ::dxpriv::testing::expect_core_error;
+using ::dxpriv::testing::two_decimals;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Runs fn and checks that it throws CoreError of the given kind with a lowercase message.
-template <typename Fn>
-void expect_core_error(ErrorKind kind, Fn &&fn)
-{
-	try {
-		fn();
-		ADD_FAILURE() << "expected CoreError, nothing was thrown";
-	} catch (const CoreError &e) {
-		EXPECT_EQ(static_cast<int>(kind), static_cast<int>(e.kind())) << e.what();
-		const std::string message = e.what();
-		ASSERT_FALSE(message.empty());
-		EXPECT_FALSE(message[0] >= 'A' && message[0] <= 'Z') << message;
-	}
-}
 
 // Composite 20-point Gauss–Legendre integral of fn over [a, b] (a <= b), split at the given interior
 // points (where fn has kinks or jumps) and into 64 equal panels per piece: exact to ~1e-15 for the
@@ -46,23 +33,7 @@ void expect_core_error(ErrorKind kind, Fn &&fn)
 template <typename Fn>
 double integrate(Fn fn, double a, double b, std::vector<double> cuts = {})
 {
-	cuts.push_back(a);
-	cuts.push_back(b);
-	std::sort(cuts.begin(), cuts.end());
-	double total = 0;
-	for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-		const double lo = std::max(a, cuts[i]), hi = std::min(b, cuts[i + 1]);
-		if (!(hi > lo))
-			continue;
-		const int panels = 64;
-		const double width = (hi - lo) / panels;
-		for (int j = 0; j < panels; ++j) {
-			const double p_lo = lo + j * width;
-			const double p_hi = j + 1 == panels ? hi : p_lo + width;
-			total += boost::math::quadrature::gauss<double, 20>::integrate(fn, p_lo, p_hi);
-		}
-	}
-	return total;
+	return ::dxpriv::testing::integrate_gauss20(fn, a, b, std::move(cuts), 64);
 }
 
 // Hockey-stick divergence of q + X against q + s + X at epsilon, by quadrature of
@@ -117,12 +88,6 @@ const std::vector<AppendixBRow> kAppendixB = {
     {30, 0.1, 7.0e-06, -89.24, 0.32, 0.20, 89.2442, 9.98812, 198.70219, 31.65053, 0.3156, 0.1984},
     {31, 0.4, 5.0e-06, -27.01, 0.28, 0.15, 27.0083, 2.49945, 12.48242, 9.03353, 0.2767, 0.1530},
 };
-
-// Rounds to two decimals, as the paper prints.
-long two_decimals(double x)
-{
-	return std::lround(x * 100.0);
-}
 
 TEST(TruncatedLaplaceAppendixB, EveryRowReproduced)
 {
