@@ -1,5 +1,6 @@
 // Aggregate support: marker aggregates (rejected if not rewritten) and the noisy linear aggregate.
 #include "pg/dxpriv.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 #include "pg/answer_cache.h"
 #include "pg/noise_params.h"
@@ -79,22 +80,7 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 LinearState *
 state_from_aggref(FunctionCallInfo fcinfo)
 {
-	Aggref *aggref = AggGetAggref(fcinfo);
-	if (!aggref)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called outside a validated query");
-	if (list_length(aggref->args) == 3) {
-		Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
-		if (IsA(e, Const) && !castNode(Const, e)->constisnull)
-			return state_for_group(CurrentMemoryContext,
-			                       parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue)), 0);
-	}
-	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
-		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
-		NoiseParams p;
-		if (lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p))
-			return state_for_group(CurrentMemoryContext, p, 0);
-	}
-	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
+	return state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0);
 }
 
 // The state passed to a final function (never NULL afterwards).
@@ -221,15 +207,8 @@ DX_FUNCTION(dx_linear_serialize)
 // dx._linear_deserialize(bytea, internal) -> state.
 DX_FUNCTION(dx_linear_deserialize)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		aggctx = CurrentMemoryContext;
-	bytea *b = PG_GETARG_BYTEA_PP(0);
-	StringInfoData buf;
-	buf.data = VARDATA_ANY(b);
-	buf.len = VARSIZE_ANY_EXHDR(b);
-	buf.maxlen = buf.len;
-	buf.cursor = 0;
+	MemoryContext aggctx = aggregate_or_current_context(fcinfo);
+	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
 	if (buf.len != 1 + 4 + 4 + 24 + 4 + 8 + 2 * 40 || pq_getmsgbyte(&buf) != kStateVersion)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state");
 	LinearState *s = new_state(aggctx);

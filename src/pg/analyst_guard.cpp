@@ -3,6 +3,7 @@
 #include "pg/analyst_guard.h"
 
 #include "pg/catalog.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -406,14 +407,9 @@ admitted_walker(Node *node, void *ctx)
 	if (!node)
 		return false;
 	auto *s = static_cast<AdmittedScan *>(ctx);
-	if (IsA(node, Aggref) && s->ext->is_internal(castNode(Aggref, node)->aggfnoid) && list_length(castNode(Aggref, node)->args) == 3) {
-		Node *e = (Node *) castNode(TargetEntry, lthird(castNode(Aggref, node)->args))->expr;
-		if (IsA(e, Const) && !castNode(Const, e)->constisnull) {
-			ArrayType *arr = DatumGetArrayTypeP(castNode(Const, e)->constvalue);
-			if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 3)
-				s->relids.push_back(static_cast<Oid>(reinterpret_cast<const double *>(ARR_DATA_PTR(arr))[3]));
-		}
-	}
+	if (IsA(node, Aggref) && s->ext->is_internal(castNode(Aggref, node)->aggfnoid))
+		if (Const *k = aggref_params_const(castNode(Aggref, node)))
+			s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 

@@ -6,6 +6,7 @@
 #include "pg/em_rewrite.h"
 #include "pg/explain.h"
 #include "pg/group_source.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 #include "pg/node_build.h"
 #include "pg/noise_params.h"
@@ -356,7 +357,9 @@ stamp_walker(Node *node, void *ctx)
 		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(stamp_walker), ctx, 0);
 	if (IsA(node, Aggref) && c->ext->is_internal(castNode(Aggref, node)->aggfnoid) &&
 	    castNode(Aggref, node)->location == kRewrittenLocation) {
-		Const *k = castNode(Const, castNode(TargetEntry, lthird(castNode(Aggref, node)->args))->expr);
+		Const *k = aggref_params_const(castNode(Aggref, node));
+		if (!k)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 		int64 &id = c->charge_ids[p.agg_index];
 		if (id == 0)
@@ -707,18 +710,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		if (grouped) {
 			// the empty-group rows reach every aggregate with a NULL weight: they create the
 			// group's state (so it gets a noisy answer) but add nothing
-			Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
-			                    : (Expr *) present_flag_var();
-			CaseWhen *when = makeNode(CaseWhen);
-			when->expr = cond;
-			when->result = weight;
-			when->location = -1;
-			CaseExpr *ce = makeNode(CaseExpr);
-			ce->casetype = FLOAT8OID;
-			ce->args = list_make1(when);
-			ce->defresult = (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid);
-			ce->location = -1;
-			weight = (Expr *) ce;
+			weight = real_rows_only(weight, FLOAT8OID, filter);
 			filter = nullptr;
 		}
 		Oid internal = s.kind == AggKind::Count ? ext.noisy_count : s.kind == AggKind::Avg ? ext.noisy_avg : ext.noisy_sum;

@@ -4,6 +4,7 @@
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 #include "pg/analyst_guard.h"
 #include "pg/answer_cache.h"
@@ -62,10 +63,10 @@ collect_aggrefs(Node *node, void *ctx)
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
 		if (scan->ext->is_internal(a->aggfnoid) && list_length(a->args) == 3) {
-			Node *e = (Node *) castNode(TargetEntry, lthird(a->args))->expr;
-			if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+			Const *k = aggref_params_const(a);
+			if (!k)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
-			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue));
+			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 			scan->charges[p.charge_id] = Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select};
 		}
 	}

@@ -1,5 +1,6 @@
 // Data-independent mapping of column values into declared domains, and the count indicator.
 #include "pg/dxpriv.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -145,15 +146,7 @@ enum_cache(FunctionCallInfo fcinfo)
 {
 	auto *c = static_cast<ClampCache *>(fcinfo->flinfo->fn_extra);
 	if (!c) {
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(1);
-		Datum *elems;
-		bool *nulls;
-		int n;
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-		std::vector<std::string> labels;
-		for (int i = 0; i < n; ++i)
-			labels.emplace_back(text_to_cstring(DatumGetTextPP(elems[i])));
-		c = build_cache(fcinfo, Domain::enumerated(std::move(labels)));
+		c = build_cache(fcinfo, Domain::enumerated(text_array_strings(PG_GETARG_ARRAYTYPE_P(1))));
 		fcinfo->flinfo->fn_extra = c;
 	}
 	return c;

@@ -9,6 +9,7 @@
 #include "pg/dxpriv.h"
 #include "pg/answer_cache.h"
 #include "pg/em_params.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 #include "pg/noise_params.h"
 
@@ -90,22 +91,7 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 EmState *
 state_from_aggref(FunctionCallInfo fcinfo)
 {
-	Aggref *aggref = AggGetAggref(fcinfo);
-	if (!aggref)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called outside a validated query");
-	if (list_length(aggref->args) == 3) {
-		Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
-		if (IsA(e, Const) && !castNode(Const, e)->constisnull)
-			return state_for_group(CurrentMemoryContext,
-			                       parse_noise_params(DatumGetArrayTypeP(castNode(Const, e)->constvalue)), 0);
-	}
-	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
-		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
-		NoiseParams p;
-		if (lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p))
-			return state_for_group(CurrentMemoryContext, p, 0);
-	}
-	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
+	return state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0);
 }
 
 } // namespace
@@ -191,15 +177,8 @@ DX_FUNCTION(dx_em_serialize)
 // dx._em_deserialize(bytea, internal) -> state.
 DX_FUNCTION(dx_em_deserialize)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		aggctx = CurrentMemoryContext;
-	bytea *b = PG_GETARG_BYTEA_PP(0);
-	StringInfoData buf;
-	buf.data = VARDATA_ANY(b);
-	buf.len = VARSIZE_ANY_EXHDR(b);
-	buf.maxlen = buf.len;
-	buf.cursor = 0;
+	MemoryContext aggctx = aggregate_or_current_context(fcinfo);
+	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
 	constexpr int kHeader = 1 + 4 * 4 + 1 + 8 + 8 + 4 + 8 + 4;
 	auto corrupted = [] { fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state"); };
 	if (buf.len < kHeader || pq_getmsgbyte(&buf) != kStateVersion)
@@ -324,15 +303,7 @@ DX_FUNCTION(dx_em_point_enum)
 	if (!c) {
 		if (PG_ARGISNULL(2))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv domain arguments must not be null");
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P(2);
-		Datum *elems;
-		bool *nulls;
-		int n;
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-		std::vector<std::string> labels;
-		for (int i = 0; i < n; ++i)
-			labels.emplace_back(text_to_cstring(DatumGetTextPP(elems[i])));
-		c = point_cache(fcinfo, Domain::enumerated(std::move(labels)));
+		c = point_cache(fcinfo, Domain::enumerated(text_array_strings(PG_GETARG_ARRAYTYPE_P(2))));
 		fcinfo->flinfo->fn_extra = c;
 	}
 	return point_result(fcinfo, *c);

@@ -1,6 +1,7 @@
 // Validation, sensitivity and rewriting of dx.mode, dx.quantile and dx.median (em_rewrite.h).
 #include "pg/em_rewrite.h"
 
+#include "pg/agg_support.h"
 #include "pg/em_params.h"
 #include "pg/explain.h"
 #include "pg/group_source.h"
@@ -275,7 +276,9 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, con
 
 	// the linear aggregates' places among all dx aggregates (answer cache slots)
 	for (size_t j = 0; j < in.linear_aggrefs.size(); ++j) {
-		Const *k = castNode(Const, castNode(TargetEntry, lthird(in.linear_aggrefs[j]->args))->expr);
+		Const *k = aggref_params_const(in.linear_aggrefs[j]);
+		if (!k)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 		p.agg_index = em.linear_positions[j];
 		p.agg_count = em.total;
@@ -318,18 +321,7 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, con
 		Expr *filter = s.filter ? (Expr *) hooks.clamp((Node *) copy_node(s.filter)) : nullptr;
 		if (grouped) {
 			// the added empty-group rows create their group's state without counting (NULL)
-			Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
-			                    : (Expr *) present_flag_var();
-			CaseWhen *when = makeNode(CaseWhen);
-			when->expr = cond;
-			when->result = index;
-			when->location = -1;
-			CaseExpr *ce = makeNode(CaseExpr);
-			ce->casetype = INT4OID;
-			ce->args = list_make1(when);
-			ce->defresult = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
-			ce->location = -1;
-			index = (Expr *) ce;
+			index = real_rows_only(index, INT4OID, filter);
 			filter = nullptr;
 		}
 		Aggref *a = s.aggref;

@@ -83,6 +83,24 @@ present_flag_var()
 }
 
 // See group_source.h.
+Expr *
+real_rows_only(Expr *value, Oid type, Expr *filter)
+{
+	Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
+	                    : (Expr *) present_flag_var();
+	CaseWhen *when = makeNode(CaseWhen);
+	when->expr = cond;
+	when->result = value;
+	when->location = -1;
+	CaseExpr *ce = makeNode(CaseExpr);
+	ce->casetype = type;
+	ce->args = list_make1(when);
+	ce->defresult = (Expr *) makeNullConst(type, -1, InvalidOid);
+	ce->location = -1;
+	return (Expr *) ce;
+}
+
+// See group_source.h.
 Node *
 remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping)
 {

@@ -18,6 +18,10 @@ constexpr AttrNumber kPresentPlaceholder = 32000;
 // A Var for the flag that is true on the table's rows and false on the added empty-group rows.
 Var *present_flag_var();
 
+// CASE WHEN <row is real> [AND filter] THEN value END: the added empty-group rows reach an
+// aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
+Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
+
 // Replaces the protected table (range table entry 1 of q) by the subquery
 //   SELECT <columns>, true FROM <table> UNION ALL SELECT <group point or NULL>, false FROM <domains>
 // so that grouping sees at least one row per group of the product of the group columns' domains.

@@ -6,6 +6,7 @@
 // is collected (its output is the private report), and dx.ibu / dx.kantorovich are
 // post-processing of reports that are already private.
 #include "pg/dxpriv.h"
+#include "pg/agg_support.h"
 #include "pg/guard.h"
 
 #include "core/local_model.h"
@@ -235,15 +236,8 @@ DX_FUNCTION(dx_ibu_serialize)
 // dx._ibu_deserialize(bytea, internal) -> state; rejects anything that is not a well-formed state.
 DX_FUNCTION(dx_ibu_deserialize)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		aggctx = CurrentMemoryContext;
-	bytea *b = PG_GETARG_BYTEA_PP(0);
-	StringInfoData buf;
-	buf.data = VARDATA_ANY(b);
-	buf.len = VARSIZE_ANY_EXHDR(b);
-	buf.maxlen = buf.len;
-	buf.cursor = 0;
+	MemoryContext aggctx = aggregate_or_current_context(fcinfo);
+	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
 	constexpr int kHeader = 1 + 1 + 4 + 4 + 8 + 4 + 8 + 4;
 	if (buf.len < kHeader || pq_getmsgbyte(&buf) != kIbuStateVersion)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dx.ibu aggregate state");

@@ -1,0 +1,77 @@
+// Helpers shared by dxpriv's aggregates (see agg_support.h).
+#include "pg/agg_support.h"
+
+#include "pg/dxpriv.h"
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "nodes/execnodes.h"
+#include "utils/builtins.h"
+}
+
+namespace dxpriv::pg {
+
+// See agg_support.h.
+MemoryContext
+aggregate_or_current_context(FunctionCallInfo fcinfo)
+{
+	MemoryContext aggctx;
+	return AggCheckCallContext(fcinfo, &aggctx) ? aggctx : CurrentMemoryContext;
+}
+
+// See agg_support.h.
+StringInfoData
+bytea_reader(bytea *b)
+{
+	StringInfoData buf;
+	buf.data = VARDATA_ANY(b);
+	buf.len = VARSIZE_ANY_EXHDR(b);
+	buf.maxlen = buf.len;
+	buf.cursor = 0;
+	return buf;
+}
+
+// See agg_support.h.
+std::vector<std::string>
+text_array_strings(ArrayType *array)
+{
+	Datum *elems;
+	bool *nulls;
+	int n;
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	std::vector<std::string> out;
+	for (int i = 0; i < n; ++i)
+		out.emplace_back(nulls[i] ? "" : text_to_cstring(DatumGetTextPP(elems[i])));
+	return out;
+}
+
+// See agg_support.h.
+Const *
+aggref_params_const(Aggref *aggref)
+{
+	if (list_length(aggref->args) != 3)
+		return nullptr;
+	Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
+	return IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
+}
+
+// See agg_support.h.
+NoiseParams
+final_function_params(FunctionCallInfo fcinfo)
+{
+	Aggref *aggref = AggGetAggref(fcinfo);
+	if (!aggref)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called outside a validated query");
+	if (Const *c = aggref_params_const(aggref))
+		return parse_noise_params(DatumGetArrayTypeP(c->constvalue));
+	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
+		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
+		NoiseParams p;
+		if (lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p))
+			return p;
+	}
+	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,37 @@
+// Helpers shared by dxpriv's aggregates: memory contexts, state buffers, constant parameters.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/primnodes.h"
+#include "utils/array.h"
+}
+
+#include <string>
+#include <vector>
+
+#include "pg/noise_params.h"
+
+namespace dxpriv::pg {
+
+// The aggregate context when called as an aggregate support function, else the current context
+// (deserialize functions may be called either way).
+MemoryContext aggregate_or_current_context(FunctionCallInfo fcinfo);
+
+// A read-only StringInfo over a bytea's payload (pq_getmsg* reads it; no copy).
+StringInfoData bytea_reader(bytea *b);
+
+// The elements of a text[] as strings (NULL elements are not expected in dxpriv's constants).
+std::vector<std::string> text_array_strings(ArrayType *array);
+
+// The constant parameter array of a rewritten noisy Aggref (its third argument), or nullptr when
+// the arguments were replaced (finalize phase of a parallel plan) or are not constants.
+Const *aggref_params_const(Aggref *aggref);
+
+// Parameters of an aggregate whose final function saw no row: the Aggref's constant, or those
+// recorded when the statement was charged (finalize phase). Raises when neither is available.
+NoiseParams final_function_params(FunctionCallInfo fcinfo);
+
+} // namespace dxpriv::pg
