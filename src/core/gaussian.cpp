@@ -127,6 +127,40 @@ double gaussian_privacy_profile(double sensitivity, double epsilon, double sigma
 	return std::exp(log_profile_unit(epsilon, sigma / sensitivity));
 }
 
+// Halves a bracket [lo, hi] on which `ok` changes value once (ok(lo) == ok_at_lo, ok(hi) is the
+// opposite) until its ends are adjacent doubles; returns the end where `ok` holds.
+template <class Ok>
+double
+bisect_to_ok(const Ok &ok, double lo, double hi, bool ok_at_lo)
+{
+	for (int i = 0; i < kMaxBisectionSteps; ++i) {
+		const double mid = lo + (hi - lo) / 2.0;
+		if (!(mid > lo && mid < hi))
+			break;
+		if (ok(mid) == ok_at_lo)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ok_at_lo ? lo : hi;
+}
+
+// Brackets the change of `ok` on [0, inf) from [0, 1], doubling hi while ok(hi) == ok_at_zero;
+// sets lo and hi. Throws when no change is found below 1e300.
+template <class Ok>
+void
+bracket_from_zero(const Ok &ok, bool ok_at_zero, double &lo, double &hi)
+{
+	lo = 0.0;
+	hi = 1.0;
+	while (ok(hi) == ok_at_zero) {
+		lo = hi;
+		hi *= 2.0;
+		if (hi > 1e300)
+			throw calibration_out_of_range();
+	}
+}
+
 // Bisection on u = sigma/sensitivity: bracket [lo, hi] with g(lo) > delta >= g(hi), halved until the
 // two ends are adjacent doubles; hi is returned.
 double analytic_gaussian_sigma(double sensitivity, double epsilon, double delta)
@@ -146,16 +180,8 @@ double analytic_gaussian_sigma(double sensitivity, double epsilon, double delta)
 		if (lo < 1e-300)
 			throw calibration_out_of_range();
 	}
-	for (int i = 0; i < kMaxBisectionSteps; ++i) {
-		const double mid = lo + (hi - lo) / 2.0;
-		if (!(mid > lo && mid < hi))
-			break;
-		if (log_profile_unit(epsilon, mid) <= target)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	return hi * sensitivity;
+	const auto ok = [epsilon, target](double u) { return log_profile_unit(epsilon, u) <= target; };
+	return bisect_to_ok(ok, lo, hi, false) * sensitivity;
 }
 
 // Balle–Wang Algorithm 1: compare delta with delta_0 = g at alpha = 1, then solve B+(v) = delta
@@ -173,22 +199,10 @@ double analytic_gaussian_sigma_bw(double sensitivity, double epsilon, double del
 		const auto log_b_plus = [epsilon](double v) {
 			return log_profile_term(std::sqrt(epsilon * v), -std::sqrt(epsilon * (v + 2.0)), epsilon);
 		};
-		double lo = 0.0, hi = 1.0;
-		while (log_b_plus(hi) <= target) {
-			lo = hi;
-			hi *= 2.0;
-			if (hi > 1e300)
-				throw calibration_out_of_range();
-		}
-		for (int i = 0; i < kMaxBisectionSteps; ++i) {
-			const double mid = lo + (hi - lo) / 2.0;
-			if (!(mid > lo && mid < hi))
-				break;
-			if (log_b_plus(mid) <= target)
-				lo = mid;
-			else
-				hi = mid;
-		}
+		const auto ok = [&](double v) { return log_b_plus(v) <= target; };
+		double lo, hi;
+		bracket_from_zero(ok, true, lo, hi);
+		lo = bisect_to_ok(ok, lo, hi, true);
 		// sqrt(1 + v/2) - sqrt(v/2) without cancellation.
 		alpha = 1.0 / (std::sqrt(1.0 + lo / 2.0) + std::sqrt(lo / 2.0));
 	} else {
@@ -197,22 +211,10 @@ double analytic_gaussian_sigma_bw(double sensitivity, double epsilon, double del
 		const auto log_b_minus = [epsilon](double u) {
 			return log_profile_term(-std::sqrt(epsilon * u), -std::sqrt(epsilon * (u + 2.0)), epsilon);
 		};
-		double lo = 0.0, hi = 1.0;
-		while (log_b_minus(hi) > target) {
-			lo = hi;
-			hi *= 2.0;
-			if (hi > 1e300)
-				throw calibration_out_of_range();
-		}
-		for (int i = 0; i < kMaxBisectionSteps; ++i) {
-			const double mid = lo + (hi - lo) / 2.0;
-			if (!(mid > lo && mid < hi))
-				break;
-			if (log_b_minus(mid) <= target)
-				hi = mid;
-			else
-				lo = mid;
-		}
+		const auto ok = [&](double u) { return log_b_minus(u) <= target; };
+		double lo, hi;
+		bracket_from_zero(ok, false, lo, hi);
+		hi = bisect_to_ok(ok, lo, hi, false);
 		alpha = std::sqrt(1.0 + hi / 2.0) + std::sqrt(hi / 2.0);
 	}
 	return alpha * sensitivity / std::sqrt(2.0 * epsilon);
