@@ -468,20 +468,6 @@ describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects 
 	return spec;
 }
 
-// Human-readable label of output group g (the group columns' values), for explain.
-std::string
-group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
-{
-	std::string out;
-	for (size_t i = group_cols.size(); i-- > 0;) {
-		const Domain &d = group_cols[i]->domain;
-		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
-		out = out.empty() ? part : part + ", " + out;
-		g /= d.size();
-	}
-	return out;
-}
-
 const char *
 kind_name(AggKind k)
 {

@@ -140,20 +140,6 @@ add_expr_columns(Node *expr, const TablePolicy &policy, std::set<AttrNumber> &ou
 	}
 }
 
-// "col=value, ..." of output group g (dx.explain).
-std::string
-group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
-{
-	std::string out;
-	for (size_t i = group_cols.size(); i-- > 0;) {
-		const Domain &d = group_cols[i]->domain;
-		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
-		out = out.empty() ? part : part + ", " + out;
-		g /= d.size();
-	}
-	return out;
-}
-
 // What the rewrite needs of one analysed aggregate.
 struct EmPlan {
 	double sensitivity;

@@ -83,6 +83,20 @@ present_flag_var()
 }
 
 // See group_source.h.
+std::string
+group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
+{
+	std::string out;
+	for (size_t i = group_cols.size(); i-- > 0;) {
+		const Domain &d = group_cols[i]->domain;
+		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
+		out = out.empty() ? part : part + ", " + out;
+		g /= d.size();
+	}
+	return out;
+}
+
+// See group_source.h.
 Expr *
 real_rows_only(Expr *value, Oid type, Expr *filter)
 {

@@ -8,6 +8,7 @@ extern "C" {
 }
 
 #include <map>
+#include <string>
 #include <vector>
 
 namespace dxpriv::pg {
@@ -17,6 +18,9 @@ constexpr AttrNumber kPresentPlaceholder = 32000;
 
 // A Var for the flag that is true on the table's rows and false on the added empty-group rows.
 Var *present_flag_var();
+
+// Human-readable label of output group g ("col=value, ..."), in group-index order.
+std::string group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g);
 
 // CASE WHEN <row is real> [AND filter] THEN value END: the added empty-group rows reach an
 // aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
