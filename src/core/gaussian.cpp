@@ -2,7 +2,6 @@
 // (Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020).
 #include "core/gaussian.h"
 
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -18,7 +17,6 @@ using u128 = unsigned __int128;
 
 constexpr double kSqrt2 = 1.41421356237309504880;
 constexpr double kLogSqrt2Pi = 0.91893853320467274178; // ln(sqrt(2 pi))
-constexpr std::uint64_t kScaleDenominator = std::uint64_t{1} << 20;
 constexpr int kMaxBisectionSteps = 4000; // far more than a double bracket ever needs
 
 // Throws InvalidParameter unless x is finite and > 0.
@@ -246,13 +244,8 @@ double gaussian_on_grid(RandomSource &rng, double sigma, double grid)
 {
 	if (!std::isfinite(sigma) || !(sigma > 0.0))
 		throw CoreError(ErrorKind::InvalidParameter, "noise standard deviation must be positive and finite");
-	int exponent = 0;
-	if (!std::isfinite(grid) || !(grid > 0.0) || std::frexp(grid, &exponent) != 0.5)
-		throw CoreError(ErrorKind::InvalidParameter, "output grid must be a positive power of two");
-	// As in laplace_on_grid: the quotient is exact unless subnormal, and every quotient below 2^-20
-	// rounds up to exactly 1/2^20.
-	const double units = sigma / grid;
-	const Rational s = units < DBL_MIN ? Rational{1, kScaleDenominator} : rational_at_least(units);
+	validate_grid(grid);
+	const Rational s = scale_in_grid_units(sigma, grid);
 	const BigInt num(s.num), den(s.den);
 	const std::uint64_t t = s.num / s.den + 1;
 	const std::int64_t steps = discrete_gaussian_wide(rng, num * num, den * den, t);

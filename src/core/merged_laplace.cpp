@@ -3,7 +3,6 @@
 #include "core/merged_laplace.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -21,7 +20,6 @@ namespace {
 
 using u128 = unsigned __int128;
 
-constexpr std::uint64_t kScaleDenominator = std::uint64_t{1} << 20;
 constexpr double kMaxGridUnits = 4611686018427387904.0; // 2^62
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -74,21 +72,6 @@ double max_window_increase(const std::vector<double> &edges, const std::vector<d
 	return best;
 }
 
-// Validates a power-of-two output grid.
-void validate_grid(double grid)
-{
-	int exponent = 0;
-	if (!std::isfinite(grid) || !(grid > 0.0) || std::frexp(grid, &exponent) != 0.5)
-		throw CoreError(ErrorKind::InvalidParameter, "output grid must be a positive power of two");
-}
-
-// The exact per-band scale t_k = num/den in grid units (rounded up, as in laplace_on_grid).
-Rational grid_scale(double scale, double grid)
-{
-	const double units = scale / grid;
-	return units < DBL_MIN ? Rational{1, kScaleDenominator} : rational_at_least(units);
-}
-
 // The grid law of merged_laplace_on_grid: rational scales and integer breakpoints.
 struct GridLaw {
 	std::vector<Rational> scales;     // t_k
@@ -102,7 +85,7 @@ GridLaw make_grid_law(const MergedLaplace &law, double grid)
 	validate_grid(grid);
 	GridLaw g;
 	for (std::size_t k = 0; k < law.bands(); ++k)
-		g.scales.push_back(grid_scale(law.band_scale(k), grid));
+		g.scales.push_back(scale_in_grid_units(law.band_scale(k), grid));
 	g.edges.push_back(0);
 	for (std::size_t k = 1; k < law.bands(); ++k) {
 		const double steps = std::nearbyint(law.breakpoint(k) / grid);

@@ -103,20 +103,31 @@ std::int64_t discrete_laplace(RandomSource &rng, Rational scale)
 	}
 }
 
+// See samplers.h.
+void
+validate_grid(double grid)
+{
+	int exponent = 0;
+	if (!std::isfinite(grid) || !(grid > 0.0) || std::frexp(grid, &exponent) != 0.5)
+		throw CoreError(ErrorKind::InvalidParameter, "output grid must be a positive power of two");
+}
+
+// See samplers.h. Dividing by a power of two is exact unless the quotient is subnormal; every
+// quotient below 2^-20 (including a rounded or underflowed one) rounds up to exactly 1/2^20 anyway.
+Rational
+scale_in_grid_units(double scale, double grid)
+{
+	const double units = scale / grid;
+	return units < DBL_MIN ? Rational{1, kScaleDenominator} : rational_at_least(units);
+}
+
 // grid * DLap(scale/grid), with the scale in grid units rounded up to a multiple of 2^-20.
 double laplace_on_grid(RandomSource &rng, double scale, double grid)
 {
 	if (!std::isfinite(scale) || !(scale > 0.0))
 		throw CoreError(ErrorKind::InvalidParameter, "noise scale must be positive and finite");
-	int exponent = 0;
-	if (!std::isfinite(grid) || !(grid > 0.0) || std::frexp(grid, &exponent) != 0.5)
-		throw CoreError(ErrorKind::InvalidParameter, "output grid must be a positive power of two");
-	// Dividing by a power of two is exact unless the quotient is subnormal; every quotient below
-	// 2^-20 (including a rounded or underflowed one) rounds up to exactly 1/2^20 anyway.
-	const double units = scale / grid;
-	const Rational scale_in_units =
-	    units < DBL_MIN ? Rational{1, kScaleDenominator} : rational_at_least(units);
-	const std::int64_t steps = discrete_laplace(rng, scale_in_units);
+	validate_grid(grid);
+	const std::int64_t steps = discrete_laplace(rng, scale_in_grid_units(scale, grid));
 	const double noise = grid * static_cast<double>(steps);
 	if (!std::isfinite(noise))
 		throw CoreError(ErrorKind::DataException, "noise sample is out of range",

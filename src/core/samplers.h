@@ -23,6 +23,12 @@ struct Rational {
 // 128 bits, so any 64-bit num/den is safe.
 Rational rational_at_least(double x);
 
+// Raises CoreError(InvalidParameter) unless grid is a positive, finite power of two.
+void validate_grid(double grid);
+// A noise scale in units of a power-of-two grid as an exact rational, rounded up to a multiple of
+// 2^-20 (rational_at_least; quotients below 2^-20, even subnormal ones, become exactly 2^-20).
+Rational scale_in_grid_units(double scale, double grid);
+
 // Bernoulli(num/den); requires num <= den, den >= 1.
 bool bernoulli_rational(RandomSource &rng, std::uint64_t num, std::uint64_t den);
 // Bernoulli(exp(-num/den)); requires den >= 1 (CKS Algorithm 1).

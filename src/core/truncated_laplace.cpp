@@ -3,7 +3,6 @@
 #include "core/truncated_laplace.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -16,7 +15,6 @@ namespace dxpriv {
 
 namespace {
 
-constexpr std::uint64_t kScaleDenominator = std::uint64_t{1} << 20;
 constexpr double kMaxGridUnits = 4611686018427387904.0; // 2^62
 
 // phi0(y) = 1 - e^{-y} = int_0^y e^{-u} du.
@@ -59,21 +57,6 @@ double symmetric_bound_in_scales(double epsilon, double delta)
 		throw CoreError(ErrorKind::InvalidParameter, "epsilon is too large for the truncated laplacian",
 		                "With epsilon above about 700 the support bound overflows; use a smaller epsilon.");
 	return ratio;
-}
-
-// Validates a power-of-two output grid.
-void validate_grid(double grid)
-{
-	int exponent = 0;
-	if (!std::isfinite(grid) || !(grid > 0.0) || std::frexp(grid, &exponent) != 0.5)
-		throw CoreError(ErrorKind::InvalidParameter, "output grid must be a positive power of two");
-}
-
-// The exact scale t = num/den (grid units) used on the grid, as in laplace_on_grid.
-Rational grid_scale(double scale, double grid)
-{
-	const double units = scale / grid;
-	return units < DBL_MIN ? Rational{1, kScaleDenominator} : rational_at_least(units);
 }
 
 // Integer support [lo, hi] of the grid law: ceil(A/grid), floor(B/grid) (exact for a power of two).
@@ -244,7 +227,7 @@ GeneralizedTruncatedLaplace gtl_with_far_endpoint(double sensitivity, double eps
 double gtl_on_grid(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid)
 {
 	validate_grid(grid);
-	const Rational t = grid_scale(law.scale(), grid);
+	const Rational t = scale_in_grid_units(law.scale(), grid);
 	std::int64_t lo = 0, hi = 0;
 	grid_support(law, grid, lo, hi);
 	// m + 1 <= 2^62 + 1: no overflow.
@@ -273,7 +256,7 @@ GridPrivacy gtl_grid_privacy(const GeneralizedTruncatedLaplace &law, double sens
 	if (!std::isfinite(sensitivity) || !(sensitivity > 0.0))
 		throw CoreError(ErrorKind::InvalidParameter, "sensitivity must be positive and finite");
 	validate_grid(grid);
-	const Rational scale = grid_scale(law.scale(), grid);
+	const Rational scale = scale_in_grid_units(law.scale(), grid);
 	std::int64_t lo = 0, hi = 0;
 	grid_support(law, grid, lo, hi);
 	const double steps = std::ceil(sensitivity / grid);
