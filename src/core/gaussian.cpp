@@ -3,6 +3,7 @@
 #include "core/gaussian.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -240,7 +241,7 @@ std::int64_t discrete_gaussian(RandomSource &rng, Rational sigma2)
 
 // grid * N_Z(0, s^2) with s = num/den = rational_at_least(sigma/grid), so s^2 = num^2/den^2 exactly
 // (wide integers) and floor(s) = num / den.
-double gaussian_on_grid(RandomSource &rng, double sigma, double grid)
+std::int64_t gaussian_grid_steps(RandomSource &rng, double sigma, double grid)
 {
 	if (!std::isfinite(sigma) || !(sigma > 0.0))
 		throw CoreError(ErrorKind::InvalidParameter, "noise standard deviation must be positive and finite");
@@ -248,12 +249,77 @@ double gaussian_on_grid(RandomSource &rng, double sigma, double grid)
 	const Rational s = scale_in_grid_units(sigma, grid);
 	const BigInt num(s.num), den(s.den);
 	const std::uint64_t t = s.num / s.den + 1;
-	const std::int64_t steps = discrete_gaussian_wide(rng, num * num, den * den, t);
-	const double noise = grid * static_cast<double>(steps);
+	return discrete_gaussian_wide(rng, num * num, den * den, t);
+}
+
+// grid * gaussian_grid_steps.
+double gaussian_on_grid(RandomSource &rng, double sigma, double grid)
+{
+	const double noise = grid * static_cast<double>(gaussian_grid_steps(rng, sigma, grid));
 	if (!std::isfinite(noise))
 		throw CoreError(ErrorKind::DataException, "noise sample is out of range",
 		                "Use a smaller noise scale or a coarser output grid.");
 	return noise;
+}
+
+namespace {
+
+// ln of the CKS Corollary 13 objective at alpha > 1.
+double log_cdp_objective(double rho, double epsilon, double alpha)
+{
+	return (alpha - 1.0) * (alpha * rho - epsilon) + alpha * std::log1p(-1.0 / alpha) - std::log(alpha - 1.0);
+}
+
+} // namespace
+
+// CKS Corollary 13, minimised over alpha by bisection on the (increasing) derivative.
+double cdp_delta(double rho, double epsilon)
+{
+	if (!std::isfinite(rho) || !(rho >= 0.0) || !std::isfinite(epsilon) || !(epsilon >= 0.0))
+		throw CoreError(ErrorKind::InvalidParameter, "rho and epsilon must be non-negative and finite");
+	if (rho == 0.0)
+		return 0.0;
+	// derivative (2 alpha - 1) rho - epsilon + ln(1 - 1/alpha): -> -inf at alpha -> 1+, +inf at infinity
+	const auto derivative = [&](double alpha) { return (2.0 * alpha - 1.0) * rho - epsilon + std::log1p(-1.0 / alpha); };
+	double lo = 1.0, hi = 2.0;
+	while (derivative(hi) < 0.0 && hi < 1e300)
+		hi *= 2.0;
+	for (int i = 0; i < kMaxBisectionSteps && hi - lo > 1e-15 * hi; ++i) {
+		const double mid = lo + (hi - lo) / 2.0;
+		if (mid <= lo || mid >= hi)
+			break;
+		(derivative(mid) < 0.0 ? lo : hi) = mid;
+	}
+	// any alpha gives a valid bound: take the better end of the final bracket
+	double best = log_cdp_objective(rho, epsilon, hi);
+	if (lo > 1.0)
+		best = std::min(best, log_cdp_objective(rho, epsilon, lo));
+	const double delta = std::exp(best) * (1.0 + 1e-12);
+	return std::isfinite(delta) ? std::min(delta, 1.0) : 1.0;
+}
+
+// Bisection on rho (cdp_delta increases with rho); returns the lower end.
+double zcdp_rho_for(double epsilon, double delta)
+{
+	require_positive(epsilon, "epsilon must be positive and finite", "Use a finite epsilon greater than zero.");
+	if (!(delta > 0.0 && delta < 1.0))
+		throw CoreError(ErrorKind::InvalidParameter, "delta must lie strictly between 0 and 1",
+		                "Typical values of delta are far below one over the number of records.");
+	double hi = epsilon; // grown until cdp_delta(hi) > delta
+	while (cdp_delta(hi, epsilon) <= delta)
+		hi *= 2.0;
+	double lo = hi / 2.0; // shrunk until cdp_delta(lo) <= delta (cdp_delta -> 0 with rho)
+	while (cdp_delta(lo, epsilon) > delta) {
+		hi = lo;
+		lo /= 2.0;
+		if (!(lo > 1e-300))
+			throw CoreError(ErrorKind::Internal, "zcdp calibration failed to bracket rho");
+	}
+	for (int i = 0; i < kMaxBisectionSteps && hi - lo > 1e-12 * lo; ++i) {
+		const double mid = lo + (hi - lo) / 2.0;
+		(cdp_delta(mid, epsilon) <= delta ? lo : hi) = mid;
+	}
+	return lo;
 }
 
 } // namespace dxpriv

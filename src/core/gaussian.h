@@ -43,6 +43,27 @@ double classical_gaussian_sigma(double sensitivity, double epsilon, double delta
 // Callers holding a double should round it up with rational_at_least.
 std::int64_t discrete_gaussian(RandomSource &rng, Rational sigma2);
 
+// (epsilon, delta) from rho-zCDP, per pair of neighbouring inputs (Canonne–Kamath–Steinke 2020,
+// Corollary 13): if D_alpha(P||Q) <= alpha * rho for every alpha > 1 (both directions), then P and Q
+// are (epsilon, delta)-indistinguishable with
+//   delta = inf_{alpha > 1} exp((alpha - 1)(alpha rho - epsilon)) / (alpha - 1) * (1 - 1/alpha)^alpha.
+// This is the accounting of the discrete Gaussian (CKS Theorem 4/14: sum_k Delta_k^2 / (2 sigma_k^2)
+// zCDP for integer shifts Delta, exactly the continuous Gaussian's Renyi divergence), whose own
+// (epsilon, delta) curve is not the analytic Gaussian's. The minimiser is found by bisection on the
+// derivative (2 alpha - 1) rho - epsilon + ln(1 - 1/alpha), which increases in alpha; the value is
+// rounded up by a relative 1e-12 and capped at 1. rho >= 0 and epsilon >= 0 finite
+// (CoreError(InvalidParameter)); rho == 0 gives 0.
+double cdp_delta(double rho, double epsilon);
+
+// Largest rho (to a relative 1e-12, rounded down) with cdp_delta(rho, epsilon) <= delta: the zCDP
+// level a Gaussian may have to be (epsilon, delta)-DP by cdp_delta. epsilon > 0 finite, delta in
+// (0, 1); CoreError(InvalidParameter) otherwise.
+double zcdp_rho_for(double epsilon, double delta);
+
+// The integer Z of gaussian_on_grid (noise = grid * Z): Z ~ N_Z(0, s^2), s = rational_at_least(sigma /
+// grid). Same contract as gaussian_on_grid.
+std::int64_t gaussian_grid_steps(RandomSource &rng, double sigma, double grid);
+
 // Gaussian noise of standard deviation about `sigma` on the grid `grid`·Z: grid * N_Z(0, s^2) with
 // s = rational_at_least(sigma / grid) >= sigma / grid (so the variance is never below the request).
 // sigma > 0 finite, grid > 0 a power of two (CoreError(InvalidParameter)); sigma/grid <= 2^43

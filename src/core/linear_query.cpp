@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/gaussian.h"
 #include "core/samplers.h"
+#include "core/truncated_laplace.h"
 
 namespace dxpriv {
 
@@ -54,6 +56,21 @@ grid_for_scale(double t, bool integer_weights, const std::vector<double> &q, dou
 }
 
 } // namespace
+
+// See linear_query.h.
+const char *
+noise_family_name(NoiseFamily f)
+{
+	switch (f) {
+	case NoiseFamily::Gaussian:
+		return "gaussian";
+	case NoiseFamily::TruncatedLaplace:
+		return "truncated_laplace";
+	case NoiseFamily::Laplace:
+		break;
+	}
+	return "laplace";
+}
 
 // Rejects a noise scale above kMaxNoiseScale (also catches +inf from a zero distance).
 void
@@ -163,7 +180,20 @@ GridSum::release(RandomSource &rng, const LinearNoisePlan &plan) const
 		throw CoreError(ErrorKind::Internal, "invalid noise plan");
 	__int128 total = units;
 	if (plan.scale > 0) {
-		const std::int64_t noise = discrete_laplace(rng, rational_at_least(plan.scale / plan.grid));
+		std::int64_t noise = 0;
+		switch (plan.family) {
+		case NoiseFamily::Laplace:
+			noise = discrete_laplace(rng, rational_at_least(plan.scale / plan.grid));
+			break;
+		case NoiseFamily::Gaussian:
+			noise = gaussian_grid_steps(rng, plan.scale, plan.grid);
+			break;
+		case NoiseFamily::TruncatedLaplace:
+			if (!(plan.bound >= plan.grid))
+				throw CoreError(ErrorKind::Internal, "invalid noise plan");
+			noise = gtl_grid_steps(rng, GeneralizedTruncatedLaplace(plan.scale, -plan.bound, plan.bound), plan.grid);
+			break;
+		}
 		if (__builtin_add_overflow(total, static_cast<__int128>(noise), &total))
 			throw CoreError(ErrorKind::DataException, "sum of the query weights overflows",
 			                "Narrow the domain of the aggregated column or aggregate fewer rows.");

@@ -13,14 +13,28 @@ namespace dxpriv {
 // integer arithmetic is sized for it).
 constexpr double kMaxNoiseScale = 1e15;
 
-// How one linear query is answered: answer = grid * (sum_rows round(w/grid) + DLap(scale/grid)).
+// The law of the noise added to a linear query's exact grid sum (approximate_dp.h calibrates the
+// two (epsilon, delta) families).
+enum class NoiseFamily {
+	Laplace,         // discrete Laplace DLap(scale/grid): pure epsilon
+	Gaussian,        // discrete Gaussian N_Z(0, (scale/grid)^2): (epsilon, delta) via zCDP
+	TruncatedLaplace // discrete Laplace of scale/grid truncated to |Z| <= bound/grid: (epsilon, delta)
+};
+
+// SQL-facing name: "laplace", "gaussian", "truncated_laplace".
+const char *noise_family_name(NoiseFamily f);
+
+// How one linear query is answered: answer = grid * (sum_rows round(w/grid) + Z), Z drawn from
+// `family` (Laplace: DLap(scale/grid)).
 struct LinearNoisePlan {
 	double sensitivity = 0; // S(q) of the grid-rounded weights
-	double scale = 0;       // Laplace scale S(q)/epsilon; 0 means the answer needs no noise
+	double scale = 0;       // Laplace scale S(q)/epsilon (Gaussian: standard deviation); 0 = no noise
 	// Power of two. Integer weights: 1 while scale <= 2^40. Otherwise 2^(floor(log2 scale) - 40),
 	// so scale/grid lies in [2^40, 2^41) and rounding bias per row is below scale * 2^-41.
 	double grid = 1;
 	bool integer_weights = false;
+	NoiseFamily family = NoiseFamily::Laplace;
+	double bound = 0; // TruncatedLaplace: |noise| <= bound, a positive multiple of grid; else 0
 };
 
 // Weight in grid units: round-half-away-from-zero of w/grid. The transition function and the
@@ -50,7 +64,9 @@ struct GridSum {
 	// Adds one row's weight. Throws CoreError(DataException) on overflow.
 	void add(double w, double grid);
 	void merge(const GridSum &other);
-	// Noisy release: grid * (units + DLap(scale/grid)); exact when scale == 0.
+	// Noisy release: grid * (units + Z) with Z from plan.family (DLap(scale/grid), N_Z(0,
+	// (scale/grid)^2) or DLap(scale/grid) truncated to [-bound/grid, bound/grid]); exact when
+	// scale == 0.
 	double release(RandomSource &rng, const LinearNoisePlan &plan) const;
 };
 

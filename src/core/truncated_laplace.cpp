@@ -224,7 +224,7 @@ GeneralizedTruncatedLaplace gtl_with_far_endpoint(double sensitivity, double eps
 }
 
 // Geometric magnitude from DLap(t) restricted to z >= 0, folded modulo m+1, signed, and truncated.
-double gtl_on_grid(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid)
+std::int64_t gtl_grid_steps(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid)
 {
 	validate_grid(grid);
 	const Rational t = scale_in_grid_units(law.scale(), grid);
@@ -245,9 +245,14 @@ double gtl_on_grid(RandomSource &rng, const GeneralizedTruncatedLaplace &law, do
 		const std::int64_t v = negative ? -j : j;
 		if (v < lo || v > hi)
 			continue;
-		const double noise = grid * static_cast<double>(v);
-		return noise;
+		return v;
 	}
+}
+
+// grid * gtl_grid_steps.
+double gtl_on_grid(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid)
+{
+	return grid * static_cast<double>(gtl_grid_steps(rng, law, grid));
 }
 
 // epsilon = k/t and the exact end masses of the discrete law, k = ceil(sensitivity/grid).

@@ -6,6 +6,8 @@
 // at most the sensitivity pushes off the support: delta = max(P[A, A+D], P[B-D, B]) (§5.2, exact).
 #pragma once
 
+#include <cstdint>
+
 #include "core/random.h"
 
 namespace dxpriv {
@@ -80,6 +82,9 @@ struct GridPrivacy {
 // ever shapes the law; expected rounds are O(1) for every support. scale/grid <= 2^43, |A|/grid and
 // B/grid <= 2^62 (CoreError(ProgramLimit)); grid > 0 a power of two (CoreError(InvalidParameter)).
 double gtl_on_grid(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid);
+
+// The integer Z of gtl_on_grid (noise = grid * Z). Same contract as gtl_on_grid.
+std::int64_t gtl_grid_steps(RandomSource &rng, const GeneralizedTruncatedLaplace &law, double grid);
 
 // Privacy of grid * Z from gtl_on_grid when answers are rounded to the same grid, so that
 // neighbouring answers differ by at most k = ceil(sensitivity/grid) steps: epsilon = k/t and

@@ -62,3 +62,69 @@ TEST(Accuracy, OtherConfidences)
 	EXPECT_THROW(confidence_half_width(plan(b, grid), 1.0), CoreError);
 	EXPECT_THROW(confidence_half_width(plan(b, grid), 0.0), CoreError);
 }
+
+namespace {
+
+// Exact P(|Z| > k) of N_Z(0, s^2) by direct summation (|z| <= 40 s + 5).
+double
+gaussian_tail_above(double s, double k)
+{
+	long double total = 0, above = 0;
+	const auto bound = static_cast<long>(40 * s) + 5;
+	for (long z = -bound; z <= bound; z++) {
+		const long double w = std::exp(-static_cast<long double>(z) * z / (2.0L * s * s));
+		total += w;
+		if (std::labs(z) > k)
+			above += w;
+	}
+	return static_cast<double>(above / total);
+}
+
+// Exact P(|Z| > k) of the discrete Laplace of scale t truncated to |Z| <= b.
+double
+truncated_tail_above(double t, double b, double k)
+{
+	long double total = 0, above = 0;
+	for (long z = -static_cast<long>(b); z <= static_cast<long>(b); z++) {
+		const long double w = std::exp(-std::fabs(static_cast<long double>(z)) / t);
+		total += w;
+		if (std::labs(z) > k)
+			above += w;
+	}
+	return static_cast<double>(above / total);
+}
+
+LinearNoisePlan
+family_plan(NoiseFamily f, double scale, double bound)
+{
+	LinearNoisePlan p = plan(scale, 1);
+	p.family = f;
+	p.bound = bound;
+	return p;
+}
+
+} // namespace
+
+TEST(Accuracy, GaussianIsTheSmallestIntegerBound)
+{
+	for (double s : {0.4, 1.0, 2.3, 3.9, 17.0, 250.0}) {
+		const double h = confidence_half_width(family_plan(NoiseFamily::Gaussian, s, 0));
+		EXPECT_LE(gaussian_tail_above(s, h), 0.05 + 1e-12) << s;
+		if (h > 0)
+			EXPECT_GT(gaussian_tail_above(s, h - 1), 0.05) << s;
+	}
+	// large deviations: the continuous quantile 1.959964 s
+	EXPECT_NEAR(confidence_half_width(family_plan(NoiseFamily::Gaussian, 1e6, 0)), 1.959964e6, 2);
+}
+
+TEST(Accuracy, TruncatedIsTheSmallestIntegerBoundAndNeverAboveTheSupport)
+{
+	for (double t : {0.5, 2.0, 7.5})
+		for (double b : {1.0, 3.0, 8.0, 40.0}) {
+			const double h = confidence_half_width(family_plan(NoiseFamily::TruncatedLaplace, t, b));
+			EXPECT_LE(h, b);
+			EXPECT_LE(truncated_tail_above(t, b, h), 0.05 + 1e-12) << t << " " << b;
+			if (h > 0)
+				EXPECT_GT(truncated_tail_above(t, b, h - 1), 0.05) << t << " " << b;
+		}
+}
