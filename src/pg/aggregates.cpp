@@ -40,7 +40,7 @@ struct LinearState {
 	double answer;
 };
 
-constexpr uint8 kStateVersion = 2;
+constexpr uint8 kStateVersion = 3;
 
 // Allocates a zeroed, 16-byte aligned state in mcxt.
 LinearState *
@@ -69,6 +69,8 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 	for (int c = 0; c < p.components; ++c) {
 		s->plan[c].grid = p.grid(group, c);
 		s->plan[c].scale = p.scale(group, c);
+		s->plan[c].bound = p.bound(group, c);
+		s->plan[c].family = static_cast<NoiseFamily>(p.family);
 		s->plan[c].sensitivity = s->plan[c].scale * p.epsilon;
 	}
 	return s;
@@ -200,6 +202,8 @@ DX_FUNCTION(dx_linear_serialize)
 		pq_sendint64(&buf, s->sum[c].rows);
 		pq_sendfloat8(&buf, s->plan[c].grid);
 		pq_sendfloat8(&buf, s->plan[c].scale);
+		pq_sendfloat8(&buf, s->plan[c].bound);
+		pq_sendint32(&buf, static_cast<int32>(s->plan[c].family));
 	}
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
@@ -209,7 +213,7 @@ DX_FUNCTION(dx_linear_deserialize)
 {
 	MemoryContext aggctx = aggregate_or_current_context(fcinfo);
 	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
-	if (buf.len != 1 + 4 + 4 + 24 + 4 + 8 + 2 * 40 || pq_getmsgbyte(&buf) != kStateVersion)
+	if (buf.len != 1 + 4 + 4 + 24 + 4 + 8 + 2 * 52 || pq_getmsgbyte(&buf) != kStateVersion)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state");
 	LinearState *s = new_state(aggctx);
 	s->components = pq_getmsgint(&buf, 4);
@@ -225,6 +229,11 @@ DX_FUNCTION(dx_linear_deserialize)
 		s->sum[c].rows = pq_getmsgint64(&buf);
 		s->plan[c].grid = pq_getmsgfloat8(&buf);
 		s->plan[c].scale = pq_getmsgfloat8(&buf);
+		s->plan[c].bound = pq_getmsgfloat8(&buf);
+		const int32 family = pq_getmsgint(&buf, 4);
+		if (family < 0 || family > 2)
+			fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state");
+		s->plan[c].family = static_cast<NoiseFamily>(family);
 		s->plan[c].sensitivity = s->plan[c].scale * s->epsilon;
 	}
 	if (s->components < 1 || s->components > 2)

@@ -13,6 +13,7 @@
 #include "pg/universe_eval.h"
 
 #include "core/allocation.h"
+#include "core/approximate_dp.h"
 #include "core/linear_query.h"
 #include "core/sensitivity.h"
 
@@ -645,8 +646,23 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		                        m, kMaxOptimalCells)));
 		strategy = AllocationStrategy::BudgetDistribution;
 	}
+	// noise family of the linear cells: (epsilon, delta) families need the policy's per-query delta
+	const NoiseFamily family = static_cast<NoiseFamily>(guc_noise);
+	if (family != NoiseFamily::Laplace && !specs.empty() && !(policy.delta > 0)) {
+		char *rel = get_rel_name(relid);
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		     std::string("noise family \"") + noise_family_name(family) + "\" needs a delta on table \"" +
+		         (rel ? rel : "?") + "\"",
+		     "Use SET dxpriv.noise = 'laplace' (pure epsilon), or ask the table owner to allow (epsilon, delta) "
+		     "noise with dx.set_delta(table, 1e-6) and to grant a delta budget.");
+	}
+	const double query_delta = family == NoiseFamily::Laplace ? 0 : policy.delta;
 	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
-	MultiLinearPlan plan = specs.empty() ? MultiLinearPlan{} : plan_multi_linear(sub, q_cells, eps_total, strategy);
+	MultiLinearPlan plan = specs.empty() ? MultiLinearPlan{}
+	                                     : plan_multi_linear_noise(sub, q_cells, eps_total, query_delta, family, strategy);
+	bool noisy_cells = false;
+	for (const LinearNoisePlan &cell : plan.cells)
+		noisy_cells = noisy_cells || cell.scale > 0;
 
 	// explain capture (dx.explain): what each cell would cost, without running anything
 	if (explain_capture_active()) {
@@ -654,6 +670,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		cap.relid = relid;
 		cap.epsilon = eps_total;
 		cap.strategy = strategy_name(strategy);
+		cap.noise = noise_family_name(family);
+		cap.delta = noisy_cells ? query_delta : 0;
 		cap.plain_dp_scale = specs.empty() ? 0 : plain_dp_scale(sub, q_cells, eps_total); // (exponential mechanism dispatch)
 		for (size_t j = 0; j < specs.size(); ++j)
 			for (size_t g = 0; g < groups; ++g)
@@ -682,11 +700,14 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		p.lo = lo[j];
 		p.hi = hi[j];
 		p.groups = static_cast<int>(groups);
+		p.family = static_cast<int>(family);
+		p.delta = noisy_cells ? query_delta : 0; // the query's delta, carried by each of its aggregates
 		for (size_t g = 0; g < groups; ++g)
 			for (int c = 0; c < s.components; ++c) {
 				const LinearNoisePlan &cell = plan.cells[g * cells_per_group + s.first_cell + c];
 				p.cells.push_back(cell.grid);
 				p.cells.push_back(cell.scale);
+				p.cells.push_back(cell.bound);
 			}
 		Expr *weight = s.weight ? fused_float8_clamp(s.weight, policy, ext) : nullptr;
 		if (!weight)

@@ -18,6 +18,7 @@ namespace dxpriv::pg {
 double guc_epsilon = 0.1;
 int guc_test_seed = -1;
 int guc_allocation = 0;
+int guc_noise = 0;
 } // namespace dxpriv::pg
 
 using namespace dxpriv::pg;
@@ -25,6 +26,9 @@ using namespace dxpriv::pg;
 static const struct config_enum_entry allocation_options[] = {
 	{"optimal", 0, false}, {"algorithm3", 1, false}, {"equal_scale", 2, false}, {"equal_split", 3, false},
 	{nullptr, 0, false}};
+
+static const struct config_enum_entry noise_options[] = {
+	{"laplace", 0, false}, {"gaussian", 1, false}, {"truncated_laplace", 2, false}, {nullptr, 0, false}};
 
 // Rejects a non-positive default epsilon.
 static bool
@@ -86,6 +90,10 @@ _PG_init(void)
 	DefineCustomEnumVariable("dxpriv.allocation", "How a query's epsilon is shared between its output cells.",
 	                         "optimal (default, never worse than the others), algorithm3, equal_scale or equal_split.",
 	                         &guc_allocation, 0, allocation_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomEnumVariable("dxpriv.noise", "Noise family of the linear aggregates (count, sum, avg, linear).",
+	                         "laplace (default; pure epsilon), gaussian (discrete Gaussian) or truncated_laplace "
+	                         "(bounded noise); the last two spend the table's per-query delta (dx.set_delta).",
+	                         &guc_noise, 0, noise_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 	DefineCustomIntVariable("dxpriv.cache_lifetime", "Seconds an answered query's noisy answers are reused.",
 	                        "An identical query by the same role within this time gets the stored answers "
 	                        "without spending budget. 0 disables reuse.",

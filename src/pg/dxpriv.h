@@ -22,6 +22,7 @@ namespace dxpriv::pg {
 extern double guc_epsilon;   // dxpriv.epsilon: default epsilon of a dx aggregate
 extern int guc_test_seed;    // dxpriv.test_seed: superuser-only; -1 = secure randomness
 extern int guc_allocation;   // dxpriv.allocation: 0 optimal, 1 algorithm3, 2 equal_scale, 3 equal_split
+extern int guc_noise;        // dxpriv.noise: 0 laplace, 1 gaussian, 2 truncated_laplace (core NoiseFamily order)
 
 // ---- Objects of the installed extension, looked up lazily (extension_objects.cpp) ----
 struct ExtensionObjects {
@@ -84,6 +85,7 @@ struct ColumnPolicy {
 struct TablePolicy {
 	Oid relid = InvalidOid;
 	double presence = 1.0;
+	double delta = 0;  // per-query delta allowed for (epsilon, delta) noise; 0 = pure epsilon only
 	std::vector<ColumnPolicy> columns;
 	const ColumnPolicy *find(AttrNumber attnum) const;
 };

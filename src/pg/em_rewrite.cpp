@@ -295,6 +295,7 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, con
 		for (size_t g = 0; g < groups; ++g) {
 			p.cells.push_back(1.0);
 			p.cells.push_back(plan.scale);
+			p.cells.push_back(0.0); // no truncation bound: the exponential mechanism is pure epsilon
 		}
 		encode_em_params(EmParams{s.utility, static_cast<std::uint32_t>(k), plan.beta}, p);
 

@@ -110,8 +110,8 @@ DX_FUNCTION(dx_explain)
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (size_t i = 0; i < cap.cells.size(); ++i) {
 			const ExplainCell &c = cap.cells[i];
-			Datum values[13];
-			bool nulls[13] = {false};
+			Datum values[16];
+			bool nulls[16] = {false};
 			values[0] = Int32GetDatum(static_cast<int32>(i + 1)); // position in the ledger's scales
 			values[1] = Int32GetDatum(c.aggregate);
 			values[2] = CStringGetTextDatum(c.kind.c_str());
@@ -125,11 +125,15 @@ DX_FUNCTION(dx_explain)
 			values[9] = Float8GetDatum(c.plan.scale > 0 ? cap.plain_dp_scale / c.plan.scale : get_float8_infinity());
 			nulls[9] = cap.plain_dp_scale == 0;
 			nulls[8] = !c.linear;
-			nulls[9] = nulls[9] || !c.linear;
+			nulls[9] = nulls[9] || !c.linear || cap.noise != "laplace"; // plain DP scale is a Laplace one
 			values[10] = Float8GetDatum(cap.epsilon);
 			values[11] = Float8GetDatum(remaining);
 			nulls[11] = remaining < 0;
 			values[12] = CStringGetTextDatum(cap.strategy.c_str());
+			values[13] = CStringGetTextDatum(c.linear ? cap.noise.c_str() : "exponential");
+			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
+			nulls[14] = !(c.plan.bound > 0);
+			values[15] = Float8GetDatum(cap.delta);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});

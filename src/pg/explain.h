@@ -32,6 +32,8 @@ struct ExplainCapture {
 	Oid relid = InvalidOid;
 	double epsilon = 0;          // total epsilon of the query
 	std::string strategy;        // allocation used
+	std::string noise = "laplace"; // noise family of the linear cells (dxpriv.noise)
+	double delta = 0;            // delta the query spends (0 for pure epsilon)
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	std::vector<ExplainCell> cells;
 };

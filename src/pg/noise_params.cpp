@@ -12,8 +12,8 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-constexpr int kHeader = 12;
-constexpr double kVersion = 1;
+constexpr int kHeader = 14;
+constexpr double kVersion = 2;
 } // namespace
 
 // See noise_params.h.
@@ -37,13 +37,16 @@ parse_noise_params(ArrayType *array)
 	p.cache_key = (static_cast<uint64>(v[8]) << 32) | static_cast<uint64>(v[9]);
 	p.agg_index = static_cast<int>(v[10]);
 	p.agg_count = static_cast<int>(v[11]);
+	p.family = static_cast<int>(v[12]);
+	p.delta = v[13];
 	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
-	    p.agg_index >= p.agg_count ||
-	    n != kHeader + 2 * p.groups * p.components)
+	    p.agg_index >= p.agg_count || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
+	    n != kHeader + 3 * p.groups * p.components)
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	p.cells.assign(v + kHeader, v + n);
-	for (int i = 0; i < n - kHeader; i += 2)
-		if (!(p.cells[i] > 0) || !(p.cells[i + 1] >= 0) || !std::isfinite(p.cells[i + 1]))
+	for (int i = 0; i < n - kHeader; i += 3)
+		if (!(p.cells[i] > 0) || !(p.cells[i + 1] >= 0) || !std::isfinite(p.cells[i + 1]) || !(p.cells[i + 2] >= 0) ||
+		    !std::isfinite(p.cells[i + 2]))
 			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	return p;
 }
@@ -56,7 +59,8 @@ build_noise_params(const NoiseParams &p)
 	for (double x : {kVersion, static_cast<double>(p.components), p.epsilon, static_cast<double>(p.relid),
 	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups),
 	                 static_cast<double>(p.cache_key >> 32), static_cast<double>(p.cache_key & 0xffffffffu),
-	                 static_cast<double>(p.agg_index), static_cast<double>(p.agg_count)})
+	                 static_cast<double>(p.agg_index), static_cast<double>(p.agg_count), static_cast<double>(p.family),
+	                 p.delta})
 		d.push_back(Float8GetDatum(x));
 	for (double x : p.cells)
 		d.push_back(Float8GetDatum(x));

@@ -1,11 +1,13 @@
 // The constant parameter array the analyzer passes to the noisy aggregates.
 //
-// Layout (float8[]): [0] layout version (1), [1] components C (1; 2 for avg: sum and count),
+// Layout (float8[]): [0] layout version (2), [1] components C (1; 2 for avg: sum and count),
 // [2] epsilon share of this aggregate, [3] protected table OID, [4] charge id (< 2^53),
 // [5] lo, [6] hi (avg answers are clamped to [lo, hi]), [7] output groups G,
 // [8], [9] answer-cache key (high and low 32 bits), [10] index of this aggregate in the query,
-// [11] number of dx aggregates in the query,
-// then for every group g < G and component c < C: grid, scale (at 12 + 2*(g*C + c)).
+// [11] number of dx aggregates in the query, [12] noise family (core NoiseFamily: 0 laplace,
+// 1 gaussian, 2 truncated_laplace), [13] delta of the query (0 for laplace),
+// then for every group g < G and component c < C: grid, scale, bound (at 14 + 3*(g*C + c);
+// bound > 0 only for truncated_laplace).
 #pragma once
 
 extern "C" {
@@ -26,10 +28,13 @@ struct NoiseParams {
 	int groups = 1;
 	uint64 cache_key = 0;
 	int agg_index = 0, agg_count = 1;
-	std::vector<double> cells; // (grid, scale) per group and component
+	int family = 0;   // NoiseFamily
+	double delta = 0; // spent by the query when a cell is noisy and the family is not laplace
+	std::vector<double> cells; // (grid, scale, bound) per group and component
 
-	double grid(int g, int c) const { return cells[2 * (g * components + c)]; }
-	double scale(int g, int c) const { return cells[2 * (g * components + c) + 1]; }
+	double grid(int g, int c) const { return cells[3 * (g * components + c)]; }
+	double scale(int g, int c) const { return cells[3 * (g * components + c) + 1]; }
+	double bound(int g, int c) const { return cells[3 * (g * components + c) + 2]; }
 };
 
 // Decodes and validates an array built by build_noise_params; throws UserError when malformed.
