@@ -65,14 +65,14 @@ TEST(Accuracy, OtherConfidences)
 
 namespace {
 
-// Exact P(|Z| > k) of N_Z(0, s^2) by direct summation (|z| <= 40 s + 5).
+// Exact P(|Z| > k) of the integer law P(z) ∝ weight(z) on [-bound, bound], by direct summation.
+template <class Weight>
 double
-gaussian_tail_above(double s, double k)
+summed_tail_above(Weight weight, long bound, double k)
 {
 	long double total = 0, above = 0;
-	const auto bound = static_cast<long>(40 * s) + 5;
 	for (long z = -bound; z <= bound; z++) {
-		const long double w = std::exp(-static_cast<long double>(z) * z / (2.0L * s * s));
+		const long double w = weight(static_cast<long double>(z));
 		total += w;
 		if (std::labs(z) > k)
 			above += w;
@@ -80,18 +80,19 @@ gaussian_tail_above(double s, double k)
 	return static_cast<double>(above / total);
 }
 
-// Exact P(|Z| > k) of the discrete Laplace of scale t truncated to |Z| <= b.
+// N_Z(0, s^2) (summed over |z| <= 40 s + 5).
+double
+gaussian_tail_above(double s, double k)
+{
+	return summed_tail_above([s](long double z) { return std::exp(-z * z / (2.0L * s * s)); },
+	                         static_cast<long>(40 * s) + 5, k);
+}
+
+// Discrete Laplace of scale t truncated to |Z| <= b.
 double
 truncated_tail_above(double t, double b, double k)
 {
-	long double total = 0, above = 0;
-	for (long z = -static_cast<long>(b); z <= static_cast<long>(b); z++) {
-		const long double w = std::exp(-std::fabs(static_cast<long double>(z)) / t);
-		total += w;
-		if (std::labs(z) > k)
-			above += w;
-	}
-	return static_cast<double>(above / total);
+	return summed_tail_above([t](long double z) { return std::exp(-std::fabs(z) / t); }, static_cast<long>(b), k);
 }
 
 LinearNoisePlan

@@ -22,6 +22,7 @@ namespace {
 
 using ::dxpriv::testing::error_kind;
 using ::dxpriv::testing::record_metric;
+using ::dxpriv::testing::sample_sub_universes;
 
 using Matrix = std::vector<std::vector<double>>;
 const double kInf = std::numeric_limits<double>::infinity();
@@ -189,42 +190,6 @@ random_sub_cells(std::mt19937_64 &rng, std::size_t m, std::size_t n, int kind)
 		for (double &v : row)
 			v = kind == 0 ? u(rng) : kind == 1 ? std::round(u(rng)) : (u(rng) > 0 ? 1.0 : 0.0);
 	return q;
-}
-
-// A few sub-universes covering every existing metric kind, finite and infinite presence.
-std::vector<SubUniverse>
-sample_sub_universes()
-{
-	std::vector<SubUniverse> subs;
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"a", "b", "c"}), Domain::range(0, 4, 1)};
-		s.metrics = {ColumnMetric::discrete(0.7), ColumnMetric::absolute(2)};
-		s.presence = 1.5;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"x", "y", "z", "w"}), Domain::range(0, 1, 0.5)};
-		s.metrics = {ColumnMetric::per_value({0.5, 2, kInf, 1}), ColumnMetric::none()};
-		s.presence = kInf;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::range(-2, 3, 0.5)};
-		s.metrics = {ColumnMetric::absolute(0.25)};
-		s.presence = 4;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"p", "q"}), Domain::enumerated({"r", "s", "t"}), Domain::range(1, 3, 1)};
-		s.metrics = {ColumnMetric::discrete(2), ColumnMetric::per_value({1, 3, 0.5}), ColumnMetric::absolute(1)};
-		s.presence = 0.8;
-		subs.push_back(s);
-	}
-	return subs;
 }
 
 } // namespace

@@ -47,6 +47,20 @@ sample_noise(const LinearNoisePlan &plan, std::int64_t bound, std::uint64_t seed
 	return counts;
 }
 
+// Exact pmf, E[Z^2] and E[Z^4] of the integer law P(z) ∝ weight(z) on [-bound, bound].
+template <class Weight>
+void
+exact_law(Weight weight, std::int64_t bound, std::vector<double> &pmf, double &var, double &fourth)
+{
+	std::vector<long double> w;
+	long double total = 0;
+	for (std::int64_t z = -bound; z <= bound; z++) {
+		w.push_back(weight(static_cast<long double>(z)));
+		total += w.back();
+	}
+	normalise_pmf(w, total, bound, pmf, var, fourth);
+}
+
 TEST(ApproximateReleaseStat, GaussianPlanDrawsTheDiscreteGaussian)
 {
 	SubUniverse sub;
@@ -62,15 +76,9 @@ TEST(ApproximateReleaseStat, GaussianPlanDrawsTheDiscreteGaussian)
 	const Rational s = scale_in_grid_units(plan.scale, plan.grid);
 	const long double sigma2 = std::pow(static_cast<long double>(s.num) / s.den, 2);
 	const std::int64_t bound = static_cast<std::int64_t>(std::ceil(12 * std::sqrt(static_cast<double>(sigma2)))) + 2;
-	std::vector<long double> w;
-	long double total = 0;
-	for (std::int64_t z = -bound; z <= bound; z++) {
-		w.push_back(std::exp(-static_cast<long double>(z * z) / (2 * sigma2)));
-		total += w.back();
-	}
 	std::vector<double> pmf;
 	double var = 0, fourth = 0;
-	normalise_pmf(w, total, bound, pmf, var, fourth);
+	exact_law([sigma2](long double z) { return std::exp(-z * z / (2 * sigma2)); }, bound, pmf, var, fourth);
 	double max_abs, m2, m4;
 	const std::vector<double> counts = sample_noise(plan, bound, 21, max_abs, m2, m4);
 	expect_near_sigma(m2, var, std::sqrt((fourth - var * var) / kSamples), "variance");
@@ -93,15 +101,9 @@ TEST(ApproximateReleaseStat, TruncatedPlanStaysWithinItsBound)
 	ASSERT_GE(bound, 4);
 	const Rational t = scale_in_grid_units(plan.scale, plan.grid);
 	const long double tt = static_cast<long double>(t.num) / t.den;
-	std::vector<long double> w;
-	long double total = 0;
-	for (std::int64_t z = -bound; z <= bound; z++) {
-		w.push_back(std::exp(-std::fabs(static_cast<long double>(z)) / tt));
-		total += w.back();
-	}
 	std::vector<double> pmf;
 	double var = 0, fourth = 0;
-	normalise_pmf(w, total, bound, pmf, var, fourth);
+	exact_law([tt](long double z) { return std::exp(-std::fabs(z) / tt); }, bound, pmf, var, fourth);
 	double max_abs, m2, m4;
 	const std::vector<double> counts = sample_noise(plan, bound, 22, max_abs, m2, m4);
 	EXPECT_LE(max_abs, plan.bound);

@@ -19,6 +19,7 @@ namespace {
 using ::dxpriv::testing::Matrix;
 using ::dxpriv::testing::expect_core_error;
 using ::dxpriv::testing::record_metric;
+using ::dxpriv::testing::sample_sub_universes;
 
 constexpr NoiseFamily kApproxFamilies[] = {NoiseFamily::Gaussian, NoiseFamily::TruncatedLaplace};
 
@@ -195,41 +196,6 @@ TEST(TruncatedPlan, BoundIsMinimal)
 
 // ---- the declared guarantee, by brute force over every pair of records ----
 
-std::vector<SubUniverse>
-guarantee_universes()
-{
-	std::vector<SubUniverse> subs;
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"a", "b", "c"}), Domain::range(0, 4, 1)};
-		s.metrics = {ColumnMetric::discrete(0.7), ColumnMetric::absolute(2)};
-		s.presence = 1.5;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"x", "y", "z", "w"}), Domain::range(0, 1, 0.5)};
-		s.metrics = {ColumnMetric::per_value({0.5, 2, kInfinity, 1}), ColumnMetric::none()};
-		s.presence = kInfinity;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::range(-2, 3, 0.5)};
-		s.metrics = {ColumnMetric::absolute(0.25)};
-		s.presence = 4;
-		subs.push_back(s);
-	}
-	{
-		SubUniverse s;
-		s.domains = {Domain::enumerated({"p", "q"}), Domain::range(1, 3, 1)};
-		s.metrics = {ColumnMetric::discrete(2), ColumnMetric::absolute(1)};
-		s.presence = 0.8;
-		subs.push_back(s);
-	}
-	return subs;
-}
-
 // Checks (eps d(u, w), delta) for every pair of records u, w (⊥ = index n, q = 0) at finite distance:
 // Gaussian by cdp_delta of the pair's zCDP level, truncated Laplace by its pure part plus the sum of
 // the changed cells' exact tail masses. Weights are the grid-rounded ones the aggregate sums.
@@ -278,7 +244,7 @@ TEST(ApproximatePlan, GuaranteeHoldsForEveryPairOfRecords)
 	std::mt19937_64 rng(11);
 	std::uniform_real_distribution<double> u(-3, 3);
 	int checked = 0;
-	for (const SubUniverse &sub : guarantee_universes())
+	for (const SubUniverse &sub : sample_sub_universes())
 		for (std::size_t m : {1, 2, 3})
 			for (int kind = 0; kind < 3; kind++)
 				for (NoiseFamily family : kApproxFamilies) {

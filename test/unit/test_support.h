@@ -152,6 +152,43 @@ brute_line(const ColumnMetric &m, const Domain &dom, const double *q, std::size_
 	return s;
 }
 
+// A few sub-universes covering every existing metric kind, finite and infinite presence.
+inline std::vector<SubUniverse>
+sample_sub_universes()
+{
+	std::vector<SubUniverse> subs;
+	{
+		SubUniverse s;
+		s.domains = {Domain::enumerated({"a", "b", "c"}), Domain::range(0, 4, 1)};
+		s.metrics = {ColumnMetric::discrete(0.7), ColumnMetric::absolute(2)};
+		s.presence = 1.5;
+		subs.push_back(s);
+	}
+	{
+		SubUniverse s;
+		s.domains = {Domain::enumerated({"x", "y", "z", "w"}), Domain::range(0, 1, 0.5)};
+		s.metrics = {ColumnMetric::per_value({0.5, 2, kInfinity, 1}), ColumnMetric::none()};
+		s.presence = kInfinity;
+		subs.push_back(s);
+	}
+	{
+		SubUniverse s;
+		s.domains = {Domain::range(-2, 3, 0.5)};
+		s.metrics = {ColumnMetric::absolute(0.25)};
+		s.presence = 4;
+		subs.push_back(s);
+	}
+	{
+		SubUniverse s;
+		s.domains = {Domain::enumerated({"p", "q"}), Domain::enumerated({"r", "s", "t"}), Domain::range(1, 3, 1)};
+		s.metrics = {ColumnMetric::discrete(2), ColumnMetric::per_value({1, 3, 0.5}), ColumnMetric::absolute(1)};
+		s.presence = 0.8;
+		subs.push_back(s);
+	}
+	return subs;
+}
+
+
 // Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
 inline void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
 {
