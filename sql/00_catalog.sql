@@ -1,16 +1,19 @@
 -- dxpriv catalog: policies, protected columns, budgets and the ledger (schema dx).
 \echo Use "CREATE EXTENSION dxpriv" to load this file. \quit
 
--- One row per protected table: the presence distance d(x, ⊥) per unit of epsilon.
+-- One row per protected table: the presence distance d(x, ⊥) per unit of epsilon, the per-query
+-- epsilon cap and the per-query delta the owner allows for (epsilon, delta) noise (0: pure epsilon).
 CREATE TABLE dx.protected_tables (
 	relid regclass PRIMARY KEY,
 	presence float8 NOT NULL,
 	created_at timestamptz NOT NULL DEFAULT now(),
 	per_query_cap float8,
+	delta float8 NOT NULL DEFAULT 0,
 	CONSTRAINT presence_positive CHECK (presence > 0 AND presence <> 'NaN'::float8),
-	CONSTRAINT per_query_cap_valid CHECK (per_query_cap > 0 AND per_query_cap < 'Infinity'::float8)
+	CONSTRAINT per_query_cap_valid CHECK (per_query_cap > 0 AND per_query_cap < 'Infinity'::float8),
+	CONSTRAINT delta_valid CHECK (delta >= 0 AND delta <= 0.001)
 );
-COMMENT ON TABLE dx.protected_tables IS 'tables protected by dxpriv, with their presence distance and per-query epsilon cap';
+COMMENT ON TABLE dx.protected_tables IS 'tables protected by dxpriv, with their presence distance, per-query epsilon cap and per-query delta';
 
 -- One row per declared column: its domain and its metric (JSON, validated by dx.set_column).
 CREATE TABLE dx.protected_columns (
@@ -22,15 +25,19 @@ CREATE TABLE dx.protected_columns (
 );
 COMMENT ON TABLE dx.protected_columns IS 'declared domain and metric of each column an analyst may reference';
 
--- Privacy budget of a role on a protected table, in units of epsilon. `spent` is what the current
--- period has spent: with a refresh interval, periods start at refresh_anchor + k * refresh and a
--- period that has ended counts as spent = 0 (the ledger worker resets the row lazily, at the first
--- charge of the new period). Without refresh, the single period starts when the budget was granted.
+-- Privacy budget of a role on a protected table, in units of epsilon, and its delta budget (the
+-- total delta that (epsilon, delta) queries may spend; 0: pure-epsilon queries only). `spent` and
+-- `delta_spent` are what the current period has spent: with a refresh interval, periods start at
+-- refresh_anchor + k * refresh and a period that has ended counts as spent = delta_spent = 0 (the
+-- ledger worker resets the row lazily, at the first charge of the new period). Without refresh, the
+-- single period starts when the budget was granted.
 CREATE TABLE dx.budget_grants (
 	role regrole NOT NULL,
 	relid regclass NOT NULL REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
 	granted float8 NOT NULL,
 	spent float8 NOT NULL DEFAULT 0,
+	delta_granted float8 NOT NULL DEFAULT 0,
+	delta_spent float8 NOT NULL DEFAULT 0,
 	refresh interval,
 	refresh_anchor timestamptz NOT NULL DEFAULT now(),
 	period_start timestamptz NOT NULL DEFAULT now(),
@@ -38,12 +45,15 @@ CREATE TABLE dx.budget_grants (
 	PRIMARY KEY (role, relid),
 	CONSTRAINT granted_valid CHECK (granted >= 0 AND granted < 'Infinity'::float8),
 	CONSTRAINT spent_valid CHECK (spent >= 0 AND spent < 'Infinity'::float8),
+	CONSTRAINT delta_granted_valid CHECK (delta_granted >= 0 AND delta_granted <= 1),
+	CONSTRAINT delta_spent_valid CHECK (delta_spent >= 0 AND delta_spent < 'Infinity'::float8),
 	CONSTRAINT period_valid CHECK ((refresh IS NULL) = (period_end IS NULL))
 );
-COMMENT ON TABLE dx.budget_grants IS 'granted and spent epsilon per role and protected table, with refresh periods';
+COMMENT ON TABLE dx.budget_grants IS 'granted and spent epsilon and delta per role and protected table, with refresh periods';
 
--- Every charged query: who, which table, what it cost and with which noise. Written only by the
--- ledger worker, in its own committed transaction; rows are never updated or deleted.
+-- Every charged query: who, which table, what it cost (epsilon and delta) and with which noise.
+-- Written only by the ledger worker, in its own committed transaction; rows are never updated or
+-- deleted.
 CREATE TABLE dx.ledger (
 	id bigserial PRIMARY KEY,
 	at timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -53,6 +63,7 @@ CREATE TABLE dx.ledger (
 	query text,
 	mechanism text NOT NULL,
 	epsilon float8 NOT NULL,
+	delta float8 NOT NULL DEFAULT 0,
 	scales float8[] NOT NULL,
 	pid integer,
 	session_role regrole,
@@ -97,16 +108,21 @@ BEGIN
 	period_end := anchor + refresh * (k + 1);
 END $$;
 
--- Granted, spent and remaining budget per role and table in the current period, with the refresh
--- interval and the table's per-query cap.
+-- Granted, spent and remaining epsilon per role and table in the current period, with the refresh
+-- interval and the table's per-query cap; then the same for delta, with the table's per-query delta
+-- (appended last, so that the epsilon columns keep their positions).
 CREATE VIEW dx.budgets AS
 	SELECT g.role, g.relid AS "table", g.granted, cur.spent,
 	       greatest(g.granted - cur.spent, 0) AS remaining,
-	       g.refresh, cur.period_start, cur.period_end, p.per_query_cap
+	       g.refresh, cur.period_start, cur.period_end, p.per_query_cap,
+	       g.delta_granted, cur.delta_spent,
+	       greatest(g.delta_granted - cur.delta_spent, 0) AS delta_remaining,
+	       p.delta AS per_query_delta
 	FROM dx.budget_grants g
 	JOIN dx.protected_tables p ON p.relid = g.relid
 	CROSS JOIN LATERAL (
 		SELECT CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.spent END AS spent,
+		       CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.delta_spent END AS delta_spent,
 		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start
 		            ELSE g.period_start END AS period_start,
 		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_end
@@ -114,7 +130,7 @@ CREATE VIEW dx.budgets AS
 	) cur
 	WHERE pg_catalog.pg_has_role(g.role, 'USAGE')
 	   OR pg_catalog.pg_has_role((SELECT pc.relowner FROM pg_catalog.pg_class pc WHERE pc.oid = g.relid), 'USAGE');
-COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon in the current period, refresh interval and per-query cap per role and protected table (own roles and owned tables only)';
+COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon and delta in the current period, refresh interval, per-query cap and per-query delta per role and protected table (own roles and owned tables only)';
 
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_columns', '');

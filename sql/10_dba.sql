@@ -26,8 +26,10 @@ BEGIN
 	END LOOP;
 END $$;
 
--- Protects a table: its rows are only released through d_X-private aggregates.
-CREATE FUNCTION dx.protect_table(rel regclass, presence float8 DEFAULT 1.0)
+-- Protects a table: its rows are only released through d_X-private aggregates. delta is the
+-- per-query delta the owner allows for (epsilon, delta) noise (0: pure epsilon only). Protecting a
+-- protected table again sets its presence distance and delta (declared columns and budgets stay).
+CREATE FUNCTION dx.protect_table(rel regclass, presence float8 DEFAULT 1.0, delta float8 DEFAULT 0)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
@@ -35,12 +37,17 @@ BEGIN
 		RAISE EXCEPTION 'presence distance must be positive, got %', presence USING ERRCODE = '22023',
 			HINT = 'Use 1.0 for standard add/remove-one-row privacy, or ''Infinity'' when the row count is public.';
 	END IF;
+	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 0.001 THEN
+		RAISE EXCEPTION 'delta must be between 0 and 0.001, got %', delta USING ERRCODE = '22023',
+			HINT = 'Delta is the probability, per query, that the epsilon guarantee fails: keep it far below '
+			       '1/(number of rows), for example 1e-6 to 1e-9. 0 allows pure-epsilon noise only.';
+	END IF;
 	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
 		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
 			HINT = 'Only ordinary and partitioned tables can be protected.';
 	END IF;
-	INSERT INTO dx.protected_tables (relid, presence) VALUES (rel, presence)
-	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence;
+	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
+	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
 	PERFORM dx._revoke_from_analysts(rel);
 	PERFORM dx._invalidate(rel);
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
@@ -101,11 +108,14 @@ BEGIN
 	PERFORM dx._invalidate(rel);
 END $$;
 
--- Sets the epsilon a role may spend on a protected table: in total (refresh NULL), or per period of
--- length refresh (periods start now, at now + refresh, now + 2*refresh, ...). What was spent is
--- never refunded: re-granting keeps the current period's spending; changing the refresh interval
--- starts a new first period now that carries the current period's spending over.
-CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8, refresh interval DEFAULT NULL)
+-- Sets the epsilon a role may spend on a protected table, and the delta its (epsilon, delta) queries
+-- may spend (0: pure-epsilon queries only): in total (refresh NULL), or per period of length
+-- refresh (periods start now, at now + refresh, now + 2*refresh, ...). A grant replaces the whole
+-- previous grant (epsilon, refresh and delta). What was spent is never refunded: re-granting keeps
+-- the current period's spending of epsilon and delta; changing the refresh interval starts a new
+-- first period now that carries the current period's spending over.
+CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8, refresh interval DEFAULT NULL,
+	delta float8 DEFAULT 0)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
@@ -126,20 +136,29 @@ BEGIN
 		RAISE EXCEPTION 'refresh interval must be at least 1 second and have no negative part, got %', refresh
 			USING ERRCODE = '22023', HINT = 'Use for example interval ''1 day'' or ''1 month''; NULL means no refresh.';
 	END IF;
-	INSERT INTO dx.budget_grants AS g (role, relid, granted, spent, refresh, refresh_anchor, period_start, period_end)
-	VALUES (role, rel, epsilon, 0, grant_budget.refresh, now(), now(), now() + grant_budget.refresh)
+	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 1 THEN
+		RAISE EXCEPTION 'budget delta must be between 0 and 1, got %', delta USING ERRCODE = '22023',
+			HINT = 'Grant for example 1e-5: every (epsilon, delta) query spends the table''s per-query delta from '
+			       'this budget. 0 allows pure-epsilon queries only.';
+	END IF;
+	INSERT INTO dx.budget_grants AS g (role, relid, granted, spent, delta_granted, delta_spent, refresh,
+		refresh_anchor, period_start, period_end)
+	VALUES (role, rel, epsilon, 0, delta, 0, grant_budget.refresh, now(), now(), now() + grant_budget.refresh)
 	ON CONFLICT ON CONSTRAINT budget_grants_pkey DO UPDATE SET
 		granted = excluded.granted,
 		spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.spent
 		             WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
+		delta_granted = excluded.delta_granted,
+		delta_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.delta_spent
+		                   WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
 		refresh = excluded.refresh,
 		refresh_anchor = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.refresh_anchor ELSE now() END,
 		period_start = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_start ELSE now() END,
 		period_end = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_end ELSE excluded.period_end END;
 END $$;
 
--- Stops further spending by a role on a table: granted becomes what the current period has spent
--- and the budget no longer refreshes; what was spent stays recorded.
+-- Stops further spending by a role on a table: granted (and delta_granted) becomes what the current
+-- period has spent and the budget no longer refreshes; what was spent stays recorded.
 CREATE FUNCTION dx.revoke_budget(role regrole, rel regclass)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -147,6 +166,8 @@ BEGIN
 	UPDATE dx.budget_grants g SET
 		granted = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
 		spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
+		delta_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE least(g.delta_spent, 1) END,
+		delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
 		period_start = CASE WHEN g.period_end <= now()
 			THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END,
 		refresh = NULL,
@@ -173,6 +194,26 @@ BEGIN
 		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
 			HINT = 'Call dx.protect_table first.';
 	END IF;
+END $$;
+
+-- Sets the per-query delta of a protected table: the delta that one (epsilon, delta) query (Gaussian
+-- or truncated Laplace noise) may use, charged to the delta budget of the role; 0 allows pure-epsilon
+-- noise only. Cached plans over the table are analysed again.
+CREATE FUNCTION dx.set_delta(rel regclass, delta float8)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 0.001 THEN
+		RAISE EXCEPTION 'delta must be between 0 and 0.001, got %', delta USING ERRCODE = '22023',
+			HINT = 'Delta is the probability, per query, that the epsilon guarantee fails: keep it far below '
+			       '1/(number of rows), for example 1e-6 to 1e-9. 0 allows pure-epsilon noise only.';
+	END IF;
+	UPDATE dx.protected_tables p SET delta = set_delta.delta WHERE p.relid = rel;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.protect_table first.';
+	END IF;
+	PERFORM dx._invalidate(rel);
 END $$;
 
 GRANT SELECT ON dx.budgets TO PUBLIC;

@@ -149,7 +149,7 @@ mechanism_name(const std::vector<Charge> &cs)
 
 // Raises the error for a refused or failed charge; nothing was charged unless the message says so.
 [[noreturn]] void
-refuse(const ledger::Reply &r, Oid role, Oid relid, double eps)
+refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 {
 	std::string table = "?", who = "?";
 	pg_call([&] {
@@ -167,6 +167,12 @@ refuse(const ledger::Reply &r, Oid role, Oid relid, double eps)
 		snprintf(detail, sizeof detail, "The query needs epsilon %g; %g remains.", eps, r.remaining);
 		fail(ERRCODE_INSUFFICIENT_RESOURCES, "privacy budget of role \"" + who + "\" on table \"" + table + "\" is exhausted",
 		     "Use a smaller epsilon (SET dxpriv.epsilon) or ask the table owner for more budget.", detail);
+	case ledger::kDeltaExhausted:
+		snprintf(detail, sizeof detail, "The query needs delta %g; %g remains.", delta, r.remaining);
+		fail(ERRCODE_INSUFFICIENT_RESOURCES, "delta budget of role \"" + who + "\" on table \"" + table + "\" is exhausted",
+		     "Use pure-epsilon noise (SET dxpriv.noise = 'laplace'), which spends no delta, or ask the table owner for "
+		     "a delta budget, for example dx.grant_budget('" + who + "', '" + table + "', <epsilon>, delta => 1e-5).",
+		     detail);
 	case ledger::kOverCap:
 		snprintf(detail, sizeof detail, "The query needs epsilon %g; the cap is %g per query.", eps, r.cap);
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "query epsilon exceeds the per-query cap of table \"" + table + "\"",
@@ -261,7 +267,7 @@ charge_plan(QueryDesc *qd)
 	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint(qd), text, items);
 	if (r.outcome != ledger::kCharged) {
 		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;
-		refuse(r, role, items[t].relid, items[t].epsilon);
+		refuse(r, role, items[t].relid, items[t].epsilon, items[t].delta);
 	}
 	for (const Charge &c : ordered) {
 		charged_ids.insert(c.params.charge_id);

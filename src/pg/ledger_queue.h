@@ -33,7 +33,8 @@ constexpr int kMechanismLen = 24;
 constexpr int kBatchMax = 32;          // requests committed together by one worker transaction
 
 enum SlotState : int32 { kFree = 0, kPending = 1, kRunning = 2, kDone = 3 };
-enum Outcome : int32 { kCharged = 0, kNoBudget = 1, kExhausted = 2, kOverCap = 3, kFailed = 4 };
+// kExhausted: the epsilon budget is short; kDeltaExhausted: the delta budget is.
+enum Outcome : int32 { kCharged = 0, kNoBudget = 1, kExhausted = 2, kOverCap = 3, kFailed = 4, kDeltaExhausted = 5 };
 enum WorkerState : int32 { kNone = 0, kStarting = 1, kWorking = 2 };
 
 // The share of one protected table in a request.
@@ -41,6 +42,7 @@ struct TableCharge {
 	Oid relid;
 	int32 nscales;
 	double epsilon;
+	double delta;   // 0 for pure-epsilon noise
 	char mechanism[kMechanismLen];
 };
 
@@ -96,6 +98,7 @@ void install();
 struct Item {
 	Oid relid;
 	double epsilon;
+	double delta = 0; // (epsilon, delta) noise: the delta charged to the role's delta budget
 	std::string mechanism;
 	std::vector<double> scales;
 };
@@ -103,7 +106,7 @@ struct Item {
 struct Reply {
 	Outcome outcome = kFailed;
 	int failed_table = 0;   // index into the items
-	double remaining = 0;   // kExhausted: epsilon left in the current period
+	double remaining = 0;   // kExhausted: epsilon left in the current period; kDeltaExhausted: delta left
 	double cap = 0;         // kOverCap: the table's per-query cap
 	int sqlstate = 0;       // kFailed: the worker's SQLSTATE (0 when the worker was not reached)
 	std::string message;    // kFailed: what went wrong

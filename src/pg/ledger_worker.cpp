@@ -40,11 +40,13 @@ int g_batch_size = 0;
 
 SPIPlanPtr plan_charge = nullptr, plan_diagnose = nullptr, plan_insert = nullptr;
 
-// Charges one table: resets an elapsed refresh period, checks the per-query cap and the budget,
-// and adds epsilon, all in one UPDATE (the row lock serialises concurrent charges).
+// Charges one table: resets an elapsed refresh period, checks the per-query cap, the epsilon budget
+// and the delta budget, and adds epsilon ($3) and delta ($4), all in one UPDATE (the row lock
+// serialises concurrent charges). A charge with delta 0 is never refused for delta.
 const char *const kChargeSql =
 	"UPDATE dx.budget_grants AS g SET "
 	"  spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END + $3, "
+	"  delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END + $4, "
 	"  period_start = CASE WHEN g.period_end <= now() "
 	"    THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END, "
 	"  period_end = CASE WHEN g.period_end <= now() "
@@ -53,17 +55,20 @@ const char *const kChargeSql =
 	"WHERE g.role = $1 AND g.relid = $2 AND p.relid = g.relid "
 	"  AND (p.per_query_cap IS NULL OR $3 <= p.per_query_cap + 1e-9) "
 	"  AND CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END + $3 <= g.granted + 1e-9 "
+	"  AND ($4 = 0::float8 "
+	"       OR CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END + $4 <= g.delta_granted * (1 + 1e-9)) "
 	"RETURNING g.period_start";
 
-// Why a charge was refused: no row (no budget), the cap, or the remaining budget.
+// Why a charge was refused: no row (no budget), the cap, the remaining epsilon or the remaining delta.
 const char *const kDiagnoseSql =
-	"SELECT CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END, g.granted, p.per_query_cap "
+	"SELECT CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END, g.granted, p.per_query_cap, "
+	"  CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END, g.delta_granted "
 	"FROM dx.budget_grants AS g JOIN dx.protected_tables AS p ON p.relid = g.relid "
 	"WHERE g.role = $1 AND g.relid = $2";
 
 const char *const kInsertSql =
-	"INSERT INTO dx.ledger (role, relid, fingerprint, query, mechanism, epsilon, scales, pid, session_role, "
-	"period_start) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+	"INSERT INTO dx.ledger (role, relid, fingerprint, query, mechanism, epsilon, delta, scales, pid, session_role, "
+	"period_start) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 // Prepares and keeps a statement once per worker.
 SPIPlanPtr
@@ -94,12 +99,12 @@ struct Result {
 int32
 charge_request(Slot *slot, const char *payload, Result *res)
 {
-	Oid charge_types[3] = {OIDOID, OIDOID, FLOAT8OID};
-	Oid insert_types[10] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, FLOAT8ARRAYOID, INT4OID,
-	                        OIDOID, TIMESTAMPTZOID};
-	SPIPlanPtr charge = prepare(&plan_charge, kChargeSql, 3, charge_types);
+	Oid charge_types[4] = {OIDOID, OIDOID, FLOAT8OID, FLOAT8OID};
+	Oid insert_types[11] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, FLOAT8OID, FLOAT8ARRAYOID,
+	                        INT4OID, OIDOID, TIMESTAMPTZOID};
+	SPIPlanPtr charge = prepare(&plan_charge, kChargeSql, 4, charge_types);
 	SPIPlanPtr diagnose = prepare(&plan_diagnose, kDiagnoseSql, 2, charge_types);
-	SPIPlanPtr insert = prepare(&plan_insert, kInsertSql, 10, insert_types);
+	SPIPlanPtr insert = prepare(&plan_insert, kInsertSql, 11, insert_types);
 
 	size_t nscales_total = 0;
 	for (int t = 0; t < slot->ntables; ++t)
@@ -112,7 +117,11 @@ charge_request(Slot *slot, const char *payload, Result *res)
 	size_t scale_off = 0;
 	for (int t = 0; t < slot->ntables; ++t) {
 		const TableCharge &tc = slot->tables[t];
-		Datum args[3] = {ObjectIdGetDatum(slot->role), ObjectIdGetDatum(tc.relid), Float8GetDatum(tc.epsilon)};
+		if (!(tc.delta >= 0 && tc.delta <= 1)) // also NaN: a negative delta would refund the budget
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			                errmsg("dxpriv ledger: invalid delta %g in a charge", tc.delta)));
+		Datum args[4] = {ObjectIdGetDatum(slot->role), ObjectIdGetDatum(tc.relid), Float8GetDatum(tc.epsilon),
+		                 Float8GetDatum(tc.delta)};
 		int rc = SPI_execute_plan(charge, args, nullptr, false, 0);
 		if (rc != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "dxpriv ledger: charging failed: %s", SPI_result_code_string(rc));
@@ -133,6 +142,13 @@ charge_request(Slot *slot, const char *payload, Result *res)
 				res->cap = DatumGetFloat8(cap);
 				return kOverCap;
 			}
+			double delta_spent = DatumGetFloat8(SPI_getbinval(tup, desc, 4, &isnull));
+			double delta_granted = DatumGetFloat8(SPI_getbinval(tup, desc, 5, &isnull));
+			if (spent + tc.epsilon <= granted + 1e-9 && tc.delta != 0 &&
+			    !(delta_spent + tc.delta <= delta_granted * (1 + 1e-9))) {
+				res->remaining = delta_granted - delta_spent > 0 ? delta_granted - delta_spent : 0;
+				return kDeltaExhausted;
+			}
 			res->remaining = granted - spent > 0 ? granted - spent : 0;
 			return kExhausted;
 		}
@@ -151,19 +167,20 @@ charge_request(Slot *slot, const char *payload, Result *res)
 		char mech[kMechanismLen];
 		memcpy(mech, tc.mechanism, kMechanismLen);
 		mech[kMechanismLen - 1] = '\0';
-		Datum iargs[10] = {ObjectIdGetDatum(slot->role),
+		Datum iargs[11] = {ObjectIdGetDatum(slot->role),
 		                   ObjectIdGetDatum(tc.relid),
 		                   PointerGetDatum(fp_text),
 		                   PointerGetDatum(query_text),
 		                   CStringGetTextDatum(mech),
 		                   Float8GetDatum(tc.epsilon),
+		                   Float8GetDatum(tc.delta),
 		                   PointerGetDatum(arr),
 		                   Int32GetDatum(slot->owner_pid),
 		                   ObjectIdGetDatum(slot->session_role),
 		                   period_start};
-		char nulls[11] = "          ";
+		char nulls[12] = "           ";
 		if (isnull)
-			nulls[9] = 'n';
+			nulls[10] = 'n';
 		rc = SPI_execute_plan(insert, iargs, nulls, false, 0);
 		if (rc != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "dxpriv ledger: writing the ledger failed: %s", SPI_result_code_string(rc));

@@ -658,11 +658,12 @@ load_table_policy(Oid relid, TablePolicy &out)
 	if (!ext)
 		return false;
 	InternalSpi spi(ext->schema_owner);
-	if (spi.exec("SELECT presence FROM dx.protected_tables WHERE relid = $1", {{OIDOID, ObjectIdGetDatum(relid)}},
+	if (spi.exec("SELECT presence, delta FROM dx.protected_tables WHERE relid = $1", {{OIDOID, ObjectIdGetDatum(relid)}},
 	             true) == 0)
 		return false;
 	out.relid = relid;
 	out.presence = DatumGetFloat8(spi.value(0, 0));
+	out.delta = DatumGetFloat8(spi.value(0, 1));
 	uint64 n = spi.exec("SELECT c.column_name, c.domain, c.metric, a.attnum, a.atttypid, a.atttypmod, a.attcollation "
 	                    "FROM dx.protected_columns c JOIN pg_catalog.pg_attribute a "
 	                    "ON a.attrelid = c.relid AND a.attname = c.column_name AND NOT a.attisdropped "

@@ -70,7 +70,7 @@ def ledger_db():
         admin.close()
 
 
-def protect(conn, table="people", rows=1000, budget=1.0, role="postgres", refresh=None):
+def protect(conn, table="people", rows=1000, budget=1.0, role="postgres", refresh=None, delta=0.0):
     execute(conn, f"CREATE TABLE {table} (age int, sex text)")
     execute(conn, f"INSERT INTO {table} SELECT 18 + i % 60, CASE WHEN i % 2 = 0 THEN 'M' ELSE 'F' END "
                   f"FROM generate_series(1, {rows}) AS i")
@@ -79,7 +79,8 @@ def protect(conn, table="people", rows=1000, budget=1.0, role="postgres", refres
     execute(conn, f"""SELECT dx.set_column('{table}', 'sex', '{{"values": ["M", "F"]}}', '{{"type": "discrete", "weight": 1}}')""")
     execute(conn, f"GRANT SELECT ON {table} TO {ANALYST}")
     if budget is not None:
-        execute(conn, "SELECT dx.grant_budget(%s::regrole, %s::regclass, %s, %s::interval)", (role, table, budget, refresh))
+        execute(conn, "SELECT dx.grant_budget(%s::regrole, %s::regclass, %s, %s::interval, %s)",
+                (role, table, budget, refresh, delta))
 
 
 def slow_table(conn, rows=300_000):
@@ -647,6 +648,131 @@ def test_per_query_cap():
             assert e.pgcode == "42501"
 
 
+# ---------------------------------------------------------------- delta budgets
+
+def delta_budget(conn, table="people", role="postgres"):
+    """(delta_granted, delta_spent, delta_remaining, per_query_delta) of dx.budgets."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT delta_granted, delta_spent, delta_remaining, per_query_delta FROM dx.budgets "
+                    "WHERE role = %s::regrole AND \"table\" = %s::regclass", (role, table))
+        return cur.fetchone()
+
+
+def same(actual, expected):
+    """Tuples of floats equal up to rounding (delta arithmetic is in binary floating point)."""
+    return len(actual) == len(expected) and all(abs(a - e) <= 1e-9 * abs(e) + 1e-18 for a, e in zip(actual, expected))
+
+
+def ledger_delta(conn, tag_text):
+    return scalar(conn, "SELECT delta FROM dx.ledger WHERE strpos(query, %s) > 0", (tag_text,))
+
+
+def test_pure_epsilon_queries_spend_no_delta():
+    """A query that spends no delta charges its epsilon whatever the delta budget: none granted, or
+    one already spent beyond its grant. Its ledger row records delta 0."""
+    with ledger_db() as db:
+        conn = connect(db)
+        protect(conn)  # no delta argument: delta budget 0, table delta 0
+        assert delta_budget(conn) == (0, 0, 0, 0)
+        t1 = tag()
+        scalar(conn, f"SELECT dx.count(*) FROM people /* {t1} */")
+        assert_charged(conn, t1, "people", 0.1)
+        assert ledger_delta(conn, t1) == 0
+        # the table allows (epsilon, delta) noise, but Laplace noise (the default) spends no delta
+        execute(conn, "SELECT dx.set_delta('people', 1e-6)")
+        t2 = tag()
+        scalar(conn, f"SELECT dx.count(*) FROM people /* {t2} */")
+        assert_charged(conn, t2, "people", 0.1)
+        assert ledger_delta(conn, t2) == 0
+        # a delta budget spent beyond its grant (as after a lowered re-grant) refuses nothing that spends no delta
+        execute(conn, "UPDATE dx.budget_grants SET delta_spent = 1e-5")
+        assert delta_budget(conn) == (0, 1e-5, 0, 1e-6)
+        t3 = tag()
+        scalar(conn, f"SELECT dx.count(*) FROM people /* {t3} */")
+        assert_charged(conn, t3, "people", 0.1)
+        assert ledger_delta(conn, t3) == 0
+        assert delta_budget(conn) == (0, 1e-5, 0, 1e-6)
+        assert abs(spent(conn) - 0.3) < 1e-12
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger WHERE delta <> 0") == 0
+
+
+def test_exhausted_delta_budget_refuses_and_charges_nothing():
+    with ledger_db() as db:
+        conn = connect(db)
+        protect(conn, budget=10.0, delta=2e-6)
+        execute(conn, "SELECT dx.set_delta('people', 1e-6)")
+        execute(conn, "SET dxpriv.noise = 'gaussian'")
+        for _ in range(2):
+            t = tag()
+            scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
+            assert_charged(conn, t, "people", 0.1)
+            assert ledger_delta(conn, t) == 1e-6
+        assert delta_budget(conn) == (2e-6, 2e-6, 0, 1e-6)
+        t = tag()
+        try:
+            scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
+            raise AssertionError("the delta budget is spent")
+        except psycopg2.Error as e:
+            assert e.pgcode == "53000", e.pgcode
+            assert e.diag.message_primary == 'delta budget of role "postgres" on table "people" is exhausted', e.pgerror
+            assert e.diag.message_detail == "The query needs delta 1e-06; 0 remains.", e.diag.message_detail
+            assert "dxpriv.noise = 'laplace'" in e.diag.message_hint and "delta =>" in e.diag.message_hint
+        # nothing was charged: neither epsilon nor delta, and no ledger row
+        assert ledger_rows(conn, t) == 0
+        assert abs(spent(conn) - 0.2) < 1e-12
+        assert delta_budget(conn) == (2e-6, 2e-6, 0, 1e-6)
+        # the epsilon budget is not what refused: pure-epsilon noise still answers, spending no delta
+        execute(conn, "SET dxpriv.noise = 'laplace'")
+        t = tag()
+        scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
+        assert_charged(conn, t, "people", 0.1)
+        assert ledger_delta(conn, t) == 0
+        # a larger delta budget lets (epsilon, delta) queries run again; nothing spent is refunded
+        execute(conn, "SELECT dx.grant_budget('postgres', 'people', 10, delta => 3e-6)")
+        assert same(delta_budget(conn), (3e-6, 2e-6, 1e-6, 1e-6)), delta_budget(conn)
+        execute(conn, "SET dxpriv.noise = 'gaussian'")
+        t = tag()
+        scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
+        assert_charged(conn, t, "people", 0.1)
+        assert same([scalar(conn, "SELECT sum(delta) FROM dx.ledger")], [3e-6])
+
+
+def test_delta_budget_refreshes_with_the_period():
+    with ledger_db() as db:
+        conn = connect(db)
+        protect(conn, budget=10.0, refresh="3 seconds", delta=1e-6)
+        execute(conn, "SELECT dx.set_delta('people', 1e-6)")
+        execute(conn, "SET dxpriv.noise = 'gaussian'")
+        end1 = scalar(conn, "SELECT period_end FROM dx.budgets")
+        scalar(conn, "SELECT dx.count(*) FROM people")
+        try:
+            scalar(conn, "SELECT dx.count(*) FROM people")
+            raise AssertionError("the delta budget of the period is spent")
+        except psycopg2.Error as e:
+            assert e.pgcode == "53000" and "delta budget" in e.diag.message_primary, e.pgerror
+        assert delta_budget(conn) == (1e-6, 1e-6, 0, 1e-6)
+        while scalar(conn, "SELECT now() < %s", (end1,)):
+            time.sleep(0.1)
+        time.sleep(0.05)
+        # the view shows the new period at once; the stored row is reset at its first charge
+        assert delta_budget(conn) == (1e-6, 0, 1e-6, 1e-6)
+        assert scalar(conn, "SELECT delta_spent FROM dx.budget_grants") == 1e-6
+        # a charge without delta resets the period's delta spending too
+        execute(conn, "SET dxpriv.noise = 'laplace'")
+        scalar(conn, "SELECT dx.count(*) FROM people")
+        with conn.cursor() as cur:
+            cur.execute("SELECT spent, delta_spent, period_start >= %s FROM dx.budget_grants", (end1,))
+            s, ds, new_period = cur.fetchone()
+        assert abs(s - 0.1) < 1e-12 and ds == 0 and new_period, (s, ds, new_period)
+        execute(conn, "SET dxpriv.noise = 'gaussian'")
+        scalar(conn, "SELECT dx.count(*) FROM people")
+        assert delta_budget(conn) == (1e-6, 1e-6, 0, 1e-6)
+        with conn.cursor() as cur:
+            cur.execute("SELECT period_start, count(*), sum(epsilon), sum(delta) FROM dx.ledger GROUP BY 1 ORDER BY 1")
+            periods = cur.fetchall()
+        assert [(p[1], p[3]) for p in periods] == [(1, 1e-6), (2, 1e-6)], periods
+
+
 # ---------------------------------------------------------------- crash of the whole server
 
 def test_postmaster_sigkill_during_charging_workload():
@@ -720,20 +846,23 @@ def test_postmaster_sigkill_during_charging_workload():
 def test_pg_dump_and_restore_keep_policies_budgets_and_ledger():
     with ledger_db() as db:
         conn = connect(db)
-        protect(conn, budget=2.0, refresh="1 day")
+        protect(conn, budget=2.0, refresh="1 day", delta=5e-6)
         protect(conn, table="other", budget=1.0, role=ANALYST)
         execute(conn, "SELECT dx.set_query_cap('people', 0.5)")
+        execute(conn, "SELECT dx.set_delta('people', 1e-6)")
+        execute(conn, "SET dxpriv.noise = 'gaussian'")  # spends epsilon 0.1 and delta 1e-6
         scalar(conn, "SELECT dx.count(*) FROM people")
+        execute(conn, "RESET dxpriv.noise")
         # a long non-ASCII statement: the ledger keeps its first 4096 bytes, cut between characters
         scalar(conn, "SELECT dx.count(age, 0.2) FROM people /* xy" + "é" * 3000 + " */")
         assert scalar(conn, "SELECT octet_length(query) FROM dx.ledger ORDER BY id DESC LIMIT 1") == 4095
         scalar(connect(db, user=ANALYST), "SELECT dx.count(*) FROM other")
         queries = {
-            "tables": "SELECT relid::text, presence, per_query_cap FROM dx.protected_tables ORDER BY 1",
+            "tables": "SELECT relid::text, presence, per_query_cap, delta FROM dx.protected_tables ORDER BY 1",
             "columns": "SELECT relid::text, column_name, domain, metric FROM dx.protected_columns ORDER BY 1, 2",
-            "budgets": "SELECT role::text, relid::text, granted, spent, refresh, refresh_anchor, period_start, period_end "
-                       "FROM dx.budget_grants ORDER BY 1, 2",
-            "ledger": "SELECT id, at, role::text, relid::text, fingerprint, query, mechanism, epsilon, scales, pid, "
+            "budgets": "SELECT role::text, relid::text, granted, spent, delta_granted, delta_spent, refresh, "
+                       "refresh_anchor, period_start, period_end FROM dx.budget_grants ORDER BY 1, 2",
+            "ledger": "SELECT id, at, role::text, relid::text, fingerprint, query, mechanism, epsilon, delta, scales, pid, "
                       "session_role::text, period_start FROM dx.ledger ORDER BY id",
         }
 
@@ -747,6 +876,8 @@ def test_pg_dump_and_restore_keep_policies_budgets_and_ledger():
 
         before = snapshot(conn)
         assert len(before["ledger"]) == 3
+        assert [row[8] for row in before["ledger"]] == [1e-6, 0, 0]  # the delta column
+        assert before["tables"][1][3] == 1e-6 and before["budgets"][1][4:6] == (5e-6, 1e-6), before
         restored = db + "_restored"
         with tempfile.TemporaryDirectory() as d:
             dump = os.path.join(d, "db.dump")
@@ -768,6 +899,11 @@ def test_pg_dump_and_restore_keep_policies_budgets_and_ledger():
                 scalar(rconn, "SELECT dx.count(*) FROM people")
                 assert abs(spent(rconn) - 0.4) < 1e-12
                 assert scalar(rconn, "SELECT max(id) FROM dx.ledger") == 4
+                # and so is the delta budget
+                execute(rconn, "SET dxpriv.noise = 'gaussian'")
+                scalar(rconn, "SELECT dx.count(*) FROM people")
+                assert same(delta_budget(rconn), (5e-6, 2e-6, 3e-6, 1e-6)), delta_budget(rconn)
+                execute(rconn, "RESET dxpriv.noise")
                 try:
                     scalar(rconn, "SELECT dx.count(age, 0.6) FROM people")
                     raise AssertionError("the restored per-query cap must hold")
