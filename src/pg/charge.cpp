@@ -130,9 +130,12 @@ const char *
 mechanism_name(const std::vector<Charge> &cs)
 {
 	bool noisy = false, grid = false, exponential = false, linear = false;
+	int family = 0; // of the linear aggregates (one per query)
 	for (const Charge &c : cs) {
 		exponential = exponential || c.exponential;
 		linear = linear || !c.exponential;
+		if (!c.exponential)
+			family = c.params.family;
 		for (int g = 0; g < c.params.groups; ++g)
 			for (int k = 0; k < c.params.components; ++k) {
 				noisy = noisy || c.params.scale(g, k) > 0;
@@ -141,10 +144,27 @@ mechanism_name(const std::vector<Charge> &cs)
 	}
 	if (!noisy)
 		return "exact";
-	const char *lin = grid ? "laplace(grid)" : "discrete_laplace";
-	if (exponential)
-		return linear ? (grid ? "laplace(grid)+exponential" : "discrete_laplace+exponential") : "exponential";
-	return lin;
+	if (exponential && !linear)
+		return "exponential";
+	static const char *const names[3][2][2] = {
+		// [family][grid][with exponential]
+		{{"discrete_laplace", "discrete_laplace+exponential"}, {"laplace(grid)", "laplace(grid)+exponential"}},
+		{{"discrete_gaussian", "discrete_gaussian+exponential"}, {"gaussian(grid)", "gaussian(grid)+exponential"}},
+		{{"truncated_laplace", "truncated_laplace+exponential"},
+		 {"truncated_laplace(grid)", "truncated_laplace(grid)+exponential"}}};
+	return names[family >= 0 && family <= 2 ? family : 0][grid ? 1 : 0][exponential ? 1 : 0];
+}
+
+// Delta a table's share of a statement spends: the (epsilon, delta) linear mechanism's, once per
+// statement (its aggregates are one release calibrated together); 0 for pure epsilon.
+double
+statement_delta(const std::vector<Charge> &cs)
+{
+	double delta = 0;
+	for (const Charge &c : cs)
+		if (!c.exponential)
+			delta = std::max(delta, c.params.delta);
+	return delta;
 }
 
 // Raises the error for a refused or failed charge; nothing was charged unless the message says so.
@@ -249,6 +269,7 @@ charge_plan(QueryDesc *qd)
 		for (const Charge &c : kv.second)
 			it.epsilon += c.params.epsilon;
 		it.mechanism = mechanism_name(kv.second);
+		it.delta = statement_delta(kv.second);
 		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component
 			for (int g = 0; g < c.params.groups; ++g)
 				for (int k = 0; k < c.params.components; ++k)
