@@ -96,7 +96,8 @@ SELECT dx.set_column('people_dp', 'income',    '{"min":0,"max":200000,"step":100
 SELECT dx.set_column('people_dp', 'visit',     '{"min":"2024-01-01","max":"2024-12-31","step":1}', '{"type":"none"}');
 
 SELECT dx.grant_budget('analyst', 'people', $budget);
-SELECT dx.grant_budget('analyst', 'people_dp', $budget);
+SELECT dx.grant_budget('analyst', 'people_dp', $budget, delta => 1e-5);
+SELECT dx.set_delta('people_dp', 1e-7);   -- allows (epsilon, delta) noise families on people_dp
 SQL
 sql -c "SELECT relid::regclass AS \"table\", column_name, domain, metric FROM dx.protected_columns ORDER BY 1::text, 2"
 
@@ -217,6 +218,32 @@ SELECT cell, group_key, component, round(noise_scale::numeric, 3) AS noise_scale
        round(ci95_half_width::numeric, 1) AS ci95, query_epsilon, round(remaining_budget::numeric, 3) AS remaining
 FROM dx.explain('SELECT diagnosis, count(*) FROM people GROUP BY diagnosis');
 \\set ECHO none
+SQL
+
+banner "5b. (epsilon, delta) noise families (as the analyst, on people_dp: delta 1e-7 per query)"
+say "SET dxpriv.noise picks the noise of count/sum/avg: laplace (pure epsilon), gaussian (discrete"
+say "Gaussian) or truncated_laplace (never off by more than noise_bound). The last two spend the"
+say "table's delta once per query. For a query of a few cells, as here, Laplace noise is tighter: the"
+say "Gaussian's cost grows with the l2 norm of what one record changes (not the l1 norm), so it pays off"
+say "only when one record moves many cells at once. Truncated Laplace keeps the Laplace scale and adds a"
+say "hard bound on the error."
+sql <<SQL
+SET ROLE analyst;
+\\set ECHO queries
+SET dxpriv.noise = 'laplace';
+SELECT noise, round(noise_scale::numeric, 2) AS scale, round(ci95_half_width::numeric, 1) AS ci95, noise_bound, query_delta
+FROM dx.explain('SELECT dx.count(1, 0.5), dx.sum(age, 0.5), dx.avg(income, 0.5) FROM people_dp') WHERE cell = 1;
+SET dxpriv.noise = 'gaussian';
+SELECT noise, round(noise_scale::numeric, 2) AS scale, round(ci95_half_width::numeric, 1) AS ci95, noise_bound, query_delta
+FROM dx.explain('SELECT dx.count(1, 0.5), dx.sum(age, 0.5), dx.avg(income, 0.5) FROM people_dp') WHERE cell = 1;
+SET dxpriv.noise = 'truncated_laplace';
+SELECT noise, round(noise_scale::numeric, 2) AS scale, round(ci95_half_width::numeric, 1) AS ci95, noise_bound, query_delta
+FROM dx.explain('SELECT dx.count(1, 0.5), dx.sum(age, 0.5), dx.avg(income, 0.5) FROM people_dp') WHERE cell = 1;
+SELECT dx.count(1, 0.1) AS "people aged 30-39 (truncated Laplace)" FROM people_dp WHERE age BETWEEN 30 AND 39;
+\\set ECHO none
+RESET ROLE;
+SELECT mechanism, epsilon, delta FROM dx.ledger ORDER BY id DESC LIMIT 1;
+SELECT "table", round(remaining::numeric, 6) AS remaining, delta_remaining FROM dx.budgets WHERE "table" = 'people_dp'::regclass;
 SQL
 
 banner "6. Budgets and ledger (as the owner)"
