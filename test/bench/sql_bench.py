@@ -39,7 +39,7 @@ import psycopg2
 
 ROWS_DEFAULT = 2_000_000
 
-# (label, native SQL, dx SQL, clamp proxy SQL or None)
+# (label, native SQL, dx SQL, clamp proxy SQL or None[, dxpriv.noise; default laplace])
 BENCH_PAIRS = [
     ("count(*)",
      "SELECT count(*) FROM bench",
@@ -58,9 +58,18 @@ BENCH_PAIRS = [
      "SELECT sum(score) FROM bench",
      "SELECT dx.sum(score) FROM bench",
      "SELECT sum(dx._clamp_range(score, 0, 1, 0.001)) FROM bench"),
+    # (epsilon, delta) families: the same aggregation, another final-function sampler
+    ("sum(income) [gaussian]",
+     "SELECT sum(income) FROM bench",
+     "SELECT dx.sum(income) FROM bench",
+     None, "gaussian"),
+    ("count(*) WHERE age > 40 AND sex='M' [truncated_laplace]",
+     "SELECT count(*) FROM bench WHERE age > 40 AND sex = 'M'",
+     "SELECT dx.count(*) FROM bench WHERE age > 40 AND sex = 'M'",
+     None, "truncated_laplace"),
 ]
 
-# Fixed per-query overhead on a 10-row protected table: (label, native, dx, runs option name)
+# Fixed per-query overhead on a 10-row protected table: (label, native, dx, runs option name[, noise])
 TINY_PAIRS = [
     ("tiny: count(*) WHERE age > 40",
      "SELECT count(*) FROM tiny WHERE age > 40",
@@ -70,6 +79,14 @@ TINY_PAIRS = [
      "SELECT sum(income) FROM tiny",
      "SELECT dx.sum(income) FROM tiny",
      "tiny_sum_runs"),
+    ("tiny: count(*) WHERE age > 40 [gaussian]",
+     "SELECT count(*) FROM tiny WHERE age > 40",
+     "SELECT dx.count(*) FROM tiny WHERE age > 40",
+     "tiny_runs", "gaussian"),
+    ("tiny: count(*) WHERE age > 40 [truncated_laplace]",
+     "SELECT count(*) FROM tiny WHERE age > 40",
+     "SELECT dx.count(*) FROM tiny WHERE age > 40",
+     "tiny_runs", "truncated_laplace"),
 ]
 
 COLUMNS = {
@@ -114,7 +131,8 @@ def setup(cur, rows):
         cur.execute("SELECT dx.protect_table(%s, 1.0)", (table,))
         for col, (domain, metric) in COLUMNS.items():
             cur.execute("SELECT dx.set_column(%s, %s, %s, %s)", (table, col, domain, metric))
-        cur.execute("SELECT dx.grant_budget('postgres', %s, 1e9)", (table,))
+        cur.execute("SELECT dx.set_delta(%s, 1e-9)", (table,))  # allows the (epsilon, delta) families
+        cur.execute("SELECT dx.grant_budget('postgres', %s, 1e9, delta => 1.0)", (table,))
     cur.execute("SELECT pg_size_pretty(pg_table_size('bench'))")
     size = cur.fetchone()[0]
     log(f"setup: bench has {rows} rows ({size}), setup took {time.perf_counter() - t0:.1f} s")
@@ -250,7 +268,8 @@ def main():
     plans = []
     for mode, workers in MODES:
         cur.execute("SET max_parallel_workers_per_gather = %s", (workers,))
-        for label, native_sql, dx_sql, proxy_sql in BENCH_PAIRS:
+        for label, native_sql, dx_sql, proxy_sql, *noise in BENCH_PAIRS:
+            cur.execute("SET dxpriv.noise = %s", (noise[0] if noise else "laplace",))
             t0 = time.perf_counter()
             dx_plan = explain(cur, dx_sql)
             native_plan = explain(cur, native_sql)
@@ -282,7 +301,8 @@ def main():
                 f"({time.perf_counter() - t0:.1f} s)")
 
     cur.execute("SET max_parallel_workers_per_gather = 0")
-    for label, native_sql, dx_sql, runs_opt in TINY_PAIRS:
+    for label, native_sql, dx_sql, runs_opt, *noise in TINY_PAIRS:
+        cur.execute("SET dxpriv.noise = %s", (noise[0] if noise else "laplace",))
         runs = getattr(args, runs_opt)
         t0 = time.perf_counter()
         dx_plan = explain(cur, dx_sql)
@@ -305,6 +325,7 @@ def main():
         log(f"tiny     {label:40s} native {fmt(row['native']['median'], 3)} ms, dx "
             f"{fmt(row['dx']['median'], 3)} ms ({time.perf_counter() - t0:.1f} s)")
 
+    cur.execute("RESET dxpriv.noise")
     cur.execute("SELECT version()")
     version = cur.fetchone()[0]
     settings = {}
