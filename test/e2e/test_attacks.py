@@ -641,6 +641,29 @@ def session_epsilon_beyond_budget(ctx, conn, attempt):
 
 
 attack(C, "session_epsilon_beyond_budget", "SELECT count(*) FROM people", Custom(session_epsilon_beyond_budget))
+attack(C, "set_own_table_delta", "SELECT dx.set_delta('people', 1e-3)", Reject(PRIV))
+attack(C, "delta_through_protect_table", "SELECT dx.protect_table('people', 1.0, 1e-3)", Reject(PRIV))
+attack(C, "grant_self_delta_budget", "SELECT dx.grant_budget('mallory', 'people', 1, NULL, 1.0)", Reject(PRIV))
+attack(C, "raise_own_delta_grant", "UPDATE dx.budget_grants SET delta_granted = 1", Reject(PRIV, hint=False))
+attack(C, "reset_own_delta_spent", "UPDATE dx.budget_grants SET delta_spent = 0", Reject(PRIV, hint=False))
+
+
+def noise_family_needs_table_delta(ctx, conn, attempt):
+    """An analyst switching to (epsilon, delta) noise on a table whose owner allowed no delta is
+    refused before anything is charged."""
+    before = spent(ctx.admin)
+    execute(conn, "SET dxpriv.noise = 'gaussian'")
+    try:
+        err = run_expect_error(conn, attempt.sql)
+    finally:
+        execute(conn, "RESET dxpriv.noise")
+    assert err.pgcode == "55000" and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
+    assert spent(ctx.admin) == before, "a refused query was charged"
+    return "rejected 55000, nothing charged"
+
+
+attack(C, "gaussian_noise_without_table_delta", "SELECT count(*) FROM people WHERE age > 40",
+       Custom(noise_family_needs_table_delta))
 
 
 def nothing_spent_or_changed(ctx):
@@ -648,6 +671,9 @@ def nothing_spent_or_changed(ctx):
     assert spent(admin) == 0, f"refused attempts spent {spent(admin)}"
     assert scalar(admin, "SELECT count(*) FROM dx.protected_columns WHERE relid = 'people'::regclass") == 5
     assert scalar(admin, "SELECT presence FROM dx.protected_tables WHERE relid = 'people'::regclass") == 1.0
+    assert scalar(admin, "SELECT delta FROM dx.protected_tables WHERE relid = 'people'::regclass") == 0.0
+    assert scalar(admin, "SELECT delta_granted + delta_spent FROM dx.budget_grants "
+                         "WHERE role = 'mallory'::regrole") == 0.0
     assert scalar(admin, "SELECT count(*) FROM dx.analysts WHERE role = 'mallory'::regrole") == 1
     assert scalar(admin, "SELECT granted FROM dx.budget_grants WHERE role = 'mallory'::regrole") == 100000.0
     assert not scalar(admin, "SELECT has_table_privilege('mallory', 'people', 'SELECT')")
