@@ -109,9 +109,10 @@ max_pair_union(const std::vector<std::vector<std::uint32_t>> &sets, const std::v
 }
 
 // L = max over edges of ||a(e) / c||_2 / d(e) for the rounded weights qg and shape c (noisy cells).
+// known_sensitivity[k] > 0: S(qg[k]) is already known (the Laplace plan's, on the same grid).
 double
 lipschitz_constant(const SubUniverse &sub, const std::vector<std::vector<double>> &qg, const std::vector<double> &c,
-                   const std::vector<bool> &noisy)
+                   const std::vector<bool> &noisy, const std::vector<double> &known_sensitivity)
 {
 	const std::size_t m = qg.size();
 	std::size_t noisy_count = 0, only = 0;
@@ -121,7 +122,7 @@ lipschitz_constant(const SubUniverse &sub, const std::vector<std::vector<double>
 			only = k;
 		}
 	if (noisy_count == 1) // one cell: S(q_k) / c_k, without enumerating pair constraints
-		return generalized_sensitivity(sub, qg[only]) / c[only];
+		return (known_sensitivity[only] > 0 ? known_sensitivity[only] : generalized_sensitivity(sub, qg[only])) / c[only];
 	const ConstraintSet rows = build_constraints(sub, qg);
 	double best = 0;
 	for (std::size_t i = 0; i < rows.count(); i++) {
@@ -167,7 +168,11 @@ calibrate_gaussian(const SubUniverse &sub, const std::vector<std::vector<double>
 			if (noisy[k])
 				sq[k] = (cs.range[k] / c[k]) * (cs.range[k] / c[k]);
 		info.max_change = std::sqrt(max_pair_union(cs.supports, sq));
-		info.lipschitz = lipschitz_constant(sub, qg, c, noisy);
+		std::vector<double> known(m, 0.0); // the Laplace plan's S(q_k), valid while the grid is its grid
+		for (std::size_t k = 0; k < m; k++)
+			if (noisy[k] && grid[k] == plan.cells[k].grid)
+				known[k] = plan.cells[k].sensitivity;
+		info.lipschitz = lipschitz_constant(sub, qg, c, noisy, known);
 		if (!(info.lipschitz > 0) || !(info.max_change > 0))
 			throw CoreError(ErrorKind::Internal, "gaussian calibration found no change on a noisy cell");
 		info.worst_distance = info.max_change / info.lipschitz;
