@@ -125,34 +125,35 @@ fingerprint(QueryDesc *qd)
 	return buf;
 }
 
-// Name of the noise mechanism for the ledger: exact when no cell needed noise.
+// Name of the noise mechanism for the ledger: the linear aggregates' family (exact when none of
+// their cells needed noise), "+exponential" when a noisy dx.mode/quantile/median is in the statement.
 const char *
 mechanism_name(const std::vector<Charge> &cs)
 {
-	bool noisy = false, grid = false, exponential = false, linear = false;
+	bool linear_noisy = false, exponential_noisy = false, grid = false;
 	int family = 0; // of the linear aggregates (one per query)
-	for (const Charge &c : cs) {
-		exponential = exponential || c.exponential;
-		linear = linear || !c.exponential;
-		if (!c.exponential)
-			family = c.params.family;
+	for (const Charge &c : cs)
 		for (int g = 0; g < c.params.groups; ++g)
 			for (int k = 0; k < c.params.components; ++k) {
-				noisy = noisy || c.params.scale(g, k) > 0;
-				grid = grid || (!c.exponential && c.params.scale(g, k) > 0 && c.params.grid(g, k) != 1.0);
+				if (!(c.params.scale(g, k) > 0))
+					continue;
+				if (c.exponential) {
+					exponential_noisy = true;
+				} else {
+					linear_noisy = true;
+					family = c.params.family;
+					grid = grid || c.params.grid(g, k) != 1.0;
+				}
 			}
-	}
-	if (!noisy)
-		return "exact";
-	if (exponential && !linear)
-		return "exponential";
+	if (!linear_noisy)
+		return exponential_noisy ? "exponential" : "exact";
 	static const char *const names[3][2][2] = {
 		// [family][grid][with exponential]
 		{{"discrete_laplace", "discrete_laplace+exponential"}, {"laplace(grid)", "laplace(grid)+exponential"}},
 		{{"discrete_gaussian", "discrete_gaussian+exponential"}, {"gaussian(grid)", "gaussian(grid)+exponential"}},
 		{{"truncated_laplace", "truncated_laplace+exponential"},
 		 {"truncated_laplace(grid)", "truncated_laplace(grid)+exponential"}}};
-	return names[family >= 0 && family <= 2 ? family : 0][grid ? 1 : 0][exponential ? 1 : 0];
+	return names[family >= 0 && family <= 2 ? family : 0][grid ? 1 : 0][exponential_noisy ? 1 : 0];
 }
 
 // Delta a table's share of a statement spends: the (epsilon, delta) linear mechanism's, once per

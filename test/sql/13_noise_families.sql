@@ -96,6 +96,18 @@ SELECT dx.sum(amount) = :serial AS forced_parallel_equals_serial FROM fam;
 RESET force_parallel_mode;
 RESET max_parallel_workers_per_gather;
 
+-- a statement whose linear cells are exact (public row count) spends no delta, and its ledger row
+-- names only the noisy mechanism
+CREATE TABLE fam_public (region text);
+INSERT INTO fam_public SELECT (ARRAY['n','s'])[1 + i % 2] FROM generate_series(1, 100) AS i;
+SELECT dx.protect_table('fam_public', 'Infinity', 1e-6);
+SELECT dx.set_column('fam_public', 'region', '{"values": ["n", "s"]}', '{"type": "discrete", "weight": 1}');
+SELECT dx.grant_budget(current_user::regrole, 'fam_public', 10, delta => 1e-3);
+SELECT dx.count(*) AS public_count FROM fam_public;
+SELECT mechanism, delta FROM dx.ledger WHERE relid = 'fam_public'::regclass ORDER BY id DESC LIMIT 1;
+SELECT dx.mode(region, 1) IS NOT NULL AS mode_answered, dx.count(*) AS public_count FROM fam_public;
+SELECT mechanism, epsilon, delta FROM dx.ledger WHERE relid = 'fam_public'::regclass ORDER BY id DESC LIMIT 1;
+
 -- bad delta settings by the owner
 SELECT dx.set_delta('fam', 0.5);
 SELECT dx.set_delta('fam', 'NaN');
