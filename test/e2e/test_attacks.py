@@ -628,19 +628,23 @@ attack(C, "epsilon_nan", "SELECT dx.count(age, 'NaN') FROM people", Reject("2202
 attack(C, "epsilon_negative", "SELECT dx.count(age, -1) FROM people", Reject("22023"))
 
 
-def session_epsilon_beyond_budget(ctx, conn, attempt):
-    before = spent(ctx.admin)
-    execute(conn, "SET dxpriv.epsilon = 1e6")
-    try:
-        err = run_expect_error(conn, attempt.sql)
-    finally:
-        execute(conn, "RESET dxpriv.epsilon")
-    assert err.pgcode == "53000" and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
-    assert spent(ctx.admin) == before, "a refused query was charged"
-    return "rejected 53000, nothing charged"
+def refused_under_setting(setting, state):
+    """The attempt, run after `SET <setting>`, fails with `state` and a hint and charges nothing."""
+    def check(ctx, conn, attempt):
+        before = spent(ctx.admin)
+        execute(conn, f"SET {setting}")
+        try:
+            err = run_expect_error(conn, attempt.sql)
+        finally:
+            execute(conn, f"RESET {setting.split('=')[0].strip()}")
+        assert err.pgcode == state and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
+        assert spent(ctx.admin) == before, "a refused query was charged"
+        return f"rejected {state}, nothing charged"
+    return check
 
 
-attack(C, "session_epsilon_beyond_budget", "SELECT count(*) FROM people", Custom(session_epsilon_beyond_budget))
+attack(C, "session_epsilon_beyond_budget", "SELECT count(*) FROM people",
+       Custom(refused_under_setting("dxpriv.epsilon = 1e6", "53000")))
 attack(C, "set_own_table_delta", "SELECT dx.set_delta('people', 1e-3)", Reject(PRIV))
 attack(C, "delta_through_protect_table", "SELECT dx.protect_table('people', 1.0, 1e-3)", Reject(PRIV))
 attack(C, "grant_self_delta_budget", "SELECT dx.grant_budget('mallory', 'people', 1, NULL, 1.0)", Reject(PRIV))
@@ -648,22 +652,9 @@ attack(C, "raise_own_delta_grant", "UPDATE dx.budget_grants SET delta_granted = 
 attack(C, "reset_own_delta_spent", "UPDATE dx.budget_grants SET delta_spent = 0", Reject(PRIV, hint=False))
 
 
-def noise_family_needs_table_delta(ctx, conn, attempt):
-    """An analyst switching to (epsilon, delta) noise on a table whose owner allowed no delta is
-    refused before anything is charged."""
-    before = spent(ctx.admin)
-    execute(conn, "SET dxpriv.noise = 'gaussian'")
-    try:
-        err = run_expect_error(conn, attempt.sql)
-    finally:
-        execute(conn, "RESET dxpriv.noise")
-    assert err.pgcode == "55000" and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
-    assert spent(ctx.admin) == before, "a refused query was charged"
-    return "rejected 55000, nothing charged"
-
-
+# (epsilon, delta) noise on a table whose owner allowed no delta: refused before anything is charged
 attack(C, "gaussian_noise_without_table_delta", "SELECT count(*) FROM people WHERE age > 40",
-       Custom(noise_family_needs_table_delta))
+       Custom(refused_under_setting("dxpriv.noise = 'gaussian'", "55000")))
 
 
 def nothing_spent_or_changed(ctx):

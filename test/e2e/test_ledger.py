@@ -667,6 +667,15 @@ def ledger_delta(conn, tag_text):
     return scalar(conn, "SELECT delta FROM dx.ledger WHERE strpos(query, %s) > 0", (tag_text,))
 
 
+def charged_count(conn, delta):
+    """Runs a tagged dx.count(*) on people; checks it was charged 0.1 and spent `delta`."""
+    t = tag()
+    scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
+    assert_charged(conn, t, "people", 0.1)
+    assert ledger_delta(conn, t) == delta
+    return t
+
+
 def test_pure_epsilon_queries_spend_no_delta():
     """A query that spends no delta charges its epsilon whatever the delta budget: none granted, or
     one already spent beyond its grant. Its ledger row records delta 0."""
@@ -674,23 +683,14 @@ def test_pure_epsilon_queries_spend_no_delta():
         conn = connect(db)
         protect(conn)  # no delta argument: delta budget 0, table delta 0
         assert delta_budget(conn) == (0, 0, 0, 0)
-        t1 = tag()
-        scalar(conn, f"SELECT dx.count(*) FROM people /* {t1} */")
-        assert_charged(conn, t1, "people", 0.1)
-        assert ledger_delta(conn, t1) == 0
+        charged_count(conn, 0)
         # the table allows (epsilon, delta) noise, but Laplace noise (the default) spends no delta
         execute(conn, "SELECT dx.set_delta('people', 1e-6)")
-        t2 = tag()
-        scalar(conn, f"SELECT dx.count(*) FROM people /* {t2} */")
-        assert_charged(conn, t2, "people", 0.1)
-        assert ledger_delta(conn, t2) == 0
+        charged_count(conn, 0)
         # a delta budget spent beyond its grant (as after a lowered re-grant) refuses nothing that spends no delta
         execute(conn, "UPDATE dx.budget_grants SET delta_spent = 1e-5")
         assert delta_budget(conn) == (0, 1e-5, 0, 1e-6)
-        t3 = tag()
-        scalar(conn, f"SELECT dx.count(*) FROM people /* {t3} */")
-        assert_charged(conn, t3, "people", 0.1)
-        assert ledger_delta(conn, t3) == 0
+        charged_count(conn, 0)
         assert delta_budget(conn) == (0, 1e-5, 0, 1e-6)
         assert abs(spent(conn) - 0.3) < 1e-12
         assert scalar(conn, "SELECT count(*) FROM dx.ledger WHERE delta <> 0") == 0
@@ -703,10 +703,7 @@ def test_exhausted_delta_budget_refuses_and_charges_nothing():
         execute(conn, "SELECT dx.set_delta('people', 1e-6)")
         execute(conn, "SET dxpriv.noise = 'gaussian'")
         for _ in range(2):
-            t = tag()
-            scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
-            assert_charged(conn, t, "people", 0.1)
-            assert ledger_delta(conn, t) == 1e-6
+            charged_count(conn, 1e-6)
         assert delta_budget(conn) == (2e-6, 2e-6, 0, 1e-6)
         t = tag()
         try:
@@ -723,10 +720,7 @@ def test_exhausted_delta_budget_refuses_and_charges_nothing():
         assert delta_budget(conn) == (2e-6, 2e-6, 0, 1e-6)
         # the epsilon budget is not what refused: pure-epsilon noise still answers, spending no delta
         execute(conn, "SET dxpriv.noise = 'laplace'")
-        t = tag()
-        scalar(conn, f"SELECT dx.count(*) FROM people /* {t} */")
-        assert_charged(conn, t, "people", 0.1)
-        assert ledger_delta(conn, t) == 0
+        charged_count(conn, 0)
         # a larger delta budget lets (epsilon, delta) queries run again; nothing spent is refunded
         execute(conn, "SELECT dx.grant_budget('postgres', 'people', 10, delta => 3e-6)")
         assert same(delta_budget(conn), (3e-6, 2e-6, 1e-6, 1e-6)), delta_budget(conn)

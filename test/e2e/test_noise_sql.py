@@ -78,6 +78,14 @@ def _discrete_law(weight, bound):
     return pmf, var, m4
 
 
+def _setup_family(conn, family, delta):
+    """_setup, then a per-query delta on t, a delta budget of 1 and dxpriv.noise = family."""
+    _setup(conn)
+    execute(conn, f"SELECT dx.set_delta('t', {delta})")
+    execute(conn, "SELECT dx.grant_budget(current_user::regrole, 't', 1e6, delta => 1.0)")
+    execute(conn, f"SET dxpriv.noise = '{family}'")
+
+
 def _row(conn, sql):
     with conn.cursor() as cur:
         cur.execute(sql)
@@ -98,10 +106,7 @@ def test_gaussian_count_noise_matches_discrete_gaussian():
     its kurtosis (3) tells it apart from the Laplace (6); every release spends epsilon and delta."""
     with fresh_db() as db:
         conn = connect(db)
-        _setup(conn)
-        execute(conn, "SELECT dx.set_delta('t', 1e-6)")
-        execute(conn, "SELECT dx.grant_budget(current_user::regrole, 't', 1e6, delta => 1.0)")
-        execute(conn, "SET dxpriv.noise = 'gaussian'")
+        _setup_family(conn, "gaussian", 1e-6)
         exact = scalar(conn, "SELECT count(*) FROM t WHERE a >= 5")
         noise = _releases(conn, "SELECT dx.count(a, 0.5) FROM t WHERE a >= 5", exact)
         sigma = scalar(conn, "SELECT scales[1] FROM dx.ledger ORDER BY id DESC LIMIT 1")
@@ -132,10 +137,7 @@ def test_truncated_sum_noise_is_bounded_truncated_laplace():
     never leaves the bound dx.explain reports."""
     with fresh_db() as db:
         conn = connect(db)
-        _setup(conn)
-        execute(conn, "SELECT dx.set_delta('t', 1e-4)")
-        execute(conn, "SELECT dx.grant_budget(current_user::regrole, 't', 1e6, delta => 1.0)")
-        execute(conn, "SET dxpriv.noise = 'truncated_laplace'")
+        _setup_family(conn, "truncated_laplace", 1e-4)
         sql = "SELECT dx.sum(a, 1.0) FROM t"
         bound, scale = _row(conn, f"SELECT noise_bound, noise_scale FROM dx.explain($${sql}$$)")
         exact = scalar(conn, "SELECT sum(a) FROM t")
