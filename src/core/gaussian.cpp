@@ -27,16 +27,22 @@ void require_positive(double x, const char *message, const char *hint)
 		throw CoreError(ErrorKind::InvalidParameter, message, hint);
 }
 
-// Checks the (sensitivity, epsilon, delta) triple shared by the calibration functions.
-void validate_calibration(double sensitivity, double epsilon, double delta)
+// Checks the (epsilon, delta) pair of a calibration: epsilon > 0 finite, delta in (0, 1).
+void validate_privacy_target(double epsilon, double delta)
 {
-	require_positive(sensitivity, "sensitivity must be positive and finite",
-	                 "The sensitivity bounds how much one record can change the query answer.");
 	require_positive(epsilon, "epsilon must be positive and finite",
 	                 "Use a finite epsilon greater than zero.");
 	if (!(delta > 0.0 && delta < 1.0))
 		throw CoreError(ErrorKind::InvalidParameter, "delta must lie strictly between 0 and 1",
 		                "Typical values of delta are far below one over the number of records.");
+}
+
+// Checks the (sensitivity, epsilon, delta) triple shared by the calibration functions.
+void validate_calibration(double sensitivity, double epsilon, double delta)
+{
+	require_positive(sensitivity, "sensitivity must be positive and finite",
+	                 "The sensitivity bounds how much one record can change the query answer.");
+	validate_privacy_target(epsilon, delta);
 }
 
 // ln Phi(x), accurate in both tails: log1p of the upper tail for x > 0, erfc down to x = -30
@@ -280,46 +286,31 @@ double cdp_delta(double rho, double epsilon)
 	if (rho == 0.0)
 		return 0.0;
 	// derivative (2 alpha - 1) rho - epsilon + ln(1 - 1/alpha): -> -inf at alpha -> 1+, +inf at infinity
-	const auto derivative = [&](double alpha) { return (2.0 * alpha - 1.0) * rho - epsilon + std::log1p(-1.0 / alpha); };
-	double lo = 1.0, hi = 2.0;
-	while (derivative(hi) < 0.0 && hi < 1e300)
+	const auto descending = [&](double alpha) {
+		return (2.0 * alpha - 1.0) * rho - epsilon + std::log1p(-1.0 / alpha) < 0.0;
+	};
+	double hi = 2.0;
+	while (descending(hi) && hi < 1e300)
 		hi *= 2.0;
-	for (int i = 0; i < kMaxBisectionSteps && hi - lo > 1e-15 * hi; ++i) {
-		const double mid = lo + (hi - lo) / 2.0;
-		if (mid <= lo || mid >= hi)
-			break;
-		(derivative(mid) < 0.0 ? lo : hi) = mid;
-	}
-	// any alpha gives a valid bound: take the better end of the final bracket
-	double best = log_cdp_objective(rho, epsilon, hi);
-	if (lo > 1.0)
-		best = std::min(best, log_cdp_objective(rho, epsilon, lo));
+	// the last alpha where the objective descends and the next double bracket the minimiser; any
+	// alpha > 1 gives a valid bound, so the better of the two is taken
+	const double alpha = bisect_to_ok(descending, 1.0, hi, true);
+	double best = log_cdp_objective(rho, epsilon, std::nextafter(alpha, hi));
+	if (alpha > 1.0)
+		best = std::min(best, log_cdp_objective(rho, epsilon, alpha));
 	const double delta = std::exp(best) * (1.0 + 1e-12);
 	return std::isfinite(delta) ? std::min(delta, 1.0) : 1.0;
 }
 
-// Bisection on rho (cdp_delta increases with rho); returns the lower end.
+// Bisection on rho (cdp_delta increases with rho); returns the largest rho found with
+// cdp_delta <= delta (the lower end of the final bracket).
 double zcdp_rho_for(double epsilon, double delta)
 {
-	require_positive(epsilon, "epsilon must be positive and finite", "Use a finite epsilon greater than zero.");
-	if (!(delta > 0.0 && delta < 1.0))
-		throw CoreError(ErrorKind::InvalidParameter, "delta must lie strictly between 0 and 1",
-		                "Typical values of delta are far below one over the number of records.");
-	double hi = epsilon; // grown until cdp_delta(hi) > delta
-	while (cdp_delta(hi, epsilon) <= delta)
-		hi *= 2.0;
-	double lo = hi / 2.0; // shrunk until cdp_delta(lo) <= delta (cdp_delta -> 0 with rho)
-	while (cdp_delta(lo, epsilon) > delta) {
-		hi = lo;
-		lo /= 2.0;
-		if (!(lo > 1e-300))
-			throw CoreError(ErrorKind::Internal, "zcdp calibration failed to bracket rho");
-	}
-	for (int i = 0; i < kMaxBisectionSteps && hi - lo > 1e-12 * lo; ++i) {
-		const double mid = lo + (hi - lo) / 2.0;
-		(cdp_delta(mid, epsilon) <= delta ? lo : hi) = mid;
-	}
-	return lo;
+	validate_privacy_target(epsilon, delta);
+	const auto ok = [&](double rho) { return cdp_delta(rho, epsilon) <= delta; };
+	double lo, hi;
+	bracket_from_zero(ok, true, lo, hi);
+	return bisect_to_ok(ok, lo, hi, true);
 }
 
 } // namespace dxpriv
