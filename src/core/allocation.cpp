@@ -1270,7 +1270,7 @@ check_allocation(const ConstraintSet &c, const std::vector<double> &scales, doub
 // Calibrates several cells of one query together (grids as plan_linear_query, then allocation).
 MultiLinearPlan
 plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
-                  AllocationStrategy s)
+                  AllocationStrategy s, ConstraintSet *constraints)
 {
 	check_epsilon(epsilon);
 	const std::size_t m = q.size();
@@ -1278,6 +1278,8 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		MultiLinearPlan plan;
 		plan.strategy = s;
 		plan.cells.push_back(plan_linear_query(sub, q[0], epsilon));
+		if (constraints)
+			*constraints = ConstraintSet();
 		return plan;
 	}
 	ConstraintSet raw = build_constraints(sub, q);
@@ -1311,7 +1313,7 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 
 	// Calibrate on exactly what is summed: the grid-rounded weights (the raw constraints and
 	// scales when rounding changed nothing).
-	const ConstraintSet rounded = unchanged ? std::move(raw) : build_constraints(sub, q_grid);
+	ConstraintSet rounded = unchanged ? std::move(raw) : build_constraints(sub, q_grid);
 	const std::vector<double> fin = unchanged ? raw_scales : allocate(rounded, s, epsilon);
 	const bool single = count_noisy(fin) == 1;
 	for (std::size_t k = 0; k < m; k++) {
@@ -1333,6 +1335,8 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 	for (std::size_t k = 0; k < m; k++)
 		scales[k] = plan.cells[k].scale;
 	check_allocation(rounded, scales, epsilon);
+	if (constraints)
+		*constraints = std::move(rounded);
 	return plan;
 }
 

@@ -145,9 +145,11 @@ struct MultiLinearPlan {
 // noisy its S(q_k) comes from generalized_sensitivity (same value, same bits). With m == 1 the
 // result is plan_linear_query's for every strategy (computed by it: no pair constraints are
 // enumerated, so huge domains stay cheap). Throws like plan_linear_query and build_constraints,
-// and CoreError(Internal) if the final allocation fails check_allocation.
+// and CoreError(Internal) if the final allocation fails check_allocation. `constraints` (optional)
+// receives the constraint set the final allocation was checked against (on the rounded weights);
+// with m == 1 none is built and it is left empty (cells == 0).
 MultiLinearPlan plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q,
-                                  double epsilon, AllocationStrategy s);
+                                  double epsilon, AllocationStrategy s, ConstraintSet *constraints = nullptr);
 
 // Laplace scale plain epsilon-DP would need for the same cells if every pair of records were
 // protected only at the smallest distance of the record metric (MECHANISMS.md §3.8 baseline,

@@ -108,22 +108,10 @@ max_pair_union(const std::vector<std::vector<std::uint32_t>> &sets, const std::v
 	return best;
 }
 
-// L = max over edges of ||a(e) / c||_2 / d(e) for the rounded weights qg and shape c (noisy cells).
-// known_sensitivity[k] > 0: S(qg[k]) is already known (the Laplace plan's, on the same grid).
+// max over the rows r(e) = a(e) / d(e) of ||r(e) / c||_2 over the noisy cells.
 double
-lipschitz_constant(const SubUniverse &sub, const std::vector<std::vector<double>> &qg, const std::vector<double> &c,
-                   const std::vector<bool> &noisy, const std::vector<double> &known_sensitivity)
+max_row_norm(const ConstraintSet &rows, const std::vector<double> &c, const std::vector<bool> &noisy)
 {
-	const std::size_t m = qg.size();
-	std::size_t noisy_count = 0, only = 0;
-	for (std::size_t k = 0; k < m; k++)
-		if (noisy[k]) {
-			noisy_count++;
-			only = k;
-		}
-	if (noisy_count == 1) // one cell: S(q_k) / c_k, without enumerating pair constraints
-		return (known_sensitivity[only] > 0 ? known_sensitivity[only] : generalized_sensitivity(sub, qg[only])) / c[only];
-	const ConstraintSet rows = build_constraints(sub, qg);
 	double best = 0;
 	for (std::size_t i = 0; i < rows.count(); i++) {
 		double sq = 0;
@@ -143,12 +131,35 @@ lipschitz_constant(const SubUniverse &sub, const std::vector<std::vector<double>
 	return best;
 }
 
+// L = max over edges of ||a(e) / c||_2 / d(e) for the rounded weights qg and shape c (noisy cells).
+// laplace (optional): the Laplace plan, when qg is rounded to its grids; its S(q_k) (one noisy cell)
+// and its constraint rows (laplace_rows, m > 1) are then reused instead of recomputed.
+double
+lipschitz_constant(const SubUniverse &sub, const std::vector<std::vector<double>> &qg, const std::vector<double> &c,
+                   const std::vector<bool> &noisy, const MultiLinearPlan *laplace, const ConstraintSet &laplace_rows)
+{
+	const std::size_t m = qg.size();
+	std::size_t noisy_count = 0, only = 0;
+	for (std::size_t k = 0; k < m; k++)
+		if (noisy[k]) {
+			noisy_count++;
+			only = k;
+		}
+	if (noisy_count == 1) // one cell: S(q_k) / c_k, without enumerating pair constraints
+		return (laplace ? laplace->cells[only].sensitivity : generalized_sensitivity(sub, qg[only])) / c[only];
+	if (laplace)
+		return max_row_norm(laplace_rows, c, noisy);
+	return max_row_norm(build_constraints(sub, qg), c, noisy);
+}
+
 // Gaussian: s from the worst pair, then every noisy cell's deviation s * c_k on its own grid.
+// laplace_rows: the constraint rows of the Laplace plan (plan_multi_linear's, m > 1).
 void
 calibrate_gaussian(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon, double delta,
-                   MultiLinearPlan &plan, ApproximateCalibration &info)
+                   const ConstraintSet &laplace_rows, MultiLinearPlan &plan, ApproximateCalibration &info)
 {
 	const std::size_t m = q.size();
+	const MultiLinearPlan laplace = plan;
 	std::vector<double> c(m, 0.0), grid(m, 1.0);
 	std::vector<bool> noisy(m, false);
 	for (std::size_t k = 0; k < m; k++) {
@@ -168,11 +179,10 @@ calibrate_gaussian(const SubUniverse &sub, const std::vector<std::vector<double>
 			if (noisy[k])
 				sq[k] = (cs.range[k] / c[k]) * (cs.range[k] / c[k]);
 		info.max_change = std::sqrt(max_pair_union(cs.supports, sq));
-		std::vector<double> known(m, 0.0); // the Laplace plan's S(q_k), valid while the grid is its grid
+		bool laplace_grids = true;
 		for (std::size_t k = 0; k < m; k++)
-			if (noisy[k] && grid[k] == plan.cells[k].grid)
-				known[k] = plan.cells[k].sensitivity;
-		info.lipschitz = lipschitz_constant(sub, qg, c, noisy, known);
+			laplace_grids = laplace_grids && grid[k] == laplace.cells[k].grid;
+		info.lipschitz = lipschitz_constant(sub, qg, c, noisy, laplace_grids ? &laplace : nullptr, laplace_rows);
 		if (!(info.lipschitz > 0) || !(info.max_change > 0))
 			throw CoreError(ErrorKind::Internal, "gaussian calibration found no change on a noisy cell");
 		info.worst_distance = info.max_change / info.lipschitz;
@@ -281,7 +291,8 @@ plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<do
 	if (family != NoiseFamily::Laplace && !(delta > 0 && delta <= kMaxQueryDelta))
 		throw CoreError(ErrorKind::InvalidParameter, "delta must lie in (0, 0.001] for (epsilon, delta) noise",
 		                "The table owner sets the per-query delta with dx.set_delta.");
-	MultiLinearPlan plan = plan_multi_linear(sub, q, epsilon, s);
+	ConstraintSet laplace_rows;
+	MultiLinearPlan plan = plan_multi_linear(sub, q, epsilon, s, &laplace_rows);
 	ApproximateCalibration local;
 	ApproximateCalibration &out = info ? *info : local;
 	out = ApproximateCalibration();
@@ -291,7 +302,7 @@ plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<do
 	if (family == NoiseFamily::Laplace || !any_noisy)
 		return plan;
 	if (family == NoiseFamily::Gaussian)
-		calibrate_gaussian(sub, q, epsilon, delta, plan, out);
+		calibrate_gaussian(sub, q, epsilon, delta, laplace_rows, plan, out);
 	else
 		calibrate_truncated(q, std::isfinite(sub.presence), delta, plan, out);
 	return plan;
