@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <map>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -53,17 +53,16 @@ change_structure(const std::vector<std::vector<double>> &qg, const std::vector<b
 		}
 		cs.range[k] = hi - lo;
 	}
-	std::map<std::vector<std::uint32_t>, bool> distinct{{{}, true}};
+	std::set<std::vector<std::uint32_t>> distinct{{}}; // ⊥ (and any all-zero point): no cell
 	std::vector<std::uint32_t> support;
 	for (std::size_t u = 0; u < n; u++) {
 		support.clear();
 		for (std::size_t k = 0; k < m; k++)
 			if (noisy[k] && qg[k][u] != 0)
 				support.push_back(static_cast<std::uint32_t>(k));
-		distinct.emplace(support, true);
+		distinct.insert(support);
 	}
-	for (auto &kv : distinct)
-		cs.supports.push_back(kv.first);
+	cs.supports.assign(distinct.begin(), distinct.end());
 	return cs;
 }
 
@@ -241,9 +240,7 @@ calibrate_truncated(const std::vector<std::vector<double>> &q, bool bottom, doub
 		qg[k] = noisy[k] ? rounded_weights(q[k], plan.cells[k].grid) : std::vector<double>(q[k].size(), 0.0);
 	}
 	const ChangeStructure cs = change_structure(qg, noisy, bottom);
-	std::vector<double> ones(m, 0.0);
-	for (std::size_t k = 0; k < m; k++)
-		ones[k] = noisy[k] ? 1.0 : 0.0;
+	const std::vector<double> ones(noisy.begin(), noisy.end()); // weight 1 per noisy cell
 	info.max_changed_cells = static_cast<int>(std::lround(max_pair_union(cs.supports, ones)));
 	if (info.max_changed_cells < 1)
 		throw CoreError(ErrorKind::Internal, "truncated laplace calibration found no change on a noisy cell");
@@ -258,16 +255,18 @@ calibrate_truncated(const std::vector<std::vector<double>> &q, bool bottom, doub
 		const auto ok = [&](std::int64_t steps) { return tail_delta(cell.scale, cell.grid, range, steps) <= cell_delta; };
 		const double guess = gtl_symmetric_bound(range, range / cell.scale, cell_delta) / cell.grid;
 		const double range_steps = std::ceil(range / cell.grid);
+		const auto too_wide = [] {
+			return CoreError(ErrorKind::ProgramLimit, "truncated laplacian support is too wide for the grid",
+			                 "Raise epsilon or use a coarser metric on the referenced columns.");
+		};
 		if (!(guess < 4e18) || !(range_steps < 4e18))
-			throw CoreError(ErrorKind::ProgramLimit, "truncated laplacian support is too wide for the grid",
-			                "Raise epsilon or use a coarser metric on the referenced columns.");
+			throw too_wide();
 		std::int64_t lo = static_cast<std::int64_t>(range_steps); // may fail (tail = whole width)
 		std::int64_t hi = std::max(lo + 1, static_cast<std::int64_t>(std::ceil(guess)));
 		while (!ok(hi)) {
 			lo = hi;
 			if (hi > (std::int64_t(1) << 61))
-				throw CoreError(ErrorKind::ProgramLimit, "truncated laplacian support is too wide for the grid",
-				                "Raise epsilon or use a coarser metric on the referenced columns.");
+				throw too_wide();
 			hi *= 2;
 		}
 		if (ok(lo))
