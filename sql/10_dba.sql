@@ -12,6 +12,17 @@ RETURNS void LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_invalidate';
 CREATE FUNCTION dx._check_owner(rel regclass) RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_check_owner';
 
+-- Raises unless delta is a valid per-query delta of a table: 0 <= delta <= 0.001 (0: pure epsilon).
+CREATE FUNCTION dx._check_table_delta(delta float8) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 0.001 THEN
+		RAISE EXCEPTION 'delta must be between 0 and 0.001, got %', delta USING ERRCODE = '22023',
+			HINT = 'Delta is the probability, per query, that the epsilon guarantee fails: keep it far below '
+			       '1/(number of rows), for example 1e-6 to 1e-9. 0 allows pure-epsilon noise only.';
+	END IF;
+END $$;
+
 -- Takes every privilege on rel away from the analyst roles (they reach it only through dxpriv).
 CREATE FUNCTION dx._revoke_from_analysts(rel regclass) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -37,11 +48,7 @@ BEGIN
 		RAISE EXCEPTION 'presence distance must be positive, got %', presence USING ERRCODE = '22023',
 			HINT = 'Use 1.0 for standard add/remove-one-row privacy, or ''Infinity'' when the row count is public.';
 	END IF;
-	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 0.001 THEN
-		RAISE EXCEPTION 'delta must be between 0 and 0.001, got %', delta USING ERRCODE = '22023',
-			HINT = 'Delta is the probability, per query, that the epsilon guarantee fails: keep it far below '
-			       '1/(number of rows), for example 1e-6 to 1e-9. 0 allows pure-epsilon noise only.';
-	END IF;
+	PERFORM dx._check_table_delta(delta);
 	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
 		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
 			HINT = 'Only ordinary and partitioned tables can be protected.';
@@ -203,11 +210,7 @@ CREATE FUNCTION dx.set_delta(rel regclass, delta float8)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
-	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 0.001 THEN
-		RAISE EXCEPTION 'delta must be between 0 and 0.001, got %', delta USING ERRCODE = '22023',
-			HINT = 'Delta is the probability, per query, that the epsilon guarantee fails: keep it far below '
-			       '1/(number of rows), for example 1e-6 to 1e-9. 0 allows pure-epsilon noise only.';
-	END IF;
+	PERFORM dx._check_table_delta(delta);
 	UPDATE dx.protected_tables p SET delta = set_delta.delta WHERE p.relid = rel;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
