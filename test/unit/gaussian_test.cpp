@@ -16,28 +16,15 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/samplers.h"
+#include "test_support.h"
 
 namespace dxpriv {
 namespace {
 
+using ::dxpriv::testing::expect_core_error;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Runs fn and checks that it throws CoreError of the given kind with a lowercase message.
-template <typename Fn>
-void expect_core_error(ErrorKind kind, Fn &&fn)
-{
-	try {
-		fn();
-		ADD_FAILURE() << "expected CoreError, nothing was thrown";
-	} catch (const CoreError &e) {
-		EXPECT_EQ(static_cast<int>(kind), static_cast<int>(e.kind())) << e.what();
-		const std::string message = e.what();
-		ASSERT_FALSE(message.empty());
-		EXPECT_FALSE(message[0] >= 'A' && message[0] <= 'Z') << message;
-		EXPECT_NE('.', message.back()) << message;
-	}
-}
 
 // The Balle–Wang profile written directly with Boost's normal CDF (an independent implementation,
 // accurate while Phi(a) is not many orders of magnitude above g).

@@ -62,7 +62,8 @@ contract_error_kind(F f)
 	return ErrorKind::Internal;
 }
 
-// Runs fn and checks that it throws CoreError of the given kind with a lowercase message.
+// Runs fn and checks that it throws CoreError of the given kind with a lowercase message and no
+// final period.
 template <typename Fn>
 void expect_core_error(ErrorKind kind, Fn &&fn)
 {
@@ -74,6 +75,7 @@ void expect_core_error(ErrorKind kind, Fn &&fn)
 		const std::string message = e.what();
 		ASSERT_FALSE(message.empty());
 		EXPECT_FALSE(message[0] >= 'A' && message[0] <= 'Z') << message;
+		EXPECT_NE('.', message.back()) << message;
 	}
 }
 
