@@ -5,7 +5,7 @@
 EXTVERSION = 0.1.0
 MODULE_big = dxpriv
 MODULEDIR = extension
-OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp)))
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 DATA = extension/dxpriv.control
 DATA_built = sql/dxpriv--$(EXTVERSION).sql
 EXTRA_CLEAN = sql/dxpriv--$(EXTVERSION).sql
@@ -29,7 +29,7 @@ include $(PGXS)
 sql/dxpriv--$(EXTVERSION).sql: $(sort $(wildcard sql/[0-9]*.sql))
 	cat $^ > $@
 
-$(OBJS): $(wildcard src/pg/*.h) $(wildcard src/core/*.h)
+$(OBJS): $(wildcard src/pg/*.h src/pg/*/*.h) $(wildcard src/core/*.h)
 $(shlib): $(CORE_LIB)
 
 .PHONY: core $(CORE_LIB)

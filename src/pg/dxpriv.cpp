@@ -1,7 +1,7 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
-#include "pg/analyst_guard.h"
-#include "pg/answer_cache.h"
+#include "pg/analyst/analyst_guard.h"
+#include "pg/ledger/answer_cache.h"
 
 #include <climits>
 

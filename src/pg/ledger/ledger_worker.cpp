@@ -4,7 +4,7 @@
 //
 // This file is plain C-style code on purpose: it uses PG_TRY and subtransactions, so no C++ object
 // with a destructor may live in these frames.
-#include "pg/ledger_queue.h"
+#include "pg/ledger/ledger_queue.h"
 
 extern "C" {
 #include "access/xact.h"

@@ -12,7 +12,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "pg/noise_params.h"
+#include "pg/executor/noise_params.h"
 
 namespace dxpriv::pg {
 

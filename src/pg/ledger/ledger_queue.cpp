@@ -7,7 +7,7 @@
 // per request), writes the replies, marks them done and sets each owner's latch. A backend that
 // stops waiting (cancel, statement_timeout, error, exit) withdraws a pending request (nothing is
 // charged) or flags a running one as abandoned (the charge stands; the worker frees the slot).
-#include "pg/ledger_queue.h"
+#include "pg/ledger/ledger_queue.h"
 
 #include "pg/guard.h"
 

@@ -1,8 +1,8 @@
 // dx.explain(query): analyses a query exactly as running it would, and reports its cost and
 // per-cell noise without executing it (nothing is charged).
-#include "pg/explain.h"
+#include "pg/planner/explain.h"
 
-#include "pg/catalog.h"
+#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
 
 #include "core/accuracy.h"

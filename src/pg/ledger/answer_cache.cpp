@@ -1,5 +1,5 @@
 // Shared-memory answer cache and the per-statement replay/record bookkeeping.
-#include "pg/answer_cache.h"
+#include "pg/ledger/answer_cache.h"
 
 extern "C" {
 #include "miscadmin.h"

@@ -1,5 +1,5 @@
 // Evaluates expressions at every point of a sub-universe with the executor's expression engine.
-#include "pg/universe_eval.h"
+#include "pg/planner/universe_eval.h"
 
 #include "pg/guard.h"
 

@@ -1,5 +1,5 @@
 // Table policies: parsing and validating column declarations (JSON) and loading them.
-#include "pg/catalog.h"
+#include "pg/metadata/catalog.h"
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
 

@@ -1,7 +1,7 @@
 // Builds the row source of a GROUP BY query: the table's rows plus one empty row per group.
-#include "pg/group_source.h"
+#include "pg/planner/group_source.h"
 
-#include "pg/catalog.h"
+#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
 
 extern "C" {

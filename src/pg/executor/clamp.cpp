@@ -1,6 +1,6 @@
 // Data-independent mapping of column values into declared domains, and the count indicator.
 #include "pg/dxpriv.h"
-#include "pg/agg_support.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 
 extern "C" {

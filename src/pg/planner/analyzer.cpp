@@ -2,15 +2,15 @@
 // generalized sensitivity over the declared sub-universe, and rewrites the query so that column
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
-#include "pg/analyst_guard.h"
-#include "pg/em_rewrite.h"
-#include "pg/explain.h"
-#include "pg/group_source.h"
-#include "pg/agg_support.h"
+#include "pg/analyst/analyst_guard.h"
+#include "pg/planner/em_rewrite.h"
+#include "pg/planner/explain.h"
+#include "pg/planner/group_source.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/node_build.h"
-#include "pg/noise_params.h"
-#include "pg/universe_eval.h"
+#include "pg/planner/node_build.h"
+#include "pg/executor/noise_params.h"
+#include "pg/planner/universe_eval.h"
 
 #include "core/allocation.h"
 #include "core/approximate_dp.h"
@@ -530,7 +530,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
 	collect_markers(q->havingQual, &found);
-	// ---- exponential mechanism dispatch (dx.mode, dx.quantile, dx.median; src/pg/em_rewrite.h) ----
+	// ---- exponential mechanism dispatch (dx.mode, dx.quantile, dx.median; src/pg/planner/em_rewrite.h) ----
 	// Their markers leave found.second here: they spend their own epsilon outside the linear
 	// allocation and are rewritten by rewrite_em_aggregates() after the linear aggregates.
 	EmAnalyzerHooks em_hooks;
@@ -745,7 +745,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		dup->location = r->location;
 	}
 
-	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/em_rewrite.h) ----
+	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/planner/em_rewrite.h) ----
 	if (!em.specs.empty()) {
 		std::vector<Aggref *> linear_aggrefs;
 		for (const AggSpec &s : specs)

@@ -1,6 +1,6 @@
 // SQL-callable helpers of the DBA interface: column validation and plan invalidation.
 #include "pg/dxpriv.h"
-#include "pg/answer_cache.h"
+#include "pg/ledger/answer_cache.h"
 #include "pg/guard.h"
 
 extern "C" {

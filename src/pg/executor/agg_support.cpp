@@ -1,5 +1,5 @@
 // Helpers shared by dxpriv's aggregates (see agg_support.h).
-#include "pg/agg_support.h"
+#include "pg/executor/agg_support.h"
 
 #include "pg/dxpriv.h"
 #include "pg/guard.h"

@@ -6,7 +6,7 @@
 // is collected (its output is the private report), and dx.ibu / dx.kantorovich are
 // post-processing of reports that are already private.
 #include "pg/dxpriv.h"
-#include "pg/agg_support.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 
 #include "core/local_model.h"

@@ -4,12 +4,12 @@
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
-#include "pg/agg_support.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/analyst_guard.h"
-#include "pg/answer_cache.h"
-#include "pg/ledger_queue.h"
-#include "pg/noise_params.h"
+#include "pg/analyst/analyst_guard.h"
+#include "pg/ledger/answer_cache.h"
+#include "pg/ledger/ledger_queue.h"
+#include "pg/executor/noise_params.h"
 
 extern "C" {
 #include "access/parallel.h"

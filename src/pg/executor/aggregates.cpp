@@ -1,9 +1,9 @@
 // Aggregate support: marker aggregates (rejected if not rewritten) and the noisy linear aggregate.
 #include "pg/dxpriv.h"
-#include "pg/agg_support.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/answer_cache.h"
-#include "pg/noise_params.h"
+#include "pg/ledger/answer_cache.h"
+#include "pg/executor/noise_params.h"
 
 #include "core/linear_query.h"
 

@@ -1,5 +1,5 @@
 // InternalSpi: SPI access to the dx catalog as the extension owner, with hooks disabled.
-#include "pg/catalog.h"
+#include "pg/metadata/catalog.h"
 
 #include <exception>
 #include <string>

@@ -7,11 +7,11 @@
 // exact and associative, and the only randomness is drawn in the final function, which returns
 // the index of the chosen candidate (exact sampler in core/exponential_mechanism.h).
 #include "pg/dxpriv.h"
-#include "pg/answer_cache.h"
-#include "pg/em_params.h"
-#include "pg/agg_support.h"
+#include "pg/ledger/answer_cache.h"
+#include "pg/executor/em_params.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/noise_params.h"
+#include "pg/executor/noise_params.h"
 
 #include "core/exponential_mechanism.h"
 

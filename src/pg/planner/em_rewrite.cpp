@@ -1,14 +1,14 @@
 // Validation, sensitivity and rewriting of dx.mode, dx.quantile and dx.median (em_rewrite.h).
-#include "pg/em_rewrite.h"
+#include "pg/planner/em_rewrite.h"
 
-#include "pg/agg_support.h"
-#include "pg/em_params.h"
-#include "pg/explain.h"
-#include "pg/group_source.h"
+#include "pg/executor/agg_support.h"
+#include "pg/executor/em_params.h"
+#include "pg/planner/explain.h"
+#include "pg/planner/group_source.h"
 #include "pg/guard.h"
-#include "pg/node_build.h"
-#include "pg/noise_params.h"
-#include "pg/universe_eval.h"
+#include "pg/planner/node_build.h"
+#include "pg/executor/noise_params.h"
+#include "pg/planner/universe_eval.h"
 
 #include "core/exponential_mechanism.h"
 #include "core/sensitivity.h"

@@ -1,9 +1,9 @@
 // Analyst enforcement: side-channel deny list, catalog view substitution, plain-aggregate rewriting
 // and owner-checked reads of protected tables for validated queries.
-#include "pg/analyst_guard.h"
+#include "pg/analyst/analyst_guard.h"
 
-#include "pg/catalog.h"
-#include "pg/agg_support.h"
+#include "pg/metadata/catalog.h"
+#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 
 extern "C" {
