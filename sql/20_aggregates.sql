@@ -116,12 +116,15 @@ RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component tex
 LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
 COMMENT ON FUNCTION dx.explain(text) IS 'epsilon and delta, per-cell noise family, scale (Gaussian: standard deviation), 95% half-width, truncation bound, improvement over plain DP (Laplace) and remaining budget of a query, without running it';
 
--- Data-independent mapping of a column group's values to the nearest declared point.
-CREATE FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) RETURNS anyelement
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_point';
-COMMENT ON FUNCTION dx._clamp_point(anyelement, int4, float8[], int4, float8[]) IS 'member of the declared point nearest to a row''s coordinates';
-
--- dx._clamp_range(value, ...)::float8 in one call (the weight of sum/avg over a range column).
-CREATE FUNCTION dx._clamp_range_float8(anyelement, float8, float8, float8) RETURNS float8
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_range_float8';
-COMMENT ON FUNCTION dx._clamp_range_float8(anyelement, float8, float8, float8) IS 'nearest point of a range domain, cast to float8';
+-- Execution by lookup (src/pg/executor/lookup.cpp, src/pg/planner/point_lookup.h): a stored row is
+-- mapped to its point of the query's sub-universe by the index functions above and dx._point_index,
+-- and weighed from the per-point table the analysis built; no expression of the query runs on it.
+CREATE FUNCTION dx._point_index(float8[], int4, float8[]) RETURNS int4
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_point_index';
+COMMENT ON FUNCTION dx._point_index(float8[], int4, float8[]) IS 'index of the declared point of a column group nearest to a row''s coordinates';
+CREATE FUNCTION dx._lookup(int4, bytea) RETURNS float8
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_lookup';
+COMMENT ON FUNCTION dx._lookup(int4, bytea) IS 'weight of a row at a sub-universe point, from the analysis'' per-point table (NULL: contributes nothing)';
+CREATE FUNCTION dx._lookup_int(int4, bytea) RETURNS int4
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_lookup_int';
+COMMENT ON FUNCTION dx._lookup_int(int4, bytea) IS 'candidate index of a row at a sub-universe point, from the analysis'' per-point table (NULL: not counted)';

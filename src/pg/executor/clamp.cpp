@@ -30,7 +30,6 @@ struct ClampCache {
 	bool typbyval;
 	Domain *domain;     // placement-new'd; destroyed by a reset callback
 	Datum *points;      // domain_datums, copied into fn_mcxt
-	double *as_float8;  // dx._clamp_range_float8: each point cast to float8 (built on first use)
 	size_t npoints;
 	// enumerated domains: (key bytes, index) sorted for binary search
 	struct Key {
@@ -178,23 +177,6 @@ DX_FUNCTION(dx_clamp_range)
 	return point(*c, range_index(fcinfo, *c));
 }
 
-// dx._clamp_range_float8(value, lo, hi, step): dx._clamp_range(value, ...)::float8 in one step.
-// The float8 of each point is precomputed through the same conversions (the column type's cast to
-// float8 of the point's Datum), so it is bit-identical to the value the analyzer evaluated.
-DX_FUNCTION(dx_clamp_range_float8)
-{
-	ClampCache *c = range_cache(fcinfo);
-	if (!c->as_float8) {
-		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		c->as_float8 = static_cast<double *>(palloc(sizeof(double) * c->npoints));
-		for (size_t i = 0; i < c->npoints; ++i)
-			c->as_float8[i] = c->type == NUMERICOID ? DatumGetFloat8(DirectFunctionCall1(numeric_float8, c->points[i]))
-			                                        : datum_to_ordinal(c->points[i], c->type);
-		MemoryContextSwitchTo(old);
-	}
-	PG_RETURN_FLOAT8(c->as_float8[range_index(fcinfo, *c)]);
-}
-
 // dx._range_index(value, lo, hi, step): the index of the point dx._clamp_range returns.
 DX_FUNCTION(dx_range_index)
 {
@@ -218,11 +200,9 @@ DX_FUNCTION(dx_enum_index)
 
 namespace {
 
-// Per-call-site cache of dx._clamp_point: the group's points and member m's values.
+// Per-call-site cache of dx._point_index: the group's declared points (k-d tree).
 struct PointCache {
-	Domain *domain;   // placement-new'd Points domain; destroyed by a reset callback
-	Datum *values;    // member m's coordinate of every point, as the column's type
-	int member;
+	Domain *domain; // placement-new'd Points domain; destroyed by a reset callback
 	int dims;
 };
 
@@ -232,45 +212,35 @@ destroy_point_cache(void *arg)
 	static_cast<PointCache *>(arg)->domain->~Domain();
 }
 
-// Builds the cache from the constant arguments (member, coordinates, dims).
+// Builds the cache from the constant arguments (coords, dims).
 PointCache *
 build_point_cache(FunctionCallInfo fcinfo)
 {
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
-	const int member = PG_GETARG_INT32(1);
-	ArrayType *coords = PG_GETARG_ARRAYTYPE_P(2);
-	const int dims = PG_GETARG_INT32(3);
+	ArrayType *coords = PG_GETARG_ARRAYTYPE_P(0);
+	const int dims = PG_GETARG_INT32(1);
+	if (ARR_HASNULL(coords) || ARR_ELEMTYPE(coords) != FLOAT8OID)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point coordinates must be non-null float8 values");
 	const int n = ArrayGetNItems(ARR_NDIM(coords), ARR_DIMS(coords));
 	const double *c = reinterpret_cast<const double *>(ARR_DATA_PTR(coords));
 	auto *pc = static_cast<PointCache *>(MemoryContextAllocZero(mcxt, sizeof(PointCache)));
-	pc->member = member;
 	pc->dims = dims;
+	// validates dims and the coordinates (throws CoreError) before anything is registered
+	Domain points = Domain::points(static_cast<size_t>(dims), std::vector<double>(c, c + n));
 	void *mem = MemoryContextAlloc(mcxt, sizeof(Domain));
-	pc->domain = new (mem) Domain(Domain::points(static_cast<size_t>(dims), std::vector<double>(c, c + n)));
+	pc->domain = new (mem) Domain(std::move(points));
 	auto *cb = static_cast<MemoryContextCallback *>(MemoryContextAlloc(mcxt, sizeof(MemoryContextCallback)));
 	cb->func = destroy_point_cache;
 	cb->arg = pc;
 	MemoryContextRegisterResetCallback(mcxt, cb);
-
-	ColumnPolicy col;
-	col.domain = *pc->domain;
-	col.members.assign(static_cast<size_t>(dims), ColumnPolicy::Member{});
-	col.members[member].type = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr))
-		col.members[member].typmod = exprTypmod(static_cast<Node *>(linitial(castNode(FuncExpr, fcinfo->flinfo->fn_expr)->args)));
-	MemoryContext old = MemoryContextSwitchTo(mcxt);
-	std::vector<Datum> vals = member_datums(col, static_cast<size_t>(member));
-	pc->values = static_cast<Datum *>(palloc(sizeof(Datum) * vals.size()));
-	std::copy(vals.begin(), vals.end(), pc->values);
-	MemoryContextSwitchTo(old);
 	return pc;
 }
 
 } // namespace
 
-// dx._clamp_point(value, member, coords, dims, row): member `member` of the group point nearest
-// to the row's coordinates (any NULL or NaN coordinate: the first point).
-DX_FUNCTION(dx_clamp_point)
+// dx._point_index(coords, dims, row): index of the declared point nearest to the row's
+// coordinates (any NULL or NaN coordinate, or a NULL row: the first point).
+DX_FUNCTION(dx_point_index)
 {
 	auto *pc = static_cast<PointCache *>(fcinfo->flinfo->fn_extra);
 	if (!pc) {
@@ -280,8 +250,8 @@ DX_FUNCTION(dx_clamp_point)
 	double x[kMaxPointDims];
 	for (int d = 0; d < pc->dims; ++d)
 		x[d] = std::numeric_limits<double>::quiet_NaN();
-	if (!PG_ARGISNULL(4)) {
-		ArrayType *row = PG_GETARG_ARRAYTYPE_P(4);
+	if (!PG_ARGISNULL(2)) {
+		ArrayType *row = PG_GETARG_ARRAYTYPE_P(2);
 		Datum *elems;
 		bool *nulls;
 		int n;
@@ -290,7 +260,7 @@ DX_FUNCTION(dx_clamp_point)
 			if (!nulls[d])
 				x[d] = DatumGetFloat8(elems[d]);
 	}
-	return pc->values[pc->domain->nearest(x)];
+	PG_RETURN_INT32(static_cast<int32>(pc->domain->nearest(x)));
 }
 
 // dx._indicator(any): 1 for a non-null argument, else 0.

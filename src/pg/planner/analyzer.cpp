@@ -9,6 +9,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
+#include "pg/planner/point_lookup.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
 
@@ -45,6 +46,7 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -218,50 +220,16 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 
 // ---- rewriting helpers ----
 
-// Arguments describing a column's domain to the clamp and index functions.
-List *
-domain_args(Var *v, const Domain &d)
-{
-	if (d.kind() == DomainKind::Enumerated)
-		return list_make2(v, labels_const(d));
-	return list_make4(v, float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
-}
-
-// The expression that maps member v of a column group to the nearest declared point's coordinate.
-Expr *
-make_point_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
-{
-	std::vector<Datum> coords;
-	const size_t dims = col.members.size();
-	for (size_t i = 0; i < col.domain.size(); ++i)
-		for (size_t d = 0; d < dims; ++d)
-			coords.push_back(Float8GetDatum(col.domain.coordinate(i, d)));
-	ArrayType *arr = construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
-	                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-	ArrayExpr *row = makeNode(ArrayExpr);
-	row->array_typeid = FLOAT8ARRAYOID;
-	row->element_typeid = FLOAT8OID;
-	row->multidims = false;
-	row->location = -1;
-	for (const ColumnPolicy::Member &m : col.members) {
-		Var *mv = makeVar(1, m.attnum, m.type, m.typmod, m.collation, 0);
-		row->elements = lappend(row->elements, coerce_to_target_type(nullptr, (Node *) mv, m.type, FLOAT8OID, -1,
-		                                                             COERCION_EXPLICIT, COERCE_IMPLICIT_CAST, -1));
-	}
-	List *args = list_make5(v, int4_const(col.member_index(v->varattno)),
-	                        makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false),
-	                        int4_const(static_cast<int32>(dims)), row);
-	return (Expr *) makeFuncExpr(ext.clamp_point, v->vartype, args, v->varcollid, v->varcollid, COERCE_EXPLICIT_CALL);
-}
-
-// The expression that maps column v into its declared domain.
+// The expression that maps column v into its declared domain (group keys and post-processing:
+// plain declared columns only; a member of a column group never appears outside an aggregate).
 Expr *
 make_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
 {
 	if (col.is_group())
-		return make_point_clamp(v, col, ext);
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a column of a column group can be used only inside dx aggregates",
+		     "Group by separately declared columns; a group such as (lon, lat) is a location, not a category.");
 	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.clamp_enum : ext.clamp_range;
-	return (Expr *) makeFuncExpr(fn, v->vartype, domain_args(v, col.domain), v->varcollid, v->varcollid,
+	return (Expr *) makeFuncExpr(fn, v->vartype, lcons(v, domain_arg_tail(col.domain)), v->varcollid, v->varcollid,
 	                             COERCE_EXPLICIT_CALL);
 }
 
@@ -294,49 +262,6 @@ Node *
 clamp(Node *expr, const ClampContext &ctx)
 {
 	return expr ? clamp_mutator(expr, const_cast<ClampContext *>(&ctx)) : nullptr;
-}
-
-// For a weight that is just a range-domain column cast to float8 (sum(income)), the single call
-// dx._clamp_range_float8(col, ...) instead of clamp-then-cast: same values, a fraction of the cost.
-Expr *
-fused_float8_clamp(Expr *weight, const TablePolicy &policy, const ExtensionObjects &ext)
-{
-	if (!OidIsValid(ext.clamp_range_float8) || !IsA(weight, FuncExpr))
-		return nullptr;
-	FuncExpr *cast = castNode(FuncExpr, weight);
-	if (cast->funcresulttype != FLOAT8OID || list_length(cast->args) != 1 ||
-	    (cast->funcformat != COERCE_IMPLICIT_CAST && cast->funcformat != COERCE_EXPLICIT_CAST) ||
-	    !IsA(linitial(cast->args), Var))
-		return nullptr;
-	Var *v = linitial_node(Var, cast->args);
-	const ColumnPolicy *col = v->varattno > 0 ? policy.find(v->varattno) : nullptr;
-	if (!col || col->is_group() || col->domain.kind() != DomainKind::Range)
-		return nullptr;
-	return (Expr *) makeFuncExpr(ext.clamp_range_float8, FLOAT8OID, domain_args(copy_node(v), col->domain), InvalidOid,
-	                             InvalidOid, COERCE_EXPLICIT_CALL);
-}
-
-// int4 arithmetic node a op b for the group index.
-Expr *
-int4_call(Oid fn, Expr *a, Expr *b)
-{
-	return (Expr *) makeFuncExpr(fn, INT4OID, list_make2(a, b), InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-}
-
-// Row-major index of a row's output group: sum_i index_i * stride_i over the GROUP BY columns.
-Expr *
-group_index_expr(const std::vector<const ColumnPolicy *> &group_cols, const ExtensionObjects &ext)
-{
-	Expr *acc = nullptr;
-	for (const ColumnPolicy *c : group_cols) {
-		Var *v = makeVar(1, c->attnum, c->type, c->typmod, c->collation, 0);
-		Oid fn = c->domain.kind() == DomainKind::Enumerated ? ext.enum_index : ext.range_index;
-		Expr *idx = (Expr *) makeFuncExpr(fn, INT4OID, domain_args(v, c->domain), InvalidOid, c->collation,
-		                                  COERCE_EXPLICIT_CALL);
-		acc = acc ? int4_call(F_INT4PL, int4_call(F_INT4MUL, acc, (Expr *) int4_const(static_cast<int32>(c->domain.size()))), idx)
-		          : idx;
-	}
-	return acc ? acc : (Expr *) int4_const(0);
 }
 
 // ---- identities: charge ids and the answer-cache key ----
@@ -618,7 +543,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	}
 
 	// cells: (group, aggregate component); cell k = g * cells_per_group + first_cell + c
+	// and the per-point table of each aggregate: what a row at point u adds (execution by lookup)
 	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
+	std::vector<std::vector<std::optional<double>>> tables(specs.size(), std::vector<std::optional<double>>(n));
 	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const std::vector<double> &filt = vals.value[1 + 2 * j];
@@ -634,6 +561,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			const bool pass = vals.value[0][u] != 0 && filt[u] != 0 && !w_null[u];
 			if (!pass)
 				continue;
+			tables[j][u] = w[u];
 			const size_t base = group_of[u] * cells_per_group + specs[j].first_cell;
 			q_cells[base][u] = w[u];
 			if (specs[j].components == 2)
@@ -684,10 +612,12 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				}
 	}
 
-	// rewrite the aggregates
+	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
+	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
 	ClampContext cctx{&ext, &policy};
 	const bool grouped = !group_cols.empty();
-	Expr *group_index = grouped ? group_index_expr(group_cols, ext) : (Expr *) int4_const(0);
+	Expr *group_index = grouped ? point_index_expr(group_cols, ext) : (Expr *) int4_const(0);
+	Expr *row_point = point_index_expr(cols, ext);
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -709,17 +639,10 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				p.cells.push_back(cell.scale);
 				p.cells.push_back(cell.bound);
 			}
-		Expr *weight = s.weight ? fused_float8_clamp(s.weight, policy, ext) : nullptr;
-		if (!weight)
-			weight = s.weight ? (Expr *) clamp((Node *) s.weight, cctx) : (Expr *) float8_const(1.0);
-		Expr *filter = (Expr *) clamp((Node *) s.filter, cctx);
+		Expr *weight = lookup_expr(copy_node(row_point), point_table_const(tables[j]), false, ext);
+		if (grouped) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *a = s.aggref;
-		if (grouped) {
-			// the empty-group rows reach every aggregate with a NULL weight: they create the
-			// group's state (so it gets a noisy answer) but add nothing
-			weight = real_rows_only(weight, FLOAT8OID, filter);
-			filter = nullptr;
-		}
 		Oid internal = s.kind == AggKind::Count ? ext.noisy_count : s.kind == AggKind::Avg ? ext.noisy_avg : ext.noisy_sum;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
 		a->aggfnoid = internal;
@@ -729,7 +652,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
 		a->aggstar = false;
 		a->aggvariadic = false;
-		a->aggfilter = filter;
+		a->aggfilter = nullptr;
 		a->inputcollid = InvalidOid;
 		a->location = kRewrittenLocation;
 	}
@@ -750,30 +673,22 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		std::vector<Aggref *> linear_aggrefs;
 		for (const AggSpec &s : specs)
 			linear_aggrefs.push_back(s.aggref);
-		em_hooks.clamp = [&cctx](Node *n) { return clamp(n, cctx); };
 		rewrite_em_aggregates(q, em,
 		                      EmRewriteInput{relid, &policy, &ext, where, group_cols, group_index, kRewrittenLocation,
-		                                     linear_aggrefs},
-		                      em_hooks);
+		                                     linear_aggrefs});
 	}
 	// ---- end of exponential mechanism dispatch ----
 
-	// clamp the remaining column references (WHERE, GROUP BY keys, post-processing)
-	Node *clamped_where = clamp(where, cctx);
+	// clamp the remaining column references (GROUP BY keys, post-processing over them); the WHERE
+	// clause is in every aggregate's table and is not evaluated on rows
 	q->targetList = (List *) clamp((Node *) q->targetList, cctx);
 	q->havingQual = clamp(q->havingQual, cctx);
+	q->jointree->quals = nullptr;
 	if (!grouped) {
-		q->jointree->quals = clamped_where;
 		stamp_identities(q, ext);
 		return;
 	}
-	// GROUP BY: read from the table plus one empty row per group; WHERE applies to real rows only
-	q->jointree->quals = clamped_where
-	                         ? (Node *) makeBoolExpr(OR_EXPR,
-	                                                 list_make2(makeBoolExpr(NOT_EXPR, list_make1(present_flag_var()), -1),
-	                                                            clamped_where),
-	                                                 -1)
-	                         : nullptr;
+	// GROUP BY: read from the table plus one empty row per group
 	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
 	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, group_cols);

@@ -7,6 +7,7 @@
 #include "pg/planner/group_source.h"
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
+#include "pg/planner/point_lookup.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
 
@@ -26,6 +27,7 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace dxpriv::pg {
@@ -37,15 +39,6 @@ namespace {
 constexpr double kMaxEmCells = 4e6;
 
 // The domain description the index and point functions take after their first arguments (the
-// same constants the analyzer gives the clamp and index functions).
-List *
-domain_tail(const Domain &d)
-{
-	if (d.kind() == DomainKind::Enumerated)
-		return list_make1(labels_const(d));
-	return list_make3(float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
-}
-
 // A constant non-null float8 argument of a marker (evaluated at analysis time).
 double
 constant_argument(Aggref *a, int n, const char *what, const char *example)
@@ -145,9 +138,12 @@ struct EmPlan {
 	double sensitivity;
 	double scale;
 	EmBeta beta;
+	std::vector<const ColumnPolicy *> cols;             // its sub-universe, in point-index order
+	std::vector<std::optional<double>> candidate_table; // per point: the candidate index, or none
 };
 
-// S_EM of one aggregate over the columns it reads (candidate, WHERE, FILTER, GROUP BY).
+// S_EM of one aggregate over the columns it reads (candidate, WHERE, FILTER, GROUP BY), and the
+// per-point table of the row's candidate that execution reads instead of the expressions.
 EmPlan
 plan_one(const EmSpec &s, const EmRewriteInput &in)
 {
@@ -159,7 +155,8 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 		add_column(*g, attnos);
 	SubUniverse sub;
 	sub.presence = in.policy->presence;
-	std::vector<const ColumnPolicy *> cols;
+	EmPlan p;
+	std::vector<const ColumnPolicy *> &cols = p.cols;
 	for (AttrNumber att : attnos) {
 		const ColumnPolicy *c = in.policy->find(att);
 		if (!c || std::find(cols.begin(), cols.end(), c) != cols.end())
@@ -177,10 +174,16 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 	std::vector<size_t> groups;
 	for (const ColumnPolicy *g : in.group_cols)
 		groups.push_back(std::find(cols.begin(), cols.end(), g) - cols.begin());
-	EmPlan p;
 	p.sensitivity = em_utility_sensitivity(sub, counted, candidate, groups, s.utility);
 	p.scale = em_scale(s.epsilon, p.sensitivity);
 	p.beta = em_beta(s.epsilon, p.sensitivity);
+	size_t stride = 1; // of the candidate column (last column fastest)
+	for (size_t c = cols.size(); c-- > candidate + 1;)
+		stride *= sub.domains[c].size();
+	p.candidate_table.resize(n);
+	for (size_t u = 0; u < n; ++u)
+		if (counted[u])
+			p.candidate_table[u] = static_cast<double>((u / stride) % sub.domains[candidate].size());
 	return p;
 }
 
@@ -250,7 +253,7 @@ em_collect_attnos(const EmQuery &em, const TablePolicy &policy, std::set<AttrNum
 
 // See em_rewrite.h.
 void
-rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, const EmAnalyzerHooks &hooks)
+rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 {
 	if (em.specs.empty())
 		return;
@@ -299,18 +302,11 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, con
 		}
 		encode_em_params(EmParams{s.utility, static_cast<std::uint32_t>(k), plan.beta}, p);
 
-		// the row's candidate: the index of its clamped value (the GROUP BY index functions)
-		Var *v = makeVar(1, col.attnum, col.type, col.typmod, col.collation, 0);
+		// the row's candidate: read from the table at the row's point (NULL: not counted)
 		const bool enumerated = col.domain.kind() == DomainKind::Enumerated;
-		Expr *index = (Expr *) makeFuncExpr(enumerated ? ext.enum_index : ext.range_index, INT4OID,
-		                                    lcons(v, domain_tail(col.domain)), InvalidOid, col.collation,
-		                                    COERCE_EXPLICIT_CALL);
-		Expr *filter = s.filter ? (Expr *) hooks.clamp((Node *) copy_node(s.filter)) : nullptr;
-		if (grouped) {
-			// the added empty-group rows create their group's state without counting (NULL)
-			index = real_rows_only(index, INT4OID, filter);
-			filter = nullptr;
-		}
+		Expr *index = lookup_expr(point_index_expr(plan.cols, ext), point_table_const(plan.candidate_table), true, ext);
+		if (grouped) // the added empty-group rows create their group's state without counting (NULL)
+			index = real_rows_only(index, INT4OID, nullptr);
 		Aggref *a = s.aggref;
 		const Oid result_collation = a->aggcollid;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
@@ -327,11 +323,11 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, con
 		a->aggdistinct = NIL;
 		a->aggstar = false;
 		a->aggvariadic = false;
-		a->aggfilter = filter;
+		a->aggfilter = nullptr;
 		a->location = in.rewritten_location;
 
 		// the chosen index back to the column's value: dx._em_point(index, NULL::type, domain)
-		List *args = lcons(a, lcons(makeNullConst(col.type, col.typmod, col.collation), domain_tail(col.domain)));
+		List *args = lcons(a, lcons(makeNullConst(col.type, col.typmod, col.collation), domain_arg_tail(col.domain)));
 		replacement[a] = (Expr *) makeFuncExpr(enumerated ? ext.em_point_enum : ext.em_point_range, col.type, args,
 		                                       result_collation, col.collation, COERCE_EXPLICIT_CALL);
 		for (Aggref *alias : s.aliases) // equal copies: the planner computes them once (one state, one draw)

@@ -5,6 +5,9 @@
 // own exact utility sensitivity S_EM over the columns it reads (its candidate column, WHERE,
 // FILTER and the GROUP BY columns; core/exponential_mechanism.h), and is rewritten into
 //   dx._em_point(dx._em_select(<candidate index>, <group>, <params>), NULL::<type>, <domain>)
+// where the candidate index of a row is dx._lookup_int(<row's point>, <table>): the table, built
+// at analysis over the aggregate's sub-universe, holds each point's candidate (NULL where WHERE or
+// FILTER excludes it), so no expression of the query runs on a stored row (point_lookup.h).
 // where dx._em_select is an internal aggregate charged like the linear ones (params in the
 // NoiseParams layout, em_params.h) and dx._em_point maps the chosen index back to the value.
 #pragma once
@@ -52,7 +55,6 @@ struct EmQuery {
 // Analyzer helpers the exponential mechanism reuses (they stay private to analyzer.cpp).
 struct EmAnalyzerHooks {
 	std::function<void(Node *, const char *)> check_row_expression; // declared columns, immutable, ...
-	std::function<Node *(Node *)> clamp;                             // maps column references into domains
 };
 
 // Moves the exponential-mechanism markers out of `markers` (the others keep their order) and
@@ -82,6 +84,6 @@ struct EmRewriteInput {
 // among all the query's dx aggregates (answer cache), and adds their cells to dx.explain's
 // capture. Must run after the linear aggregates are rewritten and before the remaining column
 // references are clamped (GROUP BY: before the row source is replaced).
-void rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in, const EmAnalyzerHooks &hooks);
+void rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in);
 
 } // namespace dxpriv::pg

@@ -1,0 +1,70 @@
+// The per-point table of an analysed query: for every point of a sub-universe, the value a row at
+// that point contributes (or none), in a compact dictionary encoding that travels inside the plan.
+//
+// Execution by lookup: the analyst's expressions (WHERE, FILTER, aggregate arguments) are evaluated
+// once, at analysis, on the declared domain points; at execution a row is only mapped to its point
+// by dxpriv's own clamping code and weighed from this table. So what is charged is by construction
+// what is computed, whatever settings, casts or functions the expressions involve, and the per-row
+// cost does not depend on the analyst's expression.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dxpriv {
+
+// Encoded layout (little-endian, self-describing, no pointers or OIDs):
+//   [0]      magic 'P'
+//   [1]      version 1
+//   [2]      code width w in bytes (1, 2 or 4)
+//   [3]      reserved (0)
+//   [4..8)   number of points n (uint32)
+//   [8..12)  number of distinct values K (uint32)
+//   K values as IEEE-754 doubles (8 bytes each), sorted ascending, no NaN
+//   n codes of w bytes: 0 = no contribution (the row is filtered out or its value is NULL),
+//   c in 1..K = values[c - 1]
+std::string encode_point_table(const std::vector<std::optional<double>> &values);
+
+// A decoded view over an encoded table (the bytes must outlive it). Construction validates the
+// layout (throws CoreError DataException when malformed); lookups are O(1) and allocation-free.
+class PointTableView {
+public:
+	PointTableView(const unsigned char *data, std::size_t len);
+	std::size_t size() const { return n_; }
+	std::size_t distinct() const { return k_; }
+	// The value of point u, or false when the point contributes nothing. u must be < size().
+	bool lookup(std::size_t u, double &out) const
+	{
+		const std::uint32_t c = code(u);
+		if (c == 0)
+			return false;
+		out = values_[c - 1];
+		return true;
+	}
+
+private:
+	std::size_t n_ = 0, k_ = 0;
+	unsigned width_ = 1;
+	std::vector<double> values_;
+	const unsigned char *codes_ = nullptr;
+
+	// The code of point u (0: no contribution, else 1 + index into values_).
+	std::uint32_t code(std::size_t u) const
+	{
+		const unsigned char *p = codes_ + width_ * u;
+		switch (width_) {
+		case 1:
+			return p[0];
+		case 2:
+			return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8);
+		default:
+			return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
+			       (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+		}
+	}
+};
+
+} // namespace dxpriv
