@@ -555,6 +555,148 @@ def test_cursors_and_prepared_statements():
     run_category("cursors_prepared")
 
 
+# ================================================================ execution by lookup
+# The analyst's expressions are evaluated once, at analysis, on the declared domain points; a stored
+# row is only mapped to its point and weighed from the table the analysis built. So settings changed
+# between analysis and execution, user code reachable through casts, and value-dependent expression
+# cost can neither change what is computed nor reveal a row.
+
+C = "lookup_execution"
+INCOME_ONE_ROW = 54300     # income of exactly one fixture row (checked by the attempts below)
+FLOAT_TEXT_WHERE = "(income::float8)::text = '{v}'"
+
+
+def true_count(ctx, where):
+    return scalar(ctx.admin, f"SELECT count(*) FROM people WHERE {where}")
+
+
+def cursor_keeps_the_analysed_settings(ctx, conn, attempt):
+    """extra_float_digits = -15 at DECLARE (no domain point prints as '54300', so the analysed query
+    is the constant 0 and gets no noise), then 1 at FETCH: the rows must still not be evaluated."""
+    where = FLOAT_TEXT_WHERE.format(v=INCOME_ONE_ROW)
+    assert true_count(ctx, where) >= 1, "fixture: a row must match at execution-time settings"
+    tx = analyst_conn(ctx.db)
+    tx.autocommit = False
+    try:
+        execute(tx, "SET LOCAL extra_float_digits = -15")
+        execute(tx, f"DECLARE c_settings CURSOR FOR SELECT count(*) FROM people WHERE {where}")
+        execute(tx, "SET LOCAL extra_float_digits = 1")
+        got = run_fetch(tx, "FETCH ALL FROM c_settings")[0][0]
+        tx.commit()
+    finally:
+        tx.close()
+    assert got == 0, f"the cursor released {got}: rows were evaluated under the FETCH-time settings"
+    return "FETCH returns the analysed constant 0"
+
+
+def prepared_keeps_the_analysed_settings(ctx, conn, attempt):
+    where = FLOAT_TEXT_WHERE.format(v=INCOME_ONE_ROW)
+    execute(conn, "SET extra_float_digits = -15")
+    execute(conn, f"PREPARE p_settings AS SELECT count(*) FROM people WHERE {where}")
+    execute(conn, "SET extra_float_digits = 1")
+    try:
+        got = [scalar(conn, "EXECUTE p_settings") for _ in range(3)]
+    finally:
+        execute(conn, "DEALLOCATE p_settings")
+        execute(conn, "RESET extra_float_digits")
+    assert got == [0, 0, 0], f"EXECUTE released {got}: rows were evaluated under the EXECUTE-time settings"
+    return "EXECUTE returns the analysed constant 0"
+
+
+def median_of_one_row_is_not_revealed(ctx, conn, attempt):
+    """dx.median over a subset that is empty at analysis but holds one row at execution: before the
+    lookup design this returned the row's exact age with no noise."""
+    secret = scalar(ctx.admin, "SELECT income FROM people WHERE id = 5")
+    where = FLOAT_TEXT_WHERE.format(v=secret) + " AND diagnosis = 'yes'"
+    assert true_count(ctx, where) == 1, "fixture: the subset must hold the secret row only"
+    execute(conn, "SET extra_float_digits = -15")
+    execute(conn, f"PREPARE p_median AS SELECT dx.median(age) FROM people WHERE {where}")
+    execute(conn, "SET extra_float_digits = 1")
+    try:
+        got = {scalar(conn, "EXECUTE p_median") for _ in range(5)}
+    finally:
+        execute(conn, "DEALLOCATE p_median")
+        execute(conn, "RESET extra_float_digits")
+    # analysed, the subset is empty: no candidate is counted and the choice is uniform over the
+    # 121 ages, whatever the table holds (before execution by lookup: the secret age 30, every time)
+    assert len(got) > 1 and got != {30}, f"answers {sorted(got)}: the subset's row decides the median"
+    return f"answers {sorted(got)} are uniform draws"
+
+
+PEEK_SETUP = [
+    "CREATE FUNCTION mallory_ws.peek(text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+    "AS $$ BEGIN RAISE NOTICE 'peek %', $1; RETURN true; END $$",
+    "CREATE DOMAIN mallory_ws.spy AS text CHECK (mallory_ws.peek(VALUE))",
+    "CREATE TYPE mallory_ws.mood AS ENUM ('F', 'M')",
+    "CREATE TYPE mallory_ws.pair AS (a int, b text)",
+]
+
+
+def refused_without_peek(ctx, conn, attempt):
+    err = run_expect_error(conn, attempt.sql)
+    assert err.pgcode in SHAPE, f"SQLSTATE {err.pgcode} ({err.diag.message_primary})"
+    assert err.diag.message_hint, "no hint"
+    assert not [n for n in conn.notices if "peek" in n], f"user code ran: {conn.notices[:3]}"
+    return f"rejected {err.pgcode}, no NOTICE"
+
+
+attack(C, "cursor_settings_changed_before_fetch", "(cursor, extra_float_digits -15 then 1)",
+       Custom(cursor_keeps_the_analysed_settings))
+attack(C, "prepared_settings_changed_before_execute", "(PREPARE at -15, EXECUTE at 1)",
+       Custom(prepared_keeps_the_analysed_settings))
+attack(C, "median_of_a_one_row_subset", "(dx.median, PREPARE at -15, EXECUTE at 1)",
+       Custom(median_of_one_row_is_not_revealed))
+attack(C, "domain_check_peeks_every_row",
+       "SELECT count(*) FROM people WHERE (age::text || '|' || sex)::mallory_ws.spy IS NOT NULL",
+       Custom(refused_without_peek))
+attack(C, "domain_check_in_sum_argument",
+       "SELECT sum(length(zip::mallory_ws.spy)) FROM people", Custom(refused_without_peek))
+attack(C, "domain_check_in_filter",
+       "SELECT count(*) FILTER (WHERE sex::mallory_ws.spy = 'F') FROM people", Custom(refused_without_peek))
+attack(C, "enum_cast_in_where", "SELECT count(*) FROM people WHERE sex::mallory_ws.mood = 'F'",
+       Custom(refused_without_peek))
+attack(C, "composite_type_in_where", "SELECT count(*) FROM people WHERE ROW(age, sex)::mallory_ws.pair IS NOT NULL",
+       Custom(refused_without_peek))
+attack(C, "domain_check_in_group_by", "SELECT sex::mallory_ws.spy, count(*) FROM people GROUP BY 1",
+       Custom(refused_without_peek))
+
+
+def test_execution_by_lookup_settings_and_user_types():
+    run_category("lookup_execution", analyst_setup=PEEK_SETUP, extra_tables=(("crowd", 2000, 1),))
+
+
+def test_expression_cost_does_not_count_rows():
+    """A deliberately expensive row-dependent expression (repeat() of 2 MB when income = 50000): the
+    elapsed time must not depend on how many rows take the expensive branch (1 row in people, all
+    2000 rows in crowd), because the expression is evaluated on domain points, never on rows."""
+    import statistics
+    import time
+    expensive = "length(repeat('x', 2000000)) > 0"
+    sql = f"SELECT count(*) FROM {{t}} WHERE CASE WHEN income = 50000 THEN {expensive} ELSE false END"
+    with attack_db() as (db, admin):
+        protect_extra(admin, "crowd", rows=2000, variant=1)
+        assert scalar(admin, "SELECT count(*) FROM crowd WHERE income = 50000") == 2000
+        assert scalar(admin, "SELECT count(*) FROM people WHERE income = 50000") <= 1
+        conn = analyst_conn(db)
+        # what evaluating the expression once per crowd row would cost (measured on generated rows)
+        t0 = time.perf_counter()
+        execute(conn, f"SELECT count(*) FROM generate_series(1, 200) WHERE {expensive}")
+        per_row_cost_2000 = (time.perf_counter() - t0) * 10
+        times = {"people": [], "crowd": []}
+        for _ in range(7):
+            for t in ("people", "crowd"):
+                t0 = time.perf_counter()
+                execute(conn, sql.format(t=t))
+                times[t].append(time.perf_counter() - t0)
+        conn.close()
+    p, c = statistics.median(times["people"]), statistics.median(times["crowd"])
+    tolerance = max(0.05, 0.5 * p)
+    print(f"  median people {p * 1000:.1f} ms, crowd {c * 1000:.1f} ms; per-row evaluation would add "
+          f"{per_row_cost_2000 * 1000:.0f} ms on crowd")
+    assert per_row_cost_2000 > 2 * tolerance, "the expression is too cheap for this test to tell anything"
+    assert abs(c - p) < tolerance, f"elapsed time depends on the matching rows: {p:.3f} s vs {c:.3f} s"
+
+
 # ================================================================ statistics and size side channels
 
 C = "side_channels"

@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "access/relation.h"
+#include "access/transam.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -171,12 +172,47 @@ check_shape(Query *q, const Discovery &d)
 		reject("TABLESAMPLE");
 }
 
-// Checks an expression evaluated on rows: only declared columns, immutable functions, no parameters.
+// Walker behind check_row_expression: finds the first node whose result type a user created (a
+// domain whose CHECK could run the user's code, an enum, a composite) other than the declared
+// columns' own types, which the table owner chose.
+struct UserTypeSearch {
+	const TablePolicy *policy;
+	Node *found = nullptr;
+};
+
+bool
+user_type_walker(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	auto *search = static_cast<UserTypeSearch *>(ctx);
+	const Oid type = exprType(node);
+	if (type >= FirstNormalObjectId) {
+		bool declared = false;
+		for (const ColumnPolicy &c : search->policy->columns)
+			for (const ColumnPolicy::Member &m : c.members)
+				declared = declared || m.type == type;
+		if (!declared) {
+			search->found = node;
+			return true;
+		}
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(user_type_walker), ctx);
+}
+
+// Checks an expression evaluated on declared domain points: only declared columns, immutable
+// functions, no parameters; for analysts only built-in functions and types.
 void
 check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 {
 	if (!expr)
 		return;
+	UserTypeSearch user_typed{&policy};
+	if (analyst_mode() && user_type_walker(expr, &user_typed))
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string("casts to user-defined types and domains cannot be used in ") + where + " by analysts (type " +
+		         format_type_be(exprType(user_typed.found)) + ")",
+		     "Compare declared columns with built-in types only, e.g. WHERE age >= 30 AND sex = 'F'.");
 	if (contain_mutable_functions(expr))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, std::string("only immutable functions can be used in ") + where,
 		     "Functions such as random() or now() would make the answer depend on more than the data.");
