@@ -71,7 +71,8 @@ lookup_value(FunctionCallInfo fcinfo, double &out)
 	const PointTableView &t = table_view(fcinfo);
 	const int32 u = PG_GETARG_INT32(0);
 	if (u < 0 || static_cast<size_t>(u) >= t.size())
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv point index is outside its table");
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point index is outside its table",
+		     "Point indexes and tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	return t.lookup(static_cast<size_t>(u), out);
 }
 
