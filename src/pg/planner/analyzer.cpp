@@ -548,7 +548,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		sub.domains.push_back(c->domain);
 		sub.metrics.push_back(c->metric);
 	}
-	const size_t n = sub.size(); // enforces the sub-universe cap
+	check_sub_universe_size(cols);
+	const size_t n = sub.size();
 	const size_t m = groups * static_cast<size_t>(cells_per_group);
 	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
 		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "query has too many output cells for its sub-universe",

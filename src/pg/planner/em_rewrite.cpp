@@ -165,7 +165,8 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 		sub.domains.push_back(c->domain);
 		sub.metrics.push_back(c->metric);
 	}
-	const size_t n = sub.size(); // enforces the sub-universe cap
+	check_sub_universe_size(cols);
+	const size_t n = sub.size();
 	UniverseValues vals = evaluate_over_universe(in.relid, cols, sub, {(Expr *) in.where, s.filter});
 	std::vector<char> counted(n);
 	for (size_t u = 0; u < n; ++u)

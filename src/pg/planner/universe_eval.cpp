@@ -3,6 +3,8 @@
 
 #include "pg/guard.h"
 
+#include <string>
+
 extern "C" {
 #include "access/relation.h"
 #include "catalog/pg_type.h"
@@ -13,6 +15,29 @@ extern "C" {
 }
 
 namespace dxpriv::pg {
+
+// See universe_eval.h.
+void
+check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols)
+{
+	double points = 1;
+	std::string factors;
+	const ColumnPolicy *largest = nullptr;
+	for (const ColumnPolicy *c : cols) {
+		points *= static_cast<double>(c->domain.size());
+		factors += (factors.empty() ? "" : " x ") + c->name + " (" + std::to_string(c->domain.size()) + " values)";
+		if (!largest || c->domain.size() > largest->domain.size())
+			largest = c;
+	}
+	if (points <= static_cast<double>(kMaxSubUniverse))
+		return;
+	fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+	     "the query references " + factors + ", " + std::to_string(static_cast<long long>(points)) +
+	         " combinations of declared values; at most " + std::to_string(kMaxSubUniverse) + " are analysed",
+	     "dxpriv evaluates the query on every combination of the referenced columns' declared values. Reference "
+	     "fewer columns (split the query, e.g. one query per value of a WHERE condition), or ask the table owner "
+	     "for a coarser domain of \"" + largest->name + "\".");
+}
 
 // See universe_eval.h.
 UniverseValues

@@ -21,6 +21,10 @@ struct UniverseValues {
 	std::vector<std::vector<char>> is_null;   // per expression
 };
 
+// Refuses (54000) a query whose referenced columns span more than kMaxSubUniverse points, naming
+// each column with its number of domain values and what to do instead.
+void check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols);
+
 // exprs may contain nullptr (evaluated as constant true / 1). Expressions are boolean or float8.
 // Errors raised by an expression (e.g. division by zero at some domain point) propagate: they do
 // not depend on the data.
