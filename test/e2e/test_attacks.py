@@ -971,6 +971,86 @@ def test_error_texts_do_not_quote_data():
     run_category("error_texts", analyst_setup=ERROR_TEXT_SETUP)
 
 
+# ================================================================ tables read by declarations
+
+C = "declaration_sources"
+# mallory owns a temporary table, may protect it and declare its columns (she is its owner); a
+# graph/matrix metric or a points domain that names a table must not read what she cannot read
+# herself, nor any dx, system or protected table, and no error may quote a cell (issue 10).
+SOURCE_ADMIN_SETUP = [
+    # a table mallory holds no privilege on, with a secret in a label column
+    "CREATE TABLE staff_notes (a text, b text, w text)",
+    f"INSERT INTO staff_notes VALUES ('x', '{SECRET_NAME}', '1'), ('{SECRET_NAME}', 'y', 'Zebulon')",
+    "CREATE TABLE staff_coords (x float8, y float8, who text)",
+    "INSERT INTO staff_coords VALUES (1, 2, 'Zebulon'), (3, 4, 'Person')",
+    # a view over the protected table that the DBA (wrongly) shared with everyone
+    "CREATE VIEW people_labels AS SELECT id::text AS a, name AS b, age AS w FROM people",
+    "GRANT SELECT ON people_labels TO PUBLIC",
+    # an inheritance child of the protected table, and a partition of a protected table, readable by all
+    "CREATE TABLE people_archive () INHERITS (people)",
+    "GRANT SELECT ON people_archive TO PUBLIC",
+    "CREATE TABLE visits (a text, b text, w float8) PARTITION BY LIST (a)",
+    "CREATE TABLE visits_2024 PARTITION OF visits FOR VALUES IN ('2024')",
+    f"INSERT INTO visits VALUES ('2024', '{SECRET_NAME}', 1)",
+    "SELECT dx.protect_table('visits')",
+    "GRANT SELECT ON visits, visits_2024 TO PUBLIC",
+]
+SOURCE_ANALYST_SETUP = [
+    "CREATE TEMP TABLE mine (zip text, x float8, y float8)",
+    "SELECT dx.protect_table('pg_temp.mine')",
+    "CREATE TEMP TABLE my_edges (a text, b text, w float8)",
+    "INSERT INTO my_edges VALUES ('1', '2', 1)",
+]
+ID_DOMAIN = '{"values": [' + ", ".join(f'"{i}"' for i in range(1, 51)) + ']}'
+
+
+def declare(metric_table, kind="graph"):
+    return (f"SELECT dx.set_column('pg_temp.mine', 'zip', '{ID_DOMAIN}', "
+            f"'{{\"type\": \"{kind}\", \"table\": \"{metric_table}\"}}')")
+
+
+def declare_points(points_table):
+    return (f"SELECT dx.set_column_group('pg_temp.mine', '{{x,y}}', '{{\"points_table\": \"{points_table}\"}}', "
+            "'{\"type\": \"l2\", \"scale\": 1}')")
+
+
+attack(C, "graph_from_protected_table", declare("public.people"), Reject(PRIV))
+attack(C, "matrix_from_protected_table", declare("public.people", "matrix"), Reject(PRIV))
+attack(C, "points_from_protected_table", declare_points("public.people"), Reject(PRIV))
+attack(C, "graph_from_protected_partition", declare("public.visits_2024"), Reject(PRIV))
+attack(C, "graph_from_protected_partitioned_parent", declare("public.visits"), Reject(PRIV))
+attack(C, "graph_from_child_of_protected_table", declare("public.people_archive"), Reject(PRIV))
+attack(C, "graph_from_view_over_protected_table", declare("public.people_labels"), Reject("42809"))
+attack(C, "graph_from_budget_grants", declare("dx.budget_grants"), Reject(PRIV))
+attack(C, "matrix_from_ledger", declare("dx.ledger", "matrix"), Reject(PRIV))
+attack(C, "graph_from_protected_columns", declare("dx.protected_columns"), Reject(PRIV))
+attack(C, "graph_from_analysts", declare("dx.analysts"), Reject(PRIV))
+attack(C, "graph_from_pg_authid", declare("pg_catalog.pg_authid"), Reject(PRIV))
+attack(C, "points_from_pg_statistic", declare_points("pg_catalog.pg_statistic"), Reject(PRIV))
+attack(C, "graph_from_unreadable_table", declare("public.staff_notes"), Reject(PRIV))
+attack(C, "matrix_from_unreadable_table", declare("public.staff_notes", "matrix"), Reject(PRIV))
+attack(C, "points_from_unreadable_table", declare_points("public.staff_coords"), Reject(PRIV))
+attack(C, "validate_column_called_directly",
+       "SELECT dx._validate_column('text', '{\"values\": [\"x\"]}', '{\"type\": \"graph\", \"table\": \"public.staff_notes\"}')",
+       Reject(PRIV, hint=False))
+attack(C, "validate_group_called_directly",
+       "SELECT dx._validate_group('{float8,float8}', '{\"points_table\": \"public.staff_coords\"}', "
+       "'{\"type\": \"l2\", \"scale\": 1}')", Reject(PRIV, hint=False))
+
+
+def own_table_is_accepted(ctx, conn, attempt):
+    """The checks refuse what mallory cannot read, not everything: her own table is copied."""
+    run_fetch(conn, attempt.sql)
+    return "accepted (a table she owns)"
+
+
+attack(C, "graph_from_own_temp_table", declare("pg_temp.my_edges"), Custom(own_table_is_accepted))
+
+
+def test_tables_read_by_declarations():
+    run_category(C, admin_setup=SOURCE_ADMIN_SETUP, analyst_setup=SOURCE_ANALYST_SETUP)
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -981,7 +1061,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     categories = {a.category for a in ATTACKS}
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
-               "privilege_escape", "averaging_differencing", "grouping", "error_texts"}
+               "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 
