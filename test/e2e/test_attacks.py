@@ -1048,7 +1048,122 @@ attack(C, "graph_from_own_temp_table", declare("pg_temp.my_edges"), Custom(own_t
 
 
 def test_tables_read_by_declarations():
-    run_category(C, admin_setup=SOURCE_ADMIN_SETUP, analyst_setup=SOURCE_ANALYST_SETUP)
+    run_category("declaration_sources", admin_setup=SOURCE_ADMIN_SETUP, analyst_setup=SOURCE_ANALYST_SETUP)
+
+
+# ================================================================ dx's own views and internal functions
+
+C = "internal_objects"
+VICTIM = "dx_e2e_victim"
+VICTIM_GRANT = "4242.5"
+INTERNAL_ADMIN_SETUP = [
+    f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{VICTIM}') THEN CREATE ROLE {VICTIM}; "
+    "END IF; END $$",
+    f"SELECT dx.grant_budget('{VICTIM}', 'people', {VICTIM_GRANT})",
+]
+INTERNAL_ANALYST_SETUP = [
+    # cheap (COST 0.0001), so that the planner would run it before the view's own filter
+    "CREATE FUNCTION mallory_ws.peek(r regrole, g float8) RETURNS boolean COST 0.0001 LANGUAGE plpgsql "
+    "AS $$ BEGIN RAISE NOTICE 'peek % %', r, g; RETURN true; END $$",
+    "CREATE FUNCTION mallory_ws.peek_text(t text) RETURNS boolean COST 0.0001 LANGUAGE plpgsql "
+    "AS $$ BEGIN RAISE NOTICE 'peek %', t; RETURN true; END $$",
+]
+
+
+def leaky_filter_sees_own_rows_only(ctx, conn, attempt):
+    """A leaky WHERE function on dx.budgets runs only on mallory's own rows: it ran (a NOTICE for
+    her own grant), and neither a NOTICE nor a row names the other role or its grant."""
+    rows = run_fetch(conn, attempt.sql)
+    notices = list(conn.notices)
+    assert any(ANALYST in n for n in notices), f"the filter never ran on her own row: {notices}"
+    leaked = [n for n in notices if VICTIM in n or VICTIM_GRANT in n]
+    assert not leaked, f"another role's grant leaked: {leaked}"
+    assert not [r for r in rows if any(VICTIM in str(v) or VICTIM_GRANT in str(v) for v in r)], rows
+    return f"{len(notices)} NOTICE(s), her own rows only"
+
+
+attack(C, "leaky_filter_on_budgets", "SELECT * FROM dx.budgets WHERE mallory_ws.peek(role, granted)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_on_budgets_spent", "SELECT role, spent FROM dx.budgets WHERE mallory_ws.peek(role, spent)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_or_branch",
+       f"SELECT * FROM dx.budgets WHERE role::text = '{VICTIM}' OR mallory_ws.peek(role, remaining)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_subquery",
+       "SELECT * FROM (SELECT role, granted FROM dx.budgets OFFSET 0) b WHERE mallory_ws.peek(b.role, b.granted)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_join",
+       "SELECT b.role FROM dx.budgets b JOIN zips z ON mallory_ws.peek(b.role, b.granted) AND z.zip = '10001'",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "other_role_row_by_name",
+       f"SELECT count(*) FROM dx.budgets WHERE role = '{VICTIM}'::regrole",
+       Custom(lambda ctx, conn, a: (run_fetch(conn, a.sql) == [(0,)] or
+                                   (_ for _ in ()).throw(AssertionError("another role's row is visible")))
+              and "0 rows of another role"))
+
+# dx helpers that only dx's SECURITY DEFINER functions call: refused by PostgreSQL's privileges
+for _name, _sql in [
+        ("invalidate", "SELECT dx._invalidate('people')"),
+        ("check_owner", "SELECT dx._check_owner('people')"),
+        ("check_table_delta", "SELECT dx._check_table_delta(0.5)"),
+        ("revoke_from_analysts", "SELECT dx._revoke_from_analysts('zips')"),
+        ("caller_is_superuser", "SELECT dx._caller_is_superuser()"),
+        ("ledger_append_only", "SELECT dx._ledger_append_only()"),
+        ("clear_cache_internal", "SELECT dx._clear_cache(NULL)")]:
+    attack(C, f"call_{_name}", _sql, Reject(PRIV, hint=False))
+
+# the functions that rewritten statements call as the analyst stay executable; she cannot use them
+# to read rows (refused, or, as a data-independent WHERE term, evaluated on the domain and noised)
+CLAMP = "dx._clamp_range(age, 0::float8, 120::float8, 1::float8)"
+attack(C, "clamp_range_as_output", f"SELECT {CLAMP} FROM people", Reject(*SHAPE))
+attack(C, "clamp_inside_count", f"SELECT count(*) FROM people WHERE {CLAMP} = 30", Noised(min_scale=1.0))
+attack(C, "enum_index_as_output", "SELECT dx._enum_index(zip, ARRAY['10007']) FROM people", Reject(*SHAPE))
+attack(C, "indicator_sum", "SELECT sum(dx._indicator(name)) FROM people", Reject(*SHAPE))
+attack(C, "em_select_forged", "SELECT dx._em_select(0, 0, ARRAY[1, 0, 0, 0]::float8[]) FROM people",
+       Reject(*SHAPE))
+attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).period_start IS NOT NULL",
+       Custom(lambda ctx, conn, a: run_fetch(conn, a.sql) == [(True,)] and "computes a date, reads nothing"))
+
+# every internal function: executable by mallory only if on the list of those she needs; any other
+# that SQL can call at all (no `internal` argument) is refused when she calls it
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
+                      "_clamp_range_float8", "_clamp_enum", "_clamp_point", "_range_index", "_enum_index",
+                      "_indicator", "_em_point", "_period", "_analyst_can_see"}
+
+
+SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",
+               "jsonb": "'{}'::jsonb", "regtype[]": "'{int4}'::regtype[]", "integer": "0", "text": "''"}
+
+
+def every_internal_function(ctx, conn, attempt):
+    with ctx.admin.cursor() as cur:
+        cur.execute(r"""SELECT p.oid::regprocedure::text, p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),
+                              'internal'::regtype = ANY (p.proargtypes::regtype[]),
+                              array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t)
+                       FROM pg_proc p WHERE p.pronamespace = 'dx'::regnamespace AND p.proname LIKE '\_%%'""",
+                    (ANALYST,))
+        functions = cur.fetchall()
+    assert len(functions) >= 40, f"only {len(functions)} internal functions found"
+    called = 0
+    for signature, name, executable, takes_internal, argtypes in functions:
+        if name in NEEDED_BY_ANALYSTS:
+            continue
+        assert not executable, f"{signature} is executable by {ANALYST}"
+        if takes_internal:
+            continue  # SQL cannot produce an `internal` argument: the type system refuses the call
+        # non-NULL arguments: PostgreSQL folds a STRICT call on NULL constants without running it
+        args = ", ".join(SAMPLE_ARGS.get(t, f"NULL::{t}") for t in argtypes)
+        err = run_expect_error(conn, f"SELECT dx.{name}({args})")
+        assert err.pgcode == PRIV, f"{signature}: {err.pgcode} {err.diag.message_primary}"
+        called += 1
+    return f"{len(functions)} internal functions, {called} called and refused"
+
+
+attack(C, "every_internal_function", "-- every dx._* function", Custom(every_internal_function))
+
+
+def test_dx_views_and_internal_functions():
+    run_category("internal_objects", admin_setup=INTERNAL_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
 
 
 # ================================================================ the list itself
@@ -1061,7 +1176,8 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     categories = {a.category for a in ATTACKS}
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
-               "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources"}
+               "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
+               "internal_objects"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 
