@@ -1000,6 +1000,12 @@ SOURCE_ANALYST_SETUP = [
     "SELECT dx.protect_table('pg_temp.mine')",
     "CREATE TEMP TABLE my_edges (a text, b text, w float8)",
     "INSERT INTO my_edges VALUES ('1', '2', 1)",
+    # a domain type whose CHECK constraint reports who runs it, then tries to read the protected table
+    "CREATE FUNCTION mallory_ws.probe(v text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
+    "RAISE NOTICE 'runs as %', current_user; PERFORM (SELECT max(name) FROM public.people); RETURN true; END $$",
+    "CREATE DOMAIN mallory_ws.probed AS text CHECK (mallory_ws.probe(VALUE))",
+    "CREATE TEMP TABLE mine_checked (c mallory_ws.probed)",
+    "SELECT dx.protect_table('pg_temp.mine_checked')",
 ]
 ID_DOMAIN = '{"values": [' + ", ".join(f'"{i}"' for i in range(1, 51)) + ']}'
 
@@ -1045,6 +1051,24 @@ def own_table_is_accepted(ctx, conn, attempt):
 
 
 attack(C, "graph_from_own_temp_table", declare("pg_temp.my_edges"), Custom(own_table_is_accepted))
+
+
+def declaration_code_runs_as_caller(ctx, conn, attempt):
+    """dx.set_column runs as the extension owner (a superuser); a CHECK constraint of mallory's own
+    domain type, run on every declared value, must run as mallory: it tries to read people."""
+    try:
+        run_fetch(conn, attempt.sql)
+    except psycopg2.Error as e:
+        assert_no_secret(e, conn.notices)
+        assert e.pgcode == PRIV, f"{e.pgcode} {e.diag.message_primary}"
+    ran_as = [n for n in conn.notices if "runs as" in n]
+    assert ran_as and all("runs as mallory" in n for n in ran_as), f"notices: {conn.notices}"
+    return "the domain's CHECK ran as mallory and could not read people"
+
+
+attack(C, "domain_check_runs_as_superuser",
+       "SELECT dx.set_column('pg_temp.mine_checked', 'c', '{\"values\": [\"a\"]}', '{\"type\": \"discrete\"}')",
+       Custom(declaration_code_runs_as_caller))
 
 
 def test_tables_read_by_declarations():

@@ -107,6 +107,16 @@ SELECT dx.set_column('owned_t', 'zip', '{"values": ["z1", "z2"]}', '{"type": "gr
 RESET ROLE;
 SELECT metric FROM dx.protected_columns WHERE relid = 'owned_t'::regclass;
 
+-- user code reached while validating (a domain type's CHECK constraint) runs as the caller, not as
+-- the extension owner the DBA functions run as
+CREATE FUNCTION public.who_checks(v text) RETURNS boolean LANGUAGE plpgsql AS
+$$ BEGIN RAISE NOTICE 'checking % as %, superuser: %', v, current_user, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user); RETURN true; END $$;
+CREATE DOMAIN public.checked_text AS text CHECK (public.who_checks(VALUE));
+ALTER TABLE owned_t ADD COLUMN label checked_text;
+SET ROLE dx_regress_owner;
+SELECT dx.set_column('owned_t', 'label', '{"values": ["a", "b"]}', '{"type": "discrete"}');
+RESET ROLE;
+
 -- a stored declaration naming a table (written around dx.set_column) is refused, never read
 UPDATE dx.protected_columns SET metric = '{"type": "graph", "table": "public.priv_edges"}'
 WHERE relid = 'owned_t'::regclass;
@@ -120,5 +130,7 @@ DROP VIEW edges_view;
 DROP TABLE owned_t, priv_edges, hidden.edges, src_t, city_pairs, bad_edges, bad_pts, two_cols,
 	part_parent, inh_child, inh_parent, rls_edges;
 DROP SCHEMA hidden;
+DROP DOMAIN public.checked_text;
+DROP FUNCTION public.who_checks(text);
 DROP OWNED BY dx_regress_owner;
 DROP ROLE dx_regress_owner;

@@ -34,6 +34,25 @@ struct Declaring {
 	Declaring &operator=(const Declaring &) = delete;
 };
 
+// While alive, the current user is the calling role (the session's role, outside SECURITY
+// DEFINER functions), in a security-restricted operation: user code that validating a declaration
+// can reach (a domain type's CHECK constraint, run by the type's input function on every declared
+// value) runs with the caller's privileges, never with those of the extension owner that the DBA
+// functions run as.
+struct AsCaller {
+	Oid saved_user = InvalidOid;
+	int saved_context = 0;
+	AsCaller()
+	{
+		GetUserIdAndSecContext(&saved_user, &saved_context);
+		SetUserIdAndSecContext(GetOuterUserId(),
+		                       saved_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	}
+	~AsCaller() { SetUserIdAndSecContext(saved_user, saved_context); }
+	AsCaller(const AsCaller &) = delete;
+	AsCaller &operator=(const AsCaller &) = delete;
+};
+
 // j with key removed and {key: rows} added (rows: a JSON array), or j unchanged when rows is empty.
 static Jsonb *
 replace_key(Jsonb *j, const char *remove, const std::string &key, const std::string &rows)
@@ -59,8 +78,12 @@ DX_FUNCTION(dx_validate_column)
 	Jsonb *domain = PG_GETARG_JSONB_P(1);
 	Jsonb *metric = PG_GETARG_JSONB_P(2);
 	Declaring declaring(true);
-	ColumnPolicy col = parse_column_policy(type, -1, domain, metric);
-	(void) domain_datums(col.domain, type, -1); // every point must be a valid value of the type
+	ColumnPolicy col;
+	{
+		AsCaller as_caller;
+		col = parse_column_policy(type, -1, domain, metric);
+		(void) domain_datums(col.domain, type, -1); // every point must be a valid value of the type
+	}
 	PG_RETURN_JSONB_P(replace_key(metric, "table", declaring.copy.metric_key, declaring.copy.metric_rows));
 }
 
@@ -120,6 +143,7 @@ DX_FUNCTION(dx_validate_group)
 			types.push_back(DatumGetObjectId(elems[i]));
 	});
 	Declaring declaring(false);
+	AsCaller as_caller;
 	ColumnPolicy col = parse_group_policy(types, domain, metric);
 	for (size_t m = 0; m < types.size(); ++m) {
 		col.members.push_back(ColumnPolicy::Member{"", 0, types[m], -1, InvalidOid});

@@ -345,10 +345,18 @@ read_declaration_table(const std::string &table, size_t columns, const char *wha
 		     std::string("a stored ") + what + " names a table instead of holding its rows",
 		     "Declare the column again: dx.set_column and dx.set_column_group copy the table's rows into the declaration.");
 	Oid relid = InvalidOid;
-	pg_call([&] {
-		List *names = stringToQualifiedNameList(table.c_str());
-		relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, true);
-	});
+	try {
+		// looked up as the caller (dx_validate_column runs as the caller): a schema without USAGE fails here
+		pg_call([&] {
+			List *names = stringToQualifiedNameList(table.c_str());
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, true);
+		});
+	} catch (const PgError &e) {
+		if (e.edata && e.edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, e.edata->message ? e.edata->message : "permission denied",
+			     "The role declaring the column must be able to read the table it names.");
+		throw;
+	}
 	if (!OidIsValid(relid))
 		fail(ERRCODE_UNDEFINED_TABLE, std::string(what) + " names table \"" + table + "\", which does not exist",
 		     "Write the table as schema.table: the name is not looked up in the search_path.");
