@@ -111,7 +111,9 @@ END $$;
 -- Granted, spent and remaining epsilon per role and table in the current period, with the refresh
 -- interval and the table's per-query cap; then the same for delta, with the table's per-query delta
 -- (appended last, so that the epsilon columns keep their positions).
-CREATE VIEW dx.budgets AS
+-- A security barrier: a reader's own WHERE functions (even cheap leaky ones) only see the rows the
+-- filter below admits: the reader's roles, and the grants on tables the reader owns.
+CREATE VIEW dx.budgets WITH (security_barrier) AS
 	SELECT g.role, g.relid AS "table", g.granted, cur.spent,
 	       greatest(g.granted - cur.spent, 0) AS remaining,
 	       g.refresh, cur.period_start, cur.period_end, p.per_query_cap,

@@ -1,8 +1,11 @@
 -- DBA interface: protecting tables, declaring columns, granting budgets.
 
 -- Validates a domain/metric pair for a column type; raises a descriptive error when invalid.
+-- Returns the metric to store: a metric that names a table ("table") comes back with the table's
+-- rows in its place, read now as the calling role (README: "Tables a declaration may read").
 CREATE FUNCTION dx._validate_column(column_type regtype, domain jsonb, metric jsonb)
-RETURNS void LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'dx_validate_column';
+RETURNS jsonb LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_validate_column';
+REVOKE EXECUTE ON FUNCTION dx._validate_column(regtype, jsonb, jsonb) FROM PUBLIC;
 
 -- Forces cached plans that read rel to be re-analysed (policy changed).
 CREATE FUNCTION dx._invalidate(rel regclass)
@@ -95,7 +98,7 @@ BEGIN
 		RAISE EXCEPTION 'domain and metric must not be null' USING ERRCODE = '22004',
 			HINT = 'Pass for example ''{"min":0,"max":120}'' and ''{"type":"absolute","scale":10}''.';
 	END IF;
-	PERFORM dx._validate_column(col_type, domain, metric);
+	metric := dx._validate_column(col_type, domain, metric);
 	INSERT INTO dx.protected_columns AS c (relid, column_name, domain, metric)
 	VALUES (rel, set_column.column_name, domain, metric)
 	ON CONFLICT ON CONSTRAINT protected_columns_pkey DO UPDATE SET domain = excluded.domain, metric = excluded.metric;
@@ -233,9 +236,12 @@ COMMENT ON TABLE dx.protected_column_groups IS 'groups of numeric columns declar
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_column_groups', '');
 REVOKE ALL ON dx.protected_column_groups FROM PUBLIC;
 
--- Validates a group declaration for columns of the given types; raises a descriptive error when invalid.
+-- Validates a group declaration for columns of the given types; raises a descriptive error when
+-- invalid. Returns the domain to store: a "points_table" comes back as the "points" it holds, read
+-- now as the calling role.
 CREATE FUNCTION dx._validate_group(column_types regtype[], domain jsonb, metric jsonb)
-RETURNS void LANGUAGE c STRICT STABLE AS 'MODULE_PATHNAME', 'dx_validate_group';
+RETURNS jsonb LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_validate_group';
+REVOKE EXECUTE ON FUNCTION dx._validate_group(regtype[], jsonb, jsonb) FROM PUBLIC;
 
 -- Declares (or replaces) a group of numeric columns with a points/grid domain and an l1, l2, linf,
 -- theta1 or theta2 metric. A column belongs to at most one declaration.
@@ -270,7 +276,7 @@ BEGIN
 	SELECT array_agg(a.atttypid::regtype ORDER BY u.ord) INTO types
 	FROM unnest(columns) WITH ORDINALITY u(name, ord)
 	JOIN pg_attribute a ON a.attrelid = rel AND a.attname = u.name;
-	PERFORM dx._validate_group(types, domain, metric);
+	domain := dx._validate_group(types, domain, metric);
 	INSERT INTO dx.protected_column_groups AS g (relid, columns, domain, metric)
 	VALUES (rel, columns, domain, metric)
 	ON CONFLICT ON CONSTRAINT protected_column_groups_pkey DO UPDATE SET domain = excluded.domain, metric = excluded.metric;

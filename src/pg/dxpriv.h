@@ -103,6 +103,17 @@ ColumnPolicy parse_group_policy(const std::vector<Oid> &types, Jsonb *domain, Js
 std::vector<Datum> member_datums(const ColumnPolicy &col, size_t m);
 // Set while dx.set_column validates a declaration: closing an explicit matrix raises a NOTICE.
 extern bool notice_matrix_closure;
+// Set while dx._validate_column / dx._validate_group check a new declaration: the tables it names
+// ("table", "points_table") are read once, as the calling role and after the checks of
+// policy.cpp (no dx, system or protected table, SELECT privilege), and their rows are copied here
+// as JSON arrays, so that the stored declaration holds the rows instead of the table's name.
+// nullptr otherwise: a stored declaration that names a table is refused, never read.
+struct DeclarationCopy {
+	std::string metric_key;  // "edges" or "pairs" when the metric was read from a table
+	std::string metric_rows; // JSON array of [a, b, number]
+	std::string points_rows; // JSON array of coordinate arrays when the domain was read from a table
+};
+extern DeclarationCopy *declaration_copy;
 // Loads the policy of relid; returns false when the table is not protected.
 bool load_table_policy(Oid relid, TablePolicy &out);
 // The Datum of every domain point, built with the column type's input rules (palloc'd in the

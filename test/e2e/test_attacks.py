@@ -1113,6 +1113,225 @@ def test_error_texts_do_not_quote_data():
     run_category("error_texts", analyst_setup=ERROR_TEXT_SETUP)
 
 
+# ================================================================ tables read by declarations
+
+C = "declaration_sources"
+# mallory owns a temporary table, may protect it and declare its columns (she is its owner); a
+# graph/matrix metric or a points domain that names a table must not read what she cannot read
+# herself, nor any dx, system or protected table, and no error may quote a cell (issue 10).
+SOURCE_ADMIN_SETUP = [
+    # a table mallory holds no privilege on, with a secret in a label column
+    "CREATE TABLE staff_notes (a text, b text, w text)",
+    f"INSERT INTO staff_notes VALUES ('x', '{SECRET_NAME}', '1'), ('{SECRET_NAME}', 'y', 'Zebulon')",
+    "CREATE TABLE staff_coords (x float8, y float8, who text)",
+    "INSERT INTO staff_coords VALUES (1, 2, 'Zebulon'), (3, 4, 'Person')",
+    # a view over the protected table that the DBA (wrongly) shared with everyone
+    "CREATE VIEW people_labels AS SELECT id::text AS a, name AS b, age AS w FROM people",
+    "GRANT SELECT ON people_labels TO PUBLIC",
+    # an inheritance child of the protected table, and a partition of a protected table, readable by all
+    "CREATE TABLE people_archive () INHERITS (people)",
+    "GRANT SELECT ON people_archive TO PUBLIC",
+    "CREATE TABLE visits (a text, b text, w float8) PARTITION BY LIST (a)",
+    "CREATE TABLE visits_2024 PARTITION OF visits FOR VALUES IN ('2024')",
+    f"INSERT INTO visits VALUES ('2024', '{SECRET_NAME}', 1)",
+    "SELECT dx.protect_table('visits')",
+    "GRANT SELECT ON visits, visits_2024 TO PUBLIC",
+]
+SOURCE_ANALYST_SETUP = [
+    "CREATE TEMP TABLE mine (zip text, x float8, y float8)",
+    "SELECT dx.protect_table('pg_temp.mine')",
+    "CREATE TEMP TABLE my_edges (a text, b text, w float8)",
+    "INSERT INTO my_edges VALUES ('1', '2', 1)",
+    # a domain type whose CHECK constraint reports who runs it, then tries to read the protected table
+    "CREATE FUNCTION mallory_ws.probe(v text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
+    "RAISE NOTICE 'runs as %', current_user; PERFORM (SELECT max(name) FROM public.people); RETURN true; END $$",
+    "CREATE DOMAIN mallory_ws.probed AS text CHECK (mallory_ws.probe(VALUE))",
+    "CREATE TEMP TABLE mine_checked (c mallory_ws.probed)",
+    "SELECT dx.protect_table('pg_temp.mine_checked')",
+]
+ID_DOMAIN = '{"values": [' + ", ".join(f'"{i}"' for i in range(1, 51)) + ']}'
+
+
+def declare(metric_table, kind="graph"):
+    return (f"SELECT dx.set_column('pg_temp.mine', 'zip', '{ID_DOMAIN}', "
+            f"'{{\"type\": \"{kind}\", \"table\": \"{metric_table}\"}}')")
+
+
+def declare_points(points_table):
+    return (f"SELECT dx.set_column_group('pg_temp.mine', '{{x,y}}', '{{\"points_table\": \"{points_table}\"}}', "
+            "'{\"type\": \"l2\", \"scale\": 1}')")
+
+
+attack(C, "graph_from_protected_table", declare("public.people"), Reject(PRIV))
+attack(C, "matrix_from_protected_table", declare("public.people", "matrix"), Reject(PRIV))
+attack(C, "points_from_protected_table", declare_points("public.people"), Reject(PRIV))
+attack(C, "graph_from_protected_partition", declare("public.visits_2024"), Reject(PRIV))
+attack(C, "graph_from_protected_partitioned_parent", declare("public.visits"), Reject(PRIV))
+attack(C, "graph_from_child_of_protected_table", declare("public.people_archive"), Reject(PRIV))
+attack(C, "graph_from_view_over_protected_table", declare("public.people_labels"), Reject("42809"))
+attack(C, "graph_from_budget_grants", declare("dx.budget_grants"), Reject(PRIV))
+attack(C, "matrix_from_ledger", declare("dx.ledger", "matrix"), Reject(PRIV))
+attack(C, "graph_from_protected_columns", declare("dx.protected_columns"), Reject(PRIV))
+attack(C, "graph_from_analysts", declare("dx.analysts"), Reject(PRIV))
+attack(C, "graph_from_pg_authid", declare("pg_catalog.pg_authid"), Reject(PRIV))
+attack(C, "points_from_pg_statistic", declare_points("pg_catalog.pg_statistic"), Reject(PRIV))
+attack(C, "graph_from_unreadable_table", declare("public.staff_notes"), Reject(PRIV))
+attack(C, "matrix_from_unreadable_table", declare("public.staff_notes", "matrix"), Reject(PRIV))
+attack(C, "points_from_unreadable_table", declare_points("public.staff_coords"), Reject(PRIV))
+attack(C, "validate_column_called_directly",
+       "SELECT dx._validate_column('text', '{\"values\": [\"x\"]}', '{\"type\": \"graph\", \"table\": \"public.staff_notes\"}')",
+       Reject(PRIV, hint=False))
+attack(C, "validate_group_called_directly",
+       "SELECT dx._validate_group('{float8,float8}', '{\"points_table\": \"public.staff_coords\"}', "
+       "'{\"type\": \"l2\", \"scale\": 1}')", Reject(PRIV, hint=False))
+
+
+def own_table_is_accepted(ctx, conn, attempt):
+    """The checks refuse what mallory cannot read, not everything: her own table is copied."""
+    run_fetch(conn, attempt.sql)
+    return "accepted (a table she owns)"
+
+
+attack(C, "graph_from_own_temp_table", declare("pg_temp.my_edges"), Custom(own_table_is_accepted))
+
+
+def declaration_code_runs_as_caller(ctx, conn, attempt):
+    """dx.set_column runs as the extension owner (a superuser); a CHECK constraint of mallory's own
+    domain type, run on every declared value, must run as mallory: it tries to read people."""
+    try:
+        run_fetch(conn, attempt.sql)
+    except psycopg2.Error as e:
+        assert_no_secret(e, conn.notices)
+        assert e.pgcode == PRIV, f"{e.pgcode} {e.diag.message_primary}"
+    ran_as = [n for n in conn.notices if "runs as" in n]
+    assert ran_as and all("runs as mallory" in n for n in ran_as), f"notices: {conn.notices}"
+    return "the domain's CHECK ran as mallory and could not read people"
+
+
+attack(C, "domain_check_runs_as_superuser",
+       "SELECT dx.set_column('pg_temp.mine_checked', 'c', '{\"values\": [\"a\"]}', '{\"type\": \"discrete\"}')",
+       Custom(declaration_code_runs_as_caller))
+
+
+def test_tables_read_by_declarations():
+    run_category("declaration_sources", admin_setup=SOURCE_ADMIN_SETUP, analyst_setup=SOURCE_ANALYST_SETUP)
+
+
+# ================================================================ dx's own views and internal functions
+
+C = "internal_objects"
+VICTIM = "dx_e2e_victim"
+VICTIM_GRANT = "4242.5"
+INTERNAL_ADMIN_SETUP = [
+    f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{VICTIM}') THEN CREATE ROLE {VICTIM}; "
+    "END IF; END $$",
+    f"SELECT dx.grant_budget('{VICTIM}', 'people', {VICTIM_GRANT})",
+]
+INTERNAL_ANALYST_SETUP = [
+    # cheap (COST 0.0001), so that the planner would run it before the view's own filter
+    "CREATE FUNCTION mallory_ws.peek(r regrole, g float8) RETURNS boolean COST 0.0001 LANGUAGE plpgsql "
+    "AS $$ BEGIN RAISE NOTICE 'peek % %', r, g; RETURN true; END $$",
+    "CREATE FUNCTION mallory_ws.peek_text(t text) RETURNS boolean COST 0.0001 LANGUAGE plpgsql "
+    "AS $$ BEGIN RAISE NOTICE 'peek %', t; RETURN true; END $$",
+]
+
+
+def leaky_filter_sees_own_rows_only(ctx, conn, attempt):
+    """A leaky WHERE function on dx.budgets runs only on mallory's own rows: it ran (a NOTICE for
+    her own grant), and neither a NOTICE nor a row names the other role or its grant."""
+    rows = run_fetch(conn, attempt.sql)
+    notices = list(conn.notices)
+    assert any(ANALYST in n for n in notices), f"the filter never ran on her own row: {notices}"
+    leaked = [n for n in notices if VICTIM in n or VICTIM_GRANT in n]
+    assert not leaked, f"another role's grant leaked: {leaked}"
+    assert not [r for r in rows if any(VICTIM in str(v) or VICTIM_GRANT in str(v) for v in r)], rows
+    return f"{len(notices)} NOTICE(s), her own rows only"
+
+
+attack(C, "leaky_filter_on_budgets", "SELECT * FROM dx.budgets WHERE mallory_ws.peek(role, granted)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_on_budgets_spent", "SELECT role, spent FROM dx.budgets WHERE mallory_ws.peek(role, spent)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_or_branch",
+       f"SELECT * FROM dx.budgets WHERE role::text = '{VICTIM}' OR mallory_ws.peek(role, remaining)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_subquery",
+       "SELECT * FROM (SELECT role, granted FROM dx.budgets OFFSET 0) b WHERE mallory_ws.peek(b.role, b.granted)",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "leaky_filter_in_join",
+       "SELECT b.role FROM dx.budgets b JOIN zips z ON mallory_ws.peek(b.role, b.granted) AND z.zip = '10001'",
+       Custom(leaky_filter_sees_own_rows_only))
+attack(C, "other_role_row_by_name",
+       f"SELECT count(*) FROM dx.budgets WHERE role = '{VICTIM}'::regrole",
+       Custom(lambda ctx, conn, a: (run_fetch(conn, a.sql) == [(0,)] or
+                                   (_ for _ in ()).throw(AssertionError("another role's row is visible")))
+              and "0 rows of another role"))
+
+# dx helpers that only dx's SECURITY DEFINER functions call: refused by PostgreSQL's privileges
+for _name, _sql in [
+        ("invalidate", "SELECT dx._invalidate('people')"),
+        ("check_owner", "SELECT dx._check_owner('people')"),
+        ("check_table_delta", "SELECT dx._check_table_delta(0.5)"),
+        ("revoke_from_analysts", "SELECT dx._revoke_from_analysts('zips')"),
+        ("caller_is_superuser", "SELECT dx._caller_is_superuser()"),
+        ("ledger_append_only", "SELECT dx._ledger_append_only()"),
+        ("clear_cache_internal", "SELECT dx._clear_cache(NULL)")]:
+    attack(C, f"call_{_name}", _sql, Reject(PRIV, hint=False))
+
+# the functions that rewritten statements call as the analyst stay executable; she cannot use them
+# to read rows (refused, or, as a data-independent WHERE term, evaluated on the domain and noised)
+CLAMP = "dx._clamp_range(age, 0::float8, 120::float8, 1::float8)"
+attack(C, "clamp_range_as_output", f"SELECT {CLAMP} FROM people", Reject(*SHAPE))
+attack(C, "clamp_inside_count", f"SELECT count(*) FROM people WHERE {CLAMP} = 30", Noised(min_scale=1.0))
+attack(C, "enum_index_as_output", "SELECT dx._enum_index(zip, ARRAY['10007']) FROM people", Reject(*SHAPE))
+attack(C, "indicator_sum", "SELECT sum(dx._indicator(name)) FROM people", Reject(*SHAPE))
+attack(C, "em_select_forged", "SELECT dx._em_select(0, 0, ARRAY[1, 0, 0, 0]::float8[]) FROM people",
+       Reject(*SHAPE))
+attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).period_start IS NOT NULL",
+       Custom(lambda ctx, conn, a: run_fetch(conn, a.sql) == [(True,)] and "computes a date, reads nothing"))
+
+# every internal function: executable by mallory only if on the list of those she needs; any other
+# that SQL can call at all (no `internal` argument) is refused when she calls it
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
+                      "_clamp_range_float8", "_clamp_enum", "_clamp_point", "_range_index", "_enum_index",
+                      "_indicator", "_em_point", "_period", "_analyst_can_see"}
+
+
+SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",
+               "jsonb": "'{}'::jsonb", "regtype[]": "'{int4}'::regtype[]", "integer": "0", "text": "''"}
+
+
+def every_internal_function(ctx, conn, attempt):
+    with ctx.admin.cursor() as cur:
+        cur.execute(r"""SELECT p.oid::regprocedure::text, p.proname, has_function_privilege(%s, p.oid, 'EXECUTE'),
+                              'internal'::regtype = ANY (p.proargtypes::regtype[]),
+                              array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t)
+                       FROM pg_proc p WHERE p.pronamespace = 'dx'::regnamespace AND p.proname LIKE '\_%%'""",
+                    (ANALYST,))
+        functions = cur.fetchall()
+    assert len(functions) >= 40, f"only {len(functions)} internal functions found"
+    called = 0
+    for signature, name, executable, takes_internal, argtypes in functions:
+        if name in NEEDED_BY_ANALYSTS:
+            continue
+        assert not executable, f"{signature} is executable by {ANALYST}"
+        if takes_internal:
+            continue  # SQL cannot produce an `internal` argument: the type system refuses the call
+        # non-NULL arguments: PostgreSQL folds a STRICT call on NULL constants without running it
+        args = ", ".join(SAMPLE_ARGS.get(t, f"NULL::{t}") for t in argtypes)
+        err = run_expect_error(conn, f"SELECT dx.{name}({args})")
+        assert err.pgcode == PRIV, f"{signature}: {err.pgcode} {err.diag.message_primary}"
+        called += 1
+    return f"{len(functions)} internal functions, {called} called and refused"
+
+
+attack(C, "every_internal_function", "-- every dx._* function", Custom(every_internal_function))
+
+
+def test_dx_views_and_internal_functions():
+    run_category("internal_objects", admin_setup=INTERNAL_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -1123,7 +1342,8 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     categories = {a.category for a in ATTACKS}
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
-               "privilege_escape", "averaging_differencing", "grouping", "error_texts"}
+               "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
+               "internal_objects"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

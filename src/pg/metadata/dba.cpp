@@ -9,28 +9,82 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "catalog/pg_type.h"
 }
 
 using namespace dxpriv::pg;
 
-// dx._validate_column(regtype, jsonb, jsonb): raises unless the declaration is usable.
+// While alive, tables named by the declaration being validated are read and copied (see
+// DeclarationCopy); the matrix-closure NOTICE is raised when notice is set.
+struct Declaring {
+	DeclarationCopy copy;
+	explicit Declaring(bool notice)
+	{
+		declaration_copy = &copy;
+		notice_matrix_closure = notice;
+	}
+	~Declaring()
+	{
+		declaration_copy = nullptr;
+		notice_matrix_closure = false;
+	}
+	Declaring(const Declaring &) = delete;
+	Declaring &operator=(const Declaring &) = delete;
+};
+
+// While alive, the current user is the calling role (the session's role, outside SECURITY
+// DEFINER functions), in a security-restricted operation: user code that validating a declaration
+// can reach (a domain type's CHECK constraint, run by the type's input function on every declared
+// value) runs with the caller's privileges, never with those of the extension owner that the DBA
+// functions run as.
+struct AsCaller {
+	Oid saved_user = InvalidOid;
+	int saved_context = 0;
+	AsCaller()
+	{
+		GetUserIdAndSecContext(&saved_user, &saved_context);
+		SetUserIdAndSecContext(GetOuterUserId(),
+		                       saved_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	}
+	~AsCaller() { SetUserIdAndSecContext(saved_user, saved_context); }
+	AsCaller(const AsCaller &) = delete;
+	AsCaller &operator=(const AsCaller &) = delete;
+};
+
+// j with key removed and {key: rows} added (rows: a JSON array), or j unchanged when rows is empty.
+static Jsonb *
+replace_key(Jsonb *j, const char *remove, const std::string &key, const std::string &rows)
+{
+	if (rows.empty())
+		return j;
+	Jsonb *out = nullptr;
+	std::string text = "{\"" + key + "\": " + rows + "}";
+	pg_call([&] {
+		Datum without = DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(j), CStringGetTextDatum(remove));
+		Datum added = DirectFunctionCall1(jsonb_in, CStringGetDatum(text.c_str()));
+		out = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, without, added));
+	});
+	return out;
+}
+
+// dx._validate_column(regtype, jsonb, jsonb) -> jsonb: raises unless the declaration is usable;
+// returns the metric to store: as given, or with the rows of the table it names in place of
+// "table" (read once, now, as the calling role).
 DX_FUNCTION(dx_validate_column)
 {
 	Oid type = PG_GETARG_OID(0);
 	Jsonb *domain = PG_GETARG_JSONB_P(1);
 	Jsonb *metric = PG_GETARG_JSONB_P(2);
-	notice_matrix_closure = true;
+	Declaring declaring(true);
 	ColumnPolicy col;
-	try {
+	{
+		AsCaller as_caller;
 		col = parse_column_policy(type, -1, domain, metric);
-	} catch (...) {
-		notice_matrix_closure = false;
-		throw;
+		(void) domain_datums(col.domain, type, -1); // every point must be a valid value of the type
 	}
-	notice_matrix_closure = false;
-	(void) domain_datums(col.domain, type, -1); // every point must be a valid value of the type
-	PG_RETURN_VOID();
+	PG_RETURN_JSONB_P(replace_key(metric, "table", declaring.copy.metric_key, declaring.copy.metric_rows));
 }
 
 // dx._invalidate(regclass): cached plans over the table are re-analysed with the new policy.
@@ -71,7 +125,9 @@ DX_FUNCTION(dx_clear_cache)
 	PG_RETURN_INT32(answer_cache_clear(relid));
 }
 
-// dx._validate_group(regtype[], jsonb, jsonb): raises unless the group declaration is usable.
+// dx._validate_group(regtype[], jsonb, jsonb) -> jsonb: raises unless the group declaration is
+// usable; returns the domain to store: as given, or with the rows of the table it names in place
+// of "points_table" (read once, now, as the calling role).
 DX_FUNCTION(dx_validate_group)
 {
 	ArrayType *arr = PG_GETARG_ARRAYTYPE_P(0);
@@ -86,13 +142,15 @@ DX_FUNCTION(dx_validate_group)
 		for (int i = 0; i < n; ++i)
 			types.push_back(DatumGetObjectId(elems[i]));
 	});
+	Declaring declaring(false);
+	AsCaller as_caller;
 	ColumnPolicy col = parse_group_policy(types, domain, metric);
 	for (size_t m = 0; m < types.size(); ++m) {
 		col.members.push_back(ColumnPolicy::Member{"", 0, types[m], -1, InvalidOid});
 	}
 	for (size_t m = 0; m < types.size(); ++m)
 		(void) member_datums(col, m); // every coordinate must be a valid value of its column's type
-	PG_RETURN_VOID();
+	PG_RETURN_JSONB_P(replace_key(domain, "points_table", "points", declaring.copy.points_rows));
 }
 
 // dx._caller_is_superuser(): whether the calling role (outside SECURITY DEFINER functions, i.e.

@@ -13,6 +13,16 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "utils/regproc.h"
 #include "nodes/makefuncs.h"
+#include "access/htup_details.h"
+#include "catalog/catalog.h"
+#include "catalog/pg_class.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/json.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 }
 
 #include <cmath>
@@ -218,55 +228,233 @@ parse_enum_domain(Oid type, Jsonb *j)
 	return Domain::enumerated(std::move(labels)); // validates distinctness
 }
 
-// The rows of a table named by the DBA in a declaration, as text (read as the extension owner).
-static std::vector<std::vector<std::string>>
-read_table_as_text(const std::string &table, size_t columns)
+// ---- tables named by a declaration ----
+//
+// "table" (matrix and graph metrics) and "points_table" (column groups) name a table whose rows
+// are copied into the declaration when it is made (dx.set_column, dx.set_column_group). The table
+// is read once, with the privileges of the calling role (the session's role, outside SECURITY
+// DEFINER), and only when that role may SELECT the columns read. dx's own tables, system catalogs,
+// protected tables and the tables sharing rows with one (partitions, inheritance parents and
+// children), views and other non-tables, and tables with row-level security are refused before
+// anything is read. No error quotes a cell: they name a row number.
+
+DeclarationCopy *declaration_copy = nullptr;
+
+static const char *kSourceHint =
+    "A metric or domain may be read from an ordinary table that the calling role may SELECT and that is neither "
+    "protected, nor a partition, parent or child of a protected table, nor one of dx's or the system's tables; "
+    "or list the values in the declaration itself.";
+
+// Raises unless relid is a table the calling role may read a declaration from; returns the
+// quoted names of its first `columns` columns.
+static std::vector<std::string>
+check_declaration_source(Oid relid, size_t columns, const char *what)
 {
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext)
-		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
-	Oid relid = InvalidOid;
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database",
+		     "Run CREATE EXTENSION dxpriv.");
+	const Oid caller = GetOuterUserId();
+	char relkind = 0;
+	bool rls = false;
+	Oid nsp = InvalidOid, dx_schema = InvalidOid;
+	std::string qualified, nspname;
+	AclResult table_acl = ACLCHECK_NO_PRIV, nsp_acl = ACLCHECK_NO_PRIV;
+	std::vector<std::string> names;
+	std::vector<AttrNumber> attnums;
 	pg_call([&] {
-		List *names = stringToQualifiedNameList(table.c_str());
-		relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, false);
+		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for relation %u", relid);
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+		relkind = form->relkind;
+		rls = form->relrowsecurity;
+		nsp = form->relnamespace;
+		ReleaseSysCache(tup);
+		nspname = get_namespace_name(nsp);
+		qualified = quote_qualified_identifier(nspname.c_str(), get_rel_name(relid));
+		dx_schema = get_namespace_oid("dx", true); // the extension is not relocatable
+		table_acl = pg_class_aclcheck(relid, caller, ACL_SELECT);
+		nsp_acl = pg_namespace_aclcheck(nsp, caller, ACL_USAGE);
+		Relation rel = RelationIdGetRelation(relid); // locked by the caller
+		TupleDesc desc = RelationGetDescr(rel);
+		for (int i = 0; i < desc->natts && names.size() < columns; ++i) {
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+			if (att->attisdropped)
+				continue;
+			names.push_back(quote_identifier(NameStr(att->attname)));
+			attnums.push_back(att->attnum);
+		}
+		RelationClose(rel);
 	});
-	std::string sql = std::string("SELECT * FROM ") +
-	                  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-	InternalSpi spi(ext->schema_owner);
+	if (nsp == dx_schema || relid < FirstNormalObjectId || IsCatalogNamespace(nsp) || IsToastNamespace(nsp) ||
+	    nspname == "information_schema")
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string(what) + " cannot be read from \"" + qualified + "\", a table of dxpriv or of the system catalogs",
+		     kSourceHint);
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		fail(ERRCODE_WRONG_OBJECT_TYPE, std::string(what) + " must name a table, and \"" + qualified + "\" is not one",
+		     "Views, materialized views and foreign tables are not accepted: copy the rows into a table.");
+	{
+		// the table itself, its ancestors (whose rows include it) and its descendants (whose rows it includes)
+		InternalSpi spi(ext->schema_owner);
+		spi.exec("WITH RECURSIVE up(r) AS (SELECT $1::pg_catalog.oid UNION "
+		         "  SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN up ON i.inhrelid = up.r), "
+		         "down(r) AS (SELECT $1::pg_catalog.oid UNION "
+		         "  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r) "
+		         "SELECT EXISTS (SELECT 1 FROM dx.protected_tables p "
+		         "  WHERE p.relid::pg_catalog.oid IN (SELECT r FROM up UNION SELECT r FROM down))",
+		         {{OIDOID, ObjectIdGetDatum(relid)}}, true);
+		if (DatumGetBool(spi.value(0, 0)))
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     std::string(what) + " cannot be read from \"" + qualified +
+			         "\": it is protected by dxpriv or shares rows with a protected table",
+			     kSourceHint);
+	}
+	if (rls)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     std::string(what) + " cannot be read from \"" + qualified + "\", which has row-level security",
+		     "Copy the rows the declaration needs into a table without row-level security.");
+	if (nsp_acl != ACLCHECK_OK)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for schema " + nspname,
+		     "The role declaring the column must be able to read the table it names.");
+	if (names.size() < columns)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE,
+		     std::string(what) + " needs a table with at least " + std::to_string(columns) + " columns", kSourceHint);
+	if (table_acl != ACLCHECK_OK) {
+		bool all_columns = true;
+		pg_call([&] {
+			for (AttrNumber a : attnums)
+				all_columns = all_columns && pg_attribute_aclcheck(relid, a, caller, ACL_SELECT) == ACLCHECK_OK;
+		});
+		if (!all_columns)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for table " + qualified,
+			     "The role declaring the column must be able to SELECT the first " + std::to_string(columns) +
+			         " columns of the table it names.");
+	}
+	return names;
+}
+
+// The first `columns` columns of every row of a table named by a declaration, as text, ordered by
+// those columns; read as the calling role once check_declaration_source has passed.
+static std::vector<std::vector<std::string>>
+read_declaration_table(const std::string &table, size_t columns, const char *what)
+{
+	if (!declaration_copy)
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		     std::string("a stored ") + what + " names a table instead of holding its rows",
+		     "Declare the column again: dx.set_column and dx.set_column_group copy the table's rows into the declaration.");
+	Oid relid = InvalidOid;
+	try {
+		// looked up as the caller (dx_validate_column runs as the caller): a schema without USAGE fails here
+		pg_call([&] {
+			List *names = stringToQualifiedNameList(table.c_str());
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(names), AccessShareLock, true);
+		});
+	} catch (const PgError &e) {
+		if (e.edata && e.edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, e.edata->message ? e.edata->message : "permission denied",
+			     "The role declaring the column must be able to read the table it names.");
+		throw;
+	}
+	if (!OidIsValid(relid))
+		fail(ERRCODE_UNDEFINED_TABLE, std::string(what) + " names table \"" + table + "\", which does not exist",
+		     "Write the table as schema.table: the name is not looked up in the search_path.");
+	std::vector<std::string> cols = check_declaration_source(relid, columns, what);
+	std::string list;
+	for (size_t c = 0; c < cols.size(); ++c)
+		list += (c ? ", " : "") + cols[c];
+	std::string qualified;
+	pg_call([&] { qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid)); });
+	std::string order;
+	for (size_t c = 1; c <= cols.size(); ++c)
+		order += (c > 1 ? ", " : "") + std::to_string(c);
+	std::string sql = "SELECT " + list + " FROM " + qualified + " ORDER BY " + order;
+	InternalSpi spi(GetOuterUserId()); // the caller's privileges apply to the read as well
 	uint64 n = spi.exec_dynamic(sql.c_str());
+	if (n > kMaxDomainSize * 4)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, std::string(what) + " table has too many rows", "Keep the table below 4000000 rows.");
 	std::vector<std::vector<std::string>> rows(n);
 	for (uint64 r = 0; r < n; ++r)
-		for (size_t c = 0; c < columns; ++c)
+		for (size_t c = 0; c < columns; ++c) {
+			if (spi.is_null(r, static_cast<int>(c)))
+				fail(ERRCODE_NULL_VALUE_NOT_ALLOWED,
+				     "row " + std::to_string(r + 1) + " of the " + what + " table has a null in column " + std::to_string(c + 1),
+				     "Remove the rows with nulls from the table.");
 			rows[r].push_back(spi.text(r, static_cast<int>(c)));
+		}
 	return rows;
 }
 
-// A number written in a table cell, or an error.
+// A finite number written in a table cell (inf/-inf when allow_inf), or false.
 static bool
-parse_cell(const std::string &text, double &out)
+parse_cell(const std::string &text, double &out, bool allow_inf)
 {
 	char *end = nullptr;
 	out = std::strtod(text.c_str(), &end);
-	return !text.empty() && *end == '\0';
+	return !text.empty() && *end == '\0' && !std::isnan(out) && (allow_inf || std::isfinite(out));
 }
 
-// (label, label, number) triples from a JSON array of 3-element arrays or from the first three
-// columns of a table (read as the extension owner).
-static std::vector<std::tuple<std::string, std::string, double>>
+// A double as JSON (+-Infinity as the strings the metric readers accept).
+static std::string
+json_number(double x)
+{
+	if (std::isinf(x))
+		return x > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.17g", x);
+	return buf;
+}
+
+// A string as a JSON string literal.
+static std::string
+json_string(const std::string &s)
+{
+	std::string out;
+	pg_call([&] {
+		StringInfoData buf;
+		initStringInfo(&buf);
+		escape_json(&buf, s.c_str());
+		out.assign(buf.data, buf.len);
+		pfree(buf.data);
+	});
+	return out;
+}
+
+// One (label, label, number) entry of a matrix or graph metric; row: its row in the table the
+// metric was read from (1-based), 0 when it was written in the declaration.
+struct Triple {
+	std::string a, b;
+	double d;
+	size_t row;
+};
+
+// Triples from a JSON array of 3-element arrays or from the first three columns of a table.
+static std::vector<Triple>
 read_triples(Jsonb *j, const char *key, const char *what)
 {
-	std::vector<std::tuple<std::string, std::string, double>> out;
+	std::vector<Triple> out;
 	JsonbValue v;
 	if (get_key(j, "table", v)) {
 		if (v.type != jbvString)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "metric \"table\" must be a table name", kMetricHint);
+		if (get_key(j, key, v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " has both \"" + key + "\" and \"table\"", kMetricHint);
+		get_key(j, "table", v);
 		std::string table(v.val.string.val, v.val.string.len);
-		for (const std::vector<std::string> &row : read_table_as_text(table, 3)) {
+		std::vector<std::vector<std::string>> rows = read_declaration_table(table, 3, what);
+		std::string json = "[";
+		for (size_t r = 0; r < rows.size(); ++r) {
 			double x;
-			if (!parse_cell(row[2], x))
-				fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " table rows must be (value, value, number)", kMetricHint);
-			out.emplace_back(row[0], row[1], x);
+			if (!parse_cell(rows[r][2], x, true))
+				fail(ERRCODE_INVALID_PARAMETER_VALUE,
+				     "row " + std::to_string(r + 1) + " of the " + what + " table has no number in its third column",
+				     "The table's rows must be (value, value, distance).");
+			out.push_back(Triple{rows[r][0], rows[r][1], x, r + 1});
+			json += (r ? ", [" : "[") + json_string(rows[r][0]) + ", " + json_string(rows[r][1]) + ", " + json_number(x) + "]";
 		}
+		declaration_copy->metric_key = key;
+		declaration_copy->metric_rows = json + "]";
 		return out;
 	}
 	JsonbValue arr;
@@ -285,8 +473,8 @@ read_triples(Jsonb *j, const char *key, const char *what)
 			if (depth-- == 2) {
 				if (row.size() != 3)
 					fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " entries must be [a, b, number]", kMetricHint);
-				out.emplace_back(as_label(row[0], kMetricHint), as_label(row[1], kMetricHint),
-				                 as_number(row[2], std::string(what) + " value", true, kMetricHint));
+				out.push_back(Triple{as_label(row[0], kMetricHint), as_label(row[1], kMetricHint),
+				                     as_number(row[2], std::string(what) + " value", true, kMetricHint), 0});
 			}
 		} else if (tok == WJB_ELEM && depth == 2) {
 			row.push_back(v);
@@ -297,11 +485,16 @@ read_triples(Jsonb *j, const char *key, const char *what)
 	return out;
 }
 
-// Index of a label of an enumerated domain, or an error naming it.
+// Index of a label of an enumerated domain, or an error: naming the label when the DBA wrote it,
+// naming only the row when it came from a table (a cell is never quoted).
 static size_t
-label_index(const Domain &domain, const std::string &label, const char *what)
+label_index(const Domain &domain, const std::string &label, const char *what, size_t row)
 {
 	long i = domain.find_label(label);
+	if (i < 0 && row > 0)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE,
+		     "row " + std::to_string(row) + " of the metric table names a value that is not in the domain",
+		     "The first two columns of the table must hold values of the column's declared domain.");
 	if (i < 0)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " names \"" + label + "\", which is not in the domain",
 		     "Use the domain's values.");
@@ -349,18 +542,18 @@ parse_metric(const Domain &domain, Jsonb *j)
 		const size_t k = domain.size();
 		if (type == "graph") {
 			std::vector<GraphEdge> edges;
-			for (auto &t : triples)
-				edges.push_back(GraphEdge{label_index(domain, std::get<0>(t), "graph edge"),
-				                          label_index(domain, std::get<1>(t), "graph edge"), std::get<2>(t)});
+			for (const Triple &t : triples)
+				edges.push_back(GraphEdge{label_index(domain, t.a, "graph edge", t.row),
+				                          label_index(domain, t.b, "graph edge", t.row), t.d});
 			return ColumnMetric::graph(k, edges);
 		}
 		double fallback = get_key(j, "default", v) ? as_number(v, "metric \"default\"", true, kMetricHint) : kInfinity;
 		std::vector<double> d(k * k, fallback);
 		for (size_t i = 0; i < k; ++i)
 			d[i * k + i] = 0;
-		for (auto &t : triples) {
-			size_t a = label_index(domain, std::get<0>(t), "matrix pair"), b = label_index(domain, std::get<1>(t), "matrix pair");
-			d[a * k + b] = d[b * k + a] = std::get<2>(t);
+		for (const Triple &t : triples) {
+			size_t a = label_index(domain, t.a, "matrix pair", t.row), b = label_index(domain, t.b, "matrix pair", t.row);
+			d[a * k + b] = d[b * k + a] = t.d;
 		}
 		bool changed = false;
 		ColumnMetric m = ColumnMetric::matrix(k, std::move(d), &changed);
@@ -592,14 +785,26 @@ parse_points_domain(size_t dims, Jsonb *j)
 	if (get_key(j, "points_table", v)) {
 		if (v.type != jbvString)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"points_table\" must be a table name", hint);
+		if (get_key(j, "points", v))
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "a group's domain has both \"points\" and \"points_table\"", hint);
+		get_key(j, "points_table", v);
 		std::string table(v.val.string.val, v.val.string.len);
-		for (const std::vector<std::string> &row : read_table_as_text(table, dims))
-			for (const std::string &cell : row) {
+		std::vector<std::vector<std::string>> rows = read_declaration_table(table, dims, "points");
+		std::string json = "[";
+		for (size_t r = 0; r < rows.size(); ++r) {
+			json += r ? ", [" : "[";
+			for (size_t c = 0; c < rows[r].size(); ++c) {
 				double x;
-				if (!parse_cell(cell, x))
-					fail(ERRCODE_INVALID_PARAMETER_VALUE, "points table rows must start with numeric coordinates", hint);
+				if (!parse_cell(rows[r][c], x, false))
+					fail(ERRCODE_INVALID_PARAMETER_VALUE,
+					     "row " + std::to_string(r + 1) + " of the points table has a coordinate that is not a finite number",
+					     "The first columns of a points table are the coordinates, one finite number per column of the group.");
 				coords.push_back(x);
+				json += (c ? ", " : "") + json_number(x);
 			}
+			json += "]";
+		}
+		declaration_copy->points_rows = json + "]";
 		return Domain::points(dims, std::move(coords));
 	}
 	if (!get_key(j, "points", v) || v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))

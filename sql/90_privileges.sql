@@ -1,0 +1,69 @@
+-- Who may call what (issue 10). Every function of the extension is listed here with its audience;
+-- test/sql/14_privileges.sql fails when an internal function (name starting with "_") is
+-- executable by PUBLIC without appearing in its list of exceptions below.
+--
+-- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
+--   dx._noisy_count, dx._noisy_sum, dx._noisy_avg, dx._em_select (aggregates), dx._clamp_range,
+--   dx._clamp_range_float8, dx._clamp_enum, dx._clamp_point, dx._range_index, dx._enum_index,
+--   dx._indicator, dx._em_point: placed by the analyzer in the statements it rewrites, which run as
+--   the analyst; an analyst who writes them herself is refused by the analyzer (42501).
+--   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.
+--   dx._analyst_can_see: called by dx.analyst_columns / dx.analyst_tables (SECURITY DEFINER,
+--   fixed search_path; it tells only whether a table or column is declared, not a value).
+-- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
+-- checks), dx.explain, dx.is_analyst, dx.clear_cache, the dx aggregates and the local-model
+-- functions.
+--
+-- Revoked below: the DBA helpers (called only by the SECURITY DEFINER DBA functions, which run as
+-- the extension owner) and the support functions of aggregates (PostgreSQL checks them against the
+-- aggregate's owner, never against the caller).
+
+-- DBA helpers (dx._validate_column and dx._validate_group, which read the tables a declaration
+-- names, are revoked in 10_dba.sql); dx._revoke_from_analysts is SECURITY DEFINER and changes
+-- privileges.
+REVOKE EXECUTE ON FUNCTION dx._invalidate(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._check_owner(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._check_table_delta(float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._revoke_from_analysts(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._caller_is_superuser() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ledger_append_only() FROM PUBLIC;
+
+-- Support functions of the marker aggregates (dx.count, dx.sum, dx.avg, dx.linear, dx.mode,
+-- dx.quantile, dx.median).
+REVOKE EXECUTE ON FUNCTION dx._marker_transfn(internal, "any") FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_transfn(internal, "any", float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_transfn(internal, "any", float8, float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_star_transfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_count_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_sum_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_avg_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_em_finalfn(internal, anyelement) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_em_finalfn(internal, anyelement, float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._marker_em_finalfn(internal, anyelement, float8, float8) FROM PUBLIC;
+
+-- Support functions of the internal noisy aggregates (the aggregates themselves stay executable).
+REVOKE EXECUTE ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_count_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_sum_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_avg_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_transfn(internal, int4, int4, float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_finalfn(internal) FROM PUBLIC;
+
+-- Support functions of dx.ibu (the aggregate itself is public).
+REVOKE EXECUTE ON FUNCTION dx._ibu_transfn(internal, int, int, int, float8, text, int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ibu_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ibu_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ibu_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ibu_finalfn(internal) FROM PUBLIC;
+
+-- Views that show per-role rows are security barriers: a caller's (possibly leaky) WHERE
+-- functions only ever see the rows the view's own filter admitted (dx.budgets is one from its
+-- CREATE VIEW in 00_catalog.sql).
+ALTER VIEW dx.analyst_columns SET (security_barrier = true);
+ALTER VIEW dx.analyst_tables SET (security_barrier = true);
