@@ -186,7 +186,8 @@ prepared_statement_protected_rel(const char *name, const AnalystContext &ac)
 void
 dx_emit_log(ErrorData *edata)
 {
-	if (edata->elevel < NOTICE && edata->output_to_client && last_seen_analyst)
+	// dxpriv's own catalog queries (which run before the session is known to be an analyst's) too
+	if (edata->elevel < NOTICE && edata->output_to_client && (last_seen_analyst || in_internal_query()))
 		edata->output_to_client = false;
 	if (prev_emit_log_hook)
 		prev_emit_log_hook(edata);
@@ -393,15 +394,15 @@ ungrouped_walker(Node *node, void *ctx)
 	if (!node)
 		return false;
 	auto *u = static_cast<Ungrouped *>(ctx);
+	ListCell *lc;
+	foreach (lc, u->group_exprs)
+		if (equal(lfirst(lc), node))
+			return false; // a GROUP BY key (other shapes of keys are refused later)
 	if (IsA(node, Aggref) || IsA(node, GroupingFunc))
 		return false; // aggregate arguments are evaluated per row, not shown
 	if (IsA(node, Query))
 		return false;
 	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0) {
-		ListCell *lc;
-		foreach (lc, u->group_exprs)
-			if (equal(lfirst(lc), node))
-				return false;
 		u->offender = castNode(Var, node);
 		return true;
 	}
