@@ -107,5 +107,6 @@ _PG_init(void)
 
 	install_analyzer_hooks();
 	install_catalog_cache_invalidation();
+	install_analyst_log_filter();
 	install_charging_hooks();
 }

@@ -71,6 +71,28 @@ class Noised:
         return f"answered, charged {sum(e for e, _ in charges):g}, min scale {min(scales):g}"
 
 
+class RejectSaying(Reject):
+    """Rejected like Reject, and the message (and hint) name what was refused: each of `says` is in
+    the primary message, each of `hint_says` in the hint."""
+
+    def __init__(self, states, *says, hint_says=()):
+        super().__init__(*states)
+        self.says = says
+        self.hint_says = hint_says
+
+    def check(self, ctx, conn, attempt):
+        err = run_expect_error(conn, attempt.sql)
+        assert err.pgcode in self.states, \
+            f"SQLSTATE {err.pgcode} ({err.diag.message_primary}), expected {sorted(self.states)}"
+        message, hint = err.diag.message_primary or "", err.diag.message_hint or ""
+        assert hint, f"no hint on {err.pgcode} {message!r}"
+        for s in self.says:
+            assert s in message, f"message {message!r} does not name {s!r}"
+        for s in self.hint_says:
+            assert s in hint, f"hint {hint!r} does not name {s!r}"
+        return f"rejected {err.pgcode}: {message}"
+
+
 class RejectOr:
     """Either rejected like Reject, or answered with rows that `harmless(rows)` accepts (for side
     channels that may legitimately be closed by returning nothing instead of an error)."""
@@ -495,7 +517,35 @@ def sql_function_wrapper_is_charged(ctx, conn, attempt):
 attack(C, "sql_function_wrapping_count", "SELECT mallory_ws.wrapped_count()", Custom(sql_function_wrapper_is_charged))
 attack(C, "plpgsql_function_wrapping_count", "SELECT mallory_ws.pl_count()", Custom(sql_function_wrapper_is_charged))
 
+# EXPLAIN and stored results through a prepared statement (issue 10): the plan of EXECUTE shows
+# "actual rows=9" and "Rows Removed by Filter" (ANALYZE) or the row estimate (without)
+attack(C, "explain_analyze_execute", "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE pinc",
+       RejectSaying((PRIV,), "EXPLAIN", "pinc"))
+attack(C, "explain_execute_estimate", "EXPLAIN EXECUTE pinc", RejectSaying((PRIV,), "EXPLAIN"))
+attack(C, "explain_execute_json", "EXPLAIN (FORMAT JSON, SUMMARY ON) EXECUTE pinc", Reject(PRIV))
+attack(C, "explain_analyze_ctas_execute", "EXPLAIN ANALYZE CREATE TABLE mallory_ws.s1 AS EXECUTE pinc", Reject(PRIV))
+attack(C, "ctas_temp_execute", "CREATE TEMP TABLE s2 AS EXECUTE pinc", RejectSaying((PRIV,), "CREATE TABLE AS"))
+attack(C, "ctas_execute", "CREATE TABLE mallory_ws.s3 AS EXECUTE pinc", Reject(PRIV))
+attack(C, "explain_execute_in_plpgsql", "DO $$ DECLARE r text; BEGIN FOR r IN EXECUTE 'EXPLAIN ANALYZE EXECUTE pinc' "
+                                        "LOOP RAISE NOTICE '%', r; END LOOP; END $$", Reject(PRIV))
+attack(C, "explain_select_in_plpgsql", "DO $$ DECLARE r text; BEGIN FOR r IN EXECUTE 'EXPLAIN ANALYZE SELECT count(*) "
+                                       "FROM people WHERE income = 123400' LOOP RAISE NOTICE '%', r; END LOOP; END $$",
+       Reject(PRIV))
+attack(C, "explain_analyze_function_wrapper", "EXPLAIN ANALYZE SELECT mallory_ws.wrapped_count()", Reject(PRIV))
+attack(C, "ctas_function_wrapper", "CREATE TABLE mallory_ws.s4 AS SELECT mallory_ws.wrapped_count()", Reject(PRIV))
+attack(C, "select_into_function_wrapper", "SELECT mallory_ws.wrapped_count() INTO mallory_ws.s5",
+       RejectSaying((PRIV,), "SELECT INTO"))
+attack(C, "matview_function_wrapper", "CREATE MATERIALIZED VIEW mallory_ws.mv2 AS SELECT mallory_ws.wrapped_count()",
+       Reject(PRIV))
+attack(C, "explain_analyze_dba_view", "EXPLAIN ANALYZE SELECT * FROM people_names WHERE id = 5", Reject(PRIV))
+attack(C, "explain_dba_view_estimate", "EXPLAIN SELECT * FROM people_names WHERE id = 5", Reject(PRIV))
+attack(C, "insert_select_count", "INSERT INTO mallory_ws.t SELECT count(*) FROM people",
+       RejectSaying((PRIV,), "INSERT", "people"))
+
+UTILITY_ADMIN_SETUP = ["CREATE VIEW people_names AS SELECT id, name FROM people",
+                       "GRANT SELECT ON people_names TO PUBLIC"]
 UTILITY_SETUP = [
+    "PREPARE pinc AS SELECT count(*) FROM people WHERE income = 123400",
     "CREATE TABLE mallory_ws.t (x int)",
     "CREATE FUNCTION mallory_ws.raw_names() RETURNS SETOF text LANGUAGE plpgsql AS "
     "$$ BEGIN RETURN QUERY SELECT name FROM people; END $$",
@@ -508,7 +558,7 @@ UTILITY_SETUP = [
 
 
 def test_explain_copy_and_stored_queries():
-    run_category("utility_statements", analyst_setup=UTILITY_SETUP)
+    run_category("utility_statements", analyst_setup=UTILITY_SETUP, admin_setup=UTILITY_ADMIN_SETUP)
 
 
 # ================================================================ cursors and prepared statements
@@ -731,8 +781,51 @@ attack(C, "pg_tablespace_size", "SELECT pg_tablespace_size('pg_default')", Rejec
 attack(C, "view_over_pg_stats", "CREATE VIEW mallory_ws.stats AS SELECT * FROM pg_stats", Reject(PRIV))
 
 
+
+
+def no_plan_in_log_messages(settings):
+    """auto_explain (loaded for every session by the DBA, logging ANALYZE plans) and debug_print_plan
+    send plans as LOG messages, which reach a client with client_min_messages = log: the protected
+    query is refused or its plan never reaches the analyst."""
+    def check(ctx, conn, attempt):
+        c = analyst_conn(ctx.db)  # a new session: session_preload_libraries applies
+        try:
+            for s in settings:
+                execute(c, s)
+            del c.notices[:]
+            try:
+                with c.cursor() as cur:
+                    cur.execute(attempt.sql)
+                    cur.fetchall()
+                outcome = "answered"
+            except psycopg2.Error as e:
+                assert e.pgcode == PRIV and e.diag.message_hint, f"{e.pgcode} {e.diag.message_primary}"
+                outcome = f"rejected {e.pgcode}"
+            leaks = [n for n in c.notices if any(k in n for k in ("actual rows", "Rows Removed", "plan_rows", "Seq Scan",
+                                                                   ":targetlist"))]
+            assert not leaks, f"plan sent to the analyst: {leaks[0][:300]}"
+            return f"{outcome}, no plan in {len(c.notices)} messages"
+        finally:
+            c.close()
+    return check
+
+
+attack(C, "auto_explain_log_analyze", "SELECT count(*) FROM people WHERE income = 123400",
+       Custom(no_plan_in_log_messages(["SET client_min_messages = log"])))
+attack(C, "debug_print_plan", "SELECT count(*) FROM people WHERE income = 187300",
+       Custom(no_plan_in_log_messages(["SET client_min_messages = debug1", "SET debug_print_plan = on"])))
+attack(C, "client_min_messages_debug5", "SELECT count(*) FROM people WHERE age = 30",
+       Custom(no_plan_in_log_messages(["SET client_min_messages = debug5"])))
+SIDE_CHANNEL_ADMIN_SETUP = [
+    "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET session_preload_libraries = auto_explain', "
+    "current_database()); EXECUTE format('ALTER DATABASE %I SET auto_explain.log_min_duration = 0', "
+    "current_database()); EXECUTE format('ALTER DATABASE %I SET auto_explain.log_analyze = on', "
+    "current_database()); END $$",
+]
+
+
 def test_statistics_and_size_side_channels():
-    run_category("side_channels")
+    run_category("side_channels", admin_setup=SIDE_CHANNEL_ADMIN_SETUP)
 
 
 # ================================================================ dxpriv internals, budget and policy tampering
@@ -954,6 +1047,10 @@ def prepared_before_add_analyst(ctx, conn, attempt):
 
 
 attack(C, "statement_prepared_before_add_analyst", "EXECUTE early", Custom(prepared_before_add_analyst))
+attack(C, "explain_of_statement_prepared_before_add_analyst", "EXPLAIN (ANALYZE, COSTS OFF) EXECUTE early",
+       Custom(prepared_before_add_analyst))
+attack(C, "ctas_of_statement_prepared_before_add_analyst", "CREATE TEMP TABLE early_rows AS EXECUTE early",
+       Custom(prepared_before_add_analyst))
 
 
 def dba_view_granted_to_public(ctx, conn, attempt):
@@ -1071,8 +1168,97 @@ attack(C, "rowcount_group_by_age_bi_shape", "Metabase shape over age",
                                       121)))
 
 
+# GROUP BY a declared primary key: PostgreSQL's functional-dependency rule would let SELECT/HAVING/ORDER BY
+# name every other column of the row (each id's true tag, a filter on a raw value)
+attack(C, "fd_pk_shows_other_column", "SELECT id, tag, count(*) FROM visits GROUP BY id",
+       RejectSaying(("0A000",), "tag", hint_says=("GROUP BY",)))
+attack(C, "fd_pk_having_raw_value", "SELECT id, count(*) FROM visits GROUP BY id HAVING grp = 3",
+       RejectSaying(("0A000",), "grp"))
+attack(C, "fd_pk_order_by_raw_value", "SELECT id, count(*) FROM visits GROUP BY id ORDER BY tag LIMIT 5",
+       Reject("0A000"))
+attack(C, "fd_pk_expression_of_other_column", "SELECT id, grp + 1, count(*) FROM visits GROUP BY id", Reject("0A000"))
+attack(C, "fd_pk_case_on_other_column", "SELECT id, CASE WHEN tag = 'a' THEN 1 END, count(*) FROM visits GROUP BY id",
+       Reject("0A000"))
+# was XX000 "could not remap a column reference"
+attack(C, "fd_pk_undeclared_column", "SELECT id, secret, count(*) FROM visits GROUP BY id",
+       RejectSaying(SHAPE, "secret"))
+attack(C, "fd_people_pk_name", "SELECT id, name, count(*) FROM people GROUP BY id", Reject(*SHAPE))
+attack(C, "group_by_empty_set", "SELECT count(*) FROM people GROUP BY ()", RejectSaying(("0A000",), "GROUP BY ()"))
+attack(C, "group_by_both_keys_answered", "SELECT id, tag, count(*) FROM visits GROUP BY id, tag",
+       Noised(min_scale=1.0, rows=100))
+GROUPING_ADMIN_SETUP = [
+    "CREATE TABLE visits (id int PRIMARY KEY, tag text, grp int, secret text)",
+    "INSERT INTO visits SELECT i, CASE WHEN i % 3 = 0 THEN 'a' ELSE 'b' END, i % 5, 'Person' || i "
+    "FROM generate_series(1, 50) i",
+    "SELECT dx.protect_table('visits')",
+    """SELECT dx.set_column('visits', 'id', '{"min": 1, "max": 50}', '{"type": "discrete", "weight": 1}')""",
+    """SELECT dx.set_column('visits', 'tag', '{"values": ["a", "b"]}', '{"type": "discrete", "weight": 1}')""",
+    """SELECT dx.set_column('visits', 'grp', '{"min": 0, "max": 4}', '{"type": "discrete", "weight": 1}')""",
+    "SELECT dx.grant_budget('mallory', 'visits', 100000)",
+]
+
+
 def test_grouping_rowcounts_and_post_processing():
-    run_category("grouping", extra_tables=[("people_other", 300, 1), ("people_none", 0, 0)])
+    run_category("grouping", extra_tables=[("people_other", 300, 1), ("people_none", 0, 0)],
+                 admin_setup=GROUPING_ADMIN_SETUP)
+
+
+# ================================================================ partitions and inheritance children
+# A partition or inheritance child of a protected table holds rows of the protected table: it is
+# protected with its ancestor's policy, also when attached or created after dx.protect_table.
+
+C = "partitions_inheritance"
+attack(C, "partition_raw_rows", "SELECT * FROM part_a", RejectSaying((PRIV,), "part_a", hint_says=("parts",)))
+attack(C, "partition_exact_count", "SELECT count(*) FROM part_a", Reject(PRIV))
+attack(C, "partition_dx_count", "SELECT dx.count(*) FROM part_a", Reject(PRIV))
+attack(C, "attached_later_raw", "SELECT name FROM part_b", Reject(PRIV))
+attack(C, "attached_later_count", "SELECT count(*) FROM part_b WHERE sex = 'F'", Reject(PRIV))
+attack(C, "inheritance_child_raw", "SELECT * FROM people_child", Reject(PRIV))
+attack(C, "inheritance_child_count", "SELECT count(*) FROM people_child", Reject(PRIV))
+attack(C, "partition_in_subquery", "SELECT count(*) FROM zips WHERE zip IN (SELECT name FROM part_a)", Reject(PRIV))
+attack(C, "partition_explain_analyze", "EXPLAIN ANALYZE SELECT * FROM part_a", Reject(PRIV))
+attack(C, "partition_copy", "COPY part_a TO STDOUT", Reject(PRIV))
+attack(C, "partition_ctas", "CREATE TABLE mallory_ws.pa AS SELECT * FROM part_a", Reject(PRIV))
+attack(C, "parent_raw_rows", "SELECT * FROM parts", Reject(PRIV))
+attack(C, "only_parent_raw_rows", "SELECT * FROM ONLY parts", Reject(PRIV))
+attack(C, "tableoid_of_partitions", "SELECT tableoid, count(*) FROM parts GROUP BY tableoid", Reject(*SHAPE))
+attack(C, "parent_count_partition_key", "SELECT count(*) FROM parts WHERE k = 2", Noised(min_scale=1.0))
+attack(C, "parent_group_by_partition_key", "SELECT k, count(*) FROM parts GROUP BY k", Noised(min_scale=1.0, rows=3))
+attack(C, "only_people_count", "SELECT count(*) FROM ONLY people WHERE age = 30", Noised(min_scale=10 / EPS))
+attack(C, "people_count_includes_child", "SELECT count(*) FROM people WHERE age = 30", Noised(min_scale=10 / EPS))
+# a protected child under an unprotected parent that PUBLIC may read
+attack(C, "open_parent_of_protected_child_raw", "SELECT * FROM open_parent", Reject(PRIV))
+attack(C, "open_parent_of_protected_child_count", "SELECT count(*) FROM open_parent",
+       RejectSaying((PRIV,), "closed_child"))
+attack(C, "analyst_creates_inheritance_child", "CREATE TABLE mallory_ws.c () INHERITS (people)",
+       Reject(PRIV, hint=False))  # PostgreSQL: must be owner of table people
+attack(C, "analyst_creates_partition", "CREATE TABLE mallory_ws.pc PARTITION OF parts FOR VALUES IN (3)",
+       Reject(PRIV, hint=False))  # PostgreSQL: must be owner of table parts
+PARTITION_ADMIN_SETUP = [
+    "CREATE TABLE parts (k int, age int, sex text, name text) PARTITION BY LIST (k)",
+    "CREATE TABLE part_a PARTITION OF parts FOR VALUES IN (1)",
+    "INSERT INTO parts SELECT 1, 18 + i % 70, CASE WHEN i % 3 = 0 THEN 'F' ELSE 'M' END, 'Person' || i "
+    "FROM generate_series(1, 200) i",
+    "SELECT dx.protect_table('parts')",
+    """SELECT dx.set_column('parts', 'k', '{"values": [1, 2, 3]}', '{"type": "discrete", "weight": 1}')""",
+    """SELECT dx.set_column('parts', 'sex', '{"values": ["F", "M"]}', '{"type": "discrete", "weight": 1}')""",
+    "SELECT dx.grant_budget('mallory', 'parts', 100000)",
+    # attached after dx.protect_table, with a row the analyst must not see
+    "CREATE TABLE part_b (k int, age int, sex text, name text)",
+    f"INSERT INTO part_b VALUES (2, 40, 'F', '{SECRET_NAME}')",
+    "ALTER TABLE parts ATTACH PARTITION part_b FOR VALUES IN (2)",
+    "CREATE TABLE people_child () INHERITS (people)",
+    f"INSERT INTO people_child (id, name, age) VALUES (9999, '{SECRET_NAME}', 30)",
+    "CREATE TABLE open_parent (k int, name text)",
+    "CREATE TABLE closed_child () INHERITS (open_parent)",
+    f"INSERT INTO closed_child VALUES (1, '{SECRET_NAME}')",
+    "SELECT dx.protect_table('closed_child')",
+    "GRANT SELECT ON parts, part_a, part_b, people_child, open_parent, closed_child TO PUBLIC",
+]
+
+
+def test_partitions_and_inheritance_children():
+    run_category("partitions_inheritance", admin_setup=PARTITION_ADMIN_SETUP)
 
 
 # ================================================================ error texts
@@ -1109,8 +1295,30 @@ attack(C, "psql_verbose_unique_violation", "INSERT INTO people (id, name) VALUES
        Custom(psql_errors_have_no_data))
 
 
+# refusals name what was refused in the analyst's own query and what to do instead (issue 10)
+attack(C, "epsilon_too_small", "SELECT dx.count(1, 1e-320) FROM people", RejectSaying(("22023",), "too small"))
+attack(C, "ibu_on_protected_column", "SELECT dx.ibu(age, 0, 120, 1.0, 'geometric', 10) FROM people",
+       RejectSaying((PRIV,), "dx.ibu"))
+attack(C, "lateral_named", "SELECT count(*) FROM people p CROSS JOIN LATERAL (SELECT p.age) s",
+       RejectSaying((PRIV,), "LATERAL"))
+attack(C, "insert_select_named", "INSERT INTO mallory_ws.sink SELECT count(*) FROM people",
+       RejectSaying((PRIV,), "INSERT"))
+attack(C, "min_named", "SELECT min(age) FROM people", RejectSaying((PRIV,), "min"))
+attack(C, "join_named", "SELECT count(*) FROM people p JOIN zips z ON p.zip = z.zip", RejectSaying((PRIV,), "join"))
+attack(C, "hint_names_own_table", "SELECT * FROM clinic", RejectSaying((PRIV,), "clinic", hint_says=("FROM clinic",)))
+attack(C, "hint_names_declared_column", "SELECT age FROM visits_log",
+       RejectSaying((PRIV,), "visits_log", hint_says=("SELECT ward, count(*) FROM visits_log GROUP BY ward",)))
+ERROR_TEXT_SETUP.append("CREATE TABLE mallory_ws.sink (n bigint)")
+ERROR_TEXT_ADMIN_SETUP = [
+    "CREATE TABLE visits_log (ward text, age int)",
+    "SELECT dx.protect_table('visits_log')",
+    """SELECT dx.set_column('visits_log', 'ward', '{"values": ["a", "b"]}', '{"type": "discrete", "weight": 1}')""",
+]
+
+
 def test_error_texts_do_not_quote_data():
-    run_category("error_texts", analyst_setup=ERROR_TEXT_SETUP)
+    run_category("error_texts", analyst_setup=ERROR_TEXT_SETUP, admin_setup=ERROR_TEXT_ADMIN_SETUP,
+                 extra_tables=[("clinic", 50, 0)])
 
 
 # ================================================================ tables read by declarations
@@ -1343,7 +1551,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
-               "internal_objects"}
+               "internal_objects", "partitions_inheritance", "lookup_execution"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

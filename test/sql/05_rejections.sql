@@ -55,5 +55,29 @@ SELECT dx.set_column('wide', 'a', '{"min": 0, "max": 99999}', '{"type": "discret
 SELECT dx.set_column('wide', 'b', '{"min": 0, "max": 99999}', '{"type": "discrete"}');
 SELECT dx.grant_budget(current_user::regrole, 'wide', 1);
 SELECT dx.count(*) FROM wide WHERE a < b;
+-- GROUP BY a primary key: PostgreSQL's functional dependency would let other columns of the row
+-- appear outside aggregates; only GROUP BY keys may
+CREATE TABLE pk_visits (id int PRIMARY KEY, tag text, grp int, secret text);
+INSERT INTO pk_visits SELECT i, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, i % 5, 'secret ' || i FROM generate_series(1, 20) i;
+SELECT dx.protect_table('pk_visits');
+SELECT dx.set_column('pk_visits', 'id', '{"min": 1, "max": 20}', '{"type": "discrete"}');
+SELECT dx.set_column('pk_visits', 'tag', '{"values": ["a", "b"]}', '{"type": "discrete"}');
+SELECT dx.set_column('pk_visits', 'grp', '{"min": 0, "max": 4}', '{"type": "discrete"}');
+SELECT dx.grant_budget(current_user::regrole, 'pk_visits', 1);
+SELECT id, tag, dx.count(*) FROM pk_visits GROUP BY id;
+SELECT id, dx.count(*) FROM pk_visits GROUP BY id HAVING grp = 3;
+SELECT id, dx.count(*) FROM pk_visits GROUP BY id ORDER BY tag;
+SELECT id, secret, dx.count(*) FROM pk_visits GROUP BY id;
+-- GROUP BY () is named as such
+SELECT dx.count(*) FROM pk_visits GROUP BY ();
+-- an epsilon too small for any calibration
+SELECT dx.count(1, 1e-320) FROM pk_visits;
+SELECT dx.count(1, 1e-16) FROM pk_visits;
+-- a domain CHECK failing at a declared value: the error says where, not a bare 23514
+CREATE DOMAIN posint AS int CHECK (VALUE > 0);
+SELECT dx.count(*) FROM pk_visits WHERE grp::posint > 1;
+SELECT dx.unprotect_table('pk_visits');
+DROP TABLE pk_visits;
+DROP DOMAIN posint;
 -- nothing above was charged
 SELECT count(*) FROM dx.ledger WHERE epsilon = 0.01;

@@ -64,12 +64,58 @@ SELECT column_name, data_type FROM information_schema.columns WHERE table_name =
 SELECT table_schema, table_name FROM information_schema.tables WHERE table_name = 'people';
 -- public tables stay readable
 SELECT count(*) FROM open_lookup;
+-- EXPLAIN and stored results through a prepared statement
+PREPARE p AS SELECT count(*) FROM people WHERE age = 30;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE p;
+EXPLAIN EXECUTE p;
+CREATE TEMP TABLE stolen3 AS EXECUTE p;
+EXPLAIN ANALYZE CREATE TEMP TABLE stolen4 AS EXECUTE p;
+DEALLOCATE p;
+-- refusals name what was refused
+SELECT dx.ibu(age, 0, 120, 1.0, 'geometric', 10) FROM people;
+SELECT count(*) FROM people p CROSS JOIN LATERAL (SELECT p.age) s;
+INSERT INTO open_lookup SELECT count(*)::text, 'n' FROM people;
+SELECT count(*) FROM people GROUP BY ();
+-- log and debug messages (auto_explain, debug_print_plan) would describe the data
+SET client_min_messages = log;
+SELECT count(*) FROM people;
+RESET client_min_messages;
 -- a cursor is charged when it opens
 BEGIN;
 DECLARE c CURSOR FOR SELECT sex, count(*) > 0 AS answered FROM people GROUP BY sex ORDER BY sex;
 FETCH 1 FROM c;
 COMMIT;
 RESET ROLE;
+-- partitions and inheritance children are protected by their protected ancestor, also when
+-- attached or created after dx.protect_table
+CREATE TABLE parted (region int, age int) PARTITION BY LIST (region);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES IN (1);
+INSERT INTO parted SELECT 1, i % 90 FROM generate_series(1, 50) i;
+SELECT dx.protect_table('parted');
+SELECT dx.set_column('parted', 'region', '{"values": [1, 2]}', '{"type": "discrete"}');
+SELECT dx.grant_budget('dx_regress_bi', 'parted', 100);
+CREATE TABLE parted_2 (region int, age int);
+INSERT INTO parted_2 VALUES (2, 40);
+ALTER TABLE parted ATTACH PARTITION parted_2 FOR VALUES IN (2);
+CREATE TABLE people_child () INHERITS (people);
+-- a protected child under an unprotected parent
+CREATE TABLE open_parent (region int);
+CREATE TABLE closed_child () INHERITS (open_parent);
+SELECT dx.protect_table('closed_child');
+GRANT SELECT ON parted_1, parted_2, people_child, open_parent TO PUBLIC;
+SET ROLE dx_regress_bi;
+SELECT * FROM parted_1;
+SELECT count(*) FROM parted_2;
+SELECT count(*) FROM people_child;
+SELECT region FROM parted;
+SELECT count(*) IS NOT NULL AS answered FROM parted WHERE region = 2;
+SELECT count(*) IS NOT NULL AS answered FROM ONLY parted;
+SELECT count(*) FROM open_parent;
+SELECT count(*) FROM ONLY open_parent;
+CREATE TEMP TABLE mine () INHERITS (people);
+RESET ROLE;
+SELECT dx.unprotect_table('parted'), dx.unprotect_table('closed_child');
+DROP TABLE people_child, parted, open_parent, closed_child;
 RESET dxpriv.test_seed;
 SELECT count(*) AS analyst_ledger_rows, sum(epsilon) AS spent FROM dx.ledger WHERE role = 'dx_regress_bi'::regrole;
 SELECT epsilon, array_length(scales, 1) AS cells FROM dx.ledger ORDER BY id DESC LIMIT 1;

@@ -40,8 +40,6 @@ namespace {
 
 bool analyst_mode_flag = false;
 
-const char *kAnalystHint = "Analysts read protected tables only through aggregates, e.g. SELECT sex, count(*) FROM "
-                           "people GROUP BY sex; use dx.explain('<query>') to see a query's cost and noise.";
 
 // Relations whose contents describe the data of other tables (row counts, histograms, sizes).
 bool
@@ -130,7 +128,8 @@ protected_ref_walker(Node *node, void *ctx)
 		                         QTW_EXAMINE_RTES_BEFORE);
 	if (IsA(node, RangeTblEntry)) {
 		RangeTblEntry *rte = castNode(RangeTblEntry, node);
-		if (rte->rtekind == RTE_RELATION && rc->ac->is_protected(rte->relid))
+		if (rte->rtekind == RTE_RELATION &&
+		    (rc->ac->is_protected(rte->relid) || (rte->inh && rc->ac->has_protected_descendant(rte->relid))))
 			rc->count++;
 		return false;
 	}
@@ -279,13 +278,6 @@ admit_walker(Node *node, void *ctx)
 
 } // namespace
 
-// See analyst_guard.h.
-bool
-AnalystContext::is_protected(Oid relid) const
-{
-	return std::find(protected_rels.begin(), protected_rels.end(), relid) != protected_rels.end();
-}
-
 // Backend cache of the analyst roles and protected tables; dropped when dx.analysts or
 // dx.protected_tables is invalidated (the DBA functions send the invalidation) or on any
 // whole-relcache reset.
@@ -331,6 +323,7 @@ load_analyst_context(const ExtensionObjects &ext)
 			for (Oid a : catalog_cache.analysts)
 				if (has_privs_of_role(who, a))
 					ac.analyst = true;
+	note_analyst_session(ac.analyst);
 	return ac;
 }
 
@@ -450,15 +443,21 @@ enforce_executor_admission(PlannedStmt *stmt)
 	}
 	if (touched.empty())
 		return;
+	refuse_protected_read_in_utility(touched.front());
 	AdmittedScan s{ext, {}};
 	scan_plan_for_admitted(stmt->planTree, s);
 	foreach (lc, stmt->subplans)
 		scan_plan_for_admitted((Plan *) lfirst(lc), s);
+	// a partition or inheritance child is released by the aggregate of the table whose policy covers it
 	for (Oid rel : touched)
-		if (std::find(s.relids.begin(), s.relids.end(), rel) == s.relids.end())
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read protected tables only through aggregates",
-			     "A view, rule, policy or function that reads a protected table is not a way around dxpriv; "
-			     "query the table with count/sum/avg or the dx aggregates.");
+		if (std::find(s.relids.begin(), s.relids.end(), ac.policy_table(rel)) == s.relids.end()) {
+			const char *name = get_rel_name(rel);
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     std::string("analysts can read protected table \"") + (name ? name : "?") +
+			         "\" only through aggregates",
+			     "A view, rule, policy, function or parent table that reads a protected table is not a way around "
+			     "dxpriv. " + analyst_hint(rel));
+		}
 }
 
 // See analyst_guard.h.

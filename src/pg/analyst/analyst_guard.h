@@ -8,22 +8,76 @@ extern "C" {
 #include "nodes/plannodes.h"
 }
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace dxpriv::pg {
 
 // Who is asking and what is protected, loaded once per analysed statement.
+//
+// Inheritance rule: a partition or inheritance child of a protected table is protected too (rows
+// of a child are rows of its parent), with the policy of its nearest protected ancestor, including
+// children attached or created after dx.protect_table. A child that is itself protected keeps its
+// own policy. See inheritance.cpp.
 struct AnalystContext {
 	bool analyst = false;           // the current role is (or inherits) an analyst role
 	std::vector<Oid> protected_rels;
-	bool is_protected(Oid relid) const;
+	// relid itself or one of its ancestors (pg_inherits, recursively) is protected
+	bool is_protected(Oid relid) const { return OidIsValid(policy_table(relid)); }
+	// relid is listed in dx.protected_tables
+	bool directly_protected(Oid relid) const;
+	// The protected table whose policy covers relid: relid itself, else its nearest protected
+	// ancestor, else InvalidOid.
+	Oid policy_table(Oid relid) const;
+	// A relation reading relid with its descendants (no ONLY) also reads protected descendants.
+	bool has_protected_descendant(Oid relid) const;
+
+private:
+	mutable std::map<Oid, Oid> policy_table_memo;
 };
 AnalystContext load_analyst_context(const ExtensionObjects &ext);
 // Registers the relcache callback that keeps the cached analyst/protected lists fresh.
 void install_catalog_cache_invalidation();
 
-// Number of range table entries (at any depth) that read a protected table.
+// Number of range table entries (at any depth) that read a protected table (or, without ONLY, a
+// table with a protected descendant).
 int count_protected_refs(Query *q, const AnalystContext &ac);
+// Refuses an analyst's reference to a child of a protected table that has no policy of its own
+// (query the parent instead), and a read through a parent that would take in the rows of a
+// descendant protected with its own policy.
+void check_inheritance_refs(Query *q, const AnalystContext &ac);
+
+// ---- refusals that name what was refused and what to do instead (refusals.cpp) ----
+
+// Hint for an analyst's refused read of relid: an example aggregate on that table (or on the
+// protected table whose policy covers it) over one of its declared columns.
+std::string analyst_hint(Oid relid);
+// The first protected relation (at any depth) that q reads, or InvalidOid.
+Oid first_protected_ref(Query *q, const AnalystContext &ac);
+// Raises the refusal for an analyst's statement that reads a protected table but holds no dx
+// aggregate after rewriting: names the statement kind, join/LATERAL, the aggregate or the raw read.
+[[noreturn]] void refuse_unaggregated_read(Query *q, const AnalystContext &ac);
+// Refuses columns used outside aggregates that are not GROUP BY keys (PostgreSQL's functional
+// dependency on a primary key lets GROUP BY id show any column of the row) and GROUP BY ().
+void check_grouped_references(Query *q);
+
+// Utility statements of analysts: EXPLAIN and statements that store a result (CREATE TABLE AS,
+// SELECT INTO, CREATE MATERIALIZED VIEW, also over EXECUTE of a prepared statement) are refused
+// when what they plan reads a protected table. Returns the scope to pass to leave_analyst_utility
+// (the executor refuses protected reads while such a statement runs, whatever runs it).
+int enter_analyst_utility(Node *stmt);
+void leave_analyst_utility(int scope);
+// The refusal of a utility statement (EXPLAIN, CREATE TABLE AS...) whose query reads relid.
+[[noreturn]] void refuse_analyst_utility(Node *stmt, Oid relid);
+// Executor side: raises when an analyst's plan reads relid (protected) while an analyst's EXPLAIN or
+// result-storing statement runs, or while client_min_messages lets LOG/DEBUG messages through.
+void refuse_protected_read_in_utility(Oid relid);
+// Remembers whether the session's last analysed or started statement was an analyst's.
+void note_analyst_session(bool analyst);
+// Keeps LOG and DEBUG messages (auto_explain plans, executor statistics) away from analysts'
+// clients whatever client_min_messages says.
+void install_analyst_log_filter();
 
 // Rejects statistics catalogs, size functions and other side channels in an analyst's query.
 void reject_side_channels(Query *q);

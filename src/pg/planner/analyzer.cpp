@@ -59,8 +59,6 @@ post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
 ProcessUtility_hook_type prev_process_utility = nullptr;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
-const char *kAnalystShapeHint = "Analysts read protected tables only through aggregates, e.g. SELECT sex, count(*) FROM people "
-                                "GROUP BY sex; dx.explain('<query>') shows a query's cost and noise.";
 SystemRandom charge_id_source;
 
 // Location stamped on the aggregates we rewrite. The parser only produces -1 or offsets >= 0, so
@@ -71,6 +69,7 @@ constexpr int kRewrittenLocation = -7417;
 const char *kShapeHint = "Supported: SELECT [declared columns,] dx.count(*|col), dx.sum(expr), dx.avg(expr), "
                          "dx.linear(expr) [, ...] FROM <protected table> [WHERE <conditions on declared columns>] "
                          "[GROUP BY <declared columns>] [HAVING/ORDER BY/LIMIT].";
+constexpr double kMinEpsilon = 1e-15;        // smallest aggregate epsilon (noise scale limit 1e15 / count)
 constexpr size_t kMaxGroups = 10000;          // output groups of one GROUP BY
 constexpr size_t kMaxOptimalCells = 400;      // above: algorithm3 instead of the exact optimum
 constexpr double kMaxCellPoints = 2e7;        // cells x sub-universe points held in memory
@@ -154,6 +153,7 @@ check_shape(Query *q, const Discovery &d)
 		reject("window functions");
 	if (q->hasTargetSRFs)
 		reject("set-returning functions");
+	check_grouped_references(q); // GROUP BY (), and columns that are no GROUP BY key (functional dependency)
 	if (q->groupingSets)
 		reject("GROUPING SETS, ROLLUP and CUBE");
 	if (q->distinctClause)
@@ -392,6 +392,13 @@ aggregate_epsilon(Aggref *a, bool has_eps_arg)
 	if (!(eps > 0) || std::isinf(eps))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
 		     "Use a value such as 0.1; smaller values give more noise and spend less budget.");
+	if (eps < kMinEpsilon) { // below it even a count (sensitivity 1) needs a noise scale above 1e15
+		char text[64];
+		snprintf(text, sizeof text, "%g", eps);
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string("epsilon ") + text + " is too small",
+		     "The smallest epsilon is 1e-15: below it the noise of a count (sensitivity 1) exceeds the limit of 1e15 "
+		     "and the answer would carry no information; use a value such as 0.1.");
+	}
 	return eps;
 }
 
@@ -788,24 +795,24 @@ analyze(Query *top)
 			substitute_catalog_views(q, *ext);
 		reject_side_channels(top);
 		if (count_protected_refs(q, ac) > 0) {
+			const Oid read_rel = first_protected_ref(q, ac); // for refusals that name it
+			const Oid hint_rel = OidIsValid(ac.policy_table(read_rel)) ? ac.policy_table(read_rel) : read_rel;
 			if (top->commandType == CMD_UTILITY && !IsA(top->utilityStmt, DeclareCursorStmt))
-				fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-				     std::string(top->utilityStmt && IsA(top->utilityStmt, ExplainStmt) ? "EXPLAIN" : "this statement") +
-				         " cannot be used by analysts on protected tables",
-				     "Use dx.explain('<query>') to see what a query would cost and how noisy it would be.");
+				refuse_analyst_utility(top->utilityStmt, read_rel);
 			if (definition_depth > 0 || copy_depth > 0 || is_matview(top))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
-				     kAnalystShapeHint);
+				     analyst_hint(hint_rel));
+			check_inheritance_refs(q, ac);
 			if (q->commandType == CMD_SELECT && list_length(q->rtable) == 1 && rewrite_plain_aggregates(q, *ext) > 0) {
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 			}
 			if (d.markers_top == 0)
-				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read protected tables only through aggregates",
-				     kAnalystShapeHint);
+				refuse_unaggregated_read(q, ac);
 			rewrite_query(q, *ext, d);
 			if (count_protected_refs(q, ac) != 1)
-				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query", kAnalystShapeHint);
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+				     analyst_hint(hint_rel));
 			admit_protected_reads(q, ac);
 			return;
 		}
@@ -838,7 +845,7 @@ check_copy(CopyStmt *stmt)
 	Oid relid = InvalidOid;
 	pg_call([&] { relid = RangeVarGetRelid(stmt->relation, NoLock, true); });
 	if (ac.analyst && ac.is_protected(relid))
-		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot COPY protected tables", kAnalystShapeHint);
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot COPY protected tables", analyst_hint(ac.policy_table(relid)));
 }
 
 // Marks statements that store an analysed query for later (views, rules, atomic SQL functions).
@@ -852,6 +859,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	bool copies = IsA(stmt, CopyStmt);
 	if (copies)
 		guarded([&] { check_copy(castNode(CopyStmt, stmt)); });
+	int analyst_scope = 0; // EXPLAIN and result-storing statements of analysts (analyst_guard.h)
+	guarded([&] { analyst_scope = enter_analyst_utility(stmt); });
 	if (defines)
 		definition_depth++;
 	if (copies)
@@ -869,6 +878,7 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 			definition_depth--;
 		if (copies)
 			copy_depth--;
+		leave_analyst_utility(analyst_scope);
 	}
 	PG_END_TRY();
 }

@@ -1,0 +1,178 @@
+// Partitions and inheritance children of protected tables: protected with their ancestor's policy.
+//
+// Why: rows of a child are rows of its parent. Before this rule, a partition of a protected table
+// was an ordinary table: after a grant, SELECT * FROM the partition returned raw rows and count(*)
+// on it was exact. Ancestors are looked up in pg_inherits on every use (never cached), so a
+// partition attached, or a child created, after dx.protect_table is covered at once.
+#include "pg/analyst/analyst_guard.h"
+
+#include "pg/guard.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_inherits.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+}
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// Direct parents of relid (pg_inherits.inhparent of the rows whose inhrelid is relid).
+std::vector<Oid>
+inheritance_parents(Oid relid)
+{
+	List *parents = NIL;
+	pg_call([&] {
+		Relation rel = table_open(InheritsRelationId, AccessShareLock);
+		ScanKeyData key;
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+		SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);
+		HeapTuple tup;
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+			parents = lappend_oid(parents, ((Form_pg_inherits) GETSTRUCT(tup))->inhparent);
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	});
+	std::vector<Oid> out;
+	ListCell *lc;
+	foreach (lc, parents)
+		out.push_back(lfirst_oid(lc));
+	return out;
+}
+
+// Every descendant of relid (not relid itself), or nothing when it has no children.
+std::vector<Oid>
+inheritance_descendants(Oid relid)
+{
+	List *all = NIL;
+	pg_call([&] {
+		if (has_subclass(relid))
+			all = find_all_inheritors(relid, NoLock, nullptr);
+	});
+	std::vector<Oid> out;
+	ListCell *lc;
+	foreach (lc, all)
+		if (lfirst_oid(lc) != relid)
+			out.push_back(lfirst_oid(lc));
+	return out;
+}
+
+std::string
+rel_name(Oid relid)
+{
+	const char *n = get_rel_name(relid);
+	return n ? n : "?";
+}
+
+// Walker behind check_inheritance_refs.
+bool
+inheritance_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *ac = static_cast<const AnalystContext *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(inheritance_walker), ctx,
+		                         QTW_EXAMINE_RTES_BEFORE);
+	if (IsA(node, RangeTblEntry)) {
+		RangeTblEntry *rte = castNode(RangeTblEntry, node);
+		if (rte->rtekind != RTE_RELATION)
+			return false;
+		const Oid owner = ac->policy_table(rte->relid);
+		if (OidIsValid(owner) && owner != rte->relid) {
+			const std::string child = rel_name(rte->relid), parent = rel_name(owner);
+			const bool partition = get_rel_relispartition(rte->relid);
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     (partition ? "partition \"" + child + "\" of protected table \"" + parent + "\""
+			                : "table \"" + child + "\", a child of protected table \"" + parent + "\",") +
+			         " cannot be queried directly by analysts",
+			     "Its rows are protected by the policy of \"" + parent + "\": query \"" + parent + "\"" +
+			         (partition ? " with a WHERE on the partition key" : "") + " instead. " + analyst_hint(owner));
+		}
+		if (rte->inh)
+			for (Oid d : inheritance_descendants(rte->relid))
+				if (ac->directly_protected(d) && d != owner) {
+					const std::string parent = rel_name(rte->relid), child = rel_name(d);
+					fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+					     "table \"" + parent + "\" includes the rows of protected table \"" + child +
+					         "\", which has a policy of its own",
+					     "Query \"" + child + "\" with aggregates, or only the rows stored in \"" + parent +
+					         "\" itself with FROM ONLY " + parent + ".");
+				}
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(inheritance_walker), ctx);
+}
+
+} // namespace
+
+// See analyst_guard.h.
+bool
+AnalystContext::directly_protected(Oid relid) const
+{
+	return std::find(protected_rels.begin(), protected_rels.end(), relid) != protected_rels.end();
+}
+
+// See analyst_guard.h. Breadth-first over pg_inherits, so the nearest protected ancestor wins.
+Oid
+AnalystContext::policy_table(Oid relid) const
+{
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	if (directly_protected(relid))
+		return relid;
+	if (protected_rels.empty())
+		return InvalidOid;
+	auto memo = policy_table_memo.find(relid);
+	if (memo != policy_table_memo.end())
+		return memo->second;
+	Oid found = InvalidOid;
+	std::deque<Oid> todo{relid};
+	std::set<Oid> seen{relid};
+	while (!todo.empty() && !OidIsValid(found)) {
+		const Oid r = todo.front();
+		todo.pop_front();
+		for (Oid p : inheritance_parents(r)) {
+			if (directly_protected(p)) {
+				found = p;
+				break;
+			}
+			if (seen.insert(p).second)
+				todo.push_back(p);
+		}
+	}
+	policy_table_memo[relid] = found;
+	return found;
+}
+
+// See analyst_guard.h.
+bool
+AnalystContext::has_protected_descendant(Oid relid) const
+{
+	if (protected_rels.empty())
+		return false;
+	for (Oid d : inheritance_descendants(relid))
+		if (directly_protected(d))
+			return true;
+	return false;
+}
+
+// See analyst_guard.h.
+void
+check_inheritance_refs(Query *q, const AnalystContext &ac)
+{
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(inheritance_walker), const_cast<AnalystContext *>(&ac),
+	                  QTW_EXAMINE_RTES_BEFORE);
+}
+
+} // namespace dxpriv::pg
