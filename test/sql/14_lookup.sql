@@ -70,3 +70,20 @@ SELECT dx._lookup(0, '\x5001010001000000000000000000'::bytea);
 SELECT dx._lookup(0, '\x50010100010000000000000001'::bytea);
 SELECT dx._lookup(1, '\x50010100010000000000000000'::bytea);
 SELECT dx._lookup_int(-1, '\x50010100010000000000000000'::bytea);
+
+-- enumerated date labels are read under fixed settings (DateStyle ISO, MDY; TimeZone UTC), so a
+-- DateStyle changed between DECLARE and FETCH cannot move rows to other points
+CREATE TABLE dd (d date);
+INSERT INTO dd VALUES ('2024-01-02'), ('2024-01-02'), ('2024-01-02'), ('2024-02-01');
+SELECT dx.protect_table('dd', 'Infinity');
+SELECT dx.set_column('dd', 'd', '{"values": ["01/02/2024", "02/01/2024"]}', '{"type": "none"}');
+SELECT dx.grant_budget(current_user::regrole, 'dd', 100);
+BEGIN;
+SET LOCAL DateStyle = 'ISO, MDY';
+DECLARE c_dates CURSOR FOR SELECT dx.count(*) FROM dd WHERE d = '2024-01-02';
+SET LOCAL DateStyle = 'ISO, DMY';
+FETCH ALL FROM c_dates;
+COMMIT;
+SET DateStyle = 'SQL, DMY';
+SELECT d, dx.count(*) FROM dd GROUP BY d ORDER BY d;
+RESET DateStyle;

@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 
 extern "C" {
+#include "utils/guc.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -656,10 +657,21 @@ domain_datums(const Domain &domain, Oid type, int32 typmod)
 	if (domain.kind() == DomainKind::Enumerated) {
 		std::vector<std::string> labels = domain.labels();
 		pg_call([&] {
+			// Labels are read under fixed settings, so the points (and which stored values match
+			// them) are the same at declaration, at analysis and at execution, whatever the
+			// session's DateStyle, TimeZone or IntervalStyle: a setting changed between analysis and
+			// execution cannot move rows to other points. (An error unwinds the GUC nest level
+			// with the transaction.)
+			const int level = NewGUCNestLevel();
+			(void) set_config_option("datestyle", "ISO, MDY", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+			(void) set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+			(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+			                         false);
 			Oid input, ioparam;
 			getTypeInputInfo(type, &input, &ioparam);
 			for (size_t i = 0; i < labels.size(); ++i)
 				out[i] = OidInputFunctionCall(input, const_cast<char *>(labels[i].c_str()), ioparam, typmod);
+			AtEOXact_GUC(false, level);
 		});
 		return out;
 	}
