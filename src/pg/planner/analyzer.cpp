@@ -186,7 +186,7 @@ user_type_walker(Node *node, void *ctx)
 	if (!node || IsA(node, Query))
 		return false;
 	auto *search = static_cast<UserTypeSearch *>(ctx);
-	const Oid type = exprType(node);
+	const Oid type = IsA(node, List) ? InvalidOid : exprType(node); // argument lists have no type
 	if (type >= FirstNormalObjectId) {
 		bool declared = false;
 		for (const ColumnPolicy &c : search->policy->columns)

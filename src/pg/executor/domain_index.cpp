@@ -1,0 +1,114 @@
+// Mapping of stored values to declared domain points (domain_index.h).
+#include "pg/executor/domain_index.h"
+
+#include "pg/guard.h"
+
+extern "C" {
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+}
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+namespace dxpriv::pg {
+
+namespace {
+
+void
+destroy_indexer(void *arg)
+{
+	static_cast<DomainIndexer *>(arg)->~DomainIndexer();
+}
+
+// The bytes that identify a value: its Datum for by-value types, its payload for varlena.
+void
+value_bytes(bool byval, Datum v, const char *&data, size_t &len, Datum &scratch)
+{
+	if (byval) {
+		scratch = v;
+		data = reinterpret_cast<const char *>(&scratch);
+		len = sizeof(Datum);
+	} else {
+		struct varlena *p = PG_DETOAST_DATUM_PACKED(v);
+		data = VARDATA_ANY(p);
+		len = VARSIZE_ANY_EXHDR(p);
+	}
+}
+
+} // namespace
+
+// See domain_index.h.
+DomainIndexer *
+DomainIndexer::create(MemoryContext mcxt, Domain domain, Oid type, int32 typmod)
+{
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+	void *mem = palloc(sizeof(DomainIndexer));
+	auto *ix = new (mem) DomainIndexer(std::move(domain), type);
+	auto *cb = static_cast<MemoryContextCallback *>(palloc(sizeof(MemoryContextCallback)));
+	cb->func = destroy_indexer;
+	cb->arg = ix;
+	MemoryContextRegisterResetCallback(mcxt, cb);
+	try {
+		ix->fill_points(typmod);
+	} catch (...) {
+		MemoryContextSwitchTo(old);
+		throw;
+	}
+	MemoryContextSwitchTo(old);
+	return ix;
+}
+
+// Builds the points' values and the enumerated keys in the current (long-lived) context.
+void
+DomainIndexer::fill_points(int32 typmod)
+{
+	DomainIndexer *ix = this;
+	const Oid type = type_;
+	if (ix->domain_.kind() != DomainKind::Points) {
+		int16 typlen;
+		get_typlenbyval(type, &typlen, &ix->byval_);
+		std::vector<Datum> pts = domain_datums(ix->domain_, type, typmod);
+		ix->points_ = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
+		std::copy(pts.begin(), pts.end(), ix->points_);
+		if (ix->domain_.kind() == DomainKind::Enumerated) {
+			ix->nkeys_ = pts.size();
+			ix->keys_ = static_cast<Key *>(palloc(sizeof(Key) * pts.size()));
+			for (size_t i = 0; i < pts.size(); ++i) {
+				Datum scratch;
+				const char *data;
+				size_t len;
+				value_bytes(ix->byval_, pts[i], data, len, scratch);
+				char *copy = static_cast<char *>(palloc(len > 0 ? len : 1));
+				std::memcpy(copy, data, len);
+				ix->keys_[i] = {copy, len, i};
+			}
+			std::sort(ix->keys_, ix->keys_ + ix->nkeys_, [](const Key &a, const Key &b) {
+				return a.len != b.len ? a.len < b.len : std::memcmp(a.data, b.data, a.len) < 0;
+			});
+		}
+	}
+}
+
+// See domain_index.h.
+size_t
+DomainIndexer::index(Datum value, bool isnull) const
+{
+	if (isnull)
+		return domain_.default_index();
+	if (domain_.kind() != DomainKind::Enumerated)
+		return domain_.index_of(datum_to_ordinal(value, type_));
+	Key probe{nullptr, 0, 0};
+	Datum scratch;
+	value_bytes(byval_, value, probe.data, probe.len, scratch);
+	const Key *end = keys_ + nkeys_;
+	const Key *hit = std::lower_bound(static_cast<const Key *>(keys_), end, probe, [](const Key &a, const Key &b) {
+		return a.len != b.len ? a.len < b.len : std::memcmp(a.data, b.data, a.len) < 0;
+	});
+	if (hit != end && hit->len == probe.len && std::memcmp(hit->data, probe.data, probe.len) == 0)
+		return hit->index;
+	return domain_.default_index();
+}
+
+} // namespace dxpriv::pg

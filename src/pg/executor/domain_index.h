@@ -1,0 +1,53 @@
+// Data-independent mapping of one column's stored values to the index of their point in the
+// column's declared domain: the only code that runs on stored rows in a dx query (besides the
+// lookup of the row's weight, lookup.cpp). Used by the clamp and index SQL functions (clamp.cpp)
+// and by the fused row lookups dx._weigh / dx._weigh_int (lookup.cpp).
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "fmgr.h"
+}
+
+namespace dxpriv::pg {
+
+// Contract: built once per call site in a long-lived memory context (fn_mcxt) by create(), which
+// registers a reset callback that destroys it with the context; index() and nearest() neither
+// allocate nor call user code, and their cost does not depend on anything but the value's size.
+class DomainIndexer {
+public:
+	// An indexer for a column of `type`/`typmod` over `domain`. Points of enumerated domains are the
+	// column type's values of the labels (read under fixed settings, domain_datums); stored values
+	// match a label when their bytes are equal.
+	static DomainIndexer *create(MemoryContext mcxt, Domain domain, Oid type, int32 typmod);
+
+	const Domain &domain() const { return domain_; }
+	// Enumerated: the index of the declared value, or default_index() for NULL and undeclared
+	// values. Range and date: the nearest grid point (NULL and NaN: default_index()).
+	size_t index(Datum value, bool isnull) const;
+	// Points: the declared point nearest to x (domain().dims() coordinates; NaN: default_index()).
+	size_t nearest(const double *x) const { return domain_.nearest(x); }
+	// The column type's value of point i (enumerated and range domains), valid while mcxt lives.
+	Datum point(size_t i) const { return points_[i]; }
+	Oid type() const { return type_; }
+
+	DomainIndexer(Domain domain, Oid type) : domain_(std::move(domain)), type_(type) {}
+
+private:
+	struct Key {
+		const char *data;
+		size_t len;
+		size_t index;
+	};
+	void fill_points(int32 typmod);
+
+	Domain domain_;
+	Oid type_;
+	bool byval_ = true;
+	Datum *points_ = nullptr; // domain_datums in mcxt (enumerated and range domains)
+	Key *keys_ = nullptr;     // enumerated: the points' bytes, sorted for binary search
+	size_t nkeys_ = 0;
+};
+
+} // namespace dxpriv::pg
