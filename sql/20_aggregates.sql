@@ -116,15 +116,14 @@ RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component tex
 LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
 COMMENT ON FUNCTION dx.explain(text) IS 'epsilon and delta, per-cell noise family, scale (Gaussian: standard deviation), 95% half-width, truncation bound, improvement over plain DP (Laplace) and remaining budget of a query, without running it';
 
--- Execution by lookup (src/pg/executor/lookup.cpp, src/pg/planner/point_lookup.h): a stored row is
--- mapped to its point of the query's sub-universe by the index functions above and dx._point_index,
--- and weighed from the per-point table the analysis built; no expression of the query runs on it.
-CREATE FUNCTION dx._point_index(float8[], int4, float8[]) RETURNS int4
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_point_index';
-COMMENT ON FUNCTION dx._point_index(float8[], int4, float8[]) IS 'index of the declared point of a column group nearest to a row''s coordinates';
-CREATE FUNCTION dx._lookup(int4, bytea) RETURNS float8
-LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_lookup';
-COMMENT ON FUNCTION dx._lookup(int4, bytea) IS 'weight of a row at a sub-universe point, from the analysis'' per-point table (NULL: contributes nothing)';
-CREATE FUNCTION dx._lookup_int(int4, bytea) RETURNS int4
-LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_lookup_int';
-COMMENT ON FUNCTION dx._lookup_int(int4, bytea) IS 'candidate index of a row at a sub-universe point, from the analysis'' per-point table (NULL: not counted)';
+-- Execution by lookup (src/pg/executor/lookup.cpp, src/pg/planner/point_lookup.h): a stored row
+-- is mapped to its point of the query's sub-universe by dxpriv's domain indexers and weighed from
+-- the per-point table the analysis built; no expression of the query runs on it. Arguments: the
+-- table, a layout ('e' enumerated: value, labels; 'r' range or date: value, lo, hi, step; 'p'
+-- column group: coordinates, dims, member values), then the row's columns with their domains.
+CREATE FUNCTION dx._weigh(bytea, text, VARIADIC "any") RETURNS float8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh';
+COMMENT ON FUNCTION dx._weigh(bytea, text, "any") IS 'weight of a row at its sub-universe point, from the analysis'' per-point table (NULL: contributes nothing)';
+CREATE FUNCTION dx._weigh_int(bytea, text, VARIADIC "any") RETURNS int4
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_int';
+COMMENT ON FUNCTION dx._weigh_int(bytea, text, "any") IS 'candidate index of a row at its sub-universe point, from the analysis'' per-point table (NULL: not counted)';

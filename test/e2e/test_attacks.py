@@ -1494,17 +1494,19 @@ attack(C, "clamp_inside_count", f"SELECT count(*) FROM people WHERE {CLAMP} = 30
 attack(C, "enum_index_as_output", "SELECT dx._enum_index(zip, ARRAY['10007']) FROM people", Reject(*SHAPE))
 attack(C, "indicator_sum", "SELECT sum(dx._indicator(name)) FROM people", Reject(*SHAPE))
 # the lookup of execution by lookup: a hand-written table is still evaluated on domain points only
-LOOKUP_ONE = "dx._lookup(dx._range_index(age, 0::float8, 120::float8, 1::float8), " \
-             "'\\x50010100010000000000000000'::bytea)"
-attack(C, "lookup_as_output", f"SELECT {LOOKUP_ONE} FROM people", Reject(*SHAPE))
-attack(C, "lookup_inside_sum", f"SELECT sum({LOOKUP_ONE}) FROM people", RejectOr(
+# (a table of 2 points that weighs neither; age has 121 points)
+FORGED_TABLE = "'\\x5001010002000000000000000000'::bytea"
+WEIGH_AGE = f"dx._weigh({FORGED_TABLE}, 'r', age, 0::float8, 120::float8, 1::float8)"
+attack(C, "weigh_as_output", f"SELECT {WEIGH_AGE} FROM people", Reject(*SHAPE))
+attack(C, "weigh_inside_sum", f"SELECT sum({WEIGH_AGE}) FROM people", RejectOr(
     SHAPE + ("22023",), lambda rows: rows == [(0.0,)],
     "refused at analysis (the forged table has fewer points than the domain, whatever the data), or weighs no point"))
-attack(C, "lookup_int_as_group_key",
-       "SELECT dx._lookup_int(0, '\\x50010100010000000000000000'::bytea), count(*) FROM people GROUP BY 1",
+attack(C, "weigh_int_as_group_key",
+       f"SELECT dx._weigh_int({FORGED_TABLE}, 'e', sex, '{{F,M}}'::text[]), count(*) FROM people GROUP BY 1",
        Reject(*SHAPE))
-attack(C, "point_index_as_output", "SELECT dx._point_index(ARRAY[0, 0]::float8[], 2, ARRAY[age, age]::float8[]) "
-       "FROM people", Reject(*SHAPE))
+attack(C, "weigh_of_sex_in_where",
+       f"SELECT count(*) FROM people WHERE dx._weigh({FORGED_TABLE}, 'e', sex, '{{F,M}}'::text[]) IS NULL",
+       RejectOr(SHAPE, lambda rows: len(rows) == 1, "evaluated on the two declared sexes only, then noised"))
 attack(C, "em_select_forged", "SELECT dx._em_select(0, 0, ARRAY[1, 0, 0, 0]::float8[]) FROM people",
        Reject(*SHAPE))
 attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).period_start IS NOT NULL",
@@ -1513,7 +1515,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
 NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
-                      "_clamp_enum", "_range_index", "_enum_index", "_point_index", "_lookup", "_lookup_int",
+                      "_clamp_enum", "_range_index", "_enum_index", "_weigh", "_weigh_int",
                       "_indicator", "_em_point", "_period", "_analyst_can_see"}
 
 

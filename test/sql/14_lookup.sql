@@ -62,14 +62,17 @@ AS $$ BEGIN RAISE NOTICE 'point %', $1; RETURN $1 > 4; END $$;
 SELECT dx.count(*) FROM lk WHERE lk_peek(a);
 DROP FUNCTION lk_peek(int);
 
--- the lookup functions refuse forged tables and indexes outside the table
--- (a valid table: magic P, version 1, width 1, 1 point, no value, code 0)
-SELECT dx._lookup(0, '\x50010100010000000000000000'::bytea) IS NULL AS no_contribution;
-SELECT dx._lookup(0, '\x00'::bytea);
-SELECT dx._lookup(0, '\x5001010001000000000000000000'::bytea);
-SELECT dx._lookup(0, '\x50010100010000000000000001'::bytea);
-SELECT dx._lookup(1, '\x50010100010000000000000000'::bytea);
-SELECT dx._lookup_int(-1, '\x50010100010000000000000000'::bytea);
+-- the lookup functions refuse forged tables, layouts and indexes outside the table
+-- (a valid table: magic P, version 1, width 1, 2 points, no value, codes 0 0)
+SELECT dx._weigh('\x5001010002000000000000000000'::bytea, 'e', 'q'::text, '{p,q}'::text[]) IS NULL AS no_contribution;
+SELECT dx._weigh('\x00'::bytea, 'e', 'q'::text, '{p,q}'::text[]);
+SELECT dx._weigh('\x500101000200000000000000000001'::bytea, 'e', 'q'::text, '{p,q}'::text[]);
+SELECT dx._weigh('\x50010100010000000000000000'::bytea, 'e', 'q'::text, '{p,q}'::text[]);
+SELECT dx._weigh('\x5001010002000000000000000000'::bytea, 'x', 'q'::text, '{p,q}'::text[]);
+SELECT dx._weigh('\x5001010002000000000000000000'::bytea, 'ee', 'q'::text, '{p,q}'::text[]);
+SELECT dx._weigh('\x5001010002000000000000000000'::bytea, 'e', 'q'::text, NULL::text[]);
+SELECT dx._weigh_int('\x5001010002000000000000000000'::bytea, 'r', 7, 0::float8, 1::float8, 1::float8) IS NULL AS no_candidate;
+SELECT dx._weigh_int('\x5001010002000000000000000000'::bytea, 'p', '{0,0,1,1}'::float8[], 2, 1::float8, 1::float8) IS NULL AS no_candidate;
 
 -- enumerated date labels are read under fixed settings (DateStyle ISO, MDY; TimeZone UTC), so a
 -- DateStyle changed between DECLARE and FETCH cannot move rows to other points

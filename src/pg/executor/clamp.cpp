@@ -1,5 +1,5 @@
 // SQL functions that map column values into declared domains (dx._clamp_range, dx._clamp_enum)
-// or to their point's index (dx._range_index, dx._enum_index, dx._point_index), and the count
+// or to their point's index (dx._range_index, dx._enum_index: GROUP BY keys), and the count
 // indicator. The mapping itself is DomainIndexer's (domain_index.h).
 #include "pg/dxpriv.h"
 #include "pg/executor/agg_support.h"
@@ -12,7 +12,6 @@ extern "C" {
 #include "utils/array.h"
 }
 
-#include <limits>
 
 using namespace dxpriv;
 using namespace dxpriv::pg;
@@ -86,40 +85,6 @@ DX_FUNCTION(dx_enum_index)
 {
 	const DomainIndexer &ix = enum_indexer(fcinfo);
 	PG_RETURN_INT32(static_cast<int32>(ix.index(PG_GETARG_DATUM(0), PG_ARGISNULL(0))));
-}
-
-// dx._point_index(coords, dims, row): index of the declared point nearest to the row's
-// coordinates (any NULL or NaN coordinate, or a NULL row: the first point).
-DX_FUNCTION(dx_point_index)
-{
-	auto *ix = static_cast<DomainIndexer *>(fcinfo->flinfo->fn_extra);
-	if (!ix) {
-		ArrayType *coords = PG_GETARG_ARRAYTYPE_P(0);
-		if (ARR_HASNULL(coords) || ARR_ELEMTYPE(coords) != FLOAT8OID)
-			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point coordinates must be non-null float8 values",
-			     "Points are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-		const int n = ArrayGetNItems(ARR_NDIM(coords), ARR_DIMS(coords));
-		const double *c = reinterpret_cast<const double *>(ARR_DATA_PTR(coords));
-		ix = DomainIndexer::create(fcinfo->flinfo->fn_mcxt,
-		                           Domain::points(static_cast<size_t>(PG_GETARG_INT32(1)), std::vector<double>(c, c + n)),
-		                           FLOAT8OID, -1);
-		fcinfo->flinfo->fn_extra = ix;
-	}
-	const size_t dims = ix->domain().dims();
-	double x[kMaxPointDims];
-	for (size_t d = 0; d < dims; ++d)
-		x[d] = std::numeric_limits<double>::quiet_NaN();
-	if (!PG_ARGISNULL(2)) {
-		ArrayType *row = PG_GETARG_ARRAYTYPE_P(2);
-		Datum *elems;
-		bool *nulls;
-		int n;
-		deconstruct_array(row, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
-		for (int d = 0; d < n && static_cast<size_t>(d) < dims; ++d)
-			if (!nulls[d])
-				x[d] = DatumGetFloat8(elems[d]);
-	}
-	PG_RETURN_INT32(static_cast<int32>(ix->nearest(x)));
 }
 
 // dx._indicator(any): 1 for a non-null argument, else 0.

@@ -1,17 +1,26 @@
-// Execution by lookup: a row's contribution read from the per-point table the analysis built
-// (core/point_table.h), given the row's point index computed by dxpriv's clamping functions.
+// Execution by lookup: a row is mapped to its point of the query's sub-universe by dxpriv's own
+// domain indexers and its contribution is read from the per-point table the analysis built
+// (core/point_table.h). No expression of the query is evaluated on the row.
 #include "pg/dxpriv.h"
+#include "pg/executor/agg_support.h"
+#include "pg/executor/domain_index.h"
 #include "pg/guard.h"
 
 #include "core/point_table.h"
 
 extern "C" {
+#include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 }
 
 #include <cstring>
+#include <limits>
 #include <new>
+#include <string>
 
 using namespace dxpriv;
 using namespace dxpriv::pg;
@@ -25,6 +34,8 @@ struct LookupCache {
 	Datum source;
 	unsigned char *bytes;
 	PointTableView *view;
+	Datum layout_source;
+	void *row_map; // RowPointMap of the layout (argument 1), built on first use
 };
 
 void
@@ -36,12 +47,12 @@ destroy_lookup_cache(void *arg)
 	c->view = nullptr;
 }
 
-// The decoded table of argument 1 (validated once; later calls are a pointer comparison).
+// The decoded table of argument 0 (validated once; later calls are a pointer comparison).
 const PointTableView &
 table_view(FunctionCallInfo fcinfo)
 {
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
-	const Datum source = PG_GETARG_DATUM(1);
+	const Datum source = PG_GETARG_DATUM(0);
 	if (c && c->source == source)
 		return *c->view;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
@@ -54,7 +65,7 @@ table_view(FunctionCallInfo fcinfo)
 		fcinfo->flinfo->fn_extra = c;
 	}
 	destroy_lookup_cache(c);
-	bytea *b = PG_GETARG_BYTEA_PP(1);
+	bytea *b = PG_GETARG_BYTEA_PP(0);
 	const size_t len = VARSIZE_ANY_EXHDR(b);
 	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
@@ -64,35 +75,162 @@ table_view(FunctionCallInfo fcinfo)
 	return *c->view;
 }
 
-// The table's value at the point index in argument 0; false when the point contributes nothing.
-bool
-lookup_value(FunctionCallInfo fcinfo, double &out)
+} // namespace
+
+namespace {
+
+// The columns of a fused lookup (dx._weigh, dx._weigh_int): for each column, in point-index order,
+// its indexer and the positions of its arguments. Built once per call site in fn_mcxt.
+struct RowPointMap {
+	struct Column {
+		DomainIndexer *indexer;
+		int value_arg;   // first value argument
+		int members;     // 1, or the number of member columns of a column group
+		Oid member_types[kMaxPointDims];
+	};
+	Column *columns;
+	int ncolumns;
+};
+
+// Type modifier of argument i at this call site.
+int32
+arg_typmod(FunctionCallInfo fcinfo, int i)
 {
+	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr))
+		return exprTypmod(static_cast<Node *>(list_nth(castNode(FuncExpr, fcinfo->flinfo->fn_expr)->args, i)));
+	return -1;
+}
+
+[[noreturn]] void
+bad_layout()
+{
+	fail(ERRCODE_INVALID_PARAMETER_VALUE, "invalid dxpriv row layout",
+	     "Row layouts are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+}
+
+// Reads the layout (argument 1) and the domain constants after each column's value arguments:
+//   'e': value, labels text[]       'r': value, lo, hi, step (float8)
+//   'p': coords float8[], dims int4, then dims member values (numeric types)
+RowPointMap *
+build_row_point_map(FunctionCallInfo fcinfo)
+{
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	const std::string layout = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	auto *map = static_cast<RowPointMap *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap)));
+	map->columns = static_cast<RowPointMap::Column *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap::Column) * (layout.size() + 1)));
+	int arg = 2;
+	// n arguments from `arg` on: a value (may be NULL) and n - 1 domain constants (never NULL)
+	auto need = [&](int n) {
+		if (arg + n > PG_NARGS())
+			bad_layout();
+		for (int i = arg + 1; i < arg + n; ++i)
+			if (PG_ARGISNULL(i))
+				bad_layout();
+	};
+	for (char kind : layout) {
+		RowPointMap::Column &c = map->columns[map->ncolumns++];
+		if (kind == 'e') {
+			need(2);
+			c.value_arg = arg;
+			c.members = 1;
+			c.indexer = DomainIndexer::create(mcxt, Domain::enumerated(text_array_strings(PG_GETARG_ARRAYTYPE_P(arg + 1))),
+			                                  get_fn_expr_argtype(fcinfo->flinfo, arg), arg_typmod(fcinfo, arg));
+			arg += 2;
+		} else if (kind == 'r') {
+			need(4);
+			c.value_arg = arg;
+			c.members = 1;
+			c.indexer = DomainIndexer::create(
+			    mcxt, Domain::range(PG_GETARG_FLOAT8(arg + 1), PG_GETARG_FLOAT8(arg + 2), PG_GETARG_FLOAT8(arg + 3)),
+			    get_fn_expr_argtype(fcinfo->flinfo, arg), arg_typmod(fcinfo, arg));
+			arg += 4;
+		} else if (kind == 'p') {
+			if (arg + 2 > PG_NARGS() || PG_ARGISNULL(arg) || PG_ARGISNULL(arg + 1))
+				bad_layout();
+			ArrayType *coords = PG_GETARG_ARRAYTYPE_P(arg);
+			const int dims = PG_GETARG_INT32(arg + 1);
+			if (ARR_HASNULL(coords) || ARR_ELEMTYPE(coords) != FLOAT8OID || dims < 1 ||
+			    dims > static_cast<int>(kMaxPointDims) || arg + 2 + dims > PG_NARGS())
+				bad_layout();
+			const int n = ArrayGetNItems(ARR_NDIM(coords), ARR_DIMS(coords));
+			const double *xy = reinterpret_cast<const double *>(ARR_DATA_PTR(coords));
+			c.indexer = DomainIndexer::create(mcxt, Domain::points(static_cast<size_t>(dims), std::vector<double>(xy, xy + n)),
+			                                  FLOAT8OID, -1);
+			c.value_arg = arg + 2;
+			c.members = dims;
+			for (int m = 0; m < dims; ++m)
+				c.member_types[m] = get_fn_expr_argtype(fcinfo->flinfo, c.value_arg + m);
+			arg += 2 + dims;
+		} else {
+			bad_layout();
+		}
+	}
+	if (arg != PG_NARGS())
+		bad_layout();
+	return map;
+}
+
+// The flat index of the row's point (last column fastest), from the value arguments only.
+size_t
+row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	size_t u = 0;
+	for (int i = 0; i < map.ncolumns; ++i) {
+		const RowPointMap::Column &c = map.columns[i];
+		const DomainIndexer &ix = *c.indexer;
+		size_t idx;
+		if (ix.domain().kind() == DomainKind::Points) {
+			double x[kMaxPointDims];
+			for (int m = 0; m < c.members; ++m)
+				x[m] = PG_ARGISNULL(c.value_arg + m)
+				           ? std::numeric_limits<double>::quiet_NaN()
+				           : datum_to_ordinal(PG_GETARG_DATUM(c.value_arg + m), c.member_types[m]);
+			idx = ix.nearest(x);
+		} else {
+			idx = ix.index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
+		}
+		u = u * ix.domain().size() + idx;
+	}
+	return u;
+}
+
+// The fused lookup: the table's value at the row's point; false when it contributes nothing.
+bool
+weigh_row(FunctionCallInfo fcinfo, double &out)
+{
+	// the table (argument 0) and the map are cached together in fn_extra
 	const PointTableView &t = table_view(fcinfo);
-	const int32 u = PG_GETARG_INT32(0);
-	if (u < 0 || static_cast<size_t>(u) >= t.size())
+	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
+	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
+		c->row_map = build_row_point_map(fcinfo);
+		c->layout_source = PG_GETARG_DATUM(1);
+	}
+	const size_t u = row_point(fcinfo, *static_cast<RowPointMap *>(c->row_map));
+	if (u >= t.size())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point index is outside its table",
 		     "Point indexes and tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	return t.lookup(static_cast<size_t>(u), out);
+	return t.lookup(u, out);
 }
 
 } // namespace
 
-// dx._lookup(point int4, table bytea) -> float8: the row's weight, NULL when it contributes nothing.
-DX_FUNCTION(dx_lookup)
+// dx._weigh(table bytea, layout text, VARIADIC "any") -> float8: the row's weight from the table at
+// the row's point (the row's columns and their domain constants follow the layout), NULL when it
+// contributes nothing. One call per row and aggregate: the whole per-row work of a dx aggregate.
+DX_FUNCTION(dx_weigh)
 {
 	double v;
-	if (!lookup_value(fcinfo, v))
+	if (!weigh_row(fcinfo, v))
 		PG_RETURN_NULL();
 	PG_RETURN_FLOAT8(v);
 }
 
-// dx._lookup_int(point int4, table bytea) -> int4: the row's candidate index (exponential
-// mechanism), NULL when it is not counted.
-DX_FUNCTION(dx_lookup_int)
+// dx._weigh_int(table bytea, layout text, VARIADIC "any") -> int4: the row's candidate index
+// (exponential mechanism), NULL when it is not counted.
+DX_FUNCTION(dx_weigh_int)
 {
 	double v;
-	if (!lookup_value(fcinfo, v))
+	if (!weigh_row(fcinfo, v))
 		PG_RETURN_NULL();
 	PG_RETURN_INT32(static_cast<int32>(v));
 }

@@ -661,7 +661,6 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	ClampContext cctx{&ext, &policy};
 	const bool grouped = !group_cols.empty();
 	Expr *group_index = grouped ? point_index_expr(group_cols, ext) : (Expr *) int4_const(0);
-	Expr *row_point = point_index_expr(cols, ext);
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -683,7 +682,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				p.cells.push_back(cell.scale);
 				p.cells.push_back(cell.bound);
 			}
-		Expr *weight = lookup_expr(copy_node(row_point), point_table_const(tables[j]), false, ext);
+		Expr *weight = weigh_expr(cols, tables[j], false, ext);
 		if (grouped) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *a = s.aggref;

@@ -5,7 +5,7 @@
 // own exact utility sensitivity S_EM over the columns it reads (its candidate column, WHERE,
 // FILTER and the GROUP BY columns; core/exponential_mechanism.h), and is rewritten into
 //   dx._em_point(dx._em_select(<candidate index>, <group>, <params>), NULL::<type>, <domain>)
-// where the candidate index of a row is dx._lookup_int(<row's point>, <table>): the table, built
+// where the candidate index of a row is dx._weigh_int(<table>, <the row's columns>): the table, built
 // at analysis over the aggregate's sub-universe, holds each point's candidate (NULL where WHERE or
 // FILTER excludes it), so no expression of the query runs on a stored row (point_lookup.h).
 // where dx._em_select is an internal aggregate charged like the linear ones (params in the

@@ -9,7 +9,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
-#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 }
 
@@ -26,43 +26,32 @@ int4_call(Oid fn, Expr *a, Expr *b)
 	return (Expr *) makeFuncExpr(fn, INT4OID, list_make2(a, b), InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 }
 
-// dx._point_index(coords, dims, ARRAY[member::float8, ...]): the nearest declared point of a group.
-Expr *
-group_point_index(const ColumnPolicy &col, const ExtensionObjects &ext)
-{
-	std::vector<Datum> coords;
-	const size_t dims = col.members.size();
-	for (size_t i = 0; i < col.domain.size(); ++i)
-		for (size_t d = 0; d < dims; ++d)
-			coords.push_back(Float8GetDatum(col.domain.coordinate(i, d)));
-	ArrayType *arr = construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
-	                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-	ArrayExpr *row = makeNode(ArrayExpr);
-	row->array_typeid = FLOAT8ARRAYOID;
-	row->element_typeid = FLOAT8OID;
-	row->multidims = false;
-	row->location = -1;
-	for (const ColumnPolicy::Member &m : col.members) {
-		// the built-in cast of the member's type to float8 (numeric types only: validated at declaration)
-		Var *mv = makeVar(1, m.attnum, m.type, m.typmod, m.collation, 0);
-		row->elements = lappend(row->elements, coerce_to_target_type(nullptr, (Node *) mv, m.type, FLOAT8OID, -1,
-		                                                             COERCION_EXPLICIT, COERCE_IMPLICIT_CAST, -1));
-	}
-	List *args = list_make3(makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false),
-	                        int4_const(static_cast<int32>(dims)), row);
-	return (Expr *) makeFuncExpr(ext.point_index, INT4OID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-}
-
-// The index of a row's value in one column's domain.
+// The index of a row's value in one plain column's domain.
 Expr *
 column_index(const ColumnPolicy &col, const ExtensionObjects &ext)
 {
-	if (col.is_group())
-		return group_point_index(col, ext);
 	Var *v = makeVar(1, col.attnum, col.type, col.typmod, col.collation, 0);
 	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.enum_index : ext.range_index;
 	return (Expr *) makeFuncExpr(fn, INT4OID, lcons(v, domain_arg_tail(col.domain)), InvalidOid, col.collation,
 	                             COERCE_EXPLICIT_CALL);
+}
+
+// A text constant.
+Const *
+text_const(const std::string &s)
+{
+	return makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(s.c_str()), false, false);
+}
+
+// The bytea constant holding a per-point table (nullopt: the point contributes nothing).
+Const *
+point_table_const(const std::vector<std::optional<double>> &values)
+{
+	const std::string bytes = encode_point_table(values);
+	bytea *b = static_cast<bytea *>(palloc(VARHDRSZ + bytes.size()));
+	SET_VARSIZE(b, VARHDRSZ + bytes.size());
+	std::memcpy(VARDATA(b), bytes.data(), bytes.size());
+	return makeConst(BYTEAOID, -1, InvalidOid, -1, PointerGetDatum(b), false, false);
 }
 
 } // namespace
@@ -82,6 +71,8 @@ point_index_expr(const std::vector<const ColumnPolicy *> &cols, const ExtensionO
 {
 	Expr *acc = nullptr;
 	for (const ColumnPolicy *c : cols) {
+		if (c->is_group())
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot index a column group with the index functions");
 		Expr *idx = column_index(*c, ext);
 		acc = acc ? int4_call(F_INT4PL, int4_call(F_INT4MUL, acc, (Expr *) int4_const(static_cast<int32>(c->domain.size()))), idx)
 		          : idx;
@@ -90,22 +81,45 @@ point_index_expr(const std::vector<const ColumnPolicy *> &cols, const ExtensionO
 }
 
 // See point_lookup.h.
-Const *
-point_table_const(const std::vector<std::optional<double>> &values)
-{
-	const std::string bytes = encode_point_table(values);
-	bytea *b = static_cast<bytea *>(palloc(VARHDRSZ + bytes.size()));
-	SET_VARSIZE(b, VARHDRSZ + bytes.size());
-	std::memcpy(VARDATA(b), bytes.data(), bytes.size());
-	return makeConst(BYTEAOID, -1, InvalidOid, -1, PointerGetDatum(b), false, false);
-}
-
-// See point_lookup.h.
 Expr *
-lookup_expr(Expr *index, Const *table, bool integer, const ExtensionObjects &ext)
+weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
+           bool integer, const ExtensionObjects &ext)
 {
-	return (Expr *) makeFuncExpr(integer ? ext.lookup_int : ext.lookup, integer ? INT4OID : FLOAT8OID,
-	                             list_make2(index, table), InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	const Oid type = integer ? INT4OID : FLOAT8OID;
+	if (cols.empty()) {
+		if (table.size() != 1)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv point table of a query without columns must have one point");
+		if (!table[0])
+			return (Expr *) makeNullConst(type, -1, InvalidOid);
+		return (Expr *) (integer ? int4_const(static_cast<int32>(*table[0])) : float8_const(*table[0]));
+	}
+	std::string layout;
+	List *args = list_make2(point_table_const(table), nullptr);
+	for (const ColumnPolicy *c : cols) {
+		if (c->is_group()) {
+			// 'p': coords, dims, then the members' values (numeric types, validated at declaration)
+			layout += 'p';
+			std::vector<Datum> coords;
+			const size_t dims = c->members.size();
+			for (size_t i = 0; i < c->domain.size(); ++i)
+				for (size_t d = 0; d < dims; ++d)
+					coords.push_back(Float8GetDatum(c->domain.coordinate(i, d)));
+			ArrayType *arr = construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
+			                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+			args = lappend(args, makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false));
+			args = lappend(args, int4_const(static_cast<int32>(dims)));
+			for (const ColumnPolicy::Member &m : c->members)
+				args = lappend(args, makeVar(1, m.attnum, m.type, m.typmod, m.collation, 0));
+			continue;
+		}
+		// 'e': value, labels; 'r': value, lo, hi, step
+		layout += c->domain.kind() == DomainKind::Enumerated ? 'e' : 'r';
+		args = lappend(args, makeVar(1, c->attnum, c->type, c->typmod, c->collation, 0));
+		args = list_concat(args, domain_arg_tail(c->domain));
+	}
+	lsecond(args) = text_const(layout);
+	return (Expr *) makeFuncExpr(integer ? ext.weigh_int : ext.weigh, type, args, InvalidOid, InvalidOid,
+	                             COERCE_EXPLICIT_CALL);
 }
 
 } // namespace dxpriv::pg
