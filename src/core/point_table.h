@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,13 +20,17 @@ namespace dxpriv {
 // Encoded layout (little-endian, self-describing, no pointers or OIDs):
 //   [0]      magic 'P'
 //   [1]      version 1
-//   [2]      code width w in bytes (1, 2 or 4)
+//   [2]      code width w in bytes: 1, 2 or 4 (dictionary), or 8 (direct)
 //   [3]      reserved (0)
 //   [4..8)   number of points n (uint32)
-//   [8..12)  number of distinct values K (uint32)
+//   [8..12)  number of distinct values K (uint32; 0 when direct)
+// dictionary (w = 1, 2, 4):
 //   K values as IEEE-754 doubles (8 bytes each), sorted ascending, no NaN
 //   n codes of w bytes: 0 = no contribution (the row is filtered out or its value is NULL),
 //   c in 1..K = values[c - 1]
+// direct (w = 8; chosen when the dictionary would not be smaller, e.g. sum over a wide range,
+// where every point has its own value): a presence bitmap of ceil(n / 8) bytes (bit u % 8 of
+// byte u / 8 set: point u contributes), then n doubles (0 where absent), no NaN.
 std::string encode_point_table(const std::vector<std::optional<double>> &values);
 
 // A decoded view over an encoded table (the bytes must outlive it). Construction validates the
@@ -38,6 +43,12 @@ public:
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{
+		if (width_ == kDirect) {
+			if (!((presence_[u >> 3] >> (u & 7)) & 1))
+				return false;
+			std::memcpy(&out, codes_ + 8 * u, 8);
+			return true;
+		}
 		const std::uint32_t c = code(u);
 		if (c == 0)
 			return false;
@@ -45,8 +56,11 @@ public:
 		return true;
 	}
 
+	static constexpr unsigned kDirect = 8;
+
 private:
 	std::size_t n_ = 0, k_ = 0;
+	const unsigned char *presence_ = nullptr; // direct tables only
 	unsigned width_ = 1;
 	std::vector<double> values_;
 	const unsigned char *codes_ = nullptr;

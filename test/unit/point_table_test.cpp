@@ -52,14 +52,35 @@ TEST(PointTable, CountWithWhereIsOneBytePerPoint)
 
 TEST(PointTable, WidthGrowsWithDistinctValues)
 {
+	// each value on 4 points, so the dictionary stays smaller than the direct layout
 	for (size_t k : {1u, 254u, 255u, 65534u, 65535u, 70000u}) {
 		Table t;
-		for (size_t u = 0; u < k; ++u)
-			t.push_back(static_cast<double>(u) * 0.5 - 7);
+		for (size_t u = 0; u < 4 * k; ++u)
+			t.push_back(static_cast<double>(u / 4) * 0.5 - 7);
 		t.push_back(std::nullopt);
 		const std::string bytes = encode_point_table(t);
 		const size_t width = k < 255 ? 1 : k < 65535 ? 2 : 4;
 		EXPECT_EQ(bytes.size(), 12 + 8 * k + width * t.size()) << k;
+		expect_round_trip(t);
+	}
+}
+
+TEST(PointTable, OneValuePerPointIsStoredDirectly)
+{
+	// sum over a wide range: every point has its own value; a dictionary would double the size
+	for (size_t n : {1u, 7u, 8u, 9u, 100001u}) {
+		Table t;
+		for (size_t u = 0; u < n; ++u)
+			t.push_back(u % 5 == 3 ? std::nullopt : std::optional<double>(static_cast<double>(u) * 100 + 0.25));
+		const std::string bytes = encode_point_table(t);
+		size_t k = 0;
+		for (const auto &x : t)
+			k += x.has_value();
+		const size_t width = k < 255 ? 1 : k < 65535 ? 2 : 4;
+		// the smaller layout: here the direct one as soon as the points are many
+		EXPECT_EQ(bytes.size(), 12 + std::min(8 * k + width * n, (n + 7) / 8 + 8 * n)) << n;
+		if (n == 100001)
+			EXPECT_EQ(static_cast<unsigned char>(bytes[2]), PointTableView::kDirect);
 		expect_round_trip(t);
 	}
 }
@@ -120,5 +141,22 @@ TEST(PointTable, ForgedBytesAreRejected)
 	expect_bad(b);
 	b = good;
 	b[4] = 5;                                        // point count disagrees with the length
+	expect_bad(b);
+
+	Table wide;
+	for (int u = 0; u < 20; ++u)
+		wide.push_back(u == 4 ? std::nullopt : std::optional<double>(u + 0.5));
+	const std::string direct = encode_point_table(wide);
+	ASSERT_EQ(static_cast<unsigned char>(direct[2]), PointTableView::kDirect);
+	view(direct); // valid
+	expect_bad(direct.substr(0, direct.size() - 1)); // truncated
+	b = direct;
+	b[8] = 1;                                        // direct tables have no dictionary
+	expect_bad(b);
+	b = direct;
+	b[12 + 2] = static_cast<char>(0xf0);             // bits past the 20th point
+	expect_bad(b);
+	b = direct;
+	std::memcpy(&b[12 + 3 + 8 * 7], &nan, 8);        // NaN value
 	expect_bad(b);
 }
