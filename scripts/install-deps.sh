@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages dxpriv needs to build and test (idempotent; root or sudo).
 set -euo pipefail
 packages=(build-essential cmake pkg-config postgresql-15 postgresql-server-dev-15 libeigen3-dev
-	libboost-math-dev libgtest-dev iproute2 libbenchmark-dev python3 python3-psycopg2 python3-numpy libpostgresql-jdbc-java default-jdk-headless)
+	libboost-math-dev libgtest-dev iproute2 libbenchmark-dev python3 python3-psycopg2 python3-psycopg python3-numpy libpostgresql-jdbc-java default-jdk-headless)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
+#include "pg/planner/parameters.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/ledger/answer_cache.h"
 
@@ -106,6 +107,7 @@ _PG_init(void)
 	shmem_startup_hook = dx_shmem_startup;
 
 	install_analyzer_hooks();
+	install_parameter_hooks();
 	install_catalog_cache_invalidation();
 	install_analyst_log_filter();
 	install_charging_hooks();

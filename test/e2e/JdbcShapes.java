@@ -8,7 +8,7 @@
 //   shape  <name>  error  <sqlstate>  <message>
 //   meta   tables  <n>        DatabaseMetaData.getTables(null, "public", "people", null)
 //   meta   columns <n>  <name:type,...>   DatabaseMetaData.getColumns(null, "public", "people", "%")
-//   param  <sqlstate or ok>   PreparedStatement with a ? parameter (dxpriv refuses $1: 0A000)
+//   param  <ok|sqlstate> <answers...>   a PreparedStatement with ? parameters executed 8 times
 //   prepared  <ok|error>  <answers...>   one parameterless PreparedStatement executed 6 times
 //                                       (past the driver's prepareThreshold of 5: a named server-side statement)
 import java.nio.charset.StandardCharsets;
@@ -82,12 +82,21 @@ public class JdbcShapes {
             }
             System.out.println("meta\tcolumns\t" + cols.size() + "\t" + String.join(",", cols));
 
-            try (PreparedStatement ps = conn.prepareStatement("SELECT count(*) FROM people WHERE age > ?")) {
-                ps.setInt(1, 30);
-                try (ResultSet rs = ps.executeQuery()) {
-                    rs.next();
-                    System.out.println("param\tok");
+            // bound parameters (setInt, setString), 8 executions: past prepareThreshold (5) the driver
+            // switches to a named server-side statement; every execution is analysed with its values
+            String ptag = new StringBuilder(tag).reverse().toString();
+            try (PreparedStatement ps = conn.prepareStatement(
+                     "/* " + ptag + " */ SELECT count(*) FROM people WHERE age > ? AND sex = ?")) {
+                StringBuilder pa = new StringBuilder();
+                for (int i = 0; i < 8; i++) {
+                    ps.setInt(1, 20 + 5 * i);
+                    ps.setString(2, i % 2 == 0 ? "F" : "M");
+                    try (ResultSet rs = ps.executeQuery()) {
+                        rs.next();
+                        pa.append('\t').append(rs.getLong(1));
+                    }
                 }
+                System.out.println("param\tok" + pa);
             } catch (SQLException e) {
                 System.out.println("param\t" + e.getSQLState() + "\t" + clean(e.getMessage()));
             }

@@ -566,8 +566,69 @@ def test_explain_copy_and_stored_queries():
 C = "cursors_prepared"
 attack(C, "cursor_on_raw_rows", "DECLARE c1 CURSOR WITH HOLD FOR SELECT * FROM people", Reject(PRIV))
 attack(C, "binary_cursor_on_names", "DECLARE c2 BINARY CURSOR WITH HOLD FOR SELECT name FROM people", Reject(PRIV))
+
+
+def parameter_analysed_per_execution(ctx, conn, attempt):
+    """Each EXECUTE is analysed with its bound value: its recorded scale is dx.explain's for the
+    literal query, for values with three different sensitivities (all ages, some, none)."""
+    execute(conn, attempt.sql)
+    try:
+        for v in (-5, 40, 500):
+            want = scalar(conn, "SELECT max(noise_scale) FROM dx.explain(%s)",
+                          (f"SELECT count(*) FROM people WHERE age > {v}",))
+            ctx.clear_answer_cache()
+            before = ctx.last_ledger_id()
+            scalar(conn, f"EXECUTE p1({v})")
+            charges = ctx.ledger_since(before)
+            assert len(charges) == 1 and charges[0][1][0] == want, f"value {v}: {charges}, explain {want}"
+    finally:
+        execute(conn, "DEALLOCATE p1")
+    return "three values, three scales, each that of its literal query"
+
+
+def generic_plan_refused(ctx, conn, attempt):
+    execute(conn, attempt.sql)
+    before = ctx.last_ledger_id()
+    execute(conn, "SET plan_cache_mode = force_generic_plan")
+    try:
+        err = run_expect_error(conn, "EXECUTE p4(30)")
+    finally:
+        execute(conn, "RESET plan_cache_mode")
+        execute(conn, "DEALLOCATE p4")
+    assert err.pgcode in ("0A000", "42501") and err.diag.message_hint, (err.pgcode, err.diag.message_primary)
+    assert not ctx.ledger_since(before), "a generic plan was charged"
+    return f"rejected {err.pgcode}, nothing charged"
+
+
+def many_generic_candidates_still_charged(ctx, conn, attempt):
+    """Past 5 executions the plan cache builds a generic plan to compare costs: it must never be
+    chosen, so every later execution is still analysed and charged."""
+    execute(conn, attempt.sql)
+    before = ctx.last_ledger_id()
+    try:
+        for i in range(12):
+            ctx.clear_answer_cache()
+            scalar(conn, f"EXECUTE p5({20 + i})")
+    finally:
+        execute(conn, "DEALLOCATE p5")
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 12 and all(min(sc) > 0 for _, sc in charges), f"{len(charges)} charges for 12"
+    return "12 executions, 12 charges"
+
+
 attack(C, "prepare_with_parameter", "PREPARE p1(int) AS SELECT count(*) FROM people WHERE age > $1",
-       Reject("0A000"))
+       Custom(parameter_analysed_per_execution))
+attack(C, "parameter_forced_generic_plan", "PREPARE p4(int) AS SELECT count(*) FROM people WHERE age > $1",
+       Custom(generic_plan_refused))
+attack(C, "parameter_past_the_generic_threshold", "PREPARE p5(int) AS SELECT count(*) FROM people WHERE age = $1",
+       Custom(many_generic_candidates_still_charged))
+attack(C, "parameter_on_undeclared_column", "PREPARE p6(text) AS SELECT count(*) FROM people WHERE name = $1",
+       Reject(PRIV))
+attack(C, "parameter_in_raw_read", "PREPARE p7(int) AS SELECT name FROM people WHERE id = $1", Reject(PRIV))
+attack(C, "parameter_as_epsilon_zero", "PREPARE p8(float8) AS SELECT dx.count(age, $1) FROM people; "
+       "EXECUTE p8(0)", Reject("22023"))
+attack(C, "parameter_user_function", "PREPARE p9(int) AS SELECT count(*) FROM people WHERE mallory_ws.leak(age + $1)",
+       Reject(*SHAPE))
 attack(C, "prepare_raw", "PREPARE p2 AS SELECT * FROM people", Reject(PRIV))
 
 
@@ -602,7 +663,7 @@ attack(C, "prepared_execute_charged_each_time", "PREPARE p3 AS SELECT count(*) F
 
 
 def test_cursors_and_prepared_statements():
-    run_category("cursors_prepared")
+    run_category("cursors_prepared", analyst_setup=FUNCTION_SETUP[:1])
 
 
 # ================================================================ execution by lookup

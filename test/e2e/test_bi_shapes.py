@@ -3,8 +3,8 @@
 SHAPES are the statements Metabase (quoted, schema-qualified identifiers, AS aliases, LIMIT 2000) and
 Superset (unquoted identifiers, metric labels such as "SUM(income)", LIMIT 10000/50000) generate for
 count, sum and avg questions. Each one runs through psycopg2 and through the PostgreSQL JDBC driver
-(JdbcShapes.java, plain Statement.executeQuery: a PreparedStatement with parameters would send $1,
-which dxpriv refuses) and must succeed with the right number of rows (a GROUP BY returns every group
+(JdbcShapes.java, plain Statement.executeQuery; a PreparedStatement with parameters sends $1,
+which dxpriv analyses with the bound values at every execution) and must succeed with the right number of rows (a GROUP BY returns every group
 of the declared domain, clipped by LIMIT) and numeric aggregate columns.
 
 Catalog introspection that psql and the tools run (\\d, \\dt, information_schema, SQLAlchemy's
@@ -204,10 +204,15 @@ def test_bi_shapes_through_jdbc():
             if cols.get(col) != typ:
                 failures.append(f"DatabaseMetaData.getColumns: {col} is {cols.get(col)}, expected {typ}")
 
-        # a PreparedStatement with a parameter sends $1: refused with 0A000 (documented)
+        # a PreparedStatement with parameters sends $1, $2: each execution is analysed with its bound
+        # values, charged and noised (the ledger text carries the reversed tag)
         param = next(line for line in lines if line[0] == "param")
-        if param[1] != "0A000":
-            failures.append(f"PreparedStatement with a parameter: {param[1:]}, expected 0A000")
+        if param[1] != "ok":
+            failures.append(f"PreparedStatement with parameters: {param[1:]}")
+        else:
+            charges = ledger_rows(admin, tag[::-1])
+            if len(charges) != 8 or any(e != 0.1 or min(sc) <= 0 for e, sc in charges):
+                failures.append(f"PreparedStatement with parameters: 8 executions, ledger rows {charges}")
 
         # a parameterless PreparedStatement past prepareThreshold (server-side named statement) is
         # answered and charged at every execution, or replays one cached answer

@@ -35,7 +35,14 @@ SELECT dx.count(*) FROM people_view;
 SELECT dx._noisy_count(1, 0, '{1,1,1,16384,5,0,0,1,1,0}') FROM people;
 SELECT dx._noisy_sum(age, 0, '{1,1,1,16384,5,0,0,1,1,0}') FROM exact_t, people;
 SELECT dx._noisy_avg(1, 0, '{1,1,1,16384,5,0,0,1,1,0}');
-PREPARE p(int) AS SELECT dx.count(*) FROM people WHERE age > $1;
+-- parameters are analysed when bound; a bad epsilon is refused at EXECUTE, a forced generic plan
+-- at planning
+PREPARE p(float8) AS SELECT dx.count(*), dx.count(age, $1) FROM people;
+EXECUTE p(-1);
+SET plan_cache_mode = force_generic_plan;
+EXECUTE p(0.5);
+RESET plan_cache_mode;
+DEALLOCATE p;
 SET dxpriv.epsilon = 0;
 SET dxpriv.epsilon = -1;
 RESET dxpriv.epsilon;

@@ -48,7 +48,12 @@ COPY (SELECT count(*) FROM people) TO STDOUT;
 CREATE TEMP TABLE stolen AS SELECT count(*) FROM people;
 SELECT count(*) INTO TEMP stolen2 FROM people;
 CREATE TEMP VIEW sneaky AS SELECT count(*) FROM people;
-PREPARE p(int) AS SELECT count(*) FROM people WHERE age > $1;
+-- a parameter is bound before analysis: each EXECUTE is analysed with its value (age > 200 matches
+-- no declared age: an exact 0); an undeclared column is refused at PREPARE already
+PREPARE pa(int) AS SELECT count(*) FROM people WHERE age > $1;
+EXECUTE pa(200);
+DEALLOCATE pa;
+PREPARE pn(text) AS SELECT count(*) FROM people WHERE note = $1;
 -- side channels
 SELECT reltuples FROM pg_class WHERE relname = 'people';
 SELECT * FROM pg_class WHERE relname = 'people';

@@ -174,6 +174,8 @@ SELECT dx.mode(ward) FILTER (WHERE random() > 0.5) FROM em_prot;
 SELECT dx.mode(ward) OVER () FROM em_prot;
 SELECT dx.median(age, 5000) FROM em_prot;
 PREPARE em_p(float8) AS SELECT dx.quantile(age, $1) FROM em_prot;
+EXECUTE em_p(1.5);
+DEALLOCATE em_p;
 SELECT dx.mode(x) FROM (VALUES (1), (2)) AS v(x);
 SELECT dx.mode(ward) FROM em_exact, em_prot;
 CREATE VIEW em_view AS SELECT dx.mode(ward) FROM em_prot;

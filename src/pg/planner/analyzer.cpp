@@ -9,6 +9,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
+#include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
@@ -121,14 +122,16 @@ collect_markers(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_markers), ctx);
 }
 
-// True when the expression contains a query parameter ($1).
+// True when the expression or query contains a client-bound parameter ($1).
 bool
 contains_param(Node *node, void *ctx)
 {
 	if (!node)
 		return false;
 	if (IsA(node, Param))
-		return true;
+		return castNode(Param, node)->paramkind == PARAM_EXTERN;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(contains_param), ctx, 0);
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(contains_param), ctx);
 }
 
@@ -186,7 +189,7 @@ user_type_walker(Node *node, void *ctx)
 	if (!node || IsA(node, Query))
 		return false;
 	auto *search = static_cast<UserTypeSearch *>(ctx);
-	const Oid type = IsA(node, List) ? InvalidOid : exprType(node); // argument lists have no type
+	const Oid type = IsA(node, List) || IsA(node, TargetEntry) ? InvalidOid : exprType(node); // lists: no type
 	if (type >= FirstNormalObjectId) {
 		bool declared = false;
 		for (const ColumnPolicy &c : search->policy->columns)
@@ -218,9 +221,7 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 		     "Functions such as random() or now() would make the answer depend on more than the data.");
 	if (analyst_mode())
 		require_builtin_immutable(expr, where);
-	if (contains_param(expr, nullptr))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "query parameters cannot be used in queries with dx aggregates yet",
-		     "Send the values as literals.");
+
 	List *vars = pull_var_clause(expr, 0);
 	ListCell *lc;
 	foreach (lc, vars) {
@@ -455,7 +456,10 @@ kind_name(AggKind k)
 
 // ---- the whole query ----
 
-// Validates and rewrites one SELECT that contains dx aggregates.
+// Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
+// only checked for its shape here: it is analysed and rewritten when it is planned with its bound
+// values (parameters.cpp), once per execution; until then its dx aggregates are markers, which
+// refuse to run.
 void
 rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 {
@@ -469,6 +473,17 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	}
 	Node *where = q->jointree->quals;
 	check_row_expression(where, policy, "WHERE clauses");
+	if (contains_param((Node *) q, nullptr)) {
+		// analysed when planned with its bound values; what needs no value is refused now
+		std::pair<const ExtensionObjects *, std::vector<Aggref *>> markers{&ext, {}};
+		collect_markers((Node *) q->targetList, &markers);
+		collect_markers(q->havingQual, &markers);
+		for (Aggref *a : markers.second) {
+			check_row_expression((Node *) a->args, policy, "aggregate arguments");
+			check_row_expression((Node *) a->aggfilter, policy, "FILTER clauses");
+		}
+		return;
+	}
 
 	// GROUP BY columns: plain references to declared columns
 	std::vector<const ColumnPolicy *> group_cols;
@@ -823,6 +838,32 @@ analyze(Query *top)
 		     "Run the query directly: its noise and cost are fixed when it is analysed, against the current policy.");
 	rewrite_query(q, *ext, d);
 }
+
+} // namespace
+
+// See planner/parameters.h.
+void
+analyze_bound_query(Query *q)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext)
+		return;
+	Discovery d{ext};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	if (d.markers_top == 0)
+		return;
+	const AnalystContext ac = load_analyst_context(*ext);
+	set_analyst_mode(ac.analyst);
+	rewrite_query(q, *ext, d);
+	if (ac.analyst) {
+		if (count_protected_refs(q, ac) != 1)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+			     analyst_hint(first_protected_ref(q, ac)));
+		admit_protected_reads(q, ac);
+	}
+}
+
+namespace {
 
 extern "C" void
 dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)

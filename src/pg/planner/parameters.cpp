@@ -1,0 +1,138 @@
+// The planner hook that analyses queries with dx aggregates and bound parameters (parameters.h).
+#include "pg/planner/parameters.h"
+
+#include "pg/guard.h"
+#include "pg/planner/node_build.h"
+
+extern "C" {
+#include "nodes/nodeFuncs.h"
+#include "nodes/params.h"
+#include "optimizer/planner.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/plancache.h"
+}
+
+namespace dxpriv::pg {
+
+namespace {
+
+planner_hook_type prev_planner = nullptr;
+
+// Cost given to a generic plan of a query with dx aggregates and parameters: the plan cache
+// compares it with the custom plans' average and always builds a custom plan.
+constexpr Cost kGenericPlanCost = 1e30;
+
+// True when the query holds a dx aggregate marker (not yet rewritten) at its top level.
+bool
+has_markers(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, Aggref) && ext->is_marker(castNode(Aggref, node)->aggfnoid))
+		return true;
+	if (IsA(node, Query))
+		return false; // dx aggregates count only at the top level (nested ones are refused)
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_markers), ctx);
+}
+
+struct BindContext {
+	ParamListInfo params;
+	int found = 0;        // client parameters seen
+	bool unbound = false; // a parameter has no value: a generic plan
+};
+
+// The value of parameter `id` (1-based) of the given type, or false when it is not bound.
+bool
+fetch_param(ParamListInfo params, int id, Oid type, ParamExternData &out)
+{
+	if (!params || id <= 0 || id > params->numParams)
+		return false;
+	ParamExternData workspace;
+	const ParamExternData *prm = params->paramFetch ? params->paramFetch(params, id, false, &workspace)
+	                                                : &params->params[id - 1];
+	if (!prm || !OidIsValid(prm->ptype) || prm->ptype != type)
+		return false;
+	out = *prm;
+	return true;
+}
+
+// Replaces every client parameter by a constant holding its bound value.
+Node *
+bind_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<BindContext *>(ctx);
+	if (IsA(node, Param) && castNode(Param, node)->paramkind == PARAM_EXTERN) {
+		Param *p = castNode(Param, node);
+		c->found++;
+		ParamExternData value;
+		if (!fetch_param(c->params, p->paramid, p->paramtype, value)) {
+			c->unbound = true;
+			return node;
+		}
+		int16 typlen;
+		bool typbyval;
+		get_typlenbyval(p->paramtype, &typlen, &typbyval);
+		Datum v = value.isnull ? (Datum) 0 : datumCopy(value.value, typbyval, typlen);
+		return (Node *) makeConst(p->paramtype, p->paramtypmod, p->paramcollid, typlen, v, value.isnull, typbyval);
+	}
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator(castNode(Query, node), reinterpret_cast<Node *(*) ()>(bind_mutator), ctx, 0);
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(bind_mutator), ctx);
+}
+
+// Whether `parse` is a query with dx markers and parameters; if so, binds and analyses it (or
+// reports that it is planned without values).
+bool
+bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || parse->commandType != CMD_SELECT)
+		return false;
+	if (!query_tree_walker(parse, reinterpret_cast<bool (*)()>(has_markers), const_cast<ExtensionObjects *>(ext), 0))
+		return false;
+	BindContext ctx{params};
+	Query *bound = castNode(Query, bind_mutator((Node *) copy_node(parse), &ctx));
+	if (ctx.found == 0)
+		return false; // analysed when it was parsed
+	if (ctx.unbound) {
+		if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     "queries with dx aggregates and parameters cannot use a generic plan",
+			     "dxpriv analyses, charges and noises each execution with its bound values; "
+			     "SET plan_cache_mode = auto (the default) or force_custom_plan.");
+		generic = true;
+		return true;
+	}
+	analyze_bound_query(bound);
+	parse = bound;
+	return true;
+}
+
+extern "C" PlannedStmt *
+dx_planner(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
+{
+	bool generic = false;
+	if (!in_internal_query())
+		guarded([&] { bind_and_analyze(parse, params, generic); });
+	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
+	                                   : standard_planner(parse, query_string, cursor_options, params);
+	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run
+		result->planTree->total_cost = kGenericPlanCost;
+	return result;
+}
+
+} // namespace
+
+// See parameters.h.
+void
+install_parameter_hooks()
+{
+	prev_planner = planner_hook;
+	planner_hook = dx_planner;
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,29 @@
+// Bound parameters ($1, ...) of queries with dx aggregates: JDBC PreparedStatement, psycopg 3's
+// server-side binding, node-postgres/knex, PREPARE/EXECUTE and PL/pgSQL variables.
+//
+// A query with parameters cannot be analysed when it is parsed (its sensitivity depends on the
+// values), so the analyzer only checks its shape then and leaves its dx aggregates as markers,
+// which refuse to run. The planner hook below analyses and rewrites it when it is planned with its
+// bound values: every execution of a prepared statement gets a custom plan, analysed, charged and
+// noised with its own values. A generic plan (planned without values) keeps the markers and is
+// given a prohibitive cost, so PostgreSQL's plan cache never prefers it; if it is forced
+// (plan_cache_mode = force_generic_plan) it refuses to run.
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+}
+
+namespace dxpriv::pg {
+
+// Analyses and rewrites a query whose parameters were replaced by their values (as the
+// post-parse-analysis hook does for a query without parameters), including the analyst checks.
+// Defined in analyzer.cpp.
+void analyze_bound_query(Query *q);
+
+// Installs the planner hook (called from _PG_init).
+void install_parameter_hooks();
+
+} // namespace dxpriv::pg
