@@ -127,3 +127,7 @@ COMMENT ON FUNCTION dx._weigh(bytea, text, "any") IS 'weight of a row at its sub
 CREATE FUNCTION dx._weigh_int(bytea, text, VARIADIC "any") RETURNS int4
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_int';
 COMMENT ON FUNCTION dx._weigh_int(bytea, text, "any") IS 'candidate index of a row at its sub-universe point, from the analysis'' per-point table (NULL: not counted)';
+-- The output value of a GROUP BY key for a row's group (the values per group computed at analysis).
+CREATE FUNCTION dx._group_key(int4, anyarray) RETURNS anyelement
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key';
+COMMENT ON FUNCTION dx._group_key(int4, anyarray) IS 'output value of a GROUP BY key for a group, from the analysis'' values per group';

@@ -35,7 +35,7 @@ struct ExtensionObjects {
 	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
 	Oid range_index = InvalidOid, enum_index = InvalidOid;
 	// execution by lookup (point_lookup.h): a row's weight from the per-point table at its point
-	Oid weigh = InvalidOid, weigh_int = InvalidOid;
+	Oid weigh = InvalidOid, weigh_int = InvalidOid, group_key = InvalidOid;
 	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
 	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
 	Oid median_any = InvalidOid, median_any_eps = InvalidOid;

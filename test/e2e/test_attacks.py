@@ -366,10 +366,17 @@ attack(C, "user_operator", "SELECT count(*) FROM people WHERE age OPERATOR(mallo
        Custom(no_notice_leak))
 attack(C, "inlinable_sql_function", "SELECT count(*) FROM people WHERE mallory_ws.is_thirty(age)", Reject(*SHAPE))
 attack(C, "volatile_random", "SELECT count(*) FROM people WHERE age > random() * 100", Reject(*SHAPE))
-attack(C, "volatile_now", "SELECT count(*) FROM people WHERE now() > '2000-01-01'", Reject(*SHAPE))
+# now() and current_date are fixed once, at analysis, on the declared points: answered with noise
+attack(C, "stable_now", "SELECT count(*) FROM people WHERE now() > '2000-01-01'", Noised(min_scale=1.0))
 attack(C, "volatile_clock_timestamp", "SELECT count(*) FROM people WHERE clock_timestamp() > '2000-01-01'",
        Reject(*SHAPE))
 attack(C, "stable_current_date", "SELECT count(*) FROM people WHERE age > extract(year FROM current_date) - 2000",
+       Noised(min_scale=1.0))
+attack(C, "stable_side_channel_function", "SELECT count(*) FROM people WHERE pg_stat_get_live_tuples('people'::regclass) > age",
+       Reject(*SHAPE))
+attack(C, "stable_query_to_xml", "SELECT count(*) FROM people WHERE length(table_to_xml('people'::regclass, true, false, '')::text) > age",
+       Reject(*SHAPE))
+attack(C, "stable_current_setting", "SELECT count(*) FROM people WHERE current_setting('search_path') = zip",
        Reject(*SHAPE))
 attack(C, "volatile_pg_sleep_timing",
        "SELECT count(*) FROM people WHERE CASE WHEN age = 30 THEN pg_sleep(0.01) IS NULL ELSE true END",
@@ -806,6 +813,41 @@ def test_expression_cost_does_not_count_rows():
           f"{per_row_cost_2000 * 1000:.0f} ms on crowd")
     assert per_row_cost_2000 > 2 * tolerance, "the expression is too cheap for this test to tell anything"
     assert abs(c - p) < tolerance, f"elapsed time depends on the matching rows: {p:.3f} s vs {c:.3f} s"
+
+
+# ================================================================ GROUP BY expressions
+# The groups are the image of the declared domain under the keys, computed at analysis: the set of
+# output rows never depends on the data, the keys are never evaluated on rows.
+
+C = "group_expressions"
+
+
+def all_groups_returned(expected):
+    def check(ctx, conn, attempt):
+        result = Noised(min_scale=1.0, rows=expected).check(ctx, conn, attempt)
+        return result + f", {expected} groups whatever the data"
+    return check
+
+
+attack(C, "decades_every_group", "SELECT age / 10 AS decade, count(*) FROM people GROUP BY 1",
+       Custom(all_groups_returned(13)))
+attack(C, "one_row_bucket", "SELECT (age = 30 AND zip = '10007' AND diagnosis = 'yes') AS k, count(*) "
+       "FROM people GROUP BY 1", Custom(all_groups_returned(2)))
+attack(C, "key_on_undeclared_column", "SELECT length(name), count(*) FROM people GROUP BY 1", Reject(PRIV))
+attack(C, "key_user_function", "SELECT mallory_ws.leak_int(age), count(*) FROM people GROUP BY 1", Reject(*SHAPE))
+attack(C, "key_volatile", "SELECT age + (random() * 2)::int, count(*) FROM people GROUP BY 1", Reject(*SHAPE))
+attack(C, "key_side_channel", "SELECT age > pg_stat_get_live_tuples('people'::regclass), count(*) FROM people GROUP BY 1",
+       Reject(*SHAPE))
+attack(C, "key_user_domain", "SELECT zip::mallory_ws.spy, count(*) FROM people GROUP BY 1", Reject(*SHAPE))
+attack(C, "key_too_many_groups", "SELECT income * 1000 + age, count(*) FROM people GROUP BY 1", Reject("54000"))
+attack(C, "key_with_having_on_key", "SELECT age / 10 AS d, count(*) FROM people GROUP BY 1 HAVING age / 10 > 5",
+       Custom(all_groups_returned(7)))
+attack(C, "key_date_cast_stable", "SELECT (date '2024-01-01' + age)::timestamptz AS t, count(*) FROM people "
+       "GROUP BY 1 ORDER BY 1 LIMIT 3", Custom(all_groups_returned(3)))
+
+
+def test_group_by_expressions():
+    run_category("group_expressions", analyst_setup=FUNCTION_SETUP + PEEK_SETUP[:2])
 
 
 # ================================================================ statistics and size side channels
@@ -1576,7 +1618,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
 NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
-                      "_clamp_enum", "_range_index", "_enum_index", "_weigh", "_weigh_int",
+                      "_clamp_enum", "_range_index", "_enum_index", "_weigh", "_weigh_int", "_group_key",
                       "_indicator", "_em_point", "_period", "_analyst_can_see"}
 
 
@@ -1626,7 +1668,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
-               "internal_objects", "partitions_inheritance", "lookup_execution"}
+               "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

@@ -7,7 +7,7 @@ SELECT dx.count(*) FROM people WHERE id > 3;
 SELECT dx.sum(note) FROM people;
 SELECT dx.sum(length(note)) FROM people;
 SELECT dx.count(*) FROM people WHERE age > random() * 10;
-SELECT dx.count(*) FROM people WHERE visit < now();
+SELECT dx.count(*) FROM people WHERE visit < clock_timestamp();
 SELECT dx.count(*) FROM people p JOIN exact_t e ON true;
 SELECT dx.count(*) FROM people, exact_t;
 SELECT dx.count(*) FROM people WHERE age IN (SELECT v FROM exact_t);

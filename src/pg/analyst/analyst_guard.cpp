@@ -33,6 +33,8 @@ extern "C" {
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <string>
 
 namespace dxpriv::pg {
 
@@ -226,17 +228,46 @@ plain_agg_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(plain_agg_mutator), ctx);
 }
 
-// Raises for a function that is not a built-in immutable one.
+// Built-in stable functions analysts may use: they depend only on the statement's time and on
+// TimeZone/DateStyle (date and timestamp casts, date_trunc, extract, now()), are evaluated once at
+// analysis on the declared points, and read no table, statistic or other session.
+bool
+is_allowed_stable(Oid fn)
+{
+	static const std::set<std::string> allowed = {
+	    "now", "statement_timestamp", "transaction_timestamp", "date_trunc", "date_part", "extract", "date_bin",
+	    "timezone", "age", "to_char", "to_timestamp", "to_date", "date", "timestamptz", "timestamp", "time",
+	    "timetz", "timestamptz_in", "timestamptz_out", "timestamp_in", "timestamp_out", "date_in", "date_out",
+	    "time_in", "timetz_in", "interval_in", "interval_out", "timestamptz_pl_interval", "timestamptz_mi_interval",
+	    "timestamptz_trunc", "timestamptz_part", "timestamptz_bin", "isfinite", "make_timestamptz",
+	    "date_pl_interval", "date_mi_interval", "date_cmp_timestamptz", "date_eq_timestamptz",
+	    "date_ne_timestamptz", "date_lt_timestamptz", "date_le_timestamptz", "date_gt_timestamptz",
+	    "date_ge_timestamptz", "timestamptz_eq_date", "timestamptz_ne_date", "timestamptz_lt_date",
+	    "timestamptz_le_date", "timestamptz_gt_date", "timestamptz_ge_date", "timestamp_eq_timestamptz",
+	    "timestamp_ne_timestamptz", "timestamp_lt_timestamptz", "timestamp_le_timestamptz",
+	    "timestamp_gt_timestamptz", "timestamp_ge_timestamptz", "timestamptz_eq_timestamp",
+	    "timestamptz_ne_timestamp", "timestamptz_lt_timestamp", "timestamptz_le_timestamp",
+	    "timestamptz_gt_timestamp", "timestamptz_ge_timestamp"};
+	if (fn >= FirstNormalObjectId || get_func_namespace(fn) != PG_CATALOG_NAMESPACE)
+		return false;
+	char *name = get_func_name(fn);
+	return name && allowed.count(name) > 0;
+}
+
+// Raises for a function that is not a built-in immutable one (or an allowed stable one).
 bool
 check_builtin_immutable(Oid fn, void *ctx)
 {
 	const bool ours = get_func_namespace(fn) == get_namespace_oid("dx", true);
-	if ((fn >= FirstNormalObjectId && !ours) || func_volatile(fn) != PROVOLATILE_IMMUTABLE) {
+	const char volatility = func_volatile(fn);
+	const bool allowed = volatility == PROVOLATILE_IMMUTABLE || (volatility == PROVOLATILE_STABLE && is_allowed_stable(fn));
+	if ((fn >= FirstNormalObjectId && !ours) || !allowed) {
 		char *name = get_func_name(fn);
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 		     std::string("function ") + (name ? name : "?") + " cannot be used in " + static_cast<const char *>(ctx) +
 		         " by analysts",
-		     "Only built-in immutable functions and operators may touch protected columns.");
+		     "Only built-in immutable functions and operators, and the date and time functions now(), date_trunc, "
+		     "extract and date/timestamp casts, may touch protected columns.");
 	}
 	return false;
 }

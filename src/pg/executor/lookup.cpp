@@ -14,6 +14,7 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 }
 
@@ -233,4 +234,47 @@ DX_FUNCTION(dx_weigh_int)
 	if (!weigh_row(fcinfo, v))
 		PG_RETURN_NULL();
 	PG_RETURN_INT32(static_cast<int32>(v));
+}
+
+namespace {
+
+// Per-call-site cache of dx._group_key: the deconstructed array of the keys' values per group.
+struct GroupKeyCache {
+	Datum source;
+	Datum *values;
+	bool *nulls;
+	int count;
+};
+
+} // namespace
+
+// dx._group_key(group int4, values anyarray) -> anyelement: the output value of a GROUP BY key for
+// the row's group, from the values the analysis computed per group (no key expression runs on it).
+DX_FUNCTION(dx_group_key)
+{
+	auto *c = static_cast<GroupKeyCache *>(fcinfo->flinfo->fn_extra);
+	if (!c || c->source != PG_GETARG_DATUM(1)) {
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		if (!c)
+			c = static_cast<GroupKeyCache *>(palloc0(sizeof(GroupKeyCache)));
+		ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(1);
+		int16 typlen;
+		bool typbyval;
+		char typalign;
+		get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+		if (ARR_NDIM(arr) > 1)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
+			     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &c->values, &c->nulls, &c->count);
+		c->source = PG_GETARG_DATUM(1);
+		MemoryContextSwitchTo(old);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	const int32 g = PG_GETARG_INT32(0);
+	if (g < 0 || g >= c->count)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
+		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+	if (c->nulls[g])
+		PG_RETURN_NULL();
+	return c->values[g];
 }

@@ -64,6 +64,8 @@ load(Oid ext, ExtensionObjects &o)
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
 	o.weigh_int = lookup("_weigh_int", 3, weigh_args);
+	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
+	o.group_key = lookup("_group_key", 2, group_key_args);
 	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
 	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
 	o.indicator = lookup("_indicator", 1, any1);
@@ -85,7 +87,7 @@ load(Oid ext, ExtensionObjects &o)
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.weigh, o.weigh_int,
+	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.weigh, o.weigh_int, o.group_key,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

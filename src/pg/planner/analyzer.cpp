@@ -5,6 +5,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
+#include "pg/planner/group_keys.h"
 #include "pg/planner/group_source.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
@@ -69,7 +70,7 @@ constexpr int kRewrittenLocation = -7417;
 
 const char *kShapeHint = "Supported: SELECT [declared columns,] dx.count(*|col), dx.sum(expr), dx.avg(expr), "
                          "dx.linear(expr) [, ...] FROM <protected table> [WHERE <conditions on declared columns>] "
-                         "[GROUP BY <declared columns>] [HAVING/ORDER BY/LIMIT].";
+                         "[GROUP BY <declared columns or expressions over them>] [HAVING/ORDER BY/LIMIT].";
 constexpr double kMinEpsilon = 1e-15;        // smallest aggregate epsilon (noise scale limit 1e15 / count)
 constexpr size_t kMaxGroups = 10000;          // output groups of one GROUP BY
 constexpr size_t kMaxOptimalCells = 400;      // above: algorithm3 instead of the exact optimum
@@ -216,9 +217,13 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 		     std::string("casts to user-defined types and domains cannot be used in ") + where + " by analysts (type " +
 		         format_type_be(exprType(user_typed.found)) + ")",
 		     "Compare declared columns with built-in types only, e.g. WHERE age >= 30 AND sex = 'F'.");
-	if (contain_mutable_functions(expr))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, std::string("only immutable functions can be used in ") + where,
-		     "Functions such as random() or now() would make the answer depend on more than the data.");
+	// Stable functions (now(), current_date, date -> timestamptz casts, date_trunc on timestamptz)
+	// are evaluated once, at analysis, on the declared points: their value is fixed for the
+	// statement. Volatile ones would make the analysis itself random.
+	if (contain_volatile_functions(expr))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, std::string("volatile functions cannot be used in ") + where,
+		     "Functions such as random() or clock_timestamp() would make the answer depend on more than the data; "
+		     "now() and current_date are allowed (fixed once per statement).");
 	if (analyst_mode())
 		require_builtin_immutable(expr, where);
 
@@ -256,50 +261,6 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 }
 
 // ---- rewriting helpers ----
-
-// The expression that maps column v into its declared domain (group keys and post-processing:
-// plain declared columns only; a member of a column group never appears outside an aggregate).
-Expr *
-make_clamp(Var *v, const ColumnPolicy &col, const ExtensionObjects &ext)
-{
-	if (col.is_group())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a column of a column group can be used only inside dx aggregates",
-		     "Group by separately declared columns; a group such as (lon, lat) is a location, not a category.");
-	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.clamp_enum : ext.clamp_range;
-	return (Expr *) makeFuncExpr(fn, v->vartype, lcons(v, domain_arg_tail(col.domain)), v->varcollid, v->varcollid,
-	                             COERCE_EXPLICIT_CALL);
-}
-
-struct ClampContext {
-	const ExtensionObjects *ext;
-	const TablePolicy *policy;
-};
-
-// Replaces every column reference by its clamp expression (rewritten aggregates are left alone:
-// their arguments are clamped already).
-Node *
-clamp_mutator(Node *node, void *ctx)
-{
-	if (!node)
-		return nullptr;
-	auto *c = static_cast<ClampContext *>(ctx);
-	if (IsA(node, Var)) {
-		Var *v = castNode(Var, node);
-		const ColumnPolicy *col = v->varattno > 0 ? c->policy->find(v->varattno) : nullptr;
-		if (v->varlevelsup == 0 && v->varno == 1 && col)
-			return (Node *) make_clamp(copy_node(v), *col, *c->ext);
-		return node;
-	}
-	if (IsA(node, Aggref) && castNode(Aggref, node)->location == kRewrittenLocation)
-		return node;
-	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(clamp_mutator), ctx);
-}
-
-Node *
-clamp(Node *expr, const ClampContext &ctx)
-{
-	return expr ? clamp_mutator(expr, const_cast<ClampContext *>(&ctx)) : nullptr;
-}
 
 // ---- identities: charge ids and the answer-cache key ----
 
@@ -485,30 +446,13 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		return;
 	}
 
-	// GROUP BY columns: plain references to declared columns
-	std::vector<const ColumnPolicy *> group_cols;
-	ListCell *lc;
-	foreach (lc, q->groupClause) {
-		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
-		Node *e = (Node *) tle->expr;
-		if (!IsA(e, Var))
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY accepts only declared columns", kShapeHint);
-		check_row_expression(e, policy, "GROUP BY");
-		const ColumnPolicy *c = policy.find(castNode(Var, e)->varattno);
-		if (c->is_group())
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY cannot use a column of a column group",
-			     "Group by separately declared columns; a group such as (lon, lat) is a location, not a category.");
-		if (std::find(group_cols.begin(), group_cols.end(), c) == group_cols.end())
-			group_cols.push_back(c);
-	}
-	size_t groups = 1;
-	for (const ColumnPolicy *c : group_cols) {
-		groups *= c->domain.size();
-		if (groups > kMaxGroups)
-			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-			     "GROUP BY would return more than " + std::to_string(kMaxGroups) + " groups",
-			     "Every group of the declared domains is returned; group by coarser columns.");
-	}
+	// GROUP BY keys: declared columns or expressions over them; the groups are the keys' image of
+	// the declared domain (group_keys.h)
+	const GroupKeys keys = analyse_group_keys(q, relid, policy, kMaxGroups, [&policy](Node *e, const char *w) {
+		check_row_expression(e, policy, w);
+	});
+	const std::vector<const ColumnPolicy *> &group_cols = keys.cols;
+	const size_t groups = keys.groups;
 
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
@@ -585,19 +529,19 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	}
 	UniverseValues vals = evaluate_over_universe(relid, cols, sub, exprs);
 
-	// output group of every point
+	// output group of every point: its projection on the keys' columns, grouped as analysed
 	std::vector<size_t> group_of(n, 0);
-	if (!group_cols.empty()) {
+	if (keys.grouped()) {
 		std::vector<size_t> strides(cols.size(), 1);
 		for (size_t c = cols.size(); c-- > 1;)
 			strides[c - 1] = strides[c] * cols[c]->domain.size();
 		for (size_t u = 0; u < n; ++u) {
-			size_t g = 0;
+			size_t v = 0;
 			for (const ColumnPolicy *gc : group_cols) {
 				size_t pos = std::find(cols.begin(), cols.end(), gc) - cols.begin();
-				g = g * gc->domain.size() + (u / strides[pos]) % gc->domain.size();
+				v = v * gc->domain.size() + (u / strides[pos]) % gc->domain.size();
 			}
-			group_of[u] = g;
+			group_of[u] = keys.group_of_point[v];
 		}
 	}
 
@@ -665,7 +609,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				for (int c = 0; c < specs[j].components; ++c) {
 					const LinearNoisePlan &p = plan.cells[g * cells_per_group + specs[j].first_cell + c];
 					cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(specs[j].kind),
-					                                group_cols.empty() ? "" : group_label(group_cols, g),
+					                                keys.grouped() ? keys.label(g) : "",
 					                                specs[j].kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
 					                                specs[j].epsilon, p});
 				}
@@ -673,9 +617,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 
 	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
 	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
-	ClampContext cctx{&ext, &policy};
-	const bool grouped = !group_cols.empty();
-	Expr *group_index = grouped ? point_index_expr(group_cols, ext) : (Expr *) int4_const(0);
+	const bool grouped = keys.grouped();
+	Expr *group_index = group_index_expr(keys, ext);
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -731,25 +674,28 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		std::vector<Aggref *> linear_aggrefs;
 		for (const AggSpec &s : specs)
 			linear_aggrefs.push_back(s.aggref);
+		if (!keys.plain_columns)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by expressions yet",
+			     "Group them by declared columns, or run the linear aggregates (count, sum, avg) with the "
+			     "expression alone.");
 		rewrite_em_aggregates(q, em,
-		                      EmRewriteInput{relid, &policy, &ext, where, group_cols, group_index, kRewrittenLocation,
+		                      EmRewriteInput{relid, &policy, &ext, where, &keys, group_index, kRewrittenLocation,
 		                                     linear_aggrefs});
 	}
 	// ---- end of exponential mechanism dispatch ----
 
-	// clamp the remaining column references (GROUP BY keys, post-processing over them); the WHERE
-	// clause is in every aggregate's table and is not evaluated on rows
-	q->targetList = (List *) clamp((Node *) q->targetList, cctx);
-	q->havingQual = clamp(q->havingQual, cctx);
+	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
+	// outside the aggregates read the values the analysis computed per group
 	q->jointree->quals = nullptr;
 	if (!grouped) {
 		stamp_identities(q, ext);
 		return;
 	}
+	replace_group_keys(q, keys, group_index, ext);
 	// GROUP BY: read from the table plus one empty row per group
 	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
-	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, group_cols);
+	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, keys);
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);

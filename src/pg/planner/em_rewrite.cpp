@@ -151,7 +151,7 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 	add_column(*s.column, attnos);
 	add_expr_columns(in.where, *in.policy, attnos);
 	add_expr_columns((Node *) s.filter, *in.policy, attnos);
-	for (const ColumnPolicy *g : in.group_cols)
+	for (const ColumnPolicy *g : in.keys->cols)
 		add_column(*g, attnos);
 	SubUniverse sub;
 	sub.presence = in.policy->presence;
@@ -173,7 +173,7 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 		counted[u] = vals.value[0][u] != 0 && !vals.is_null[0][u] && vals.value[1][u] != 0 && !vals.is_null[1][u];
 	const size_t candidate = std::find(cols.begin(), cols.end(), s.column) - cols.begin();
 	std::vector<size_t> groups;
-	for (const ColumnPolicy *g : in.group_cols)
+	for (const ColumnPolicy *g : in.keys->cols)
 		groups.push_back(std::find(cols.begin(), cols.end(), g) - cols.begin());
 	p.sensitivity = em_utility_sensitivity(sub, counted, candidate, groups, s.utility);
 	p.scale = em_scale(s.epsilon, p.sensitivity);
@@ -259,10 +259,8 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 	if (em.specs.empty())
 		return;
 	const ExtensionObjects &ext = *in.ext;
-	size_t groups = 1;
-	for (const ColumnPolicy *g : in.group_cols)
-		groups *= g->domain.size();
-	const bool grouped = !in.group_cols.empty();
+	const size_t groups = in.keys->groups; // plain columns: the product of their domains, in order
+	const bool grouped = in.keys->grouped();
 
 	// the linear aggregates' places among all dx aggregates (answer cache slots)
 	for (size_t j = 0; j < in.linear_aggrefs.size(); ++j) {
@@ -341,7 +339,7 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 			lp.grid = 1;
 			lp.integer_weights = true;
 			for (size_t g = 0; g < groups; ++g) {
-				ExplainCell cell{s.position + 1, s.name, grouped ? group_label(in.group_cols, g) : "", "choice",
+				ExplainCell cell{s.position + 1, s.name, grouped ? in.keys->label(g) : "", "choice",
 				                 s.epsilon, lp};
 				cell.reported_half_width = em_utility_loss_bound(plan.beta, k, std::log(20.0));
 				cell.linear = false;

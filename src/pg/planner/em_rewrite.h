@@ -13,6 +13,7 @@
 #pragma once
 
 #include "pg/dxpriv.h"
+#include "pg/planner/group_keys.h"
 
 #include "core/exponential_mechanism.h"
 
@@ -73,7 +74,7 @@ struct EmRewriteInput {
 	const TablePolicy *policy;
 	const ExtensionObjects *ext;
 	Node *where;                                  // WHERE clause before clamping
-	std::vector<const ColumnPolicy *> group_cols; // GROUP BY columns in group-index order
+	const GroupKeys *keys;                        // GROUP BY keys (plain declared columns only)
 	Expr *group_index;                            // int4 output group of a row (constant 0 without GROUP BY)
 	int rewritten_location;                       // Aggref location marking rewritten aggregates
 	std::vector<Aggref *> linear_aggrefs;         // the already rewritten linear aggregates, in order

@@ -33,16 +33,26 @@ array_element(const std::string &label)
 	return out + "\"";
 }
 
-// unnest('{...}'::type[]) listing every point of a column's domain, as its canonical text.
+// unnest('{...}'::type[], ...) AS g(v0, ...) listing the key columns' values at every group's
+// representative point, as their canonical text (one row per output group).
 std::string
-domain_values_sql(const ColumnPolicy &col)
+group_points_sql(const GroupKeys &keys)
 {
-	std::string arr = "{";
-	for (size_t i = 0; i < col.domain.size(); ++i)
-		arr += (i ? "," : "") + array_element(col.domain.label(i));
-	arr += "}";
-	return std::string("unnest(") + quote_literal_cstr(arr.c_str()) + "::" + format_type_with_typemod(col.type, col.typmod) +
-	       "[])";
+	std::string args, names;
+	for (size_t i = 0; i < keys.cols.size(); ++i) {
+		const ColumnPolicy &col = *keys.cols[i];
+		size_t stride = 1;
+		for (size_t j = i + 1; j < keys.cols.size(); ++j)
+			stride *= keys.cols[j]->domain.size();
+		std::string arr = "{";
+		for (size_t g = 0; g < keys.groups; ++g)
+			arr += (g ? "," : "") + array_element(col.domain.label((keys.representative[g] / stride) % col.domain.size()));
+		arr += "}";
+		args += std::string(i ? ", " : "") + quote_literal_cstr(arr.c_str()) + "::" +
+		        format_type_with_typemod(col.type, col.typmod) + "[]";
+		names += (i ? ", v" : "v") + std::to_string(i);
+	}
+	return "unnest(" + args + ") AS g(" + names + ")";
 }
 
 struct RemapContext {
@@ -83,20 +93,6 @@ present_flag_var()
 }
 
 // See group_source.h.
-std::string
-group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g)
-{
-	std::string out;
-	for (size_t i = group_cols.size(); i-- > 0;) {
-		const Domain &d = group_cols[i]->domain;
-		std::string part = group_cols[i]->name + "=" + d.label(g % d.size());
-		out = out.empty() ? part : part + ", " + out;
-		g /= d.size();
-	}
-	return out;
-}
-
-// See group_source.h.
 Expr *
 real_rows_only(Expr *value, Oid type, Expr *filter)
 {
@@ -125,7 +121,7 @@ remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping)
 // See group_source.h.
 std::map<AttrNumber, AttrNumber>
 replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
-                          const std::vector<const ColumnPolicy *> &group_cols)
+                          const GroupKeys &keys)
 {
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	std::string table = std::string(rte->inh ? "" : "ONLY ") +
@@ -140,19 +136,18 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 		const ColumnPolicy::Member *mem = col->member(att);
 		const char *name = quote_identifier(mem->name.c_str());
 		real += std::string(name) + ", ";
-		int group_pos = -1;
-		for (size_t g = 0; g < group_cols.size(); ++g)
-			if (group_cols[g] == col)
-				group_pos = static_cast<int>(g);
-		if (group_pos >= 0)
-			empty += "g" + std::to_string(group_pos) + ".v, ";
+		int key_pos = -1;
+		for (size_t i = 0; i < keys.cols.size(); ++i)
+			if (keys.cols[i] == col)
+				key_pos = static_cast<int>(i);
+		if (key_pos >= 0)
+			empty += "g.v" + std::to_string(key_pos) + ", ";
 		else
 			empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
 		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
 		mapping[att] = next++;
 	}
-	for (size_t g = 0; g < group_cols.size(); ++g)
-		from += (g ? " CROSS JOIN " : "") + domain_values_sql(*group_cols[g]) + " AS g" + std::to_string(g) + "(v)";
+	from = group_points_sql(keys);
 	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty + "false FROM " + from;
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next;

@@ -1,7 +1,8 @@
-// GROUP BY support: every group of the declared domain is returned, even when it has no row.
+// GROUP BY support: every output group of the keys is returned, even when it has no row.
 #pragma once
 
 #include "pg/dxpriv.h"
+#include "pg/planner/group_keys.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"
@@ -19,20 +20,18 @@ constexpr AttrNumber kPresentPlaceholder = 32000;
 // A Var for the flag that is true on the table's rows and false on the added empty-group rows.
 Var *present_flag_var();
 
-// Human-readable label of output group g ("col=value, ..."), in group-index order.
-std::string group_label(const std::vector<const ColumnPolicy *> &group_cols, size_t g);
-
 // CASE WHEN <row is real> [AND filter] THEN value END: the added empty-group rows reach an
 // aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
 Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 
 // Replaces the protected table (range table entry 1 of q) by the subquery
-//   SELECT <columns>, true FROM <table> UNION ALL SELECT <group point or NULL>, false FROM <domains>
-// so that grouping sees at least one row per group of the product of the group columns' domains.
-// Returns the new attribute number of each column (and of kPresentPlaceholder).
+//   SELECT <columns>, true FROM <table>
+//   UNION ALL SELECT <the key columns at a group's representative point, or NULL>, false FROM <groups>
+// so that grouping sees at least one row per output group of the keys. Returns the new attribute
+// number of each column (and of kPresentPlaceholder).
 std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const TablePolicy &policy,
                                                            const std::vector<AttrNumber> &columns,
-                                                           const std::vector<const ColumnPolicy *> &group_cols);
+                                                           const GroupKeys &keys);
 
 // Renumbers every level-0 Var of range table entry 1 in node by `mapping`.
 Node *remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping);

@@ -11,6 +11,8 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 }
 
@@ -39,10 +41,14 @@ check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols)
 	     "for a coarser domain of \"" + largest->name + "\".");
 }
 
-// See universe_eval.h.
-UniverseValues
-evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
-                       const std::vector<Expr *> &exprs)
+namespace {
+
+// Evaluates exprs at every point, calling on_value(e, flat, value, isnull) for each (the value
+// lives in a per-point context: copy what must outlive the call). Errors name the failing point.
+template <class OnValue>
+void
+for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                     const std::vector<Expr *> &exprs, OnValue &&on_value)
 {
 	const size_t n = sub.size();
 	std::vector<std::vector<std::vector<Datum>>> points; // column -> member -> point
@@ -51,13 +57,6 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 		for (size_t m = 0; m < c->members.size(); ++m)
 			points.back().push_back(member_datums(*c, m));
 	}
-	UniverseValues out;
-	out.value.assign(exprs.size(), std::vector<double>(n, 1.0));
-	out.is_null.assign(exprs.size(), std::vector<char>(n, 0));
-	std::vector<bool> is_bool(exprs.size(), false);
-	for (size_t e = 0; e < exprs.size(); ++e)
-		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
-			is_bool[e] = true;
 	std::vector<size_t> idx(cols.size(), 0);
 	try {
 	pg_call([&] {
@@ -88,8 +87,7 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 					continue;
 				bool isnull = false;
 				Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
-				out.is_null[e][flat] = isnull;
-				out.value[e][flat] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+				on_value(e, flat, r, isnull);
 			}
 			for (size_t c = cols.size(); c-- > 0;) { // odometer, last column fastest
 				if (++idx[c] < sub.domains[c].size())
@@ -113,6 +111,55 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 		}
 		throw;
 	}
+}
+
+} // namespace
+
+// See universe_eval.h.
+UniverseValues
+evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                       const std::vector<Expr *> &exprs)
+{
+	const size_t n = sub.size();
+	UniverseValues out;
+	out.value.assign(exprs.size(), std::vector<double>(n, 1.0));
+	out.is_null.assign(exprs.size(), std::vector<char>(n, 0));
+	std::vector<bool> is_bool(exprs.size(), false);
+	for (size_t e = 0; e < exprs.size(); ++e)
+		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
+			is_bool[e] = true;
+	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
+		out.is_null[e][flat] = isnull;
+		out.value[e][flat] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+	});
+	return out;
+}
+
+// See universe_eval.h.
+UniverseDatums
+evaluate_datums_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                              const std::vector<Expr *> &exprs)
+{
+	const size_t n = sub.size();
+	UniverseDatums out;
+	out.value.assign(exprs.size(), std::vector<Datum>(n, (Datum) 0));
+	out.is_null.assign(exprs.size(), std::vector<char>(n, 1));
+	std::vector<int16> typlen(exprs.size());
+	std::vector<bool> typbyval(exprs.size());
+	for (size_t e = 0; e < exprs.size(); ++e) {
+		bool byval = true;
+		get_typlenbyval(exprType((Node *) exprs[e]), &typlen[e], &byval);
+		typbyval[e] = byval;
+	}
+	MemoryContext outer = CurrentMemoryContext;
+	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
+		out.is_null[e][flat] = isnull;
+		if (!isnull) {
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			out.value[e][flat] = datumCopy(r, typbyval[e], typlen[e]);
+			MemoryContextSwitchTo(old);
+		}
+	});
 	return out;
 }
 

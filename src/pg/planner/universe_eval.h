@@ -31,4 +31,13 @@ void check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols);
 UniverseValues evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
                                       const SubUniverse &sub, const std::vector<Expr *> &exprs);
 
+// Values of expressions of any type at every point (same order as evaluate_over_universe), copied
+// into the caller's memory context; expressions must not be nullptr.
+struct UniverseDatums {
+	std::vector<std::vector<Datum>> value;  // per expression, sub.size() entries
+	std::vector<std::vector<char>> is_null; // per expression
+};
+UniverseDatums evaluate_datums_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
+                                             const SubUniverse &sub, const std::vector<Expr *> &exprs);
+
 } // namespace dxpriv::pg
