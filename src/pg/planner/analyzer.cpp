@@ -3,6 +3,7 @@
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
 #include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/probes.h"
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
@@ -767,8 +768,12 @@ analyze(Query *top)
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 			}
-			if (d.markers_top == 0)
+			if (d.markers_top == 0) {
+				// what BI tools probe before any aggregate: answered without reading a row or charging
+				if (admit_zero_row_probe(q, ac) || answer_declared_values(q, ac))
+					return;
 				refuse_unaggregated_read(q, ac);
+			}
 			rewrite_query(q, *ext, d);
 			if (count_protected_refs(q, ac) != 1)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",

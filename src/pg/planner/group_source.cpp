@@ -44,12 +44,10 @@ group_points_sql(const GroupKeys &keys)
 		size_t stride = 1;
 		for (size_t j = i + 1; j < keys.cols.size(); ++j)
 			stride *= keys.cols[j]->domain.size();
-		std::string arr = "{";
+		std::vector<std::string> labels;
 		for (size_t g = 0; g < keys.groups; ++g)
-			arr += (g ? "," : "") + array_element(col.domain.label((keys.representative[g] / stride) % col.domain.size()));
-		arr += "}";
-		args += std::string(i ? ", " : "") + quote_literal_cstr(arr.c_str()) + "::" +
-		        format_type_with_typemod(col.type, col.typmod) + "[]";
+			labels.push_back(col.domain.label((keys.representative[g] / stride) % col.domain.size()));
+		args += std::string(i ? ", " : "") + declared_values_sql(col, labels);
 		names += (i ? ", v" : "v") + std::to_string(i);
 	}
 	return "unnest(" + args + ") AS g(" + names + ")";
@@ -119,6 +117,45 @@ remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping)
 }
 
 // See group_source.h.
+void
+replace_rte_with_sql(Query *q, const std::string &sql, List *colnames)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	Query *sub = nullptr;
+	InternalScope internal; // the generated SQL is dxpriv's own: the hooks must not re-analyse it
+	pg_call([&] {
+		List *raw = raw_parser(sql.c_str(), RAW_PARSE_DEFAULT);
+		sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);
+	});
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = nullptr;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = nullptr;
+	rte->insertedCols = nullptr;
+	rte->updatedCols = nullptr;
+	rte->extraUpdatedCols = nullptr;
+	rte->security_barrier = false;
+	rte->eref = makeAlias(rte->eref->aliasname, colnames);
+}
+
+// See group_source.h.
+std::string
+declared_values_sql(const ColumnPolicy &col, const std::vector<std::string> &labels)
+{
+	std::string arr = "{";
+	for (size_t i = 0; i < labels.size(); ++i)
+		arr += (i ? "," : "") + array_element(labels[i]);
+	arr += "}";
+	return quote_literal_cstr(arr.c_str()) + std::string("::") + format_type_with_typemod(col.type, col.typmod) + "[]";
+}
+
+// See group_source.h.
 std::map<AttrNumber, AttrNumber>
 replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
                           const GroupKeys &keys)
@@ -152,27 +189,7 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next;
 
-	Query *sub = nullptr;
-	InternalScope internal; // the generated SQL is dxpriv's own: the hooks must not re-analyse it
-	pg_call([&] {
-		List *raw = raw_parser(sql.c_str(), RAW_PARSE_DEFAULT);
-		sub = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);
-	});
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = sub;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->tablesample = nullptr;
-	rte->inh = false;
-	rte->requiredPerms = 0;
-	rte->checkAsUser = InvalidOid;
-	rte->selectedCols = nullptr;
-	rte->insertedCols = nullptr;
-	rte->updatedCols = nullptr;
-	rte->extraUpdatedCols = nullptr;
-	rte->security_barrier = false;
-	rte->eref = makeAlias(rte->eref->aliasname, colnames);
+	replace_rte_with_sql(q, sql, colnames);
 	return mapping;
 }
 

@@ -33,6 +33,13 @@ std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const Table
                                                            const std::vector<AttrNumber> &columns,
                                                            const GroupKeys &keys);
 
+// Replaces range table entry 1 of q by the subquery `sql` (dxpriv's own SQL, analysed without the
+// hooks) with output column names colnames.
+void replace_rte_with_sql(Query *q, const std::string &sql, List *colnames);
+
+// A literal array of the column's type holding the given declared labels: '{...}'::type[].
+std::string declared_values_sql(const ColumnPolicy &col, const std::vector<std::string> &labels);
+
 // Renumbers every level-0 Var of range table entry 1 in node by `mapping`.
 Node *remap_vars(Node *node, const std::map<AttrNumber, AttrNumber> &mapping);
 
