@@ -908,6 +908,71 @@ def test_zero_row_probes_and_drop_downs():
     run_category("probes", analyst_setup=FUNCTION_SETUP)
 
 
+# ================================================================ post-processing wrappers
+# The release is the innermost valid aggregate query; what is applied to its rows (a subquery or
+# CTE around it, window functions, ORDER/LIMIT, UNION ALL of releases, joins of released rows with
+# public tables) is post-processing. A release runs once per statement: a rescan or a second
+# reference returns the same noisy answer.
+
+C = "wrappers"
+
+
+def one_draw(ctx, conn, attempt):
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    values = [v for r in rows for v in r]
+    assert len(values) >= 2 and len(set(values)) == 1, f"a release drawn more than once: {rows}"
+    assert len(charges) == 1 and min(charges[0][1]) > 0, f"charges {charges}"
+    return f"{len(values)} references, one noisy answer {values[0]}, one charge"
+
+
+def charged_total(epsilon, rows):
+    def check(ctx, conn, attempt):
+        ctx.clear_answer_cache()
+        before = ctx.last_ledger_id()
+        got = run_fetch(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+        assert len(got) == rows, f"{len(got)} rows, expected {rows}"
+        total = sum(e for e, _ in charges)
+        assert abs(total - epsilon) < 1e-9 and all(min(sc) > 0 for _, sc in charges), f"charges {charges}"
+        return f"{rows} rows, charged {total:g} in all"
+    return check
+
+
+attack(C, "subquery_around_release", "SELECT * FROM (SELECT sex, count(*) AS n FROM people GROUP BY sex) s ORDER BY n DESC",
+       Noised(min_scale=1.0, rows=2))
+attack(C, "cte_with_window_share", "WITH __stage0 AS (SELECT zip, count(*) AS n FROM people GROUP BY zip) "
+       "SELECT zip, n, n::float8 / sum(n) OVER () AS share FROM __stage0", Noised(min_scale=1.0, rows=10))
+attack(C, "cte_referenced_twice", "WITH a AS (SELECT count(*) AS n FROM people) SELECT x.n, y.n FROM a x, a y",
+       Custom(one_draw))
+attack(C, "rescanned_in_a_nested_loop", "SELECT s.n FROM (SELECT count(*) AS n FROM people) s, generate_series(1, 5) g "
+       "WHERE g > s.n * 0", Custom(one_draw))
+attack(C, "union_all_of_releases", "SELECT 'F' AS k, count(*) FROM people WHERE sex = 'F' "
+       "UNION ALL SELECT 'M', count(*) FROM people WHERE sex = 'M'", Custom(charged_total(0.2, 2)))
+attack(C, "join_released_rows_with_public", "SELECT z.city, s.n FROM (SELECT zip, count(*) AS n FROM people GROUP BY zip) s "
+       "JOIN zips z USING (zip)", Noised(min_scale=1.0, rows=10))
+attack(C, "sqlalchemy_count", "SELECT count(*) AS count_1 FROM (SELECT people.id AS people_id, people.age AS people_age "
+       "FROM people WHERE people.age > 30) AS anon_1", Noised(min_scale=1.0, rows=1))
+attack(C, "scalar_subquery_release", "SELECT (SELECT count(*) FROM people) AS n", Reject(*SHAPE))
+attack(C, "release_in_where_subquery", "SELECT city FROM zips WHERE 0 < (SELECT count(*) FROM people)", Reject(*SHAPE))
+attack(C, "lateral_release", "SELECT z.zip, s.n FROM zips z, LATERAL (SELECT count(*) AS n FROM people p "
+       "WHERE p.zip = z.zip) s", Reject(*SHAPE))
+attack(C, "recursive_cte_release", "WITH RECURSIVE r(n) AS (SELECT count(*) FROM people UNION ALL SELECT n + 1 FROM r "
+       "WHERE n < 0) SELECT * FROM r", Reject(*SHAPE))
+attack(C, "wrapper_of_raw_rows", "SELECT * FROM (SELECT * FROM people) s", Reject(PRIV))
+attack(C, "limit_inside_counted_subquery", "SELECT count(*) FROM (SELECT * FROM people LIMIT 5) s", Reject(PRIV))
+attack(C, "union_release_and_raw", "SELECT count(*)::text FROM people UNION ALL SELECT name FROM people", Reject(PRIV))
+attack(C, "release_joined_with_raw", "SELECT * FROM (SELECT count(*) AS n FROM people) s JOIN people p ON true",
+       Reject(PRIV))
+attack(C, "cte_of_raw_rows_counted", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
+
+
+def test_post_processing_wrappers():
+    run_category("wrappers")
+
+
 # ================================================================ statistics and size side channels
 
 C = "side_channels"
@@ -1729,7 +1794,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
-               "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes"}
+               "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

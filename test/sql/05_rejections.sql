@@ -12,9 +12,10 @@ SELECT dx.count(*) FROM people p JOIN exact_t e ON true;
 SELECT dx.count(*) FROM people, exact_t;
 SELECT dx.count(*) FROM people WHERE age IN (SELECT v FROM exact_t);
 SELECT (SELECT dx.count(*) FROM people);
-SELECT * FROM (SELECT dx.count(*) FROM people) s;
+-- post-processing wrappers around a release are answered (the noisy value itself is not shown here)
+SELECT n IS NOT NULL AS answered FROM (SELECT dx.count(*) AS n FROM people) s;
 WITH t AS (SELECT * FROM people) SELECT dx.count(*) FROM t;
-SELECT dx.count(*) FROM people UNION SELECT 1;
+SELECT count(*) AS rows FROM (SELECT dx.count(*) FROM people UNION ALL SELECT 1) u;
 SELECT dx.count(*) OVER () FROM people;
 SELECT DISTINCT dx.count(*) FROM people;
 SELECT dx.count(DISTINCT age) FROM people;

@@ -9,6 +9,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include <climits>
 #include <map>
 
 namespace dxpriv::pg {
@@ -60,6 +61,7 @@ struct RecordSlot {
 std::map<int64, Replay> replays;          // charge id -> cached answers
 std::map<int64, RecordSlot> record_slots; // charge id -> where its answers go
 std::map<uint64, Recording> recordings;   // cache key -> answers being collected
+std::map<std::pair<int64, int>, double> released; // (charge id, group) -> answer of the current execution
 
 // True when an entry is still fresh.
 bool
@@ -154,6 +156,13 @@ answer_cache_clear(Oid relid)
 
 // See answer_cache.h.
 void
+answer_cache_new_execution(int64 charge_id)
+{
+	released.erase(released.lower_bound({charge_id, INT_MIN}), released.upper_bound({charge_id, INT_MAX}));
+}
+
+// See answer_cache.h.
+void
 answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups)
 {
 	replays[charge_id] = Replay{answers, agg_index, groups};
@@ -179,6 +188,13 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int a
 bool
 answer_cache_replayed(int64 charge_id, int group, double &answer)
 {
+	// a release already drawn in this execution of the statement (the same aggregate run again: a
+	// rescan, a second copy of a subquery) gets the same answer: one charge, one noise draw
+	auto done = released.find({charge_id, group});
+	if (done != released.end()) {
+		answer = done->second;
+		return true;
+	}
 	auto it = replays.find(charge_id);
 	if (it == replays.end())
 		return false;
@@ -193,6 +209,7 @@ answer_cache_replayed(int64 charge_id, int group, double &answer)
 void
 answer_cache_note(int64 charge_id, int group, double answer)
 {
+	released[{charge_id, group}] = answer;
 	auto slot = record_slots.find(charge_id);
 	if (slot == record_slots.end())
 		return;
@@ -218,6 +235,7 @@ answer_cache_reset_statement_state()
 	replays.clear();
 	record_slots.clear();
 	recordings.clear();
+	released.clear();
 }
 
 } // namespace dxpriv::pg

@@ -33,9 +33,14 @@ int answer_cache_clear(Oid relid);
 // stored once every answer of the query has been released.
 void answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups);
 void answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups);
-// The cached answer for (charge_id, group) if the aggregate replays; false otherwise.
+// Starts a new execution of the aggregate charge_id (it was just charged): its earlier answers are
+// forgotten, so each execution of a cached plan draws fresh noise for its own charge.
+void answer_cache_new_execution(int64 charge_id);
+// The answer of (charge_id, group) if it was already released in this execution (the same
+// aggregate run again returns the same noisy answer) or the aggregate replays the cache; false
+// otherwise.
 bool answer_cache_replayed(int64 charge_id, int group, double &answer);
-// Records a freshly released answer (no-op unless the aggregate records).
+// Records a freshly released answer for this execution, and for the cache if the aggregate records.
 void answer_cache_note(int64 charge_id, int group, double answer);
 // Forgets per-statement state (transaction end).
 void answer_cache_reset_statement_state();

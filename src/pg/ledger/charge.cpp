@@ -231,6 +231,8 @@ charge_plan(QueryDesc *qd)
 		scan_plan((Plan *) lfirst(lc), scan);
 	if (scan.charges.empty())
 		return;
+	for (auto &kv : scan.charges)
+		answer_cache_new_execution(kv.first);
 
 	// per table, aggregates in the order of their aggregate numbers (SELECT-list order)
 	std::vector<Charge> ordered;

@@ -36,6 +36,7 @@ extern "C" {
 #include "parser/analyze.h"
 #include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
 #include "optimizer/tlist.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -703,6 +704,156 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	stamp_identities(q, ext);
 }
 
+// ---- a plain subquery of rows under the aggregates ----
+
+// SQLAlchemy's query(P).filter(...).count() and other builders aggregate over a subquery of rows:
+// SELECT count(*) FROM (SELECT * FROM t WHERE c) AS anon_1. When the subquery only filters and
+// projects one table (no aggregate, grouping, DISTINCT, LIMIT, set operation, sublink, SRF or
+// window), it is merged into the aggregate query, as PostgreSQL's planner would pull it up:
+// SELECT count(*) FROM t WHERE c. Returns true when q was changed.
+bool
+flatten_plain_subquery(Query *q)
+{
+	if (q->commandType != CMD_SELECT || !q->hasAggs || q->cteList || list_length(q->rtable) != 1 ||
+	    list_length(q->jointree->fromlist) != 1 || !IsA(linitial(q->jointree->fromlist), RangeTblRef))
+		return false;
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	if (rte->rtekind != RTE_SUBQUERY || rte->lateral)
+		return false;
+	Query *sub = rte->subquery;
+	if (sub->commandType != CMD_SELECT || sub->hasAggs || sub->groupClause || sub->groupingSets || sub->havingQual ||
+	    sub->distinctClause || sub->limitCount || sub->limitOffset || sub->setOperations || sub->cteList ||
+	    sub->hasSubLinks || sub->hasTargetSRFs || sub->hasWindowFuncs || sub->rowMarks || list_length(sub->rtable) != 1 ||
+	    linitial_node(RangeTblEntry, sub->rtable)->rtekind != RTE_RELATION || list_length(sub->jointree->fromlist) != 1 ||
+	    !IsA(linitial(sub->jointree->fromlist), RangeTblRef))
+		return false;
+	bool sublinks = false;
+	auto replace = [&](Node *n) {
+		return ReplaceVarsFromTargetList(n, 1, 0, rte, sub->targetList, REPLACEVARS_REPORT_ERROR, 0, &sublinks);
+	};
+	q->targetList = (List *) replace((Node *) q->targetList);
+	q->havingQual = replace(q->havingQual);
+	Node *outer_quals = replace(q->jointree->quals);
+	Node *inner_quals = sub->jointree->quals;
+	q->jointree->quals = inner_quals && outer_quals ? (Node *) makeBoolExpr(AND_EXPR, list_make2(inner_quals, outer_quals), -1)
+	                     : inner_quals ? inner_quals : outer_quals;
+	q->rtable = sub->rtable;
+	q->jointree->fromlist = sub->jointree->fromlist;
+	return true;
+}
+
+// ---- post-processing wrappers ----
+
+// True when a sublink (scalar subquery, EXISTS, IN) or a LATERAL subquery holds a dx aggregate or,
+// for analysts, reads a protected table: those may run once per outer row.
+struct RerunSearch {
+	const ExtensionObjects *ext;
+	const AnalystContext *ac;
+	int depth = 0;
+};
+
+bool
+reads_or_releases(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *r = static_cast<RerunSearch *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(reads_or_releases), ctx,
+		                         QTW_EXAMINE_RTES_BEFORE);
+	if (IsA(node, RangeTblEntry)) {
+		RangeTblEntry *rte = castNode(RangeTblEntry, node);
+		return rte->rtekind == RTE_RELATION && r->ac && r->ac->is_protected(rte->relid);
+	}
+	if (IsA(node, Aggref) && r->ext->is_marker(castNode(Aggref, node)->aggfnoid))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reads_or_releases), ctx);
+}
+
+// Whether q's own FROM reads a protected table (analysts) or q has dx aggregates (everyone).
+bool
+is_release_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
+{
+	ListCell *lc;
+	foreach (lc, q->rtable) {
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		if (ac && rte->rtekind == RTE_RELATION && ac->is_protected(rte->relid))
+			return true;
+	}
+	Discovery d{&ext};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	return d.markers_top > 0;
+}
+
+// Analyses and rewrites one release nested in a wrapper, like a top-level dx query.
+void
+rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystContext *ac)
+{
+	if (sub->commandType == CMD_SELECT && list_length(sub->rtable) == 1 && ac)
+		rewrite_plain_aggregates(sub, ext);
+	Discovery d{&ext};
+	query_tree_walker(sub, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	if (d.markers_top == 0) {
+		if (ac)
+			refuse_unaggregated_read(sub, *ac);
+		return;
+	}
+	rewrite_query(sub, ext, d);
+	if (ac) {
+		if (count_protected_refs(sub, *ac) != 1)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+			     analyst_hint(first_protected_ref(sub, *ac)));
+		admit_protected_reads(sub, *ac);
+	}
+}
+
+// Rewrites the releases nested in q's FROM subqueries, CTEs and set-operation branches (the outer
+// levels only post-process their answers: ORDER BY, LIMIT, window functions, % of total, joins with
+// released rows); CTEs holding a release are materialised, so each release runs once. Returns the
+// number of releases found; refuses releases reachable through sublinks or LATERAL.
+int
+rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
+{
+	RerunSearch search{&ext, ac};
+	if (q->hasSubLinks && expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(reads_or_releases), &search))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a scalar or IN subquery cannot hold a dx query",
+		     "Put the aggregate query in FROM or in a WITH clause: SELECT ... FROM (SELECT count(*) ...) AS s.");
+	if (q->hasSubLinks && (reads_or_releases(q->jointree->quals, &search) || reads_or_releases(q->havingQual, &search)))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a subquery in WHERE or HAVING cannot hold a dx query",
+		     "Put the aggregate query in FROM or in a WITH clause: SELECT ... FROM (SELECT count(*) ...) AS s.");
+	int found = 0;
+	ListCell *lc;
+	foreach (lc, q->cteList) {
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+		Query *sub = castNode(Query, cte->ctequery);
+		if (cte->cterecursive && reads_or_releases((Node *) sub, &search))
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a recursive WITH cannot hold a dx query",
+			     "Use a plain WITH around the aggregate query.");
+		if (is_release_level(sub, ext, ac)) {
+			rewrite_nested_release(sub, ext, ac);
+			cte->ctematerialized = CTEMaterializeAlways; // one execution, however often it is referenced
+			found++;
+		} else {
+			found += rewrite_wrapped_releases(sub, ext, ac);
+		}
+	}
+	foreach (lc, q->rtable) {
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		if (rte->rtekind != RTE_SUBQUERY)
+			continue;
+		if (rte->lateral && reads_or_releases((Node *) rte->subquery, &search))
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a LATERAL subquery cannot hold a dx query",
+			     "Put the aggregate query in FROM without LATERAL or in a WITH clause.");
+		if (is_release_level(rte->subquery, ext, ac)) {
+			rewrite_nested_release(rte->subquery, ext, ac);
+			found++;
+		} else {
+			found += rewrite_wrapped_releases(rte->subquery, ext, ac);
+		}
+	}
+	return found;
+}
+
 // The analysed query inside EXPLAIN, DECLARE CURSOR or CREATE TABLE AS, if any.
 Query *
 inner_query(Query *q)
@@ -740,6 +891,7 @@ analyze(Query *top)
 		q = inner;
 	else if (top->commandType == CMD_UTILITY)
 		return; // no query inside (SET, CREATE ..., COPY table is checked in the utility hook)
+	flatten_plain_subquery(q); // before anything counts tables or aggregates
 	Discovery d{ext};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 	if (d.internal > 0)
@@ -764,6 +916,9 @@ analyze(Query *top)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
+			if (q->commandType == CMD_SELECT && !is_release_level(q, *ext, &ac) &&
+			    rewrite_wrapped_releases(q, *ext, &ac) > 0)
+				return; // a wrapper that only post-processes releases
 			if (q->commandType == CMD_SELECT && list_length(q->rtable) == 1 && rewrite_plain_aggregates(q, *ext) > 0) {
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
@@ -787,6 +942,8 @@ analyze(Query *top)
 	if (definition_depth > 0 || is_matview(top))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx aggregates cannot be used in view, rule or function definitions",
 		     "Run the query directly: its noise and cost are fixed when it is analysed, against the current policy.");
+	if (d.markers_top == 0 && q->commandType == CMD_SELECT && rewrite_wrapped_releases(q, *ext, nullptr) > 0)
+		return; // a wrapper that only post-processes releases
 	rewrite_query(q, *ext, d);
 }
 
@@ -801,10 +958,14 @@ analyze_bound_query(Query *q)
 		return;
 	Discovery d{ext};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
-	if (d.markers_top == 0)
+	if (d.markers_top + d.markers_nested == 0)
 		return;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
+	if (d.markers_top == 0) { // releases nested in a post-processing wrapper
+		rewrite_wrapped_releases(q, *ext, ac.analyst ? &ac : nullptr);
+		return;
+	}
 	rewrite_query(q, *ext, d);
 	if (ac.analyst) {
 		if (count_protected_refs(q, ac) != 1)

@@ -23,7 +23,7 @@ planner_hook_type prev_planner = nullptr;
 // compares it with the custom plans' average and always builds a custom plan.
 constexpr Cost kGenericPlanCost = 1e30;
 
-// True when the query holds a dx aggregate marker (not yet rewritten) at its top level.
+// True when the query holds a dx aggregate marker (not yet rewritten).
 bool
 has_markers(Node *node, void *ctx)
 {
@@ -32,8 +32,8 @@ has_markers(Node *node, void *ctx)
 	auto *ext = static_cast<const ExtensionObjects *>(ctx);
 	if (IsA(node, Aggref) && ext->is_marker(castNode(Aggref, node)->aggfnoid))
 		return true;
-	if (IsA(node, Query))
-		return false; // dx aggregates count only at the top level (nested ones are refused)
+	if (IsA(node, Query)) // at any level: releases may be nested in post-processing wrappers
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(has_markers), ctx, 0);
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_markers), ctx);
 }
 
