@@ -9,6 +9,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include <cmath>
 #include <map>
 
 namespace dxpriv::pg {
@@ -27,6 +28,7 @@ struct CacheEntry {
 	TimestampTz created;
 	int count;
 	double answers[kCacheValues];
+	double parts[2 * kCacheValues]; // an average's noisy sum and count per answer (NaN otherwise)
 };
 
 struct CacheShared {
@@ -40,6 +42,7 @@ CacheShared *shared = nullptr;
 // Per-statement state (backend-local).
 struct Replay {
 	std::vector<double> answers;
+	std::vector<double> parts;
 	int agg_index;
 	int groups;
 };
@@ -49,6 +52,7 @@ struct Recording {
 	Oid relid;
 	int expected;
 	std::vector<double> answers;
+	std::vector<double> parts;
 	std::vector<char> filled;
 	int filled_count = 0;
 };
@@ -94,7 +98,7 @@ answer_cache_startup()
 
 // See answer_cache.h.
 bool
-answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
+answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers, std::vector<double> &parts)
 {
 	if (!shared || guc_cache_lifetime <= 0)
 		return false;
@@ -103,6 +107,7 @@ answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
 	for (const CacheEntry &e : shared->entries)
 		if (e.used && e.key == key && e.role == role && fresh(e)) {
 			answers.assign(e.answers, e.answers + e.count);
+			parts.assign(e.parts, e.parts + 2 * e.count);
 			hit = true;
 			break;
 		}
@@ -112,9 +117,11 @@ answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
 
 // See answer_cache.h.
 void
-answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers)
+answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers,
+                   const std::vector<double> &parts)
 {
-	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues))
+	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues) ||
+	    parts.size() != 2 * answers.size())
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	CacheEntry *slot = nullptr;
@@ -132,6 +139,7 @@ answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &a
 	slot->created = GetCurrentTimestamp();
 	slot->count = static_cast<int>(answers.size());
 	std::copy(answers.begin(), answers.end(), slot->answers);
+	std::copy(parts.begin(), parts.end(), slot->parts);
 	LWLockRelease(shared->lock);
 }
 
@@ -154,9 +162,10 @@ answer_cache_clear(Oid relid)
 
 // See answer_cache.h.
 void
-answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups)
+answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
+                         int agg_index, int groups)
 {
-	replays[charge_id] = Replay{answers, agg_index, groups};
+	replays[charge_id] = Replay{answers, parts, agg_index, groups};
 }
 
 // See answer_cache.h.
@@ -171,13 +180,14 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int a
 		r.relid = relid;
 		r.expected = agg_count * groups;
 		r.answers.assign(r.expected, 0.0);
+		r.parts.assign(2 * static_cast<size_t>(r.expected), std::nan(""));
 		r.filled.assign(r.expected, 0);
 	}
 }
 
 // See answer_cache.h.
 bool
-answer_cache_replayed(int64 charge_id, int group, double &answer)
+answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 {
 	auto it = replays.find(charge_id);
 	if (it == replays.end())
@@ -186,12 +196,17 @@ answer_cache_replayed(int64 charge_id, int group, double &answer)
 	if (pos >= it->second.answers.size())
 		return false;
 	answer = it->second.answers[pos];
+	if (parts) {
+		const bool stored = 2 * pos + 1 < it->second.parts.size();
+		parts[0] = stored ? it->second.parts[2 * pos] : std::nan("");
+		parts[1] = stored ? it->second.parts[2 * pos + 1] : std::nan("");
+	}
 	return true;
 }
 
 // See answer_cache.h.
 void
-answer_cache_note(int64 charge_id, int group, double answer)
+answer_cache_note(int64 charge_id, int group, double answer, const double *parts)
 {
 	auto slot = record_slots.find(charge_id);
 	if (slot == record_slots.end())
@@ -204,9 +219,13 @@ answer_cache_note(int64 charge_id, int group, double answer)
 	if (pos >= r.answers.size() || r.filled[pos])
 		return;
 	r.answers[pos] = answer;
+	if (parts) {
+		r.parts[2 * pos] = parts[0];
+		r.parts[2 * pos + 1] = parts[1];
+	}
 	r.filled[pos] = 1;
 	if (++r.filled_count == r.expected) {
-		answer_cache_store(r.key, r.role, r.relid, r.answers);
+		answer_cache_store(r.key, r.role, r.relid, r.answers, r.parts);
 		recordings.erase(rec);
 	}
 }

@@ -12,10 +12,12 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
+#include "core/release_interval.h"
 #include "core/sensitivity.h"
 
 extern "C" {
@@ -40,6 +42,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 }
@@ -355,12 +358,14 @@ query_cache_key(Query *q)
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(normal.data()), static_cast<int>(normal.size()), 0x6478);
 }
 
-// Gives the rewritten aggregates their charge ids and the query's cache key.
-void
+// Gives the rewritten aggregates their charge ids and the query's cache key; returns the charge id
+// of every aggregate index.
+std::map<int, int64>
 stamp_identities(Query *q, const ExtensionObjects &ext)
 {
 	StampContext ctx{&ext, query_cache_key(q), {}};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
+	return ctx.charge_ids;
 }
 
 // ---- one dx aggregate ----
@@ -454,6 +459,69 @@ kind_name(AggKind k)
 }
 
 // ---- the whole query ----
+
+// Refuses an aggregate whose argument is NULL at every declared point (22004).
+[[noreturn]] void
+refuse_null_argument(const AggSpec &s, size_t j)
+{
+	fail(ERRCODE_NULL_VALUE_NOT_ALLOWED,
+	     std::string("the argument of dx.") + kind_name(s.kind) + " (aggregate " + std::to_string(j + 1) +
+	         ") is NULL for every declared value",
+	     "It would be answered as an exact 0 and still charged. Check the expression against the declared domains: "
+	     "a NULL constant, or a CASE without ELSE whose conditions never hold; write ELSE 0 if 0 is meant.");
+}
+
+// What each linear aggregate computes, for dx.last_release (empty under dx.explain). Reads the
+// aggregates' original arguments: call before rewriting them.
+std::vector<ReleaseDescription>
+describe_releases(const std::vector<AggSpec> &specs, Oid relid)
+{
+	std::vector<ReleaseDescription> out;
+	if (explain_capture_active())
+		return out;
+	for (size_t j = 0; j < specs.size(); ++j) {
+		ReleaseDescription d;
+		d.aggregate = static_cast<int>(j) + 1;
+		d.kind = kind_name(specs[j].kind);
+		const Aggref *a = specs[j].aggref;
+		if (a->aggstar || list_length(a->args) == 0) {
+			d.expression = "*";
+		} else {
+			pg_call([&] {
+				char *rel = get_rel_name(relid);
+				List *ctx = deparse_context_for(rel ? rel : "t", relid);
+				d.expression = deparse_expression((Node *) linitial_node(TargetEntry, a->args)->expr, ctx, false, false);
+			});
+			if (d.expression.size() > 200)
+				d.expression = d.expression.substr(0, 197) + "...";
+		}
+		out.push_back(std::move(d));
+	}
+	return out;
+}
+
+// Registers the descriptions under the charge ids stamped into the rewritten aggregates (specs'
+// Aggrefs give their aggregate index; the tree may hold copies of them, which were stamped).
+void
+register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> &charge_ids,
+                  std::vector<ReleaseDescription> descriptions, std::vector<std::string> labels)
+{
+	if (explain_capture_active() || descriptions.size() != specs.size())
+		return;
+	std::vector<int64> ids;
+	for (size_t j = 0; j < specs.size(); ++j) {
+		Const *k = aggref_params_const(specs[j].aggref);
+		if (!k)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
+		const NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		auto id = charge_ids.find(p.agg_index);
+		if (id == charge_ids.end())
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate has no charge id");
+		ids.push_back(id->second);
+		descriptions[j].aggregate = p.agg_index + 1;
+	}
+	release_log_describe(ids, std::move(descriptions), std::move(labels));
+}
 
 // Validates and rewrites one SELECT that contains dx aggregates.
 void
@@ -595,8 +663,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		const std::vector<double> &filt = vals.value[1 + 2 * j];
 		const std::vector<double> &w = vals.value[2 + 2 * j];
 		const std::vector<char> &w_null = vals.is_null[2 + 2 * j];
-		bool seen = false;
+		bool seen = false, nonzero = false;
 		for (size_t u = 0; u < n; ++u) {
+			nonzero = nonzero || (!w_null[u] && w[u] != 0);
 			if (!w_null[u]) {
 				lo[j] = seen ? std::min(lo[j], w[u]) : w[u];
 				hi[j] = seen ? std::max(hi[j], w[u]) : w[u];
@@ -611,6 +680,10 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			if (specs[j].components == 2)
 				q_cells[base + 1][u] = 1.0;
 		}
+		// an argument that is NULL at every declared point (count: never non-NULL) is certainly a
+		// mistake: it would be answered as an exact 0 and charged
+		if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero : !seen))
+			refuse_null_argument(specs[j], j);
 	}
 	AllocationStrategy strategy = current_strategy();
 	if (strategy == AllocationStrategy::Optimal && m > kMaxOptimalCells) {
@@ -644,7 +717,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		cap.strategy = strategy_name(strategy);
 		cap.noise = noise_family_name(family);
 		cap.delta = noisy_cells ? query_delta : 0;
-		cap.plain_dp_scale = specs.empty() ? 0 : plain_dp_scale(sub, q_cells, eps_total); // (exponential mechanism dispatch)
+		if (!specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
+			// over the columns the cells depend on, so that it does not depend on the query's text
+			const ProjectedCells relevant = project_to_relevant_columns(sub, q_cells);
+			cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
+		}
 		for (size_t j = 0; j < specs.size(); ++j)
 			for (size_t g = 0; g < groups; ++g)
 				for (int c = 0; c < specs[j].components; ++c) {
@@ -655,6 +732,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 					                                specs[j].epsilon, p});
 				}
 	}
+
+	std::vector<ReleaseDescription> descriptions = describe_releases(specs, relid);
+	std::vector<std::string> labels;
+	for (size_t g = 0; !group_cols.empty() && g < groups && !explain_capture_active(); ++g)
+		labels.push_back(group_label(group_cols, g));
 
 	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
 	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
@@ -728,7 +810,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	q->havingQual = clamp(q->havingQual, cctx);
 	q->jointree->quals = nullptr;
 	if (!grouped) {
-		stamp_identities(q, ext);
+		const std::map<int, int64> ids = stamp_identities(q, ext);
+		register_releases(specs, ids, std::move(descriptions), std::move(labels));
 		return;
 	}
 	// GROUP BY: read from the table plus one empty row per group
@@ -738,7 +821,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
-	stamp_identities(q, ext);
+	const std::map<int, int64> ids = stamp_identities(q, ext);
+	register_releases(specs, ids, std::move(descriptions), std::move(labels));
 }
 
 // The analysed query inside EXPLAIN, DECLARE CURSOR or CREATE TABLE AS, if any.

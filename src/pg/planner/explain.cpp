@@ -110,8 +110,8 @@ DX_FUNCTION(dx_explain)
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (size_t i = 0; i < cap.cells.size(); ++i) {
 			const ExplainCell &c = cap.cells[i];
-			Datum values[16];
-			bool nulls[16] = {false};
+			Datum values[17];
+			bool nulls[17] = {false};
 			values[0] = Int32GetDatum(static_cast<int32>(i + 1)); // position in the ledger's scales
 			values[1] = Int32GetDatum(c.aggregate);
 			values[2] = CStringGetTextDatum(c.kind.c_str());
@@ -134,6 +134,8 @@ DX_FUNCTION(dx_explain)
 			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
 			nulls[14] = !(c.plan.bound > 0);
 			values[15] = Float8GetDatum(cap.delta);
+			values[16] = BoolGetDatum(cap.plain_dp_exact);
+			nulls[16] = nulls[8];
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});
