@@ -18,6 +18,7 @@
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
 #include "core/release_interval.h"
+#include "core/work_estimate.h"
 #include "core/sensitivity.h"
 
 extern "C" {
@@ -458,6 +459,39 @@ kind_name(AggKind k)
 	return "?";
 }
 
+// "X, N times the limit of L" for limit errors.
+std::string
+over_limit(double value, double limit)
+{
+	char buf[160];
+	snprintf(buf, sizeof buf, "%.3g, %.3g times the limit of %.3g", value, value / limit, limit);
+	return buf;
+}
+
+// Refuses (54000) a query whose noise calibration would exceed its work cap, before evaluation.
+void
+refuse_over_work(const WorkEstimate &w, size_t m, const std::vector<const ColumnPolicy *> &cols)
+{
+	if (!w.over())
+		return;
+	std::string columns;
+	for (const ColumnPolicy *c : cols)
+		columns += (columns.empty() ? "" : ", ") + c->name + " (" + std::to_string(c->domain.size()) + " values)";
+	char edges[64];
+	snprintf(edges, sizeof edges, "%.3g", w.edges);
+	if (m == 1)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "computing the sensitivity of this query needs " + over_limit(w.work, w.cap) + " distance evaluations",
+		     "The referenced columns " + columns + " have metrics whose every pair of values is compared; declare "
+		     "coarser domains or a metric with few edges (absolute, graph, theta1), or reference fewer columns.");
+	fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+	     "the " + std::to_string(m) + " cells of this query need " + std::string(edges) +
+	         " privacy constraints, a work of at least " + over_limit(w.work, w.cap),
+	     "Each edge of the referenced columns' metrics " + columns + " is one constraint on every line of the "
+	     "others: reference fewer columns, ask for fewer output cells (one aggregate per query, fewer groups), or "
+	     "ask the table owner for coarser domains or a metric with few edges (absolute, graph).");
+}
+
 // ---- the whole query ----
 
 // Refuses an aggregate whose argument is NULL at every declared point (22004).
@@ -627,8 +661,13 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	const size_t n = sub.size();
 	const size_t m = groups * static_cast<size_t>(cells_per_group);
 	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
-		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "query has too many output cells for its sub-universe",
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
+		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
 		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
+	// the calibration's work is known from the domains and metrics alone: refuse before evaluating
+	if (!specs.empty())
+		refuse_over_work(calibration_work(sub, m), m, cols);
 
 	// evaluate WHERE, filters and weights at every point
 	std::vector<Expr *> exprs{(Expr *) where};

@@ -101,6 +101,17 @@ DX_FUNCTION(dx_explain)
 		             {{OIDOID, ObjectIdGetDatum(caller)}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
 			remaining = DatumGetFloat8(spi.value(0, 0));
 	}
+	bool linear = false;
+	for (const ExplainCell &c : cap.cells)
+		linear = linear || c.linear;
+	if (linear && cap.plain_dp_scale > 0 && !cap.plain_dp_exact)
+		pg_call([&] {
+			ereport(NOTICE, (errmsg("plain_dp_scale and improvement_factor are lower bounds for this query"),
+			                 errdetail("The largest change of the query over all pairs of records was too costly to "
+			                           "compute exactly; its maximum over the privacy constraints' edges was used."),
+			                 errhint("The plain-DP baseline is never overstated, so the true improvement factor is at "
+			                         "least the one shown.")));
+		});
 	std::vector<double> half_widths;
 	for (const ExplainCell &c : cap.cells)
 		half_widths.push_back(c.reported_half_width >= 0 ? c.reported_half_width : confidence_half_width(c.plan));
@@ -110,8 +121,8 @@ DX_FUNCTION(dx_explain)
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (size_t i = 0; i < cap.cells.size(); ++i) {
 			const ExplainCell &c = cap.cells[i];
-			Datum values[17];
-			bool nulls[17] = {false};
+			Datum values[16];
+			bool nulls[16] = {false};
 			values[0] = Int32GetDatum(static_cast<int32>(i + 1)); // position in the ledger's scales
 			values[1] = Int32GetDatum(c.aggregate);
 			values[2] = CStringGetTextDatum(c.kind.c_str());
@@ -134,8 +145,6 @@ DX_FUNCTION(dx_explain)
 			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
 			nulls[14] = !(c.plan.bound > 0);
 			values[15] = Float8GetDatum(cap.delta);
-			values[16] = BoolGetDatum(cap.plain_dp_exact);
-			nulls[16] = nulls[8];
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});
