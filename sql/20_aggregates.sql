@@ -116,6 +116,15 @@ RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component tex
 LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
 COMMENT ON FUNCTION dx.explain(text) IS 'epsilon and delta, per-cell noise family, scale (Gaussian: standard deviation), 95% half-width, truncation bound, improvement over plain DP (Laplace) and remaining budget of a query, without running it';
 
+-- The error bars of what the session just received: one row per answer released by its last
+-- statement with dx aggregates (backend-local; charges nothing; only the session's own releases).
+CREATE FUNCTION dx.last_release()
+RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
+               answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
+               ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean)
+LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
+COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
+
 -- Execution by lookup (src/pg/executor/lookup.cpp, src/pg/planner/point_lookup.h): a stored row
 -- is mapped to its point of the query's sub-universe by dxpriv's domain indexers and weighed from
 -- the per-point table the analysis built; no expression of the query runs on it. Arguments: the

@@ -11,7 +11,8 @@
 --   dx._analyst_can_see: called by dx.analyst_columns / dx.analyst_tables (SECURITY DEFINER,
 --   fixed search_path; it tells only whether a table or column is declared, not a value).
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
--- checks), dx.explain, dx.is_analyst, dx.clear_cache, the dx aggregates and the local-model
+-- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
+-- aggregates and the local-model
 -- functions.
 --
 -- Revoked below: the DBA helpers (called only by the SECURITY DEFINER DBA functions, which run as

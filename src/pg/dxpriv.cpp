@@ -3,6 +3,7 @@
 #include "pg/planner/parameters.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/executor/release_log.h"
 
 #include <climits>
 
@@ -111,4 +112,5 @@ _PG_init(void)
 	install_catalog_cache_invalidation();
 	install_analyst_log_filter();
 	install_charging_hooks();
+	install_release_log();
 }

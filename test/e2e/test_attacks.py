@@ -1783,6 +1783,85 @@ def test_dx_views_and_internal_functions():
     run_category("internal_objects", admin_setup=INTERNAL_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
 
 
+# ================================================================ dx.last_release (issue 11)
+# The error bars of the caller's own last release: never another session's, never a release that
+# was not charged, never the exact value, no error that quotes data, no way to read rows.
+C = "last_release"
+
+
+def last_release_rows(conn):
+    return run_fetch(conn, "SELECT aggregate, component, answer, epsilon, reused FROM dx.last_release()")
+
+
+def other_sessions_are_invisible(ctx, conn, attempt):
+    fresh = analyst_conn(ctx.db)  # same role, another session
+    other = analyst_conn(ctx.db)
+    try:
+        assert last_release_rows(fresh) == [], "a new session sees releases"
+        run_fetch(other, "SELECT count(*) FROM people WHERE age > 40")
+        assert last_release_rows(other), "the releasing session sees nothing"
+        assert last_release_rows(fresh) == [], "another session's release is visible"
+        run_fetch(ctx.admin, "SELECT * FROM dx.explain('SELECT dx.count(*) FROM people')")
+        assert last_release_rows(fresh) == [], "dx.explain shows up as a release"
+    finally:
+        fresh.close()
+        other.close()
+    return "a second session of the same role sees none of the first one's releases"
+
+
+def uncharged_statements_leave_no_rows(ctx, conn, attempt):
+    before = ctx.last_ledger_id()
+    answer = run_fetch(conn, "SELECT count(*) FROM people WHERE sex = 'F'")[0][0]
+    kept = last_release_rows(conn)
+    assert [r[2] for r in kept] == [answer], kept
+    for sql in ("SELECT dx.count(1, 1e6) FROM people",             # over budget: refused before the charge
+                "SELECT dx.linear(NULL::float8) FROM people",      # refused at analysis
+                "EXPLAIN SELECT count(*) FROM people",             # refused for analysts
+                "SELECT count(*) FROM people WHERE name = 'x'"):   # undeclared column
+        run_expect_error(conn, sql)
+        assert last_release_rows(conn) == kept, f"{sql}: the log changed without a charge"
+    assert len(ctx.ledger_since(before)) == 1, "only the first statement was charged"
+    return "refused statements (budget, NULL argument, EXPLAIN, undeclared column) leave the log as it was"
+
+
+def answers_are_the_noisy_ones(ctx, conn, attempt):
+    exact = scalar(ctx.admin, "SELECT count(*) FROM people")
+    exact_parts = 0
+    for _ in range(20):
+        ctx.clear_answer_cache()
+        answer = run_fetch(conn, "SELECT avg(age) FROM people")[0][0]
+        rows = {r[1]: r[2] for r in last_release_rows(conn)}
+        assert abs(rows["avg"] - float(answer)) <= 1e-9 * abs(float(answer)), (rows, answer)
+        exact_parts += rows["count"] == exact
+    assert exact_parts <= 5, f"the count part equals the exact count in {exact_parts} of 20 releases"
+    return f"20 releases: answers equal the client's noisy ones; count part exact {exact_parts} times"
+
+
+def errors_and_reads_through_it(ctx, conn, attempt):
+    run_fetch(conn, "SELECT sex, count(*) FROM people GROUP BY sex")
+    for sql in ("SELECT 1 / (answer - answer) FROM dx.last_release()",
+                "SELECT group_key::int FROM dx.last_release()",
+                "SELECT expression::int FROM dx.last_release()"):
+        run_expect_error(conn, sql)  # data-free messages (asserted inside)
+    err = run_expect_error(conn, "SELECT dx.last_release() FROM people")
+    assert err.pgcode == "42501", err.pgcode
+    err = run_expect_error(conn, "SELECT (SELECT count(*) FROM dx.last_release() WHERE answer > p.age) FROM people p")
+    assert err.pgcode == "42501", err.pgcode
+    return "errors carry no data; reading a protected table through it is refused"
+
+
+attack(C, "other_sessions_are_invisible", "-- dx.last_release() in another session", Custom(other_sessions_are_invisible))
+attack(C, "uncharged_statements_leave_no_rows", "-- refused statements, then dx.last_release()",
+       Custom(uncharged_statements_leave_no_rows))
+attack(C, "answers_are_the_noisy_ones", "-- 20 x avg(age), then dx.last_release()", Custom(answers_are_the_noisy_ones))
+attack(C, "errors_and_reads_through_it", "-- errors over dx.last_release(), reads of people through it",
+       Custom(errors_and_reads_through_it))
+
+
+def test_last_release_shows_only_own_charged_releases():
+    run_category(C, analyst_setup=("SET dxpriv.allocation = equal_split",))
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -1794,7 +1873,8 @@ def test_attack_list_has_at_least_40_distinct_attempts():
     runners = {"raw_reads", "distinct_and_aggregates", "windows_ctes_subqueries_setops", "joins", "functions",
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
-               "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers"}
+               "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
+               "last_release"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/executor/noise_params.h"
+#include "pg/executor/release_log.h"
 
 #include "core/linear_query.h"
 
@@ -103,20 +104,24 @@ release_component(LinearState *s, int c)
 }
 
 // The answer of a final function: replayed from the answer cache when the statement reuses a
-// stored answer, otherwise computed by `fresh` (drawing noise) and noted for the cache.
+// stored answer, otherwise computed by `fresh` (drawing noise; an average also writes its noisy sum
+// and count into parts) and noted for the cache; recorded for dx.last_release either way.
 template <class Fresh>
 double
 final_answer(LinearState *s, Fresh &&fresh)
 {
 	if (!s->released) {
 		double cached;
-		if (answer_cache_replayed(s->charge_id, s->group, cached)) {
+		double parts[2] = {std::nan(""), std::nan("")};
+		if (answer_cache_replayed(s->charge_id, s->group, cached, parts)) {
 			s->answer = cached;
 		} else {
-			s->answer = fresh();
-			answer_cache_note(s->charge_id, s->group, s->answer);
+			s->answer = fresh(parts);
+			answer_cache_note(s->charge_id, s->group, s->answer, s->components == 2 ? parts : nullptr);
 		}
 		s->released = true;
+		const bool has_parts = s->components == 2 && std::isfinite(parts[0]) && std::isfinite(parts[1]);
+		release_log_record(s->charge_id, s->group, s->components, s->plan, s->answer, has_parts ? parts : nullptr);
 	}
 	return s->answer;
 }
@@ -245,7 +250,7 @@ DX_FUNCTION(dx_linear_deserialize)
 DX_FUNCTION(dx_linear_count_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	double v = final_answer(s, [&] { return std::nearbyint(release_component(s, 0)); });
+	double v = final_answer(s, [&](double *) { return std::nearbyint(release_component(s, 0)); });
 	if (!(v > -9.2e18 && v < 9.2e18))
 		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
 	PG_RETURN_INT64(static_cast<int64>(v));
@@ -255,7 +260,7 @@ DX_FUNCTION(dx_linear_count_finalfn)
 DX_FUNCTION(dx_linear_sum_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	PG_RETURN_FLOAT8(final_answer(s, [&] { return release_component(s, 0); }));
+	PG_RETURN_FLOAT8(final_answer(s, [&](double *) { return release_component(s, 0); }));
 }
 
 // Final function of dx.avg: noisy sum / max(noisy count, 1), clamped to the value range [lo, hi]
@@ -263,9 +268,11 @@ DX_FUNCTION(dx_linear_sum_finalfn)
 DX_FUNCTION(dx_linear_avg_finalfn)
 {
 	LinearState *s = final_state(fcinfo);
-	PG_RETURN_FLOAT8(final_answer(s, [&] {
+	PG_RETURN_FLOAT8(final_answer(s, [&](double *parts) {
 		double total = release_component(s, 0);
 		double count = release_component(s, 1);
+		parts[0] = total;
+		parts[1] = count;
 		return std::clamp(total / std::max(count, 1.0), s->lo, s->hi);
 	}));
 }

@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include <climits>
+#include <cmath>
 #include <map>
 
 namespace dxpriv::pg {
@@ -28,6 +29,7 @@ struct CacheEntry {
 	TimestampTz created;
 	int count;
 	double answers[kCacheValues];
+	double parts[2 * kCacheValues]; // an average's noisy sum and count per answer (NaN otherwise)
 };
 
 struct CacheShared {
@@ -41,6 +43,7 @@ CacheShared *shared = nullptr;
 // Per-statement state (backend-local).
 struct Replay {
 	std::vector<double> answers;
+	std::vector<double> parts;
 	int agg_index;
 	int groups;
 };
@@ -50,6 +53,7 @@ struct Recording {
 	Oid relid;
 	int expected;
 	std::vector<double> answers;
+	std::vector<double> parts;
 	std::vector<char> filled;
 	int filled_count = 0;
 };
@@ -61,7 +65,12 @@ struct RecordSlot {
 std::map<int64, Replay> replays;          // charge id -> cached answers
 std::map<int64, RecordSlot> record_slots; // charge id -> where its answers go
 std::map<uint64, Recording> recordings;   // cache key -> answers being collected
-std::map<std::pair<int64, int>, double> released; // (charge id, group) -> answer of the current execution
+struct Released {
+	double answer;
+	double parts[2]; // an average's sum and count
+	bool has_parts;
+};
+std::map<std::pair<int64, int>, Released> released; // (charge id, group) -> answer of the current execution
 
 // True when an entry is still fresh.
 bool
@@ -96,7 +105,7 @@ answer_cache_startup()
 
 // See answer_cache.h.
 bool
-answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
+answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers, std::vector<double> &parts)
 {
 	if (!shared || guc_cache_lifetime <= 0)
 		return false;
@@ -105,6 +114,7 @@ answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
 	for (const CacheEntry &e : shared->entries)
 		if (e.used && e.key == key && e.role == role && fresh(e)) {
 			answers.assign(e.answers, e.answers + e.count);
+			parts.assign(e.parts, e.parts + 2 * e.count);
 			hit = true;
 			break;
 		}
@@ -114,9 +124,11 @@ answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers)
 
 // See answer_cache.h.
 void
-answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers)
+answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers,
+                   const std::vector<double> &parts)
 {
-	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues))
+	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues) ||
+	    parts.size() != 2 * answers.size())
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	CacheEntry *slot = nullptr;
@@ -134,6 +146,7 @@ answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &a
 	slot->created = GetCurrentTimestamp();
 	slot->count = static_cast<int>(answers.size());
 	std::copy(answers.begin(), answers.end(), slot->answers);
+	std::copy(parts.begin(), parts.end(), slot->parts);
 	LWLockRelease(shared->lock);
 }
 
@@ -163,9 +176,10 @@ answer_cache_new_execution(int64 charge_id)
 
 // See answer_cache.h.
 void
-answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups)
+answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
+                         int agg_index, int groups)
 {
-	replays[charge_id] = Replay{answers, agg_index, groups};
+	replays[charge_id] = Replay{answers, parts, agg_index, groups};
 }
 
 // See answer_cache.h.
@@ -180,19 +194,24 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int a
 		r.relid = relid;
 		r.expected = agg_count * groups;
 		r.answers.assign(r.expected, 0.0);
+		r.parts.assign(2 * static_cast<size_t>(r.expected), std::nan(""));
 		r.filled.assign(r.expected, 0);
 	}
 }
 
 // See answer_cache.h.
 bool
-answer_cache_replayed(int64 charge_id, int group, double &answer)
+answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 {
 	// a release already drawn in this execution of the statement (the same aggregate run again: a
 	// rescan, a second copy of a subquery) gets the same answer: one charge, one noise draw
 	auto done = released.find({charge_id, group});
 	if (done != released.end()) {
-		answer = done->second;
+		answer = done->second.answer;
+		if (parts && done->second.has_parts) {
+			parts[0] = done->second.parts[0];
+			parts[1] = done->second.parts[1];
+		}
 		return true;
 	}
 	auto it = replays.find(charge_id);
@@ -202,14 +221,19 @@ answer_cache_replayed(int64 charge_id, int group, double &answer)
 	if (pos >= it->second.answers.size())
 		return false;
 	answer = it->second.answers[pos];
+	if (parts) {
+		const bool stored = 2 * pos + 1 < it->second.parts.size();
+		parts[0] = stored ? it->second.parts[2 * pos] : std::nan("");
+		parts[1] = stored ? it->second.parts[2 * pos + 1] : std::nan("");
+	}
 	return true;
 }
 
 // See answer_cache.h.
 void
-answer_cache_note(int64 charge_id, int group, double answer)
+answer_cache_note(int64 charge_id, int group, double answer, const double *parts)
 {
-	released[{charge_id, group}] = answer;
+	released[{charge_id, group}] = Released{answer, {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};
 	auto slot = record_slots.find(charge_id);
 	if (slot == record_slots.end())
 		return;
@@ -221,9 +245,13 @@ answer_cache_note(int64 charge_id, int group, double answer)
 	if (pos >= r.answers.size() || r.filled[pos])
 		return;
 	r.answers[pos] = answer;
+	if (parts) {
+		r.parts[2 * pos] = parts[0];
+		r.parts[2 * pos + 1] = parts[1];
+	}
 	r.filled[pos] = 1;
 	if (++r.filled_count == r.expected) {
-		answer_cache_store(r.key, r.role, r.relid, r.answers);
+		answer_cache_store(r.key, r.role, r.relid, r.answers, r.parts);
 		recordings.erase(rec);
 	}
 }

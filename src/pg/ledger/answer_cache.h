@@ -21,27 +21,31 @@ extern int guc_cache_lifetime; // seconds; 0 disables reuse
 void answer_cache_request_shmem();
 void answer_cache_startup();
 
-// Stored answers for (key, role), or false when absent or expired.
-bool answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers);
+// Stored answers for (key, role), or false when absent or expired. parts: two values per answer
+// (an average's noisy sum and count, NaN for other aggregates), for dx.last_release.
+bool answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers, std::vector<double> &parts);
 // Stores the answers of a completed query (replaces an older entry with the same key and role).
-void answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers);
+void answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers,
+                        const std::vector<double> &parts);
 // Drops every entry (relid InvalidOid) or those of one table; returns how many were dropped.
 int answer_cache_clear(Oid relid);
 
 // Per-statement replay and recording, keyed by the aggregates' charge ids.
 // replay: the aggregate's answers come from the cache; record: its answers are collected and
 // stored once every answer of the query has been released.
-void answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, int agg_index, int groups);
+void answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
+                              int agg_index, int groups);
 void answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups);
 // Starts a new execution of the aggregate charge_id (it was just charged): its earlier answers are
 // forgotten, so each execution of a cached plan draws fresh noise for its own charge.
 void answer_cache_new_execution(int64 charge_id);
 // The answer of (charge_id, group) if it was already released in this execution (the same
 // aggregate run again returns the same noisy answer) or the aggregate replays the cache; false
-// otherwise.
-bool answer_cache_replayed(int64 charge_id, int group, double &answer);
-// Records a freshly released answer for this execution, and for the cache if the aggregate records.
-void answer_cache_note(int64 charge_id, int group, double answer);
+// otherwise. parts (when given) receives the two stored parts of an average.
+bool answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts = nullptr);
+// Records a freshly released answer for this execution and, for the cache if the aggregate records,
+// the answer and, for an average, its two parts.
+void answer_cache_note(int64 charge_id, int group, double answer, const double *parts = nullptr);
 // Forgets per-statement state (transaction end).
 void answer_cache_reset_statement_state();
 

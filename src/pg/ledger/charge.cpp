@@ -10,6 +10,7 @@
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/executor/noise_params.h"
+#include "pg/executor/release_log.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -168,6 +169,19 @@ statement_delta(const std::vector<Charge> &cs)
 	return delta;
 }
 
+// Parameters of the statement's aggregates in aggregate order, and which are dx.mode/quantile/median.
+std::vector<NoiseParams>
+all_params(const std::vector<Charge> &cs, std::vector<bool> &exponential)
+{
+	std::vector<NoiseParams> out;
+	exponential.clear();
+	for (const Charge &c : cs) {
+		out.push_back(c.params);
+		exponential.push_back(c.exponential);
+	}
+	return out;
+}
+
 // Raises the error for a refused or failed charge; nothing was charged unless the message says so.
 [[noreturn]] void
 refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
@@ -253,13 +267,15 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered)
 		cacheable = cacheable && c.params.cache_key == first.cache_key && c.params.groups == first.groups;
 	if (cacheable) {
-		std::vector<double> answers;
-		if (answer_cache_lookup(first.cache_key, asking, answers) &&
+		std::vector<double> answers, parts;
+		if (answer_cache_lookup(first.cache_key, asking, answers, parts) &&
 		    answers.size() == static_cast<size_t>(first.agg_count) * first.groups) {
 			for (const Charge &c : ordered) {
-				answer_cache_plan_replay(c.params.charge_id, answers, c.params.agg_index, c.params.groups);
+				answer_cache_plan_replay(c.params.charge_id, answers, parts, c.params.agg_index, c.params.groups);
 				charged_ids.insert(c.params.charge_id);
 			}
+			std::vector<bool> em;
+			release_log_begin(qd->plannedstmt, all_params(ordered, em), em, true);
 			return;
 		}
 	}
@@ -293,6 +309,8 @@ charge_plan(QueryDesc *qd)
 		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;
 		refuse(r, role, items[t].relid, items[t].epsilon, items[t].delta);
 	}
+	std::vector<bool> em;
+	release_log_begin(qd->plannedstmt, all_params(ordered, em), em, false);
 	for (const Charge &c : ordered) {
 		charged_ids.insert(c.params.charge_id);
 		if (cacheable)
@@ -311,6 +329,7 @@ on_xact(XactEvent event, void *arg)
 		charged_ids.clear();
 		params_by_agg.clear();
 		answer_cache_reset_statement_state();
+		release_log_end_transaction();
 	}
 }
 

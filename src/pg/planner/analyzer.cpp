@@ -15,10 +15,13 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
+#include "core/release_interval.h"
+#include "core/work_estimate.h"
 #include "core/sensitivity.h"
 
 extern "C" {
@@ -44,6 +47,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 }
@@ -319,12 +323,14 @@ query_cache_key(Query *q)
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(normal.data()), static_cast<int>(normal.size()), 0x6478);
 }
 
-// Gives the rewritten aggregates their charge ids and the query's cache key.
-void
+// Gives the rewritten aggregates their charge ids and the query's cache key; returns the charge id
+// of every aggregate index.
+std::map<int, int64>
 stamp_identities(Query *q, const ExtensionObjects &ext)
 {
 	StampContext ctx{&ext, query_cache_key(q), {}};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
+	return ctx.charge_ids;
 }
 
 // ---- one dx aggregate ----
@@ -417,7 +423,103 @@ kind_name(AggKind k)
 	return "?";
 }
 
+// "X, N times the limit of L" for limit errors.
+std::string
+over_limit(double value, double limit)
+{
+	char buf[160];
+	snprintf(buf, sizeof buf, "%.3g, %.3g times the limit of %.3g", value, value / limit, limit);
+	return buf;
+}
+
+// Refuses (54000) a query whose noise calibration would exceed its work cap, before evaluation.
+void
+refuse_over_work(const WorkEstimate &w, size_t m, const std::vector<const ColumnPolicy *> &cols)
+{
+	if (!w.over())
+		return;
+	std::string columns;
+	for (const ColumnPolicy *c : cols)
+		columns += (columns.empty() ? "" : ", ") + c->name + " (" + std::to_string(c->domain.size()) + " values)";
+	char edges[64];
+	snprintf(edges, sizeof edges, "%.3g", w.edges);
+	if (m == 1)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "computing the sensitivity of this query needs " + over_limit(w.work, w.cap) + " distance evaluations",
+		     "The referenced columns " + columns + " have metrics whose every pair of values is compared; declare "
+		     "coarser domains or a metric with few edges (absolute, graph, theta1), or reference fewer columns.");
+	fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+	     "the " + std::to_string(m) + " cells of this query need " + std::string(edges) +
+	         " privacy constraints, a work of at least " + over_limit(w.work, w.cap),
+	     "Each edge of the referenced columns' metrics " + columns + " is one constraint on every line of the "
+	     "others: reference fewer columns, ask for fewer output cells (one aggregate per query, fewer groups), or "
+	     "ask the table owner for coarser domains or a metric with few edges (absolute, graph).");
+}
+
 // ---- the whole query ----
+
+// Refuses an aggregate whose argument is NULL at every declared point (22004).
+[[noreturn]] void
+refuse_null_argument(const AggSpec &s, size_t j)
+{
+	fail(ERRCODE_NULL_VALUE_NOT_ALLOWED,
+	     std::string("the argument of dx.") + kind_name(s.kind) + " (aggregate " + std::to_string(j + 1) +
+	         ") is NULL for every declared value",
+	     "It would be answered as an exact 0 and still charged. Check the expression against the declared domains: "
+	     "a NULL constant, or a CASE without ELSE whose conditions never hold; write ELSE 0 if 0 is meant.");
+}
+
+// What each linear aggregate computes, for dx.last_release (empty under dx.explain). Reads the
+// aggregates' original arguments: call before rewriting them.
+std::vector<ReleaseDescription>
+describe_releases(const std::vector<AggSpec> &specs, Oid relid)
+{
+	std::vector<ReleaseDescription> out;
+	if (explain_capture_active())
+		return out;
+	for (size_t j = 0; j < specs.size(); ++j) {
+		ReleaseDescription d;
+		d.aggregate = static_cast<int>(j) + 1;
+		d.kind = kind_name(specs[j].kind);
+		const Aggref *a = specs[j].aggref;
+		if (a->aggstar || list_length(a->args) == 0) {
+			d.expression = "*";
+		} else {
+			pg_call([&] {
+				char *rel = get_rel_name(relid);
+				List *ctx = deparse_context_for(rel ? rel : "t", relid);
+				d.expression = deparse_expression((Node *) linitial_node(TargetEntry, a->args)->expr, ctx, false, false);
+			});
+			if (d.expression.size() > 200)
+				d.expression = d.expression.substr(0, 197) + "...";
+		}
+		out.push_back(std::move(d));
+	}
+	return out;
+}
+
+// Registers the descriptions under the charge ids stamped into the rewritten aggregates (specs'
+// Aggrefs give their aggregate index; the tree may hold copies of them, which were stamped).
+void
+register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> &charge_ids,
+                  std::vector<ReleaseDescription> descriptions, std::vector<std::string> labels)
+{
+	if (explain_capture_active() || descriptions.size() != specs.size())
+		return;
+	std::vector<int64> ids;
+	for (size_t j = 0; j < specs.size(); ++j) {
+		Const *k = aggref_params_const(specs[j].aggref);
+		if (!k)
+			return; // not described: dx.last_release shows the aggregate without kind and text
+		const NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		auto id = charge_ids.find(p.agg_index);
+		if (id == charge_ids.end())
+			return;
+		ids.push_back(id->second);
+		descriptions[j].aggregate = p.agg_index + 1;
+	}
+	release_log_describe(ids, std::move(descriptions), std::move(labels));
+}
 
 // Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
 // only checked for its shape here: it is analysed and rewritten when it is planned with its bound
@@ -520,8 +622,13 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	const size_t n = sub.size();
 	const size_t m = groups * static_cast<size_t>(cells_per_group);
 	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
-		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "query has too many output cells for its sub-universe",
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
+		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
 		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
+	// the calibration's work is known from the domains and metrics alone: refuse before evaluating
+	if (!specs.empty())
+		refuse_over_work(calibration_work(sub, m), m, cols);
 
 	// evaluate WHERE, filters and weights at every point
 	std::vector<Expr *> exprs{(Expr *) where};
@@ -556,8 +663,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		const std::vector<double> &filt = vals.value[1 + 2 * j];
 		const std::vector<double> &w = vals.value[2 + 2 * j];
 		const std::vector<char> &w_null = vals.is_null[2 + 2 * j];
-		bool seen = false;
+		bool seen = false, nonzero = false;
 		for (size_t u = 0; u < n; ++u) {
+			nonzero = nonzero || (!w_null[u] && w[u] != 0);
 			if (!w_null[u]) {
 				lo[j] = seen ? std::min(lo[j], w[u]) : w[u];
 				hi[j] = seen ? std::max(hi[j], w[u]) : w[u];
@@ -572,6 +680,10 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			if (specs[j].components == 2)
 				q_cells[base + 1][u] = 1.0;
 		}
+		// an argument that is NULL at every declared point (count: never non-NULL) is certainly a
+		// mistake: it would be answered as an exact 0 and charged
+		if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero : !seen))
+			refuse_null_argument(specs[j], j);
 	}
 	AllocationStrategy strategy = current_strategy();
 	if (strategy == AllocationStrategy::Optimal && m > kMaxOptimalCells) {
@@ -605,7 +717,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		cap.strategy = strategy_name(strategy);
 		cap.noise = noise_family_name(family);
 		cap.delta = noisy_cells ? query_delta : 0;
-		cap.plain_dp_scale = specs.empty() ? 0 : plain_dp_scale(sub, q_cells, eps_total); // (exponential mechanism dispatch)
+		if (!specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
+			// over the columns the cells depend on, so that it does not depend on the query's text
+			const ProjectedCells relevant = project_to_relevant_columns(sub, q_cells);
+			cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
+		}
 		for (size_t j = 0; j < specs.size(); ++j)
 			for (size_t g = 0; g < groups; ++g)
 				for (int c = 0; c < specs[j].components; ++c) {
@@ -616,6 +732,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 					                                specs[j].epsilon, p});
 				}
 	}
+
+	std::vector<ReleaseDescription> descriptions = describe_releases(specs, relid);
+	std::vector<std::string> labels;
+	for (size_t g = 0; keys.grouped() && g < groups && !explain_capture_active(); ++g)
+		labels.push_back(keys.label(g));
 
 	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
 	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
@@ -690,7 +811,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	// outside the aggregates read the values the analysis computed per group
 	q->jointree->quals = nullptr;
 	if (!grouped) {
-		stamp_identities(q, ext);
+		const std::map<int, int64> ids = stamp_identities(q, ext);
+		register_releases(specs, ids, std::move(descriptions), std::move(labels));
 		return;
 	}
 	replace_group_keys(q, keys, group_index, ext);
@@ -701,7 +823,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
-	stamp_identities(q, ext);
+	const std::map<int, int64> ids = stamp_identities(q, ext);
+	register_releases(specs, ids, std::move(descriptions), std::move(labels));
 }
 
 // ---- a plain subquery of rows under the aggregates ----

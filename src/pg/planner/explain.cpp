@@ -101,6 +101,17 @@ DX_FUNCTION(dx_explain)
 		             {{OIDOID, ObjectIdGetDatum(caller)}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
 			remaining = DatumGetFloat8(spi.value(0, 0));
 	}
+	bool linear = false;
+	for (const ExplainCell &c : cap.cells)
+		linear = linear || c.linear;
+	if (linear && cap.plain_dp_scale > 0 && !cap.plain_dp_exact)
+		pg_call([&] {
+			ereport(NOTICE, (errmsg("plain_dp_scale and improvement_factor are lower bounds for this query"),
+			                 errdetail("The largest change of the query over all pairs of records was too costly to "
+			                           "compute exactly; its maximum over the privacy constraints' edges was used."),
+			                 errhint("The plain-DP baseline is never overstated, so the true improvement factor is at "
+			                         "least the one shown.")));
+		});
 	std::vector<double> half_widths;
 	for (const ExplainCell &c : cap.cells)
 		half_widths.push_back(c.reported_half_width >= 0 ? c.reported_half_width : confidence_half_width(c.plan));

@@ -35,6 +35,7 @@ struct ExplainCapture {
 	std::string noise = "laplace"; // noise family of the linear cells (dxpriv.noise)
 	double delta = 0;            // delta the query spends (0 for pure epsilon)
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
+	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
 	std::vector<ExplainCell> cells;
 };
 

@@ -1,0 +1,74 @@
+// Work estimates of the noise calibration (see work_estimate.h).
+#include "core/work_estimate.h"
+
+#include <cmath>
+
+#include "core/allocation.h"
+
+namespace dxpriv {
+
+namespace {
+
+constexpr double kEdgeCost = 32; // build_constraints' fixed work per edge, before its cells
+
+// Edges of the sufficient edge set of one column metric, counting no further than limit.
+double
+column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
+{
+	const std::size_t k = dom.size();
+	if (k < 2 || metric.kind() == MetricKind::None)
+		return 0;
+	const double pairs = 0.5 * static_cast<double>(k) * static_cast<double>(k - 1);
+	switch (metric.kind()) {
+	case MetricKind::Absolute:
+		return static_cast<double>(k - 1);
+	case MetricKind::Discrete:
+		return std::isfinite(metric.distance(dom, 0, 1)) ? pairs : 0;
+	case MetricKind::PerValue:
+		return pairs;
+	default:
+		break;
+	}
+	struct Stop {};
+	double count = 0;
+	try {
+		metric.for_each_edge(dom, [&count, limit](std::size_t, std::size_t, double) {
+			if (++count > limit)
+				throw Stop{};
+		});
+	} catch (const Stop &) {
+	}
+	return count;
+}
+
+} // namespace
+
+// See work_estimate.h.
+WorkEstimate
+calibration_work(const SubUniverse &sub, std::size_t m)
+{
+	WorkEstimate e;
+	const std::size_t n = sub.size();
+	if (m == 0)
+		return e;
+	for (std::size_t c = 0; c < sub.domains.size(); ++c)
+		sub.metrics[c].validate(sub.domains[c]);
+	if (m == 1) {
+		e.cap = kMaxSensitivityWork;
+		for (std::size_t c = 0; c < sub.domains.size(); ++c)
+			e.edges += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].line_cost(sub.domains[c]);
+		e.work = e.edges;
+		return e;
+	}
+	e.cap = kMaxConstraintWork;
+	e.edges = std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0;
+	for (std::size_t c = 0; c < sub.domains.size(); ++c) {
+		const double lines = static_cast<double>(n / sub.domains[c].size());
+		const double limit = std::ceil(2 * kMaxConstraintWork / kEdgeCost / lines) + 1; // enough to exceed the cap
+		e.edges += column_edges(sub.metrics[c], sub.domains[c], limit) * lines;
+	}
+	e.work = e.edges * kEdgeCost;
+	return e;
+}
+
+} // namespace dxpriv

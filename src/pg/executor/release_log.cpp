@@ -1,0 +1,352 @@
+// Backend-local log of the last statement's released answers with their error bars:
+// dx.last_release() and the NOTICE of dxpriv.show_error_bars.
+#include "pg/executor/release_log.h"
+
+#include "pg/executor/noise_params.h"
+#include "pg/guard.h"
+
+#include "core/accuracy.h"
+#include "core/error.h"
+#include "core/release_interval.h"
+
+extern "C" {
+#include "access/parallel.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/tuplestore.h"
+}
+
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace dxpriv::pg {
+
+bool guc_show_error_bars = false;
+
+namespace {
+
+constexpr size_t kMaxDescribedStatements = 256; // analysed statements whose descriptions are kept
+constexpr size_t kNoticeRows = 8;               // answers listed in one NOTICE
+
+// Descriptions of one analysed statement.
+struct Described {
+	std::vector<int64> charge_ids;
+	std::vector<ReleaseDescription> aggregates; // same order as charge_ids
+	std::vector<std::string> group_labels;
+};
+std::deque<std::shared_ptr<Described>> described;                              // oldest first
+std::unordered_map<int64, std::pair<std::shared_ptr<Described>, size_t>> described_by_charge;
+
+// One aggregate of a charged statement, from its noise parameters.
+struct Charged {
+	int64 charge_id;
+	int agg_index, components, groups, family;
+	double epsilon, delta;
+	int first_cell; // 0-based position of its first cell in the ledger's scales
+};
+struct Statement {
+	const void *plan = nullptr; // its PlannedStmt
+	std::vector<Charged> aggregates;
+	bool reused = false;
+};
+
+// One released value.
+struct Row {
+	int cell;              // 1-based ledger cell, 0 for the average itself
+	std::string component; // value; avg: avg, sum, count
+	double answer;
+	LinearNoisePlan plan;  // noise of the cell (unused for the average)
+	double half_width;
+	bool delta_method;
+};
+
+// The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
+struct Log {
+	std::shared_ptr<Statement> statement;
+	std::map<std::tuple<int, int, int>, Row> rows;
+	std::set<std::pair<int64, int>> recorded;
+	bool unreported = false;
+};
+Log current;
+std::unordered_map<int64, std::shared_ptr<Statement>> statement_of; // charge ids of this transaction
+
+ExecutorEnd_hook_type prev_executor_end = nullptr;
+
+// The charged aggregate of the log's statement with this charge id, or nullptr.
+const Charged *
+find_charged(const Statement &s, int64 charge_id)
+{
+	for (const Charged &c : s.aggregates)
+		if (c.charge_id == charge_id)
+			return &c;
+	return nullptr;
+}
+
+// The registered description of a charge id, or nullptr (and the statement's labels).
+const ReleaseDescription *
+find_description(int64 charge_id, const std::vector<std::string> **labels)
+{
+	auto it = described_by_charge.find(charge_id);
+	if (it == described_by_charge.end())
+		return nullptr;
+	*labels = &it->second.first->group_labels;
+	return &it->second.first->aggregates[it->second.second];
+}
+
+// "kind(expression)" for messages.
+std::string
+aggregate_text(const Charged &c)
+{
+	const std::vector<std::string> *labels = nullptr;
+	const ReleaseDescription *d = find_description(c.charge_id, &labels);
+	if (!d)
+		return std::string(c.components == 2 ? "avg" : "aggregate ") + (c.components == 2 ? "" : std::to_string(c.agg_index + 1));
+	return d->kind + "(" + d->expression + ")";
+}
+
+// Group label of (charge id, group), or "" without GROUP BY or description.
+std::string
+group_text(int64 charge_id, int group)
+{
+	const std::vector<std::string> *labels = nullptr;
+	if (!find_description(charge_id, &labels) || !labels || static_cast<size_t>(group) >= labels->size())
+		return "";
+	return (*labels)[static_cast<size_t>(group)];
+}
+
+// The compact NOTICE of dxpriv.show_error_bars: the first answers with their 95% half-widths.
+std::string
+notice_text()
+{
+	std::string text;
+	size_t shown = 0, total = 0;
+	for (const auto &[key, row] : current.rows) {
+		if (row.component == "sum" || row.component == "count") // parts of an average
+			continue;
+		++total;
+		if (shown == kNoticeRows)
+			continue;
+		const Charged *c = nullptr;
+		for (const Charged &a : current.statement->aggregates)
+			if (a.agg_index == std::get<0>(key))
+				c = &a;
+		if (!c)
+			continue;
+		char buf[96];
+		snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
+		const std::string group = group_text(c->charge_id, std::get<1>(key));
+		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + (group.empty() ? "" : " [" + group + "]") + buf;
+		++shown;
+	}
+	if (total > shown)
+		text += "; " + std::to_string(total - shown) + " more";
+	return text;
+}
+
+// ExecutorEnd hook: after a statement that released answers, one NOTICE with their error bars.
+void
+dx_executor_end(QueryDesc *qd)
+{
+	if (guc_show_error_bars && current.unreported && current.statement && current.statement->plan == qd->plannedstmt &&
+	    !IsParallelWorker()) {
+		current.unreported = false;
+		std::string text;
+		guarded([&] { text = notice_text(); });
+		ereport(NOTICE, (errmsg("dxpriv 95%% error bars: %s", text.c_str()),
+		                 errdetail("Details, free of charge: SELECT * FROM dx.last_release();")));
+	}
+	if (prev_executor_end)
+		prev_executor_end(qd);
+	else
+		standard_ExecutorEnd(qd);
+}
+
+} // namespace
+
+// See release_log.h.
+void
+release_log_describe(const std::vector<int64> &charge_ids, std::vector<ReleaseDescription> descriptions,
+                     std::vector<std::string> group_labels)
+{
+	auto d = std::make_shared<Described>();
+	d->charge_ids = charge_ids;
+	d->aggregates = std::move(descriptions);
+	d->group_labels = std::move(group_labels);
+	if (d->aggregates.size() != d->charge_ids.size())
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv release descriptions do not match the aggregates");
+	while (described.size() >= kMaxDescribedStatements) {
+		for (int64 id : described.front()->charge_ids)
+			described_by_charge.erase(id);
+		described.pop_front();
+	}
+	described.push_back(d);
+	for (size_t i = 0; i < d->charge_ids.size(); ++i)
+		described_by_charge[d->charge_ids[i]] = {d, i};
+}
+
+// See release_log.h.
+void
+release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, const std::vector<bool> &exponential,
+                  bool reused)
+{
+	auto s = std::make_shared<Statement>();
+	s->plan = plan;
+	s->reused = reused;
+	int cell = 0;
+	for (size_t i = 0; i < aggregates.size(); ++i) { // in aggregate order, as the ledger's scales
+		const NoiseParams &p = aggregates[i];
+		if (!exponential[i])
+			s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell});
+		cell += p.groups * p.components;
+	}
+	for (const Charged &c : s->aggregates)
+		statement_of[c.charge_id] = s;
+	current = Log();
+	current.statement = s;
+}
+
+// See release_log.h.
+void
+release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
+                   const double *parts)
+{
+	if (IsParallelWorker())
+		return; // final functions run in the leader; never record elsewhere
+	if (!current.statement || !find_charged(*current.statement, charge_id)) {
+		auto it = statement_of.find(charge_id); // a cursor of an earlier statement: the log is now its
+		if (it == statement_of.end())
+			return;
+		current = Log();
+		current.statement = it->second;
+	}
+	const Charged *c = find_charged(*current.statement, charge_id);
+	if (!c || !current.recorded.insert({charge_id, group}).second)
+		return;
+	current.unreported = true;
+	const int a = c->agg_index;
+	const int first = c->first_cell + group * c->components + 1;
+	if (components == 1) {
+		current.rows[{a, group, 0}] = Row{first, "value", answer, plans[0], confidence_half_width(plans[0]), false};
+		return;
+	}
+	double half = std::nan(""); // unknown: the parts were not stored (an answer cached by an older version)
+	try {
+		if (parts)
+			half = average_half_width(plans[0], plans[1], answer, parts[1]);
+	} catch (const CoreError &) { // a non-finite part: no interval rather than a failed release
+	}
+	current.rows[{a, group, 0}] = Row{0, "avg", answer, LinearNoisePlan{}, half, true};
+	if (parts) {
+		current.rows[{a, group, 1}] = Row{first, "sum", parts[0], plans[0], confidence_half_width(plans[0]), false};
+		current.rows[{a, group, 2}] = Row{first + 1, "count", parts[1], plans[1], confidence_half_width(plans[1]), false};
+	}
+}
+
+// See release_log.h.
+void
+release_log_end_transaction()
+{
+	statement_of.clear();
+}
+
+// See release_log.h.
+void
+install_release_log()
+{
+	DefineCustomBoolVariable("dxpriv.show_error_bars", "Reports the 95% error bars of released answers as a NOTICE.",
+	                         "One NOTICE after each statement that released dx answers; dx.last_release() gives "
+	                         "the same as rows. Costs no budget.",
+	                         &guc_show_error_bars, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = dx_executor_end;
+}
+
+} // namespace dxpriv::pg
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+// dx.last_release() RETURNS TABLE(...): the releases of the session's last statement that released
+// dx answers, with their noise and 95% intervals. Reads backend-local memory only; charges nothing.
+DX_FUNCTION(dx_last_release)
+{
+	struct Out {
+		int cell, aggregate;
+		std::string kind, expression, group, component, noise, method;
+		bool has_kind, has_expression;
+		double answer, scale, half, epsilon, delta;
+		bool has_scale, has_half, reused;
+	};
+	std::vector<Out> out;
+	if (current.statement)
+		for (const auto &[key, row] : current.rows) {
+			const Charged *c = nullptr;
+			for (const Charged &a : current.statement->aggregates)
+				if (a.agg_index == std::get<0>(key))
+					c = &a;
+			if (!c)
+				continue;
+			const std::vector<std::string> *labels = nullptr;
+			const ReleaseDescription *d = find_description(c->charge_id, &labels);
+			Out o;
+			o.cell = row.cell;
+			o.aggregate = c->agg_index + 1;
+			o.has_kind = d || c->components == 2;
+			o.kind = d ? d->kind : "avg";
+			o.has_expression = d != nullptr;
+			o.expression = d ? d->expression : "";
+			o.group = group_text(c->charge_id, std::get<1>(key));
+			o.component = row.component;
+			o.answer = row.answer;
+			o.noise = noise_family_name(static_cast<NoiseFamily>(c->family));
+			o.has_scale = !row.delta_method;
+			o.scale = row.plan.scale;
+			o.has_half = std::isfinite(row.half_width);
+			o.half = row.half_width;
+			o.method = row.delta_method ? "delta_method" : "exact";
+			o.epsilon = c->epsilon;
+			o.delta = c->delta;
+			o.reused = current.statement->reused;
+			out.push_back(std::move(o));
+		}
+	pg_call([&] {
+		InitMaterializedSRF(fcinfo, 0);
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		for (const Out &o : out) {
+			Datum values[16];
+			bool nulls[16] = {false};
+			values[0] = Int32GetDatum(o.cell);
+			nulls[0] = o.cell == 0;
+			values[1] = Int32GetDatum(o.aggregate);
+			values[2] = CStringGetTextDatum(o.kind.c_str());
+			nulls[2] = !o.has_kind;
+			values[3] = CStringGetTextDatum(o.expression.c_str());
+			nulls[3] = !o.has_expression;
+			values[4] = CStringGetTextDatum(o.group.c_str());
+			nulls[4] = o.group.empty();
+			values[5] = CStringGetTextDatum(o.component.c_str());
+			values[6] = Float8GetDatum(o.answer);
+			values[7] = CStringGetTextDatum(o.noise.c_str());
+			values[8] = Float8GetDatum(o.scale);
+			nulls[8] = !o.has_scale;
+			values[9] = Float8GetDatum(o.half);
+			values[10] = Float8GetDatum(o.answer - o.half);
+			values[11] = Float8GetDatum(o.answer + o.half);
+			nulls[9] = nulls[10] = nulls[11] = !o.has_half;
+			values[12] = CStringGetTextDatum(o.method.c_str());
+			values[13] = Float8GetDatum(o.epsilon);
+			values[14] = Float8GetDatum(o.delta);
+			values[15] = BoolGetDatum(o.reused);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	});
+	return (Datum) 0;
+}

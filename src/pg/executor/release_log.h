@@ -1,0 +1,53 @@
+// The error bars of what a session just received (dx.last_release, dxpriv.show_error_bars).
+//
+// Backend-local. The analyzer describes each linear dx aggregate it rewrites (kind, argument text,
+// group labels) under its charge id; charging (or replaying from the answer cache) starts a new
+// statement in the log; the final functions record every answer they release with its noise law.
+// dx.last_release() lists the releases of the last statement that released answers; nothing is
+// charged and nothing but the session's own releases is ever visible.
+#pragma once
+
+#include "pg/dxpriv.h"
+
+#include "core/linear_query.h"
+
+#include <string>
+#include <vector>
+
+namespace dxpriv::pg {
+
+struct NoiseParams;
+
+extern bool guc_show_error_bars; // dxpriv.show_error_bars: a NOTICE with the error bars after each release
+
+// What one linear aggregate of an analysed statement computes (registered at analysis).
+struct ReleaseDescription {
+	int aggregate = 0;       // 1-based position among the statement's dx aggregates
+	std::string kind;        // count, sum, avg, linear
+	std::string expression;  // deparsed argument ("*" for count(*)), at most 200 bytes
+};
+
+// Registers the descriptions of one analysed statement (same order as charge_ids, one per aggregate)
+// and the labels of its groups (empty: no GROUP BY). Keeps the last statements only (bounded).
+void release_log_describe(const std::vector<int64> &charge_ids, std::vector<ReleaseDescription> descriptions,
+                          std::vector<std::string> group_labels);
+
+// A statement with dx aggregates was charged (reused = its answers come from the answer cache):
+// the log now belongs to it and is emptied. aggregates in aggregate order (the ledger's cells);
+// exponential[i] marks dx.mode/quantile/median, whose releases are not logged.
+// plan identifies the statement (its PlannedStmt): its ExecutorEnd emits the NOTICE.
+void release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, const std::vector<bool> &exponential,
+                       bool reused);
+
+// A final function released `answer` for (charge_id, group); parts holds avg's noisy sum and count
+// (nullptr otherwise). Recording the same (charge_id, group) twice keeps the first.
+void release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
+                        const double *parts);
+
+// Forgets the per-transaction mapping of charge ids to statements (transaction end).
+void release_log_end_transaction();
+
+// Installs the ExecutorEnd hook (NOTICE) and defines dxpriv.show_error_bars.
+void install_release_log();
+
+} // namespace dxpriv::pg
