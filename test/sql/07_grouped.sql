@@ -33,7 +33,7 @@ SELECT upper(region) AS r, dx.count(*) * 2 AS doubled FROM shop GROUP BY region 
 SELECT region, dx.count(1, 0.2), dx.sum(amount, 0.3) FROM shop GROUP BY region ORDER BY region;
 SELECT epsilon, array_length(scales, 1) AS cells, mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1;
 
--- an expression as GROUP BY key (16_group_expressions has more)
+-- an expression as GROUP BY key (17_group_expressions has more)
 SELECT amount % 2, dx.count(*) FROM shop GROUP BY amount % 2;
 SELECT region, dx.count(*) FROM shop GROUP BY ROLLUP (region);
 CREATE TABLE wide_groups (a int, b int);
