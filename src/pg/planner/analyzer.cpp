@@ -605,20 +605,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		collect_attnos((Node *) s.weight, attnos);
 		collect_attnos((Node *) s.filter, attnos);
 	}
-	SubUniverse sub;
-	sub.presence = policy.presence;
 	std::vector<const ColumnPolicy *> cols;
-	for (AttrNumber att : std::set<AttrNumber>(attnos)) {
-		const ColumnPolicy *c = policy.find(att);
+	const SubUniverse sub = sub_universe_of(policy, attnos, cols);
+	for (const ColumnPolicy *c : cols)
 		for (const ColumnPolicy::Member &m : c->members) // a group is read (and clamped) as a whole
 			attnos.insert(m.attnum);
-		if (std::find(cols.begin(), cols.end(), c) != cols.end())
-			continue;
-		cols.push_back(c);
-		sub.domains.push_back(c->domain);
-		sub.metrics.push_back(c->metric);
-	}
-	check_sub_universe_size(cols);
 	const size_t n = sub.size();
 	const size_t m = groups * static_cast<size_t>(cells_per_group);
 	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)

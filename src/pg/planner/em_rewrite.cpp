@@ -153,19 +153,9 @@ plan_one(const EmSpec &s, const EmRewriteInput &in)
 	add_expr_columns((Node *) s.filter, *in.policy, attnos);
 	for (const ColumnPolicy *g : in.keys->cols)
 		add_column(*g, attnos);
-	SubUniverse sub;
-	sub.presence = in.policy->presence;
 	EmPlan p;
 	std::vector<const ColumnPolicy *> &cols = p.cols;
-	for (AttrNumber att : attnos) {
-		const ColumnPolicy *c = in.policy->find(att);
-		if (!c || std::find(cols.begin(), cols.end(), c) != cols.end())
-			continue;
-		cols.push_back(c);
-		sub.domains.push_back(c->domain);
-		sub.metrics.push_back(c->metric);
-	}
-	check_sub_universe_size(cols);
+	const SubUniverse sub = sub_universe_of(*in.policy, attnos, cols);
 	const size_t n = sub.size();
 	UniverseValues vals = evaluate_over_universe(in.relid, cols, sub, {(Expr *) in.where, s.filter});
 	std::vector<char> counted(n);

@@ -193,15 +193,7 @@ analyse_group_keys(Query *q, Oid relid, const TablePolicy &policy, size_t max_gr
 	}
 	if (gk.keys.empty())
 		return gk;
-	SubUniverse sub;
-	sub.presence = policy.presence;
-	for (AttrNumber att : attnos) {
-		const ColumnPolicy *c = policy.find(att);
-		gk.cols.push_back(c);
-		sub.domains.push_back(c->domain);
-		sub.metrics.push_back(c->metric);
-	}
-	check_sub_universe_size(gk.cols);
+	const SubUniverse sub = sub_universe_of(policy, attnos, gk.cols);
 	const size_t n = sub.size();
 	std::vector<Expr *> exprs;
 	for (TargetEntry *t : gk.keys)

@@ -3,6 +3,7 @@
 
 #include "pg/guard.h"
 
+#include <algorithm>
 #include <string>
 
 extern "C" {
@@ -39,6 +40,25 @@ check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols)
 	     "dxpriv evaluates the query on every combination of the referenced columns' declared values. Reference "
 	     "fewer columns (split the query, e.g. one query per value of a WHERE condition), or ask the table owner "
 	     "for a coarser domain of \"" + largest->name + "\".");
+}
+
+// See universe_eval.h.
+SubUniverse
+sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber> &attnos, std::vector<const ColumnPolicy *> &cols)
+{
+	SubUniverse sub;
+	sub.presence = policy.presence;
+	cols.clear();
+	for (AttrNumber att : attnos) {
+		const ColumnPolicy *c = policy.find(att);
+		if (!c || std::find(cols.begin(), cols.end(), c) != cols.end())
+			continue;
+		cols.push_back(c);
+		sub.domains.push_back(c->domain);
+		sub.metrics.push_back(c->metric);
+	}
+	check_sub_universe_size(cols);
+	return sub;
 }
 
 namespace {

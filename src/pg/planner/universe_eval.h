@@ -7,6 +7,7 @@ extern "C" {
 #include "nodes/primnodes.h"
 }
 
+#include <set>
 #include <vector>
 
 #include "core/sensitivity.h"
@@ -24,6 +25,12 @@ struct UniverseValues {
 // Refuses (54000) a query whose referenced columns span more than kMaxSubUniverse points, naming
 // each column with its number of domain values and what to do instead.
 void check_sub_universe_size(const std::vector<const ColumnPolicy *> &cols);
+
+// The sub-universe of the declared columns holding the given attributes (a column group once, in
+// attribute order of its first referenced member); cols receives the columns in point order.
+// Refuses sub-universes over the cap (check_sub_universe_size).
+SubUniverse sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber> &attnos,
+                            std::vector<const ColumnPolicy *> &cols);
 
 // exprs may contain nullptr (evaluated as constant true / 1). Expressions are boolean or float8.
 // Errors raised by an expression (e.g. division by zero at some domain point) propagate: they do
