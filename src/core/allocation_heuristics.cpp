@@ -13,6 +13,7 @@
 namespace dxpriv {
 namespace detail {
 
+// Column maxima s_k = max_e r_k(e) of a constraint set; argmax (when given) receives the first
 // row attaining each maximum (count() for an all-zero column).
 std::vector<double>
 column_max(const ConstraintSet &c, std::vector<std::size_t> *argmax)
@@ -30,14 +31,17 @@ column_max(const ConstraintSet &c, std::vector<std::size_t> *argmax)
 		*argmax = std::move(arg);
 	return s;
 }
-// Strategy 3 in its exact limit (progressive filling): all unfrozen x_k = 1/b_k rise together;
-// when a row's remaining budget reaches 0 every cell on it freezes. Returns x; the rows that froze
-// cells are appended to `binding` when given. Lazy event queue: a row's binding level computed
-// with an older set of frozen cells is a lower bound of its true level (freezing only slows the
-// row down), so popping the smallest key and recomputing stale keys finds the rows in order.
+
+// Progressive filling: every unfrozen x_k = 1/b_k rises as base_k + rate_k t with a common t
+// (base 0 and rate 1 when not given: Strategy 3 in its exact limit); when a row's remaining budget
+// reaches 0 every cell on it freezes. Returns x; the rows that froze cells are appended to
+// `binding` when given. Lazy event queue: a row's binding level computed with an older set of
+// frozen cells is a lower bound of its true level (freezing only slows the row down), so popping
+// the smallest key and recomputing stale keys finds the rows in order. A row already full at
+// t = 0 (the base uses its whole budget) freezes its cells at their base.
 std::vector<double>
 water_fill(const ConstraintSet &c, const std::vector<double> &colmax, double epsilon,
-           std::vector<std::size_t> *binding)
+           std::vector<std::size_t> *binding, const std::vector<double> *base, const std::vector<double> *rate)
 {
 	const std::size_t m = c.cells, count = c.count();
 	std::vector<char> active(m);
@@ -55,16 +59,20 @@ water_fill(const ConstraintSet &c, const std::vector<double> &colmax, double eps
 		bool operator<(const Event &o) const { return level > o.level; }
 	};
 	std::uint32_t version = 0;
+	auto base_of = [base](std::size_t k) { return base ? (*base)[k] : 0.0; };
+	auto rate_of = [rate](std::size_t k) { return rate ? (*rate)[k] : 1.0; };
 	// Level at which row e binds given the cells frozen so far (+inf when no cell of e is active).
 	auto binding_level = [&](std::size_t e) {
-		double rate = 0, used = 0;
+		double speed = 0, used = 0;
 		c.for_each(e, [&](std::size_t k, double v) {
-			if (active[k])
-				rate += v;
-			else
+			if (active[k]) {
+				speed += v * rate_of(k);
+				used += v * base_of(k);
+			} else {
 				used += v * x[k];
+			}
 		});
-		return rate > 0 ? std::max(0.0, epsilon - used) / rate : kInfinity;
+		return speed > 0 ? std::max(0.0, epsilon - used) / speed : kInfinity;
 	};
 	std::vector<Event> heap;
 	heap.reserve(count);
@@ -92,7 +100,7 @@ water_fill(const ConstraintSet &c, const std::vector<double> &colmax, double eps
 		c.for_each(ev.row, [&](std::size_t k, double v) {
 			if (active[k] && v > 0) {
 				active[k] = 0;
-				x[k] = level;
+				x[k] = base_of(k) + rate_of(k) * level;
 				n_active--;
 			}
 		});

@@ -36,9 +36,11 @@ row_dot(const ConstraintSet &c, std::size_t e, const double *z)
 	return sum;
 }
 
-// Strategy 3 in its exact limit (progressive filling); see allocation_heuristics.cpp.
+// Progressive filling x_k = base_k + rate_k t (Strategy 3 in its exact limit without base and
+// rate); see allocation_heuristics.cpp.
 std::vector<double> water_fill(const ConstraintSet &c, const std::vector<double> &colmax, double epsilon,
-                               std::vector<std::size_t> *binding);
+                               std::vector<std::size_t> *binding, const std::vector<double> *base = nullptr,
+                               const std::vector<double> *rate = nullptr);
 // Scales from inverse scales x (0 -> exact answer), raised if rounding left them infeasible.
 std::vector<double> scales_from_inverse(const ConstraintSet &c, const std::vector<double> &x, double epsilon);
 // Number of cells that get noise (scale > 0).
@@ -50,10 +52,14 @@ std::vector<double> equal_split(const std::vector<double> &colmax, std::size_t n
 // Strategy 2: one scale max_e sum_k r_k(e) / epsilon for every noisy cell.
 std::vector<double> equal_scale(const ConstraintSet &c, const std::vector<double> &colmax, double epsilon);
 
-// Exact minimiser of sum_k b_k^2 by cutting planes around a barrier solver; see allocation_solver.cpp.
-std::vector<double> optimal_inverse(const ConstraintSet &c, const std::vector<double> &colmax,
-                                    const std::vector<std::size_t> &argmax, const std::vector<double> &x3,
-                                    const std::vector<std::size_t> &binding, double epsilon, AllocationStats *stats);
+// Minimiser of sum_k weight_k b_k^2 over private scales with x_k = 1/b_k >= x_floor_k (x_floor
+// empty or 0: no floor), by cutting planes around a barrier solver started from x_start (private,
+// >= the floors) and the seed rows; see allocation_solver.cpp. weight_k > 0, or >= 0 for a cell
+// with a floor. Returns x (0 for exact cells), or an empty vector when the solver failed.
+std::vector<double> weighted_inverse(const ConstraintSet &c, const std::vector<double> &colmax,
+                                     const std::vector<std::size_t> &argmax, const std::vector<double> &weight,
+                                     const std::vector<double> &x_floor, const std::vector<double> &x_start,
+                                     const std::vector<std::size_t> &seed_rows, double epsilon, AllocationStats *stats);
 
 } // namespace detail
 } // namespace dxpriv

@@ -613,7 +613,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		}
 	}
 	AllocationStrategy strategy = current_strategy();
-	if (strategy == AllocationStrategy::Optimal && m > kMaxOptimalCells) {
+	if (strategy == AllocationStrategy::MinTotalVariance && m > kMaxOptimalCells) {
 		ereport(NOTICE, (errmsg("dxpriv: %zu output cells exceed the exact allocator's limit of %zu; using algorithm3",
 		                        m, kMaxOptimalCells)));
 		strategy = AllocationStrategy::BudgetDistribution;

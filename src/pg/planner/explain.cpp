@@ -52,7 +52,7 @@ current_strategy()
 	case 3:
 		return AllocationStrategy::EqualSplit;
 	default:
-		return AllocationStrategy::Optimal;
+		return AllocationStrategy::MinTotalVariance;
 	}
 }
 
