@@ -140,7 +140,8 @@ restrict_parts(const ConstraintSet &c, const std::vector<std::size_t> &part_of, 
 }
 
 // Minimiser of sum_k w_k b_k^2 (w_k > 0 on the noisy cells) without caps: the best, by this
-// objective, of the solver (up to kMaxExactCells noisy cells) and the three heuristics.
+// objective, of the solver and the three heuristics (any number of cells, as before the split;
+// the SQL side caps MinTotalVariance at kMaxExactCells cells).
 std::vector<double>
 min_weighted(const ConstraintSet &c, const std::vector<double> &w, double epsilon, AllocationStats *stats)
 {
@@ -161,14 +162,12 @@ min_weighted(const ConstraintSet &c, const std::vector<double> &w, double epsilo
 			best = cand;
 			winner = who;
 		}
-	if (n_active <= kMaxExactCells) {
-		const std::vector<double> x = weighted_inverse(c, colmax, argmax, w, {}, x3, binding, epsilon, stats);
-		if (!x.empty()) {
-			std::vector<double> b = scales_from_inverse(c, x, epsilon);
-			if (weighted_squares(w, b) <= weighted_squares(w, best)) {
-				best = b;
-				winner = AllocationStrategy::MinTotalVariance;
-			}
+	const std::vector<double> x = weighted_inverse(c, colmax, argmax, w, {}, x3, binding, epsilon, stats);
+	if (!x.empty()) {
+		std::vector<double> b = scales_from_inverse(c, x, epsilon);
+		if (weighted_squares(w, b) <= weighted_squares(w, best)) {
+			best = b;
+			winner = AllocationStrategy::MinTotalVariance;
 		}
 	}
 	if (stats)

@@ -469,3 +469,30 @@ TEST(RelativeAllocationTest, RandomBlocksArePrivatePerBlock)
 	r.estimates = {Estimate{{0, 1}, {1, 1}}};
 	EXPECT_EQ(error_kind([&] { allocate(c, r, 0.9); }), ErrorKind::Internal);
 }
+
+// Above kMaxExactCells noisy cells the solver is skipped: the relative progressive filling keeps
+// the promises (private, no cell above equal_split) and still beats equal_split on GROUP BY counts.
+TEST(RelativeAllocationTest, ManyCellsUseTheRelativeFilling)
+{
+	const std::size_t groups = kMaxExactCells + 10;
+	std::vector<std::string> keys;
+	for (std::size_t g = 0; g < groups; g++)
+		keys.push_back("g" + std::to_string(g));
+	SubUniverse sub;
+	sub.domains = {Domain::enumerated(keys)};
+	sub.metrics = {ColumnMetric::discrete(1)};
+	sub.presence = 1;
+	Matrix q(groups, std::vector<double>(groups, 0.0));
+	for (std::size_t g = 0; g < groups; g++)
+		q[g][g] = 1; // count per group
+	const ConstraintSet c = build_constraints(sub, q);
+	AllocationStats stats;
+	const std::vector<double> b = allocate(c, relative(), 1.0, &stats);
+	const std::vector<double> eq = allocate(c, AllocationStrategy::EqualSplit, 1.0);
+	EXPECT_EQ(stats.rounds, 0u); // no solver round
+	EXPECT_LE(privacy_ratio(c, b, 1.0), 1 + 1e-9);
+	for (std::size_t k = 0; k < groups; k++) {
+		EXPECT_LE(b[k], eq[k] * (1 + 1e-9));
+		EXPECT_NEAR(b[k], 2.0, 1e-9); // every group count at 1/2: a move between two groups binds
+	}
+}
