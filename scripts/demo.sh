@@ -156,8 +156,8 @@ stay indistinguishable; range counts on a finely protected column are expensive.
 	"dx.count(*)" " WHERE age BETWEEN 30 AND 39" "count(*)"
 
 printf '\n-- %s\n%s\n' "Q7. Several aggregates in one query" \
-"The query is one multi-linear query: its two cells share 0.1 + 0.1 = 0.2 through the optimal
-allocation (dxpriv.allocation), which is never worse than splitting it evenly.
+"The query is one multi-linear query: its two cells share 0.1 + 0.1 = 0.2 through the relative
+allocation (dxpriv.allocation), which never makes a cell noisier than splitting it evenly.
 The ledger row lists one scale per cell, in SELECT-list order."
 sql <<SQL
 SET ROLE analyst;

@@ -91,22 +91,52 @@ enum class AllocationStrategy {
 	EqualSplit,          // Strategy 1: each noisy cell gets 1/m_active of every edge budget
 	EqualScale,          // Strategy 2: one common scale for all noisy cells
 	BudgetDistribution,  // Strategy 3: Algorithm 3 with w_k ∝ s_k (progressive filling, exact limit)
-	Optimal              // exact minimiser of sum_k b_k^2 (never worse than the three above)
+	MinTotalVariance,    // exact minimiser of sum_k b_k^2 in the cells' raw units (formerly "optimal")
+	Relative             // default: exact minimiser of sum over estimates of V_g / V_g° with b_k <= b_k^eq
 };
 
-// SQL-facing name: "equal_split", "equal_scale", "algorithm3", "optimal".
+// Largest number of noisy cells the exact solvers are run on (Relative: its progressive filling
+// above it; the SQL side runs algorithm3 instead of MinTotalVariance above it).
+constexpr std::size_t kMaxExactCells = 400;
+
+// SQL-facing name: "equal_split", "equal_scale", "algorithm3", "min_total_variance", "relative".
 const char *strategy_name(AllocationStrategy s);
-// Parses a name of strategy_name (case-insensitive); false when unknown (out is untouched).
+// Parses a name of strategy_name (case-insensitive), or "optimal", the old name of
+// min_total_variance; false when unknown (out is untouched).
 bool parse_strategy(const std::string &name, AllocationStrategy &out);
 
+// Cells answering one estimate together (the sum S and count C of an average): the estimate's
+// error proxy is V = sum_i weights[i] * b_{cells[i]}^2 (for S/C by the delta method,
+// Var(S/C) ~ (Var S + mu^2 Var C) / C^2: weights {1, mu^2}, mu a data-independent proxy of the mean).
+struct Estimate {
+	std::vector<std::size_t> cells;
+	std::vector<double> weights; // one per cell, finite and >= 0
+};
+
+// What allocate() shares and how.
+//   strategy: as above.
+//   estimates: groups of cells forming one estimate (Relative only; the other strategies ignore
+//     them). A cell in no estimate is its own estimate with weight 1. A cell is in at most one.
+//   block_epsilon / block_of: empty for one budget shared by all cells (the strategy allocates
+//     epsilon jointly). Otherwise cell k belongs to block block_of[k] and the cells of block j are
+//     allocated by the strategy within block_epsilon[j] alone (sum_{k in j} r_k(e)/b_k <=
+//     eps_j for every row); the block epsilons must add up to the allocate() epsilon, so that the
+//     whole allocation is private at it. An estimate lies within one block.
+struct AllocationRequest {
+	AllocationStrategy strategy = AllocationStrategy::Relative;
+	std::vector<Estimate> estimates;
+	std::vector<double> block_epsilon;
+	std::vector<std::size_t> block_of;
+};
+
 // Diagnostics of one allocate() call (for benchmarks and explain). The solver fields are filled
-// only for Optimal with two or more noisy cells.
+// only for MinTotalVariance and Relative with two or more noisy cells (summed over blocks).
 struct AllocationStats {
 	std::size_t rounds = 0;            // cutting-plane rounds
-	std::size_t working_rows = 0;      // rows in the final working set
+	std::size_t working_rows = 0;      // rows in the largest final working set
 	std::size_t newton_steps = 0;      // Newton steps over all rounds
 	double relative_gap = 0;           // certified (objective - dual bound) / objective at the end
-	AllocationStrategy winner = AllocationStrategy::Optimal; // which candidate was returned
+	AllocationStrategy winner = AllocationStrategy::Relative; // which candidate was returned (last block)
 };
 
 // Laplace scales b_k for the cells of c at budget epsilon (finite > 0): 0 for a cell whose
@@ -114,13 +144,35 @@ struct AllocationStats {
 // privacy_ratio <= 1 up to rounding (<= 1 + 1e-12). With exactly one noisy cell every strategy
 // returns the exact optimum s/epsilon, s = max_e r(e) (the single-query scale of §3.7).
 // BudgetDistribution computes the limit of Algorithm 3 exactly (progressive filling, at most m
-// freeze events) instead of iterating. Optimal minimises sum_k b_k^2 (convex in x_k = 1/b_k:
-// min sum x_k^-2 s.t. R x <= epsilon) by cutting planes around a log-barrier Newton solver, with
-// a certified relative gap ~1e-10, then returns the best of itself and the three heuristics.
-// Data-independent: depends only on the constraints. Throws CoreError(InvalidParameter) for a
-// bad epsilon, (Internal) for a malformed set.
+// freeze events) instead of iterating. MinTotalVariance minimises sum_k b_k^2 (convex in
+// x_k = 1/b_k: min sum x_k^-2 s.t. R x <= epsilon) by cutting planes around a log-barrier Newton
+// solver, with a certified relative gap ~1e-10, then returns the best of itself and the three
+// heuristics. Data-independent: depends only on the constraints. Throws
+// CoreError(InvalidParameter) for a bad epsilon, (Internal) for a malformed set.
 std::vector<double> allocate(const ConstraintSet &c, AllocationStrategy s, double epsilon,
                              AllocationStats *stats = nullptr);
+
+// allocate() with estimates and budget blocks (AllocationRequest). Relative, per budget block of
+// m_a >= 2 noisy cells (b_k° = s_k/eps the cell's scale with the block's whole epsilon to itself,
+// b_k^eq = m_a s_k/eps its equal_split scale):
+//   minimise  sum_g V_g(b) / V_g°   subject to privacy and b_k <= b_k^eq for every cell,
+// where V_g° is the minimum of V_g when estimate g has the block's epsilon to itself (for a single
+// cell: V = b^2, V° = b°^2). Invariant to rescaling a cell (or an estimate's cells and its
+// weights consistently), and no cell is noisier than under equal_split (up to rounding, 1e-9
+// relative). Solved like MinTotalVariance with floors x_k >= 1/b_k^eq (cells on a row the floors
+// fill are pinned at b_k^eq); the result is the best, by this objective, of the solver, the
+// relative progressive filling (all y_k = b_k°/b_k rise together from 1/m_a) and every heuristic
+// that satisfies the caps, equal_split included. Above kMaxExactCells noisy cells the solver is
+// skipped. Throws like allocate(), and CoreError(Internal) for a malformed request.
+std::vector<double> allocate(const ConstraintSet &c, const AllocationRequest &request, double epsilon,
+                             AllocationStats *stats = nullptr);
+
+// Per-cell weights w_k of the Relative objective sum_g V_g / V_g° = sum_k w_k b_k^2 for one
+// budget of epsilon (0 for exact cells). A cell alone: w = (epsilon / s_k)^2. An estimate with
+// two or more noisy cells of positive weight: w_k = weights_k / V°; with one such cell, that
+// cell alone (its zero-weight partners get 0); with none, each noisy cell alone. For tests and
+// experiments (and used by allocate). Throws like allocate().
+std::vector<double> relative_weights(const ConstraintSet &c, const std::vector<Estimate> &estimates, double epsilon);
 
 // max_e sum_k r_k(e) / (b_k * epsilon): <= 1 means private (T4). +inf when some r_k(e) > 0 has
 // b_k == 0 (or b_k is negative or NaN); 0 for an empty constraint set. Throws
@@ -132,24 +184,35 @@ double privacy_ratio(const ConstraintSet &c, const std::vector<double> &scales, 
 void check_allocation(const ConstraintSet &c, const std::vector<double> &scales, double epsilon);
 
 // How each cell of a multi-linear query is answered (cells[k] as in plan_linear_query).
+// epsilon_share[k]: the epsilon cell k effectively received, s_k / b_k with s_k = max_e r_k(e)
+// on the final constraints (= eps * b_k° / b_k: the epsilon at which a release of this cell alone
+// at its Laplace scale would be private; its block's or the query's epsilon for a lone noisy
+// cell, eps/m under equal_split), 0 for an exact cell.
 struct MultiLinearPlan {
 	std::vector<LinearNoisePlan> cells;
+	std::vector<double> epsilon_share;
 	AllocationStrategy strategy = AllocationStrategy::BudgetDistribution;
 };
 
 // Calibrates m cells together: allocates on the raw weights, chooses each cell's grid from its
 // preliminary scale exactly as plan_linear_query does, rounds every cell to its grid, rebuilds
 // the constraints on the rounded weights (reusing the raw ones when rounding changed no weight,
-// e.g. integer weights on grid 1), allocates again and checks the allocation. Per cell:
-// scale = b_k, grid, integer_weights, and sensitivity = b_k * epsilon. When a single cell is
-// noisy its S(q_k) comes from generalized_sensitivity (same value, same bits). With m == 1 the
-// result is plan_linear_query's for every strategy (computed by it: no pair constraints are
-// enumerated, so huge domains stay cheap). Throws like plan_linear_query and build_constraints,
-// and CoreError(Internal) if the final allocation fails check_allocation. `constraints` (optional)
-// receives the constraint set the final allocation was checked against (on the rounded weights);
-// with m == 1 none is built and it is left empty (cells == 0).
+// e.g. integer weights on grid 1), allocates again and checks the allocation (against epsilon,
+// and against each block's epsilon on its own cells). Per cell:
+// scale = b_k, grid, integer_weights, and sensitivity = b_k * (its block's epsilon, or epsilon).
+// When a single cell of a block is noisy its S(q_k) comes from generalized_sensitivity (same
+// value, same bits). With m == 1 the result is plan_linear_query's for every strategy (computed
+// by it: no pair constraints are enumerated, so huge domains stay cheap). Throws like
+// plan_linear_query and build_constraints, and CoreError(Internal) if the final allocation fails
+// check_allocation or the request is malformed. `constraints` (optional) receives the constraint
+// set the final allocation was checked against (on the rounded weights); with m == 1 none is
+// built and it is left empty (cells == 0).
 MultiLinearPlan plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q,
-                                  double epsilon, AllocationStrategy s, ConstraintSet *constraints = nullptr);
+                                  double epsilon, const AllocationRequest &request,
+                                  ConstraintSet *constraints = nullptr);
+// The same with a strategy alone (no estimates, one budget).
+MultiLinearPlan plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
+                                  AllocationStrategy s, ConstraintSet *constraints = nullptr);
 
 // Laplace scale plain epsilon-DP would need for the same cells if every pair of records were
 // protected only at the smallest distance of the record metric (MECHANISMS.md §3.8 baseline,

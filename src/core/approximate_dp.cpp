@@ -287,11 +287,22 @@ MultiLinearPlan
 plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
                         double delta, NoiseFamily family, AllocationStrategy s, ApproximateCalibration *info)
 {
+	AllocationRequest r;
+	r.strategy = s;
+	return plan_multi_linear_noise(sub, q, epsilon, delta, family, r, info);
+}
+
+// See approximate_dp.h.
+MultiLinearPlan
+plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
+                        double delta, NoiseFamily family, const AllocationRequest &request,
+                        ApproximateCalibration *info)
+{
 	if (family != NoiseFamily::Laplace && !(delta > 0 && delta <= kMaxQueryDelta))
 		throw CoreError(ErrorKind::InvalidParameter, "delta must lie in (0, 0.001] for (epsilon, delta) noise",
 		                "The table owner sets the per-query delta with dx.set_delta.");
 	ConstraintSet laplace_rows;
-	MultiLinearPlan plan = plan_multi_linear(sub, q, epsilon, s, &laplace_rows);
+	MultiLinearPlan plan = plan_multi_linear(sub, q, epsilon, request, &laplace_rows);
 	ApproximateCalibration local;
 	ApproximateCalibration &out = info ? *info : local;
 	out = ApproximateCalibration();

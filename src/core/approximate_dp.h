@@ -55,5 +55,11 @@ struct ApproximateCalibration {
 MultiLinearPlan plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<double>> &q,
                                         double epsilon, double delta, NoiseFamily family, AllocationStrategy s,
                                         ApproximateCalibration *info = nullptr);
+// The same under an allocation request (estimates, budget blocks; plan_multi_linear). For the
+// (epsilon, delta) families the blocks shape the Laplace allocation, which fixes the cells'
+// relative noise; the family then calibrates on the query's whole (epsilon, delta) as above.
+MultiLinearPlan plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<double>> &q,
+                                        double epsilon, double delta, NoiseFamily family,
+                                        const AllocationRequest &request, ApproximateCalibration *info = nullptr);
 
 } // namespace dxpriv

@@ -26,7 +26,8 @@ int guc_noise = 0;
 using namespace dxpriv::pg;
 
 static const struct config_enum_entry allocation_options[] = {
-	{"optimal", 0, false}, {"algorithm3", 1, false}, {"equal_scale", 2, false}, {"equal_split", 3, false},
+	{"relative", 0, false},    {"min_total_variance", 1, false}, {"optimal", 1, true}, // old name, hidden
+	{"algorithm3", 2, false},  {"equal_scale", 3, false},        {"equal_split", 4, false},
 	{nullptr, 0, false}};
 
 static const struct config_enum_entry noise_options[] = {
@@ -90,7 +91,9 @@ _PG_init(void)
 	                        "-1 (default) uses the kernel CSPRNG. Only superusers may set it.", &guc_test_seed,
 	                        -1, -1, INT_MAX, PGC_SUSET, 0, nullptr, assign_test_seed, nullptr);
 	DefineCustomEnumVariable("dxpriv.allocation", "How a query's epsilon is shared between its output cells.",
-	                         "optimal (default, never worse than the others), algorithm3, equal_scale or equal_split.",
+	                         "relative (default: unit-free, no cell noisier than under equal_split), "
+	                         "min_total_variance (alias optimal: least sum of squared scales in raw units), "
+	                         "algorithm3, equal_scale or equal_split.",
 	                         &guc_allocation, 0, allocation_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 	DefineCustomEnumVariable("dxpriv.noise", "Noise family of the linear aggregates (count, sum, avg, linear).",
 	                         "laplace (default; pure epsilon), gaussian (discrete Gaussian) or truncated_laplace "

@@ -21,7 +21,8 @@ namespace dxpriv::pg {
 // ---- GUCs (defined in dxpriv.cpp) ----
 extern double guc_epsilon;   // dxpriv.epsilon: default epsilon of a dx aggregate
 extern int guc_test_seed;    // dxpriv.test_seed: superuser-only; -1 = secure randomness
-extern int guc_allocation;   // dxpriv.allocation: 0 optimal, 1 algorithm3, 2 equal_scale, 3 equal_split
+extern int guc_allocation;   // dxpriv.allocation: 0 relative, 1 min_total_variance (alias optimal),
+                             // 2 algorithm3, 3 equal_scale, 4 equal_split
 extern int guc_noise;        // dxpriv.noise: 0 laplace, 1 gaussian, 2 truncated_laplace (core NoiseFamily order)
 
 // ---- Objects of the installed extension, looked up lazily (extension_objects.cpp) ----

@@ -52,7 +52,7 @@ BM_OptimalAllocation_m100_N1000(benchmark::State &state)
 	const ConstraintSet c = build_constraints(discrete_column(1000), random_cells(100, 1000, binary));
 	AllocationStats stats;
 	for (auto _ : state)
-		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::Optimal, 1, &stats));
+		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats));
 	state.SetLabel(binary ? "binary" : "real");
 	state.counters["rows"] = static_cast<double>(c.count());
 	state.counters["rounds"] = static_cast<double>(stats.rounds);
@@ -73,7 +73,7 @@ BM_OptimalAllocation_m100_40x25(benchmark::State &state)
 	const ConstraintSet c = build_constraints(sub, random_cells(100, sub.size(), state.range(0) == 1));
 	AllocationStats stats;
 	for (auto _ : state)
-		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::Optimal, 1, &stats));
+		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats));
 	state.SetLabel(state.range(0) == 1 ? "binary" : "real");
 	state.counters["rows"] = static_cast<double>(c.count());
 	state.counters["rounds"] = static_cast<double>(stats.rounds);
@@ -170,7 +170,7 @@ BM_OptimalAllocation_GroupByAvg(benchmark::State &state)
 	const ConstraintSet c = build_constraints(g.sub, g.q);
 	AllocationStats stats;
 	for (auto _ : state)
-		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::Optimal, 1, &stats));
+		benchmark::DoNotOptimize(allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats));
 	state.counters["cells"] = static_cast<double>(g.q.size());
 	state.counters["rows"] = static_cast<double>(c.count());
 	state.counters["rounds"] = static_cast<double>(stats.rounds);

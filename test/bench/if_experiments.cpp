@@ -29,7 +29,7 @@ namespace {
 using Matrix = std::vector<std::vector<double>>;
 
 const AllocationStrategy kStrategies[] = {AllocationStrategy::EqualSplit, AllocationStrategy::EqualScale,
-                                          AllocationStrategy::BudgetDistribution, AllocationStrategy::Optimal};
+                                          AllocationStrategy::BudgetDistribution, AllocationStrategy::MinTotalVariance};
 
 // Uniform double in [0, 1) from the top 53 bits (portable, unlike std::uniform_real_distribution).
 double
@@ -118,7 +118,7 @@ run_matrix(const Matrix &d, int family, int m, int matrix, std::uint64_t seed)
 		const auto t0 = std::chrono::steady_clock::now();
 		const std::vector<double> b = allocate(c, kStrategies[s], 1, &stats);
 		const auto t1 = std::chrono::steady_clock::now();
-		if (kStrategies[s] == AllocationStrategy::Optimal) {
+		if (kStrategies[s] == AllocationStrategy::MinTotalVariance) {
 			r.optimal_seconds = std::chrono::duration<double>(t1 - t0).count();
 			r.optimal_gap = stats.relative_gap;
 		}
@@ -208,7 +208,7 @@ main(int argc, char **argv)
 		for (double &v : q)
 			v = uniform01(rng);
 		const ConstraintSet c = build_constraints_dense(d, {q});
-		b_star[static_cast<std::size_t>(t)] = allocate(c, AllocationStrategy::Optimal, 1)[0];
+		b_star[static_cast<std::size_t>(t)] = allocate(c, AllocationStrategy::MinTotalVariance, 1)[0];
 		base[static_cast<std::size_t>(t)] = plain_dp_scale_dense(d, {q}, 1);
 	});
 	std::vector<double> ifs(static_cast<std::size_t>(queries));

@@ -129,7 +129,7 @@ main()
 				double laplace_ci = 0;
 				for (NoiseFamily f : {NoiseFamily::Laplace, NoiseFamily::Gaussian, NoiseFamily::TruncatedLaplace}) {
 					const MultiLinearPlan plan =
-					    plan_multi_linear_noise(s.sub, s.q, eps, delta, f, AllocationStrategy::Optimal);
+					    plan_multi_linear_noise(s.sub, s.q, eps, delta, f, AllocationStrategy::MinTotalVariance);
 					double scale = 0, ci = 0, ea = 0, bound = 0;
 					for (const LinearNoisePlan &c : plan.cells) {
 						scale = std::max(scale, c.scale);

@@ -27,7 +27,10 @@ using ::dxpriv::testing::sample_sub_universes;
 using Matrix = std::vector<std::vector<double>>;
 const double kInf = std::numeric_limits<double>::infinity();
 const AllocationStrategy kStrategies[] = {AllocationStrategy::EqualSplit, AllocationStrategy::EqualScale,
-                                          AllocationStrategy::BudgetDistribution, AllocationStrategy::Optimal};
+                                          AllocationStrategy::BudgetDistribution, AllocationStrategy::MinTotalVariance};
+const AllocationStrategy kAllStrategies[] = {AllocationStrategy::EqualSplit, AllocationStrategy::EqualScale,
+                                             AllocationStrategy::BudgetDistribution,
+                                             AllocationStrategy::MinTotalVariance, AllocationStrategy::Relative};
 
 // Line metric d(i,j) = |p_i - p_j|.
 Matrix
@@ -197,19 +200,25 @@ random_sub_cells(std::mt19937_64 &rng, std::size_t m, std::size_t n, int kind)
 // Strategy names are the SQL-facing ones and parse back (case-insensitively).
 TEST(AllocationTest, StrategyNamesRoundTrip)
 {
-	for (AllocationStrategy s : kStrategies) {
+	for (AllocationStrategy s : kAllStrategies) {
 		AllocationStrategy parsed = AllocationStrategy::EqualSplit;
 		ASSERT_TRUE(parse_strategy(strategy_name(s), parsed));
 		EXPECT_EQ(parsed, s);
 	}
-	AllocationStrategy out = AllocationStrategy::Optimal;
+	AllocationStrategy out = AllocationStrategy::MinTotalVariance;
 	EXPECT_TRUE(parse_strategy("ALGORITHM3", out));
 	EXPECT_EQ(out, AllocationStrategy::BudgetDistribution);
 	EXPECT_FALSE(parse_strategy("best", out));
 	EXPECT_EQ(out, AllocationStrategy::BudgetDistribution);
 	EXPECT_STREQ(strategy_name(AllocationStrategy::EqualSplit), "equal_split");
 	EXPECT_STREQ(strategy_name(AllocationStrategy::EqualScale), "equal_scale");
-	EXPECT_STREQ(strategy_name(AllocationStrategy::Optimal), "optimal");
+	EXPECT_STREQ(strategy_name(AllocationStrategy::MinTotalVariance), "min_total_variance");
+	EXPECT_STREQ(strategy_name(AllocationStrategy::Relative), "relative");
+	// "optimal", the old name of min_total_variance, still parses (old sessions and scripts).
+	EXPECT_TRUE(parse_strategy("Optimal", out));
+	EXPECT_EQ(out, AllocationStrategy::MinTotalVariance);
+	EXPECT_TRUE(parse_strategy("relative", out));
+	EXPECT_EQ(out, AllocationStrategy::Relative);
 }
 
 // T3: points (0,1,3,6), Q = [[0,1,2,3],[0,0,1,1]].
@@ -246,10 +255,10 @@ TEST(AllocationTest, TestVectorT3)
 	EXPECT_NEAR(many[1], 1, 1e-9);
 
 	AllocationStats stats;
-	const auto opt = allocate(c, AllocationStrategy::Optimal, 1, &stats);
+	const auto opt = allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats);
 	EXPECT_LE(sum_squares(opt), 2 * (1 + 1e-12));
 	EXPECT_NEAR(sum_squares(opt), 2, 1e-9); // (1, 1) is optimal (KKT with the multiplier on pair (1,2))
-	for (AllocationStrategy s : kStrategies)
+	for (AllocationStrategy s : kAllStrategies)
 		EXPECT_LE(privacy_ratio(c, allocate(c, s, 1), 1), 1 + 1e-12) << strategy_name(s);
 
 	// Epsilon scales every scale by 1/epsilon.
@@ -287,7 +296,7 @@ TEST(AllocationTest, ConstraintRowsAreNormalisedDeduplicatedAndPruned)
 	ASSERT_EQ(single.count(), 1u);
 	EXPECT_DOUBLE_EQ(single.row(0)[0], 1);
 	// The allocation of the constant cell is exact.
-	const auto b = allocate(dup, AllocationStrategy::Optimal, 1);
+	const auto b = allocate(dup, AllocationStrategy::MinTotalVariance, 1);
 	EXPECT_EQ(b[1], 0);
 	EXPECT_GT(b[0], 0);
 }
@@ -303,8 +312,8 @@ TEST(AllocationTest, ValidatesInputs)
 	EXPECT_EQ(error_kind([&] { build_constraints_dense({{0, 1}, {2, 0}}, {{0, 1}}); }), ErrorKind::InvalidParameter);
 	EXPECT_EQ(error_kind([&] { build_constraints_dense({{0, -1}, {-1, 0}}, {{0, 1}}); }), ErrorKind::InvalidParameter);
 	const ConstraintSet c = build_constraints_dense(d, {{0, 1, 2}});
-	EXPECT_EQ(error_kind([&] { allocate(c, AllocationStrategy::Optimal, 0); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([&] { allocate(c, AllocationStrategy::Optimal, kInf); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(error_kind([&] { allocate(c, AllocationStrategy::MinTotalVariance, 0); }), ErrorKind::InvalidParameter);
+	EXPECT_EQ(error_kind([&] { allocate(c, AllocationStrategy::MinTotalVariance, kInf); }), ErrorKind::InvalidParameter);
 	EXPECT_EQ(error_kind([&] { privacy_ratio(c, {1, 2}, 1); }), ErrorKind::Internal);
 
 	SubUniverse sub;
@@ -314,7 +323,7 @@ TEST(AllocationTest, ValidatesInputs)
 	EXPECT_EQ(error_kind([&] { build_constraints(sub, {{0, 1, 2, std::nan("")}}); }), ErrorKind::DataException);
 	sub.presence = 0;
 	EXPECT_EQ(error_kind([&] { build_constraints(sub, {{0, 1, 2, 3}}); }), ErrorKind::InvalidParameter);
-	EXPECT_EQ(error_kind([&] { plan_multi_linear(sub, {{0, 1, 2, 3}}, 0, AllocationStrategy::Optimal); }),
+	EXPECT_EQ(error_kind([&] { plan_multi_linear(sub, {{0, 1, 2, 3}}, 0, AllocationStrategy::MinTotalVariance); }),
 	          ErrorKind::InvalidParameter);
 }
 
@@ -408,7 +417,7 @@ TEST(AllocationTest, OptimalCertifiesGapOnLargerInstances)
 		const Matrix q = random_cells(rng, 20, 120, binary);
 		const ConstraintSet c = build_constraints_dense(d, q);
 		AllocationStats stats;
-		const auto b = allocate(c, AllocationStrategy::Optimal, 1, &stats);
+		const auto b = allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats);
 		EXPECT_LE(privacy_ratio(c, b, 1), 1 + 1e-12);
 		EXPECT_LE(stats.relative_gap, 1e-9);
 		EXPECT_GE(stats.rounds, 1u);
@@ -474,12 +483,13 @@ TEST(AllocationTest, SubUniverseMatchesDenseRecordMetric)
 				const double r1 = privacy_ratio(c, b, 1), r2 = privacy_ratio(dense, b, 1);
 				EXPECT_NEAR(r1, r2, 1e-12 * r2) << "sub " << sub_index << " kind " << kind;
 			}
-			for (AllocationStrategy s : kStrategies) {
+			for (AllocationStrategy s : kAllStrategies) {
 				const auto b1 = allocate(c, s, 0.8), b2 = allocate(dense, s, 0.8);
 				EXPECT_LE(privacy_ratio(dense, b1, 0.8), 1 + 1e-9);
 				// The optimum is unique but only its objective is converged to ~1e-10; the scales
 				// themselves agree to about the square root of that.
-				const double tol = s == AllocationStrategy::Optimal ? 1e-4 : 1e-7;
+				const double tol =
+				    s == AllocationStrategy::MinTotalVariance || s == AllocationStrategy::Relative ? 1e-4 : 1e-7;
 				for (std::size_t k = 0; k < m; k++)
 					EXPECT_NEAR(b1[k], b2[k], tol * b2[k]) << "sub " << sub_index << " " << strategy_name(s);
 				EXPECT_NEAR(sum_squares(b1), sum_squares(b2), 1e-9 * sum_squares(b2));
@@ -564,11 +574,11 @@ TEST(AllocationTest, SingleCellPlanEqualsPlanLinearQuery)
 				try {
 					ref = plan_linear_query(sub, q, epsilon);
 				} catch (const CoreError &e) {
-					for (AllocationStrategy s : kStrategies)
+					for (AllocationStrategy s : kAllStrategies)
 						EXPECT_EQ(error_kind([&] { plan_multi_linear(sub, {q}, epsilon, s); }), e.kind());
 					continue;
 				}
-				for (AllocationStrategy s : kStrategies) {
+				for (AllocationStrategy s : kAllStrategies) {
 					const MultiLinearPlan plan = plan_multi_linear(sub, {q}, epsilon, s);
 					ASSERT_EQ(plan.cells.size(), 1u);
 					EXPECT_EQ(plan.strategy, s);
@@ -599,7 +609,7 @@ TEST(AllocationTest, MultiCellPlan)
 		q[1] = random_sub_cells(rng, 1, n, 1)[0]; // integer cell
 		q[2].assign(n, 0);                          // exact cell
 		double previous = kInf;
-		for (AllocationStrategy s : {AllocationStrategy::EqualSplit, AllocationStrategy::Optimal}) {
+		for (AllocationStrategy s : {AllocationStrategy::EqualSplit, AllocationStrategy::MinTotalVariance}) {
 			const MultiLinearPlan plan = plan_multi_linear(sub, q, 0.5, s);
 			ASSERT_EQ(plan.cells.size(), 4u);
 			EXPECT_EQ(plan.cells[2].scale, 0);
@@ -640,7 +650,7 @@ TEST(AllocationTest, IntegerCellsPlanUsesRawAllocation)
 	for (const SubUniverse &sub : sample_sub_universes()) {
 		const Matrix q = random_sub_cells(rng, 3, sub.size(), 2);
 		const ConstraintSet c = build_constraints(sub, q);
-		for (AllocationStrategy s : kStrategies) {
+		for (AllocationStrategy s : kAllStrategies) {
 			const MultiLinearPlan plan = plan_multi_linear(sub, q, 0.7, s);
 			const std::vector<double> b = allocate(c, s, 0.7);
 			for (std::size_t k = 0; k < 3; k++) {
@@ -694,12 +704,12 @@ TEST(AllocationTest, GroupByCellsAreSparseAndExact)
 		EXPECT_NEAR(privacy_ratio(c, b, 1), privacy_ratio(dense, b, 1), 1e-12);
 	}
 	AllocationStats stats;
-	const auto opt = allocate(c, AllocationStrategy::Optimal, 1, &stats);
+	const auto opt = allocate(c, AllocationStrategy::MinTotalVariance, 1, &stats);
 	const auto s3 = allocate(c, AllocationStrategy::BudgetDistribution, 1);
 	EXPECT_LE(privacy_ratio(dense, opt, 1), 1 + 1e-9);
 	EXPECT_LT(sum_squares(opt), sum_squares(s3) * 0.99); // SUM and COUNT need different scales
 	EXPECT_LE(stats.relative_gap, 1e-9);
-	EXPECT_NEAR(sum_squares(opt), sum_squares(allocate(dense, AllocationStrategy::Optimal, 1)), 1e-9 * sum_squares(opt));
+	EXPECT_NEAR(sum_squares(opt), sum_squares(allocate(dense, AllocationStrategy::MinTotalVariance, 1)), 1e-9 * sum_squares(opt));
 	// Symmetric groups get the same scales.
 	for (std::size_t g = 1; g < groups; g++) {
 		EXPECT_NEAR(opt[2 * g], opt[0], 1e-4 * opt[0]);

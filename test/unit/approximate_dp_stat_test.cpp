@@ -69,7 +69,7 @@ TEST(ApproximateReleaseStat, GaussianPlanDrawsTheDiscreteGaussian)
 	sub.presence = 1;
 	const std::vector<std::vector<double>> q{std::vector<double>(10, 1.0)};
 	const LinearNoisePlan plan =
-	    plan_multi_linear_noise(sub, q, 1.0, 1e-6, NoiseFamily::Gaussian, AllocationStrategy::Optimal).cells[0];
+	    plan_multi_linear_noise(sub, q, 1.0, 1e-6, NoiseFamily::Gaussian, AllocationStrategy::MinTotalVariance).cells[0];
 	ASSERT_EQ(plan.family, NoiseFamily::Gaussian);
 	ASSERT_EQ(plan.grid, 1);
 	// exact law of N_Z(0, s^2), s the sampler's rounded-up rational deviation
@@ -95,7 +95,7 @@ TEST(ApproximateReleaseStat, TruncatedPlanStaysWithinItsBound)
 	sub.presence = 1;
 	const std::vector<std::vector<double>> q{{0, 1, 2, 3}};
 	const LinearNoisePlan plan =
-	    plan_multi_linear_noise(sub, q, 0.5, 1e-3, NoiseFamily::TruncatedLaplace, AllocationStrategy::Optimal).cells[0];
+	    plan_multi_linear_noise(sub, q, 0.5, 1e-3, NoiseFamily::TruncatedLaplace, AllocationStrategy::MinTotalVariance).cells[0];
 	ASSERT_EQ(plan.family, NoiseFamily::TruncatedLaplace);
 	const std::int64_t bound = static_cast<std::int64_t>(plan.bound / plan.grid);
 	ASSERT_GE(bound, 4);

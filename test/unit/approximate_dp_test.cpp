@@ -112,7 +112,7 @@ TEST(GaussianPlan, CountMatchesTextbookCalibration)
 				const Matrix q{std::vector<double>(10, 1.0)};
 				ApproximateCalibration info;
 				const MultiLinearPlan plan =
-				    plan_multi_linear_noise(sub, q, eps, delta, NoiseFamily::Gaussian, AllocationStrategy::Optimal, &info);
+				    plan_multi_linear_noise(sub, q, eps, delta, NoiseFamily::Gaussian, AllocationStrategy::MinTotalVariance, &info);
 				const double expected = 1 / std::sqrt(2 * zcdp_rho_for(eps * p, delta));
 				EXPECT_NEAR(plan.cells[0].scale, expected, 1e-12 * expected);
 				EXPECT_NEAR(info.worst_distance, p, 1e-12 * p);
@@ -154,8 +154,8 @@ TEST(ApproximatePlan, LaplaceFamilyIsThePureEpsilonPlan)
 	Matrix q{std::vector<double>(21)};
 	for (int i = 0; i <= 20; i++)
 		q[0][i] = i;
-	const MultiLinearPlan a = plan_multi_linear_noise(sub, q, 0.5, 0, NoiseFamily::Laplace, AllocationStrategy::Optimal);
-	const MultiLinearPlan b = plan_multi_linear(sub, q, 0.5, AllocationStrategy::Optimal);
+	const MultiLinearPlan a = plan_multi_linear_noise(sub, q, 0.5, 0, NoiseFamily::Laplace, AllocationStrategy::MinTotalVariance);
+	const MultiLinearPlan b = plan_multi_linear(sub, q, 0.5, AllocationStrategy::MinTotalVariance);
 	EXPECT_EQ(a.cells[0].scale, b.cells[0].scale);
 	EXPECT_EQ(a.cells[0].family, NoiseFamily::Laplace);
 }
@@ -169,7 +169,7 @@ TEST(ApproximatePlan, RejectsBadDelta)
 	for (NoiseFamily f : kApproxFamilies)
 		for (double delta : {0.0, -1e-6, 2e-3, static_cast<double>(NAN)})
 			expect_core_error(ErrorKind::InvalidParameter,
-			                  [&] { plan_multi_linear_noise(sub, q, 1, delta, f, AllocationStrategy::Optimal); });
+			                  [&] { plan_multi_linear_noise(sub, q, 1, delta, f, AllocationStrategy::MinTotalVariance); });
 }
 
 // A truncation bound is the smallest one: one step less would exceed the per-cell tail budget.
@@ -182,7 +182,7 @@ TEST(TruncatedPlan, BoundIsMinimal)
 	const Matrix q{{0, 1, 2, 3, 4, 5}};
 	ApproximateCalibration info;
 	const MultiLinearPlan plan =
-	    plan_multi_linear_noise(sub, q, 1.0, 1e-6, NoiseFamily::TruncatedLaplace, AllocationStrategy::Optimal, &info);
+	    plan_multi_linear_noise(sub, q, 1.0, 1e-6, NoiseFamily::TruncatedLaplace, AllocationStrategy::MinTotalVariance, &info);
 	const LinearNoisePlan &c = plan.cells[0];
 	EXPECT_EQ(info.max_changed_cells, 1);
 	const auto tail = [&](double bound) {
@@ -255,7 +255,7 @@ TEST(ApproximatePlan, GuaranteeHoldsForEveryPairOfRecords)
 					for (double eps : {0.3, 2.0})
 						for (double delta : {1e-4, 1e-8}) {
 							const MultiLinearPlan plan =
-							    plan_multi_linear_noise(sub, q, eps, delta, family, AllocationStrategy::Optimal);
+							    plan_multi_linear_noise(sub, q, eps, delta, family, AllocationStrategy::MinTotalVariance);
 							expect_guarantee(sub, q, plan, eps, delta, family);
 							checked++;
 						}

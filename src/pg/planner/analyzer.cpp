@@ -79,7 +79,6 @@ const char *kShapeHint = "Supported: SELECT [declared columns,] dx.count(*|col),
                          "[GROUP BY <declared columns or expressions over them>] [HAVING/ORDER BY/LIMIT].";
 constexpr double kMinEpsilon = 1e-15;        // smallest aggregate epsilon (noise scale limit 1e15 / count)
 constexpr size_t kMaxGroups = 10000;          // output groups of one GROUP BY
-constexpr size_t kMaxOptimalCells = 400;      // above: algorithm3 instead of the exact optimum
 constexpr double kMaxCellPoints = 2e7;        // cells x sub-universe points held in memory
 
 // ---- discovery ----
@@ -345,6 +344,7 @@ struct AggSpec {
 	Expr *filter;     // FILTER clause or nullptr
 	int components;   // 2 for avg (sum and count), else 1
 	int first_cell;   // offset of this aggregate's components in a group's cells
+	bool explicit_epsilon = false; // epsilon given as the aggregate's argument
 };
 
 // The epsilon of one aggregate: its constant second argument, or dxpriv.epsilon.
@@ -388,6 +388,7 @@ describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects 
 	if (a->aggorder)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside dx aggregates is not supported", kShapeHint);
 	spec.epsilon = aggregate_epsilon(a, has_eps);
+	spec.explicit_epsilon = has_eps;
 	Expr *value = f != ext.count_star ? linitial_node(TargetEntry, a->args)->expr : nullptr;
 	if (value && spec.kind == AggKind::Count) {
 		spec.weight = (Expr *) makeFuncExpr(ext.indicator, FLOAT8OID, list_make1(value), InvalidOid, InvalidOid,
@@ -677,11 +678,40 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			refuse_null_argument(specs[j], j);
 	}
 	AllocationStrategy strategy = current_strategy();
-	if (strategy == AllocationStrategy::Optimal && m > kMaxOptimalCells) {
+	if (strategy == AllocationStrategy::MinTotalVariance && m > kMaxExactCells) {
 		ereport(NOTICE, (errmsg("dxpriv: %zu output cells exceed the exact allocator's limit of %zu; using algorithm3",
-		                        m, kMaxOptimalCells)));
+		                        m, kMaxExactCells)));
 		strategy = AllocationStrategy::BudgetDistribution;
+	} else if (strategy == AllocationStrategy::Relative && m > kMaxExactCells) {
+		ereport(NOTICE, (errmsg("dxpriv: %zu output cells exceed the exact allocator's limit of %zu; using the "
+		                        "relative progressive filling (still never noisier than equal_split)",
+		                        m, kMaxExactCells)));
 	}
+	// What the allocation shares: every avg (per group) is one estimate, its sum and count weighted
+	// by the delta method with the centre of the weight's range as the mean proxy; with an explicit
+	// epsilon on any aggregate, each aggregate's cells are allocated within its own epsilon.
+	AllocationRequest request;
+	request.strategy = strategy;
+	bool declared = false;
+	for (const AggSpec &s : specs)
+		declared = declared || s.explicit_epsilon;
+	if (declared) {
+		request.block_of.assign(m, 0);
+		for (size_t j = 0; j < specs.size(); ++j) {
+			request.block_epsilon.push_back(specs[j].epsilon);
+			for (size_t g = 0; g < groups; ++g)
+				for (int c = 0; c < specs[j].components; ++c)
+					request.block_of[g * cells_per_group + specs[j].first_cell + c] = j;
+		}
+	}
+	for (size_t j = 0; j < specs.size(); ++j)
+		if (specs[j].kind == AggKind::Avg) {
+			const double mu = 0.5 * (lo[j] + hi[j]);
+			for (size_t g = 0; g < groups; ++g) {
+				const size_t base = g * cells_per_group + specs[j].first_cell;
+				request.estimates.push_back(Estimate{{base, base + 1}, {1.0, mu * mu}});
+			}
+		}
 	// noise family of the linear cells: (epsilon, delta) families need the policy's per-query delta
 	const NoiseFamily family = static_cast<NoiseFamily>(guc_noise);
 	if (family != NoiseFamily::Laplace && !specs.empty() && !(policy.delta > 0)) {
@@ -695,7 +725,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	const double query_delta = family == NoiseFamily::Laplace ? 0 : policy.delta;
 	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
 	MultiLinearPlan plan = specs.empty() ? MultiLinearPlan{}
-	                                     : plan_multi_linear_noise(sub, q_cells, eps_total, query_delta, family, strategy);
+	                                     : plan_multi_linear_noise(sub, q_cells, eps_total, query_delta, family, request);
 	bool noisy_cells = false;
 	for (const LinearNoisePlan &cell : plan.cells)
 		noisy_cells = noisy_cells || cell.scale > 0;
@@ -716,11 +746,12 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		for (size_t j = 0; j < specs.size(); ++j)
 			for (size_t g = 0; g < groups; ++g)
 				for (int c = 0; c < specs[j].components; ++c) {
-					const LinearNoisePlan &p = plan.cells[g * cells_per_group + specs[j].first_cell + c];
+					const size_t k = g * cells_per_group + specs[j].first_cell + c;
+					const LinearNoisePlan &p = plan.cells[k];
 					cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(specs[j].kind),
 					                                keys.grouped() ? keys.label(g) : "",
 					                                specs[j].kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
-					                                specs[j].epsilon, p});
+					                                plan.epsilon_share[k], p}); // what the cell received
 				}
 	}
 

@@ -46,13 +46,15 @@ current_strategy()
 {
 	switch (guc_allocation) {
 	case 1:
-		return AllocationStrategy::BudgetDistribution;
+		return AllocationStrategy::MinTotalVariance;
 	case 2:
-		return AllocationStrategy::EqualScale;
+		return AllocationStrategy::BudgetDistribution;
 	case 3:
+		return AllocationStrategy::EqualScale;
+	case 4:
 		return AllocationStrategy::EqualSplit;
 	default:
-		return AllocationStrategy::Optimal;
+		return AllocationStrategy::Relative;
 	}
 }
 

@@ -17,7 +17,7 @@ struct ExplainCell {
 	std::string kind;       // count, sum, avg, linear
 	std::string group;      // "col=value, ..." or "" without GROUP BY
 	std::string component;  // value; for avg: sum or count
-	double epsilon;         // the aggregate's epsilon share
+	double epsilon;         // the epsilon the cell effectively received (MultiLinearPlan::epsilon_share)
 	LinearNoisePlan plan;
 	// Cells of other mechanisms than Laplace on a linear query (exponential mechanism,
 	// em_rewrite.cpp): reported_half_width >= 0 replaces the plan's Laplace half-width (there: the
