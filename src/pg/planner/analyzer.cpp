@@ -960,11 +960,13 @@ int
 rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
 {
 	RerunSearch search{&ext, ac};
+	// analysts' refusals are privilege errors, like their other reads outside a release
+	const int refused = ac ? ERRCODE_INSUFFICIENT_PRIVILEGE : ERRCODE_FEATURE_NOT_SUPPORTED;
 	if (q->hasSubLinks && expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(reads_or_releases), &search))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a scalar or IN subquery cannot hold a dx query",
+		fail(refused, "a scalar or IN subquery cannot hold a dx query",
 		     "Put the aggregate query in FROM or in a WITH clause: SELECT ... FROM (SELECT count(*) ...) AS s.");
 	if (q->hasSubLinks && (reads_or_releases(q->jointree->quals, &search) || reads_or_releases(q->havingQual, &search)))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a subquery in WHERE or HAVING cannot hold a dx query",
+		fail(refused, "a subquery in WHERE or HAVING cannot hold a dx query",
 		     "Put the aggregate query in FROM or in a WITH clause: SELECT ... FROM (SELECT count(*) ...) AS s.");
 	int found = 0;
 	ListCell *lc;
@@ -972,7 +974,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
 		Query *sub = castNode(Query, cte->ctequery);
 		if (cte->cterecursive && reads_or_releases((Node *) sub, &search))
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a recursive WITH cannot hold a dx query",
+			fail(refused, "a recursive WITH cannot hold a dx query",
 			     "Use a plain WITH around the aggregate query.");
 		if (is_release_level(sub, ext, ac)) {
 			rewrite_nested_release(sub, ext, ac);
@@ -987,7 +989,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		if (rte->rtekind != RTE_SUBQUERY)
 			continue;
 		if (rte->lateral && reads_or_releases((Node *) rte->subquery, &search))
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a LATERAL subquery cannot hold a dx query",
+			fail(refused, "a LATERAL subquery cannot hold a dx query",
 			     "Put the aggregate query in FROM without LATERAL or in a WITH clause.");
 		if (is_release_level(rte->subquery, ext, ac)) {
 			rewrite_nested_release(rte->subquery, ext, ac);
