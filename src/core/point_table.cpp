@@ -37,16 +37,23 @@ malformed()
 	                "The table is built by dxpriv's analyzer; it cannot be written by hand.");
 }
 
-// The direct layout: header, presence bitmap, one double per point.
+void
+put_double(std::string &out, double d)
+{
+	char b[8];
+	std::memcpy(b, &d, 8);
+	out.append(b, 8);
+}
+
+// Header and presence bitmap of the direct and column-affine layouts.
 std::string
-encode_direct(const std::vector<std::optional<double>> &values)
+header_and_bitmap(const std::vector<std::optional<double>> &values, unsigned layout)
 {
 	const std::size_t n = values.size();
 	std::string out;
-	out.reserve(kHeader + (n + 7) / 8 + 8 * n);
 	out += static_cast<char>(kMagic);
 	out += static_cast<char>(kVersion);
-	out += static_cast<char>(PointTableView::kDirect);
+	out += static_cast<char>(layout);
 	out += '\0';
 	put_u32(out, static_cast<std::uint32_t>(n));
 	put_u32(out, 0);
@@ -54,7 +61,59 @@ encode_direct(const std::vector<std::optional<double>> &values)
 	for (std::size_t u = 0; u < n; ++u)
 		if (values[u])
 			bitmap[u >> 3] = static_cast<char>(static_cast<unsigned char>(bitmap[u >> 3]) | (1u << (u & 7)));
-	out += bitmap;
+	return out + bitmap;
+}
+
+// The column-affine layout when some column j makes every present value exactly
+// a + b * ((u / d) % m) (d: the product of the sizes after j, m: its size); nullopt otherwise.
+std::optional<std::string>
+encode_affine(const std::vector<std::optional<double>> &values, const std::vector<std::size_t> &dims)
+{
+	const std::size_t n = values.size();
+	std::size_t product = 1;
+	for (std::size_t s : dims)
+		product *= s;
+	if (dims.empty() || product != n || n > std::numeric_limits<std::uint32_t>::max())
+		return std::nullopt;
+	std::size_t d = 1;
+	for (std::size_t j = dims.size(); j-- > 0; d *= dims[j]) {
+		const std::size_t m = dims[j];
+		// a and b from the first present points at column indexes 0 and 1 (any other pair works
+		// only if these do, since all present values must fit)
+		std::optional<double> a, b;
+		for (std::size_t u = 0; u < n && !(a && b); ++u) {
+			if (!values[u])
+				continue;
+			const std::size_t i = (u / d) % m;
+			if (i == 0 && !a)
+				a = *values[u];
+			else if (i == 1 && a && !b)
+				b = *values[u] - *a;
+		}
+		if (!a)
+			continue;
+		if (!b)
+			b = 0.0;
+		bool exact = true;
+		for (std::size_t u = 0; u < n && exact; ++u)
+			exact = !values[u] || *a + *b * static_cast<double>((u / d) % m) == *values[u];
+		if (!exact)
+			continue;
+		std::string out = header_and_bitmap(values, PointTableView::kAffine);
+		put_double(out, *a);
+		put_double(out, *b);
+		put_u32(out, static_cast<std::uint32_t>(d));
+		put_u32(out, static_cast<std::uint32_t>(m));
+		return out;
+	}
+	return std::nullopt;
+}
+
+// The direct layout: header, presence bitmap, one double per point.
+std::string
+encode_direct(const std::vector<std::optional<double>> &values)
+{
+	std::string out = header_and_bitmap(values, PointTableView::kDirect);
 	for (const std::optional<double> &v : values) {
 		const double d = v ? *v : 0.0;
 		char b[8];
@@ -68,7 +127,7 @@ encode_direct(const std::vector<std::optional<double>> &values)
 
 // See point_table.h.
 std::string
-encode_point_table(const std::vector<std::optional<double>> &values)
+encode_point_table(const std::vector<std::optional<double>> &values, const std::vector<std::size_t> &dims)
 {
 	if (values.size() > std::numeric_limits<std::uint32_t>::max())
 		throw CoreError(ErrorKind::ProgramLimit, "point table has too many points");
@@ -86,7 +145,9 @@ encode_point_table(const std::vector<std::optional<double>> &values)
 	const std::size_t k = dict.size();
 	const std::size_t n = values.size();
 	const unsigned width = k < 0xff ? 1 : k < 0xffff ? 2 : 4;
-	if (8 * k + width * n >= (n + 7) / 8 + 8 * n)
+	if (std::optional<std::string> affine = encode_affine(values, dims)) // smallest when exact
+		return *affine;
+	if (8 * k + width * n >= (n + 7) / 8 + 8 * n) // the dictionary does not compress
 		return encode_direct(values);
 	std::string out;
 	out.reserve(kHeader + 8 * k + width * values.size());
@@ -118,10 +179,29 @@ PointTableView::PointTableView(const unsigned char *data, std::size_t len)
 	if (len < kHeader || data[0] != kMagic || data[1] != kVersion || data[3] != 0)
 		malformed();
 	width_ = data[2];
-	if (width_ != 1 && width_ != 2 && width_ != 4 && width_ != kDirect)
+	if (width_ != 1 && width_ != 2 && width_ != 4 && width_ != kDirect && width_ != kAffine)
 		malformed();
 	n_ = get_u32(data + 4);
 	k_ = get_u32(data + 8);
+	if (width_ == kAffine) {
+		const std::size_t bitmap = (n_ + 7) / 8;
+		if (k_ != 0 || len != kHeader + bitmap + 24)
+			malformed();
+		presence_ = data + kHeader;
+		const unsigned char *p = presence_ + bitmap;
+		std::memcpy(&affine_a_, p, 8);
+		std::memcpy(&affine_b_, p + 8, 8);
+		affine_d_ = get_u32(p + 16);
+		affine_m_ = get_u32(p + 20);
+		if (!std::isfinite(affine_a_) || !std::isfinite(affine_b_) || affine_d_ == 0 || affine_m_ == 0 ||
+		    (n_ % 8 != 0 && (presence_[bitmap - 1] >> (n_ % 8)) != 0))
+			malformed();
+		for (std::size_t u = 0; u < n_; ++u) // every present value finite
+			if (((presence_[u >> 3] >> (u & 7)) & 1) &&
+			    !std::isfinite(affine_a_ + affine_b_ * static_cast<double>((u / affine_d_) % affine_m_)))
+				malformed();
+		return;
+	}
 	if (width_ == kDirect) {
 		const std::size_t bitmap = (n_ + 7) / 8;
 		if (k_ != 0 || len != kHeader + bitmap + 8 * n_)

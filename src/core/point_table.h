@@ -31,7 +31,13 @@ namespace dxpriv {
 // direct (w = 8; chosen when the dictionary would not be smaller, e.g. sum over a wide range,
 // where every point has its own value): a presence bitmap of ceil(n / 8) bytes (bit u % 8 of
 // byte u / 8 set: point u contributes), then n doubles (0 where absent), no NaN.
-std::string encode_point_table(const std::vector<std::optional<double>> &values);
+// column-affine (w = 16; chosen first when exact, e.g. sum(income) [GROUP BY sex]: the value is a linear
+// function of one column's index): the presence bitmap, then doubles a, b and uint32 d, m with
+// value(u) = a + b * ((u / d) % m), checked bit for bit against every present value at encoding.
+// dims (optional): the sub-universe's domain sizes in point order (last fastest), for the
+// column-affine layout; n must be their product when given.
+std::string encode_point_table(const std::vector<std::optional<double>> &values,
+                               const std::vector<std::size_t> &dims = {});
 
 // A decoded view over an encoded table (the bytes must outlive it). Construction validates the
 // layout (throws CoreError DataException when malformed); lookups are O(1) and allocation-free.
@@ -43,10 +49,13 @@ public:
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{
-		if (width_ == kDirect) {
+		if (width_ == kDirect || width_ == kAffine) {
 			if (!((presence_[u >> 3] >> (u & 7)) & 1))
 				return false;
-			std::memcpy(&out, codes_ + 8 * u, 8);
+			if (width_ == kAffine)
+				out = affine_a_ + affine_b_ * static_cast<double>((u / affine_d_) % affine_m_);
+			else
+				std::memcpy(&out, codes_ + 8 * u, 8);
 			return true;
 		}
 		const std::uint32_t c = code(u);
@@ -57,10 +66,13 @@ public:
 	}
 
 	static constexpr unsigned kDirect = 8;
+	static constexpr unsigned kAffine = 16;
 
 private:
 	std::size_t n_ = 0, k_ = 0;
-	const unsigned char *presence_ = nullptr; // direct tables only
+	const unsigned char *presence_ = nullptr; // direct and column-affine tables
+	double affine_a_ = 0, affine_b_ = 0;       // column-affine tables
+	std::size_t affine_d_ = 1, affine_m_ = 1;
 	unsigned width_ = 1;
 	std::vector<double> values_;
 	const unsigned char *codes_ = nullptr;

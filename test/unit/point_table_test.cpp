@@ -102,6 +102,38 @@ TEST(PointTable, RandomTablesRoundTripExactly)
 	}
 }
 
+TEST(PointTable, ValuesLinearInOneColumnAreStoredAsAFormula)
+{
+	// sum(income) GROUP BY sex: income 0..200000 step 100 (2001 points) x sex (2): the value depends
+	// on the income index only; with a WHERE on sex, half the points are absent
+	const std::vector<std::size_t> dims{2001, 2};
+	for (bool filtered : {false, true}) {
+		Table t;
+		for (std::size_t i = 0; i < 2001; ++i)
+			for (std::size_t sex = 0; sex < 2; ++sex)
+				t.push_back(filtered && sex == 1 ? std::nullopt : std::optional<double>(100.0 * static_cast<double>(i)));
+		const std::string bytes = encode_point_table(t, dims);
+		EXPECT_EQ(static_cast<unsigned char>(bytes[2]), PointTableView::kAffine);
+		EXPECT_EQ(bytes.size(), 12 + (t.size() + 7) / 8 + 24);
+		const std::string plain = encode_point_table(t); // without the shape: no formula
+		EXPECT_NE(static_cast<unsigned char>(plain[2]), PointTableView::kAffine);
+		PointTableView v = view(bytes);
+		for (std::size_t u = 0; u < t.size(); ++u) {
+			double out = -1;
+			ASSERT_EQ(v.lookup(u, out), t[u].has_value());
+			if (t[u])
+				ASSERT_EQ(out, *t[u]);
+		}
+	}
+	// one value off the line by one ulp: not a formula
+	Table t;
+	for (std::size_t i = 0; i < 1000; ++i)
+		t.push_back(0.1 * static_cast<double>(i));
+	t[500] = std::nextafter(*t[500], 1e9);
+	EXPECT_NE(static_cast<unsigned char>(encode_point_table(t, {1000})[2]), PointTableView::kAffine);
+	expect_round_trip(t);
+}
+
 TEST(PointTable, EmptyAndAllMissing)
 {
 	expect_round_trip({});
@@ -149,6 +181,22 @@ TEST(PointTable, ForgedBytesAreRejected)
 	const std::string direct = encode_point_table(wide);
 	ASSERT_EQ(static_cast<unsigned char>(direct[2]), PointTableView::kDirect);
 	view(direct); // valid
+	Table line;
+	for (int u = 0; u < 300; ++u)
+		line.push_back(3.0 + 2.0 * u);
+	const std::string affine = encode_point_table(line, {300});
+	ASSERT_EQ(static_cast<unsigned char>(affine[2]), PointTableView::kAffine);
+	view(affine); // valid
+	expect_bad(affine.substr(0, affine.size() - 1));
+	b = affine;
+	b[b.size() - 4] = 0;                             // m = 0
+	b[b.size() - 3] = 0;
+	b[b.size() - 2] = 0;
+	b[b.size() - 1] = 0;
+	expect_bad(b);
+	b = affine;
+	std::memcpy(&b[12 + 38], &nan, 8);               // a NaN slope
+	expect_bad(b);
 	expect_bad(direct.substr(0, direct.size() - 1)); // truncated
 	b = direct;
 	b[8] = 1;                                        // direct tables have no dictionary

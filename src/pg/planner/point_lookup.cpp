@@ -43,11 +43,12 @@ text_const(const std::string &s)
 	return makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(s.c_str()), false, false);
 }
 
-// The bytea constant holding a per-point table (nullopt: the point contributes nothing).
+// The bytea constant holding a per-point table (nullopt: the point contributes nothing) over a
+// sub-universe of the given domain sizes.
 Const *
-point_table_const(const std::vector<std::optional<double>> &values)
+point_table_const(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims)
 {
-	const std::string bytes = encode_point_table(values);
+	const std::string bytes = encode_point_table(values, dims);
 	bytea *b = static_cast<bytea *>(palloc(VARHDRSZ + bytes.size()));
 	SET_VARSIZE(b, VARHDRSZ + bytes.size());
 	std::memcpy(VARDATA(b), bytes.data(), bytes.size());
@@ -93,8 +94,11 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 			return (Expr *) makeNullConst(type, -1, InvalidOid);
 		return (Expr *) (integer ? int4_const(static_cast<int32>(*table[0])) : float8_const(*table[0]));
 	}
+	std::vector<size_t> dims;
+	for (const ColumnPolicy *c : cols)
+		dims.push_back(c->domain.size());
 	std::string layout;
-	List *args = list_make2(point_table_const(table), nullptr);
+	List *args = list_make2(point_table_const(table, dims), nullptr);
 	for (const ColumnPolicy *c : cols) {
 		if (c->is_group()) {
 			// 'p': coords, dims, then the members' values (numeric types, validated at declaration)
