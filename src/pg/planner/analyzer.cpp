@@ -752,6 +752,19 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 					                                keys.grouped() ? keys.label(g) : "",
 					                                specs[j].kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
 					                                plan.epsilon_share[k], p}); // what the cell received
+					if (specs[j].kind == AggKind::Avg && c == 1) {
+						// the average itself: its 95% half-width is this value divided by the group's row
+						// count (delta method at the domain-centre mean; dx.last_release gives it for the
+						// released count), since the count is data
+						const LinearNoisePlan &sum_plan = plan.cells[k - 1];
+						ExplainCell avg_row{static_cast<int>(j) + 1, kind_name(specs[j].kind),
+						                    keys.grouped() ? keys.label(g) : "", "average (x count)",
+						                    plan.epsilon_share[k - 1] + plan.epsilon_share[k], p};
+						avg_row.reported_half_width = average_half_width(sum_plan, p, (lo[j] + hi[j]) / 2, 1.0);
+						avg_row.ledger = false;
+						avg_row.plan.bound = 0;
+						cap.cells.push_back(avg_row);
+					}
 				}
 	}
 

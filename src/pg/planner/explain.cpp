@@ -121,11 +121,15 @@ DX_FUNCTION(dx_explain)
 	pg_call([&] {
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		int ledger_position = 0;
 		for (size_t i = 0; i < cap.cells.size(); ++i) {
 			const ExplainCell &c = cap.cells[i];
 			Datum values[16];
 			bool nulls[16] = {false};
-			values[0] = Int32GetDatum(static_cast<int32>(i + 1)); // position in the ledger's scales
+			if (c.ledger)
+				++ledger_position;
+			values[0] = Int32GetDatum(ledger_position); // position in the ledger's scales
+			nulls[0] = !c.ledger;
 			values[1] = Int32GetDatum(c.aggregate);
 			values[2] = CStringGetTextDatum(c.kind.c_str());
 			values[3] = CStringGetTextDatum(c.group.c_str());
@@ -133,12 +137,15 @@ DX_FUNCTION(dx_explain)
 			values[4] = CStringGetTextDatum(c.component.c_str());
 			values[5] = Float8GetDatum(c.epsilon);
 			values[6] = Float8GetDatum(c.plan.scale);
+			nulls[6] = !c.ledger;
 			values[7] = Float8GetDatum(half_widths[i]);
 			values[8] = Float8GetDatum(cap.plain_dp_scale);
 			values[9] = Float8GetDatum(c.plan.scale > 0 ? cap.plain_dp_scale / c.plan.scale : get_float8_infinity());
 			nulls[9] = cap.plain_dp_scale == 0;
 			nulls[8] = !c.linear;
 			nulls[9] = nulls[9] || !c.linear || cap.noise != "laplace"; // plain DP scale is a Laplace one
+			nulls[8] = nulls[8] || !c.ledger;
+			nulls[9] = nulls[9] || !c.ledger;
 			values[10] = Float8GetDatum(cap.epsilon);
 			values[11] = Float8GetDatum(remaining);
 			nulls[11] = remaining < 0;

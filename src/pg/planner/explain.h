@@ -25,6 +25,9 @@ struct ExplainCell {
 	// (which is computed for the linear cells) empty.
 	double reported_half_width = -1;
 	bool linear = true;
+	// false for a row that is no cell of the ledger: an average's own interval (component
+	// "average"), reported next to its sum and count parts with a NULL cell number and scale
+	bool ledger = true;
 };
 
 // What the analyzer records while dx.explain parses a query.
