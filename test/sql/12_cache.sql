@@ -14,6 +14,11 @@ SELECT region, count(*) AS n, sum(amount) AS total FROM dash GROUP BY region ORD
 select   region, COUNT(*) as n, SUM(amount) as total from dash group by region order by region \gset again_
 SELECT :first_n = :again_n AS same_count, :'first_total' = :'again_total' AS same_sum;
 SELECT spent FROM dx.budgets;
+-- the release is the aggregates, not their presentation: other output names, a table alias,
+-- another ORDER BY and a LIMIT replay the same answers (nothing spent), and so does a wrapper
+SELECT d.region AS r, count(*) AS how_many, sum(amount) AS s FROM dash d GROUP BY d.region ORDER BY how_many DESC LIMIT 1 \gset third_
+SELECT sum(w.n) + sum(w.total) IS NOT NULL AS wrapped FROM (SELECT region, count(*) AS n, sum(amount) AS total FROM dash GROUP BY region) w;
+SELECT spent FROM dx.budgets;
 -- averaging is pointless: thirty repetitions give one answer and cost once
 CREATE TEMP TABLE answers (v bigint);
 DO $$ DECLARE v bigint; BEGIN FOR i IN 1..30 LOOP SELECT count(*) INTO v FROM dash WHERE amount > 50; INSERT INTO answers VALUES (v); END LOOP; END $$;

@@ -300,22 +300,76 @@ stamp_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(stamp_walker), ctx);
 }
 
-// Key of a rewritten query for the answer cache: a hash of its tree with source locations removed
-// (so spacing and letter case of keywords do not matter), and of the role asking.
+// Key of a rewritten query for the answer cache: a hash of its tree without what only presents
+// the released rows (output names, table aliases, ORDER BY, LIMIT/OFFSET: the release is the
+// aggregates, not their presentation) and without source locations (so spacing and letter case
+// of keywords do not matter), and of the role asking.
 uint64
 query_cache_key(Query *q)
 {
+	// blank the presentation for the duration of nodeToString, then put it back
+	List *sort = q->sortClause;
+	Node *limit = q->limitCount, *offset = q->limitOffset;
+	const LimitOption limit_option = q->limitOption;
+	std::vector<std::pair<char *, Index>> outputs;
+	std::map<Index, Index> grouped; // GROUP BY references renumbered 1, 2, ... in GROUP BY order
+	std::vector<Index> group_refs;
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		group_refs.push_back(sgc->tleSortGroupRef);
+		grouped.emplace(sgc->tleSortGroupRef, static_cast<Index>(grouped.size() + 1));
+		sgc->tleSortGroupRef = grouped[sgc->tleSortGroupRef];
+	}
+	foreach (lc, q->targetList) {
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		outputs.emplace_back(tle->resname, tle->ressortgroupref);
+		tle->resname = nullptr;
+		auto g = grouped.find(tle->ressortgroupref);
+		tle->ressortgroupref = g == grouped.end() ? 0 : g->second;
+	}
+	std::vector<std::pair<Alias *, char *>> aliases;
+	foreach (lc, q->rtable) {
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		aliases.emplace_back(rte->alias, rte->eref ? rte->eref->aliasname : nullptr);
+		rte->alias = nullptr;
+		if (rte->eref)
+			rte->eref->aliasname = const_cast<char *>("");
+	}
+	q->sortClause = NIL;
+	q->limitCount = q->limitOffset = nullptr;
+	q->limitOption = LIMIT_OPTION_COUNT;
 	std::string text = nodeToString(q);
+	q->sortClause = sort;
+	q->limitCount = limit;
+	q->limitOffset = offset;
+	q->limitOption = limit_option;
+	size_t i = 0;
+	foreach (lc, q->targetList) {
+		lfirst_node(TargetEntry, lc)->resname = outputs[i].first;
+		lfirst_node(TargetEntry, lc)->ressortgroupref = outputs[i++].second;
+	}
+	i = 0;
+	foreach (lc, q->groupClause)
+		lfirst_node(SortGroupClause, lc)->tleSortGroupRef = group_refs[i++];
+	i = 0;
+	foreach (lc, q->rtable) {
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		rte->alias = aliases[i].first;
+		if (rte->eref)
+			rte->eref->aliasname = aliases[i].second;
+		++i;
+	}
 	std::string normal;
 	normal.reserve(text.size());
-	for (size_t i = 0; i < text.size();) {
-		if (text.compare(i, 10, ":location ") == 0) {
-			i += 10;
-			while (i < text.size() && (text[i] == '-' || isdigit(static_cast<unsigned char>(text[i]))))
-				++i;
+	for (size_t j = 0; j < text.size();) {
+		if (text.compare(j, 10, ":location ") == 0) {
+			j += 10;
+			while (j < text.size() && (text[j] == '-' || isdigit(static_cast<unsigned char>(text[j]))))
+				++j;
 			continue;
 		}
-		normal += text[i++];
+		normal += text[j++];
 	}
 	Oid role = GetUserId();
 	normal.append(reinterpret_cast<const char *>(&role), sizeof role);
