@@ -23,25 +23,11 @@ namespace {
 
 using ::dxpriv::testing::allocation_shapes;
 using ::dxpriv::testing::error_kind;
+using ::dxpriv::testing::random_plane_metric;
 using ::dxpriv::testing::sample_sub_universes;
 
 using Matrix = std::vector<std::vector<double>>;
 const double kInf = std::numeric_limits<double>::infinity();
-
-// Euclidean metric of n random points of the unit square, times `scale`.
-Matrix
-random_plane_metric(std::mt19937_64 &rng, std::size_t n, double scale)
-{
-	std::uniform_real_distribution<double> u(0, 1);
-	std::vector<std::pair<double, double>> pts(n);
-	for (auto &p : pts)
-		p = {u(rng), u(rng)};
-	Matrix d(n, std::vector<double>(n));
-	for (std::size_t i = 0; i < n; i++)
-		for (std::size_t j = 0; j < n; j++)
-			d[i][j] = scale * std::hypot(pts[i].first - pts[j].first, pts[i].second - pts[j].second);
-	return d;
-}
 
 // m x n weights: U[0,1] (kind 0), {0,1} (kind 1) or U[-3,3] integers (kind 2).
 Matrix

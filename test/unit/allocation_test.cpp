@@ -22,6 +22,7 @@ namespace {
 
 using ::dxpriv::testing::error_kind;
 using ::dxpriv::testing::record_metric;
+using ::dxpriv::testing::random_plane_metric;
 using ::dxpriv::testing::sample_sub_universes;
 
 using Matrix = std::vector<std::vector<double>>;
@@ -40,21 +41,6 @@ line_metric(const std::vector<double> &p)
 	for (std::size_t i = 0; i < p.size(); i++)
 		for (std::size_t j = 0; j < p.size(); j++)
 			d[i][j] = std::fabs(p[i] - p[j]);
-	return d;
-}
-
-// Euclidean metric of n random distinct points of the unit square, times `scale`.
-Matrix
-random_plane_metric(std::mt19937_64 &rng, std::size_t n, double scale)
-{
-	std::uniform_real_distribution<double> u(0, 1);
-	std::vector<std::pair<double, double>> pts(n);
-	for (auto &p : pts)
-		p = {u(rng), u(rng)};
-	Matrix d(n, std::vector<double>(n));
-	for (std::size_t i = 0; i < n; i++)
-		for (std::size_t j = 0; j < n; j++)
-			d[i][j] = scale * std::hypot(pts[i].first - pts[j].first, pts[i].second - pts[j].second);
 	return d;
 }
 

@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/domain.h"
@@ -254,6 +256,21 @@ inline void expect_pooled_chi_square(const std::vector<double> &pmf, const std::
 	for (std::size_t i = 0; i < probs.size(); ++i)
 		stat += (observed[i] - n * probs[i]) * (observed[i] - n * probs[i]) / (n * probs[i]);
 	EXPECT_LT(stat, chi_square_threshold(probs.size() - 1)) << probs.size() - 1 << " df";
+}
+
+// Euclidean metric of n random points of the unit square, times `scale`.
+inline Matrix
+random_plane_metric(std::mt19937_64 &rng, std::size_t n, double scale)
+{
+	std::uniform_real_distribution<double> u(0, 1);
+	std::vector<std::pair<double, double>> pts(n);
+	for (auto &p : pts)
+		p = {u(rng), u(rng)};
+	Matrix d(n, std::vector<double>(n));
+	for (std::size_t i = 0; i < n; i++)
+		for (std::size_t j = 0; j < n; j++)
+			d[i][j] = scale * std::hypot(pts[i].first - pts[j].first, pts[i].second - pts[j].second);
+	return d;
 }
 
 } // namespace testing

@@ -76,6 +76,17 @@ struct Log {
 	bool unreported = false;
 };
 Log current;
+
+// The aggregate of the current statement with this index, or nullptr.
+const Charged *
+charged_aggregate(int agg_index)
+{
+	const Charged *c = nullptr;
+	for (const Charged &a : current.statement->aggregates)
+		if (a.agg_index == agg_index)
+			c = &a;
+	return c;
+}
 std::unordered_map<int64, std::shared_ptr<Statement>> statement_of; // charge ids of this transaction
 
 ExecutorEnd_hook_type prev_executor_end = nullptr;
@@ -134,10 +145,7 @@ notice_text()
 		++total;
 		if (shown == kNoticeRows)
 			continue;
-		const Charged *c = nullptr;
-		for (const Charged &a : current.statement->aggregates)
-			if (a.agg_index == std::get<0>(key))
-				c = &a;
+		const Charged *c = charged_aggregate(std::get<0>(key));
 		if (!c)
 			continue;
 		char buf[96];
@@ -288,10 +296,7 @@ DX_FUNCTION(dx_last_release)
 	std::vector<Out> out;
 	if (current.statement)
 		for (const auto &[key, row] : current.rows) {
-			const Charged *c = nullptr;
-			for (const Charged &a : current.statement->aggregates)
-				if (a.agg_index == std::get<0>(key))
-					c = &a;
+			const Charged *c = charged_aggregate(std::get<0>(key));
 			if (!c)
 				continue;
 			const std::vector<std::string> *labels = nullptr;
