@@ -1357,7 +1357,16 @@ attack(C, "group_by_expression", "SELECT age + 0, count(*) FROM people GROUP BY 
        Noised(min_scale=1.0, rows=121))
 attack(C, "group_by_function_of_column", "SELECT lower(sex), count(*) FROM people GROUP BY lower(sex)",
        Noised(min_scale=1.0, rows=2))
+# one release per grouping set (every group of each set's keys), charged together
 attack(C, "grouping_sets", "SELECT sex, zip, count(*) FROM people GROUP BY GROUPING SETS ((sex), (zip))",
+       Noised(min_scale=1.0, rows=12))
+attack(C, "rollup", "SELECT sex, diagnosis, count(*) FROM people GROUP BY ROLLUP (sex, diagnosis)",
+       Noised(min_scale=1.0, rows=7))
+attack(C, "cube_with_grouping", "SELECT sex, diagnosis, GROUPING(sex, diagnosis), count(*) FROM people "
+       "GROUP BY CUBE (sex, diagnosis)", Noised(min_scale=1.0, rows=9))
+attack(C, "rollup_on_undeclared", "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)", Reject(PRIV))
+attack(C, "rollup_raw_column", "SELECT sex, age FROM people GROUP BY ROLLUP (sex, age)", Reject(PRIV))
+attack(C, "rollup_order_by_expression", "SELECT sex, count(*) FROM people GROUP BY ROLLUP (sex) ORDER BY count(*) + 1",
        Reject(*SHAPE))
 # HAVING, ORDER BY and LIMIT only post-process noisy answers: allowed, and charged with noise
 attack(C, "having_count_equals_one", "SELECT age, count(*) FROM people GROUP BY age HAVING count(*) = 1",
@@ -1414,7 +1423,7 @@ attack(C, "fd_pk_case_on_other_column", "SELECT id, CASE WHEN tag = 'a' THEN 1 E
 attack(C, "fd_pk_undeclared_column", "SELECT id, secret, count(*) FROM visits GROUP BY id",
        RejectSaying(SHAPE, "secret"))
 attack(C, "fd_people_pk_name", "SELECT id, name, count(*) FROM people GROUP BY id", Reject(*SHAPE))
-attack(C, "group_by_empty_set", "SELECT count(*) FROM people GROUP BY ()", RejectSaying(("0A000",), "GROUP BY ()"))
+attack(C, "group_by_empty_set", "SELECT count(*) FROM people GROUP BY ()", Noised(min_scale=1.0, rows=1))
 attack(C, "group_by_both_keys_answered", "SELECT id, tag, count(*) FROM visits GROUP BY id, tag",
        Noised(min_scale=1.0, rows=100))
 GROUPING_ADMIN_SETUP = [

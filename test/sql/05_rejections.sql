@@ -76,8 +76,8 @@ SELECT id, tag, dx.count(*) FROM pk_visits GROUP BY id;
 SELECT id, dx.count(*) FROM pk_visits GROUP BY id HAVING grp = 3;
 SELECT id, dx.count(*) FROM pk_visits GROUP BY id ORDER BY tag;
 SELECT id, secret, dx.count(*) FROM pk_visits GROUP BY id;
--- GROUP BY () is named as such
-SELECT dx.count(*) FROM pk_visits GROUP BY ();
+-- GROUP BY () is one grouping set: answered like no GROUP BY
+SELECT dx.count(*) IS NOT NULL AS answered FROM pk_visits GROUP BY ();
 -- an epsilon too small for any calibration
 SELECT dx.count(1, 1e-320) FROM pk_visits;
 SELECT dx.count(1, 1e-16) FROM pk_visits;

@@ -57,3 +57,14 @@ SELECT count(*) AS since_march FROM tv_clamped WHERE day >= '2024-03-01';
 SELECT dx.count(*) FROM tvisits WHERE day::timestamptz > clock_timestamp() - interval '1 year';
 -- too many groups: the limit and the hint
 SELECT age * 1000 + extract(doy FROM day) AS k, dx.count(*) FROM tvisits GROUP BY 1;
+-- GROUPING SETS, ROLLUP and CUBE: one release per grouping set under a UNION ALL (keys outside a
+-- set are NULL, GROUPING() is its constant), every group of each set's keys returned
+SELECT channel, extract(month FROM day) AS m, dx.count(*), GROUPING(channel, extract(month FROM day)) AS g
+FROM tvisits WHERE day < '2024-03-01' GROUP BY ROLLUP (channel, extract(month FROM day)) ORDER BY 4, 1, 2;
+SELECT channel, extract(month FROM day) AS m, count(*), GROUPING(channel, extract(month FROM day)) AS g
+FROM tv_clamped WHERE day < '2024-03-01' GROUP BY ROLLUP (channel, extract(month FROM day)) ORDER BY 4, 1, 2;
+SELECT channel, width_bucket(age, 0, 100, 2) AS half, dx.sum(age) FROM tvisits GROUP BY CUBE (1, 2) ORDER BY 1, 2 LIMIT 5;
+SELECT channel, dx.count(*) FROM tvisits GROUP BY GROUPING SETS ((channel), ()) ORDER BY 1 NULLS FIRST;
+-- the statement is charged once, for its releases together (two sets: 2 x epsilon)
+SELECT epsilon FROM dx.ledger ORDER BY id DESC LIMIT 1;
+SELECT channel, dx.count(*) FROM tvisits GROUP BY ROLLUP (channel) ORDER BY dx.count(*);

@@ -8,6 +8,7 @@
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
 #include "pg/planner/group_source.h"
+#include "pg/planner/grouping_sets.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
@@ -1130,6 +1131,9 @@ analyze(Query *top)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
+			if (q->groupingSets && is_release_level(q, *ext, &ac))
+				if (Query *u = expand_grouping_sets_into_union(q))
+					*q = *u; // one release per grouping set, under a UNION ALL wrapper
 			if (q->commandType == CMD_SELECT && !is_release_level(q, *ext, &ac) &&
 			    rewrite_wrapped_releases(q, *ext, &ac) > 0)
 				return; // a wrapper that only post-processes releases
@@ -1156,6 +1160,12 @@ analyze(Query *top)
 	if (definition_depth > 0 || is_matview(top))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx aggregates cannot be used in view, rule or function definitions",
 		     "Run the query directly: its noise and cost are fixed when it is analysed, against the current policy.");
+	if (d.markers_top > 0 && q->groupingSets)
+		if (Query *u = expand_grouping_sets_into_union(q)) {
+			*q = *u; // one release per grouping set, under a UNION ALL wrapper
+			d = Discovery{ext};
+			query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+		}
 	if (d.markers_top == 0 && q->commandType == CMD_SELECT && rewrite_wrapped_releases(q, *ext, nullptr) > 0)
 		return; // a wrapper that only post-processes releases
 	rewrite_query(q, *ext, d);
