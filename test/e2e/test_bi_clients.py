@@ -281,8 +281,20 @@ def run_knex(db, admin):
 
 
 def run_dbplyr(db, admin):
-    return _run_helper(["Rscript", "--vanilla", os.path.join(HELPERS, "dashboard_dbplyr.R")],
-                       {"DB": db, "DBUSER": ANALYST})
+    results = _run_helper(["Rscript", "--vanilla", os.path.join(HELPERS, "dashboard_dbplyr.R")],
+                          {"DB": db, "DBUSER": ANALYST})
+    # RPostgreSQL reports no SQLSTATE: replay the SQL dbplyr rendered (parameterless) as the analyst
+    conn = connect(db, user=ANALYST)
+    try:
+        for r in results:
+            if not r.ok and r.sqlstate == "none" and r.sql and "$1" not in r.sql:
+                try:
+                    execute(conn, r.sql)
+                except psycopg2.Error as e:
+                    r.sqlstate = e.pgcode
+    finally:
+        conn.close()
+    return results
 
 
 def run_jdbc(db, admin):
