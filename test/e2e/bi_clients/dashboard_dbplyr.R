@@ -21,7 +21,7 @@ shape <- function(name, run, sql = "") {
   res <- tryCatch({
     df <- as.data.frame(run())
     charged <- spent() - before
-    keys <- if (ncol(df) > 0) format(df[[1]], trim = TRUE) else character(0)
+    keys <- if (ncol(df) > 0) as.character(df[[1]]) else character(0)
     values <- if (ncol(df) > 1) format(df[[ncol(df)]], digits = 15, trim = TRUE) else character(0)
     cat(paste("shape", name, "ok", charged, nrow(df), paste(keys, collapse = ";"), paste(values, collapse = ";"),
               sep = "\t"), "\n", sep = "")
