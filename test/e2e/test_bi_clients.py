@@ -267,11 +267,13 @@ def _run_helper(cmd, env_extra=None, cwd=None):
 
 
 def ensure_node():
-    """knex and pg (node-postgres) from npm, pinned in bi_clients/package.json, under build/node."""
+    """knex and pg (node-postgres) from npm, locked in bi_clients/package-lock.json, under build/node
+    (scripts/install-deps.sh installs them too)."""
     if not os.path.exists(os.path.join(NODE_DIR, "node_modules", "knex", "package.json")):
         os.makedirs(NODE_DIR, exist_ok=True)
-        shutil.copy(os.path.join(HELPERS, "package.json"), NODE_DIR)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
+        for f in ("package.json", "package-lock.json"):
+            shutil.copy(os.path.join(HELPERS, f), NODE_DIR)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR,
                        check=True, capture_output=True)
 
 
