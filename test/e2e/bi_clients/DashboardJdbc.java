@@ -84,6 +84,11 @@ public class DashboardJdbc {
                              + "WHERE day >= ? AND age >= ? GROUP BY 1 ORDER BY 1",
               6, (ps, t) -> { ps.setDate(1, Date.valueOf("2024-0" + (1 + t) + "-01")); ps.setInt(2, 20 + 5 * t); });
 
+        // a filter drop-down (the declared values, no charge) and "the last 30 days"
+        shape("dropdown", "SELECT DISTINCT channel FROM visits ORDER BY channel", 1, (ps, t) -> { });
+        shape("last_30_days", "SELECT channel, count(*) AS n FROM visits WHERE day >= current_date - ? GROUP BY channel",
+              1, (ps, t) -> ps.setInt(1, 30));
+
         shape("attack_raw", "SELECT * FROM visits WHERE channel = ?", 1, (ps, t) -> ps.setString(1, "web"));
         conn.close();
     }

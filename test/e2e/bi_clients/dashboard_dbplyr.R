@@ -51,8 +51,12 @@ monthly <- visits %>%
 shape("monthly", function() collect(monthly), rendered(monthly))
 
 # DBI parameter binding (dbplyr has no bound parameters)
-shape("count_filtered", function() dbGetQuery(con, "SELECT count(*) AS n FROM visits WHERE age >= $1",
-                                              params = list(40L)),
+# (with params, RPostgreSQL only warns on a server error and returns NULL: the error is in dbGetException)
+shape("count_filtered", function() {
+  r <- dbGetQuery(con, "SELECT count(*) AS n FROM visits WHERE age >= $1", params = list(40L))
+  if (is.null(r)) stop(dbGetException(con)$errorMsg)
+  r
+},
       "SELECT count(*) AS n FROM visits WHERE age >= $1")
 age_from <- 40L
 filtered <- visits %>% filter(age >= !!age_from) %>% count()
@@ -63,6 +67,12 @@ shape("pct_of_total", function() collect(pct), rendered(pct))
 
 top <- visits %>% count(channel, sort = TRUE) %>% head(10)
 shape("top10", function() collect(top), rendered(top))
+
+# a filter drop-down (the declared values, no charge) and "the last 30 days" (lubridate's today() is CURRENT_DATE)
+dropdown <- visits %>% distinct(channel)
+shape("dropdown", function() collect(dropdown), rendered(dropdown))
+last30 <- visits %>% filter(day >= today() - 30L) %>% count(channel)
+shape("last_30_days", function() collect(last30), rendered(last30))
 
 raw <- visits %>% filter(channel == "web")
 shape("attack_raw", function() collect(raw), rendered(raw))

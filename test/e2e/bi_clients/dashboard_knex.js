@@ -59,6 +59,13 @@ async function main() {
     knex('visits').select('channel').count({ n: '*' }).groupBy('channel').orderBy('n', 'desc').limit(10),
     (r) => [r.channel, r.n]);
 
+  // a filter drop-down (the declared values, no charge) and "the last 30 days"
+  await shape('dropdown', knex('visits').distinct('channel'), (r) => [r.channel, '']);
+  await shape('last_30_days',
+    knex('visits').select('channel').count({ n: '*' }).where('day', '>=', knex.raw('current_date - ?::int', [30]))
+      .groupBy('channel'),
+    (r) => [r.channel, r.n]);
+
   await shape('attack_raw', knex('visits').select('*').where('channel', 'web'), (r) => [r.id, r.day]);
 }
 
