@@ -120,3 +120,107 @@ BEGIN
 	RETURN dx._clear_cache(rel);
 END $$;
 COMMENT ON FUNCTION dx.clear_cache(regclass) IS 'drops stored noisy answers so that the next identical query is answered (and charged) afresh';
+
+-- Sizes for analysts (psql \dt+, \di+, \l+, \db+). A relation's size grows with its rows, so the size
+-- of a relation whose storage holds protected rows is a side channel: dxpriv substitutes these
+-- functions for pg_relation_size, pg_table_size, pg_total_relation_size, pg_indexes_size,
+-- pg_database_size and pg_tablespace_size in analysts' statements. They answer like the built-ins,
+-- except NULL for a protected table, a partition or inheritance child of one, their indexes and
+-- TOAST tables; NULL for the current database when it holds a protected table; NULL for a
+-- tablespace holding the storage of one.
+
+-- True when rel's storage holds rows of a protected table: rel is protected or descends from a
+-- protected table (pg_inherits), or is an index or TOAST table (or TOAST index) of such a table.
+CREATE FUNCTION dx._holds_protected_rows(rel oid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+WITH RECURSIVE base(relid) AS (
+	SELECT rel
+	UNION SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid = rel
+	UNION SELECT c.oid FROM pg_catalog.pg_class c WHERE c.reltoastrelid = rel
+	UNION SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_index i ON i.indrelid = c.reltoastrelid
+	      WHERE i.indexrelid = rel
+), up(relid) AS (
+	SELECT relid FROM base
+	UNION SELECT h.inhparent FROM pg_catalog.pg_inherits h JOIN up ON h.inhrelid = up.relid
+)
+SELECT EXISTS (SELECT 1 FROM up JOIN dx.protected_tables p ON p.relid::oid = up.relid) $$;
+
+-- True when tablespace spc holds the storage of a protected table (or of its descendants, indexes,
+-- TOAST tables); spc NULL: when the database holds any protected table.
+CREATE FUNCTION dx._protected_rows_in(spc oid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+WITH RECURSIVE t(relid) AS (
+	SELECT p.relid::oid FROM dx.protected_tables p
+	UNION SELECT h.inhrelid FROM pg_catalog.pg_inherits h JOIN t ON h.inhparent = t.relid
+), s(relid) AS (
+	SELECT relid FROM t
+	UNION SELECT i.indexrelid FROM pg_catalog.pg_index i JOIN t ON i.indrelid = t.relid
+	UNION SELECT c.reltoastrelid FROM pg_catalog.pg_class c JOIN t ON c.oid = t.relid WHERE c.reltoastrelid <> 0
+	UNION SELECT i.indexrelid FROM pg_catalog.pg_class c JOIN t ON c.oid = t.relid
+	      JOIN pg_catalog.pg_index i ON i.indrelid = c.reltoastrelid
+)
+SELECT CASE WHEN spc IS NULL THEN EXISTS (SELECT 1 FROM dx.protected_tables)
+       ELSE EXISTS (SELECT 1 FROM s JOIN pg_catalog.pg_class c ON c.oid = s.relid
+                    WHERE c.reltablespace = spc
+                       OR (c.reltablespace = 0 AND spc = (SELECT d.dattablespace FROM pg_catalog.pg_database d
+                                                          WHERE d.datname = pg_catalog.current_database())))
+       END $$;
+
+CREATE FUNCTION dx.analyst_relation_size(regclass) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_relation_size(regclass, text) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_table_size(regclass) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_total_relation_size(regclass) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_indexes_size(regclass) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_database_size(name) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_database_size(oid) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_tablespace_size(name) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+CREATE FUNCTION dx.analyst_tablespace_size(oid) RETURNS bigint
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
+COMMENT ON FUNCTION dx.analyst_table_size(regclass) IS 'pg_table_size as analysts see it: NULL for relations holding protected rows';
+COMMENT ON FUNCTION dx.analyst_database_size(name) IS 'pg_database_size as analysts see it: NULL for the current database when it holds protected tables';
+
+-- What an analyst may see about her own use (issue 12): her ledger rows and the policies of the
+-- tables she may query. Rows of the current role and of the roles it belongs to (pg_has_role
+-- USAGE), as dx.budgets; security-barrier views, so a leaky function in the reader's WHERE only
+-- ever sees those rows.
+CREATE VIEW dx.my_ledger WITH (security_barrier) AS
+	SELECT l.id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
+	       CASE WHEN l.session_role::oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
+	            THEN l.query END AS query
+	FROM dx.ledger l
+	WHERE pg_catalog.pg_has_role(l.role, 'USAGE');
+COMMENT ON VIEW dx.my_ledger IS 'the ledger rows charged to the current role and the roles it belongs to (query text only for statements of the current session user)';
+
+CREATE VIEW dx.my_columns WITH (security_barrier) AS
+	SELECT g.relid AS "table", d.column_name, d.columns, d.domain, d.metric, p.presence,
+	       g.role AS budget_role, b.granted, b.spent, b.remaining, b.refresh, b.period_end,
+	       p.per_query_cap, p.delta AS per_query_delta, b.delta_remaining
+	FROM dx.budget_grants g
+	JOIN dx.protected_tables p ON p.relid = g.relid
+	CROSS JOIN LATERAL (
+		SELECT c.column_name, ARRAY[c.column_name] AS columns, c.domain, c.metric
+		FROM dx.protected_columns c WHERE c.relid = g.relid
+		UNION ALL
+		SELECT NULL::name, cg.columns, cg.domain, cg.metric
+		FROM dx.protected_column_groups cg WHERE cg.relid = g.relid
+	) d
+	CROSS JOIN LATERAL (
+		SELECT g.granted, CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.spent END AS spent,
+		       greatest(g.granted - CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.spent END, 0) AS remaining,
+		       g.refresh,
+		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_end
+		            ELSE g.period_end END AS period_end,
+		       greatest(g.delta_granted - CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.delta_spent END, 0)
+		           AS delta_remaining
+	) b
+	WHERE pg_catalog.pg_has_role(g.role, 'USAGE');
+COMMENT ON VIEW dx.my_columns IS 'declared domains and metrics of the protected tables the current role (or a role it belongs to) holds a budget on, with that budget';
+GRANT SELECT ON dx.my_ledger, dx.my_columns TO PUBLIC;

@@ -10,6 +10,10 @@
 --   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.
 --   dx._analyst_can_see: called by dx.analyst_columns / dx.analyst_tables (SECURITY DEFINER,
 --   fixed search_path; it tells only whether a table or column is declared, not a value).
+--   dx._holds_protected_rows, dx._protected_rows_in: called by the dx.analyst_*_size functions
+--   (which analysts' statements call in place of pg_table_size etc.); SECURITY DEFINER, fixed
+--   search_path; they tell only whether a relation or tablespace holds protected rows.
+-- Public views filtered per reader (security barriers): dx.budgets, dx.my_ledger, dx.my_columns.
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
 -- aggregates and the local-model

@@ -231,7 +231,9 @@ attack(C, "bi_quoted_raw_output", 'SELECT "public"."people"."name" AS "name" FRO
        Reject(PRIV))
 attack(C, "only_star", "SELECT * FROM ONLY people LIMIT 1", Reject(PRIV))
 attack(C, "row_to_json", "SELECT row_to_json(p) FROM people p", Reject(PRIV))
-attack(C, "count_undeclared_column", "SELECT count(name) FROM people", Reject(PRIV))
+# name is NOT NULL: count(name) counts every row, i.e. count(*) (issue 12); a nullable undeclared
+# column stays refused (the spellings category)
+attack(C, "count_undeclared_column", "SELECT count(name) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "where_undeclared_column", "SELECT count(*) FROM people WHERE name = 'Zebulon Quixote'", Reject(PRIV))
 attack(C, "whole_row_reference", "SELECT count(p) FROM people p", Reject(*SHAPE))
 attack(C, "system_column_ctid", "SELECT count(*) FROM people WHERE ctid = '(0,5)'", Reject(*SHAPE))
@@ -261,7 +263,8 @@ attack(C, "max_targeted", "SELECT max(income) FROM people WHERE zip = '10007' AN
 attack(C, "string_agg", "SELECT string_agg(name, ',') FROM people", Reject(*SHAPE))
 attack(C, "array_agg", "SELECT array_agg(age) FROM people", Reject(*SHAPE))
 attack(C, "json_agg", "SELECT json_agg(p) FROM people p", Reject(*SHAPE))
-attack(C, "mode_within_group", "SELECT mode() WITHIN GROUP (ORDER BY age) FROM people", Reject(*SHAPE))
+# mode() WITHIN GROUP is dx.mode (issue 12): one noisy declared value, charged (see the spellings category)
+attack(C, "mode_within_group", "SELECT mode() WITHIN GROUP (ORDER BY age) FROM people", Noised(rows=1))
 attack(C, "bool_or", "SELECT bool_or(age = 30 AND zip = '10007') FROM people", Reject(*SHAPE))
 attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
 attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
@@ -996,17 +999,35 @@ attack(C, "pg_class_relpages", "SELECT relpages FROM pg_class WHERE relname = 'p
 attack(C, "pg_class_star", "SELECT * FROM pg_class WHERE relname = 'people'", Reject(PRIV))
 attack(C, "pg_class_reltuples_in_where", "SELECT relname FROM pg_class WHERE relname = 'people' AND reltuples > 1999",
        Reject(PRIV))
-attack(C, "pg_relation_size", "SELECT pg_relation_size('people')", Reject(PRIV))
-attack(C, "pg_total_relation_size", "SELECT pg_total_relation_size('people')", Reject(PRIV))
-attack(C, "pg_table_size", "SELECT pg_table_size('people')", Reject(PRIV))
-attack(C, "pg_indexes_size", "SELECT pg_indexes_size('people')", Reject(PRIV))
-attack(C, "pk_index_size", "SELECT pg_relation_size('people_pkey')", Reject(PRIV))
+# Sizes (issue 12): psql's \\dt+ and \\l+ call these; for analysts dxpriv answers them with its
+# dx.analyst_*_size functions, NULL wherever the size describes protected rows.
+ALL_NULL = lambda rows: rows and all(v is None for r in rows for v in r)
+attack(C, "pg_relation_size", "SELECT pg_relation_size('people')", RejectOr([PRIV], ALL_NULL, "size of a protected table"))
+attack(C, "pg_total_relation_size", "SELECT pg_total_relation_size('people')",
+       RejectOr([PRIV], ALL_NULL, "size of a protected table"))
+attack(C, "pg_table_size", "SELECT pg_table_size('people')", RejectOr([PRIV], ALL_NULL, "size of a protected table"))
+attack(C, "pg_indexes_size", "SELECT pg_indexes_size('people')", RejectOr([PRIV], ALL_NULL, "index sizes of people"))
+attack(C, "pk_index_size", "SELECT pg_relation_size('people_pkey')", RejectOr([PRIV], ALL_NULL, "size of its index"))
+attack(C, "toast_size", "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'people'",
+       RejectOr([PRIV], ALL_NULL, "size of its TOAST table"))
 attack(C, "pg_stat_get_live_tuples", "SELECT pg_stat_get_live_tuples('people'::regclass)", Reject(PRIV))
 attack(C, "pg_stat_get_tuples_inserted", "SELECT pg_stat_get_tuples_inserted('people'::regclass)", Reject(PRIV))
-# EXTENSION BUG (reported): the database and tablespace sizes include the protected table's pages
-# and are not refused, unlike pg_relation_size and the other size functions.
-attack(C, "pg_database_size", "SELECT pg_database_size(current_database())", Reject(PRIV))
-attack(C, "pg_tablespace_size", "SELECT pg_tablespace_size('pg_default')", Reject(PRIV))
+# the database and the tablespace hold the protected table's pages
+attack(C, "pg_database_size", "SELECT pg_database_size(current_database())",
+       RejectOr([PRIV], ALL_NULL, "size of the database holding people"))
+attack(C, "pg_database_size_oid", "SELECT pg_database_size(oid) FROM pg_database WHERE datname = current_database()",
+       RejectOr([PRIV], ALL_NULL, "size of the database holding people"))
+attack(C, "pg_tablespace_size", "SELECT pg_tablespace_size('pg_default')",
+       RejectOr([PRIV], ALL_NULL, "size of the tablespace holding people"))
+attack(C, "size_in_from", "SELECT * FROM pg_table_size('people')", RejectOr([PRIV], ALL_NULL, "size through FROM"))
+# size functions that reach the plan without the analyst's statement naming them: refused at execution
+attack(C, "size_in_column_default",
+       "CREATE TEMP TABLE probe_default (x bigint DEFAULT pg_catalog.pg_table_size('people')); "
+       "INSERT INTO probe_default DEFAULT VALUES RETURNING x", Reject(PRIV))
+attack(C, "size_in_unchecked_sql_function",
+       "SET check_function_bodies = off; CREATE FUNCTION mallory_ws.sz() RETURNS bigint LANGUAGE sql AS "
+       "'SELECT pg_catalog.pg_relation_size(''people'')'; RESET check_function_bodies; SELECT mallory_ws.sz()",
+       Reject(PRIV))
 attack(C, "view_over_pg_stats", "CREATE VIEW mallory_ws.stats AS SELECT * FROM pg_stats", Reject(PRIV))
 
 
@@ -1757,7 +1778,10 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 # that SQL can call at all (no `internal` argument) is refused when she calls it
 NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
                       "_clamp_enum", "_range_index", "_enum_index", "_weigh", "_weigh_int", "_group_key",
-                      "_indicator", "_em_point", "_period", "_analyst_can_see"}
+                      "_indicator", "_em_point", "_period", "_analyst_can_see",
+                      # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
+                      # relation or tablespace holds protected rows
+                      "_holds_protected_rows", "_protected_rows_in"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",
@@ -1871,7 +1895,137 @@ attack(C, "errors_and_reads_through_it", "-- errors over dx.last_release(), read
 
 
 def test_last_release_shows_only_own_charged_releases():
-    run_category(C, analyst_setup=("SET dxpriv.allocation = equal_split",))
+    run_category("last_release", analyst_setup=("SET dxpriv.allocation = equal_split",))
+
+
+# ================================================================ standard spellings, sizes, own-use views (issue 12)
+# percentile_cont/percentile_disc/mode() WITHIN GROUP are dx.quantile/dx.mode; count(col) on an
+# undeclared NOT NULL column is count(*); psql's \\dt+/\\l+ sizes are NULL for protected storage;
+# dx.my_ledger and dx.my_columns show the analyst's own rows and the policies she holds a budget on.
+C = "spellings_own_use"
+OTHER = "dx_e2e_eve"   # a role with its own budget and charges, which mallory must never see
+HIDDEN = "people_hidden"  # protected, no grant to mallory: its policy must stay invisible to her
+attack(C, "percentile_cont", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age) FROM people", Noised(rows=1))
+attack(C, "percentile_disc_grouped", "SELECT sex, percentile_disc(0.9) WITHIN GROUP (ORDER BY income) FROM people "
+                                     "GROUP BY sex", Noised(rows=2))
+attack(C, "percentile_disc_targeted", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY income) FROM people "
+                                      "WHERE age = 30 AND sex = 'F'", Noised(rows=1))
+attack(C, "percentile_desc_and_using", "SELECT percentile_disc(0.1) WITHIN GROUP (ORDER BY income DESC), "
+                                       "percentile_disc(0.1) WITHIN GROUP (ORDER BY age USING >) FROM people",
+       Noised(rows=1))
+attack(C, "mode_text", "SELECT mode() WITHIN GROUP (ORDER BY zip) FROM people WHERE age > 60", Noised(rows=1))
+attack(C, "percentile_in_wrapper", "SELECT * FROM (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) AS m "
+                                   "FROM people) s", Noised(rows=1))
+attack(C, "percentile_undeclared_id", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY id) FROM people",
+       Reject(PRIV))
+attack(C, "mode_undeclared_name", "SELECT mode() WITHIN GROUP (ORDER BY name) FROM people", Reject(PRIV))
+attack(C, "percentile_of_expression", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY length(name)) FROM people",
+       Reject(*SHAPE))
+attack(C, "percentile_level_out_of_range", "SELECT percentile_disc(1.5) WITHIN GROUP (ORDER BY age) FROM people",
+       Reject(*SHAPE, "22023", "22003"))
+attack(C, "percentile_array_levels", "SELECT percentile_disc(ARRAY[0.1, 0.9]) WITHIN GROUP (ORDER BY age) FROM people",
+       RejectSaying(SHAPE, "percentile_disc", hint_says=("dx.quantile",)))
+attack(C, "percentile_in_scalar_subquery", "SELECT (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) "
+                                           "FROM people)", Reject(*SHAPE))
+attack(C, "count_primary_key", "SELECT count(id) FROM people WHERE age = 30 AND zip = '10007'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "count_nullable_undeclared", "SELECT count(nickname) FROM people", Reject(PRIV))
+attack(C, "count_pk_filter_undeclared", "SELECT count(id) FILTER (WHERE name = 'Zebulon Quixote') FROM people",
+       Reject(PRIV))
+attack(C, "count_distinct_pk", "SELECT count(DISTINCT id) FROM people",
+       RejectSaying(SHAPE, "count(DISTINCT", hint_says=("dx.mode",)))
+attack(C, "min_hint", "SELECT min(income) FROM people WHERE zip = '10007' AND age = 30",
+       RejectSaying(SHAPE, "min", hint_says=("dx.quantile",)))
+attack(C, "max_with_count", "SELECT count(*), max(age) FROM people", RejectSaying(SHAPE, "max", hint_says=("dx.quantile",)))
+
+
+def psql_as_analyst(command, db):
+    env = dict(os.environ, PGUSER=ANALYST, PGDATABASE=db, PGOPTIONS="-c search_path=public")
+    out = subprocess.run(["psql", "-X", "-A", "-F", "|", "-c", command], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, f"psql -c '{command}' failed: {out.stderr.strip()}"
+    for s in SECRET_MARKERS:
+        assert s not in out.stdout + out.stderr, f"data value in psql output of {command}"
+    return out.stdout.splitlines()
+
+
+def psql_size_commands(ctx, conn, attempt):
+    """psql's \\dt+, \\di+ and \\l+ as the analyst: answered; zips (unprotected) measured,
+    people, its index and this database NULL."""
+    rows = {line.split("|")[1]: line.split("|") for line in psql_as_analyst("\\dt+", ctx.db) if line.count("|") >= 6}
+    size = lambda r: r[-2]
+    assert size(rows["zips"]).endswith(("bytes", "kB")), rows["zips"]
+    assert size(rows["people"]) == "", f"people's size shown: {rows['people']}"
+    assert size(rows[HIDDEN]) == "", f"{HIDDEN}'s size shown: {rows[HIDDEN]}"
+    idx = {line.split("|")[1]: line.split("|") for line in psql_as_analyst("\\di+", ctx.db) if line.count("|") >= 6}
+    assert size(idx["people_pkey"]) == "" and size(idx["zips_pkey"]) != "", idx
+    dbs = {line.split("|")[0]: line.split("|") for line in psql_as_analyst("\\l+", ctx.db) if "|" in line}
+    this_db = dbs[ctx.db]
+    assert "kB" not in "|".join(this_db) and "MB" not in "|".join(this_db), f"size of this database shown: {this_db}"
+    assert any("kB" in "|".join(r) or "MB" in "|".join(r) for r in dbs.values()), "no database size shown at all"
+    return "\\dt+, \\di+ and \\l+ answered; protected sizes and this database's size are empty"
+
+
+attack(C, "psql_dt_di_l_plus", "-- psql -c '\\dt+', '\\di+', '\\l+' as the analyst", Custom(psql_size_commands))
+
+
+def own_ledger_rows_only(ctx, conn, attempt):
+    """mallory's dx.my_ledger holds her own charges, never eve's, even through a cheap leaky filter."""
+    run_fetch(conn, "SELECT count(*) FROM people WHERE sex = 'F'")  # at least one charge of her own
+    own = scalar(ctx.admin, "SELECT count(*) FROM dx.ledger WHERE role = %s::regrole", (ANALYST,))
+    others = scalar(ctx.admin, "SELECT count(*) FROM dx.ledger WHERE role = %s::regrole", (OTHER,))
+    assert others > 0, "the fixture has no charge of the other role"
+    rows = run_fetch(conn, "SELECT role::text, epsilon FROM dx.my_ledger WHERE mallory_ws.peek(role, epsilon)")
+    assert len(rows) == own and all(r[0] == ANALYST for r in rows), rows
+    leaked = [n for n in conn.notices if OTHER in n]
+    assert not leaked, f"the leaky filter saw the other role's rows: {leaked[:2]}"
+    assert run_fetch(conn, f"SELECT count(*) FROM dx.my_ledger WHERE role = '{OTHER}'::regrole") == [(0,)]
+    texts = run_fetch(conn, "SELECT query FROM dx.my_ledger")
+    assert all(t[0] is None or "9999" not in t[0] for t in texts), "the other role's statement text is visible"
+    return f"{own} own rows, none of {others} rows of {OTHER}"
+
+
+def no_policy_without_grant(ctx, conn, attempt):
+    """dx.my_columns shows the policy of people (her grant), none of people_hidden, even to a leaky filter."""
+    rows = run_fetch(conn, "SELECT \"table\"::text, column_name FROM dx.my_columns "
+                           "WHERE mallory_ws.peek_text(\"table\"::text || ' ' || domain::text)")
+    tables = {r[0] for r in rows}
+    assert tables == {"people"}, tables
+    assert {r[1] for r in rows} == {"age", "sex", "zip", "diagnosis", "income"}, rows
+    leaked = [n for n in conn.notices if HIDDEN in n]
+    assert not leaked, f"the leaky filter saw {HIDDEN}'s policy: {leaked[:2]}"
+    budget = run_fetch(conn, "SELECT DISTINCT budget_role::text, granted FROM dx.my_columns")
+    assert budget == [(ANALYST, 100000.0)], budget
+    return "only the policy of the table she holds a budget on"
+
+
+attack(C, "my_ledger_own_rows_only", "-- dx.my_ledger with a leaky filter", Custom(own_ledger_rows_only))
+attack(C, "my_columns_no_policy_without_grant", "-- dx.my_columns with a leaky filter", Custom(no_policy_without_grant))
+attack(C, "my_ledger_update", "UPDATE dx.my_ledger SET epsilon = 0", Reject(PRIV, hint=False))
+attack(C, "my_columns_join_protected", "SELECT count(*) FROM dx.my_columns c JOIN people p ON p.age::text = c.column_name",
+       Reject(*SHAPE))
+attack(C, "my_ledger_in_where_of_protected", "SELECT count(*) FROM people WHERE age IN (SELECT id FROM dx.my_ledger)",
+       Reject(*SHAPE))
+
+SPELLINGS_ADMIN_SETUP = [
+    "ALTER TABLE people ADD COLUMN nickname text",
+    f"CREATE TABLE {HIDDEN} (k int PRIMARY KEY, secret_level int)",
+    f"INSERT INTO {HIDDEN} SELECT i, i % 3 FROM generate_series(1, 50) i",
+    f"SELECT dx.protect_table('{HIDDEN}')",
+    f"SELECT dx.set_column('{HIDDEN}', 'secret_level', '{{\"values\": [0, 1, 2]}}', '{{\"type\": \"discrete\"}}')",
+    f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{OTHER}') THEN CREATE ROLE {OTHER}; "
+    "END IF; END $$",
+    f"GRANT SELECT ON people TO {OTHER}",
+    f"SELECT dx.grant_budget('{OTHER}', 'people', 10)",
+    f"SET ROLE {OTHER}",
+    "SELECT dx.count(*) FROM people WHERE age > 9999",
+    "RESET ROLE",
+    f"SELECT dx.grant_budget('{OTHER}', '{HIDDEN}', 10)",
+]
+
+
+def test_standard_spellings_sizes_and_own_use_views():
+    run_category("spellings_own_use", admin_setup=SPELLINGS_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
 
 
 # ================================================================ the list itself
@@ -1886,7 +2040,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release"}
+               "last_release", "spellings_own_use"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

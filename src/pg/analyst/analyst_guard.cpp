@@ -26,6 +26,8 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/inval.h"
+#include "utils/fmgroids.h"
+#include "parser/parse_func.h"
 #include "nodes/plannodes.h"
 #include "utils/array.h"
 #include "access/htup_details.h"
@@ -33,6 +35,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 
@@ -140,7 +143,40 @@ protected_ref_walker(Node *node, void *ctx)
 
 struct ViewSwap {
 	Oid columns_view, tables_view, stat_view, dx_columns, dx_tables, dx_stat;
+	std::map<Oid, Oid> functions; // built-in size function -> dx.analyst_* counterpart
 };
+
+// The size functions psql's \dt+, \di+, \l+ and \db+ call, and their dxpriv counterparts, which
+// answer NULL where the size would describe protected rows (sql/40_analysts.sql).
+std::map<Oid, Oid>
+size_function_swaps()
+{
+	struct Swap {
+		Oid builtin;
+		const char *name;
+		int nargs;
+		Oid args[2];
+	};
+	static const Swap swaps[] = {
+	    {F_PG_RELATION_SIZE_REGCLASS, "analyst_relation_size", 1, {REGCLASSOID}},
+	    {F_PG_RELATION_SIZE_REGCLASS_TEXT, "analyst_relation_size", 2, {REGCLASSOID, TEXTOID}},
+	    {F_PG_TABLE_SIZE, "analyst_table_size", 1, {REGCLASSOID}},
+	    {F_PG_TOTAL_RELATION_SIZE, "analyst_total_relation_size", 1, {REGCLASSOID}},
+	    {F_PG_INDEXES_SIZE, "analyst_indexes_size", 1, {REGCLASSOID}},
+	    {F_PG_DATABASE_SIZE_NAME, "analyst_database_size", 1, {NAMEOID}},
+	    {F_PG_DATABASE_SIZE_OID, "analyst_database_size", 1, {OIDOID}},
+	    {F_PG_TABLESPACE_SIZE_NAME, "analyst_tablespace_size", 1, {NAMEOID}},
+	    {F_PG_TABLESPACE_SIZE_OID, "analyst_tablespace_size", 1, {OIDOID}},
+	};
+	std::map<Oid, Oid> out;
+	for (const Swap &sw : swaps) {
+		Oid fn = LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup(sw.name))), sw.nargs,
+		                        sw.args, true);
+		if (OidIsValid(fn))
+			out[sw.builtin] = fn;
+	}
+	return out;
+}
 
 // Walker behind substitute_catalog_views.
 bool
@@ -164,6 +200,12 @@ view_swap_walker(Node *node, void *ctx)
 		}
 		return false;
 	}
+	if (IsA(node, FuncExpr)) {
+		FuncExpr *f = castNode(FuncExpr, node);
+		auto it = vs->functions.find(f->funcid);
+		if (it != vs->functions.end())
+			f->funcid = it->second;
+	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(view_swap_walker), ctx);
 }
 
@@ -177,25 +219,223 @@ relation_oid(const char *schema, const char *name)
 
 struct PlainAggRewrite {
 	const ExtensionObjects *ext;
+	Query *q;
 	int rewritten = 0;
 };
 
-// The dx marker aggregate standing for a built-in count/sum/avg, or InvalidOid.
+// The table q reads directly (its one range table entry), or InvalidOid.
 Oid
-marker_for(Aggref *a, const ExtensionObjects &ext)
+read_table(Query *q)
 {
-	if (get_func_namespace(a->aggfnoid) != PG_CATALOG_NAMESPACE || a->aggkind != AGGKIND_NORMAL)
+	if (list_length(q->rtable) != 1)
 		return InvalidOid;
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	return rte->rtekind == RTE_RELATION ? rte->relid : InvalidOid;
+}
+
+// Name of the column expr refers to when it is a column of q's table (implicit casts stripped),
+// else "<column>"; for the examples of hints.
+std::string
+column_for_hint(Query *q, Node *expr)
+{
+	Node *e = expr ? strip_implicit_coercions(expr) : nullptr;
+	const Oid rel = read_table(q);
+	if (e && IsA(e, Var) && OidIsValid(rel) && castNode(Var, e)->varattno > 0) {
+		char *att = get_attname(rel, castNode(Var, e)->varattno, true);
+		if (att)
+			return quote_identifier(att);
+	}
+	return "<column>";
+}
+
+std::string
+table_for_hint(Query *q)
+{
+	const Oid rel = read_table(q);
+	const char *n = OidIsValid(rel) ? get_rel_name(rel) : nullptr;
+	return n ? quote_identifier(n) : "<table>";
+}
+
+// The first aggregated argument of a, or nullptr.
+Node *
+first_arg(Aggref *a)
+{
+	return a->args ? (Node *) linitial_node(TargetEntry, a->args)->expr : nullptr;
+}
+
+// count(col) on a column that is not declared but NOT NULL (a primary key such as id): every row
+// counts, so it is count(*). Declared columns keep dx.count(col) (NULL after clamping counts 0);
+// a nullable undeclared column stays refused (whether it is NULL is data).
+bool
+counts_every_row(Query *q, Aggref *a)
+{
+	if (a->aggstar || list_length(a->args) != 1 || a->aggdistinct)
+		return false;
+	Node *e = first_arg(a);
+	const Oid rel = read_table(q);
+	if (!e || !IsA(e, Var) || !OidIsValid(rel))
+		return false;
+	Var *v = castNode(Var, e);
+	if (v->varlevelsup != 0 || v->varno != 1 || v->varattno <= 0)
+		return false;
+	TablePolicy policy;
+	if (!load_table_policy(rel, policy) || policy.find(v->varattno))
+		return false; // not a directly protected table (children are refused elsewhere), or declared
+	bool notnull = false;
+	HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rel), Int16GetDatum(v->varattno));
+	if (HeapTupleIsValid(tup)) {
+		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+		ReleaseSysCache(tup);
+	}
+	return notnull;
+}
+
+// Refusals of built-in aggregates that have no private counterpart, with what to write instead.
+[[noreturn]] void
+refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
+{
+	const std::string table = table_for_hint(q), col = column_for_hint(q, first_arg(a));
+	const std::string fn = std::string(name);
+	const char *rel = OidIsValid(read_table(q)) ? get_rel_name(read_table(q)) : nullptr;
+	const std::string quoted = std::string("\"") + (rel ? rel : "?") + "\"";
+	if (fn == "min" || fn == "max")
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "aggregate " + fn + " cannot be used by analysts on protected table " + quoted,
+		     "The " + std::string(fn == "min" ? "smallest" : "largest") +
+		         " value is one row's value. A private estimate of a low or high value is a quantile: SELECT "
+		         "dx.quantile(" + col + ", " + (fn == "min" ? "0.05" : "0.95") + ") FROM " + table +
+		         " (or percentile_disc(" + (fn == "min" ? "0.05" : "0.95") + ") WITHIN GROUP (ORDER BY " + col +
+		         ")); dx.mode(" + col + ") gives the most frequent value.");
+	if (a->aggdistinct)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted,
+		     "The number of distinct values is not a sum over rows and has no noisy counterpart. SELECT " + col +
+		         ", count(*) FROM " + table + " GROUP BY " + col +
+		         " counts the rows of every declared value; dx.mode(" + col +
+		         ") gives the most frequent value and dx.quantile(" + col + ", 0.5) the median.");
+	fail(ERRCODE_INSUFFICIENT_PRIVILEGE, fn + " WITHIN GROUP with an array of levels cannot be used by analysts",
+	     "Write one aggregate per level, e.g. SELECT percentile_disc(0.25) WITHIN GROUP (ORDER BY " + col +
+	         "), percentile_disc(0.75) WITHIN GROUP (ORDER BY " + col + ") FROM " + table + ", or dx.quantile(" +
+	         col + ", 0.25).");
+}
+
+// Whether the ORDER BY of an ordered-set aggregate sorts in descending order; raises for an
+// ordering that is not the column type's default btree order (ORDER BY ... USING).
+bool
+sorts_descending(Aggref *a)
+{
+	if (list_length(a->aggorder) != 1)
+		return false;
+	SortGroupClause *s = linitial_node(SortGroupClause, a->aggorder);
+	bool reverse = false;
+	if (!OidIsValid(get_equality_op_for_ordering_op(s->sortop, &reverse)))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY ... USING cannot be used in percentiles by analysts",
+		     "Order by the column itself (ASC or DESC): percentile_disc(0.5) WITHIN GROUP (ORDER BY <column>).");
+	return reverse;
+}
+
+// A marker aggregate with the given arguments, in place of the built-in a; cast back to a's type.
+Node *
+marker_call(Aggref *a, Oid marker, List *exprs, const ExtensionObjects &ext)
+{
+	Aggref *m = static_cast<Aggref *>(copyObjectImpl(a));
+	m->aggfnoid = marker;
+	m->aggkind = AGGKIND_NORMAL;
+	m->aggdirectargs = NIL;
+	m->aggorder = NIL;
+	m->aggdistinct = NIL;
+	m->aggvariadic = false;
+	m->args = NIL;
+	m->aggargtypes = NIL;
+	ListCell *lc;
+	foreach (lc, exprs) {
+		Expr *e = (Expr *) lfirst(lc);
+		m->args = lappend(m->args, makeTargetEntry(e, static_cast<AttrNumber>(list_length(m->args) + 1), nullptr, false));
+		m->aggargtypes = lappend_oid(m->aggargtypes, exprType((Node *) e));
+	}
+	if (marker == ext.count_star || marker == ext.count_any)
+		m->aggtype = INT8OID;
+	else if (marker == ext.sum_any || marker == ext.avg_any)
+		m->aggtype = FLOAT8OID;
+	else // dx.mode, dx.quantile: the column's own type
+		m->aggtype = exprType((Node *) linitial(exprs));
+	m->aggstar = false; // as the marker rewrite of count(*) always had it
+	if (marker == ext.mode_any || marker == ext.quantile_any)
+		m->aggcollid = exprCollation((Node *) linitial(exprs));
+	if (m->aggtype == a->aggtype)
+		return (Node *) m;
+	Node *cast = coerce_to_target_type(nullptr, (Node *) m, m->aggtype, a->aggtype, -1, COERCION_EXPLICIT,
+	                                   COERCE_IMPLICIT_CAST, -1);
+	if (!cast)
+		fail(ERRCODE_DATATYPE_MISMATCH,
+		     std::string("the answer of ") + format_type_be(m->aggtype) + " cannot be cast to " + format_type_be(a->aggtype),
+		     "Write dx.quantile(column, p) or dx.mode(column) directly.");
+	return cast;
+}
+
+// The dx counterpart of a built-in aggregate at q's top level, or nullptr when it has none (the
+// statement is then refused as before). Raises for built-ins with a known private alternative.
+Node *
+standard_spelling(Aggref *a, PlainAggRewrite &c)
+{
+	const ExtensionObjects &ext = *c.ext;
+	if (get_func_namespace(a->aggfnoid) != PG_CATALOG_NAMESPACE || a->agglevelsup != 0)
+		return nullptr;
 	char *name = get_func_name(a->aggfnoid);
 	if (!name)
-		return InvalidOid;
-	if (strcmp(name, "count") == 0)
-		return a->aggstar ? ext.count_star : ext.count_any;
-	if (strcmp(name, "sum") == 0)
-		return ext.sum_any;
-	if (strcmp(name, "avg") == 0)
-		return ext.avg_any;
-	return InvalidOid;
+		return nullptr;
+	const std::string fn = name;
+	auto args = [&] {
+		List *out = NIL;
+		ListCell *lc;
+		foreach (lc, a->args)
+			out = lappend(out, lfirst_node(TargetEntry, lc)->expr);
+		return out;
+	};
+	if (a->aggkind == AGGKIND_ORDERED_SET) {
+		// percentile_cont(p) / percentile_disc(p) / mode() WITHIN GROUP (ORDER BY col): the exponential
+		// mechanism over the declared values of col (dx.quantile, dx.mode). dx.quantile answers a
+		// declared point, so percentile_cont does not interpolate.
+		if (list_length(a->args) != 1)
+			return nullptr;
+		Expr *col = (Expr *) strip_implicit_coercions((Node *) linitial_node(TargetEntry, a->args)->expr);
+		if (!IsA(col, Var))
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " WITHIN GROUP needs a declared column in ORDER BY, not an expression",
+			     "It is answered by dx." + std::string(fn == "mode" ? "mode" : "quantile") +
+			         ", whose answer is one of the column's declared values; transform the answer instead, e.g. "
+			         "SELECT 2 * percentile_disc(0.5) WITHIN GROUP (ORDER BY <column>) FROM " + table_for_hint(c.q) + ".");
+		if (fn == "mode" && a->aggdirectargs == NIL)
+			return marker_call(a, ext.mode_any, list_make1(col), ext);
+		if ((fn == "percentile_cont" || fn == "percentile_disc") && list_length(a->aggdirectargs) == 1) {
+			Expr *p = (Expr *) linitial(a->aggdirectargs);
+			if (exprType((Node *) p) != FLOAT8OID)
+				refuse_plain_aggregate(c.q, a, name);
+			if (sorts_descending(a)) {
+				// the p-quantile in descending order is the (1 - p)-quantile in ascending order
+				Node *folded = eval_const_expressions(nullptr, (Node *) copyObjectImpl(p));
+				if (!IsA(folded, Const) || castNode(Const, folded)->constisnull)
+					fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " with ORDER BY ... DESC needs a constant level",
+					     "Write the ascending level instead: " + fn + "(1 - p) WITHIN GROUP (ORDER BY " +
+					         column_for_hint(c.q, (Node *) col) + ").");
+				const double level = DatumGetFloat8(castNode(Const, folded)->constvalue);
+				p = (Expr *) makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(1.0 - level), false,
+				                       FLOAT8PASSBYVAL);
+			}
+			return marker_call(a, ext.quantile_any, list_make2(col, p), ext);
+		}
+		return nullptr;
+	}
+	if (a->aggkind != AGGKIND_NORMAL)
+		return nullptr;
+	const bool reads_table = OidIsValid(read_table(c.q));
+	if ((fn == "min" || fn == "max") && reads_table)
+		refuse_plain_aggregate(c.q, a, name);
+	if (fn != "count" && fn != "sum" && fn != "avg")
+		return nullptr;
+	if (a->aggdistinct && reads_table)
+		refuse_plain_aggregate(c.q, a, name);
+	if (fn == "count" && (a->aggstar || counts_every_row(c.q, a)))
+		return marker_call(a, ext.count_star, NIL, ext);
+	return marker_call(a, fn == "count" ? ext.count_any : fn == "sum" ? ext.sum_any : ext.avg_any, args(), ext);
 }
 
 // Mutator behind rewrite_plain_aggregates.
@@ -206,24 +446,11 @@ plain_agg_mutator(Node *node, void *ctx)
 		return nullptr;
 	auto *c = static_cast<PlainAggRewrite *>(ctx);
 	if (IsA(node, Aggref)) {
-		Aggref *a = castNode(Aggref, node);
-		Oid marker = a->agglevelsup == 0 ? marker_for(a, *c->ext) : InvalidOid;
-		if (!OidIsValid(marker))
+		Node *m = standard_spelling(castNode(Aggref, node), *c);
+		if (!m)
 			return node;
-		Oid original_type = a->aggtype;
-		Aggref *m = static_cast<Aggref *>(copyObjectImpl(a));
-		m->aggfnoid = marker;
-		m->aggstar = false;
-		m->aggtype = marker == c->ext->count_star || marker == c->ext->count_any ? INT8OID : FLOAT8OID;
-		m->aggargtypes = NIL;
-		ListCell *lc;
-		foreach (lc, m->args)
-			m->aggargtypes = lappend_oid(m->aggargtypes, exprType((Node *) lfirst_node(TargetEntry, lc)->expr));
 		c->rewritten++;
-		if (m->aggtype == original_type)
-			return (Node *) m;
-		return coerce_to_target_type(nullptr, (Node *) m, m->aggtype, original_type, -1, COERCION_EXPLICIT,
-		                             COERCE_IMPLICIT_CAST, -1);
+		return m;
 	}
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(plain_agg_mutator), ctx);
 }
@@ -387,7 +614,8 @@ substitute_catalog_views(Query *q, const ExtensionObjects &ext)
 {
 	ViewSwap vs{relation_oid("information_schema", "columns"), relation_oid("information_schema", "tables"),
 	            relation_oid("pg_catalog", "pg_stat_user_tables"), relation_oid("dx", "analyst_columns"),
-	            relation_oid("dx", "analyst_tables"), relation_oid("dx", "analyst_stat_user_tables")};
+	            relation_oid("dx", "analyst_tables"), relation_oid("dx", "analyst_stat_user_tables"),
+	            size_function_swaps()};
 	if (!OidIsValid(vs.dx_columns) || !OidIsValid(vs.dx_tables))
 		return;
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(view_swap_walker), &vs, QTW_EXAMINE_RTES_BEFORE);
@@ -397,7 +625,7 @@ substitute_catalog_views(Query *q, const ExtensionObjects &ext)
 int
 rewrite_plain_aggregates(Query *q, const ExtensionObjects &ext)
 {
-	PlainAggRewrite c{&ext};
+	PlainAggRewrite c{&ext, q};
 	q->targetList = (List *) plain_agg_mutator((Node *) q->targetList, &c);
 	q->havingQual = plain_agg_mutator(q->havingQual, &c);
 	return c.rewritten;
@@ -455,6 +683,148 @@ scan_plan_for_admitted(Plan *plan, AdmittedScan &s)
 	}
 }
 
+// Raises for a size function in a plan. pg_stat_get_* are not checked here: dxpriv's own
+// dx.analyst_stat_user_tables (what analysts read for pg_stat_user_tables) calls them for
+// unprotected tables, and views are expanded by the time the plan exists.
+bool
+check_plan_function_allowed(Oid fn, void *ctx)
+{
+	char *name = get_func_name(fn);
+	if (name && strncmp(name, "pg_stat_get_", 12) == 0)
+		return false;
+	return check_function_allowed(fn, ctx);
+}
+
+// Walker over a plan expression: raises for a size function (check_plan_function_allowed).
+bool
+plan_function_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (check_functions_in_node(node, check_plan_function_allowed, nullptr))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(plan_function_walker), ctx);
+}
+
+// Every expression of a plan tree (targetlists, quals and the node types' own expressions),
+// through subplans: size functions reached at execution only -- a column DEFAULT of an INSERT, an
+// inlined SQL function whose body was never analysed as the analyst's -- are refused like the ones
+// an analyst writes (there, dxpriv substitutes its dx.analyst_*_size functions).
+void
+check_plan_functions(Plan *plan)
+{
+	if (!plan)
+		return;
+	auto walk = [](void *n) { plan_function_walker(static_cast<Node *>(n), nullptr); };
+	walk(plan->targetlist);
+	walk(plan->qual);
+	auto walk_plans = [](List *plans) {
+		ListCell *lc;
+		foreach (lc, plans)
+			check_plan_functions((Plan *) lfirst(lc));
+	};
+	switch (nodeTag(plan)) {
+	case T_Result:
+		walk(((Result *) plan)->resconstantqual);
+		break;
+	case T_ProjectSet:
+		break;
+	case T_ModifyTable: {
+		auto *m = (ModifyTable *) plan;
+		walk(m->returningLists);
+		walk(m->onConflictSet);
+		walk(m->onConflictWhere);
+		walk(m->withCheckOptionLists);
+		break;
+	}
+	case T_Append:
+		walk_plans(((Append *) plan)->appendplans);
+		break;
+	case T_MergeAppend:
+		walk_plans(((MergeAppend *) plan)->mergeplans);
+		break;
+	case T_BitmapAnd:
+		walk_plans(((BitmapAnd *) plan)->bitmapplans);
+		break;
+	case T_BitmapOr:
+		walk_plans(((BitmapOr *) plan)->bitmapplans);
+		break;
+	case T_IndexScan:
+		walk(((IndexScan *) plan)->indexqual);
+		walk(((IndexScan *) plan)->indexorderby);
+		break;
+	case T_IndexOnlyScan:
+		walk(((IndexOnlyScan *) plan)->indexqual);
+		walk(((IndexOnlyScan *) plan)->indexorderby);
+		break;
+	case T_BitmapIndexScan:
+		walk(((BitmapIndexScan *) plan)->indexqual);
+		break;
+	case T_BitmapHeapScan:
+		walk(((BitmapHeapScan *) plan)->bitmapqualorig);
+		break;
+	case T_TidScan:
+		walk(((TidScan *) plan)->tidquals);
+		break;
+	case T_TidRangeScan:
+		walk(((TidRangeScan *) plan)->tidrangequals);
+		break;
+	case T_SubqueryScan:
+		check_plan_functions(((SubqueryScan *) plan)->subplan);
+		break;
+	case T_FunctionScan:
+		walk(((FunctionScan *) plan)->functions);
+		break;
+	case T_ValuesScan:
+		walk(((ValuesScan *) plan)->values_lists);
+		break;
+	case T_TableFuncScan:
+		walk(((TableFuncScan *) plan)->tablefunc);
+		break;
+	case T_SampleScan:
+		walk(((SampleScan *) plan)->tablesample);
+		break;
+	case T_ForeignScan:
+		walk(((ForeignScan *) plan)->fdw_exprs);
+		break;
+	case T_CustomScan:
+		walk(((CustomScan *) plan)->custom_exprs);
+		walk_plans(((CustomScan *) plan)->custom_plans);
+		break;
+	case T_NestLoop:
+		walk(((Join *) plan)->joinqual);
+		break;
+	case T_MergeJoin:
+		walk(((Join *) plan)->joinqual);
+		walk(((MergeJoin *) plan)->mergeclauses);
+		break;
+	case T_HashJoin:
+		walk(((Join *) plan)->joinqual);
+		walk(((HashJoin *) plan)->hashclauses);
+		walk(((HashJoin *) plan)->hashkeys);
+		break;
+	case T_Hash:
+		walk(((Hash *) plan)->hashkeys);
+		break;
+	case T_Memoize:
+		walk(((Memoize *) plan)->param_exprs);
+		break;
+	case T_WindowAgg:
+		walk(((WindowAgg *) plan)->startOffset);
+		walk(((WindowAgg *) plan)->endOffset);
+		walk(((WindowAgg *) plan)->runConditionOrig);
+		break;
+	case T_Limit:
+		walk(((Limit *) plan)->limitOffset);
+		walk(((Limit *) plan)->limitCount);
+		break;
+	default:
+		break;
+	}
+	check_plan_functions(plan->lefttree);
+	check_plan_functions(plan->righttree);
+}
+
 // See analyst_guard.h.
 void
 enforce_executor_admission(PlannedStmt *stmt)
@@ -465,6 +835,12 @@ enforce_executor_admission(PlannedStmt *stmt)
 	const AnalystContext ac = load_analyst_context(*ext);
 	if (!ac.analyst)
 		return;
+	if (stmt->commandType != CMD_UTILITY) {
+		check_plan_functions(stmt->planTree);
+		ListCell *sp;
+		foreach (sp, stmt->subplans)
+			check_plan_functions((Plan *) lfirst(sp));
+	}
 	std::vector<Oid> touched;
 	ListCell *lc;
 	foreach (lc, stmt->rtable) {
