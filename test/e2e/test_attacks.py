@@ -1028,6 +1028,29 @@ attack(C, "size_in_unchecked_sql_function",
        "SET check_function_bodies = off; CREATE FUNCTION mallory_ws.sz() RETURNS bigint LANGUAGE sql AS "
        "'SELECT pg_catalog.pg_relation_size(''people'')'; RESET check_function_bodies; SELECT mallory_ws.sz()",
        Reject(PRIV))
+# statistics functions reached the same ways would count people's rows exactly
+attack(C, "live_tuples_in_column_default",
+       "CREATE TEMP TABLE probe_default2 (x bigint DEFAULT pg_catalog.pg_stat_get_live_tuples('people'::regclass)); "
+       "INSERT INTO probe_default2 DEFAULT VALUES RETURNING x", Reject(PRIV))
+attack(C, "live_tuples_in_unchecked_sql_function",
+       "SET check_function_bodies = off; CREATE FUNCTION mallory_ws.lt() RETURNS bigint LANGUAGE sql AS "
+       "'SELECT pg_catalog.pg_stat_get_live_tuples(''people''::regclass)'; RESET check_function_bodies; "
+       "SELECT mallory_ws.lt()", Reject(PRIV))
+attack(C, "live_tuples_default_next_to_the_stat_view",
+       "CREATE TEMP TABLE probe_default3 (x bigint DEFAULT pg_catalog.pg_stat_get_live_tuples('people'::regclass), "
+       "y bigint); INSERT INTO probe_default3 (y) SELECT n_live_tup FROM dx.analyst_stat_user_tables "
+       "WHERE relname = 'zips' RETURNING x", Reject(PRIV))
+
+
+def stat_view_blanks_people(ctx, conn, attempt):
+    rows = dict(run_fetch(conn, attempt.sql))
+    assert rows.get("people", 0) is None, f"people's row counter is shown: {rows}"
+    assert rows.get("zips") is not None, f"an unprotected table's counter is missing: {rows}"
+    return "people's counter NULL, zips' counter shown"
+
+
+attack(C, "stat_view_is_answered", "SELECT relname, n_live_tup FROM dx.analyst_stat_user_tables "
+       "WHERE relname IN ('people', 'zips')", Custom(stat_view_blanks_people))
 attack(C, "view_over_pg_stats", "CREATE VIEW mallory_ws.stats AS SELECT * FROM pg_stats", Reject(PRIV))
 
 

@@ -46,6 +46,7 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -1210,6 +1211,18 @@ dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 		guarded([&] { analyze(query); });
 }
 
+// Refuses, for analysts, function bodies that would not be analysed when created
+// (check_function_bodies = off): an inlined SQL body is never analysed by dxpriv later either.
+void
+refuse_unchecked_function_for_analysts()
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !load_analyst_context(*ext).analyst)
+		return;
+	fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot create functions with check_function_bodies = off",
+	     "SET check_function_bodies = on: dxpriv checks a function's body when it is created.");
+}
+
 // Refuses COPY of a protected table by an analyst (COPY (query) is checked when its query is analysed).
 void
 check_copy(CopyStmt *stmt)
@@ -1230,6 +1243,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
                    ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node *stmt = pstmt->utilityStmt;
+	if (IsA(stmt, CreateFunctionStmt) && !check_function_bodies)
+		guarded([&] { refuse_unchecked_function_for_analysts(); });
 	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
 	bool copies = IsA(stmt, CopyStmt);
