@@ -68,3 +68,5 @@ SELECT channel, dx.count(*) FROM tvisits GROUP BY GROUPING SETS ((channel), ()) 
 -- the statement is charged once, for its releases together (two sets: 2 x epsilon)
 SELECT epsilon FROM dx.ledger ORDER BY id DESC LIMIT 1;
 SELECT channel, dx.count(*) FROM tvisits GROUP BY ROLLUP (channel) ORDER BY dx.count(*);
+-- dx.explain reports the statement's total epsilon over its releases
+SELECT DISTINCT query_epsilon FROM dx.explain($$SELECT channel, dx.count(*) FROM tvisits GROUP BY ROLLUP (channel)$$);

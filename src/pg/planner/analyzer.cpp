@@ -790,7 +790,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	if (explain_capture_active()) {
 		ExplainCapture &cap = explain_capture();
 		cap.relid = relid;
-		cap.epsilon = eps_total;
+		cap.epsilon += eps_total; // a statement of several releases (wrappers, grouping sets) costs their sum
 		cap.strategy = strategy_name(strategy);
 		cap.noise = noise_family_name(family);
 		cap.delta = noisy_cells ? query_delta : 0;
