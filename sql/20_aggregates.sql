@@ -88,23 +88,10 @@ COMMENT ON AGGREGATE dx._noisy_count(float8, int4, float8[]) IS 'internal: place
 COMMENT ON AGGREGATE dx._noisy_sum(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON AGGREGATE dx._noisy_avg(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 
--- Data-independent mapping of column values into their declared domains (placed by the analyzer).
-CREATE FUNCTION dx._clamp_range(anyelement, float8, float8, float8) RETURNS anyelement
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_range';
-CREATE FUNCTION dx._clamp_enum(anyelement, text[]) RETURNS anyelement
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_clamp_enum';
--- Index of a value's domain point (the output group of GROUP BY columns).
-CREATE FUNCTION dx._range_index(anyelement, float8, float8, float8) RETURNS int4
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_range_index';
-CREATE FUNCTION dx._enum_index(anyelement, text[]) RETURNS int4
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_enum_index';
-COMMENT ON FUNCTION dx._range_index(anyelement, float8, float8, float8) IS 'index of the nearest point of a range domain';
-COMMENT ON FUNCTION dx._enum_index(anyelement, text[]) IS 'index of a value in an enumerated domain (0 if undeclared)';
--- 1 for a non-null value, 0 for null: the per-row weight of count(expr).
+-- 1 for a non-null value, 0 for null: the per-row weight of count(expr), evaluated at analysis on
+-- the declared points (rows are mapped to points by dx._weigh below).
 CREATE FUNCTION dx._indicator("any") RETURNS float8
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_indicator';
-COMMENT ON FUNCTION dx._clamp_range(anyelement, float8, float8, float8) IS 'maps a value to the nearest point of a declared range domain';
-COMMENT ON FUNCTION dx._clamp_enum(anyelement, text[]) IS 'maps a value to itself if declared, else to the first declared value';
 COMMENT ON FUNCTION dx._indicator("any") IS '1 when the argument is not null, else 0';
 
 -- What a query would cost and how noisy each output cell would be; spends nothing.

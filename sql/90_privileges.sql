@@ -3,8 +3,8 @@
 -- executable by PUBLIC without appearing in its list of exceptions below.
 --
 -- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
---   dx._noisy_count, dx._noisy_sum, dx._noisy_avg, dx._em_select (aggregates), dx._clamp_range,
---   dx._clamp_enum, dx._range_index, dx._enum_index, dx._weigh, dx._weigh_int, dx._group_key,
+--   dx._noisy_count, dx._noisy_sum, dx._noisy_avg, dx._em_select (aggregates), dx._weigh,
+--   dx._weigh_int, dx._group_key,
 --   dx._indicator, dx._em_point: placed by the analyzer in the statements it rewrites, which run as
 --   the analyst; an analyst who writes them herself is refused by the analyzer (42501).
 --   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.

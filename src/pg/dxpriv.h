@@ -33,8 +33,7 @@ struct ExtensionObjects {
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
-	Oid clamp_range = InvalidOid, clamp_enum = InvalidOid, indicator = InvalidOid;
-	Oid range_index = InvalidOid, enum_index = InvalidOid;
+	Oid indicator = InvalidOid;
 	// execution by lookup (point_lookup.h): a row's weight from the per-point table at its point
 	Oid weigh = InvalidOid, weigh_int = InvalidOid, group_key = InvalidOid;
 	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps

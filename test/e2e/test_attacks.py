@@ -1772,10 +1772,6 @@ for _name, _sql in [
 
 # the functions that rewritten statements call as the analyst stay executable; she cannot use them
 # to read rows (refused, or, as a data-independent WHERE term, evaluated on the domain and noised)
-CLAMP = "dx._clamp_range(age, 0::float8, 120::float8, 1::float8)"
-attack(C, "clamp_range_as_output", f"SELECT {CLAMP} FROM people", Reject(*SHAPE))
-attack(C, "clamp_inside_count", f"SELECT count(*) FROM people WHERE {CLAMP} = 30", Noised(min_scale=1.0))
-attack(C, "enum_index_as_output", "SELECT dx._enum_index(zip, ARRAY['10007']) FROM people", Reject(*SHAPE))
 attack(C, "indicator_sum", "SELECT sum(dx._indicator(name)) FROM people", Reject(*SHAPE))
 # the lookup of execution by lookup: a hand-written table is still evaluated on domain points only
 # (a table of 2 points that weighs neither; age has 121 points)
@@ -1799,8 +1795,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_clamp_range",
-                      "_clamp_enum", "_range_index", "_enum_index", "_weigh", "_weigh_int", "_group_key",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_weigh", "_weigh_int", "_group_key",
                       "_indicator", "_em_point", "_period", "_analyst_can_see",
                       # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
                       # relation or tablespace holds protected rows

@@ -276,3 +276,10 @@ DX_FUNCTION(dx_linear_avg_finalfn)
 		return std::clamp(total / std::max(count, 1.0), s->lo, s->hi);
 	}));
 }
+
+// dx._indicator(any): 1 for a non-null argument, else 0 (count(expr)'s weight, evaluated at
+// analysis on the declared points).
+DX_FUNCTION(dx_indicator)
+{
+	PG_RETURN_FLOAT8(PG_ARGISNULL(0) ? 0.0 : 1.0);
+}

@@ -1,7 +1,6 @@
 // Data-independent mapping of one column's stored values to the index of their point in the
 // column's declared domain: the only code that runs on stored rows in a dx query (besides the
-// lookup of the row's weight, lookup.cpp). Used by the clamp and index SQL functions (clamp.cpp)
-// and by the fused row lookups dx._weigh / dx._weigh_int (lookup.cpp).
+// lookup of the row's weight). Used by the row lookups dx._weigh / dx._weigh_int (lookup.cpp).
 #pragma once
 
 #include "pg/dxpriv.h"

@@ -45,8 +45,6 @@ load(Oid ext, ExtensionObjects &o)
 	const Oid any1[] = {ANYOID};
 	const Oid any_eps[] = {ANYOID, FLOAT8OID};
 	const Oid linear[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
-	const Oid clamp_range[] = {ANYELEMENTOID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
-	const Oid clamp_enum[] = {ANYELEMENTOID, TEXTARRAYOID};
 	o.count_star = lookup("count", 0, nullptr);
 	o.count_any = lookup("count", 1, any1);
 	o.count_any_eps = lookup("count", 2, any_eps);
@@ -59,15 +57,11 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_count = lookup("_noisy_count", 3, linear);
 	o.noisy_sum = lookup("_noisy_sum", 3, linear);
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
-	o.range_index = lookup("_range_index", 4, clamp_range);
-	o.enum_index = lookup("_enum_index", 2, clamp_enum);
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
 	o.weigh_int = lookup("_weigh_int", 3, weigh_args);
 	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
 	o.group_key = lookup("_group_key", 2, group_key_args);
-	o.clamp_range = lookup("_clamp_range", 4, clamp_range);
-	o.clamp_enum = lookup("_clamp_enum", 2, clamp_enum);
 	o.indicator = lookup("_indicator", 1, any1);
 	// exponential mechanism (sql/25_exponential.sql)
 	const Oid elem1[] = {ANYELEMENTOID};
@@ -87,7 +81,7 @@ load(Oid ext, ExtensionObjects &o)
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.clamp_range, o.clamp_enum, o.indicator, o.range_index, o.enum_index, o.weigh, o.weigh_int, o.group_key,
+	                   o.indicator, o.weigh, o.weigh_int, o.group_key,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

@@ -1,4 +1,4 @@
-// Execution by lookup, planner side: point index expressions and per-point table constants.
+// Execution by lookup, planner side: the dx._weigh calls and their per-point table constants.
 #include "pg/planner/point_lookup.h"
 
 #include "pg/guard.h"
@@ -10,7 +10,6 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 }
 
 #include <cstring>
@@ -18,23 +17,6 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-
-// int4 arithmetic node a op b.
-Expr *
-int4_call(Oid fn, Expr *a, Expr *b)
-{
-	return (Expr *) makeFuncExpr(fn, INT4OID, list_make2(a, b), InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-}
-
-// The index of a row's value in one plain column's domain.
-Expr *
-column_index(const ColumnPolicy &col, const ExtensionObjects &ext)
-{
-	Var *v = makeVar(1, col.attnum, col.type, col.typmod, col.collation, 0);
-	Oid fn = col.domain.kind() == DomainKind::Enumerated ? ext.enum_index : ext.range_index;
-	return (Expr *) makeFuncExpr(fn, INT4OID, lcons(v, domain_arg_tail(col.domain)), InvalidOid, col.collation,
-	                             COERCE_EXPLICIT_CALL);
-}
 
 // A text constant.
 Const *
@@ -64,21 +46,6 @@ domain_arg_tail(const Domain &d)
 	if (d.kind() == DomainKind::Enumerated)
 		return list_make1(labels_const(d));
 	return list_make3(float8_const(d.ordinal(0)), float8_const(d.ordinal(d.size() - 1)), float8_const(d.step()));
-}
-
-// See point_lookup.h.
-Expr *
-point_index_expr(const std::vector<const ColumnPolicy *> &cols, const ExtensionObjects &ext)
-{
-	Expr *acc = nullptr;
-	for (const ColumnPolicy *c : cols) {
-		if (c->is_group())
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot index a column group with the index functions");
-		Expr *idx = column_index(*c, ext);
-		acc = acc ? int4_call(F_INT4PL, int4_call(F_INT4MUL, acc, (Expr *) int4_const(static_cast<int32>(c->domain.size()))), idx)
-		          : idx;
-	}
-	return acc ? acc : (Expr *) int4_const(0);
 }
 
 // See point_lookup.h.

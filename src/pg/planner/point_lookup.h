@@ -25,10 +25,6 @@ namespace dxpriv::pg {
 // functions: (labels) for enumerated domains, (lo, hi, step) for ranges and dates.
 List *domain_arg_tail(const Domain &d);
 
-// int4 index of a row's point in the sub-universe of `cols` (last column fastest) from dxpriv's
-// index functions; plain declared columns only (GROUP BY keys).
-Expr *point_index_expr(const std::vector<const ColumnPolicy *> &cols, const ExtensionObjects &ext);
-
 // dx._weigh(table, layout, <columns of cols with their domain constants>) (float8), or
 // dx._weigh_int(...) (int4): the row's value in `table` at its point of the sub-universe of `cols`
 // (see the contract above); one function call per row. Without columns (the sub-universe has one
