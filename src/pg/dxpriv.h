@@ -99,7 +99,7 @@ ColumnPolicy parse_column_policy(Oid type, int32 typmod, Jsonb *domain, Jsonb *m
 // given types. Throws UserError with errcode and hint on any problem.
 ColumnPolicy parse_group_policy(const std::vector<Oid> &types, Jsonb *domain, Jsonb *metric);
 // The Datum of member m's coordinate at every point of a group (or of every point of a single
-// column when m == 0): the values the clamp functions produce.
+// column when m == 0): the values rows are mapped to.
 std::vector<Datum> member_datums(const ColumnPolicy &col, size_t m);
 // Set while dx.set_column validates a declaration: closing an explicit matrix raises a NOTICE.
 extern bool notice_matrix_closure;
@@ -117,7 +117,7 @@ extern DeclarationCopy *declaration_copy;
 // Loads the policy of relid; returns false when the table is not protected.
 bool load_table_policy(Oid relid, TablePolicy &out);
 // The Datum of every domain point, built with the column type's input rules (palloc'd in the
-// current memory context). The clamp functions and the analyzer use this same function, so a
+// current memory context). The domain indexers and the analyzer use this same function, so a
 // clamped data value is bit-identical to the domain point the sensitivity was computed on.
 std::vector<Datum> domain_datums(const Domain &domain, Oid type, int32 typmod);
 // Numeric position of a value of a range-domain type (ints, floats, numeric, date).

@@ -247,7 +247,7 @@ struct PointCache {
 	size_t npoints;
 };
 
-// Builds the points with domain_datums, exactly as the clamp functions do, so that the returned
+// Builds the points with domain_datums, exactly as the domain indexers do, so that the returned
 // value is bit-identical to the clamped value of that point.
 PointCache *
 point_cache(FunctionCallInfo fcinfo, const Domain &domain)
