@@ -56,6 +56,20 @@ SELECT dx.avg(p.a) FROM pj p JOIN pj_multi m ON m.a = p.a;      -- refused: two 
 -- the plan reads the protected table only
 EXPLAIN (COSTS OFF) SELECT dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE d.zone = 'warm';
 
+-- dx.explain analyses the join like running it (noiseless here: presence 'Infinity', metric none)
+SELECT cell, kind, noise_scale FROM dx.explain('SELECT dx.count(*) FROM pj p JOIN pj_multi m ON m.a = p.a');
+-- with noise: a row with a = 1 matches two rows of pj_multi, so a count has sensitivity 2
+CREATE TABLE pjn (a int);
+INSERT INTO pjn SELECT i % 7 FROM generate_series(1, 50) AS i;
+SELECT dx.protect_table('pjn', 1.0);
+SELECT dx.set_column('pjn', 'a', '{"min": 0, "max": 6}', '{"type": "none"}');
+SELECT cell, kind, noise_scale FROM dx.explain('SELECT dx.count(p.a, 0.5) FROM pjn p JOIN pj_multi m ON m.a = p.a');
+SELECT cell, kind, noise_scale FROM dx.explain('SELECT dx.sum(w.weight, 0.5) FROM pjn p JOIN pj_weights w ON w.a = p.a');
+-- a wrapper around a joined release is post-processing
+SELECT n * 2 FROM (SELECT dx.count(*) AS n FROM pj p JOIN pj_regions d ON d.r = p.r WHERE d.zone = 'warm') s;
+WITH w AS (SELECT p.r, dx.sum(d.pop) AS s FROM pj p JOIN pj_regions d USING (r) GROUP BY p.r)
+SELECT r, s, s / sum(s) OVER () AS share FROM w ORDER BY r;
+
 -- the public table is read once, at analysis: a change after PREPARE does not change the answer
 PREPARE pj_q AS SELECT dx.sum(d.pop) FROM pj p JOIN pj_regions d ON d.r = p.r;
 EXECUTE pj_q;
@@ -92,6 +106,7 @@ SELECT count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE d.zone = 'warm';
 SELECT r, sum(pop) FROM pj JOIN pj_regions USING (r) GROUP BY r ORDER BY r;
 SELECT d.zone FROM pj p JOIN pj_regions d ON d.r = p.r;                          -- raw rows: refused
 SELECT count(*) FROM pj p JOIN pj_secret s ON s.r = p.r;                         -- not public
+SELECT * FROM (SELECT count(*) AS n FROM pj p JOIN pj_regions d ON d.r = p.r) s;  -- wrapped
 RESET ROLE;
 SELECT r, sum(pop) FROM pj JOIN pj_regions USING (r) GROUP BY r ORDER BY r;
 SELECT count(*) FROM dx.ledger WHERE role = 'dx_regress_joiner'::regrole;

@@ -1333,10 +1333,16 @@ is_release_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac
 void
 rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystContext *ac)
 {
+	PublicRows join_rows; // a release over a join with public tables (README "Joins with public tables")
+	const bool joined = sub->commandType == CMD_SELECT && sub->hasAggs && is_join_query(sub) &&
+	                    take_public_join(sub, ext, join_rows);
+	JoinScope join_scope(joined ? &join_rows : nullptr);
 	if (sub->commandType == CMD_SELECT && list_length(sub->rtable) == 1 && ac)
 		rewrite_plain_aggregates(sub, ext);
 	Discovery d{&ext};
 	query_tree_walker(sub, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	if (joined && d.markers_top == 0)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a join with public tables needs count, sum, avg or dx aggregates", kShapeHint);
 	if (d.markers_top == 0) {
 		if (ac)
 			refuse_unaggregated_read(sub, *ac);
@@ -1477,6 +1483,9 @@ analyze(Query *top)
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 			}
+			if (joined && d.markers_top == 0)
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a join with public tables needs count, sum, avg or dx aggregates",
+				     analyst_hint(hint_rel));
 			if (d.markers_top == 0) {
 				// what BI tools probe before any aggregate: answered without reading a row or charging
 				if (admit_zero_row_probe(q, ac) || answer_declared_values(q, ac))
