@@ -90,6 +90,19 @@ SELECT d.zone, dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r GROUP BY d.z
 SELECT dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r AND d.pop = p.v;  -- undeclared column
 SELECT dx.count(*) FROM pj p JOIN pj_view d ON d.r = p.r;                     -- a view
 SELECT dx.mode(p.a) FROM pj p JOIN pj_regions d ON d.r = p.r;
+-- row-level security on a public table would run code while the snapshot is read: refused
+CREATE TABLE pj_rls (r text);
+SELECT dx.set_public('pj_rls');
+ALTER TABLE pj_rls ENABLE ROW LEVEL SECURITY;
+SELECT dx.count(*) FROM pj p JOIN pj_rls s ON s.r = p.r;
+-- a child of a public table that is protected
+CREATE TABLE pj_parent (a int);
+SELECT dx.set_public('pj_parent');
+CREATE TABLE pj_child () INHERITS (pj_parent);
+SELECT dx.protect_table('pj_child');
+SELECT dx.count(*) FROM pj p JOIN pj_parent s ON s.a = p.a;
+SELECT dx.count(*) FROM pj p JOIN ONLY pj_parent s ON s.a = p.a;
+SELECT dx.unprotect_table('pj_child');
 -- the owner's own native joins are untouched
 SELECT count(*) FROM pj p JOIN pj_secret s ON s.r = p.r;
 

@@ -734,13 +734,32 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 		if (rte->rtekind != RTE_RELATION)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "subqueries, functions and VALUES cannot be joined to a protected table",
 			     hint);
-		bool is_public = false;
+		bool is_public = false, shares_rows = false, runs_code = false;
 		{
+			// the snapshot reads the table and, without ONLY, its descendants: none may hold a
+			// protected table's rows, and none may run a reader's code on the way (row-level security
+			// policies, foreign tables), which the analyst checks would not see
 			InternalSpi spi(ext.schema_owner);
-			spi.exec("SELECT EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = $1)", {{OIDOID, ObjectIdGetDatum(rte->relid)}},
-			         true);
+			spi.exec("WITH RECURSIVE down(r) AS (SELECT $1::pg_catalog.oid UNION "
+			         "  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r) "
+			         "SELECT EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = $1), "
+			         "  EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid::pg_catalog.oid IN (SELECT r FROM down)), "
+			         "  EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid IN (SELECT r FROM down) "
+			         "          AND (c.relrowsecurity OR c.relkind NOT IN ('r', 'p')))",
+			         {{OIDOID, ObjectIdGetDatum(rte->relid)}}, true);
 			is_public = DatumGetBool(spi.value(0, 0));
+			shares_rows = DatumGetBool(spi.value(0, 1));
+			runs_code = DatumGetBool(spi.value(0, 2));
 		}
+		if (is_public && shares_rows)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     "public table \"" + qualified_name(rte->relid) + "\" shares rows with a protected table",
+			     "A partition or inheritance child of a public table is protected: join the protected table itself.");
+		if (is_public && runs_code)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     "public table \"" + qualified_name(rte->relid) +
+			         "\" (or one of its partitions or children) has row-level security or is not an ordinary table",
+			     "Copy the rows the join needs into an ordinary table without row-level security and declare it public.");
 		if (!is_public || (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 			     "table \"" + qualified_name(rte->relid) + "\" is not public and cannot be joined to a protected table",
