@@ -416,6 +416,23 @@ attack(C, "join_min_over_public", "SELECT min(p.age) FROM people p JOIN zips z O
 attack(C, "set_public_not_owner", "SELECT dx.set_public('zips', false)", Reject(PRIV, "42809", "22023", hint=False))
 attack(C, "set_public_protected", "SELECT dx.set_public('people')", Reject(PRIV, "42809", "22023", hint=False))
 attack(C, "public_change_after_prepare", "(prepared join)", Custom(public_change_after_prepare))
+
+
+def rls_policy_on_own_public_table(ctx, conn, attempt):
+    """A row-level security policy on her own public table would run her code (reading people) while
+    dxpriv reads the snapshot: refused at analysis."""
+    execute(conn, "CREATE TABLE mallory_ws.rls_weights (age int)")
+    execute(conn, "INSERT INTO mallory_ws.rls_weights SELECT generate_series(0, 120)")
+    execute(conn, "SELECT dx.set_public('mallory_ws.rls_weights')")
+    execute(conn, "CREATE POLICY leak ON mallory_ws.rls_weights USING "
+                  "((SELECT count(*) FROM people WHERE age = 30 AND zip = '10007') > 0)")
+    execute(conn, "ALTER TABLE mallory_ws.rls_weights ENABLE ROW LEVEL SECURITY")
+    execute(conn, "ALTER TABLE mallory_ws.rls_weights FORCE ROW LEVEL SECURITY")
+    return Reject(*SHAPE).check(ctx, conn, Attempt(C, attempt.name, "SELECT count(*) FROM people p "
+                                                   "JOIN mallory_ws.rls_weights w ON w.age = p.age", None))
+
+
+attack(C, "rls_policy_on_own_public_table", "(own table with a policy)", Custom(rls_policy_on_own_public_table))
 attack(C, "own_public_weights_noised", "(own table)", Custom(own_public_table_is_noised))
 
 
