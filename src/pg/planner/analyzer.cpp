@@ -597,6 +597,16 @@ is_join_query(Query *q)
 	return list_length(q->jointree->fromlist) != 1 || !IsA(linitial(q->jointree->fromlist), RangeTblRef);
 }
 
+bool
+has_lateral(Query *q)
+{
+	ListCell *lc;
+	foreach (lc, q->rtable)
+		if (lfirst_node(RangeTblEntry, lc)->lateral)
+			return true;
+	return false;
+}
+
 struct JoinMap {
 	int protected_index = 0;
 	std::set<int> public_index;
@@ -1489,8 +1499,8 @@ analyze(Query *top)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
-			if (q->commandType == CMD_SELECT && q->hasAggs && is_join_query(q))
-				joined = take_public_join(q, *ext, join_rows);
+			if (q->commandType == CMD_SELECT && q->hasAggs && is_join_query(q) && !has_lateral(q))
+				joined = take_public_join(q, *ext, join_rows); // (LATERAL: the analysts' refusal below)
 			JoinScope join_scope(joined ? &join_rows : nullptr);
 			if (q->groupingSets && is_release_level(q, *ext, &ac))
 				if (Query *u = expand_grouping_sets_into_union(q))
