@@ -56,6 +56,10 @@ BEGIN
 		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
 			HINT = 'Only ordinary and partitioned tables can be protected.';
 	END IF;
+	IF to_regclass('dx.public_tables') IS NOT NULL AND EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = rel) THEN
+		RAISE EXCEPTION 'table "%" is public and cannot be protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.set_public(table, false) first.';
+	END IF;
 	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
 	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
 	PERFORM dx._revoke_from_analysts(rel);
@@ -294,4 +298,43 @@ BEGIN
 			HINT = 'See dx.protected_column_groups for the declared groups.';
 	END IF;
 	PERFORM dx._invalidate(rel);
+END $$;
+
+-- Public tables (README "Joins with public tables"): tables whose rows the owner declares public,
+-- so that a protected table may be joined with them in queries with dx aggregates. Their rows are
+-- read at analysis with the caller's privileges; nothing is granted by being public.
+CREATE TABLE dx.public_tables (
+	relid regclass PRIMARY KEY,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE dx.public_tables IS 'tables the owner declared public: they may be joined with a protected table';
+SELECT pg_catalog.pg_extension_config_dump('dx.public_tables', '');
+
+-- Declares (public = true) or undeclares a table public.
+CREATE FUNCTION dx.set_public(rel regclass, public bool DEFAULT true)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF public IS NULL THEN
+		RAISE EXCEPTION 'public must be true or false' USING ERRCODE = '22004';
+	END IF;
+	IF NOT public THEN
+		DELETE FROM dx.public_tables WHERE relid = rel;
+		PERFORM dx._invalidate('dx.public_tables'::regclass);
+		RETURN;
+	END IF;
+	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
+			HINT = 'Only ordinary and partitioned tables can be public; copy the rows of a view into a table.';
+	END IF;
+	IF EXISTS (WITH RECURSIVE up(r) AS (SELECT rel::oid UNION
+	                 SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.r),
+	               down(r) AS (SELECT rel::oid UNION
+	                 SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.r)
+	           SELECT 1 FROM dx.protected_tables p WHERE p.relid::oid IN (SELECT r FROM up UNION SELECT r FROM down)) THEN
+		RAISE EXCEPTION 'table "%" is protected (or shares rows with a protected table) and cannot be public', rel
+			USING ERRCODE = '22023', HINT = 'A table is either protected or public.';
+	END IF;
+	INSERT INTO dx.public_tables (relid) VALUES (rel) ON CONFLICT (relid) DO NOTHING;
+	PERFORM dx._invalidate('dx.public_tables'::regclass);
 END $$;

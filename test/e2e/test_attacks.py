@@ -307,8 +307,8 @@ def test_windows_ctes_subqueries_and_set_operations():
 
 
 # ================================================================ joins, LATERAL, set-returning functions
-# Joins with tables the DBA marked public are part of the issue, but no "public table" marking exists
-# yet: today every join is refused, and these attempts expect that rejection.
+# zips is not declared public in this category (dx.set_public): every join is refused. Joins with
+# public tables are the public_joins category.
 
 C = "joins"
 attack(C, "join_public_table_group", "SELECT z.city, count(*) FROM people p JOIN zips z ON p.zip = z.zip "
@@ -331,6 +331,113 @@ attack(C, "values_join_on_id", "SELECT count(*) FROM people JOIN (VALUES (5)) v(
 
 def test_joins_lateral_and_set_returning_functions():
     run_category("joins")
+
+
+# ================================================================ joins with public tables
+# zips is declared public (dx.set_public) and readable by everyone; probe_weights is public and
+# granted to mallory, with one huge weight at the secret row's point; hidden_dim is public but not
+# granted to her; plain_lookup is granted to her but not public; people2 is a second protected table.
+
+C = "public_joins"
+PUBLIC_JOIN_SETUP = [
+    "SELECT dx.set_public('zips')",
+    "CREATE TABLE probe_weights (age int, zip text, weight float8)",
+    "INSERT INTO probe_weights VALUES (30, '10007', 1e6)",
+    "SELECT dx.set_public('probe_weights')",
+    "GRANT SELECT ON probe_weights TO mallory",
+    "CREATE TABLE hidden_dim (zip text, region text)",
+    "INSERT INTO hidden_dim SELECT zip, 'r' || zip FROM zips",
+    "SELECT dx.set_public('hidden_dim')",
+    "CREATE TABLE plain_lookup (zip text, label text)",
+    "INSERT INTO plain_lookup SELECT zip, city FROM zips",
+    "GRANT SELECT ON plain_lookup TO mallory",
+]
+
+
+def public_change_after_prepare(ctx, conn, attempt):
+    """A prepared join keeps the public rows it was analysed with: changing the public table between
+    EXECUTEs changes neither the answer's expectation nor its noise (only the per-point table)."""
+    execute(conn, "PREPARE pj AS SELECT sum(w.weight) FROM people p JOIN probe_weights w "
+                  "ON w.age = p.age AND w.zip = p.zip")
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "EXECUTE pj")
+    execute(ctx.admin, "UPDATE probe_weights SET weight = 1")
+    try:
+        ctx.clear_answer_cache()
+        run_fetch(conn, "EXECUTE pj")
+        charges = ctx.ledger_since(before)
+        assert len(charges) == 2, f"{len(charges)} charges for two EXECUTEs"
+        scales = [s for _, sc in charges for s in sc]
+        assert min(scales) >= 1e6 / EPS - 1e-6, f"scale {min(scales)} after the public table changed"
+    finally:
+        execute(ctx.admin, "UPDATE probe_weights SET weight = 1e6")
+        execute(conn, "DEALLOCATE pj")
+    return "same noise scale after the public table changed"
+
+
+def own_public_table_is_noised(ctx, conn, attempt):
+    """An analyst may declare her own table public and use it as per-point weights: the answer is
+    still noised and charged with the sensitivity of those weights."""
+    execute(conn, "CREATE TABLE mallory_ws.my_weights (age int, weight float8)")
+    execute(conn, "INSERT INTO mallory_ws.my_weights SELECT a, CASE WHEN a = 30 THEN 5000 ELSE 0 END "
+                  "FROM generate_series(0, 120) a")
+    execute(conn, "SELECT dx.set_public('mallory_ws.my_weights')")
+    return Noised(min_scale=5000 / EPS, rows=1).check(
+        ctx, conn, Attempt(C, attempt.name, "SELECT sum(w.weight) FROM people p JOIN mallory_ws.my_weights w "
+                                            "ON w.age = p.age", None))
+
+
+attack(C, "public_join_noised", "SELECT count(*) FROM people p JOIN zips z ON p.zip = z.zip WHERE z.city = 'Gotham'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "public_join_comma_noised", "SELECT count(*) FROM people p, zips z WHERE p.zip = z.zip AND z.city <> 'Gotham'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "public_join_grouped_noised", "SELECT p.sex, count(*) FROM people p JOIN zips z USING (zip) "
+                                        "WHERE z.city = 'Gotham' GROUP BY p.sex", Noised(min_scale=1.0, rows=2))
+# one huge weight at the secret row's point (age 30, zip 10007): the noise grows with it
+attack(C, "weight_amplification", "SELECT sum(w.weight) FROM people p JOIN probe_weights w "
+                                  "ON w.age = p.age AND w.zip = p.zip", Noised(min_scale=1e6 / EPS, rows=1))
+attack(C, "join_not_public", "SELECT count(*) FROM people p JOIN plain_lookup l ON l.zip = p.zip", Reject(PRIV))
+attack(C, "join_no_select_on_public", "SELECT count(*) FROM people p JOIN hidden_dim h ON h.zip = p.zip",
+       Reject(PRIV))
+attack(C, "join_two_protected", "SELECT count(*) FROM people a JOIN people2 b ON a.age = b.age", Reject(*SHAPE))
+attack(C, "join_undeclared_in_on", "SELECT count(*) FROM people p JOIN zips z ON z.city = p.name", Reject(PRIV))
+attack(C, "join_undeclared_id_weights", "SELECT count(*) FROM people p JOIN zips z ON p.id = 5", Reject(PRIV))
+attack(C, "join_raw_public_columns", "SELECT z.city FROM people p JOIN zips z ON p.zip = z.zip", Reject(PRIV))
+attack(C, "join_raw_star", "SELECT * FROM people p JOIN zips z ON p.zip = z.zip", Reject(PRIV))
+attack(C, "join_group_by_public", "SELECT z.city, count(*) FROM people p JOIN zips z ON p.zip = z.zip GROUP BY z.city",
+       Reject(*SHAPE))
+attack(C, "join_having_public", "SELECT count(*) FROM people p JOIN zips z ON p.zip = z.zip "
+                                "GROUP BY p.sex HAVING min(z.city) = 'Gotham'", Reject(*SHAPE))
+attack(C, "join_right_outer", "SELECT count(*) FROM people p RIGHT JOIN zips z ON p.zip = z.zip", Reject(*SHAPE))
+attack(C, "join_full_outer", "SELECT count(*) FROM people p FULL JOIN zips z ON p.zip = z.zip", Reject(*SHAPE))
+attack(C, "join_lateral", "SELECT count(*) FROM zips z, LATERAL (SELECT * FROM people p WHERE p.zip = z.zip) s",
+       Reject(*SHAPE))
+attack(C, "join_min_over_public", "SELECT min(p.age) FROM people p JOIN zips z ON p.zip = z.zip", Reject(*SHAPE))
+attack(C, "set_public_not_owner", "SELECT dx.set_public('zips', false)", Reject(PRIV, "42809", "22023", hint=False))
+attack(C, "set_public_protected", "SELECT dx.set_public('people')", Reject(PRIV, "42809", "22023", hint=False))
+attack(C, "public_change_after_prepare", "(prepared join)", Custom(public_change_after_prepare))
+
+
+def rls_policy_on_own_public_table(ctx, conn, attempt):
+    """A row-level security policy on her own public table would run her code (reading people) while
+    dxpriv reads the snapshot: refused at analysis."""
+    execute(conn, "CREATE TABLE mallory_ws.rls_weights (age int)")
+    execute(conn, "INSERT INTO mallory_ws.rls_weights SELECT generate_series(0, 120)")
+    execute(conn, "SELECT dx.set_public('mallory_ws.rls_weights')")
+    execute(conn, "CREATE POLICY leak ON mallory_ws.rls_weights USING "
+                  "((SELECT count(*) FROM people WHERE age = 30 AND zip = '10007') > 0)")
+    execute(conn, "ALTER TABLE mallory_ws.rls_weights ENABLE ROW LEVEL SECURITY")
+    execute(conn, "ALTER TABLE mallory_ws.rls_weights FORCE ROW LEVEL SECURITY")
+    return Reject(*SHAPE).check(ctx, conn, Attempt(C, attempt.name, "SELECT count(*) FROM people p "
+                                                   "JOIN mallory_ws.rls_weights w ON w.age = p.age", None))
+
+
+attack(C, "rls_policy_on_own_public_table", "(own table with a policy)", Custom(rls_policy_on_own_public_table))
+attack(C, "own_public_weights_noised", "(own table)", Custom(own_public_table_is_noised))
+
+
+def test_joins_with_public_tables():
+    run_category("public_joins", admin_setup=PUBLIC_JOIN_SETUP, extra_tables=[("people2", 50, 1)])
 
 
 # ================================================================ user-defined and volatile functions
@@ -2058,7 +2165,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use"}
+               "last_release", "spellings_own_use", "public_joins"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 extern "C" {
@@ -65,10 +66,10 @@ namespace {
 
 // Evaluates exprs at every point, calling on_value(e, flat, value, isnull) for each (the value
 // lives in a per-point context: copy what must outlive the call). Errors name the failing point.
-template <class OnValue>
+template <class OnValue, class OnPair>
 void
 for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
-                     const std::vector<Expr *> &exprs, OnValue &&on_value)
+                     const std::vector<Expr *> &exprs, OnValue &&on_value, const PublicRows *inner, OnPair &&on_pair)
 {
 	const size_t n = sub.size();
 	std::vector<std::vector<std::vector<Datum>>> points; // column -> member -> point
@@ -83,6 +84,11 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 		Relation rel = relation_open(relid, AccessShareLock);
 		TupleDesc td = RelationGetDescr(rel);
 		EState *estate = CreateExecutorState();
+		ParamExecData *params = nullptr;
+		if (inner && inner->params > 0) {
+			params = static_cast<ParamExecData *>(palloc0(sizeof(ParamExecData) * (inner->first_param + inner->params)));
+			estate->es_param_exec_vals = params;
+		}
 		ExprContext *econtext = GetPerTupleExprContext(estate);
 		TupleTableSlot *slot = MakeSingleTupleTableSlot(td, &TTSOpsVirtual);
 		std::vector<ExprState *> states(exprs.size(), nullptr);
@@ -101,13 +107,23 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 				}
 			ExecStoreVirtualTuple(slot);
 			econtext->ecxt_scantuple = slot;
-			ResetExprContext(econtext);
-			for (size_t e = 0; e < states.size(); ++e) {
-				if (!states[e])
-					continue;
-				bool isnull = false;
-				Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
-				on_value(e, flat, r, isnull);
+			const size_t rows = inner ? inner->values.size() : 1;
+			for (size_t row = 0; row < rows; ++row) {
+				if (inner)
+					for (int k = 0; k < inner->params; ++k) {
+						params[inner->first_param + k].execPlan = nullptr;
+						params[inner->first_param + k].value = inner->values[row][k];
+						params[inner->first_param + k].isnull = inner->nulls[row][k];
+					}
+				ResetExprContext(econtext);
+				for (size_t e = 0; e < states.size(); ++e) {
+					if (!states[e])
+						continue;
+					bool isnull = false;
+					Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
+					on_value(e, flat, r, isnull);
+				}
+				on_pair(flat, row);
 			}
 			for (size_t c = cols.size(); c-- > 0;) { // odometer, last column fastest
 				if (++idx[c] < sub.domains[c].size())
@@ -151,8 +167,30 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
 		out.is_null[e][flat] = isnull;
 		out.value[e][flat] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
-	});
+	}, nullptr, [](size_t, size_t) {});
 	return out;
+}
+
+// See universe_eval.h.
+void
+evaluate_pairs_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                             const std::vector<Expr *> &exprs, const PublicRows &inner,
+                             const std::function<void(size_t, const std::vector<double> &, const std::vector<char> &)> &on_pair)
+{
+	std::vector<bool> is_bool(exprs.size(), false);
+	for (size_t e = 0; e < exprs.size(); ++e)
+		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
+			is_bool[e] = true;
+	std::vector<double> v(exprs.size(), 1.0);
+	std::vector<char> nul(exprs.size(), 0);
+	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t, Datum r, bool isnull) {
+		nul[e] = isnull;
+		v[e] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+	}, &inner, [&](size_t flat, size_t) {
+		on_pair(flat, v, nul);
+		std::fill(v.begin(), v.end(), 1.0);
+		std::fill(nul.begin(), nul.end(), 0);
+	});
 }
 
 // See universe_eval.h.
@@ -179,7 +217,7 @@ evaluate_datums_over_universe(Oid relid, const std::vector<const ColumnPolicy *>
 			out.value[e][flat] = datumCopy(r, typbyval[e], typlen[e]);
 			MemoryContextSwitchTo(old);
 		}
-	});
+	}, nullptr, [](size_t, size_t) {});
 	return out;
 }
 

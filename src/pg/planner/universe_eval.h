@@ -7,6 +7,7 @@ extern "C" {
 #include "nodes/primnodes.h"
 }
 
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -37,6 +38,21 @@ SubUniverse sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber
 // not depend on the data.
 UniverseValues evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
                                       const SubUniverse &sub, const std::vector<Expr *> &exprs);
+
+// Rows of public tables joined to the protected table (a snapshot taken at analysis): their
+// columns appear in the expressions as PARAM_EXEC parameters first_param .. first_param+params-1.
+struct PublicRows {
+	int first_param = 0;
+	int params = 0;
+	std::vector<std::vector<Datum>> values; // per row, per parameter
+	std::vector<std::vector<char>> nulls;
+};
+
+// Evaluates exprs (boolean or float8, nullptr as 1) at every pair (point u, public row r), in point
+// order, calling on_pair(u, values, nulls) once per pair.
+void evaluate_pairs_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                                  const std::vector<Expr *> &exprs, const PublicRows &inner,
+                                  const std::function<void(size_t, const std::vector<double> &, const std::vector<char> &)> &on_pair);
 
 // Values of expressions of any type at every point (same order as evaluate_over_universe), copied
 // into the caller's memory context; expressions must not be nullptr.
