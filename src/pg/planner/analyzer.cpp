@@ -15,6 +15,7 @@
 #include "pg/planner/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
+#include "pg/planner/public_joins.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
 #include "pg/executor/release_log.h"
@@ -133,19 +134,6 @@ collect_markers(Node *node, void *ctx)
 		return false; // arguments of a dx aggregate contain no aggregate
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_markers), ctx);
-}
-
-// True when the expression or query contains a client-bound parameter ($1).
-bool
-contains_param(Node *node, void *ctx)
-{
-	if (!node)
-		return false;
-	if (IsA(node, Param))
-		return castNode(Param, node)->paramkind == PARAM_EXTERN;
-	if (IsA(node, Query))
-		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(contains_param), ctx, 0);
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(contains_param), ctx);
 }
 
 // ---- validation ----
@@ -583,302 +571,6 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 	release_log_describe(ids, std::move(descriptions), std::move(labels));
 }
 
-// ---- joins with public tables (README "Joins with public tables") ----
-
-// The public rows of the query being rewritten (nullptr: no join). Their columns appear in the
-// query as PARAM_EXEC parameters 0 .. params-1 until rewrite_query folds them into the tables.
-const PublicRows *current_join = nullptr;
-constexpr double kMaxJoinPairs = 2e7; // points x public rows evaluated at analysis
-
-// True when q's FROM is more than one plain table.
-bool
-is_join_query(Query *q)
-{
-	return list_length(q->jointree->fromlist) != 1 || !IsA(linitial(q->jointree->fromlist), RangeTblRef);
-}
-
-bool
-has_lateral(Query *q)
-{
-	ListCell *lc;
-	foreach (lc, q->rtable)
-		if (lfirst_node(RangeTblEntry, lc)->lateral)
-			return true;
-	return false;
-}
-
-struct JoinMap {
-	int protected_index = 0;
-	std::set<int> public_index;
-	std::map<std::pair<int, AttrNumber>, int> param_of; // (rtindex, attno) -> parameter
-	std::vector<Var *> param_var;                       // parameter -> the public column
-};
-
-Node *
-public_vars_to_params(Node *node, void *ctx)
-{
-	if (!node)
-		return nullptr;
-	auto *m = static_cast<JoinMap *>(ctx);
-	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0) {
-		Var *v = castNode(Var, node);
-		if (static_cast<int>(v->varno) == m->protected_index) {
-			Var *c = copy_node(v);
-			c->varno = 1;
-			if (static_cast<int>(c->varnosyn) == m->protected_index)
-				c->varnosyn = 1;
-			return (Node *) c;
-		}
-		if (!m->public_index.count(static_cast<int>(v->varno)))
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this column reference cannot be used in a join with dx aggregates",
-			     "Reference the protected table's declared columns and the public tables' columns by name.");
-		if (v->varattno <= 0)
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "system columns and whole-row references of public tables cannot be used "
-			     "in queries with dx aggregates", "Reference the public table's columns by name.");
-		auto key = std::make_pair(static_cast<int>(v->varno), v->varattno);
-		auto it = m->param_of.find(key);
-		int id = 0;
-		if (it == m->param_of.end()) {
-			id = static_cast<int>(m->param_var.size());
-			m->param_of[key] = id;
-			m->param_var.push_back(v);
-		} else
-			id = it->second;
-		Param *p = makeNode(Param);
-		p->paramkind = PARAM_EXEC;
-		p->paramid = id;
-		p->paramtype = v->vartype;
-		p->paramtypmod = v->vartypmod;
-		p->paramcollid = v->varcollid;
-		p->location = -1;
-		return (Node *) p;
-	}
-	return expression_tree_mutator(node, reinterpret_cast<Node *(*)()>(public_vars_to_params), ctx);
-}
-
-// Finds a public column (PARAM_EXEC) outside aggregates.
-bool
-public_outside_aggregates(Node *node, void *)
-{
-	if (!node || IsA(node, Aggref))
-		return false;
-	if (IsA(node, Param) && castNode(Param, node)->paramkind == PARAM_EXEC)
-		return true;
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(public_outside_aggregates), nullptr);
-}
-
-// Finds a PARAM_EXEC anywhere (none may survive the rewrite).
-bool
-any_exec_param(Node *node, void *)
-{
-	if (!node)
-		return false;
-	if (IsA(node, Param) && castNode(Param, node)->paramkind == PARAM_EXEC)
-		return true;
-	if (IsA(node, Query))
-		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(any_exec_param), nullptr, 0);
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(any_exec_param), nullptr);
-}
-
-std::string
-qualified_name(Oid relid)
-{
-	char *nsp = get_namespace_name(get_rel_namespace(relid));
-	char *rel = get_rel_name(relid);
-	return quote_qualified_identifier(nsp, rel);
-}
-
-// A join of one protected table with public tables: checks it, reads the public tables' referenced
-// columns once (with the caller's privileges) into `out`, and turns the query into one over the
-// protected table alone, public columns becoming parameters. Returns false (query untouched) when
-// no protected table is joined.
-bool
-take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
-{
-	const char *hint = "Join the protected table with tables the owner declared public (dx.set_public): "
-	                   "SELECT dx.count(*) FROM people p JOIN regions r ON r.region = p.region WHERE r.zone = 'north'.";
-	std::vector<int> bases;
-	Node *quals = q->jointree->quals;
-	std::function<void(Node *)> walk = [&](Node *n) {
-		if (IsA(n, RangeTblRef)) {
-			bases.push_back(castNode(RangeTblRef, n)->rtindex);
-			return;
-		}
-		if (IsA(n, JoinExpr)) {
-			JoinExpr *j = castNode(JoinExpr, n);
-			if (j->jointype != JOIN_INNER)
-				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "outer joins cannot be used in queries with dx aggregates", hint);
-			walk(j->larg);
-			walk(j->rarg);
-			if (j->quals)
-				quals = quals ? (Node *) makeBoolExpr(AND_EXPR, list_make2(quals, j->quals), -1) : j->quals;
-			return;
-		}
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this FROM item cannot be used in a join with dx aggregates", hint);
-	};
-	ListCell *lc;
-	foreach (lc, q->jointree->fromlist)
-		walk((Node *) lfirst(lc));
-	JoinMap map;
-	std::vector<int> protected_bases;
-	for (int i : bases) {
-		RangeTblEntry *rte = rt_fetch(i, q->rtable);
-		if (rte->lateral)
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "LATERAL cannot be used in queries with dx aggregates", hint);
-		if (rte->rtekind != RTE_RELATION)
-			continue;
-		TablePolicy p;
-		if (load_table_policy(rte->relid, p))
-			protected_bases.push_back(i);
-	}
-	if (protected_bases.empty())
-		return false;
-	if (protected_bases.size() > 1)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins of two protected tables cannot be answered",
-		     "A query with dx aggregates reads one protected table; join it only with public tables (dx.set_public).");
-	map.protected_index = protected_bases[0];
-	for (int i : bases) {
-		if (i == map.protected_index)
-			continue;
-		RangeTblEntry *rte = rt_fetch(i, q->rtable);
-		if (rte->rtekind != RTE_RELATION)
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "subqueries, functions and VALUES cannot be joined to a protected table",
-			     hint);
-		bool is_public = false, shares_rows = false, runs_code = false;
-		{
-			// the snapshot reads the table and, without ONLY, its descendants: none may hold a
-			// protected table's rows, and none may run a reader's code on the way (row-level security
-			// policies, foreign tables), which the analyst checks would not see
-			InternalSpi spi(ext.schema_owner);
-			spi.exec("WITH RECURSIVE down(r) AS (SELECT $1::pg_catalog.oid UNION "
-			         "  SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r) "
-			         "SELECT EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = $1), "
-			         "  EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid::pg_catalog.oid IN (SELECT r FROM down)), "
-			         "  EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid IN (SELECT r FROM down) "
-			         "          AND (c.relrowsecurity OR c.relkind NOT IN ('r', 'p')))",
-			         {{OIDOID, ObjectIdGetDatum(rte->relid)}}, true);
-			is_public = DatumGetBool(spi.value(0, 0));
-			shares_rows = DatumGetBool(spi.value(0, 1));
-			runs_code = DatumGetBool(spi.value(0, 2));
-		}
-		if (is_public && shares_rows)
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     "public table \"" + qualified_name(rte->relid) + "\" shares rows with a protected table",
-			     "A partition or inheritance child of a public table is protected: join the protected table itself.");
-		if (is_public && runs_code)
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-			     "public table \"" + qualified_name(rte->relid) +
-			         "\" (or one of its partitions or children) has row-level security or is not an ordinary table",
-			     "Copy the rows the join needs into an ordinary table without row-level security and declare it public.");
-		if (!is_public || (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     "table \"" + qualified_name(rte->relid) + "\" is not public and cannot be joined to a protected table",
-			     "Its owner can declare it public with dx.set_public('" + qualified_name(rte->relid) +
-			         "') when its rows may be read by every analyst of the join; otherwise query the protected table "
-			         "alone.");
-		map.public_index.insert(i);
-	}
-	if (q->groupingSets)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUPING SETS, ROLLUP and CUBE cannot be used in joins yet",
-		     "Run one query per grouping set.");
-	if (contains_param((Node *) q, nullptr))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "bound parameters cannot be used in joins with public tables yet",
-		     "Write the values as constants.");
-	// columns of inner joins: the base tables' columns
-	q->targetList = (List *) flatten_join_alias_vars(q, (Node *) q->targetList);
-	q->havingQual = flatten_join_alias_vars(q, q->havingQual);
-	quals = flatten_join_alias_vars(q, quals);
-	q->targetList = (List *) public_vars_to_params((Node *) q->targetList, &map);
-	q->havingQual = public_vars_to_params(q->havingQual, &map);
-	quals = public_vars_to_params(quals, &map);
-	if (public_outside_aggregates((Node *) q->targetList, nullptr) || public_outside_aggregates(q->havingQual, nullptr))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "columns of public tables can only be used in ON, WHERE, aggregate arguments and FILTER",
-		     "GROUP BY, output columns and HAVING (outside aggregates) use the protected table's declared columns, "
-		     "e.g. SELECT p.age, dx.count(*) FROM people p JOIN regions r ON r.region = p.region WHERE r.zone = 'north' "
-		     "GROUP BY p.age.");
-
-	// snapshot of every public table's referenced columns, read as the caller
-	out = PublicRows{};
-	out.first_param = 0;
-	out.params = static_cast<int>(map.param_var.size());
-	out.values.assign(1, std::vector<Datum>(out.params, (Datum) 0));
-	out.nulls.assign(1, std::vector<char>(out.params, 1));
-	MemoryContext outer = CurrentMemoryContext;
-	for (int i : map.public_index) {
-		RangeTblEntry *rte = rt_fetch(i, q->rtable);
-		const std::string name = qualified_name(rte->relid);
-		if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for public table \"" + name + "\"",
-			     "A join reads the public table with your own privileges: its owner can GRANT SELECT ON " + name +
-			         " to you.");
-		std::vector<int> ids;
-		std::string list;
-		for (size_t k = 0; k < map.param_var.size(); ++k)
-			if (static_cast<int>(map.param_var[k]->varno) == i) {
-				ids.push_back(static_cast<int>(k));
-				char *att = get_attname(rte->relid, map.param_var[k]->varattno, false);
-				list += (list.empty() ? "" : ", ") + std::string(quote_identifier(att));
-			}
-		std::vector<std::vector<Datum>> rows;
-		std::vector<std::vector<char>> nulls;
-		{
-			InternalSpi spi(GetUserId()); // the caller's privileges and row-level security apply
-			const std::string sql = "SELECT " + list + " FROM " + (rte->inh ? "" : "ONLY ") + name;
-			const uint64 n = spi.exec_dynamic(sql.c_str());
-			if (static_cast<double>(n) * static_cast<double>(out.values.size()) > kMaxJoinPairs)
-				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-				     "the public tables of the join have too many rows: at most " +
-				         std::to_string(static_cast<long long>(kMaxJoinPairs)) + " combinations are analysed",
-				     "Join smaller public tables, or fewer of them.");
-			for (uint64 r = 0; r < n; ++r) {
-				rows.emplace_back();
-				nulls.emplace_back();
-				for (size_t c = 0; c < ids.size(); ++c) {
-					const bool isnull = spi.is_null(r, static_cast<int>(c));
-					Datum d = (Datum) 0;
-					if (!isnull)
-						pg_call([&] {
-							int16 len;
-							bool byval;
-							get_typlenbyval(map.param_var[ids[c]]->vartype, &len, &byval);
-							MemoryContext old = MemoryContextSwitchTo(outer);
-							d = datumCopy(spi.value(r, static_cast<int>(c)), byval, len);
-							MemoryContextSwitchTo(old);
-						});
-					rows.back().push_back(d);
-					nulls.back().push_back(isnull);
-				}
-			}
-		}
-		// cross product with the rows taken so far
-		std::vector<std::vector<Datum>> values;
-		std::vector<std::vector<char>> value_nulls;
-		for (size_t a = 0; a < out.values.size(); ++a)
-			for (size_t r = 0; r < rows.size(); ++r) {
-				values.push_back(out.values[a]);
-				value_nulls.push_back(out.nulls[a]);
-				for (size_t c = 0; c < ids.size(); ++c) {
-					values.back()[ids[c]] = rows[r][c];
-					value_nulls.back()[ids[c]] = nulls[r][c];
-				}
-			}
-		out.values = std::move(values);
-		out.nulls = std::move(value_nulls);
-	}
-	// the statement reads the protected table alone: public tables are not read at execution
-	RangeTblEntry *prot = rt_fetch(map.protected_index, q->rtable);
-	q->rtable = list_make1(prot);
-	q->jointree = makeFromExpr(list_make1(makeNode(RangeTblRef)), quals);
-	linitial_node(RangeTblRef, q->jointree->fromlist)->rtindex = 1;
-	return true;
-}
-
-// Makes the public rows visible to rewrite_query while it runs.
-struct JoinScope {
-	explicit JoinScope(const PublicRows *rows) { current_join = rows; }
-	~JoinScope() { current_join = nullptr; }
-};
 
 // Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
 // only checked for its shape here: it is analysed and rewritten when it is planned with its bound
@@ -928,7 +620,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		check_row_expression(e, policy, where_text);
 	};
 	EmQuery em = take_em_markers(found.second, policy, ext, em_hooks);
-	if (current_join && !em.specs.empty())
+	if (current_public_join() && !em.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be used in joins yet",
 		     "Use dx.count, dx.sum, dx.avg or dx.linear in a join with public tables.");
 	// ---- end of exponential mechanism dispatch ----
@@ -990,7 +682,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		exprs.push_back(s.weight);
 	}
 	UniverseValues vals;
-	if (!current_join)
+	if (!current_public_join())
 		vals = evaluate_over_universe(relid, cols, sub, exprs);
 
 	// output group of every point: its projection on the keys' columns, grouped as analysed
@@ -1014,21 +706,21 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
 	std::vector<std::vector<std::optional<double>>> tables(specs.size(), std::vector<std::optional<double>>(n));
 	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
-	if (current_join) {
+	if (current_public_join()) {
 		// a row at point u adds the sum over the public rows r joined to it (ON and WHERE hold) of
 		// its weight at (u, r); a COUNT counts the pairs. Evaluated here on the snapshot only.
-		const double pairs = static_cast<double>(n) * static_cast<double>(current_join->values.size());
+		const double pairs = static_cast<double>(n) * static_cast<double>(current_public_join()->values.size());
 		if (pairs * static_cast<double>(std::max<size_t>(specs.size(), 1)) > kMaxJoinPairs)
 			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 			     "the join needs " + std::to_string(static_cast<long long>(n)) + " points x " +
-			         std::to_string(current_join->values.size()) + " public rows x " + std::to_string(specs.size()) +
+			         std::to_string(current_public_join()->values.size()) + " public rows x " + std::to_string(specs.size()) +
 			         " aggregates evaluated at analysis, " + over_limit(pairs * std::max<size_t>(specs.size(), 1), kMaxJoinPairs),
 			     "Reference fewer or coarser protected columns, filter the public table into a smaller one, or use "
 			     "fewer aggregates.");
 		std::vector<std::vector<double>> sum(specs.size(), std::vector<double>(n, 0.0));
 		std::vector<std::vector<double>> count(specs.size(), std::vector<double>(n, 0.0));
 		std::vector<bool> seen(specs.size(), false), nonzero(specs.size(), false);
-		evaluate_pairs_over_universe(relid, cols, sub, exprs, *current_join,
+		evaluate_pairs_over_universe(relid, cols, sub, exprs, *current_public_join(),
 		                             [&](size_t u, const std::vector<double> &v, const std::vector<char> &nul) {
 			for (size_t j = 0; j < specs.size(); ++j) {
 				const double w = v[2 + 2 * j];
@@ -1064,7 +756,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			}
 		}
 	}
-	for (size_t j = 0; j < specs.size() && !current_join; ++j) {
+	for (size_t j = 0; j < specs.size() && !current_public_join(); ++j) {
 		const std::vector<double> &filt = vals.value[1 + 2 * j];
 		const std::vector<double> &w = vals.value[2 + 2 * j];
 		const std::vector<char> &w_null = vals.is_null[2 + 2 * j];
@@ -1258,7 +950,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
 	// outside the aggregates read the values the analysis computed per group
 	q->jointree->quals = nullptr;
-	if (current_join && any_exec_param((Node *) q, nullptr))
+	if (current_public_join() && any_exec_param((Node *) q, nullptr))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
 	if (!grouped) {
 		const std::map<int, int64> ids = stamp_identities(q, ext);

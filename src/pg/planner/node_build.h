@@ -1,10 +1,11 @@
-// Small builders of query-tree nodes shared by the analyzer and the exponential-mechanism rewriter.
+// Small builders and tests of query-tree nodes shared by the planner-side files.
 #pragma once
 
 extern "C" {
 #include "postgres.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 }
@@ -47,6 +48,19 @@ labels_const(const Domain &d)
 		labels.push_back(CStringGetTextDatum(l.c_str()));
 	ArrayType *arr = construct_array(labels.data(), static_cast<int>(labels.size()), TEXTOID, -1, false, TYPALIGN_INT);
 	return makeConst(TEXTARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+// True when the expression or query contains a client-bound parameter ($1); a walker.
+inline bool
+contains_param(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Param))
+		return castNode(Param, node)->paramkind == PARAM_EXTERN;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(contains_param), ctx, 0);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(contains_param), ctx);
 }
 
 } // namespace dxpriv::pg

@@ -1,0 +1,44 @@
+// Joins of one protected table with public tables (README "Joins with public tables"): a query
+// `FROM <protected> JOIN <public> ON ...` is a function of the protected row's declared point, so
+// the analyzer reads the public tables' referenced columns once (with the caller's privileges),
+// evaluates the query on every (point, public row) pair and folds the sums into the per-point
+// tables; the executed query reads only the protected table.
+#pragma once
+
+#include "pg/dxpriv.h"
+#include "pg/planner/universe_eval.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+}
+
+namespace dxpriv::pg {
+
+// Cap on points x public rows (x aggregates) evaluated at analysis.
+constexpr double kMaxJoinPairs = 2e7;
+
+// True when q's FROM is more than one plain table.
+bool is_join_query(Query *q);
+// True when a range table entry of q is LATERAL.
+bool has_lateral(Query *q);
+// True when a PARAM_EXEC (a public column) is anywhere in node (none may survive the rewrite).
+bool any_exec_param(Node *node, void *);
+
+// A join of one protected table with public tables: checks it, reads the public tables' referenced
+// columns once (with the caller's privileges) into `out`, and turns the query into one over the
+// protected table alone, public columns becoming parameters. Returns false (query untouched) when
+// no protected table is joined.
+bool take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out);
+
+// The public rows of the query being rewritten, or nullptr (no join).
+const PublicRows *current_public_join();
+
+// Makes the public rows visible to rewrite_query while it runs.
+struct JoinScope {
+	explicit JoinScope(const PublicRows *rows);
+	~JoinScope();
+	JoinScope(const JoinScope &) = delete;
+	JoinScope &operator=(const JoinScope &) = delete;
+};
+
+} // namespace dxpriv::pg
