@@ -73,16 +73,6 @@ parse_strategy(const std::string &name, AllocationStrategy &out)
 
 namespace {
 
-// Number of cells with a non-zero column maximum (the noisy ones).
-std::size_t
-count_active(const std::vector<double> &colmax)
-{
-	std::size_t n = 0;
-	for (double v : colmax)
-		n += v > 0;
-	return n;
-}
-
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
 // Rejects a malformed constraint set.
@@ -157,7 +147,7 @@ min_weighted(const ConstraintSet &c, const std::vector<double> &w, double epsilo
 {
 	std::vector<std::size_t> argmax;
 	const std::vector<double> colmax = column_max(c, &argmax);
-	const std::size_t n_active = count_active(colmax);
+	const std::size_t n_active = count_noisy(colmax);
 	if (n_active <= 1)
 		return equal_split(colmax, n_active, epsilon);
 	std::vector<std::size_t> binding;
@@ -190,7 +180,7 @@ allocate_relative(const ConstraintSet &c, const std::vector<Estimate> &estimates
 {
 	std::vector<std::size_t> argmax;
 	const std::vector<double> colmax = column_max(c, &argmax);
-	const std::size_t n_active = count_active(colmax);
+	const std::size_t n_active = count_noisy(colmax);
 	const std::vector<double> b_eq = equal_split(colmax, n_active, epsilon);
 	if (n_active <= 1)
 		return b_eq;
@@ -235,7 +225,7 @@ allocate_one(const ConstraintSet &c, AllocationStrategy s, const std::vector<Est
 {
 	std::vector<std::size_t> argmax;
 	const std::vector<double> colmax = column_max(c, &argmax);
-	const std::size_t n_active = count_active(colmax);
+	const std::size_t n_active = count_noisy(colmax);
 	if (stats)
 		stats->winner = s;
 	if (n_active <= 1) // one noisy cell: s/epsilon is optimal for every strategy
