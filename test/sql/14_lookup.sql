@@ -90,3 +90,8 @@ COMMIT;
 SET DateStyle = 'SQL, DMY';
 SELECT d, dx.count(*) FROM dd GROUP BY d ORDER BY d;
 RESET DateStyle;
+-- dx._group_key refuses group indexes outside its values and multi-dimensional arrays
+SELECT dx._group_key(1, ARRAY['a', 'b']);
+SELECT dx._group_key(2, ARRAY['a', 'b']);
+SELECT dx._group_key(-1, ARRAY['a', 'b']);
+SELECT dx._group_key(0, ARRAY[[1, 2], [3, 4]]);
