@@ -5,6 +5,7 @@
 #include "pg/metadata/catalog.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
+#include "pg/planner/node_build.h"
 
 extern "C" {
 #include "access/sysattr.h"
@@ -411,14 +412,12 @@ standard_spelling(Aggref *a, PlainAggRewrite &c)
 				refuse_plain_aggregate(c.q, a, name);
 			if (sorts_descending(a)) {
 				// the p-quantile in descending order is the (1 - p)-quantile in ascending order
-				Node *folded = eval_const_expressions(nullptr, (Node *) copyObjectImpl(p));
-				if (!IsA(folded, Const) || castNode(Const, folded)->constisnull)
+				const Const *folded = folded_const((Node *) p);
+				if (!folded || folded->constisnull)
 					fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " with ORDER BY ... DESC needs a constant level",
 					     "Write the ascending level instead: " + fn + "(1 - p) WITHIN GROUP (ORDER BY " +
 					         column_for_hint(c.q, (Node *) col) + ").");
-				const double level = DatumGetFloat8(castNode(Const, folded)->constvalue);
-				p = (Expr *) makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(1.0 - level), false,
-				                       FLOAT8PASSBYVAL);
+				p = (Expr *) float8_const(1.0 - DatumGetFloat8(folded->constvalue));
 			}
 			return marker_call(a, ext.quantile_any, list_make2(col, p), ext);
 		}

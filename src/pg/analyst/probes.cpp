@@ -3,6 +3,7 @@
 
 #include "pg/guard.h"
 #include "pg/planner/group_source.h"
+#include "pg/planner/node_build.h"
 
 extern "C" {
 #include "access/relation.h"
@@ -37,30 +38,23 @@ plain_single_table_select(Query *q)
 bool
 constant_false(Node *expr)
 {
-	if (!expr)
-		return false;
-	Node *folded = eval_const_expressions(nullptr, static_cast<Node *>(copyObjectImpl(expr)));
-	if (!IsA(folded, Const))
-		return false;
-	Const *c = castNode(Const, folded);
-	return c->constisnull || !DatumGetBool(c->constvalue);
+	const Const *c = expr ? folded_const(expr) : nullptr;
+	return c && (c->constisnull || !DatumGetBool(c->constvalue));
 }
 
 // True when the LIMIT folds to the constant 0.
 bool
 limit_zero(Node *limit)
 {
-	if (!limit)
-		return false;
-	Node *folded = eval_const_expressions(nullptr, static_cast<Node *>(copyObjectImpl(limit)));
-	return IsA(folded, Const) && !castNode(Const, folded)->constisnull && DatumGetInt64(castNode(Const, folded)->constvalue) == 0;
+	const Const *c = limit ? folded_const(limit) : nullptr;
+	return c && !c->constisnull && DatumGetInt64(c->constvalue) == 0;
 }
 
 } // namespace
 
 // See probes.h.
 bool
-admit_zero_row_probe(Query *q, const AnalystContext &ac)
+admit_zero_row_probe(Query *q)
 {
 	if (!plain_single_table_select(q) || q->groupClause || q->distinctClause)
 		return false;
@@ -93,7 +87,6 @@ admit_zero_row_probe(Query *q, const AnalystContext &ac)
 	replace_rte_with_sql(q, (select.empty() ? std::string("SELECT") : select) + " WHERE false", colnames);
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
-	(void) ac; // the probe reads no protected table: nothing to admit
 	return true;
 }
 
@@ -105,8 +98,7 @@ answer_declared_values(Query *q, const AnalystContext &ac)
 		return false;
 	const Oid relid = linitial_node(RangeTblEntry, q->rtable)->relid;
 	TablePolicy policy;
-	if (!load_table_policy(OidIsValid(ac.policy_table(relid)) ? ac.policy_table(relid) : relid, policy) ||
-	    ac.policy_table(relid) != relid)
+	if (ac.policy_table(relid) != relid || !load_table_policy(relid, policy))
 		return false; // a child of a protected table is refused elsewhere
 	// every column the query names: an enumerated, declared, single column
 	std::vector<const ColumnPolicy *> cols;

@@ -15,7 +15,7 @@ namespace dxpriv::pg {
 // If q (an analyst's SELECT on one protected table, without dx aggregates) is a zero-row probe
 // (its WHERE folds to false or NULL, or LIMIT 0), replaces the table by an empty row source of the
 // same columns (the table is never opened) and returns true.
-bool admit_zero_row_probe(Query *q, const AnalystContext &ac);
+bool admit_zero_row_probe(Query *q);
 
 // If q lists the declared values of enumerated columns (DISTINCT or GROUP BY, no aggregate, no
 // WHERE), replaces the table by those values (every combination, in declared order), admits it

@@ -39,6 +39,13 @@ value_bytes(bool byval, Datum v, const char *&data, size_t &len, Datum &scratch)
 
 } // namespace
 
+// The keys' order for sorting and binary search: by length, then by bytes.
+bool
+DomainIndexer::key_less(const Key &a, const Key &b)
+{
+	return a.len != b.len ? a.len < b.len : std::memcmp(a.data, b.data, a.len) < 0;
+}
+
 // See domain_index.h.
 DomainIndexer *
 DomainIndexer::create(MemoryContext mcxt, Domain domain, Oid type, int32 typmod)
@@ -64,29 +71,25 @@ DomainIndexer::create(MemoryContext mcxt, Domain domain, Oid type, int32 typmod)
 void
 DomainIndexer::fill_points(int32 typmod)
 {
-	DomainIndexer *ix = this;
-	const Oid type = type_;
-	if (ix->domain_.kind() != DomainKind::Points) {
+	if (domain_.kind() != DomainKind::Points) {
 		int16 typlen;
-		get_typlenbyval(type, &typlen, &ix->byval_);
-		std::vector<Datum> pts = domain_datums(ix->domain_, type, typmod);
-		ix->points_ = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
-		std::copy(pts.begin(), pts.end(), ix->points_);
-		if (ix->domain_.kind() == DomainKind::Enumerated) {
-			ix->nkeys_ = pts.size();
-			ix->keys_ = static_cast<Key *>(palloc(sizeof(Key) * pts.size()));
+		get_typlenbyval(type_, &typlen, &byval_);
+		std::vector<Datum> pts = domain_datums(domain_, type_, typmod);
+		points_ = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
+		std::copy(pts.begin(), pts.end(), points_);
+		if (domain_.kind() == DomainKind::Enumerated) {
+			nkeys_ = pts.size();
+			keys_ = static_cast<Key *>(palloc(sizeof(Key) * pts.size()));
 			for (size_t i = 0; i < pts.size(); ++i) {
 				Datum scratch;
 				const char *data;
 				size_t len;
-				value_bytes(ix->byval_, pts[i], data, len, scratch);
+				value_bytes(byval_, pts[i], data, len, scratch);
 				char *copy = static_cast<char *>(palloc(len > 0 ? len : 1));
 				std::memcpy(copy, data, len);
-				ix->keys_[i] = {copy, len, i};
+				keys_[i] = {copy, len, i};
 			}
-			std::sort(ix->keys_, ix->keys_ + ix->nkeys_, [](const Key &a, const Key &b) {
-				return a.len != b.len ? a.len < b.len : std::memcmp(a.data, b.data, a.len) < 0;
-			});
+			std::sort(keys_, keys_ + nkeys_, key_less);
 		}
 	}
 }
@@ -103,9 +106,7 @@ DomainIndexer::index(Datum value, bool isnull) const
 	Datum scratch;
 	value_bytes(byval_, value, probe.data, probe.len, scratch);
 	const Key *end = keys_ + nkeys_;
-	const Key *hit = std::lower_bound(static_cast<const Key *>(keys_), end, probe, [](const Key &a, const Key &b) {
-		return a.len != b.len ? a.len < b.len : std::memcmp(a.data, b.data, a.len) < 0;
-	});
+	const Key *hit = std::lower_bound(static_cast<const Key *>(keys_), end, probe, key_less);
 	if (hit != end && hit->len == probe.len && std::memcmp(hit->data, probe.data, probe.len) == 0)
 		return hit->index;
 	return domain_.default_index();

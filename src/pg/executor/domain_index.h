@@ -39,6 +39,7 @@ private:
 		size_t len;
 		size_t index;
 	};
+	static bool key_less(const Key &a, const Key &b);
 	void fill_points(int32 typmod);
 
 	Domain domain_;

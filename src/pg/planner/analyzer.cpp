@@ -402,11 +402,11 @@ aggregate_epsilon(Aggref *a, bool has_eps_arg)
 {
 	double eps = guc_epsilon;
 	if (has_eps_arg) {
-		Node *e = eval_const_expressions(nullptr, (Node *) copy_node(lsecond_node(TargetEntry, a->args)->expr));
-		if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+		const Const *e = folded_const((Node *) lsecond_node(TargetEntry, a->args)->expr);
+		if (!e || e->constisnull)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon of a dx aggregate must be a non-null constant",
 			     "Write for example dx.count(col, 0.5).");
-		eps = DatumGetFloat8(castNode(Const, e)->constvalue);
+		eps = DatumGetFloat8(e->constvalue);
 	}
 	if (!(eps > 0) || std::isinf(eps))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
@@ -1209,7 +1209,7 @@ analyze(Query *top)
 				     analyst_hint(hint_rel));
 			if (d.markers_top == 0) {
 				// what BI tools probe before any aggregate: answered without reading a row or charging
-				if (admit_zero_row_probe(q, ac) || answer_declared_values(q, ac))
+				if (admit_zero_row_probe(q) || answer_declared_values(q, ac))
 					return;
 				refuse_unaggregated_read(q, ac);
 			}

@@ -44,11 +44,11 @@ double
 constant_argument(Aggref *a, int n, const char *what, const char *example)
 {
 	TargetEntry *te = castNode(TargetEntry, list_nth(a->args, n));
-	Node *e = eval_const_expressions(nullptr, (Node *) copy_node(te->expr));
-	if (!IsA(e, Const) || castNode(Const, e)->constisnull)
+	const Const *e = folded_const((Node *) te->expr);
+	if (!e || e->constisnull)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be a non-null constant",
 		     std::string("Write for example ") + example + ".");
-	return DatumGetFloat8(castNode(Const, e)->constvalue);
+	return DatumGetFloat8(e->constvalue);
 }
 
 // Validates one marker and describes it.

@@ -6,6 +6,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 }
@@ -23,6 +24,15 @@ T *
 copy_node(T *node)
 {
 	return static_cast<T *>(copyObjectImpl(node));
+}
+
+// expr reduced by eval_const_expressions (on a copy): the constant it folds to, or nullptr when it
+// does not fold to one (it names a column or a parameter, or calls a volatile function).
+inline Const *
+folded_const(Node *expr)
+{
+	Node *folded = eval_const_expressions(nullptr, copy_node(expr));
+	return IsA(folded, Const) ? castNode(Const, folded) : nullptr;
 }
 
 // A float8 constant.
