@@ -26,10 +26,10 @@ namespace dxpriv::pg {
 
 namespace {
 
-// Sorts the points of the keys' sub-universe by their key tuples (NULL first), keeping point order
-// among equal tuples, with each key type's btree comparison.
+// For each point of the keys' sub-universe, the run of equal key tuples it belongs to; runs are
+// numbered in the order of their tuples (NULL first; each key type's btree comparison).
 std::vector<size_t>
-sort_points_by_keys(const std::vector<TargetEntry *> &keys, const UniverseDatums &d, size_t n)
+key_tuple_runs(const std::vector<TargetEntry *> &keys, const UniverseDatums &d, size_t n)
 {
 	std::vector<FmgrInfo *> cmp(keys.size());
 	std::vector<Oid> collation(keys.size());
@@ -60,7 +60,7 @@ sort_points_by_keys(const std::vector<TargetEntry *> &keys, const UniverseDatums
 		return 0;
 	};
 	pg_call([&] { std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return compare(a, b) < 0; }); });
-	// mark the start of each run of equal tuples by a flag in the high bit of a parallel vector
+	// number the runs of equal tuples in sorted order
 	std::vector<size_t> run_of(n);
 	size_t run = 0;
 	pg_call([&] {
@@ -199,7 +199,7 @@ analyse_group_keys(Query *q, Oid relid, const TablePolicy &policy, size_t max_gr
 	for (TargetEntry *t : gk.keys)
 		exprs.push_back(t->expr);
 	UniverseDatums d = evaluate_datums_over_universe(relid, gk.cols, sub, exprs);
-	std::vector<size_t> run_of = n > 0 ? sort_points_by_keys(gk.keys, d, n) : std::vector<size_t>{};
+	std::vector<size_t> run_of = n > 0 ? key_tuple_runs(gk.keys, d, n) : std::vector<size_t>{};
 	// number the runs (distinct tuples) by their first point
 	std::vector<std::optional<size_t>> group_of_run;
 	gk.group_of_point.assign(n, 0);

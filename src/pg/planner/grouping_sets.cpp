@@ -47,6 +47,17 @@ grouping_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(grouping_mutator), ctx);
 }
 
+// The sortgroup references of one grouping set (an integer list of expand_grouping_sets).
+std::set<Index>
+set_refs(List *set)
+{
+	std::set<Index> refs;
+	ListCell *r;
+	foreach (r, set)
+		refs.insert(static_cast<Index>(lfirst_int(r)));
+	return refs;
+}
+
 // The grouped query of one grouping set.
 Query *
 branch_for_set(Query *q, const std::set<Index> &refs)
@@ -107,11 +118,7 @@ expand_grouping_sets_into_union(Query *q)
 			     "Order by the output columns' positions or names, e.g. ORDER BY 1, 2.");
 	}
 	if (list_length(sets) == 1) { // GROUP BY () or one set: the grouped query itself, no union
-		std::set<Index> refs;
-		ListCell *r;
-		foreach (r, linitial_node(List, sets))
-			refs.insert(static_cast<Index>(lfirst_int(r)));
-		Query *only = branch_for_set(q, refs);
+		Query *only = branch_for_set(q, set_refs(linitial_node(List, sets)));
 		only->sortClause = q->sortClause;
 		only->limitCount = q->limitCount;
 		only->limitOffset = q->limitOffset;
@@ -126,11 +133,7 @@ expand_grouping_sets_into_union(Query *q)
 	Node *setop = nullptr;
 	Index rti = 0;
 	foreach (lc, sets) {
-		std::set<Index> refs;
-		ListCell *r;
-		foreach (r, lfirst_node(List, lc))
-			refs.insert(static_cast<Index>(lfirst_int(r)));
-		Query *branch = branch_for_set(q, refs);
+		Query *branch = branch_for_set(q, set_refs(lfirst_node(List, lc)));
 		pg_call([&] { addRangeTableEntryForSubquery(pstate, branch, makeAlias(("set" + std::to_string(rti + 1)).c_str(), NIL), false, false); });
 		RangeTblRef *ref = makeNode(RangeTblRef);
 		ref->rtindex = static_cast<int>(++rti);

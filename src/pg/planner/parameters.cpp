@@ -84,20 +84,20 @@ bind_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(bind_mutator), ctx);
 }
 
-// Whether `parse` is a query with dx markers and parameters; if so, binds and analyses it (or
-// reports that it is planned without values).
-bool
+// If `parse` is a query with dx markers and parameters: binds and analyses it, or sets `generic`
+// when it is planned without values. Other queries are left as they are.
+void
 bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
 {
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext || parse->commandType != CMD_SELECT)
-		return false;
+		return;
 	if (!query_tree_walker(parse, reinterpret_cast<bool (*)()>(has_markers), const_cast<ExtensionObjects *>(ext), 0))
-		return false;
+		return;
 	BindContext ctx{params};
 	Query *bound = castNode(Query, bind_mutator((Node *) copy_node(parse), &ctx));
 	if (ctx.found == 0)
-		return false; // analysed when it was parsed
+		return; // analysed when it was parsed
 	if (ctx.unbound) {
 		if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -105,11 +105,10 @@ bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
 			     "dxpriv analyses, charges and noises each execution with its bound values; "
 			     "SET plan_cache_mode = auto (the default) or force_custom_plan.");
 		generic = true;
-		return true;
+		return;
 	}
 	analyze_bound_query(bound);
 	parse = bound;
-	return true;
 }
 
 extern "C" PlannedStmt *
