@@ -45,18 +45,26 @@ put_double(std::string &out, double d)
 	out.append(b, 8);
 }
 
+// The 12-byte header: magic, version, layout (a dictionary code width, kDirect or kAffine), a zero
+// byte, the number of points and the dictionary size (0 outside the dictionary layout).
+void
+put_header(std::string &out, unsigned layout, std::size_t n, std::size_t k)
+{
+	out += static_cast<char>(kMagic);
+	out += static_cast<char>(kVersion);
+	out += static_cast<char>(layout);
+	out += '\0';
+	put_u32(out, static_cast<std::uint32_t>(n));
+	put_u32(out, static_cast<std::uint32_t>(k));
+}
+
 // Header and presence bitmap of the direct and column-affine layouts.
 std::string
 header_and_bitmap(const std::vector<std::optional<double>> &values, unsigned layout)
 {
 	const std::size_t n = values.size();
 	std::string out;
-	out += static_cast<char>(kMagic);
-	out += static_cast<char>(kVersion);
-	out += static_cast<char>(layout);
-	out += '\0';
-	put_u32(out, static_cast<std::uint32_t>(n));
-	put_u32(out, 0);
+	put_header(out, layout, n, 0);
 	std::string bitmap((n + 7) / 8, '\0');
 	for (std::size_t u = 0; u < n; ++u)
 		if (values[u])
@@ -114,12 +122,8 @@ std::string
 encode_direct(const std::vector<std::optional<double>> &values)
 {
 	std::string out = header_and_bitmap(values, PointTableView::kDirect);
-	for (const std::optional<double> &v : values) {
-		const double d = v ? *v : 0.0;
-		char b[8];
-		std::memcpy(b, &d, 8);
-		out.append(b, 8);
-	}
+	for (const std::optional<double> &v : values)
+		put_double(out, v ? *v : 0.0);
 	return out;
 }
 
@@ -150,18 +154,10 @@ encode_point_table(const std::vector<std::optional<double>> &values, const std::
 	if (8 * k + width * n >= (n + 7) / 8 + 8 * n) // the dictionary does not compress
 		return encode_direct(values);
 	std::string out;
-	out.reserve(kHeader + 8 * k + width * values.size());
-	out += static_cast<char>(kMagic);
-	out += static_cast<char>(kVersion);
-	out += static_cast<char>(width);
-	out += '\0';
-	put_u32(out, static_cast<std::uint32_t>(values.size()));
-	put_u32(out, static_cast<std::uint32_t>(k));
-	for (double d : dict) {
-		unsigned char b[8];
-		std::memcpy(b, &d, 8);
-		out.append(reinterpret_cast<const char *>(b), 8);
-	}
+	out.reserve(kHeader + 8 * k + width * n);
+	put_header(out, width, n, k);
+	for (double d : dict)
+		put_double(out, d);
 	for (const std::optional<double> &v : values) {
 		std::uint32_t code = 0;
 		if (v)
