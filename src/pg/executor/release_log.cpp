@@ -81,11 +81,10 @@ Log current;
 const Charged *
 charged_aggregate(int agg_index)
 {
-	const Charged *c = nullptr;
 	for (const Charged &a : current.statement->aggregates)
 		if (a.agg_index == agg_index)
-			c = &a;
-	return c;
+			return &a;
+	return nullptr;
 }
 std::unordered_map<int64, std::shared_ptr<Statement>> statement_of; // charge ids of this transaction
 
@@ -228,14 +227,15 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 {
 	if (IsParallelWorker())
 		return; // final functions run in the leader; never record elsewhere
-	if (!current.statement || !find_charged(*current.statement, charge_id)) {
+	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
+	if (!c) {
 		auto it = statement_of.find(charge_id); // a cursor of an earlier statement: the log is now its
 		if (it == statement_of.end())
 			return;
 		current = Log();
 		current.statement = it->second;
+		c = find_charged(*current.statement, charge_id);
 	}
-	const Charged *c = find_charged(*current.statement, charge_id);
 	if (!c || !current.recorded.insert({charge_id, group}).second)
 		return;
 	current.unreported = true;
