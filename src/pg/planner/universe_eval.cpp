@@ -149,6 +149,23 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 	}
 }
 
+// Per expression: true when it is boolean (read as 1 or 0 by point_value; the others are float8).
+std::vector<bool>
+boolean_expressions(const std::vector<Expr *> &exprs)
+{
+	std::vector<bool> is_bool(exprs.size(), false);
+	for (size_t e = 0; e < exprs.size(); ++e)
+		is_bool[e] = exprs[e] && exprType((Node *) exprs[e]) == BOOLOID;
+	return is_bool;
+}
+
+// An expression's value at a point as a double (0 when NULL).
+double
+point_value(Datum r, bool isnull, bool is_bool)
+{
+	return isnull ? 0.0 : is_bool ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+}
+
 } // namespace
 
 // See universe_eval.h.
@@ -160,13 +177,10 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 	UniverseValues out;
 	out.value.assign(exprs.size(), std::vector<double>(n, 1.0));
 	out.is_null.assign(exprs.size(), std::vector<char>(n, 0));
-	std::vector<bool> is_bool(exprs.size(), false);
-	for (size_t e = 0; e < exprs.size(); ++e)
-		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
-			is_bool[e] = true;
+	const std::vector<bool> is_bool = boolean_expressions(exprs);
 	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
 		out.is_null[e][flat] = isnull;
-		out.value[e][flat] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+		out.value[e][flat] = point_value(r, isnull, is_bool[e]);
 	}, nullptr, [](size_t, size_t) {});
 	return out;
 }
@@ -177,15 +191,12 @@ evaluate_pairs_over_universe(Oid relid, const std::vector<const ColumnPolicy *> 
                              const std::vector<Expr *> &exprs, const PublicRows &inner,
                              const std::function<void(size_t, const std::vector<double> &, const std::vector<char> &)> &on_pair)
 {
-	std::vector<bool> is_bool(exprs.size(), false);
-	for (size_t e = 0; e < exprs.size(); ++e)
-		if (exprs[e] && exprType((Node *) exprs[e]) == BOOLOID)
-			is_bool[e] = true;
+	const std::vector<bool> is_bool = boolean_expressions(exprs);
 	std::vector<double> v(exprs.size(), 1.0);
 	std::vector<char> nul(exprs.size(), 0);
 	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t, Datum r, bool isnull) {
 		nul[e] = isnull;
-		v[e] = isnull ? 0.0 : is_bool[e] ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
+		v[e] = point_value(r, isnull, is_bool[e]);
 	}, &inner, [&](size_t flat, size_t) {
 		on_pair(flat, v, nul);
 		std::fill(v.begin(), v.end(), 1.0);
