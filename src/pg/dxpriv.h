@@ -116,6 +116,9 @@ struct DeclarationCopy {
 extern DeclarationCopy *declaration_copy;
 // Loads the policy of relid; returns false when the table is not protected.
 bool load_table_policy(Oid relid, TablePolicy &out);
+// "schema"."table" of relid, quoted where needed, for messages and generated SQL (calls PostgreSQL:
+// run it in a pg_call from code that may throw C++ exceptions).
+std::string qualified_relation_name(Oid relid);
 // The Datum of every domain point, built with the column type's input rules (palloc'd in the
 // current memory context). The domain indexers and the analyzer use this same function, so a
 // clamped data value is bit-identical to the domain point the sensitivity was computed on.

@@ -366,7 +366,7 @@ read_declaration_table(const std::string &table, size_t columns, const char *wha
 	for (size_t c = 0; c < cols.size(); ++c)
 		list += (c ? ", " : "") + cols[c];
 	std::string qualified;
-	pg_call([&] { qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid)); });
+	pg_call([&] { qualified = qualified_relation_name(relid); });
 	std::string order;
 	for (size_t c = 1; c <= cols.size(); ++c)
 		order += (c > 1 ? ", " : "") + std::to_string(c);
@@ -947,6 +947,13 @@ load_table_policy(Oid relid, TablePolicy &out)
 		out.columns.push_back(std::move(col));
 	}
 	return true;
+}
+
+// See dxpriv.h.
+std::string
+qualified_relation_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
 }
 
 } // namespace dxpriv::pg

@@ -161,9 +161,7 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
                           const GroupKeys &keys)
 {
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
-	std::string table = std::string(rte->inh ? "" : "ONLY ") +
-	                    quote_qualified_identifier(get_namespace_name(get_rel_namespace(policy.relid)),
-	                                               get_rel_name(policy.relid));
+	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
 	std::string real = "SELECT ", empty = "SELECT ", from;
 	std::map<AttrNumber, AttrNumber> mapping;
 	List *colnames = NIL;

@@ -99,14 +99,6 @@ public_outside_aggregates(Node *node, void *)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(public_outside_aggregates), nullptr);
 }
 
-std::string
-qualified_name(Oid relid)
-{
-	char *nsp = get_namespace_name(get_rel_namespace(relid));
-	char *rel = get_rel_name(relid);
-	return quote_qualified_identifier(nsp, rel);
-}
-
 } // namespace
 
 // See public_joins.h.
@@ -233,17 +225,17 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 		}
 		if (is_public && shares_rows)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     "public table \"" + qualified_name(rte->relid) + "\" shares rows with a protected table",
+			     "public table \"" + qualified_relation_name(rte->relid) + "\" shares rows with a protected table",
 			     "A partition or inheritance child of a public table is protected: join the protected table itself.");
 		if (is_public && runs_code)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-			     "public table \"" + qualified_name(rte->relid) +
+			     "public table \"" + qualified_relation_name(rte->relid) +
 			         "\" (or one of its partitions or children) has row-level security or is not an ordinary table",
 			     "Copy the rows the join needs into an ordinary table without row-level security and declare it public.");
 		if (!is_public || (rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     "table \"" + qualified_name(rte->relid) + "\" is not public and cannot be joined to a protected table",
-			     "Its owner can declare it public with dx.set_public('" + qualified_name(rte->relid) +
+			     "table \"" + qualified_relation_name(rte->relid) + "\" is not public and cannot be joined to a protected table",
+			     "Its owner can declare it public with dx.set_public('" + qualified_relation_name(rte->relid) +
 			         "') when its rows may be read by every analyst of the join; otherwise query the protected table "
 			         "alone.");
 		map.public_index.insert(i);
@@ -277,7 +269,7 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 	MemoryContext outer = CurrentMemoryContext;
 	for (int i : map.public_index) {
 		RangeTblEntry *rte = rt_fetch(i, q->rtable);
-		const std::string name = qualified_name(rte->relid);
+		const std::string name = qualified_relation_name(rte->relid);
 		if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for public table \"" + name + "\"",
 			     "A join reads the public table with your own privileges: its owner can GRANT SELECT ON " + name +
