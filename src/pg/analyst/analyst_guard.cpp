@@ -252,9 +252,7 @@ column_for_hint(Query *q, Node *expr)
 std::string
 table_for_hint(Query *q)
 {
-	const Oid rel = read_table(q);
-	const char *n = OidIsValid(rel) ? get_rel_name(rel) : nullptr;
-	return n ? quote_identifier(n) : "<table>";
+	return relation_for_hint(read_table(q));
 }
 
 // The first aggregated argument of a, or nullptr.

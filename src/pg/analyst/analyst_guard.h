@@ -50,6 +50,9 @@ void check_inheritance_refs(Query *q, const AnalystContext &ac);
 
 // ---- refusals that name what was refused and what to do instead (refusals.cpp) ----
 
+// The relation's name as written in SQL (quoted only when needed), "<table>" when unknown; for
+// the examples of hints.
+std::string relation_for_hint(Oid relid);
 // Hint for an analyst's refused read of relid: an example aggregate on that table (or on the
 // protected table whose policy covers it) over one of its declared columns.
 std::string analyst_hint(Oid relid);

@@ -41,14 +41,6 @@ rel_name(Oid relid)
 	return std::string("\"") + (n ? n : "?") + "\"";
 }
 
-// The relation's name as written in SQL (quoted only when needed), for examples in hints.
-std::string
-rel_sql(Oid relid)
-{
-	const char *n = OidIsValid(relid) ? get_rel_name(relid) : nullptr;
-	return n ? quote_identifier(n) : "<table>";
-}
-
 // The declared single column best suited to a GROUP BY example (an enumerated one if any).
 const ColumnPolicy *
 example_column(const TablePolicy &policy)
@@ -204,9 +196,17 @@ note_analyst_session(bool analyst)
 
 // See analyst_guard.h.
 std::string
+relation_for_hint(Oid relid)
+{
+	const char *n = OidIsValid(relid) ? get_rel_name(relid) : nullptr;
+	return n ? quote_identifier(n) : "<table>";
+}
+
+// See analyst_guard.h.
+std::string
 analyst_hint(Oid relid)
 {
-	const std::string table = rel_sql(relid);
+	const std::string table = relation_for_hint(relid);
 	TablePolicy policy;
 	const ColumnPolicy *col = load_table_policy(relid, policy) ? example_column(policy) : nullptr;
 	std::string example;
@@ -440,7 +440,7 @@ check_grouped_references(Query *q)
 	if (u.offender && u.offender->varno >= 1 && u.offender->varno <= list_length(q->rtable)) {
 		RangeTblEntry *rte = rt_fetch(u.offender->varno, q->rtable);
 		if (rte->rtekind == RTE_RELATION) {
-			table = rel_sql(rte->relid);
+			table = relation_for_hint(rte->relid);
 			char *att = get_attname(rte->relid, u.offender->varattno, true);
 			column = att ? att : "?";
 		}
