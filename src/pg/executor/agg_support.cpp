@@ -21,6 +21,16 @@ aggregate_or_current_context(FunctionCallInfo fcinfo)
 }
 
 // See agg_support.h.
+MemoryContext
+require_aggregate_context(FunctionCallInfo fcinfo, const char *function)
+{
+	MemoryContext aggctx;
+	if (!AggCheckCallContext(fcinfo, &aggctx))
+		fail(ERRCODE_INTERNAL_ERROR, std::string(function) + " called in a non-aggregate context");
+	return aggctx;
+}
+
+// See agg_support.h.
 StringInfoData
 bytea_reader(bytea *b)
 {

@@ -20,6 +20,10 @@ namespace dxpriv::pg {
 // (deserialize functions may be called either way).
 MemoryContext aggregate_or_current_context(FunctionCallInfo fcinfo);
 
+// The aggregate context of a transition or combine function; raises an internal error naming
+// `function` when it is called outside an aggregate.
+MemoryContext require_aggregate_context(FunctionCallInfo fcinfo, const char *function);
+
 // A read-only StringInfo over a bytea's payload (pq_getmsg* reads it; no copy).
 StringInfoData bytea_reader(bytea *b);
 

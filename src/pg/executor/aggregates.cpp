@@ -145,9 +145,7 @@ DX_FUNCTION(dx_marker_finalfn)
 // still creates the group's state, which is how empty groups get their noisy answer).
 DX_FUNCTION(dx_linear_transfn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 	LinearState *s;
 	if (PG_ARGISNULL(0)) {
 		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
@@ -167,9 +165,7 @@ DX_FUNCTION(dx_linear_transfn)
 // dx._linear_combinefn(state, state): exact merge of two partial states of the same group.
 DX_FUNCTION(dx_linear_combinefn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<LinearState *>(PG_GETARG_POINTER(1));

@@ -100,9 +100,7 @@ state_from_aggref(FunctionCallInfo fcinfo)
 // candidate counts nothing but creates the group's state: empty groups still get an answer).
 DX_FUNCTION(dx_em_transfn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 	EmState *s;
 	if (PG_ARGISNULL(0)) {
 		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
@@ -123,9 +121,7 @@ DX_FUNCTION(dx_em_transfn)
 // dx._em_combinefn(state, state): exact merge of two partial states of the same group.
 DX_FUNCTION(dx_em_combinefn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<EmState *>(PG_GETARG_POINTER(1));

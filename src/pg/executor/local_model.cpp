@@ -145,9 +145,7 @@ DX_FUNCTION(dx_krr_randomize)
 // Non-strict: the first row builds the state; a NULL report counts nothing.
 DX_FUNCTION(dx_ibu_transfn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dx.ibu transition function called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dx.ibu transition function");
 	for (int i = 2; i <= 6; ++i)
 		if (PG_ARGISNULL(i))
 			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "dx.ibu parameters must not be null",
@@ -185,9 +183,7 @@ DX_FUNCTION(dx_ibu_transfn)
 // dx._ibu_combinefn(state, state): adds the report counts of two partial states (exact).
 DX_FUNCTION(dx_ibu_combinefn)
 {
-	MemoryContext aggctx;
-	if (!AggCheckCallContext(fcinfo, &aggctx))
-		fail(ERRCODE_INTERNAL_ERROR, "dx.ibu combine function called in a non-aggregate context");
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dx.ibu combine function");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<IbuState *>(PG_GETARG_POINTER(1));
