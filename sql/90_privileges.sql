@@ -7,6 +7,11 @@
 --   dx._weigh_int, dx._group_key,
 --   dx._indicator, dx._em_point: placed by the analyzer in the statements it rewrites, which run as
 --   the analyst; an analyst who writes them herself is refused by the analyzer (42501).
+--   dx._partial (aggregate), dx._release_count/_sum/_avg, dx._linear_partial_in/_out: the same on
+--   distributed tables (sql/50_distributed.sql); dx._partial_transfn and dx._partial_combinefn stay
+--   executable because Citus's worker_partial_agg/coord_combine_agg check EXECUTE on an aggregate's
+--   support functions against the caller (unlike PostgreSQL, which checks the aggregate's owner);
+--   called outside an aggregate they refuse (no aggregate context).
 --   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.
 --   dx._analyst_can_see: called by dx.analyst_columns / dx.analyst_tables (SECURITY DEFINER,
 --   fixed search_path; it tells only whether a table or column is declared, not a value).

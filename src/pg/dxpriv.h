@@ -33,6 +33,11 @@ struct ExtensionObjects {
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
+	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
+	// type and the coordinator's release functions
+	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
+	Oid release_count = InvalidOid, release_sum = InvalidOid, release_avg = InvalidOid;
+	bool is_release(Oid f) const { return f == release_count || f == release_sum || f == release_avg; }
 	Oid indicator = InvalidOid;
 	// execution by lookup (point_lookup.h): a row's weight from the per-point table at its point
 	Oid weigh = InvalidOid, weigh_int = InvalidOid, group_key = InvalidOid;
@@ -48,7 +53,10 @@ struct ExtensionObjects {
 		       f == median_any_eps;
 	}
 	// Internal noisy aggregates: (..., ..., float8[] NoiseParams) — charged by charge.cpp.
-	bool is_internal(Oid f) const { return f == noisy_count || f == noisy_sum || f == noisy_avg || f == em_select; }
+	bool is_internal(Oid f) const
+	{
+		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == em_select || f == partial;
+	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed
 // (or is being created). Never errors.

@@ -659,6 +659,8 @@ admitted_walker(Node *node, void *ctx)
 	if (IsA(node, Aggref) && s->ext->is_internal(castNode(Aggref, node)->aggfnoid))
 		if (Const *k = aggref_params_const(castNode(Aggref, node)))
 			s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
+	if (Const *k = release_params_const(node, *s->ext)) // a distributed release (planner/distributed.h)
+		s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 
@@ -677,6 +679,11 @@ scan_plan_for_admitted(Plan *plan, AdmittedScan &s)
 			scan_plan_for_admitted((Plan *) lfirst(lc), s);
 	} else if (IsA(plan, SubqueryScan)) {
 		scan_plan_for_admitted(((SubqueryScan *) plan)->subplan, s);
+	} else if (IsA(plan, CustomScan)) { // Citus: releases attached by planner/distributed.cpp
+		admitted_walker((Node *) ((CustomScan *) plan)->custom_exprs, &s);
+		ListCell *lc;
+		foreach (lc, ((CustomScan *) plan)->custom_plans)
+			scan_plan_for_admitted((Plan *) lfirst(lc), s);
 	}
 }
 

@@ -67,6 +67,17 @@ aggref_params_const(Aggref *aggref)
 }
 
 // See agg_support.h.
+Const *
+release_params_const(Node *node, const ExtensionObjects &ext)
+{
+	if (!node || !IsA(node, FuncExpr) || !ext.is_release(castNode(FuncExpr, node)->funcid) ||
+	    list_length(castNode(FuncExpr, node)->args) != 3)
+		return nullptr;
+	Node *e = static_cast<Node *>(lsecond(castNode(FuncExpr, node)->args));
+	return IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
+}
+
+// See agg_support.h.
 NoiseParams
 final_function_params(FunctionCallInfo fcinfo)
 {

@@ -71,6 +71,14 @@ collect_aggrefs(Node *node, void *ctx)
 			scan->charges[p.charge_id] = Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select};
 		}
 	}
+	// a release of a distributed table (planner/distributed.h): its parameters are the second argument
+	if (IsA(node, FuncExpr) && scan->ext->is_release(castNode(FuncExpr, node)->funcid)) {
+		Const *k = release_params_const(node, *scan->ext);
+		if (!k)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
+		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false});
+	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
 }
 
@@ -102,7 +110,8 @@ scan_plan(Plan *plan, PlanScan &scan)
 	case T_SubqueryScan:
 		scan_plan(((SubqueryScan *) plan)->subplan, scan);
 		break;
-	case T_CustomScan:
+	case T_CustomScan: // custom_exprs: the releases Citus keeps in its private plan (distributed.h)
+		collect_aggrefs((Node *) ((CustomScan *) plan)->custom_exprs, &scan);
 		children = ((CustomScan *) plan)->custom_plans;
 		break;
 	default:

@@ -9,6 +9,7 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "nodes/pg_list.h"
 #include "parser/parse_func.h"
+#include "parser/parse_type.h"
 #include "utils/syscache.h"
 #include "access/htup_details.h"
 #include "catalog/pg_namespace.h"
@@ -57,6 +58,15 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_count = lookup("_noisy_count", 3, linear);
 	o.noisy_sum = lookup("_noisy_sum", 3, linear);
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
+	o.partial = lookup("_partial", 3, linear);
+	{
+		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
+		o.linear_partial_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(tname), true);
+	}
+	const Oid release_args[] = {o.linear_partial_type, FLOAT8ARRAYOID, INT4OID};
+	o.release_count = lookup("_release_count", 3, release_args);
+	o.release_sum = lookup("_release_sum", 3, release_args);
+	o.release_avg = lookup("_release_avg", 3, release_args);
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
 	o.weigh_int = lookup("_weigh_int", 3, weigh_args);
@@ -81,7 +91,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.indicator, o.weigh, o.weigh_int, o.group_key,
+	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
+	                   o.release_count, o.release_sum, o.release_avg,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

@@ -12,6 +12,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
+#include "pg/planner/distributed.h"
 #include "pg/planner/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
@@ -119,6 +120,8 @@ discover(Node *node, void *ctx)
 		else if (d->depth == 0)
 			d->other_aggs_top++;
 	}
+	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid))
+		d->internal++; // placed by the planner hook on distributed tables, never written in SQL
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(discover), ctx);
 }
 
@@ -881,6 +884,12 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
 	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
 	const bool grouped = keys.grouped();
+	// a grouped query on a Citus table gets every group from one state per aggregate when it is
+	// planned (planner/distributed.h), not from an empty row per group in its source
+	const bool distributed = citus_distributed_table(relid);
+	if (distributed && !em.specs.empty())
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
+		     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
 	Expr *group_index = group_index_expr(keys, ext);
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
@@ -904,7 +913,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				p.cells.push_back(cell.bound);
 			}
 		Expr *weight = weigh_expr(cols, tables[j], false, ext);
-		if (grouped) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *a = s.aggref;
 		Oid internal = s.kind == AggKind::Count ? ext.noisy_count : s.kind == AggKind::Avg ? ext.noisy_avg : ext.noisy_sum;
@@ -958,6 +967,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		return;
 	}
 	replace_group_keys(q, keys, group_index, ext);
+	if (distributed) {
+		const std::map<int, int64> ids = stamp_identities(q, ext);
+		register_releases(specs, ids, std::move(descriptions), std::move(labels));
+		return;
+	}
 	// GROUP BY: read from the table plus one empty row per group
 	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());

@@ -2,6 +2,7 @@
 #include "pg/planner/parameters.h"
 
 #include "pg/guard.h"
+#include "pg/planner/distributed.h"
 #include "pg/planner/node_build.h"
 
 extern "C" {
@@ -115,10 +116,16 @@ extern "C" PlannedStmt *
 dx_planner(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
 {
 	bool generic = false;
+	List *releases = NIL; // releases split for Citus (distributed.h)
 	if (!in_internal_query())
-		guarded([&] { bind_and_analyze(parse, params, generic); });
+		guarded([&] {
+			bind_and_analyze(parse, params, generic);
+			releases = split_distributed_releases(parse);
+		});
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
 	                                   : standard_planner(parse, query_string, cursor_options, params);
+	if (releases != NIL)
+		guarded([&] { expose_releases(result, releases); });
 	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run
 		result->planTree->total_cost = kGenericPlanCost;
 	return result;

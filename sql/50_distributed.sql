@@ -1,0 +1,34 @@
+-- Distributed execution (Citus, issue 13). On a distributed table the analyzer's noisy linear
+-- aggregates are split in two (src/pg/planner/distributed.cpp): the exact partial aggregate
+-- dx._partial runs on the workers, its states travel to the coordinator as text (dx._linear_partial's
+-- I/O wraps the same serialisation the parallel executor uses, validated on input) and are combined
+-- there; dx._release_{count,sum,avg} then draw the noise once, on the coordinator, for the statement
+-- it charged. Citus ships partial aggregates only for a state type with text I/O (never `internal`).
+CREATE TYPE dx._linear_partial;
+CREATE FUNCTION dx._linear_partial_in(cstring) RETURNS dx._linear_partial
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_partial_in';
+CREATE FUNCTION dx._linear_partial_out(dx._linear_partial) RETURNS cstring
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_partial_out';
+CREATE TYPE dx._linear_partial (INPUT = dx._linear_partial_in, OUTPUT = dx._linear_partial_out,
+	INTERNALLENGTH = VARIABLE, ALIGNMENT = double, STORAGE = plain);
+COMMENT ON TYPE dx._linear_partial IS 'internal: exact partial sums of every output group of one noisy aggregate, shipped between Citus nodes';
+
+CREATE FUNCTION dx._partial_transfn(dx._linear_partial, float8, int4, float8[]) RETURNS dx._linear_partial
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partial_transfn';
+CREATE FUNCTION dx._partial_combinefn(dx._linear_partial, dx._linear_partial) RETURNS dx._linear_partial
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partial_combinefn';
+CREATE AGGREGATE dx._partial(float8, int4, float8[]) (
+	SFUNC = dx._partial_transfn, STYPE = dx._linear_partial,
+	COMBINEFUNC = dx._partial_combinefn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._partial(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
+
+-- Volatile and parallel restricted: evaluated once per cell, in the backend that charged.
+CREATE FUNCTION dx._release_count(dx._linear_partial, float8[], int4) RETURNS int8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_count';
+CREATE FUNCTION dx._release_sum(dx._linear_partial, float8[], int4) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_sum';
+CREATE FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_avg';
+COMMENT ON FUNCTION dx._release_count(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
+COMMENT ON FUNCTION dx._release_sum(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
+COMMENT ON FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';

@@ -1,0 +1,605 @@
+// Citus distributed tables: split releases, exposed charges, owner execution (distributed.h).
+#include "pg/planner/distributed.h"
+
+#include "pg/analyst/analyst_guard.h"
+#include "pg/executor/agg_support.h"
+#include "pg/executor/noise_params.h"
+#include "pg/guard.h"
+#include "pg/metadata/catalog.h"
+#include "pg/planner/node_build.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// How Citus holds a table (pg_dist_partition, pg_dist_shard).
+struct CitusTable {
+	bool citus = false;
+	char method = 0;  // 'h' hash, 'r' range, 'a' append, 'n' none (reference, single-shard, local)
+	int64 shards = 0;
+};
+
+// Citus's view of relid; not a Citus table when Citus is not installed in this database.
+CitusTable
+citus_table(const ExtensionObjects &ext, Oid relid)
+{
+	CitusTable t;
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return t;
+	InternalSpi spi(ext.schema_owner);
+	if (spi.exec("SELECT p.partmethod::text, (SELECT count(*) FROM pg_catalog.pg_dist_shard s "
+	             "WHERE s.logicalrelid = p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE p.logicalrelid = $1",
+	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
+		return t;
+	t.citus = true;
+	t.method = spi.text(0, 0).empty() ? 0 : spi.text(0, 0)[0];
+	t.shards = DatumGetInt64(spi.value(0, 1));
+	return t;
+}
+
+// True for the noisy linear aggregates the analyzer places (not yet split).
+bool
+is_linear_release_aggref(const ExtensionObjects &ext, Node *node)
+{
+	if (!IsA(node, Aggref))
+		return false;
+	Oid f = castNode(Aggref, node)->aggfnoid;
+	return (f == ext.noisy_count || f == ext.noisy_sum || f == ext.noisy_avg) &&
+	       list_length(castNode(Aggref, node)->args) == 3;
+}
+
+struct SplitContext {
+	const ExtensionObjects *ext;
+	List *releases = NIL;
+	std::map<Oid, CitusTable> tables;
+};
+
+const CitusTable &
+table_of(SplitContext &c, Oid relid)
+{
+	auto it = c.tables.find(relid);
+	if (it == c.tables.end())
+		it = c.tables.emplace(relid, citus_table(*c.ext, relid)).first;
+	return it->second;
+}
+
+// ---- GROUP BY: every declared group from one state per aggregate ----
+
+struct GroupedReleases {
+	const ExtensionObjects *ext;
+	std::vector<FuncExpr *> releases; // at this query level, in order of appearance
+};
+
+// Collects the releases of one query level (not inside sublinks' queries).
+bool
+collect_level_releases(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	auto *g = static_cast<GroupedReleases *>(ctx);
+	if (IsA(node, FuncExpr) && g->ext->is_release(castNode(FuncExpr, node)->funcid)) {
+		g->releases.push_back(castNode(FuncExpr, node));
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_level_releases), ctx);
+}
+
+struct OuterContext {
+	const GroupedReleases *found;
+	Node *group_index;
+	Oid partial_type;
+	bool stray_var = false;
+};
+
+Var *
+group_var()
+{
+	return makeVar(2, 1, INT4OID, -1, InvalidOid, 0);
+}
+
+// Mutator writing the outer query's expressions: a release reads its aggregate's state from the
+// inner query (column j of range table entry 1) for the group of the row of generate_series
+// (range table entry 2); the group index expression becomes that group.
+Node *
+outer_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<OuterContext *>(ctx);
+	if (IsA(node, FuncExpr) && c->found->ext->is_release(castNode(FuncExpr, node)->funcid)) {
+		FuncExpr *f = castNode(FuncExpr, node);
+		for (size_t j = 0; j < c->found->releases.size(); ++j)
+			if (c->found->releases[j] == f) {
+				Var *state = makeVar(1, static_cast<AttrNumber>(j + 1), c->partial_type, -1, InvalidOid, 0);
+				return (Node *) makeFuncExpr(f->funcid, f->funcresulttype,
+				                             list_make3(state, copy_node(lsecond(f->args)), group_var()), InvalidOid,
+				                             InvalidOid, COERCE_EXPLICIT_CALL);
+			}
+	}
+	if (equal(node, c->group_index))
+		return (Node *) group_var();
+	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0)
+		c->stray_var = true;
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(outer_mutator), ctx);
+}
+
+// generate_series(0, groups - 1) AS dx_groups(g), a range table entry.
+RangeTblEntry *
+groups_rte(int groups)
+{
+	FuncExpr *series = makeFuncExpr(F_GENERATE_SERIES_INT4_INT4, INT4OID,
+	                                 list_make2(int4_const(0), int4_const(groups - 1)), InvalidOid, InvalidOid,
+	                                 COERCE_EXPLICIT_CALL);
+	series->funcretset = true;
+	RangeTblFunction *rtf = makeNode(RangeTblFunction);
+	rtf->funcexpr = (Node *) series;
+	rtf->funccolcount = 1;
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_FUNCTION;
+	rte->functions = list_make1(rtf);
+	rte->alias = makeAlias("dx_groups", list_make1(makeString(pstrdup("g"))));
+	rte->eref = copy_node(rte->alias);
+	rte->inFromCl = true;
+	return rte;
+}
+
+// A grouped release on a Citus table, analysed without the local plan's empty row per group:
+// SELECT keys, dx._release_*(dx._partial(w, g(row), params), params, g(row)) FROM t GROUP BY g(row)
+// becomes
+// SELECT keys(g), dx._release_*(s.p1, params, g) FROM (SELECT dx._partial(w, g(row), params) AS p1
+//   FROM t) s, generate_series(0, G - 1) AS dx_groups(g) [WHERE having] [ORDER BY ...] [LIMIT ...]
+// so Citus pushes one partial aggregate per shard (every group's sums in one state, no GROUP BY on
+// the workers), combines the states on the coordinator and every declared group is released
+// there, empty ones included, exactly as the local plan's groups.
+Query *
+every_group_from_one_state(Query *q, const ExtensionObjects &ext)
+{
+	GroupedReleases found{&ext, {}};
+	collect_level_releases((Node *) q->targetList, &found);
+	collect_level_releases(q->havingQual, &found);
+	if (found.releases.empty())
+		return q;
+	if (list_length(q->rtable) != 1 || linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION ||
+	    q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs || q->cteList != NIL)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this grouped query cannot run on a Citus table yet",
+		     "Group a distributed table's dx aggregates by declared columns or expressions of them, without "
+		     "GROUPING SETS, window functions or set-returning functions in the same query level; wrap the "
+		     "query in a subquery for post-processing.");
+	Node *group_index = static_cast<Node *>(lthird(found.releases.front()->args));
+	Const *k0 = release_params_const((Node *) found.releases.front(), ext);
+	const int groups = parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).groups;
+
+	Query *inner = copy_node(q);
+	inner->targetList = NIL;
+	for (size_t j = 0; j < found.releases.size(); ++j) {
+		Node *partial = copy_node(static_cast<Node *>(linitial(found.releases[j]->args)));
+		inner->targetList = lappend(inner->targetList, makeTargetEntry((Expr *) partial, static_cast<AttrNumber>(j + 1),
+		                                                               psprintf("p%zu", j + 1), false));
+	}
+	inner->groupClause = NIL;
+	inner->havingQual = nullptr;
+	inner->sortClause = NIL;
+	inner->distinctClause = NIL;
+	inner->hasDistinctOn = false;
+	inner->limitCount = nullptr;
+	inner->limitOffset = nullptr;
+	inner->hasAggs = true;
+	inner->canSetTag = false;
+
+	OuterContext oc{&found, group_index, ext.linear_partial_type};
+	Query *outer = copy_node(q);
+	outer->targetList = (List *) outer_mutator((Node *) q->targetList, &oc);
+	Node *having = outer_mutator(q->havingQual, &oc);
+	if (oc.stray_var)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the aggregates of a distributed query");
+	RangeTblEntry *sub = makeNode(RangeTblEntry);
+	sub->rtekind = RTE_SUBQUERY;
+	sub->subquery = inner;
+	List *colnames = NIL;
+	for (size_t j = 0; j < found.releases.size(); ++j)
+		colnames = lappend(colnames, makeString(psprintf("p%zu", j + 1)));
+	sub->alias = makeAlias("dx_partials", NIL);
+	sub->eref = makeAlias("dx_partials", colnames);
+	sub->inFromCl = true;
+	outer->rtable = list_make2(sub, groups_rte(groups));
+	RangeTblRef *r1 = makeNode(RangeTblRef), *r2 = makeNode(RangeTblRef);
+	r1->rtindex = 1;
+	r2->rtindex = 2;
+	outer->jointree = makeFromExpr(list_make2(r1, r2), having);
+	outer->havingQual = nullptr;
+	outer->groupClause = NIL;
+	outer->hasAggs = false;
+	return outer;
+}
+
+// True when node holds a noisy linear aggregate that was not split (at this query level).
+bool
+has_unsplit_release(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	if (is_linear_release_aggref(*static_cast<const ExtensionObjects *>(ctx), node))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_unsplit_release), ctx);
+}
+
+// True when the query holds an internal dx aggregate at any level.
+bool
+has_internal_aggref(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(has_internal_aggref), ctx, 0);
+	if (IsA(node, Aggref) && static_cast<const ExtensionObjects *>(ctx)->is_internal(castNode(Aggref, node)->aggfnoid))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_internal_aggref), ctx);
+}
+
+// Mutator behind split_distributed_releases.
+Node *
+split_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<SplitContext *>(ctx);
+	if (IsA(node, Query)) {
+		Query *q = query_tree_mutator(castNode(Query, node), reinterpret_cast<Node *(*) ()>(split_mutator), ctx, 0);
+		if (q->groupClause != NIL && list_length(q->rtable) == 1 &&
+		    linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
+		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)))
+			// analysed for a Citus table (no empty row per group in its source), planned for one that is not
+			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+			     "the table of this grouped dx query is no longer distributed by Citus",
+			     "Run the statement again (PREPARE it again): it is analysed for how the table is stored now.");
+		return (Node *) (q->groupClause != NIL ? every_group_from_one_state(q, *c->ext) : q);
+	}
+	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
+		if (Const *k = aggref_params_const(castNode(Aggref, node)))
+			if (table_of(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid).citus)
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
+				     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
+	}
+	if (is_linear_release_aggref(*c->ext, node)) {
+		Aggref *a = castNode(Aggref, node);
+		Const *k = aggref_params_const(a);
+		if (!k)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
+		const NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		const CitusTable &t = table_of(*c, p.relid);
+		if (!t.citus)
+			return node;
+		if (t.method == 'n' || t.shards < 2) {
+			const char *name = get_rel_name(p.relid);
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     std::string("dx aggregates cannot run on Citus table \"") + (name ? name : "?") +
+			         "\", which Citus answers on a single node",
+			     "Citus sends a query on a reference table, a single-shard table or a table with one shard whole to "
+			     "one node, and dxpriv releases answers only on the coordinator that charged them. Distribute the "
+			     "table by a column over several shards (create_distributed_table), or undistribute it "
+			     "(undistribute_table).");
+		}
+		Aggref *part = copy_node(a);
+		part->aggfnoid = c->ext->partial;
+		part->aggtype = c->ext->linear_partial_type;
+		part->aggtranstype = InvalidOid;
+		const Oid fn = a->aggfnoid == c->ext->noisy_count ? c->ext->release_count
+		               : a->aggfnoid == c->ext->noisy_avg ? c->ext->release_avg
+		                                                  : c->ext->release_sum;
+		Expr *group = copy_node(lsecond_node(TargetEntry, a->args)->expr);
+		FuncExpr *release = makeFuncExpr(fn, a->aggtype, list_make3(part, copy_node(k), group), InvalidOid,
+		                                 InvalidOid, COERCE_EXPLICIT_CALL);
+		c->releases = lappend(c->releases, copy_node(release));
+		return (Node *) release;
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(split_mutator), ctx);
+}
+
+// Raises for a function an analyst's distributed statement must not run as the table owner: one
+// that is neither built-in nor dxpriv's own.
+bool
+check_owner_safe_function(Oid fn, void *ctx)
+{
+	const Oid dx = get_namespace_oid("dx", true);
+	if (fn < FirstNormalObjectId || get_func_namespace(fn) == dx)
+		return false;
+	char *name = get_func_name(fn);
+	fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+	     std::string("function ") + (name ? name : "?") + " cannot be used in analysts' queries on distributed tables",
+	     "A query on a Citus table runs as the table owner once it is charged, so it may use only built-in "
+	     "functions and operators; apply your own functions to the answers in a separate statement.");
+}
+
+// Walker behind require_owner_safe: every function, and domain checks of user-defined domains.
+bool
+owner_safe_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(owner_safe_walker), ctx, 0);
+	if (IsA(node, CoerceToDomain) && castNode(CoerceToDomain, node)->resulttype >= FirstNormalObjectId)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "casts to user-defined domains cannot be used in analysts' queries on distributed tables",
+		     "A query on a Citus table runs as the table owner once it is charged; cast the answers in a separate statement.");
+	check_functions_in_node(node, check_owner_safe_function, nullptr);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(owner_safe_walker), ctx);
+}
+
+// ---- plans: where the releases are ----
+
+struct ReleaseScan {
+	const ExtensionObjects *ext;
+	std::set<int64> charge_ids;
+	Oid relid = InvalidOid;
+	CustomScan *custom = nullptr; // the first CustomScan met
+};
+
+bool
+release_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *s = static_cast<ReleaseScan *>(ctx);
+	if (Const *k = release_params_const(node, *s->ext)) {
+		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		s->charge_ids.insert(p.charge_id);
+		if (!OidIsValid(s->relid))
+			s->relid = p.relid;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(release_walker), ctx);
+}
+
+void
+scan_plan_releases(Plan *plan, ReleaseScan &s)
+{
+	if (!plan)
+		return;
+	release_walker((Node *) plan->targetlist, &s);
+	release_walker((Node *) plan->qual, &s);
+	if (IsA(plan, Result))
+		release_walker(((Result *) plan)->resconstantqual, &s);
+	scan_plan_releases(plan->lefttree, s);
+	scan_plan_releases(plan->righttree, s);
+	List *children = NIL;
+	ListCell *lc;
+	switch (nodeTag(plan)) {
+	case T_Append:
+		children = ((Append *) plan)->appendplans;
+		break;
+	case T_MergeAppend:
+		children = ((MergeAppend *) plan)->mergeplans;
+		break;
+	case T_SubqueryScan:
+		scan_plan_releases(((SubqueryScan *) plan)->subplan, s);
+		break;
+	case T_CustomScan: {
+		CustomScan *cs = (CustomScan *) plan;
+		if (!s.custom)
+			s.custom = cs;
+		release_walker((Node *) cs->custom_exprs, &s);
+		children = cs->custom_plans;
+		break;
+	}
+	default:
+		break;
+	}
+	foreach (lc, children)
+		scan_plan_releases((Plan *) lfirst(lc), s);
+}
+
+ReleaseScan
+scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt)
+{
+	ReleaseScan s{&ext, {}};
+	scan_plan_releases(stmt->planTree, s);
+	ListCell *lc;
+	foreach (lc, stmt->subplans)
+		scan_plan_releases((Plan *) lfirst(lc), s);
+	return s;
+}
+
+// ---- running analysts' distributed statements as the owner ----
+
+ExecutorStart_hook_type prev_start = nullptr;
+ExecutorRun_hook_type prev_run = nullptr;
+ExecutorFinish_hook_type prev_finish = nullptr;
+ExecutorEnd_hook_type prev_end = nullptr;
+std::map<const QueryDesc *, Oid> run_as_owner; // set at every ExecutorStart, so never stale
+
+// Runs f as `owner` (when valid), restoring the identity afterwards, also on error.
+template <class F>
+void
+as_owner(Oid owner, F &&f)
+{
+	if (!OidIsValid(owner)) {
+		f();
+		return;
+	}
+	Oid saved_user;
+	int saved_context;
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		f();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+}
+
+Oid
+owner_for(const QueryDesc *qd)
+{
+	auto it = run_as_owner.find(qd);
+	return it == run_as_owner.end() ? InvalidOid : it->second;
+}
+
+extern "C" void
+dist_executor_start(QueryDesc *qd, int eflags)
+{
+	Oid owner = InvalidOid;
+	run_as_owner.erase(qd);
+	if (!in_internal_query())
+		guarded([&] { owner = distributed_run_as(qd->plannedstmt); });
+	if (OidIsValid(owner))
+		run_as_owner[qd] = owner;
+	as_owner(owner, [&] {
+		if (prev_start)
+			prev_start(qd, eflags);
+		else
+			standard_ExecutorStart(qd, eflags);
+	});
+}
+
+extern "C" void
+dist_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
+{
+	as_owner(owner_for(qd), [&] {
+		if (prev_run)
+			prev_run(qd, direction, count, execute_once);
+		else
+			standard_ExecutorRun(qd, direction, count, execute_once);
+	});
+}
+
+extern "C" void
+dist_executor_finish(QueryDesc *qd)
+{
+	as_owner(owner_for(qd), [&] {
+		if (prev_finish)
+			prev_finish(qd);
+		else
+			standard_ExecutorFinish(qd);
+	});
+}
+
+extern "C" void
+dist_executor_end(QueryDesc *qd)
+{
+	const Oid owner = owner_for(qd);
+	run_as_owner.erase(qd);
+	as_owner(owner, [&] {
+		if (prev_end)
+			prev_end(qd);
+		else
+			standard_ExecutorEnd(qd);
+	});
+}
+
+void
+forget_owners(XactEvent event, void *)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE)
+		run_as_owner.clear();
+}
+
+} // namespace
+
+// See distributed.h.
+bool
+citus_distributed_table(Oid relid)
+{
+	const ExtensionObjects *ext = extension_objects();
+	return ext && citus_table(*ext, relid).citus;
+}
+
+// See distributed.h.
+List *
+split_distributed_releases(Query *parse)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || parse->commandType != CMD_SELECT ||
+	    !query_tree_walker(parse, reinterpret_cast<bool (*)()>(has_internal_aggref), const_cast<ExtensionObjects *>(ext), 0))
+		return NIL;
+	SplitContext c{ext};
+	Query *split = castNode(Query, split_mutator((Node *) parse, &c));
+	if (c.releases == NIL)
+		return NIL;
+	if (load_analyst_context(*ext).analyst)
+		owner_safe_walker((Node *) split, nullptr);
+	*parse = *split;
+	return c.releases;
+}
+
+// See distributed.h.
+void
+expose_releases(PlannedStmt *stmt, List *releases)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || releases == NIL)
+		return;
+	ReleaseScan seen = scan_statement(*ext, stmt);
+	List *missing = NIL;
+	ListCell *lc;
+	foreach (lc, releases) {
+		ReleaseScan one{ext, {}};
+		release_walker((Node *) lfirst(lc), &one);
+		for (int64 id : one.charge_ids)
+			if (!seen.charge_ids.count(id)) {
+				missing = lappend(missing, lfirst(lc));
+				break;
+			}
+	}
+	if (missing == NIL)
+		return;
+	if (!seen.custom)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot find where Citus runs a distributed release",
+		     "Nothing was charged or released. Report this query to the dxpriv maintainers.");
+	seen.custom->custom_exprs = list_concat(seen.custom->custom_exprs, missing);
+}
+
+// See distributed.h.
+Oid
+distributed_run_as(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT)
+		return InvalidOid;
+	ReleaseScan s = scan_statement(*ext, stmt);
+	if (!OidIsValid(s.relid) || !load_analyst_context(*ext).analyst)
+		return InvalidOid;
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s.relid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	const Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+// See distributed.h.
+void
+install_distributed_hooks()
+{
+	prev_start = ExecutorStart_hook;
+	ExecutorStart_hook = dist_executor_start;
+	prev_run = ExecutorRun_hook;
+	ExecutorRun_hook = dist_executor_run;
+	prev_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = dist_executor_finish;
+	prev_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = dist_executor_end;
+	RegisterXactCallback(forget_owners, nullptr);
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,45 @@
+// Citus distributed tables (issue 13): the noisy linear aggregates of a rewritten query are split
+// into an exact partial aggregate that Citus pushes to the workers (dx._partial, whose state type
+// travels as text) and a release on the coordinator (dx._release_count/_sum/_avg over the combined
+// state), which draws the noise once, in the backend that charged the statement.
+//
+// Citus keeps its distributed plan private (inside its CustomScan), so the parameters a release
+// carries may not be visible in the plan PostgreSQL executes; the planner hook therefore records
+// them from the query before Citus plans it and attaches them to the plan's CustomScan
+// (custom_exprs, which Citus never evaluates), where the charge step and the analyst admission
+// check read them. Statements of analysts then run as the table owner while the executor runs, so
+// Citus's worker connections need no analyst privilege on shards.
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+}
+
+namespace dxpriv::pg {
+
+// True when relid is a Citus table (any kind); false when Citus is not installed in this database.
+bool citus_distributed_table(Oid relid);
+
+// Before Citus plans `parse` (already analysed and rewritten by dxpriv): splits every noisy
+// linear aggregate on a Citus table into dx._release_*(dx._partial(...), params, group). Refuses
+// Citus tables that Citus answers on one node (reference, single-shard or one-shard tables: the
+// release would run where nothing was charged), and, for analysts, post-processing with functions
+// that are neither built-in nor dxpriv's (the statement runs as the owner). Returns the release
+// expressions placed (NIL when the query reads no Citus table).
+List *split_distributed_releases(Query *parse);
+
+// After planning: attaches every release of `releases` whose parameters the plan does not show to
+// the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none.
+void expose_releases(PlannedStmt *stmt, List *releases);
+
+// The owner of the Citus table a release in this plan reads, when the current role is an analyst
+// (the statement then runs as that owner after it is charged); InvalidOid otherwise.
+Oid distributed_run_as(PlannedStmt *stmt);
+
+// Installs the executor hooks that run analysts' distributed statements as the table owner.
+void install_distributed_hooks();
+
+} // namespace dxpriv::pg
