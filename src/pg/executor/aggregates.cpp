@@ -141,8 +141,9 @@ DX_FUNCTION(dx_marker_finalfn)
 	return dx_marker_transfn_impl(fcinfo);
 }
 
-// dx._linear_transfn(state, weight, group, params): adds one row (a NULL weight adds nothing but
-// still creates the group's state, which is how empty groups get their noisy answer).
+// dx._linear_transfn(state, weight, group, params [, count weight]): adds one row (a NULL weight
+// adds nothing but still creates the group's state, which is how empty groups get their noisy
+// answer); an average's count grows by the count weight (the row's joined pairs), else by 1.
 DX_FUNCTION(dx_linear_transfn)
 {
 	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
@@ -157,7 +158,7 @@ DX_FUNCTION(dx_linear_transfn)
 	if (!PG_ARGISNULL(1)) {
 		s->sum[0].add(PG_GETARG_FLOAT8(1), s->plan[0].grid);
 		if (s->components == 2)
-			s->sum[1].add(1.0, s->plan[1].grid);
+			s->sum[1].add(PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_FLOAT8(4) : 1.0, s->plan[1].grid);
 	}
 	PG_RETURN_POINTER(s);
 }
