@@ -110,6 +110,12 @@ PREPARE pj_p3(int) AS SELECT dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.
 -- GROUPING SETS over a join: one release per grouping set
 SELECT d.zone, p.r, dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
 SELECT d.zone, p.r, count(*) FROM pj p JOIN pj_regions d ON d.r = p.r GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
+PREPARE pj_p4(int) AS SELECT d.zone, p.r, dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE p.a >= $1
+GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
+EXECUTE pj_p4(2);
+SELECT d.zone, p.r, count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE p.a >= 2
+GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
+DEALLOCATE pj_p4;
 
 -- the plan reads the protected table only
 EXPLAIN (COSTS OFF) SELECT dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE d.zone = 'warm';

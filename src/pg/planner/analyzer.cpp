@@ -731,7 +731,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
 		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
 		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
-	// the calibration's work is known from the domains and metrics alone: refuse before evaluating
+	// the calibration's work is known from the domains and metrics alone (and, for a join, its
+	// groups): refuse before evaluating and allocating
 	if (!specs.empty())
 		refuse_over_work(calibration_work(sub, m), m, cols);
 	UniverseValues vals;
