@@ -194,6 +194,10 @@ SELECT zone, count(*) FROM pj LEFT JOIN pj_regions USING (r) GROUP BY zone ORDER
 PREPARE pj_a(text) AS SELECT zone, count(*) FROM pj JOIN pj_regions USING (r) WHERE zone = $1 GROUP BY zone;
 EXECUTE pj_a('warm');
 DEALLOCATE pj_a;
+PREPARE pj_b(int) AS SELECT count(d.zone), round(avg(p.a)::numeric, 6) AS avg FROM pj p LEFT JOIN pj_regions d
+ON d.r = p.r AND d.pop > $1;
+EXECUTE pj_b(15);
+DEALLOCATE pj_b;
 SELECT d.zone FROM pj p JOIN pj_regions d ON d.r = p.r;                          -- raw rows: refused
 SELECT count(*) FROM pj p JOIN pj_secret s ON s.r = p.r;                         -- not public
 SELECT * FROM (SELECT count(*) AS n FROM pj p JOIN pj_regions d ON d.r = p.r) s;  -- wrapped
@@ -201,6 +205,7 @@ RESET ROLE;
 SELECT r, sum(pop) FROM pj JOIN pj_regions USING (r) GROUP BY r ORDER BY r;
 SELECT zone, count(*) FROM pj LEFT JOIN pj_regions USING (r) GROUP BY zone ORDER BY zone;
 SELECT zone, count(*) FROM pj JOIN pj_regions USING (r) WHERE zone = 'warm' GROUP BY zone;
+SELECT count(d.zone), round(avg(p.a)::numeric, 6) AS avg FROM pj p LEFT JOIN pj_regions d ON d.r = p.r AND d.pop > 15;
 SELECT count(*) FROM dx.ledger WHERE role = 'dx_regress_joiner'::regrole;
 SELECT dx.remove_analyst('dx_regress_joiner');
 REVOKE ALL ON pj_regions FROM dx_regress_joiner;

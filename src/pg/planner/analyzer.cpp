@@ -576,9 +576,9 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 // Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
 // only checked for its shape here: it is analysed and rewritten when it is planned with its bound
 // values (parameters.cpp), once per execution; until then its dx aggregates are markers, which
-// refuse to run.
+// refuse to run. shape_only: only these checks, whatever the query holds.
 void
-rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
+rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only = false)
 {
 	check_shape(q, d);
 	Oid relid = linitial_node(RangeTblEntry, q->rtable)->relid;
@@ -590,8 +590,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	}
 	Node *where = q->jointree->quals;
 	check_row_expression(where, policy, "WHERE clauses");
-	if (contains_param((Node *) q, nullptr)) {
-		// analysed when planned with its bound values; what needs no value is refused now
+	if (shape_only || contains_param((Node *) q, nullptr)) {
+		// analysed when planned with its bound values; what needs no value is refused now (shape_only:
+		// a join with parameters, whose parameters may have moved into a LEFT JOIN's ON)
 		std::pair<const ExtensionObjects *, std::vector<Aggref *>> markers{&ext, {}};
 		collect_markers((Node *) q->targetList, &markers);
 		collect_markers(q->havingQual, &markers);
@@ -1052,7 +1053,7 @@ take_join(Query *q, const ExtensionObjects &ext, bool analyst, PublicRows &rows)
 	query_tree_walker(probe, reinterpret_cast<bool (*)()>(discover), &d, 0);
 	if (d.markers_top == 0)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a join with public tables needs count, sum, avg or dx aggregates", kShapeHint);
-	rewrite_query(probe, ext, d); // a query with parameters: its shape and columns are checked
+	rewrite_query(probe, ext, d, true); // its shape and columns are checked
 	return JoinTake::Deferred;
 }
 
