@@ -49,6 +49,10 @@ COMMENT ON AGGREGATE dx.sum("any", float8) IS 'd_X-private sum at the given epsi
 -- travel in the state, so parallel workers and Citus nodes never need the query tree.
 CREATE FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_transfn';
+-- The same with a fourth argument, the row's count weight (dx.avg in a join: the number of public
+-- rows the row joins, so the average is over the joined pairs).
+CREATE FUNCTION dx._linear_transfn(internal, float8, int4, float8[], float8) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_transfn';
 CREATE FUNCTION dx._linear_combinefn(internal, internal) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_combinefn';
 CREATE FUNCTION dx._linear_serialize(internal) RETURNS bytea
@@ -62,6 +66,7 @@ LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_sum_finalfn';
 CREATE FUNCTION dx._linear_avg_finalfn(internal) RETURNS float8
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_avg_finalfn';
 COMMENT ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) IS 'adds one row''s weight in grid units';
+COMMENT ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[], float8) IS 'adds one row''s weight and count weight in grid units';
 COMMENT ON FUNCTION dx._linear_combinefn(internal, internal) IS 'adds two exact partial states';
 COMMENT ON FUNCTION dx._linear_serialize(internal) IS 'self-describing serialisation of a partial state';
 COMMENT ON FUNCTION dx._linear_deserialize(bytea, internal) IS 'inverse of dx._linear_serialize';
@@ -84,6 +89,12 @@ CREATE AGGREGATE dx._noisy_avg(float8, int4, float8[]) (
 	FINALFUNC = dx._linear_avg_finalfn, FINALFUNC_MODIFY = READ_WRITE,
 	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
 	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._noisy_avg(float8, int4, float8[], float8) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_avg_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_avg(float8, int4, float8[], float8) IS 'internal: placed by the dxpriv analyzer only (dx.avg over the pairs of a join)';
 COMMENT ON AGGREGATE dx._noisy_count(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON AGGREGATE dx._noisy_sum(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON AGGREGATE dx._noisy_avg(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';

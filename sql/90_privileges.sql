@@ -3,7 +3,7 @@
 -- executable by PUBLIC without appearing in its list of exceptions below.
 --
 -- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
---   dx._noisy_count, dx._noisy_sum, dx._noisy_avg, dx._em_select (aggregates), dx._weigh,
+--   dx._noisy_count, dx._noisy_sum, dx._noisy_avg (both), dx._em_select (aggregates), dx._weigh,
 --   dx._weigh_int, dx._group_key,
 --   dx._indicator, dx._em_point: placed by the analyzer in the statements it rewrites, which run as
 --   the analyst; an analyst who writes them herself is refused by the analyzer (42501).
@@ -53,6 +53,7 @@ REVOKE EXECUTE ON FUNCTION dx._marker_em_finalfn(internal, anyelement, float8, f
 
 -- Support functions of the internal noisy aggregates (the aggregates themselves stay executable).
 REVOKE EXECUTE ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._linear_transfn(internal, float8, int4, float8[], float8) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_combinefn(internal, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_deserialize(bytea, internal) FROM PUBLIC;

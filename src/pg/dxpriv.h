@@ -33,6 +33,7 @@ struct ExtensionObjects {
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
+	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -52,10 +53,11 @@ struct ExtensionObjects {
 		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
 		       f == median_any_eps;
 	}
-	// Internal noisy aggregates: (..., ..., float8[] NoiseParams) — charged by charge.cpp.
+	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
 	bool is_internal(Oid f) const
 	{
-		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == em_select || f == partial;
+		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
+		       f == partial;
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed

@@ -133,3 +133,35 @@ def test_grouped_query_with_parameters():
         assert len(rows) == 10, rows
         charges = ledger_since(admin, before)
         assert len(charges) == 1 and len(charges[0][1]) == 10 and min(charges[0][1]) > 0, charges
+
+
+def test_psycopg3_join_with_public_table_and_parameters():
+    """A join with a public table, grouped by a public column, with server-side bound values: each
+    execution is analysed with its values and the public rows of that moment, and its scales are the
+    ones dx.explain reports for the literal query. Values for which no (declared value, public row)
+    pair passes WHERE leave the GROUP BY without a group: refused at that execution, nothing charged."""
+    template = ("SELECT z.city, count(*) FROM people p LEFT JOIN zips z ON z.zip = p.zip AND z.city <> %s "
+                "WHERE p.age >= %s GROUP BY z.city ORDER BY z.city")
+    values = [("Gotham", 0), ("Avalon", 40), ("Gotham", 120)]
+    with attack_db() as (db, admin):
+        execute(admin, "SELECT dx.set_public('zips')")
+        conn2 = analyst_conn(db)
+        try:
+            want = [scalar(conn2, "SELECT array_agg(noise_scale ORDER BY cell) FROM dx.explain(%s)",
+                           (template % (f"'{c}'", a),)) for c, a in values]
+        finally:
+            conn2.close()
+        before = last_id(admin)
+        with psycopg3_conn(db) as conn:
+            answers = [conn.execute(template, v).fetchall() for v in values]
+            try:
+                conn.execute(template, ("Gotham", 121)).fetchall()
+                raise AssertionError("age >= 121 (no declared age) was answered")
+            except psycopg.errors.FeatureNotSupported as e:
+                assert "no group" in str(e), e
+        charges = ledger_since(admin, before)
+        assert len(charges) == len(values), f"{len(charges)} charges for {len(values)} answered executions"
+        assert [list(sc) for _, sc in charges] == [list(w) for w in want], f"scales {charges}, explain {want}"
+        # nine cities and the NULL group (the excluded city's zip joins no row)
+        assert all(len(rows) == 10 for rows in answers), [len(rows) for rows in answers]
+        print(f"  psycopg 3 join: {len(values)} executions, largest scales {[max(w) for w in want]}")

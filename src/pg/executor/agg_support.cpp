@@ -60,7 +60,7 @@ text_array_strings(ArrayType *array)
 Const *
 aggref_params_const(Aggref *aggref)
 {
-	if (list_length(aggref->args) != 3)
+	if (list_length(aggref->args) < 3) // (weight, group, parameters [, count weight])
 		return nullptr;
 	Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
 	return IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;

@@ -57,8 +57,9 @@ DX_FUNCTION(dx_marker_finalfn)
 	return dx_marker_transfn_impl(fcinfo);
 }
 
-// dx._linear_transfn(state, weight, group, params): adds one row (a NULL weight adds nothing but
-// still creates the group's state, which is how empty groups get their noisy answer).
+// dx._linear_transfn(state, weight, group, params [, count weight]): adds one row (a NULL weight
+// adds nothing but still creates the group's state, which is how empty groups get their noisy
+// answer); an average's count grows by the count weight (the row's joined pairs), else by 1.
 DX_FUNCTION(dx_linear_transfn)
 {
 	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
@@ -71,7 +72,7 @@ DX_FUNCTION(dx_linear_transfn)
 		s = reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
 	}
 	if (!PG_ARGISNULL(1))
-		add_row(*s, PG_GETARG_FLOAT8(1));
+		add_row(*s, PG_GETARG_FLOAT8(1), PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_FLOAT8(4) : 1.0);
 	PG_RETURN_POINTER(s);
 }
 

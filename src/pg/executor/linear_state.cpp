@@ -77,11 +77,11 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 
 // See linear_state.h.
 void
-add_row(LinearState &s, double w)
+add_row(LinearState &s, double w, double count_weight)
 {
 	s.sum[0].add(w, s.plan[0].grid);
 	if (s.components == 2)
-		s.sum[1].add(1.0, s.plan[1].grid);
+		s.sum[1].add(count_weight, s.plan[1].grid);
 }
 
 // See linear_state.h.

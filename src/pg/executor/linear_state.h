@@ -35,8 +35,9 @@ enum class LinearRelease { Count, Sum, Avg };
 LinearState *new_state(MemoryContext mcxt);
 // A state holding the parameters of output group `group` and no row; errors on a bad group.
 LinearState *state_for_group(MemoryContext mcxt, const NoiseParams &p, int group);
-// Adds one row of weight w (NULL rows add nothing: callers skip them).
-void add_row(LinearState &s, double w);
+// Adds one row of weight w, and count_weight to an average's count (1; a join's number of pairs).
+// NULL rows add nothing: callers skip them.
+void add_row(LinearState &s, double w, double count_weight = 1.0);
 // Exact merge of b into a; errors when they belong to different statements, aggregates or groups.
 void merge_states(LinearState &a, const LinearState &b);
 // Version byte, then the fields in network order (the parallel-query and Citus wire format).

@@ -58,6 +58,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_count = lookup("_noisy_count", 3, linear);
 	o.noisy_sum = lookup("_noisy_sum", 3, linear);
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
+	const Oid linear_pairs[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8OID};
+	o.noisy_avg_pairs = lookup("_noisy_avg", 4, linear_pairs);
 	o.partial = lookup("_partial", 3, linear);
 	{
 		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
@@ -91,6 +93,7 @@ load(Oid ext, ExtensionObjects &o)
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
+	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,

@@ -9,6 +9,7 @@
 #include "pg/planner/group_keys.h"
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
+#include "pg/planner/join_cells.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
@@ -578,9 +579,9 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 // Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
 // only checked for its shape here: it is analysed and rewritten when it is planned with its bound
 // values (parameters.cpp), once per execution; until then its dx aggregates are markers, which
-// refuse to run.
+// refuse to run. shape_only: only these checks, whatever the query holds.
 void
-rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
+rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only = false)
 {
 	check_shape(q, d);
 	Oid relid = linitial_node(RangeTblEntry, q->rtable)->relid;
@@ -592,8 +593,9 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	}
 	Node *where = q->jointree->quals;
 	check_row_expression(where, policy, "WHERE clauses");
-	if (contains_param((Node *) q, nullptr)) {
-		// analysed when planned with its bound values; what needs no value is refused now
+	if (shape_only || contains_param((Node *) q, nullptr)) {
+		// analysed when planned with its bound values; what needs no value is refused now (shape_only:
+		// a join with parameters, whose parameters may have moved into a LEFT JOIN's ON)
 		std::pair<const ExtensionObjects *, std::vector<Aggref *>> markers{&ext, {}};
 		collect_markers((Node *) q->targetList, &markers);
 		collect_markers(q->havingQual, &markers);
@@ -601,16 +603,23 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 			check_row_expression((Node *) a->args, policy, "aggregate arguments");
 			check_row_expression((Node *) a->aggfilter, policy, "FILTER clauses");
 		}
+		for (size_t s = 0; current_public_join() && s < current_public_join()->steps.size(); ++s)
+			check_row_expression((Node *) current_public_join()->steps[s].on, policy, "ON clauses of LEFT JOINs");
 		return;
 	}
 
 	// GROUP BY keys: declared columns or expressions over them; the groups are the keys' image of
 	// the declared domain (group_keys.h)
-	const GroupKeys keys = analyse_group_keys(q, relid, policy, kMaxGroups, [&policy](Node *e, const char *w) {
-		check_row_expression(e, policy, w);
-	});
+	// In a join, keys over public columns: the groups are the key tuples of the joined pairs, and a
+	// point may fall in several (join_cells.h)
+	const PublicRows *join = current_public_join();
+	const bool public_keys = join && groups_by_public_columns(q);
+	auto check = [&policy](Node *e, const char *w) { check_row_expression(e, policy, w); };
+	GroupKeys keys = public_keys ? list_join_group_keys(q, policy, check)
+	                             : analyse_group_keys(q, relid, policy, kMaxGroups, check);
 	const std::vector<const ColumnPolicy *> &group_cols = keys.cols;
-	const size_t groups = keys.groups;
+	for (size_t s = 0; join && s < join->steps.size(); ++s)
+		check_row_expression((Node *) join->steps[s].on, policy, "ON clauses of LEFT JOINs");
 
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
@@ -658,6 +667,10 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	collect_attnos(where, attnos);
 	for (const ColumnPolicy *c : group_cols)
 		attnos.insert(c->attnum);
+	for (TargetEntry *k : public_keys ? keys.keys : std::vector<TargetEntry *>{})
+		collect_attnos((Node *) k->expr, attnos);
+	for (size_t s = 0; join && s < join->steps.size(); ++s)
+		collect_attnos((Node *) join->steps[s].on, attnos);
 	for (const AggSpec &s : specs) {
 		collect_attnos((Node *) s.weight, attnos);
 		collect_attnos((Node *) s.filter, attnos);
@@ -668,29 +681,16 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		for (const ColumnPolicy::Member &m : c->members) // a group is read (and clamped) as a whole
 			attnos.insert(m.attnum);
 	const size_t n = sub.size();
-	const size_t m = groups * static_cast<size_t>(cells_per_group);
-	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
-		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
-		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
-		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
-	// the calibration's work is known from the domains and metrics alone: refuse before evaluating
-	if (!specs.empty())
-		refuse_over_work(calibration_work(sub, m), m, cols);
-
 	// evaluate WHERE, filters and weights at every point
 	std::vector<Expr *> exprs{(Expr *) where};
 	for (const AggSpec &s : specs) {
 		exprs.push_back(s.filter);
 		exprs.push_back(s.weight);
 	}
-	UniverseValues vals;
-	if (!current_public_join())
-		vals = evaluate_over_universe(relid, cols, sub, exprs);
 
 	// output group of every point: its projection on the keys' columns, grouped as analysed
 	std::vector<size_t> group_of(n, 0);
-	if (keys.grouped()) {
+	if (keys.grouped() && !public_keys) {
 		std::vector<size_t> strides(cols.size(), 1);
 		for (size_t c = cols.size(); c-- > 1;)
 			strides[c - 1] = strides[c] * cols[c]->domain.size();
@@ -704,58 +704,78 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 		}
 	}
 
-	// cells: (group, aggregate component); cell k = g * cells_per_group + first_cell + c
-	// and the per-point table of each aggregate: what a row at point u adds (execution by lookup)
-	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
-	std::vector<std::vector<std::optional<double>>> tables(specs.size(), std::vector<std::optional<double>>(n));
-	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
-	if (current_public_join()) {
-		// a row at point u adds the sum over the public rows r joined to it (ON and WHERE hold) of
-		// its weight at (u, r); a COUNT counts the pairs. Evaluated here on the snapshot only.
-		const double pairs = static_cast<double>(n) * static_cast<double>(current_public_join()->values.size());
+	// a join: a row at point u adds, in each group, the sum over the joined pairs (u, public rows)
+	// of that group (ON and WHERE hold) of its weight; a COUNT counts the pairs, an AVG averages over
+	// them. Evaluated here on the snapshot only (join_cells.h).
+	JoinCells jc;
+	if (join) {
+		const double pairs = static_cast<double>(n) * join->combinations();
 		if (pairs * static_cast<double>(std::max<size_t>(specs.size(), 1)) > kMaxJoinPairs)
 			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 			     "the join needs " + std::to_string(static_cast<long long>(n)) + " points x " +
-			         std::to_string(current_public_join()->values.size()) + " public rows x " + std::to_string(specs.size()) +
-			         " aggregates evaluated at analysis, " + over_limit(pairs * std::max<size_t>(specs.size(), 1), kMaxJoinPairs),
+			         std::to_string(static_cast<long long>(join->combinations())) + " public rows x " +
+			         std::to_string(specs.size()) + " aggregates evaluated at analysis, " +
+			         over_limit(pairs * std::max<size_t>(specs.size(), 1), kMaxJoinPairs),
 			     "Reference fewer or coarser protected columns, filter the public table into a smaller one, or use "
 			     "fewer aggregates.");
-		std::vector<std::vector<double>> sum(specs.size(), std::vector<double>(n, 0.0));
-		std::vector<std::vector<double>> count(specs.size(), std::vector<double>(n, 0.0));
-		std::vector<bool> seen(specs.size(), false), nonzero(specs.size(), false);
-		evaluate_pairs_over_universe(relid, cols, sub, exprs, *current_public_join(),
-		                             [&](size_t u, const std::vector<double> &v, const std::vector<char> &nul) {
-			for (size_t j = 0; j < specs.size(); ++j) {
-				const double w = v[2 + 2 * j];
-				const bool w_null = nul[2 + 2 * j];
-				nonzero[j] = nonzero[j] || (!w_null && w != 0);
-				seen[j] = seen[j] || !w_null;
-				if (v[0] != 0 && !nul[0] && v[1 + 2 * j] != 0 && !nul[1 + 2 * j] && !w_null) {
-					sum[j][u] += w;
-					count[j][u] += 1;
-				}
-			}
-		});
+		std::vector<Expr *> key_exprs;
+		for (TargetEntry *k : public_keys ? keys.keys : std::vector<TargetEntry *>{})
+			key_exprs.push_back(k->expr);
+		jc = evaluate_join_cells(relid, cols, sub, exprs, key_exprs, group_of, keys.groups, *join, kMaxGroups);
+		if (public_keys) {
+			keys.groups = jc.groups;
+			keys.value = jc.key_value;
+			keys.is_null = jc.key_null;
+		}
+	}
+	const size_t groups = keys.groups;
+	const size_t m = groups * static_cast<size_t>(cells_per_group);
+	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
+		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
+		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
+	// the calibration's work is known from the domains and metrics alone (and, for a join, its
+	// groups): refuse before evaluating and allocating
+	if (!specs.empty())
+		refuse_over_work(calibration_work(sub, m), m, cols);
+	UniverseValues vals;
+	if (!join)
+		vals = evaluate_over_universe(relid, cols, sub, exprs);
+
+	// cells: (group, aggregate component); cell k = g * cells_per_group + first_cell + c
+	// and the per-point table of each aggregate: what a row at point u adds (execution by lookup);
+	// in a join, per point and group slot (u * slots + s), with the pair counts of an average
+	const size_t slots = jc.slots;
+	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
+	std::vector<std::vector<std::optional<double>>> tables(specs.size(), std::vector<std::optional<double>>(n));
+	std::vector<std::vector<std::optional<double>>> count_tables(specs.size());
+	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
+	if (join) {
 		for (size_t j = 0; j < specs.size(); ++j) {
-			if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero[j] : !seen[j]))
+			if (specs[j].weight && (specs[j].kind == AggKind::Count ? !jc.nonzero[j] : !jc.seen[j]))
 				refuse_null_argument(specs[j], j);
+			tables[j] = jc.sum[j];
+			count_tables[j].assign(n * slots, std::nullopt);
 			bool any = false;
-			for (size_t u = 0; u < n; ++u) {
-				if (count[j][u] == 0)
-					continue;
-				if (specs[j].kind == AggKind::Avg && count[j][u] > 1)
-					fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-					     "dx.avg in a join needs at most one joined public row per protected row",
-					     "Here a protected row can match several public rows; ask for dx.sum(...) and dx.count(*) and "
-					     "divide.");
-				lo[j] = any ? std::min(lo[j], sum[j][u]) : sum[j][u];
-				hi[j] = any ? std::max(hi[j], sum[j][u]) : sum[j][u];
-				any = true;
-				tables[j][u] = sum[j][u];
-				const size_t base = group_of[u] * cells_per_group + specs[j].first_cell;
-				q_cells[base][u] = sum[j][u];
-				if (specs[j].components == 2)
-					q_cells[base + 1][u] = 1.0;
+			for (size_t u = 0; u < n; ++u)
+				for (size_t s = 0; s < slots; ++s) {
+					const std::optional<double> &w = jc.sum[j][u * slots + s];
+					const std::optional<size_t> g = jc.group(u, s, group_of);
+					if (!w || !g)
+						continue;
+					count_tables[j][u * slots + s] = jc.count[j][u * slots + s];
+					lo[j] = any ? std::min(lo[j], *w) : *w;
+					hi[j] = any ? std::max(hi[j], *w) : *w;
+					any = true;
+					const size_t base = *g * cells_per_group + specs[j].first_cell;
+					q_cells[base][u] = *w;
+					if (specs[j].components == 2)
+						q_cells[base + 1][u] = jc.count[j][u * slots + s];
+				}
+			if (specs[j].kind == AggKind::Avg) { // the average of the pairs' weights lies in their range
+				lo[j] = jc.pair_lo[j];
+				hi[j] = jc.pair_hi[j];
 			}
 		}
 	}
@@ -890,7 +910,25 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	if (distributed && !em.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
 		     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
-	Expr *group_index = group_index_expr(keys, ext);
+	if (distributed && join)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables cannot run on Citus tables yet",
+		     "Query the distributed table alone, or join with the public table in a query on a local copy.");
+	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
+	// or none); an empty-group row carries its group in the slot column
+	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
+	Expr *group_index = public_keys ? nullptr : group_index_expr(keys, ext);
+	if (public_keys) {
+		CaseWhen *when = makeNode(CaseWhen);
+		when->expr = (Expr *) present_flag_var();
+		when->result = weigh_expr(cols, jc.group_of_slot, true, ext, slot, slots);
+		when->location = -1;
+		CaseExpr *ce = makeNode(CaseExpr);
+		ce->casetype = INT4OID;
+		ce->args = list_make1(when);
+		ce->defresult = (Expr *) slot_var();
+		ce->location = -1;
+		group_index = (Expr *) ce;
+	}
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -912,17 +950,27 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 				p.cells.push_back(cell.scale);
 				p.cells.push_back(cell.bound);
 			}
-		Expr *weight = weigh_expr(cols, tables[j], false, ext);
+		Expr *weight = weigh_expr(cols, tables[j], false, ext, copy_node(slot), slots);
 		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *a = s.aggref;
-		Oid internal = s.kind == AggKind::Count ? ext.noisy_count : s.kind == AggKind::Avg ? ext.noisy_avg : ext.noisy_sum;
+		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
+		Oid internal = s.kind == AggKind::Count ? ext.noisy_count
+		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
+		                                        : ext.noisy_sum;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
 		a->aggfnoid = internal;
 		a->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
 		a->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
 		                     makeTargetEntry((Expr *) copy_node(group_index), 2, nullptr, false),
 		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
+		if (pair_avg) {
+			Expr *pairs = weigh_expr(cols, count_tables[j], false, ext, copy_node(slot), slots);
+			if (grouped)
+				pairs = real_rows_only(pairs, FLOAT8OID, nullptr);
+			a->aggargtypes = lappend_oid(a->aggargtypes, FLOAT8OID);
+			a->args = lappend(a->args, makeTargetEntry(pairs, 4, nullptr, false));
+		}
 		a->aggstar = false;
 		a->aggvariadic = false;
 		a->aggfilter = nullptr;
@@ -959,28 +1007,67 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d)
 	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
 	// outside the aggregates read the values the analysis computed per group
 	q->jointree->quals = nullptr;
-	if (current_public_join() && any_exec_param((Node *) q, nullptr))
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
+	auto check_no_public_column = [&] {
+		if (join && any_exec_param((Node *) q, nullptr))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
+	};
 	if (!grouped) {
+		check_no_public_column();
 		const std::map<int, int64> ids = stamp_identities(q, ext);
 		register_releases(specs, ids, std::move(descriptions), std::move(labels));
 		return;
 	}
 	replace_group_keys(q, keys, group_index, ext);
-	if (distributed) {
-		const std::map<int, int64> ids = stamp_identities(q, ext);
-		register_releases(specs, ids, std::move(descriptions), std::move(labels));
-		return;
-	}
+		Expr *weight = weigh_expr(cols, tables[j], false, ext, copy_node(slot), slots);
+		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 	// GROUP BY: read from the table plus one empty row per group
 	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
-	std::map<AttrNumber, AttrNumber> mapping = replace_with_group_source(q, policy, columns, keys);
+	std::map<AttrNumber, AttrNumber> mapping;
+	if (public_keys) { // rows of a point without a group (no slot) are not read
+		NullTest *nt = makeNode(NullTest);
+		nt->arg = (Expr *) copy_node(group_index);
+		nt->nulltesttype = IS_NOT_NULL;
+		nt->argisrow = false;
+		nt->location = -1;
+		q->jointree->quals = (Node *) nt;
+		mapping = replace_with_slot_group_source(q, policy, columns, slots, groups);
+	} else {
+		mapping = replace_with_group_source(q, policy, columns, keys);
+	}
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
 	const std::map<int, int64> ids = stamp_identities(q, ext);
 	register_releases(specs, ids, std::move(descriptions), std::move(labels));
+}
+
+// ---- joins with public tables ----
+
+// What take_join did with a query: no join with a protected table; the join taken (the query reads
+// the protected table alone, its public rows in `rows`); or deferred, for a query with bound
+// parameters: checked now on a copy, left as it is, and taken with its values when planned
+// (analyze_bound_query), so each execution reads the public tables at its own analysis.
+enum class JoinTake { None, Taken, Deferred };
+
+JoinTake
+take_join(Query *q, const ExtensionObjects &ext, bool analyst, PublicRows &rows)
+{
+	if (!contains_param((Node *) q, nullptr))
+		return take_public_join(q, ext, rows) ? JoinTake::Taken : JoinTake::None;
+	if (analyst)
+		rewrite_plain_aggregates(q, ext); // markers stay in q for the analysis at planning
+	Query *probe = copy_node(q);
+	PublicRows none;
+	if (!take_public_join(probe, ext, none, false))
+		return JoinTake::None;
+	JoinScope scope(&none);
+	Discovery d{&ext};
+	query_tree_walker(probe, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	if (d.markers_top == 0)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a join with public tables needs count, sum, avg or dx aggregates", kShapeHint);
+	rewrite_query(probe, ext, d, true); // its shape and columns are checked
+	return JoinTake::Deferred;
 }
 
 // ---- a plain subquery of rows under the aggregates ----
@@ -1069,8 +1156,19 @@ void
 rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystContext *ac)
 {
 	PublicRows join_rows; // a release over a join with public tables (README "Joins with public tables")
-	const bool joined = sub->commandType == CMD_SELECT && sub->hasAggs && is_join_query(sub) &&
-	                    take_public_join(sub, ext, join_rows);
+	const JoinTake take = sub->commandType == CMD_SELECT && sub->hasAggs && is_join_query(sub)
+	                          ? take_join(sub, ext, ac != nullptr, join_rows)
+	                          : JoinTake::None;
+	if (take == JoinTake::Deferred) {
+		if (ac) {
+			if (count_protected_refs(sub, *ac) != 1)
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+				     analyst_hint(first_protected_ref(sub, *ac)));
+			admit_protected_reads(sub, *ac);
+		}
+		return;
+	}
+	const bool joined = take == JoinTake::Taken;
 	JoinScope join_scope(joined ? &join_rows : nullptr);
 	if (sub->commandType == CMD_SELECT && list_length(sub->rtable) == 1 && ac)
 		rewrite_plain_aggregates(sub, ext);
@@ -1205,12 +1303,18 @@ analyze(Query *top)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
-			if (q->commandType == CMD_SELECT && q->hasAggs && is_join_query(q) && !has_lateral(q))
-				joined = take_public_join(q, *ext, join_rows); // (LATERAL: the analysts' refusal below)
-			JoinScope join_scope(joined ? &join_rows : nullptr);
 			if (q->groupingSets && is_release_level(q, *ext, &ac))
 				if (Query *u = expand_grouping_sets_into_union(q))
-					*q = *u; // one release per grouping set, under a UNION ALL wrapper
+					*q = *u; // one release per grouping set, under a UNION ALL wrapper (a join: per branch)
+			JoinTake take = JoinTake::None;
+			if (q->commandType == CMD_SELECT && q->hasAggs && is_join_query(q) && !has_lateral(q))
+				take = take_join(q, *ext, true, join_rows); // (LATERAL: the analysts' refusal below)
+			if (take == JoinTake::Deferred) { // analysed when planned with its values
+				admit_protected_reads(q, ac);
+				return;
+			}
+			joined = take == JoinTake::Taken;
+			JoinScope join_scope(joined ? &join_rows : nullptr);
 			if (q->commandType == CMD_SELECT && !is_release_level(q, *ext, &ac) &&
 			    rewrite_wrapped_releases(q, *ext, &ac) > 0)
 				return; // a wrapper that only post-processes releases
@@ -1248,8 +1352,12 @@ analyze(Query *top)
 		}
 	if (d.markers_top == 0 && q->commandType == CMD_SELECT && rewrite_wrapped_releases(q, *ext, nullptr) > 0)
 		return; // a wrapper that only post-processes releases
-	if (d.markers_top > 0 && q->commandType == CMD_SELECT && is_join_query(q))
-		joined = take_public_join(q, *ext, join_rows);
+	if (d.markers_top > 0 && q->commandType == CMD_SELECT && is_join_query(q)) {
+		const JoinTake take = take_join(q, *ext, false, join_rows);
+		if (take == JoinTake::Deferred)
+			return; // analysed when planned with its values
+		joined = take == JoinTake::Taken;
+	}
 	JoinScope join_scope(joined ? &join_rows : nullptr);
 	rewrite_query(q, *ext, d);
 }
@@ -1273,6 +1381,9 @@ analyze_bound_query(Query *q)
 		rewrite_wrapped_releases(q, *ext, ac.analyst ? &ac : nullptr);
 		return;
 	}
+	PublicRows join_rows; // a join with public tables, read now, at this execution's analysis
+	const bool joined = is_join_query(q) && !has_lateral(q) && take_public_join(q, *ext, join_rows);
+	JoinScope join_scope(joined ? &join_rows : nullptr);
 	rewrite_query(q, *ext, d);
 	if (ac.analyst) {
 		if (count_protected_refs(q, ac) != 1)

@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
 #include "pg/planner/point_lookup.h"
+#include "pg/planner/public_joins.h"
 #include "pg/planner/universe_eval.h"
 
 extern "C" {
@@ -226,6 +227,44 @@ analyse_group_keys(Query *q, Oid relid, const TablePolicy &policy, size_t max_gr
 			gk.value[k][g] = d.value[k][gk.representative[g]];
 			gk.is_null[k][g] = d.is_null[k][gk.representative[g]];
 		}
+	return gk;
+}
+
+// See group_keys.h.
+bool
+groups_by_public_columns(Query *q)
+{
+	ListCell *lc;
+	foreach (lc, q->groupClause)
+		if (any_exec_param((Node *) get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList)->expr,
+		                   nullptr))
+			return true;
+	return false;
+}
+
+// See group_keys.h.
+GroupKeys
+list_join_group_keys(Query *q, const TablePolicy &policy, const std::function<void(Node *, const char *)> &check)
+{
+	GroupKeys gk;
+	gk.plain_columns = false;
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
+		if (std::find_if(gk.keys.begin(), gk.keys.end(), [&](TargetEntry *t) { return equal(t->expr, tle->expr); }) !=
+		    gk.keys.end())
+			continue;
+		check((Node *) tle->expr, "GROUP BY");
+		List *vars = pull_var_clause((Node *) tle->expr, 0);
+		ListCell *vc;
+		foreach (vc, vars)
+			if (policy.find(lfirst_node(Var, vc)->varattno)->is_group())
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUP BY cannot use a column of a column group",
+				     "Group by separately declared columns; a group such as (lon, lat) is a location, not a category.");
+		gk.key_column.push_back(nullptr);
+		gk.names.push_back(tle->resname ? tle->resname : "key");
+		gk.keys.push_back(tle);
+	}
 	return gk;
 }
 

@@ -45,6 +45,14 @@ struct GroupKeys {
 GroupKeys analyse_group_keys(Query *q, Oid relid, const TablePolicy &policy, size_t max_groups,
                              const std::function<void(Node *, const char *)> &check);
 
+// The GROUP BY keys of a join whose keys read public columns (PARAM_EXEC), validated (check) but
+// not evaluated: the groups come from the joined pairs (join_cells.h); key_column is nullptr.
+GroupKeys list_join_group_keys(Query *q, const TablePolicy &policy,
+                               const std::function<void(Node *, const char *)> &check);
+
+// True when a GROUP BY key of q reads a public column of a join (a PARAM_EXEC parameter).
+bool groups_by_public_columns(Query *q);
+
 // The int4 output group of a row: dx._weigh_int over the keys' columns (constant 0 without keys).
 Expr *group_index_expr(const GroupKeys &keys, const ExtensionObjects &ext);
 

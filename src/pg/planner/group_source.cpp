@@ -91,6 +91,13 @@ present_flag_var()
 }
 
 // See group_source.h.
+Var *
+slot_var()
+{
+	return makeVar(1, kSlotPlaceholder, INT4OID, -1, InvalidOid, 0);
+}
+
+// See group_source.h.
 Expr *
 real_rows_only(Expr *value, Oid type, Expr *filter)
 {
@@ -187,6 +194,38 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next;
 
+	replace_rte_with_sql(q, sql, colnames);
+	return mapping;
+}
+
+// See group_source.h.
+std::map<AttrNumber, AttrNumber>
+replace_with_slot_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                               size_t slots, size_t groups)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	const std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
+	std::string real = "SELECT ", empty = "SELECT ";
+	std::map<AttrNumber, AttrNumber> mapping;
+	List *colnames = NIL;
+	AttrNumber next = 1;
+	for (AttrNumber att : columns) {
+		const ColumnPolicy::Member *mem = policy.find(att)->member(att);
+		real += std::string(quote_identifier(mem->name.c_str())) + ", ";
+		empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
+		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
+		mapping[att] = next++;
+	}
+	const std::string sql = real + "true AS dx_present, " +
+	                        (slots > 1 ? "s.dx_slot FROM " + table + " CROSS JOIN pg_catalog.generate_series(0, " +
+	                                         std::to_string(slots - 1) + ") AS s(dx_slot)"
+	                                   : "0 AS dx_slot FROM " + table) +
+	                        " UNION ALL " + empty + "false, g.dx_slot FROM pg_catalog.generate_series(0, " +
+	                        std::to_string(groups - 1) + ") AS g(dx_slot)";
+	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
+	mapping[kPresentPlaceholder] = next++;
+	colnames = lappend(colnames, makeString(pstrdup("dx_slot")));
+	mapping[kSlotPlaceholder] = next;
 	replace_rte_with_sql(q, sql, colnames);
 	return mapping;
 }

@@ -17,8 +17,16 @@ namespace dxpriv::pg {
 // Attribute number of a placeholder Var for the "row is real" flag, remapped by remap_vars().
 constexpr AttrNumber kPresentPlaceholder = 32000;
 
+// Attribute number of a placeholder Var for a row's group slot (GROUP BY public columns: a row is
+// repeated once per slot, and its point's slot-th group is its group; an empty-group row carries
+// its group number here), remapped by remap_vars().
+constexpr AttrNumber kSlotPlaceholder = 32001;
+
 // A Var for the flag that is true on the table's rows and false on the added empty-group rows.
 Var *present_flag_var();
+
+// A Var (int4) for the slot column of replace_with_slot_group_source.
+Var *slot_var();
 
 // CASE WHEN <row is real> [AND filter] THEN value END: the added empty-group rows reach an
 // aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
@@ -32,6 +40,16 @@ Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const TablePolicy &policy,
                                                            const std::vector<AttrNumber> &columns,
                                                            const GroupKeys &keys);
+
+// GROUP BY public columns of a join (a point may fall in several groups): replaces the protected
+// table (range table entry 1 of q) by the subquery
+//   SELECT <columns>, true, s FROM <table>, generate_series(0, slots - 1) s
+//   UNION ALL SELECT <NULLs>, false, g FROM generate_series(0, groups - 1) g
+// (without the generate_series for one slot: s = 0). Returns the new attribute number of each
+// column and of kPresentPlaceholder and kSlotPlaceholder.
+std::map<AttrNumber, AttrNumber> replace_with_slot_group_source(Query *q, const TablePolicy &policy,
+                                                                const std::vector<AttrNumber> &columns, size_t slots,
+                                                                size_t groups);
 
 // Replaces range table entry 1 of q by the subquery `sql` (dxpriv's own SQL, analysed without the
 // hooks) with output column names colnames.

@@ -51,10 +51,10 @@ domain_arg_tail(const Domain &d)
 // See point_lookup.h.
 Expr *
 weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
-           bool integer, const ExtensionObjects &ext)
+           bool integer, const ExtensionObjects &ext, Expr *slot, size_t slots)
 {
 	const Oid type = integer ? INT4OID : FLOAT8OID;
-	if (cols.empty()) {
+	if (cols.empty() && !slot) {
 		if (table.size() != 1)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv point table of a query without columns must have one point");
 		if (!table[0])
@@ -87,6 +87,13 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 		layout += c->domain.kind() == DomainKind::Enumerated ? 'e' : 'r';
 		args = lappend(args, makeVar(1, c->attnum, c->type, c->typmod, c->collation, 0));
 		args = list_concat(args, domain_arg_tail(c->domain));
+	}
+	if (slot) { // a range 0 .. slots - 1, last and fastest
+		layout += 'r';
+		dims.push_back(slots);
+		args = lappend(args, slot);
+		args = list_concat(args, list_make3(float8_const(0), float8_const(static_cast<double>(slots - 1)), float8_const(1)));
+		linitial(args) = point_table_const(table, dims);
 	}
 	lsecond(args) = text_const(layout);
 	return (Expr *) makeFuncExpr(integer ? ext.weigh_int : ext.weigh, type, args, InvalidOid, InvalidOid,

@@ -28,8 +28,9 @@ List *domain_arg_tail(const Domain &d);
 // dx._weigh(table, layout, <columns of cols with their domain constants>) (float8), or
 // dx._weigh_int(...) (int4): the row's value in `table` at its point of the sub-universe of `cols`
 // (see the contract above); one function call per row. Without columns (the sub-universe has one
-// point) the table's only value, as a constant.
+// point) the table's only value, as a constant. With a slot expression (int4, 0 .. slots - 1), the
+// table is over the sub-universe times the slots, the slot as a last, fastest column.
 Expr *weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
-                 bool integer, const ExtensionObjects &ext);
+                 bool integer, const ExtensionObjects &ext, Expr *slot = nullptr, size_t slots = 1);
 
 } // namespace dxpriv::pg

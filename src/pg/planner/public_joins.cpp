@@ -39,6 +39,8 @@ namespace {
 // query as PARAM_EXEC parameters 0 .. params-1 until rewrite_query folds them into the tables.
 const PublicRows *current_join = nullptr;
 
+bool public_outside_keys_walker(Node *node, void *ctx);
+
 struct JoinMap {
 	int protected_index = 0;
 	std::set<int> public_index;
@@ -88,15 +90,25 @@ public_vars_to_params(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*)()>(public_vars_to_params), ctx);
 }
 
-// Finds a public column (PARAM_EXEC) outside aggregates.
+// Finds a public column (PARAM_EXEC) outside aggregates and GROUP BY key expressions.
 bool
-public_outside_aggregates(Node *node, void *)
+public_outside_keys(Node *node, const std::vector<Expr *> &keys)
 {
 	if (!node || IsA(node, Aggref))
 		return false;
+	for (Expr *k : keys)
+		if (equal(node, k))
+			return false;
 	if (IsA(node, Param) && castNode(Param, node)->paramkind == PARAM_EXEC)
 		return true;
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(public_outside_aggregates), nullptr);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(public_outside_keys_walker),
+	                              const_cast<std::vector<Expr *> *>(&keys));
+}
+
+bool
+public_outside_keys_walker(Node *node, void *ctx)
+{
+	return public_outside_keys(node, *static_cast<std::vector<Expr *> *>(ctx));
 }
 
 } // namespace
@@ -155,12 +167,17 @@ any_exec_param(Node *node, void *)
 // protected table alone, public columns becoming parameters. Returns false (query untouched) when
 // no protected table is joined.
 bool
-take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
+take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bool read_rows)
 {
 	const char *hint = "Join the protected table with tables the owner declared public (dx.set_public): "
 	                   "SELECT dx.count(*) FROM people p JOIN regions r ON r.region = p.region WHERE r.zone = 'north'.";
-	std::vector<int> bases;
+	std::vector<int> bases;                      // every base table, in join order
+	std::map<int, Node *> left_on;              // LEFT JOIN table -> its ON condition
 	Node *quals = q->jointree->quals;
+	auto add_qual = [&](Node *c) {
+		if (c)
+			quals = quals ? (Node *) makeBoolExpr(AND_EXPR, list_make2(quals, c), -1) : c;
+	};
 	std::function<void(Node *)> walk = [&](Node *n) {
 		if (IsA(n, RangeTblRef)) {
 			bases.push_back(castNode(RangeTblRef, n)->rtindex);
@@ -168,13 +185,29 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 		}
 		if (IsA(n, JoinExpr)) {
 			JoinExpr *j = castNode(JoinExpr, n);
-			if (j->jointype != JOIN_INNER)
-				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "outer joins cannot be used in queries with dx aggregates", hint);
-			walk(j->larg);
-			walk(j->rarg);
-			if (j->quals)
-				quals = quals ? (Node *) makeBoolExpr(AND_EXPR, list_make2(quals, j->quals), -1) : j->quals;
-			return;
+			if (j->jointype == JOIN_INNER) {
+				walk(j->larg);
+				walk(j->rarg);
+				add_qual(j->quals);
+				return;
+			}
+			if (j->jointype == JOIN_LEFT || j->jointype == JOIN_RIGHT) {
+				// the preserved side first; the nullable side must be one table (checked public below)
+				Node *kept = j->jointype == JOIN_LEFT ? j->larg : j->rarg;
+				Node *nullable = j->jointype == JOIN_LEFT ? j->rarg : j->larg;
+				walk(kept);
+				if (!IsA(nullable, RangeTblRef))
+					fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+					     "the nullable side of an outer join with a protected table must be one public table",
+					     "Write protected LEFT JOIN public_table ON ..., joining further tables outside it.");
+				const int rt = castNode(RangeTblRef, nullable)->rtindex;
+				bases.push_back(rt);
+				left_on[rt] = j->quals ? j->quals : (Node *) makeBoolConst(true, false);
+				return;
+			}
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "FULL joins cannot be used in queries with dx aggregates",
+			     "A FULL join would output public rows no protected row joins, which depends on the protected "
+			     "rows; use protected LEFT JOIN public_table.");
 		}
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this FROM item cannot be used in a join with dx aggregates", hint);
 	};
@@ -199,6 +232,11 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins of two protected tables cannot be answered",
 		     "A query with dx aggregates reads one protected table; join it only with public tables (dx.set_public).");
 	map.protected_index = protected_bases[0];
+	if (left_on.count(map.protected_index))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "a protected table cannot be the nullable side of an outer join",
+		     "The join would output public rows that no protected row joins, which depends on the protected rows; "
+		     "write protected LEFT JOIN public_table instead.");
 	for (int i : bases) {
 		if (i == map.protected_index)
 			continue;
@@ -240,93 +278,90 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out)
 			         "alone.");
 		map.public_index.insert(i);
 	}
-	if (q->groupingSets)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUPING SETS, ROLLUP and CUBE cannot be used in joins yet",
-		     "Run one query per grouping set.");
-	if (contains_param((Node *) q, nullptr))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "bound parameters cannot be used in joins with public tables yet",
-		     "Write the values as constants.");
-	// columns of inner joins: the base tables' columns
+	if (q->groupingSets) // (a top-level one is expanded into one join per grouping set before this)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "GROUPING SETS, ROLLUP and CUBE of a join inside a subquery cannot be answered",
+		     "Run the join with GROUPING SETS as the statement itself (its wrappers may only post-process it), or "
+		     "one query per grouping set.");
+	// columns of joins: the base tables' columns (a LEFT JOIN's USING column is its preserved side's)
 	q->targetList = (List *) flatten_join_alias_vars(q, (Node *) q->targetList);
 	q->havingQual = flatten_join_alias_vars(q, q->havingQual);
 	quals = flatten_join_alias_vars(q, quals);
+	for (auto &[rt, on] : left_on)
+		on = flatten_join_alias_vars(q, on);
 	q->targetList = (List *) public_vars_to_params((Node *) q->targetList, &map);
 	q->havingQual = public_vars_to_params(q->havingQual, &map);
 	quals = public_vars_to_params(quals, &map);
-	if (public_outside_aggregates((Node *) q->targetList, nullptr) || public_outside_aggregates(q->havingQual, nullptr))
+	for (auto &[rt, on] : left_on)
+		on = public_vars_to_params(on, &map);
+	std::vector<Expr *> keys; // GROUP BY keys: their public columns are read from the snapshot at analysis
+	ListCell *gc;
+	foreach (gc, q->groupClause)
+		keys.push_back(get_sortgroupclause_tle(lfirst_node(SortGroupClause, gc), q->targetList)->expr);
+	if (public_outside_keys((Node *) q->targetList, keys) || public_outside_keys(q->havingQual, keys))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "columns of public tables can only be used in ON, WHERE, aggregate arguments and FILTER",
-		     "GROUP BY, output columns and HAVING (outside aggregates) use the protected table's declared columns, "
-		     "e.g. SELECT p.age, dx.count(*) FROM people p JOIN regions r ON r.region = p.region WHERE r.zone = 'north' "
-		     "GROUP BY p.age.");
+		     "columns of public tables can only be used in ON, WHERE, GROUP BY keys, aggregate arguments and FILTER",
+		     "Group by the public column to output it, e.g. SELECT r.zone, dx.count(*) FROM people p JOIN regions r "
+		     "ON r.region = p.region GROUP BY r.zone.");
 
-	// snapshot of every public table's referenced columns, read as the caller
+	// snapshot of every public table's referenced columns, read as the caller, in join order
 	out = PublicRows{};
-	out.first_param = 0;
 	out.params = static_cast<int>(map.param_var.size());
-	out.values.assign(1, std::vector<Datum>(out.params, (Datum) 0));
-	out.nulls.assign(1, std::vector<char>(out.params, 1));
 	MemoryContext outer = CurrentMemoryContext;
-	for (int i : map.public_index) {
+	for (int i : bases) {
+		if (!map.public_index.count(i))
+			continue;
 		RangeTblEntry *rte = rt_fetch(i, q->rtable);
 		const std::string name = qualified_relation_name(rte->relid);
 		if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for public table \"" + name + "\"",
 			     "A join reads the public table with your own privileges: its owner can GRANT SELECT ON " + name +
 			         " to you.");
-		std::vector<int> ids;
+		PublicStep step;
+		auto on = left_on.find(i);
+		step.left = on != left_on.end();
+		step.on = step.left ? (Expr *) on->second : nullptr;
 		std::string list;
 		for (size_t k = 0; k < map.param_var.size(); ++k)
 			if (static_cast<int>(map.param_var[k]->varno) == i) {
-				ids.push_back(static_cast<int>(k));
+				step.params.push_back(static_cast<int>(k));
 				char *att = get_attname(rte->relid, map.param_var[k]->varattno, false);
 				list += (list.empty() ? "" : ", ") + std::string(quote_identifier(att));
 			}
-		std::vector<std::vector<Datum>> rows;
-		std::vector<std::vector<char>> nulls;
+		if (!read_rows) {
+			out.steps.push_back(std::move(step));
+			continue;
+		}
 		{
 			InternalSpi spi(GetUserId()); // the caller's privileges and row-level security apply
-			const std::string sql = "SELECT " + list + " FROM " + (rte->inh ? "" : "ONLY ") + name;
+			const std::string sql = "SELECT " + (list.empty() ? std::string("1") : list) + " FROM " +
+			                        (rte->inh ? "" : "ONLY ") + name;
 			const uint64 n = spi.exec_dynamic(sql.c_str());
-			if (static_cast<double>(n) * static_cast<double>(out.values.size()) > kMaxJoinPairs)
+			if (static_cast<double>(n) * out.combinations() > kMaxJoinPairs)
 				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 				     "the public tables of the join have too many rows: at most " +
 				         std::to_string(static_cast<long long>(kMaxJoinPairs)) + " combinations are analysed",
 				     "Join smaller public tables, or fewer of them.");
 			for (uint64 r = 0; r < n; ++r) {
-				rows.emplace_back();
-				nulls.emplace_back();
-				for (size_t c = 0; c < ids.size(); ++c) {
+				step.values.emplace_back();
+				step.nulls.emplace_back();
+				for (size_t c = 0; c < step.params.size(); ++c) {
 					const bool isnull = spi.is_null(r, static_cast<int>(c));
 					Datum d = (Datum) 0;
 					if (!isnull)
 						pg_call([&] {
 							int16 len;
 							bool byval;
-							get_typlenbyval(map.param_var[ids[c]]->vartype, &len, &byval);
+							get_typlenbyval(map.param_var[step.params[c]]->vartype, &len, &byval);
 							MemoryContext old = MemoryContextSwitchTo(outer);
 							d = datumCopy(spi.value(r, static_cast<int>(c)), byval, len);
 							MemoryContextSwitchTo(old);
 						});
-					rows.back().push_back(d);
-					nulls.back().push_back(isnull);
+					step.values.back().push_back(d);
+					step.nulls.back().push_back(isnull);
 				}
 			}
 		}
-		// cross product with the rows taken so far
-		std::vector<std::vector<Datum>> values;
-		std::vector<std::vector<char>> value_nulls;
-		for (size_t a = 0; a < out.values.size(); ++a)
-			for (size_t r = 0; r < rows.size(); ++r) {
-				values.push_back(out.values[a]);
-				value_nulls.push_back(out.nulls[a]);
-				for (size_t c = 0; c < ids.size(); ++c) {
-					values.back()[ids[c]] = rows[r][c];
-					value_nulls.back()[ids[c]] = nulls[r][c];
-				}
-			}
-		out.values = std::move(values);
-		out.nulls = std::move(value_nulls);
+		out.steps.push_back(std::move(step));
 	}
 	// the statement reads the protected table alone: public tables are not read at execution
 	RangeTblEntry *prot = rt_fetch(map.protected_index, q->rtable);

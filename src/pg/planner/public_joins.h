@@ -14,7 +14,7 @@ extern "C" {
 
 namespace dxpriv::pg {
 
-// Cap on points x public rows (x aggregates) evaluated at analysis.
+// Cap on points x public row combinations (x aggregates) evaluated at analysis.
 constexpr double kMaxJoinPairs = 2e7;
 
 // True when q's FROM is more than one plain table.
@@ -24,11 +24,13 @@ bool has_lateral(Query *q);
 // True when a PARAM_EXEC (a public column) is anywhere in node (none may survive the rewrite).
 bool any_exec_param(Node *node, void *);
 
-// A join of one protected table with public tables: checks it, reads the public tables' referenced
-// columns once (with the caller's privileges) into `out`, and turns the query into one over the
-// protected table alone, public columns becoming parameters. Returns false (query untouched) when
-// no protected table is joined.
-bool take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out);
+// A join of one protected table with public tables (inner joins, and LEFT JOINs whose nullable
+// side is one public table): checks it, reads the public tables' referenced columns once (with the
+// caller's privileges) into `out` (unless read_rows is false: a query with bound parameters checked
+// at parse), and turns the query into one over the protected table alone, public columns becoming
+// PARAM_EXEC parameters (also in GROUP BY keys). Returns false (query untouched) when no protected
+// table is joined.
+bool take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bool read_rows = true);
 
 // The public rows of the query being rewritten, or nullptr (no join).
 const PublicRows *current_public_join();

@@ -86,7 +86,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 		EState *estate = CreateExecutorState();
 		ParamExecData *params = nullptr;
 		if (inner && inner->params > 0) {
-			params = static_cast<ParamExecData *>(palloc0(sizeof(ParamExecData) * (inner->first_param + inner->params)));
+			params = static_cast<ParamExecData *>(palloc0(sizeof(ParamExecData) * inner->params));
 			estate->es_param_exec_vals = params;
 		}
 		ExprContext *econtext = GetPerTupleExprContext(estate);
@@ -95,7 +95,51 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 		for (size_t e = 0; e < exprs.size(); ++e)
 			if (exprs[e])
 				states[e] = ExecPrepareExpr(exprs[e], estate);
-		for (size_t flat = 0; flat < n; ++flat) {
+		std::vector<ExprState *> on_states;
+		for (size_t s = 0; inner && s < inner->steps.size(); ++s)
+			on_states.push_back(inner->steps[s].on ? ExecPrepareExpr(inner->steps[s].on, estate) : nullptr);
+		size_t flat = 0;
+		// the public tables from `step` on, for the combination of earlier rows in params
+		std::function<void(size_t)> descend = [&](size_t step) {
+			if (!inner || step == inner->steps.size()) {
+				ResetExprContext(econtext);
+				for (size_t e = 0; e < states.size(); ++e) {
+					if (!states[e])
+						continue;
+					bool isnull = false;
+					Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
+					on_value(e, flat, r, isnull);
+				}
+				on_pair(flat);
+				return;
+			}
+			const PublicStep &ps = inner->steps[step];
+			auto bind = [&](const std::vector<Datum> *row, const std::vector<char> *nul) {
+				for (size_t k = 0; k < ps.params.size(); ++k) {
+					ParamExecData &p = params[ps.params[k]];
+					p.execPlan = nullptr;
+					p.value = row ? (*row)[k] : (Datum) 0;
+					p.isnull = row ? (*nul)[k] : true;
+				}
+			};
+			bool matched = false;
+			for (size_t r = 0; r < ps.values.size(); ++r) {
+				bind(&ps.values[r], &ps.nulls[r]);
+				if (on_states[step]) {
+					bool isnull = false;
+					const Datum ok = ExecEvalExprSwitchContext(on_states[step], econtext, &isnull);
+					if (isnull || !DatumGetBool(ok))
+						continue;
+				}
+				matched = true;
+				descend(step + 1);
+			}
+			if (ps.left && !matched) {
+				bind(nullptr, nullptr);
+				descend(step + 1);
+			}
+		};
+		for (flat = 0; flat < n; ++flat) {
 			ExecClearTuple(slot);
 			for (int a = 0; a < td->natts; ++a)
 				slot->tts_isnull[a] = true;
@@ -107,24 +151,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 				}
 			ExecStoreVirtualTuple(slot);
 			econtext->ecxt_scantuple = slot;
-			const size_t rows = inner ? inner->values.size() : 1;
-			for (size_t row = 0; row < rows; ++row) {
-				if (inner)
-					for (int k = 0; k < inner->params; ++k) {
-						params[inner->first_param + k].execPlan = nullptr;
-						params[inner->first_param + k].value = inner->values[row][k];
-						params[inner->first_param + k].isnull = inner->nulls[row][k];
-					}
-				ResetExprContext(econtext);
-				for (size_t e = 0; e < states.size(); ++e) {
-					if (!states[e])
-						continue;
-					bool isnull = false;
-					Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
-					on_value(e, flat, r, isnull);
-				}
-				on_pair(flat, row);
-			}
+			descend(0);
 			for (size_t c = cols.size(); c-- > 0;) { // odometer, last column fastest
 				if (++idx[c] < sub.domains[c].size())
 					break;
@@ -181,24 +208,43 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
 		out.is_null[e][flat] = isnull;
 		out.value[e][flat] = point_value(r, isnull, is_bool[e]);
-	}, nullptr, [](size_t, size_t) {});
+	}, nullptr, [](size_t) {});
 	return out;
+}
+
+// See universe_eval.h.
+double
+PublicRows::combinations() const
+{
+	double c = 1;
+	for (const PublicStep &s : steps)
+		c *= static_cast<double>(s.left ? std::max<size_t>(s.values.size(), 1) : s.values.size());
+	return c;
 }
 
 // See universe_eval.h.
 void
 evaluate_pairs_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
-                             const std::vector<Expr *> &exprs, const PublicRows &inner,
-                             const std::function<void(size_t, const std::vector<double> &, const std::vector<char> &)> &on_pair)
+                             const std::vector<Expr *> &exprs, const std::vector<Expr *> &keys,
+                             const PublicRows &inner, const PairCallback &on_pair)
 {
 	const std::vector<bool> is_bool = boolean_expressions(exprs);
+	std::vector<Expr *> all = exprs;
+	all.insert(all.end(), keys.begin(), keys.end());
 	std::vector<double> v(exprs.size(), 1.0);
 	std::vector<char> nul(exprs.size(), 0);
-	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t, Datum r, bool isnull) {
+	std::vector<Datum> key(keys.size(), (Datum) 0);
+	std::vector<char> key_null(keys.size(), 1);
+	for_each_point_value(relid, cols, sub, all, [&](size_t e, size_t, Datum r, bool isnull) {
+		if (e >= exprs.size()) {
+			key[e - exprs.size()] = isnull ? (Datum) 0 : r;
+			key_null[e - exprs.size()] = isnull;
+			return;
+		}
 		nul[e] = isnull;
 		v[e] = point_value(r, isnull, is_bool[e]);
-	}, &inner, [&](size_t flat, size_t) {
-		on_pair(flat, v, nul);
+	}, &inner, [&](size_t flat) {
+		on_pair(flat, v, nul, key, key_null);
 		std::fill(v.begin(), v.end(), 1.0);
 		std::fill(nul.begin(), nul.end(), 0);
 	});
@@ -228,7 +274,7 @@ evaluate_datums_over_universe(Oid relid, const std::vector<const ColumnPolicy *>
 			out.value[e][flat] = datumCopy(r, typbyval[e], typlen[e]);
 			MemoryContextSwitchTo(old);
 		}
-	}, nullptr, [](size_t, size_t) {});
+	}, nullptr, [](size_t) {});
 	return out;
 }
 

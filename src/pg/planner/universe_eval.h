@@ -39,20 +39,33 @@ SubUniverse sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber
 UniverseValues evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
                                       const SubUniverse &sub, const std::vector<Expr *> &exprs);
 
-// Rows of public tables joined to the protected table (a snapshot taken at analysis): their
-// columns appear in the expressions as PARAM_EXEC parameters first_param .. first_param+params-1.
-struct PublicRows {
-	int first_param = 0;
-	int params = 0;
-	std::vector<std::vector<Datum>> values; // per row, per parameter
+// One public table of a join with the protected table (a snapshot taken at analysis), in join
+// order: its columns appear in the expressions as PARAM_EXEC parameters `params`.
+struct PublicStep {
+	std::vector<int> params;                // parameter of each snapshot column
+	std::vector<std::vector<Datum>> values; // per row, per column
 	std::vector<std::vector<char>> nulls;
+	bool left = false;  // LEFT JOIN: a combination no row joins keeps one pair with these columns NULL
+	Expr *on = nullptr; // LEFT JOIN: its ON condition (inner joins' conditions are in WHERE)
 };
 
-// Evaluates exprs (boolean or float8, nullptr as 1) at every pair (point u, public row r), in point
-// order, calling on_pair(u, values, nulls) once per pair.
+// The public tables of a join: every (point, combination of their rows) is one pair.
+struct PublicRows {
+	int params = 0;
+	std::vector<PublicStep> steps;
+	// Largest number of pairs per point (the product of the tables' rows, 1 for an empty LEFT one).
+	double combinations() const;
+};
+
+// Evaluates exprs (boolean or float8, nullptr as 1) and keys (any type) at every pair (point u,
+// combination of public rows) the joins emit for u: inner tables cross, a LEFT JOIN table keeps its
+// rows whose ON holds, or one row of NULLs when none does. Calls on_pair(u, values, nulls,
+// key values, key nulls) once per pair, in point order; key values live until on_pair returns.
+using PairCallback = std::function<void(size_t, const std::vector<double> &, const std::vector<char> &,
+                                        const std::vector<Datum> &, const std::vector<char> &)>;
 void evaluate_pairs_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
-                                  const std::vector<Expr *> &exprs, const PublicRows &inner,
-                                  const std::function<void(size_t, const std::vector<double> &, const std::vector<char> &)> &on_pair);
+                                  const std::vector<Expr *> &exprs, const std::vector<Expr *> &keys,
+                                  const PublicRows &inner, const PairCallback &on_pair);
 
 // Values of expressions of any type at every point (same order as evaluate_over_universe), copied
 // into the caller's memory context; expressions must not be nullptr.
