@@ -1018,8 +1018,12 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		return;
 	}
 	replace_group_keys(q, keys, group_index, ext);
-		Expr *weight = weigh_expr(cols, tables[j], false, ext, copy_node(slot), slots);
-		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+	if (distributed) { // every group comes from one state per aggregate (planner/distributed.h)
+		check_no_public_column();
+		const std::map<int, int64> ids = stamp_identities(q, ext);
+		register_releases(specs, ids, std::move(descriptions), std::move(labels));
+		return;
+	}
 	// GROUP BY: read from the table plus one empty row per group
 	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
 	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
