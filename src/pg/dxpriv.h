@@ -148,6 +148,9 @@ void install_analyzer_hooks();
 void install_charging_hooks();
 // Registers that charge_id was paid for in this backend; final functions refuse unpaid ones.
 void mark_charged(int64 charge_id);
+// True while a statement that was charged for releases of relid executes (in this backend):
+// Citus runs parts of a distributed statement as nested statements, which that charge covers.
+bool released_by_running_statement(Oid relid);
 bool was_charged(int64 charge_id);
 
 struct NoiseParams;

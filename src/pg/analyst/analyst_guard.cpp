@@ -879,7 +879,8 @@ enforce_executor_admission(PlannedStmt *stmt)
 		scan_plan_for_admitted((Plan *) lfirst(lc), s);
 	// a partition or inheritance child is released by the aggregate of the table whose policy covers it
 	for (Oid rel : touched)
-		if (std::find(s.relids.begin(), s.relids.end(), ac.policy_table(rel)) == s.relids.end()) {
+		if (std::find(s.relids.begin(), s.relids.end(), ac.policy_table(rel)) == s.relids.end() &&
+		    !released_by_running_statement(ac.policy_table(rel))) { // (Citus's subplans of a charged statement)
 			const char *name = get_rel_name(rel);
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 			     std::string("analysts can read protected table \"") + (name ? name : "?") +

@@ -38,7 +38,13 @@ namespace dxpriv::pg {
 namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
+ExecutorEnd_hook_type prev_executor_end = nullptr;
 std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
+// Charge ids of the statements executing now (set when charged, removed at their ExecutorEnd): a
+// statement started while another runs, whose releases that one paid for, is part of it (Citus
+// runs the coordinator's share of a distributed query as a nested local task) and is not charged
+// again.
+std::map<const QueryDesc *, std::vector<std::pair<int64, Oid>>> running_charges; // (charge id, table)
 std::map<std::pair<const void *, int>, NoiseParams> params_by_agg; // (PlannedStmt, aggno) -> params
 
 // One noisy aggregate found in a plan.
@@ -254,8 +260,21 @@ charge_plan(QueryDesc *qd)
 		scan_plan((Plan *) lfirst(lc), scan);
 	if (scan.charges.empty())
 		return;
-	for (auto &kv : scan.charges)
+	if (!running_charges.empty()) {
+		std::unordered_set<int64> running;
+		for (auto &kv : running_charges)
+			for (auto &c : kv.second)
+				running.insert(c.first);
+		bool all_running = true;
+		for (auto &kv : scan.charges)
+			all_running = all_running && running.count(kv.first) > 0 && charged_ids.count(kv.first) > 0;
+		if (all_running)
+			return; // paid by the statement this one is part of
+	}
+	for (auto &kv : scan.charges) {
 		answer_cache_new_execution(kv.first);
+		running_charges[qd].emplace_back(kv.first, kv.second.params.relid);
+	}
 
 	// per table, aggregates in the order of their aggregate numbers (SELECT-list order)
 	std::vector<Charge> ordered;
@@ -337,9 +356,29 @@ on_xact(XactEvent event, void *arg)
 	{
 		charged_ids.clear();
 		params_by_agg.clear();
+		running_charges.clear();
 		answer_cache_reset_statement_state();
 		release_log_end_transaction();
 	}
+}
+
+// A statement that fails inside a subtransaction never reaches ExecutorEnd: forget what was running.
+void
+on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		running_charges.clear();
+}
+
+// ExecutorEnd hook: the statement no longer runs.
+extern "C" void
+dx_executor_end(QueryDesc *qd)
+{
+	running_charges.erase(qd);
+	if (prev_executor_end)
+		prev_executor_end(qd);
+	else
+		standard_ExecutorEnd(qd);
 }
 
 // ExecutorStart hook: charge first, then start the executor.
@@ -348,6 +387,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 {
 	if (!IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
+	running_charges.erase(qd); // a QueryDesc at the address of one that failed earlier
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { charge_plan(qd); });
 	if (prev_executor_start)
@@ -363,6 +403,17 @@ void
 mark_charged(int64 charge_id)
 {
 	charged_ids.insert(charge_id);
+}
+
+// See dxpriv.h.
+bool
+released_by_running_statement(Oid relid)
+{
+	for (auto &kv : running_charges)
+		for (auto &c : kv.second)
+			if (c.second == relid && charged_ids.count(c.first))
+				return true;
+	return false;
 }
 
 // See dxpriv.h.
@@ -389,7 +440,10 @@ install_charging_hooks()
 {
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dx_executor_start;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = dx_executor_end;
 	RegisterXactCallback(on_xact, nullptr);
+	RegisterSubXactCallback(on_subxact, nullptr);
 	ledger::install();
 }
 

@@ -121,8 +121,13 @@ discover(Node *node, void *ctx)
 		else if (d->depth == 0)
 			d->other_aggs_top++;
 	}
-	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid))
-		d->internal++; // placed by the planner hook on distributed tables, never written in SQL
+	// placed by the planner hook on distributed tables, never written in SQL; Citus re-parses the
+	// coordinator's share of a distributed query, whose releases the running statement has paid for
+	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
+		Const *k = release_params_const(node, *d->ext);
+		if (!k || !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id))
+			d->internal++;
+	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(discover), ctx);
 }
 
