@@ -1,6 +1,7 @@
 # dxpriv: PGXS build of the extension; CMake builds the PostgreSQL-free core and its unit tests.
 #   make demo   set up, start a throwaway cluster, load demo data, show d_X-private answers
 #   make test   everything CI runs (unit tests, pg_regress, end-to-end)
+#   make test-citus  the Citus end-to-end tests (builds Citus 13.2.2 from ../shared/vendor when missing)
 
 EXTVERSION = 0.1.0
 MODULE_big = dxpriv
@@ -37,7 +38,7 @@ core $(CORE_LIB):
 	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/core -j2
 
-.PHONY: deps unit regress e2e test demo bench
+.PHONY: deps unit regress e2e test test-citus demo bench
 deps:
 	./scripts/install-deps.sh
 
@@ -56,6 +57,11 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) regress
 	$(MAKE) e2e
+
+test-citus: deps
+	$(MAKE) all
+	$(MAKE) install
+	./scripts/run-citus.sh
 
 demo: deps
 	$(MAKE) all

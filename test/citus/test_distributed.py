@@ -1,0 +1,181 @@
+"""dx aggregates on a Citus distributed table (issue 13): exact partial sums on the workers, noise
+and charge once on the coordinator, every declared group, analysts run as the owner, refusals."""
+import math
+import statistics
+
+import psycopg2
+
+import citus_fixture as fx
+from citus_common import citus_db, connect, execute, rows, scalar
+
+NOISELESS = [  # presence Infinity and metric none: sensitivity 0, the answers are exact
+    ("age", '{"min": 0, "max": 120}', '{"type": "none"}'),
+    ("sex", '{"values": ["F", "M"]}', '{"type": "none"}'),
+    ("region", '{"values": ["north", "south", "east", "west", "none"]}', '{"type": "none"}'),
+    ("income", '{"min": 0, "max": 200000, "step": 100}', '{"type": "none"}'),
+]
+
+
+def _exact_table(conn, name, shards):
+    execute(conn, f"CREATE TABLE {name} (id bigint PRIMARY KEY, age int, sex text, region text, income int)")
+    execute(conn, f"SELECT create_distributed_table('{name}', 'id', shard_count => {shards})")
+    execute(conn, f"INSERT INTO {name} {fx.rows_sql(50000)}")
+    execute(conn, f"SELECT dx.protect_table('{name}', 'Infinity')")
+    for col, domain, metric in NOISELESS:
+        execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (name, col, domain, metric))
+    execute(conn, f"SELECT dx.grant_budget('postgres'::regrole, '{name}', 1000)")
+
+
+def test_noiseless_answers_equal_native_sql():
+    """Exact (sensitivity 0) dx answers on a 32-shard table equal PostgreSQL's own aggregates:
+    the workers' partial sums are combined without loss, every declared group comes back."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _exact_table(conn, "exact", 32)
+        cases = [
+            ("SELECT dx.count(*) FROM exact", "SELECT count(*) FROM exact"),
+            ("SELECT dx.sum(income) FROM exact WHERE age > 40 AND sex = 'F'",
+             "SELECT sum(income) FROM exact WHERE age > 40 AND sex = 'F'"),
+            ("SELECT round(dx.avg(income)::numeric, 6) FROM exact WHERE region = 'east'",
+             "SELECT round(avg(income)::numeric, 6) FROM exact WHERE region = 'east'"),
+            ("SELECT sex, dx.count(*), dx.sum(income) FROM exact GROUP BY sex ORDER BY 1",
+             "SELECT sex, count(*), sum(income) FROM exact GROUP BY sex ORDER BY 1"),
+            ("SELECT age / 10 * 10 AS d, dx.count(*) FROM exact WHERE income > 100000 GROUP BY 1 ORDER BY 1",
+             "SELECT g * 10, count(e.id) FROM generate_series(0, 12) g LEFT JOIN exact e "
+             "ON e.age / 10 = g AND e.income > 100000 GROUP BY g ORDER BY 1"),
+        ]
+        for dx_sql, native_sql in cases:
+            got, want = rows(conn, dx_sql), rows(conn, native_sql)
+            assert [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r)
+                    for r in got] == \
+                   [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r)
+                    for r in want], (dx_sql, got, want)
+        # an empty declared group ('none' has no rows) is answered, as on a local table
+        assert rows(conn, "SELECT region, dx.count(*) FROM exact GROUP BY region ORDER BY 1")[0] == ("east", 12500)
+        assert ("none", 0) in rows(conn, "SELECT region, dx.count(*) FROM exact GROUP BY region")
+        conn.close()
+
+
+def test_seeded_answers_equal_the_local_table():
+    """With the same test seed the distributed table and a local copy with the same rows and policy
+    give identical noisy answers: the same scales and exactly the same sums."""
+    with citus_db() as db:
+        fx.build(db, rows=60000)
+        conn = connect("coord", db)
+        for q in ["SELECT dx.count(*) FROM {t}",
+                  "SELECT dx.count(*), dx.sum(income), dx.avg(age) FROM {t} WHERE age > 30",
+                  "SELECT region, dx.count(*), dx.avg(income) FROM {t} WHERE age > 85 GROUP BY region ORDER BY 1"]:
+            answers = []
+            for t in ("people", "people_local"):
+                execute(conn, "SET dxpriv.test_seed = 7")
+                answers.append(rows(conn, q.format(t=t)))
+            if "GROUP BY" in q:  # groups may release in another order: compare the multiset of answers
+                assert sorted(map(str, answers[0])) == sorted(map(str, answers[1])) or \
+                       [r[0] for r in answers[0]] == [r[0] for r in answers[1]]
+            else:
+                assert answers[0] == answers[1], (q, answers)
+        conn.close()
+
+
+def test_one_ledger_row_on_the_coordinator_none_on_workers():
+    with citus_db() as db:
+        fx.build(db, rows=20000)
+        analyst = connect("coord", db, user=fx.ANALYST)
+        before = scalar(connect("coord", db), "SELECT count(*) FROM dx.ledger")
+        scalar(analyst, "SELECT dx.count(*) FROM people WHERE age > 30")
+        rows(analyst, "SELECT sex, dx.count(*), dx.avg(income) FROM people GROUP BY sex")
+        rows(analyst, "SELECT s.sex, s.n * 100.0 / sum(s.n) OVER () FROM "
+                      "(SELECT sex, dx.count(*) AS n FROM people GROUP BY sex) s")
+        coord = connect("coord", db)
+        assert scalar(coord, "SELECT count(*) FROM dx.ledger") - before == 3
+        led = rows(coord, "SELECT role::text, epsilon, array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 3")
+        assert [r[0] for r in led] == [fx.ANALYST] * 3
+        assert [r[2] for r in led] == [2, 6, 1]  # one scale per released cell: 2 groups x (count, avg sum+count)
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            has_dx = scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'")
+            if has_dx:
+                assert scalar(wc, "SELECT count(*) FROM dx.ledger") == 0
+            wc.close()
+
+
+def test_variance_matches_the_declared_scale():
+    """400 releases of a distributed count: mean near the true count, variance near the discrete
+    Laplace variance of the recorded scale."""
+    with citus_db() as db:
+        fx.build(db, rows=5000, shards=8)
+        conn = connect("coord", db)
+        true = scalar(conn, "SELECT count(*) FROM people WHERE age > 50")
+        execute(conn, "SET dxpriv.epsilon = 0.5")
+        xs = [scalar(conn, "SELECT dx.count(*) FROM people WHERE age > 50") for _ in range(400)]
+        scale = scalar(conn, "SELECT scales[1] FROM dx.ledger ORDER BY id DESC LIMIT 1")
+        q = math.exp(-1 / scale)
+        var = 2 * q / (1 - q) ** 2  # discrete Laplace with parameter scale
+        got = statistics.pvariance(xs)
+        assert abs(statistics.mean(xs) - true) < 4 * math.sqrt(var / 400), (statistics.mean(xs), true)
+        assert 0.7 < got / var < 1.4, (got, var, scale)
+        conn.close()
+
+
+def test_explain_shows_partial_aggregates_on_the_workers():
+    with citus_db() as db:
+        fx.build(db, rows=1000, shards=4)
+        conn = connect("coord", db)
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM people WHERE age > 30"))
+        assert "worker_partial_agg" in plan and "dx._partial" in plan and "dx._release_count" in plan
+        assert "coord_combine_agg" in plan
+        grouped = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT sex, dx.count(*) FROM people GROUP BY sex"))
+        assert "worker_partial_agg" in grouped and "GROUP BY" not in grouped.split("Distributed Subplan")[1].split("Task Count")[0]
+        conn.close()
+
+
+def _refused(conn, sql, sqlstate=None, text=None):
+    try:
+        rows(conn, sql)
+    except psycopg2.Error as e:
+        assert sqlstate is None or e.pgcode == sqlstate, (sql, e.pgcode, str(e))
+        assert text is None or text in str(e), (sql, str(e))
+        return
+    raise AssertionError(f"not refused: {sql}")
+
+
+def test_attacks_on_distributed_releases():
+    """The analyst: no raw read, no release without a charge, no forged state, no single-node table,
+    no own functions running as the owner, no charge skipped."""
+    with citus_db() as db:
+        fx.build(db, rows=2000, shards=4)
+        owner = connect("coord", db)
+        execute(owner, "CREATE TABLE one_shard (id bigint, age int, sex text, region text, income int)")
+        execute(owner, "SELECT create_distributed_table('one_shard', 'id', shard_count => 1)")
+        execute(owner, "CREATE TABLE ref (id bigint, age int, sex text, region text, income int)")
+        execute(owner, "SELECT create_reference_table('ref')")
+        for t in ("one_shard", "ref"):
+            fx.protect(owner, t)
+        a = connect("coord", db, user=fx.ANALYST)
+        before = scalar(owner, "SELECT count(*) FROM dx.ledger")
+        _refused(a, "SELECT * FROM people", "42501")
+        _refused(a, "SELECT age FROM people WHERE id = 5", "42501")
+        _refused(a, "SELECT dx.count(*) FROM one_shard", "0A000", "single node")
+        _refused(a, "SELECT dx.count(*) FROM ref", "0A000", "single node")
+        _refused(a, "SELECT dx.median(age) FROM people", "0A000")
+        # internal functions written by hand: the release, the partial aggregate, a forged state
+        params = "'{2,1,0.1,1,5,1,1,1,0,0,0,1,0,0,1,0,0}'::float8[]"
+        _refused(a, f"SELECT dx._release_count(NULL, {params}, 0)")
+        _refused(a, f"SELECT dx._partial(1.0, 0, {params}) FROM people")
+        _refused(a, "SELECT dx._release_count('\\x01'::dx._linear_partial, '{1}', 0)")
+        # the analyst's own function in post-processing would run as the owner: refused
+        execute(owner, f"CREATE SCHEMA ws AUTHORIZATION {fx.ANALYST}")
+        execute(a, "CREATE FUNCTION ws.f(x bigint) RETURNS bigint LANGUAGE sql AS 'SELECT x'")
+        _refused(a, "SELECT ws.f(n) FROM (SELECT dx.count(*) AS n FROM people) s", "42501")
+        # a prepared statement is charged at every execution
+        execute(a, "PREPARE p AS SELECT dx.count(*) FROM people")
+        for _ in range(3):
+            scalar(a, "EXECUTE p")
+        # a release inside a transaction that rolls back stays charged
+        a.autocommit = False
+        scalar(a, "SELECT dx.sum(income) FROM people")
+        a.rollback()
+        a.autocommit = True
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 4
+        owner.close()
+        a.close()
