@@ -13,7 +13,7 @@ COLUMNS = [
 
 def rows_sql(n):
     return f"""SELECT g, 18 + (g * 37) % 73, CASE WHEN (g * 13) % 5 < 3 THEN 'F' ELSE 'M' END,
-                (ARRAY['north','south','east','west'])[1 + (g * 7) % 4], ((g * 7919) % 2000) * 100
+                (ARRAY['north','south','east','west'])[1 + (g * 7) % 4], ((g::bigint * 7919) % 2000) * 100
          FROM generate_series(1, {n}) g"""
 
 
