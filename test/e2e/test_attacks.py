@@ -2000,7 +2000,13 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
                       "_indicator", "_em_point", "_period", "_analyst_can_see",
                       # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
                       # relation or tablespace holds protected rows
-                      "_holds_protected_rows", "_protected_rows_in"}
+                      "_holds_protected_rows", "_protected_rows_in",
+                      # distributed tables (issue 13): the split aggregate, its state type's I/O and the
+                      # releases are placed in analysts' statements; Citus checks EXECUTE on the
+                      # aggregate's support functions against the caller (test/sql/23_partial_state.sql
+                      # shows them refusing when written by hand)
+                      "_partial", "_partial_transfn", "_partial_combinefn", "_linear_partial_in",
+                      "_linear_partial_out", "_release_count", "_release_sum", "_release_avg"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",
