@@ -3,8 +3,12 @@ scripts/run-citus.sh (ports in DXPRIV_CITUS_COORD/_W1/_W2), fresh distributed da
 import contextlib
 import itertools
 import os
+import sys
 
 import psycopg2
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+from e2e_common import execute, scalar  # noqa: E402,F401  (shared with the single-node tests)
 
 _counter = itertools.count()
 HOST = "127.0.0.1"
@@ -20,21 +24,10 @@ def connect(node="coord", dbname="postgres", user="postgres", autocommit=True):
     return conn
 
 
-def scalar(conn, sql, params=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, params)
-        return cur.fetchone()[0]
-
-
 def rows(conn, sql, params=None):
     with conn.cursor() as cur:
         cur.execute(sql, params)
         return cur.fetchall()
-
-
-def execute(conn, sql, params=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, params)
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@
 #include "pg/metadata/catalog.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
+#include "pg/plan_walk.h"
 #include "pg/planner/node_build.h"
 
 extern "C" {
@@ -664,29 +665,6 @@ admitted_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 
-void
-scan_plan_for_admitted(Plan *plan, AdmittedScan &s)
-{
-	if (!plan)
-		return;
-	admitted_walker((Node *) plan->targetlist, &s);
-	admitted_walker((Node *) plan->qual, &s);
-	scan_plan_for_admitted(plan->lefttree, s);
-	scan_plan_for_admitted(plan->righttree, s);
-	if (IsA(plan, Append)) {
-		ListCell *lc;
-		foreach (lc, ((Append *) plan)->appendplans)
-			scan_plan_for_admitted((Plan *) lfirst(lc), s);
-	} else if (IsA(plan, SubqueryScan)) {
-		scan_plan_for_admitted(((SubqueryScan *) plan)->subplan, s);
-	} else if (IsA(plan, CustomScan)) { // Citus: releases attached by planner/distributed.cpp
-		admitted_walker((Node *) ((CustomScan *) plan)->custom_exprs, &s);
-		ListCell *lc;
-		foreach (lc, ((CustomScan *) plan)->custom_plans)
-			scan_plan_for_admitted((Plan *) lfirst(lc), s);
-	}
-}
-
 // Raises for a size function in a plan. pg_stat_get_* are not checked here: dxpriv's own
 // dx.analyst_stat_user_tables (what analysts read for pg_stat_user_tables) calls them for
 // unprotected tables, and views are expanded by the time the plan exists.
@@ -874,9 +852,7 @@ enforce_executor_admission(PlannedStmt *stmt)
 		return;
 	refuse_protected_read_in_utility(touched.front());
 	AdmittedScan s{ext, {}};
-	scan_plan_for_admitted(stmt->planTree, s);
-	foreach (lc, stmt->subplans)
-		scan_plan_for_admitted((Plan *) lfirst(lc), s);
+	walk_plan_expressions(stmt, [&](Node *n) { admitted_walker(n, &s); });
 	// a partition or inheritance child is released by the aggregate of the table whose policy covers it
 	for (Oid rel : touched)
 		if (std::find(s.relids.begin(), s.relids.end(), ac.policy_table(rel)) == s.relids.end() &&

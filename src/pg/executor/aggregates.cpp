@@ -110,10 +110,7 @@ DX_FUNCTION(dx_linear_deserialize)
 // Final function of dx.count: the noisy count rounded to the nearest integer (post-processing).
 DX_FUNCTION(dx_linear_count_finalfn)
 {
-	double v = release_linear_state(final_state(fcinfo), LinearRelease::Count);
-	if (!(v > -9.2e18 && v < 9.2e18))
-		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
-	PG_RETURN_INT64(static_cast<int64>(v));
+	PG_RETURN_INT64(count_as_bigint(release_linear_state(final_state(fcinfo), LinearRelease::Count)));
 }
 
 // Final function of dx.sum and dx.linear: the noisy sum.

@@ -202,4 +202,13 @@ release_linear_state(LinearState *s, LinearRelease kind)
 	return s->answer;
 }
 
+// See linear_state.h.
+int64
+count_as_bigint(double v)
+{
+	if (!(v > -9.2e18 && v < 9.2e18))
+		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
+	return static_cast<int64>(v);
+}
+
 } // namespace dxpriv::pg

@@ -50,5 +50,7 @@ bool state_matches_params(const LinearState &s, const NoiseParams &p);
 // transaction), replayed from the answer cache, or the memo of this execution; recorded for
 // dx.last_release. A count is rounded; an average is noisy sum / max(noisy count, 1) clamped.
 double release_linear_state(LinearState *s, LinearRelease kind);
+// A released (rounded) count as bigint; errors when it is out of range.
+int64 count_as_bigint(double v);
 
 } // namespace dxpriv::pg

@@ -304,10 +304,7 @@ DX_FUNCTION(dx_partial_combinefn)
 // dx._release_count(state, params, group): the noisy count of one cell, rounded.
 DX_FUNCTION(dx_release_count)
 {
-	double v = release_partial(fcinfo, LinearRelease::Count);
-	if (!(v > -9.2e18 && v < 9.2e18))
-		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "noisy count is out of range for bigint");
-	PG_RETURN_INT64(static_cast<int64>(v));
+	PG_RETURN_INT64(count_as_bigint(release_partial(fcinfo, LinearRelease::Count)));
 }
 
 // dx._release_sum(state, params, group): the noisy sum (dx.sum, dx.linear) of one cell.

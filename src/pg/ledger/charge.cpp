@@ -6,6 +6,7 @@
 #include "pg/dxpriv.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
+#include "pg/plan_walk.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
@@ -86,45 +87,6 @@ collect_aggrefs(Node *node, void *ctx)
 		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false});
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
-}
-
-// Walks a plan tree and its node-specific child lists.
-void
-scan_plan(Plan *plan, PlanScan &scan)
-{
-	if (!plan)
-		return;
-	collect_aggrefs((Node *) plan->targetlist, &scan);
-	collect_aggrefs((Node *) plan->qual, &scan);
-	scan_plan(plan->lefttree, scan);
-	scan_plan(plan->righttree, scan);
-	ListCell *lc;
-	List *children = NIL;
-	switch (nodeTag(plan)) {
-	case T_Append:
-		children = ((Append *) plan)->appendplans;
-		break;
-	case T_MergeAppend:
-		children = ((MergeAppend *) plan)->mergeplans;
-		break;
-	case T_BitmapAnd:
-		children = ((BitmapAnd *) plan)->bitmapplans;
-		break;
-	case T_BitmapOr:
-		children = ((BitmapOr *) plan)->bitmapplans;
-		break;
-	case T_SubqueryScan:
-		scan_plan(((SubqueryScan *) plan)->subplan, scan);
-		break;
-	case T_CustomScan: // custom_exprs: the releases Citus keeps in its private plan (distributed.h)
-		collect_aggrefs((Node *) ((CustomScan *) plan)->custom_exprs, &scan);
-		children = ((CustomScan *) plan)->custom_plans;
-		break;
-	default:
-		break;
-	}
-	foreach (lc, children)
-		scan_plan((Plan *) lfirst(lc), scan);
 }
 
 // Text fingerprint of a statement: its query id, or a hash of its text.
@@ -254,10 +216,7 @@ charge_plan(QueryDesc *qd)
 	if (!ext)
 		return;
 	PlanScan scan{ext, {}};
-	scan_plan(qd->plannedstmt->planTree, scan);
-	ListCell *lc;
-	foreach (lc, qd->plannedstmt->subplans)
-		scan_plan((Plan *) lfirst(lc), scan);
+	walk_plan_expressions(qd->plannedstmt, [&](Node *n) { collect_aggrefs(n, &scan); });
 	if (scan.charges.empty())
 		return;
 	if (!running_charges.empty()) {

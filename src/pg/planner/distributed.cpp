@@ -5,6 +5,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/executor/noise_params.h"
 #include "pg/guard.h"
+#include "pg/plan_walk.h"
 #include "pg/metadata/catalog.h"
 #include "pg/planner/node_build.h"
 
@@ -367,52 +368,12 @@ release_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(release_walker), ctx);
 }
 
-void
-scan_plan_releases(Plan *plan, ReleaseScan &s)
-{
-	if (!plan)
-		return;
-	release_walker((Node *) plan->targetlist, &s);
-	release_walker((Node *) plan->qual, &s);
-	if (IsA(plan, Result))
-		release_walker(((Result *) plan)->resconstantqual, &s);
-	scan_plan_releases(plan->lefttree, s);
-	scan_plan_releases(plan->righttree, s);
-	List *children = NIL;
-	ListCell *lc;
-	switch (nodeTag(plan)) {
-	case T_Append:
-		children = ((Append *) plan)->appendplans;
-		break;
-	case T_MergeAppend:
-		children = ((MergeAppend *) plan)->mergeplans;
-		break;
-	case T_SubqueryScan:
-		scan_plan_releases(((SubqueryScan *) plan)->subplan, s);
-		break;
-	case T_CustomScan: {
-		CustomScan *cs = (CustomScan *) plan;
-		if (!s.custom)
-			s.custom = cs;
-		release_walker((Node *) cs->custom_exprs, &s);
-		children = cs->custom_plans;
-		break;
-	}
-	default:
-		break;
-	}
-	foreach (lc, children)
-		scan_plan_releases((Plan *) lfirst(lc), s);
-}
-
 ReleaseScan
 scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt)
 {
 	ReleaseScan s{&ext, {}};
-	scan_plan_releases(stmt->planTree, s);
-	ListCell *lc;
-	foreach (lc, stmt->subplans)
-		scan_plan_releases((Plan *) lfirst(lc), s);
+	walk_plan_expressions(
+	    stmt, [&](Node *n) { release_walker(n, &s); }, [&](CustomScan *cs) { s.custom = cs; });
 	return s;
 }
 

@@ -1,0 +1,74 @@
+// Visiting every expression list of a finished plan (plan_walk.h).
+#include "pg/plan_walk.h"
+
+namespace dxpriv::pg {
+
+namespace {
+
+struct Walk {
+	const std::function<void(Node *)> &visit;
+	const std::function<void(CustomScan *)> &first_custom;
+	bool custom_seen = false;
+};
+
+void
+walk(Plan *plan, Walk &w)
+{
+	if (!plan)
+		return;
+	w.visit((Node *) plan->targetlist);
+	w.visit((Node *) plan->qual);
+	walk(plan->lefttree, w);
+	walk(plan->righttree, w);
+	List *children = NIL;
+	switch (nodeTag(plan)) {
+	case T_Result:
+		w.visit(((Result *) plan)->resconstantqual);
+		break;
+	case T_Append:
+		children = ((Append *) plan)->appendplans;
+		break;
+	case T_MergeAppend:
+		children = ((MergeAppend *) plan)->mergeplans;
+		break;
+	case T_BitmapAnd:
+		children = ((BitmapAnd *) plan)->bitmapplans;
+		break;
+	case T_BitmapOr:
+		children = ((BitmapOr *) plan)->bitmapplans;
+		break;
+	case T_SubqueryScan:
+		walk(((SubqueryScan *) plan)->subplan, w);
+		break;
+	case T_CustomScan: { // custom_exprs: the releases Citus keeps in its private plan (planner/distributed.h)
+		CustomScan *cs = (CustomScan *) plan;
+		if (!w.custom_seen && w.first_custom)
+			w.first_custom(cs);
+		w.custom_seen = true;
+		w.visit((Node *) cs->custom_exprs);
+		children = cs->custom_plans;
+		break;
+	}
+	default:
+		break;
+	}
+	ListCell *lc;
+	foreach (lc, children)
+		walk((Plan *) lfirst(lc), w);
+}
+
+} // namespace
+
+// See plan_walk.h.
+void
+walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
+                      const std::function<void(CustomScan *)> &first_custom)
+{
+	Walk w{visit, first_custom};
+	walk(stmt->planTree, w);
+	ListCell *lc;
+	foreach (lc, stmt->subplans)
+		walk((Plan *) lfirst(lc), w);
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,21 @@
+// Visiting every expression list of a finished plan: what the charge step, the analyst admission
+// check and the distributed releases look for (noisy aggregates and their parameters).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "nodes/plannodes.h"
+}
+
+#include <functional>
+
+namespace dxpriv::pg {
+
+// Calls visit on the target list and quals of every node of the plan tree (and a Result's constant
+// qual, a CustomScan's custom_exprs), through lefttree/righttree, Append, MergeAppend, BitmapAnd/Or
+// children, SubqueryScan subplans and CustomScan custom_plans, and on the statement's subplans.
+// Calls first_custom(cs) once with the first CustomScan met, when given.
+void walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
+                           const std::function<void(CustomScan *)> &first_custom = nullptr);
+
+} // namespace dxpriv::pg
