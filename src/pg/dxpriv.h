@@ -154,9 +154,12 @@ bool released_by_running_statement(Oid relid);
 bool was_charged(int64 charge_id);
 
 struct NoiseParams;
-// Parameters of aggregate number aggno of a statement being executed (recorded when it was
-// charged). A finalize-phase Aggref has lost its constant arguments, so a final function that
-// saw no row (NULL state) finds them here. Returns false when unknown.
-bool lookup_noise_params(const void *planned_stmt, int aggno, NoiseParams &out);
+// Parameters of aggregate number aggno of the finalize-phase Agg node final_node (its
+// plan_node_id) of a statement being executed (recorded when it was charged, from the partial
+// Agg below that node). A finalize-phase Aggref has lost its constant arguments, so a final
+// function that saw no row (NULL state) finds them here; aggregate numbers repeat in every
+// branch of a UNION ALL (the grouping sets of one statement), the node tells them apart. Returns
+// false when unknown.
+bool lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoiseParams &out);
 
 } // namespace dxpriv::pg

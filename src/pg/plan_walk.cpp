@@ -8,6 +8,7 @@ namespace {
 struct Walk {
 	const std::function<void(Node *)> &visit;
 	const std::function<void(CustomScan *)> &first_custom;
+	int *final_node; // nearest finalize-phase Agg above, or nullptr when not asked
 	bool custom_seen = false;
 };
 
@@ -16,6 +17,9 @@ walk(Plan *plan, Walk &w)
 {
 	if (!plan)
 		return;
+	const int outer_final = w.final_node ? *w.final_node : -1;
+	if (w.final_node && IsA(plan, Agg) && DO_AGGSPLIT_COMBINE(castNode(Agg, plan)->aggsplit))
+		*w.final_node = plan->plan_node_id; // the partial aggregates below feed this node
 	w.visit((Node *) plan->targetlist);
 	w.visit((Node *) plan->qual);
 	walk(plan->lefttree, w);
@@ -55,6 +59,8 @@ walk(Plan *plan, Walk &w)
 	ListCell *lc;
 	foreach (lc, children)
 		walk((Plan *) lfirst(lc), w);
+	if (w.final_node)
+		*w.final_node = outer_final;
 }
 
 } // namespace
@@ -62,9 +68,11 @@ walk(Plan *plan, Walk &w)
 // See plan_walk.h.
 void
 walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
-                      const std::function<void(CustomScan *)> &first_custom)
+                      const std::function<void(CustomScan *)> &first_custom, int *final_node)
 {
-	Walk w{visit, first_custom};
+	if (final_node)
+		*final_node = -1;
+	Walk w{visit, first_custom, final_node};
 	walk(stmt->planTree, w);
 	ListCell *lc;
 	foreach (lc, stmt->subplans)

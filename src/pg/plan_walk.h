@@ -14,8 +14,11 @@ namespace dxpriv::pg {
 // Calls visit on the target list and quals of every node of the plan tree (and a Result's constant
 // qual, a CustomScan's custom_exprs), through lefttree/righttree, Append, MergeAppend, BitmapAnd/Or
 // children, SubqueryScan subplans and CustomScan custom_plans, and on the statement's subplans.
-// Calls first_custom(cs) once with the first CustomScan met, when given.
+// Calls first_custom(cs) once with the first CustomScan met, when given. final_node (when given)
+// holds, during each visit, the plan_node_id of the nearest finalize-phase Agg above the visited
+// node (the Agg a partial aggregate's states feed), or -1.
 void walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
-                           const std::function<void(CustomScan *)> &first_custom = nullptr);
+                           const std::function<void(CustomScan *)> &first_custom = nullptr,
+                           int *final_node = nullptr);
 
 } // namespace dxpriv::pg

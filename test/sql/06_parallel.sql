@@ -22,3 +22,18 @@ SELECT sum(v) AS native_sum, count(*) AS native_count FROM par WHERE g = 'x';
 SET max_parallel_workers_per_gather = 2;
 SELECT dx.sum(v) AS empty_sum, dx.count(*) AS empty_count FROM par WHERE v > 200;
 SELECT scales, epsilon FROM dx.ledger ORDER BY id DESC LIMIT 1;
+-- two releases under one UNION ALL over a table without rows, each a partial/finalize pair: the
+-- aggregate numbers repeat in the branches, and each finalize phase takes its own branch's
+-- parameters (not the other's charge, whose answer it would repeat)
+CREATE TABLE par_empty (v int);
+SELECT dx.protect_table('par_empty', 1);
+SELECT dx.set_column('par_empty', 'v', '{"min": 0, "max": 96}', '{"type": "absolute", "scale": 10}');
+SELECT dx.grant_budget(current_user::regrole, 'par_empty', 10);
+SET max_parallel_workers_per_gather = 2;
+SET enable_parallel_append = off;
+SET dxpriv.test_seed = 6;
+EXPLAIN (COSTS OFF) SELECT dx.sum(v, 0.5) FROM par_empty UNION ALL SELECT dx.sum(v, 0.01) FROM par_empty;
+SELECT count(DISTINCT n) AS distinct_answers
+FROM (SELECT dx.sum(v, 0.5) AS n FROM par_empty UNION ALL SELECT dx.sum(v, 0.01) FROM par_empty) u;
+RESET dxpriv.test_seed;
+RESET enable_parallel_append;

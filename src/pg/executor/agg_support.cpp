@@ -87,9 +87,9 @@ final_function_params(FunctionCallInfo fcinfo)
 	if (Const *c = aggref_params_const(aggref))
 		return parse_noise_params(DatumGetArrayTypeP(c->constvalue));
 	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
-		EState *estate = castNode(AggState, fcinfo->context)->ss.ps.state;
+		AggState *agg = castNode(AggState, fcinfo->context);
 		NoiseParams p;
-		if (lookup_noise_params(estate->es_plannedstmt, aggref->aggno, p))
+		if (lookup_noise_params(agg->ss.ps.state->es_plannedstmt, agg->ss.ps.plan->plan_node_id, aggref->aggno, p))
 			return p;
 	}
 	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");

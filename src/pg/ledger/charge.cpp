@@ -32,6 +32,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 namespace dxpriv::pg {
@@ -46,7 +47,8 @@ std::unordered_set<int64> charged_ids; // charge ids paid in the current transac
 // runs the coordinator's share of a distributed query as a nested local task) and is not charged
 // again.
 std::map<const QueryDesc *, std::vector<std::pair<int64, Oid>>> running_charges; // (charge id, table)
-std::map<std::pair<const void *, int>, NoiseParams> params_by_agg; // (PlannedStmt, aggno) -> params
+// (PlannedStmt, plan_node_id of a finalize-phase Agg, aggno) -> params of its partial aggregate
+std::map<std::tuple<const void *, int, int>, NoiseParams> params_by_agg;
 
 // One noisy aggregate found in a plan.
 struct Charge {
@@ -58,6 +60,8 @@ struct Charge {
 struct PlanScan {
 	const ExtensionObjects *ext;
 	std::map<int64, Charge> charges; // by charge id: an aggregate appearing twice is paid once
+	int final_node = -1;             // plan_node_id of the finalize-phase Agg above, or -1
+	std::vector<std::tuple<int, int, NoiseParams>> finals; // (final_node, aggno, params) of partial Aggrefs
 };
 
 // Collects noisy Aggrefs whose constant parameters are present (simple or partial phase; the
@@ -75,6 +79,8 @@ collect_aggrefs(Node *node, void *ctx)
 			if (!k)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+			if (scan->final_node >= 0)
+				scan->finals.emplace_back(scan->final_node, a->aggno, p);
 			scan->charges[p.charge_id] = Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select};
 		}
 	}
@@ -216,7 +222,7 @@ charge_plan(QueryDesc *qd)
 	if (!ext)
 		return;
 	PlanScan scan{ext, {}};
-	walk_plan_expressions(qd->plannedstmt, [&](Node *n) { collect_aggrefs(n, &scan); });
+	walk_plan_expressions(qd->plannedstmt, [&](Node *n) { collect_aggrefs(n, &scan); }, nullptr, &scan.final_node);
 	if (scan.charges.empty())
 		return;
 	if (!running_charges.empty()) {
@@ -241,10 +247,10 @@ charge_plan(QueryDesc *qd)
 		ordered.push_back(kv.second);
 	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) { return a.aggno < b.aggno; });
 	std::map<Oid, std::vector<Charge>> by_table;
-	for (const Charge &c : ordered) {
+	for (const Charge &c : ordered)
 		by_table[c.params.relid].push_back(c);
-		params_by_agg[{qd->plannedstmt, c.aggno}] = c.params;
-	}
+	for (const auto &[node, aggno, params] : scan.finals)
+		params_by_agg[{qd->plannedstmt, node, aggno}] = params;
 
 	// Answer reuse: an identical query of this role gets its stored answers back, free of charge.
 	const Oid asking = GetUserId();
@@ -384,9 +390,9 @@ was_charged(int64 charge_id)
 
 // See dxpriv.h.
 bool
-lookup_noise_params(const void *planned_stmt, int aggno, NoiseParams &out)
+lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoiseParams &out)
 {
-	auto it = params_by_agg.find({planned_stmt, aggno});
+	auto it = params_by_agg.find({planned_stmt, final_node, aggno});
 	if (it == params_by_agg.end())
 		return false;
 	out = it->second;
