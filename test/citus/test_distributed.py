@@ -159,7 +159,7 @@ def test_attacks_on_distributed_releases():
         _refused(a, "SELECT dx.count(*) FROM ref", "0A000", "single node")
         _refused(a, "SELECT dx.median(age) FROM people", "0A000")
         # internal functions written by hand: the release, the partial aggregate, a forged state
-        params = "'{2,1,0.1,1,5,1,1,1,0,0,0,1,0,0,1,0,0}'::float8[]"
+        params = "'{3,1,0.1,1,5,1,1,1,0,0,0,1,0,0,0,1,1,0,0}'::float8[]"
         _refused(a, f"SELECT dx._release_count(NULL, {params}, 0)")
         _refused(a, f"SELECT dx._partial(1.0, 0, {params}) FROM people")
         _refused(a, "SELECT dx._release_count('\\x01'::dx._linear_partial, '{1}', 0)")

@@ -57,16 +57,17 @@ SELECT count(*) AS since_march FROM tv_clamped WHERE day >= '2024-03-01';
 SELECT dx.count(*) FROM tvisits WHERE day::timestamptz > clock_timestamp() - interval '1 year';
 -- too many groups: the limit and the hint
 SELECT age * 1000 + extract(doy FROM day) AS k, dx.count(*) FROM tvisits GROUP BY 1;
--- GROUPING SETS, ROLLUP and CUBE: one release per grouping set under a UNION ALL (keys outside a
--- set are NULL, GROUPING() is its constant), every group of each set's keys returned
+-- GROUPING SETS, ROLLUP and CUBE: one grouped query per grouping set under a UNION ALL (keys
+-- outside a set are NULL, GROUPING() is its constant), every group of each set's keys returned;
+-- the sets' cells are allocated together (21_grouping_sets has the allocation)
 SELECT channel, extract(month FROM day) AS m, dx.count(*), GROUPING(channel, extract(month FROM day)) AS g
 FROM tvisits WHERE day < '2024-03-01' GROUP BY ROLLUP (channel, extract(month FROM day)) ORDER BY 4, 1, 2;
 SELECT channel, extract(month FROM day) AS m, count(*), GROUPING(channel, extract(month FROM day)) AS g
 FROM tv_clamped WHERE day < '2024-03-01' GROUP BY ROLLUP (channel, extract(month FROM day)) ORDER BY 4, 1, 2;
 SELECT channel, width_bucket(age, 0, 100, 2) AS half, dx.sum(age) FROM tvisits GROUP BY CUBE (1, 2) ORDER BY 1, 2 LIMIT 5;
 SELECT channel, dx.count(*) FROM tvisits GROUP BY GROUPING SETS ((channel), ()) ORDER BY 1 NULLS FIRST;
--- the statement is charged once, for its releases together (two sets: 2 x epsilon)
+-- the statement is charged once, for its epsilon: its two sets share it
 SELECT epsilon FROM dx.ledger ORDER BY id DESC LIMIT 1;
 SELECT channel, dx.count(*) FROM tvisits GROUP BY ROLLUP (channel) ORDER BY dx.count(*);
--- dx.explain reports the statement's total epsilon over its releases
+-- dx.explain reports the statement's epsilon
 SELECT DISTINCT query_epsilon FROM dx.explain($$SELECT channel, dx.count(*) FROM tvisits GROUP BY ROLLUP (channel)$$);

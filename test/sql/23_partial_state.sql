@@ -18,7 +18,7 @@ SELECT '\x01000000010000000100000000000030393fe000000000000000000001000000000000
 -- not hex at all
 SELECT 'hello'::dx._linear_partial;
 -- the release and partial functions written by hand are refused, even for a superuser
-SELECT dx._release_count('\x01000000010000000100000000000030393fe000000000000000000001000000000000000000000000000000000000000700000000000000073ff0000000000000', '{2,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,1,0,0}', 0);
-SELECT dx._partial(1.0, 0, '{2,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,1,0,0}') FROM generate_series(1, 3);
+SELECT dx._release_count('\x01000000010000000100000000000030393fe000000000000000000001000000000000000000000000000000000000000700000000000000073ff0000000000000', '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}', 0);
+SELECT dx._partial(1.0, 0, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}') FROM generate_series(1, 3);
 -- outside an aggregate the support functions refuse
-SELECT dx._partial_transfn(NULL, 1.0, 0, '{2,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,1,0,0}');
+SELECT dx._partial_transfn(NULL, 1.0, 0, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');

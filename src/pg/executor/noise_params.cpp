@@ -12,8 +12,8 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-constexpr int kHeader = 14;
-constexpr double kVersion = 2;
+constexpr int kHeader = 16;
+constexpr double kVersion = 3;
 } // namespace
 
 // See noise_params.h.
@@ -39,8 +39,10 @@ parse_noise_params(ArrayType *array)
 	p.agg_count = static_cast<int>(v[11]);
 	p.family = static_cast<int>(v[12]);
 	p.delta = v[13];
+	p.epsilon_id = static_cast<int64>(v[14]);
+	p.sets = static_cast<int>(v[15]);
 	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
-	    p.agg_index >= p.agg_count || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
+	    p.agg_index >= p.agg_count || !(v[14] >= 0) || p.sets < 1 || p.agg_count % p.sets != 0 || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
 	    n != kHeader + 3 * p.groups * p.components)
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	p.cells.assign(v + kHeader, v + n);
@@ -60,7 +62,7 @@ build_noise_params(const NoiseParams &p)
 	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups),
 	                 static_cast<double>(p.cache_key >> 32), static_cast<double>(p.cache_key & 0xffffffffu),
 	                 static_cast<double>(p.agg_index), static_cast<double>(p.agg_count), static_cast<double>(p.family),
-	                 p.delta})
+	                 p.delta, static_cast<double>(p.epsilon_id), static_cast<double>(p.sets)})
 		d.push_back(Float8GetDatum(x));
 	for (double x : p.cells)
 		d.push_back(Float8GetDatum(x));

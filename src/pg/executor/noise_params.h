@@ -1,13 +1,21 @@
 // The constant parameter array the analyzer passes to the noisy aggregates.
 //
-// Layout (float8[]): [0] layout version (2), [1] components C (1; 2 for avg: sum and count),
+// Layout (float8[]): [0] layout version (3), [1] components C (1; 2 for avg: sum and count),
 // [2] epsilon share of this aggregate, [3] protected table OID, [4] charge id (< 2^53),
 // [5] lo, [6] hi (avg answers are clamped to [lo, hi]), [7] output groups G,
 // [8], [9] answer-cache key (high and low 32 bits), [10] index of this aggregate in the query,
 // [11] number of dx aggregates in the query, [12] noise family (core NoiseFamily: 0 laplace,
 // 1 gaussian, 2 truncated_laplace), [13] delta of the query (0 for laplace),
-// then for every group g < G and component c < C: grid, scale, bound (at 14 + 3*(g*C + c);
-// bound > 0 only for truncated_laplace).
+// [14] epsilon id (< 2^53; 0: the charge id), [15] grouping sets S sharing one allocation (1
+// otherwise), then for every group g < G and component c < C: grid, scale, bound (at
+// 16 + 3*(g*C + c); bound > 0 only for truncated_laplace).
+//
+// Epsilon ids: a statement is charged, per table, the sum of its aggregates' epsilons over
+// distinct epsilon ids. The S copies (one per grouping set) of one aggregate of a GROUP BY ROLLUP,
+// CUBE or GROUPING SETS statement share one epsilon id: their cells were allocated together within
+// that aggregate's epsilon, which is charged once, whichever of the copies the plan runs. Their
+// agg_index is j * S + s (aggregate j of the statement, set s), agg_count is S times the
+// statement's aggregates.
 #pragma once
 
 extern "C" {
@@ -30,11 +38,15 @@ struct NoiseParams {
 	int agg_index = 0, agg_count = 1;
 	int family = 0;   // NoiseFamily
 	double delta = 0; // spent by the query when a cell is noisy and the family is not laplace
+	int64 epsilon_id = 0; // copies with the same id are charged their epsilon once (0: the charge id)
+	int sets = 1;         // grouping sets allocated together (agg_index = aggregate * sets + set)
 	std::vector<double> cells; // (grid, scale, bound) per group and component
 
 	double grid(int g, int c) const { return cells[3 * (g * components + c)]; }
 	double scale(int g, int c) const { return cells[3 * (g * components + c) + 1]; }
 	double bound(int g, int c) const { return cells[3 * (g * components + c) + 2]; }
+	// The id under which this aggregate's epsilon is charged.
+	int64 charged_epsilon_id() const { return epsilon_id != 0 ? epsilon_id : charge_id; }
 };
 
 // Decodes and validates an array built by build_noise_params; throws UserError when malformed.

@@ -51,6 +51,10 @@ struct Charged {
 	int agg_index, components, groups, family;
 	double epsilon, delta;
 	int first_cell; // 0-based position of its first cell in the ledger's scales
+	int sets;       // grouping sets allocated together (agg_index = aggregate * sets + set)
+
+	// 1-based position of the aggregate among the statement's dx aggregates
+	int aggregate() const { return agg_index / sets + 1; }
 };
 struct Statement {
 	const void *plan = nullptr; // its PlannedStmt
@@ -118,7 +122,7 @@ aggregate_text(const Charged &c)
 	const std::vector<std::string> *labels = nullptr;
 	const ReleaseDescription *d = find_description(c.charge_id, &labels);
 	if (!d)
-		return std::string(c.components == 2 ? "avg" : "aggregate ") + (c.components == 2 ? "" : std::to_string(c.agg_index + 1));
+		return std::string(c.components == 2 ? "avg" : "aggregate ") + (c.components == 2 ? "" : std::to_string(c.aggregate()));
 	return d->kind + "(" + d->expression + ")";
 }
 
@@ -211,7 +215,8 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	for (size_t i = 0; i < aggregates.size(); ++i) { // in aggregate order, as the ledger's scales
 		const NoiseParams &p = aggregates[i];
 		if (!exponential[i])
-			s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell});
+			s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell,
+			                                     p.sets});
 		cell += p.groups * p.components;
 	}
 	for (const Charged &c : s->aggregates)
@@ -303,7 +308,7 @@ DX_FUNCTION(dx_last_release)
 			const ReleaseDescription *d = find_description(c->charge_id, &labels);
 			Out o;
 			o.cell = row.cell;
-			o.aggregate = c->agg_index + 1;
+			o.aggregate = c->aggregate();
 			o.has_kind = d || c->components == 2;
 			o.kind = d ? d->kind : "avg";
 			o.has_expression = d != nullptr;

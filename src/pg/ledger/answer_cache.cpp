@@ -44,8 +44,7 @@ CacheShared *shared = nullptr;
 struct Replay {
 	std::vector<double> answers;
 	std::vector<double> parts;
-	int agg_index;
-	int groups;
+	size_t offset; // of the aggregate's group 0 in answers
 };
 struct Recording {
 	uint64 key;
@@ -59,8 +58,7 @@ struct Recording {
 };
 struct RecordSlot {
 	uint64 key;
-	int agg_index;
-	int groups;
+	size_t offset; // of the aggregate's group 0 in the recording
 };
 std::map<int64, Replay> replays;          // charge id -> cached answers
 std::map<int64, RecordSlot> record_slots; // charge id -> where its answers go
@@ -177,22 +175,22 @@ answer_cache_new_execution(int64 charge_id)
 // See answer_cache.h.
 void
 answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
-                         int agg_index, int groups)
+                         size_t offset)
 {
-	replays[charge_id] = Replay{answers, parts, agg_index, groups};
+	replays[charge_id] = Replay{answers, parts, offset};
 }
 
 // See answer_cache.h.
 void
-answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups)
+answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_t offset, size_t total)
 {
-	record_slots[charge_id] = RecordSlot{key, agg_index, groups};
+	record_slots[charge_id] = RecordSlot{key, offset};
 	Recording &r = recordings[key];
 	if (r.answers.empty()) {
 		r.key = key;
 		r.role = role;
 		r.relid = relid;
-		r.expected = agg_count * groups;
+		r.expected = static_cast<int>(total);
 		r.answers.assign(r.expected, 0.0);
 		r.parts.assign(2 * static_cast<size_t>(r.expected), std::nan(""));
 		r.filled.assign(r.expected, 0);
@@ -217,7 +215,7 @@ answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 	auto it = replays.find(charge_id);
 	if (it == replays.end())
 		return false;
-	const size_t pos = static_cast<size_t>(it->second.agg_index) * it->second.groups + group;
+	const size_t pos = it->second.offset + static_cast<size_t>(group);
 	if (pos >= it->second.answers.size())
 		return false;
 	answer = it->second.answers[pos];
@@ -241,7 +239,7 @@ answer_cache_note(int64 charge_id, int group, double answer, const double *parts
 	if (rec == recordings.end())
 		return;
 	Recording &r = rec->second;
-	const size_t pos = static_cast<size_t>(slot->second.agg_index) * slot->second.groups + group;
+	const size_t pos = slot->second.offset + static_cast<size_t>(group);
 	if (pos >= r.answers.size() || r.filled[pos])
 		return;
 	r.answers[pos] = answer;

@@ -32,10 +32,12 @@ int answer_cache_clear(Oid relid);
 
 // Per-statement replay and recording, keyed by the aggregates' charge ids.
 // replay: the aggregate's answers come from the cache; record: its answers are collected and
-// stored once every answer of the query has been released.
+// stored once every answer of the query has been released. offset: position of the aggregate's
+// group 0 among the statement's answers (aggregate after aggregate, group after group); total: the
+// statement's number of answers.
 void answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
-                              int agg_index, int groups);
-void answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, int agg_index, int agg_count, int groups);
+                              size_t offset);
+void answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_t offset, size_t total);
 // Starts a new execution of the aggregate charge_id (it was just charged): its earlier answers are
 // forgotten, so each execution of a cached plan draws fresh noise for its own charge.
 void answer_cache_new_execution(int64 charge_id);

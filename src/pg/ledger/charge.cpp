@@ -32,6 +32,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -241,11 +242,15 @@ charge_plan(QueryDesc *qd)
 		running_charges[qd].emplace_back(kv.first, kv.second.params.relid);
 	}
 
-	// per table, aggregates in the order of their aggregate numbers (SELECT-list order)
+	// per table, aggregates in the order of their aggregate numbers (SELECT-list order); the copies
+	// of one aggregate in the branches of a grouping-set statement (same aggregate number, each in
+	// its own branch) in the order of their sets (agg_index)
 	std::vector<Charge> ordered;
 	for (auto &kv : scan.charges)
 		ordered.push_back(kv.second);
-	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) { return a.aggno < b.aggno; });
+	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) {
+		return a.aggno != b.aggno ? a.aggno < b.aggno : a.params.agg_index < b.params.agg_index;
+	});
 	std::map<Oid, std::vector<Charge>> by_table;
 	for (const Charge &c : ordered)
 		by_table[c.params.relid].push_back(c);
@@ -258,13 +263,24 @@ charge_plan(QueryDesc *qd)
 	bool cacheable = first.cache_key != 0 && guc_cache_lifetime > 0 &&
 	                 ordered.size() == static_cast<size_t>(first.agg_count);
 	for (const Charge &c : ordered)
-		cacheable = cacheable && c.params.cache_key == first.cache_key && c.params.groups == first.groups;
+		cacheable = cacheable && c.params.cache_key == first.cache_key;
+	// where each aggregate's answers lie in the cached entry: after those of the aggregates before it
+	// in agg_index order (the grouping sets of one statement have different numbers of groups)
+	std::map<int, size_t> answer_offset;
+	size_t answer_count = 0;
+	for (const Charge &c : ordered)
+		answer_offset[c.params.agg_index] = static_cast<size_t>(c.params.groups);
+	for (auto &[index, offset] : answer_offset) {
+		const size_t groups = offset;
+		offset = answer_count;
+		answer_count += groups;
+	}
+	cacheable = cacheable && answer_offset.size() == ordered.size();
 	if (cacheable) {
 		std::vector<double> answers, parts;
-		if (answer_cache_lookup(first.cache_key, asking, answers, parts) &&
-		    answers.size() == static_cast<size_t>(first.agg_count) * first.groups) {
+		if (answer_cache_lookup(first.cache_key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
-				answer_cache_plan_replay(c.params.charge_id, answers, parts, c.params.agg_index, c.params.groups);
+				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
 				charged_ids.insert(c.params.charge_id);
 			}
 			std::vector<bool> em;
@@ -278,8 +294,10 @@ charge_plan(QueryDesc *qd)
 		ledger::Item it;
 		it.relid = kv.first;
 		it.epsilon = 0;
+		std::set<int64> epsilon_ids; // the grouping sets' copies of one aggregate share its epsilon
 		for (const Charge &c : kv.second)
-			it.epsilon += c.params.epsilon;
+			if (epsilon_ids.insert(c.params.charged_epsilon_id()).second)
+				it.epsilon += c.params.epsilon;
 		it.mechanism = mechanism_name(kv.second);
 		it.delta = statement_delta(kv.second);
 		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component
@@ -307,8 +325,8 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered) {
 		charged_ids.insert(c.params.charge_id);
 		if (cacheable)
-			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid, c.params.agg_index,
-			                         c.params.agg_count, c.params.groups);
+			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid,
+			                         answer_offset[c.params.agg_index], answer_count);
 	}
 }
 

@@ -65,6 +65,7 @@ extern "C" {
 #include <functional>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -276,8 +277,16 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 struct StampContext {
 	const ExtensionObjects *ext;
 	uint64 key;
-	std::map<int, int64> charge_ids; // aggregate index -> charge id
+	std::map<int, int64> charge_ids;  // aggregate index -> charge id
+	std::map<int, int64> epsilon_ids; // aggregate of a grouping-set statement -> its sets' epsilon id
 };
+
+// A random id < 2^53 (exact in float8) for charge and epsilon ids.
+int64
+random_id()
+{
+	return static_cast<int64>(charge_id_source.next_u64() >> 12) + 1;
+}
 
 // Walker that writes the charge id and cache key into every rewritten aggregate's parameters.
 bool
@@ -296,8 +305,14 @@ stamp_walker(Node *node, void *ctx)
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 		int64 &id = c->charge_ids[p.agg_index];
 		if (id == 0)
-			id = static_cast<int64>(charge_id_source.next_u64() >> 12) + 1; // < 2^53: exact in float8
+			id = random_id();
 		p.charge_id = id;
+		if (p.sets > 1) { // the copies of one aggregate in every grouping set share its epsilon
+			int64 &shared = c->epsilon_ids[p.agg_index / p.sets];
+			if (shared == 0)
+				shared = random_id();
+			p.epsilon_id = shared;
+		}
 		p.cache_key = c->key;
 		k->constvalue = PointerGetDatum(build_noise_params(p));
 	}
@@ -385,7 +400,7 @@ query_cache_key(Query *q)
 std::map<int, int64>
 stamp_identities(Query *q, const ExtensionObjects &ext)
 {
-	StampContext ctx{&ext, query_cache_key(q), {}};
+	StampContext ctx{&ext, query_cache_key(q), {}, {}};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
 	return ctx.charge_ids;
 }
@@ -575,28 +590,74 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 		if (id == charge_ids.end())
 			return;
 		ids.push_back(id->second);
-		descriptions[j].aggregate = p.agg_index + 1;
+		descriptions[j].aggregate = p.agg_index / p.sets + 1;
 	}
 	release_log_describe(ids, std::move(descriptions), std::move(labels));
 }
 
 
-// Validates and rewrites one SELECT that contains dx aggregates. A query with parameters ($1) is
-// only checked for its shape here: it is analysed and rewritten when it is planned with its bound
-// values (parameters.cpp), once per execution; until then its dx aggregates are markers, which
-// refuse to run. shape_only: only these checks, whatever the query holds.
-void
-rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only = false)
+// ---- one release: analysis, allocation, rewrite ----
+
+// What the analysis of one release (a SELECT with dx aggregates over one table) found before its
+// cells are allocated: the aggregates, the groups, the sub-universe and every cell's weight at
+// every point. Filled in place (keys and cols point into policy).
+struct ReleaseAnalysis {
+	Oid relid = InvalidOid;
+	TablePolicy policy;
+	Node *where = nullptr;
+	GroupKeys keys;
+	EmQuery em;
+	std::vector<std::pair<Aggref *, size_t>> duplicates; // (copy, index of its representative)
+	std::vector<AggSpec> specs;
+	int cells_per_group = 0;
+	double eps_total = 0;
+	std::set<AttrNumber> attnos;                           // attributes read (whole column groups)
+	std::vector<const ColumnPolicy *> cols;                // columns of the sub-universe, in point order
+	SubUniverse sub;
+	std::vector<std::vector<double>> q_cells;              // per cell, its weight at every point
+	std::vector<std::vector<std::optional<double>>> tables; // per aggregate: what a row at point u adds
+	std::vector<double> lo, hi;                            // per aggregate: range of its weight
+	const PublicRows *join = nullptr;                      // a join with public tables (join_cells.h)
+	bool public_keys = false;                              // GROUP BY public columns (slots)
+	JoinCells jc;                                          // a join's sums per point and slot
+	std::vector<std::vector<std::optional<double>>> count_tables; // a join's pair counts (avg)
+
+	size_t cells() const { return q_cells.size(); }
+	// Cell of aggregate j, group g, component c.
+	size_t cell(size_t j, size_t g, int c) const
+	{
+		return g * static_cast<size_t>(cells_per_group) + static_cast<size_t>(specs[j].first_cell + c);
+	}
+};
+
+// A release that is one grouping set of a statement whose sets share one allocation.
+struct SetIdentity {
+	int set = 0, sets = 1;
+};
+
+// Validates one release and computes its cells (ReleaseAnalysis). extra_attnos: attributes the
+// sub-universe must hold besides the release's own (the other grouping sets' keys, so that every
+// set's cells live on one sub-universe); cells_before: cells of the sets analysed before it (the
+// limits apply to the statement's cells). A query with parameters ($1) is only checked for its
+// shape: returns false, and it is analysed when it is planned with its bound values
+// (parameters.cpp); until then its dx aggregates are markers, which refuse to run. shape_only:
+// only these checks, whatever the query holds (a join with parameters, whose parameters may have
+// moved into a LEFT JOIN's ON).
+bool
+analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const std::set<AttrNumber> &extra_attnos,
+                size_t cells_before, bool grouping_set, ReleaseAnalysis &a, bool shape_only = false)
 {
 	check_shape(q, d);
-	Oid relid = linitial_node(RangeTblEntry, q->rtable)->relid;
-	TablePolicy policy;
+	a.relid = linitial_node(RangeTblEntry, q->rtable)->relid;
+	const Oid relid = a.relid;
+	TablePolicy &policy = a.policy;
 	if (!load_table_policy(relid, policy)) {
 		char *rel = get_rel_name(relid);
 		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, std::string("table \"") + (rel ? rel : "?") + "\" is not protected by dxpriv",
 		     "The table owner can protect it with dx.protect_table and declare its columns with dx.set_column.");
 	}
-	Node *where = q->jointree->quals;
+	a.where = q->jointree->quals;
+	Node *where = a.where;
 	check_row_expression(where, policy, "WHERE clauses");
 	if (shape_only || contains_param((Node *) q, nullptr)) {
 		// analysed when planned with its bound values; what needs no value is refused now (shape_only:
@@ -604,24 +665,27 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		std::pair<const ExtensionObjects *, std::vector<Aggref *>> markers{&ext, {}};
 		collect_markers((Node *) q->targetList, &markers);
 		collect_markers(q->havingQual, &markers);
-		for (Aggref *a : markers.second) {
-			check_row_expression((Node *) a->args, policy, "aggregate arguments");
-			check_row_expression((Node *) a->aggfilter, policy, "FILTER clauses");
+		for (Aggref *m : markers.second) {
+			check_row_expression((Node *) m->args, policy, "aggregate arguments");
+			check_row_expression((Node *) m->aggfilter, policy, "FILTER clauses");
 		}
 		for (size_t s = 0; current_public_join() && s < current_public_join()->steps.size(); ++s)
 			check_row_expression((Node *) current_public_join()->steps[s].on, policy, "ON clauses of LEFT JOINs");
-		return;
+		return false;
 	}
 
 	// GROUP BY keys: declared columns or expressions over them; the groups are the keys' image of
 	// the declared domain (group_keys.h)
 	// In a join, keys over public columns: the groups are the key tuples of the joined pairs, and a
 	// point may fall in several (join_cells.h)
-	const PublicRows *join = current_public_join();
-	const bool public_keys = join && groups_by_public_columns(q);
+	a.join = current_public_join();
+	const PublicRows *join = a.join;
+	a.public_keys = join && groups_by_public_columns(q);
+	const bool public_keys = a.public_keys;
 	auto check = [&policy](Node *e, const char *w) { check_row_expression(e, policy, w); };
-	GroupKeys keys = public_keys ? list_join_group_keys(q, policy, check)
-	                             : analyse_group_keys(q, relid, policy, kMaxGroups, check);
+	a.keys = public_keys ? list_join_group_keys(q, policy, check)
+	                     : analyse_group_keys(q, relid, policy, kMaxGroups, check);
+	GroupKeys &keys = a.keys;
 	const std::vector<const ColumnPolicy *> &group_cols = keys.cols;
 	for (size_t s = 0; join && s < join->steps.size(); ++s)
 		check_row_expression((Node *) join->steps[s].on, policy, "ON clauses of LEFT JOINs");
@@ -636,39 +700,42 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	em_hooks.check_row_expression = [&policy](Node *e, const char *where_text) {
 		check_row_expression(e, policy, where_text);
 	};
-	EmQuery em = take_em_markers(found.second, policy, ext, em_hooks);
-	if (current_public_join() && !em.specs.empty())
+	a.em = take_em_markers(found.second, policy, ext, em_hooks);
+	if (current_public_join() && !a.em.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be used in joins yet",
 		     "Use dx.count, dx.sum, dx.avg or dx.linear in a join with public tables.");
+	if (grouping_set && !a.em.specs.empty())
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "dx.mode, dx.quantile and dx.median cannot be used with GROUPING SETS, ROLLUP or CUBE yet",
+		     "Their sets would not share the statement's epsilon: run them in one query per grouping set, or use "
+		     "dx.count, dx.sum, dx.avg or dx.linear.");
 	// ---- end of exponential mechanism dispatch ----
 	// Identical aggregates (a HAVING repeat of a SELECT aggregate; BETWEEN, which the parser turns
 	// into two copies of its operand) are one release: one noise draw, charged once.
-	std::vector<std::pair<Aggref *, size_t>> duplicates; // (copy, index of its representative)
-	std::vector<Aggref *> originals;                     // unmodified copies of the representatives
+	std::vector<Aggref *> originals; // unmodified copies of the representatives
 	std::vector<Aggref *> unique;
-	for (Aggref *a : found.second) {
+	for (Aggref *m : found.second) {
 		size_t rep = 0;
-		while (rep < originals.size() && !equal(originals[rep], a))
+		while (rep < originals.size() && !equal(originals[rep], m))
 			++rep;
 		if (rep < originals.size()) {
-			duplicates.emplace_back(a, rep);
+			a.duplicates.emplace_back(m, rep);
 			continue;
 		}
-		originals.push_back(copy_node(a));
-		unique.push_back(a);
+		originals.push_back(copy_node(m));
+		unique.push_back(m);
 	}
-	std::vector<AggSpec> specs;
-	int cells_per_group = 0;
-	double eps_total = 0;
-	for (Aggref *a : unique) {
-		specs.push_back(describe_aggregate(a, policy, ext));
-		specs.back().first_cell = cells_per_group;
-		cells_per_group += specs.back().components;
-		eps_total += specs.back().epsilon;
+	std::vector<AggSpec> &specs = a.specs;
+	for (Aggref *m : unique) {
+		specs.push_back(describe_aggregate(m, policy, ext));
+		specs.back().first_cell = a.cells_per_group;
+		a.cells_per_group += specs.back().components;
+		a.eps_total += specs.back().epsilon;
 	}
+	const int cells_per_group = a.cells_per_group;
 
 	// sub-universe: every referenced column
-	std::set<AttrNumber> attnos;
+	std::set<AttrNumber> &attnos = a.attnos;
 	collect_attnos(where, attnos);
 	for (const ColumnPolicy *c : group_cols)
 		attnos.insert(c->attnum);
@@ -680,11 +747,13 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		collect_attnos((Node *) s.weight, attnos);
 		collect_attnos((Node *) s.filter, attnos);
 	}
-	std::vector<const ColumnPolicy *> cols;
-	const SubUniverse sub = sub_universe_of(policy, attnos, cols);
+	attnos.insert(extra_attnos.begin(), extra_attnos.end());
+	std::vector<const ColumnPolicy *> &cols = a.cols;
+	a.sub = sub_universe_of(policy, attnos, cols);
+	const SubUniverse &sub = a.sub;
 	for (const ColumnPolicy *c : cols)
-		for (const ColumnPolicy::Member &m : c->members) // a group is read (and clamped) as a whole
-			attnos.insert(m.attnum);
+		for (const ColumnPolicy::Member &mem : c->members) // a group is read (and clamped) as a whole
+			attnos.insert(mem.attnum);
 	const size_t n = sub.size();
 	// evaluate WHERE, filters and weights at every point
 	std::vector<Expr *> exprs{(Expr *) where};
@@ -712,7 +781,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	// a join: a row at point u adds, in each group, the sum over the joined pairs (u, public rows)
 	// of that group (ON and WHERE hold) of its weight; a COUNT counts the pairs, an AVG averages over
 	// them. Evaluated here on the snapshot only (join_cells.h).
-	JoinCells jc;
+	JoinCells &jc = a.jc;
 	if (join) {
 		const double pairs = static_cast<double>(n) * join->combinations();
 		if (pairs * static_cast<double>(std::max<size_t>(specs.size(), 1)) > kMaxJoinPairs)
@@ -735,15 +804,17 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	}
 	const size_t groups = keys.groups;
 	const size_t m = groups * static_cast<size_t>(cells_per_group);
-	if (static_cast<double>(m) * static_cast<double>(n) > kMaxCellPoints)
+	const size_t statement_cells = cells_before + m; // of every grouping set analysed so far
+	if (static_cast<double>(statement_cells) * static_cast<double>(n) > kMaxCellPoints)
 		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-		     "query has too many output cells for its sub-universe: " + std::to_string(m) + " cells x " +
-		         std::to_string(n) + " points is " + over_limit(static_cast<double>(m) * static_cast<double>(n), kMaxCellPoints),
-		     "Group by fewer or coarser columns, use fewer aggregates, or reference fewer columns.");
+		     "query has too many output cells for its sub-universe: " + std::to_string(statement_cells) + " cells x " +
+		         std::to_string(n) + " points is " +
+		         over_limit(static_cast<double>(statement_cells) * static_cast<double>(n), kMaxCellPoints),
+		     "Group by fewer or coarser columns, use fewer aggregates or grouping sets, or reference fewer columns.");
 	// the calibration's work is known from the domains and metrics alone (and, for a join, its
 	// groups): refuse before evaluating and allocating
 	if (!specs.empty())
-		refuse_over_work(calibration_work(sub, m), m, cols);
+		refuse_over_work(calibration_work(sub, statement_cells), statement_cells, cols);
 	UniverseValues vals;
 	if (!join)
 		vals = evaluate_over_universe(relid, cols, sub, exprs);
@@ -752,10 +823,15 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	// and the per-point table of each aggregate: what a row at point u adds (execution by lookup);
 	// in a join, per point and group slot (u * slots + s), with the pair counts of an average
 	const size_t slots = jc.slots;
-	std::vector<std::vector<double>> q_cells(m, std::vector<double>(n, 0.0));
-	std::vector<std::vector<std::optional<double>>> tables(specs.size(), std::vector<std::optional<double>>(n));
-	std::vector<std::vector<std::optional<double>>> count_tables(specs.size());
-	std::vector<double> lo(specs.size(), 0), hi(specs.size(), 0);
+	std::vector<std::vector<double>> &q_cells = a.q_cells;
+	q_cells.assign(m, std::vector<double>(n, 0.0));
+	std::vector<std::vector<std::optional<double>>> &tables = a.tables;
+	tables.assign(specs.size(), std::vector<std::optional<double>>(n));
+	std::vector<std::vector<std::optional<double>>> &count_tables = a.count_tables;
+	count_tables.assign(specs.size(), {});
+	std::vector<double> &lo = a.lo, &hi = a.hi;
+	lo.assign(specs.size(), 0);
+	hi.assign(specs.size(), 0);
 	if (join) {
 		for (size_t j = 0; j < specs.size(); ++j) {
 			if (specs[j].weight && (specs[j].kind == AggKind::Count ? !jc.nonzero[j] : !jc.seen[j]))
@@ -810,6 +886,14 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero : !seen))
 			refuse_null_argument(specs[j], j);
 	}
+	return true;
+}
+
+// The allocation strategy for m cells (dxpriv.allocation), with a NOTICE when the exact solver's
+// limit changes what runs.
+AllocationStrategy
+strategy_for_cells(size_t m)
+{
 	AllocationStrategy strategy = current_strategy();
 	if (strategy == AllocationStrategy::MinTotalVariance && m > kMaxExactCells) {
 		ereport(NOTICE, (errmsg("dxpriv: %zu output cells exceed the exact allocator's limit of %zu; using algorithm3",
@@ -820,99 +904,160 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		                        "relative progressive filling (still never noisier than equal_split)",
 		                        m, kMaxExactCells)));
 	}
-	// What the allocation shares: every avg (per group) is one estimate, its sum and count weighted
-	// by the delta method with the centre of the weight's range as the mean proxy; with an explicit
-	// epsilon on any aggregate, each aggregate's cells are allocated within its own epsilon.
+	return strategy;
+}
+
+// What the allocation shares: every avg (per group) is one estimate, its sum and count weighted
+// by the delta method with the centre of the weight's range as the mean proxy; with an explicit
+// epsilon on any aggregate, each aggregate's cells are allocated within its own epsilon (budget
+// block j holds aggregate j's cells, in every grouping set). Starts a request over m cells.
+AllocationRequest
+start_request(const std::vector<AggSpec> &specs, size_t m)
+{
 	AllocationRequest request;
-	request.strategy = strategy;
+	request.strategy = strategy_for_cells(m);
 	bool declared = false;
 	for (const AggSpec &s : specs)
 		declared = declared || s.explicit_epsilon;
 	if (declared) {
 		request.block_of.assign(m, 0);
-		for (size_t j = 0; j < specs.size(); ++j) {
-			request.block_epsilon.push_back(specs[j].epsilon);
-			for (size_t g = 0; g < groups; ++g)
-				for (int c = 0; c < specs[j].components; ++c)
-					request.block_of[g * cells_per_group + specs[j].first_cell + c] = j;
+		for (const AggSpec &s : specs)
+			request.block_epsilon.push_back(s.epsilon);
+	}
+	return request;
+}
+
+// Adds the cells of one release, at `offset` among the statement's cells, to the request.
+void
+add_to_request(const ReleaseAnalysis &a, size_t offset, AllocationRequest &request)
+{
+	for (size_t j = 0; j < a.specs.size(); ++j) {
+		for (size_t g = 0; g < a.keys.groups && !request.block_of.empty(); ++g)
+			for (int c = 0; c < a.specs[j].components; ++c)
+				request.block_of[offset + a.cell(j, g, c)] = j;
+		if (a.specs[j].kind != AggKind::Avg)
+			continue;
+		const double mu = 0.5 * (a.lo[j] + a.hi[j]);
+		for (size_t g = 0; g < a.keys.groups; ++g) {
+			const size_t base = offset + a.cell(j, g, 0);
+			request.estimates.push_back(Estimate{{base, base + 1}, {1.0, mu * mu}});
 		}
 	}
-	for (size_t j = 0; j < specs.size(); ++j)
-		if (specs[j].kind == AggKind::Avg) {
-			const double mu = 0.5 * (lo[j] + hi[j]);
-			for (size_t g = 0; g < groups; ++g) {
-				const size_t base = g * cells_per_group + specs[j].first_cell;
-				request.estimates.push_back(Estimate{{base, base + 1}, {1.0, mu * mu}});
-			}
-		}
-	// noise family of the linear cells: (epsilon, delta) families need the policy's per-query delta
+}
+
+// Noise family of the linear cells (dxpriv.noise) and the query's delta: (epsilon, delta) families
+// need the policy's per-query delta.
+NoiseFamily
+linear_noise_family(const ReleaseAnalysis &a, double &query_delta)
+{
 	const NoiseFamily family = static_cast<NoiseFamily>(guc_noise);
-	if (family != NoiseFamily::Laplace && !specs.empty() && !(policy.delta > 0)) {
-		char *rel = get_rel_name(relid);
+	if (family != NoiseFamily::Laplace && !a.specs.empty() && !(a.policy.delta > 0)) {
+		char *rel = get_rel_name(a.relid);
 		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 		     std::string("noise family \"") + noise_family_name(family) + "\" needs a delta on table \"" +
 		         (rel ? rel : "?") + "\"",
 		     "Use SET dxpriv.noise = 'laplace' (pure epsilon), or ask the table owner to allow (epsilon, delta) "
 		     "noise with dx.set_delta(table, 1e-6) and to grant a delta budget.");
 	}
-	const double query_delta = family == NoiseFamily::Laplace ? 0 : policy.delta;
-	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
-	MultiLinearPlan plan = specs.empty() ? MultiLinearPlan{}
-	                                     : plan_multi_linear_noise(sub, q_cells, eps_total, query_delta, family, request);
-	bool noisy_cells = false;
+	query_delta = family == NoiseFamily::Laplace ? 0 : a.policy.delta;
+	return family;
+}
+
+// True when some cell of the plan gets noise.
+bool
+any_noisy(const MultiLinearPlan &plan)
+{
 	for (const LinearNoisePlan &cell : plan.cells)
-		noisy_cells = noisy_cells || cell.scale > 0;
+		if (cell.scale > 0)
+			return true;
+	return false;
+}
 
-	// explain capture (dx.explain): what each cell would cost, without running anything
-	if (explain_capture_active()) {
-		ExplainCapture &cap = explain_capture();
-		cap.relid = relid;
-		cap.epsilon += eps_total; // a statement of several releases (wrappers, grouping sets) costs their sum
-		cap.strategy = strategy_name(strategy);
-		cap.noise = noise_family_name(family);
-		cap.delta = noisy_cells ? query_delta : 0;
-		if (!specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
-			// over the columns the cells depend on, so that it does not depend on the query's text
-			const ProjectedCells relevant = project_to_relevant_columns(sub, q_cells);
-			cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
-		}
-		for (size_t j = 0; j < specs.size(); ++j)
-			for (size_t g = 0; g < groups; ++g)
-				for (int c = 0; c < specs[j].components; ++c) {
-					const size_t k = g * cells_per_group + specs[j].first_cell + c;
-					const LinearNoisePlan &p = plan.cells[k];
-					cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(specs[j].kind),
-					                                keys.grouped() ? keys.label(g) : "",
-					                                specs[j].kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
-					                                plan.epsilon_share[k], p}); // what the cell received
-					if (specs[j].kind == AggKind::Avg && c == 1) {
-						// the average itself: its 95% half-width is this value divided by the group's row
-						// count (delta method at the domain-centre mean; dx.last_release gives it for the
-						// released count), since the count is data
-						const LinearNoisePlan &sum_plan = plan.cells[k - 1];
-						ExplainCell avg_row{static_cast<int>(j) + 1, kind_name(specs[j].kind),
-						                    keys.grouped() ? keys.label(g) : "", "average (x count)",
-						                    plan.epsilon_share[k - 1] + plan.epsilon_share[k], p};
-						avg_row.reported_half_width = average_half_width(sum_plan, p, (lo[j] + hi[j]) / 2, 1.0);
-						avg_row.ledger = false;
-						avg_row.plan.bound = 0;
-						cap.cells.push_back(avg_row);
-					}
-				}
+// dx.explain: what the statement costs (epsilon over all its cells, which q holds, on sub).
+void
+capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy strategy, NoiseFamily family,
+                  double delta, const SubUniverse &sub, const std::vector<std::vector<double>> &q)
+{
+	ExplainCapture &cap = explain_capture();
+	cap.relid = a.relid;
+	cap.epsilon += eps_total; // a statement of several releases (wrappers) costs their sum
+	cap.strategy = strategy_name(strategy);
+	cap.noise = noise_family_name(family);
+	cap.delta = delta;
+	if (!a.specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
+		// over the columns the cells depend on, so that it does not depend on the query's text
+		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
+		cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
 	}
+}
 
-	std::vector<ReleaseDescription> descriptions = describe_releases(specs, relid);
+// dx.explain: the cells of aggregate j of one release (at `offset` among the plan's cells), in
+// ledger order. empty_label: the group label of a release without GROUP BY.
+void
+capture_cells(const ReleaseAnalysis &a, const MultiLinearPlan &plan, size_t offset, size_t j,
+              const std::string &empty_label)
+{
+	ExplainCapture &cap = explain_capture();
+	const AggSpec &s = a.specs[j];
+	for (size_t g = 0; g < a.keys.groups; ++g) {
+		const std::string label = a.keys.grouped() ? a.keys.label(g) : empty_label;
+		for (int c = 0; c < s.components; ++c) {
+			const size_t k = offset + a.cell(j, g, c);
+			const LinearNoisePlan &p = plan.cells[k];
+			cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(s.kind), label,
+			                                s.kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
+			                                plan.epsilon_share[k], p}); // what the cell received
+			if (s.kind == AggKind::Avg && c == 1) {
+				// the average itself: its 95% half-width is this value divided by the group's row
+				// count (delta method at the domain-centre mean; dx.last_release gives it for the
+				// released count), since the count is data
+				const LinearNoisePlan &sum_plan = plan.cells[k - 1];
+				ExplainCell avg_row{static_cast<int>(j) + 1, kind_name(s.kind), label, "average (x count)",
+				                    plan.epsilon_share[k - 1] + plan.epsilon_share[k], p};
+				avg_row.reported_half_width = average_half_width(sum_plan, p, (a.lo[j] + a.hi[j]) / 2, 1.0);
+				avg_row.ledger = false;
+				avg_row.plan.bound = 0;
+				cap.cells.push_back(avg_row);
+			}
+		}
+	}
+}
+
+// What dx.last_release shows of a release: its aggregates' descriptions and its group labels.
+struct ReleaseText {
+	std::vector<ReleaseDescription> descriptions;
 	std::vector<std::string> labels;
-	for (size_t g = 0; keys.grouped() && g < groups && !explain_capture_active(); ++g)
-		labels.push_back(keys.label(g));
+};
 
-	// rewrite the aggregates: each reads its weight from its per-point table at the row's point;
-	// WHERE and FILTER are folded into the tables, so no expression of the query runs on a row
+// Rewrites the aggregates of an analysed release with the noise of their cells (at `offset` among
+// the plan's cells): each reads its weight from its per-point table at the row's point; WHERE and
+// FILTER are folded into the tables, so no expression of the query runs on a row. set: the
+// release's grouping set when the statement's sets share the plan (nullptr for a release alone).
+// Charge ids and the cache key are stamped by the caller once the statement is rewritten.
+ReleaseText
+rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const MultiLinearPlan &plan,
+                size_t offset, NoiseFamily family, double delta, const SetIdentity *set)
+{
+	const GroupKeys &keys = a.keys;
+	const std::vector<AggSpec> &specs = a.specs;
+	const PublicRows *join = a.join;
+	const bool public_keys = a.public_keys;
+	const JoinCells &jc = a.jc;
+	const size_t slots = jc.slots;
+	const size_t groups = keys.groups;
+	const Oid relid = a.relid;
+	const std::vector<const ColumnPolicy *> &cols = a.cols;
+	ReleaseText text{describe_releases(specs, relid), {}};
+	for (size_t g = 0; g < groups && !explain_capture_active(); ++g)
+		if (keys.grouped())
+			text.labels.push_back(keys.label(g));
+		else if (set)
+			text.labels.push_back("()"); // the empty grouping set
 	const bool grouped = keys.grouped();
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && !em.specs.empty())
+	if (distributed && !a.em.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
 		     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
 	if (distributed && join)
@@ -940,49 +1085,51 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		p.components = s.components;
 		p.epsilon = s.epsilon;
 		p.relid = relid;
-		p.charge_id = 0; // set by stamp_identities() once the whole query is rewritten
-		p.agg_index = static_cast<int>(j);
-		p.agg_count = static_cast<int>(specs.size());
-		p.lo = lo[j];
-		p.hi = hi[j];
+		p.charge_id = 0; // stamped once the whole statement is rewritten
+		p.agg_index = set ? static_cast<int>(j) * set->sets + set->set : static_cast<int>(j);
+		p.agg_count = static_cast<int>(specs.size()) * (set ? set->sets : 1);
+		p.epsilon_id = 0; // stamped with the charge ids (shared by the sets' copies of the aggregate)
+		p.sets = set ? set->sets : 1;
+		p.lo = a.lo[j];
+		p.hi = a.hi[j];
 		p.groups = static_cast<int>(groups);
 		p.family = static_cast<int>(family);
-		p.delta = noisy_cells ? query_delta : 0; // the query's delta, carried by each of its aggregates
+		p.delta = delta; // the query's delta, carried by each of its aggregates
 		for (size_t g = 0; g < groups; ++g)
 			for (int c = 0; c < s.components; ++c) {
-				const LinearNoisePlan &cell = plan.cells[g * cells_per_group + s.first_cell + c];
+				const LinearNoisePlan &cell = plan.cells[offset + a.cell(j, g, c)];
 				p.cells.push_back(cell.grid);
 				p.cells.push_back(cell.scale);
 				p.cells.push_back(cell.bound);
 			}
-		Expr *weight = weigh_expr(cols, tables[j], false, ext, copy_node(slot), slots);
+		Expr *weight = weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots);
 		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
-		Aggref *a = s.aggref;
+		Aggref *agg = s.aggref;
 		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
 		Oid internal = s.kind == AggKind::Count ? ext.noisy_count
 		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
 		                                        : ext.noisy_sum;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
-		a->aggfnoid = internal;
-		a->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
-		a->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
+		agg->aggfnoid = internal;
+		agg->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
+		agg->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
 		                     makeTargetEntry((Expr *) copy_node(group_index), 2, nullptr, false),
 		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
 		if (pair_avg) {
-			Expr *pairs = weigh_expr(cols, count_tables[j], false, ext, copy_node(slot), slots);
+			Expr *pairs = weigh_expr(cols, a.count_tables[j], false, ext, copy_node(slot), slots);
 			if (grouped)
 				pairs = real_rows_only(pairs, FLOAT8OID, nullptr);
-			a->aggargtypes = lappend_oid(a->aggargtypes, FLOAT8OID);
-			a->args = lappend(a->args, makeTargetEntry(pairs, 4, nullptr, false));
+			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
+			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
 		}
-		a->aggstar = false;
-		a->aggvariadic = false;
-		a->aggfilter = nullptr;
-		a->inputcollid = InvalidOid;
-		a->location = kRewrittenLocation;
+		agg->aggstar = false;
+		agg->aggvariadic = false;
+		agg->aggfilter = nullptr;
+		agg->inputcollid = InvalidOid;
+		agg->location = kRewrittenLocation;
 	}
-	for (auto &[dup, rep] : duplicates) {
+	for (auto &[dup, rep] : a.duplicates) {
 		const Aggref *r = specs[rep].aggref;
 		dup->aggfnoid = r->aggfnoid;
 		dup->aggargtypes = list_copy(r->aggargtypes);
@@ -995,7 +1142,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	}
 
 	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/planner/em_rewrite.h) ----
-	if (!em.specs.empty()) {
+	if (!a.em.specs.empty()) {
 		std::vector<Aggref *> linear_aggrefs;
 		for (const AggSpec &s : specs)
 			linear_aggrefs.push_back(s.aggref);
@@ -1003,8 +1150,8 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by expressions yet",
 			     "Group them by declared columns, or run the linear aggregates (count, sum, avg) with the "
 			     "expression alone.");
-		rewrite_em_aggregates(q, em,
-		                      EmRewriteInput{relid, &policy, &ext, where, &keys, group_index, kRewrittenLocation,
+		rewrite_em_aggregates(q, a.em,
+		                      EmRewriteInput{relid, &a.policy, &ext, a.where, &keys, group_index, kRewrittenLocation,
 		                                     linear_aggrefs});
 	}
 	// ---- end of exponential mechanism dispatch ----
@@ -1018,20 +1165,16 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	};
 	if (!grouped) {
 		check_no_public_column();
-		const std::map<int, int64> ids = stamp_identities(q, ext);
-		register_releases(specs, ids, std::move(descriptions), std::move(labels));
-		return;
+		return text;
 	}
 	replace_group_keys(q, keys, group_index, ext);
 	if (distributed) { // every group comes from one state per aggregate (planner/distributed.h)
 		check_no_public_column();
-		const std::map<int, int64> ids = stamp_identities(q, ext);
-		register_releases(specs, ids, std::move(descriptions), std::move(labels));
-		return;
+		return text;
 	}
 	// GROUP BY: read from the table plus one empty row per group
-	em_collect_attnos(em, policy, attnos); // (exponential mechanism dispatch: the columns they read)
-	std::vector<AttrNumber> columns(attnos.begin(), attnos.end());
+	em_collect_attnos(a.em, a.policy, a.attnos); // (exponential mechanism dispatch: the columns they read)
+	std::vector<AttrNumber> columns(a.attnos.begin(), a.attnos.end());
 	std::map<AttrNumber, AttrNumber> mapping;
 	if (public_keys) { // rows of a point without a group (no slot) are not read
 		NullTest *nt = makeNode(NullTest);
@@ -1040,15 +1183,40 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		nt->argisrow = false;
 		nt->location = -1;
 		q->jointree->quals = (Node *) nt;
-		mapping = replace_with_slot_group_source(q, policy, columns, slots, groups);
+		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups);
 	} else {
-		mapping = replace_with_group_source(q, policy, columns, keys);
+		mapping = replace_with_group_source(q, a.policy, columns, keys);
 	}
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
+	return text;
+}
+
+// Validates and rewrites one SELECT that contains dx aggregates: one release, its cells allocated
+// within its epsilon. A query with parameters, or shape_only, is only checked (analyse_release).
+void
+rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only = false)
+{
+	ReleaseAnalysis a;
+	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only))
+		return;
+	AllocationRequest request = start_request(a.specs, a.cells());
+	add_to_request(a, 0, request);
+	double query_delta = 0;
+	const NoiseFamily family = linear_noise_family(a, query_delta);
+	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+	const MultiLinearPlan plan =
+		a.specs.empty() ? MultiLinearPlan{} : plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
+	const double delta = any_noisy(plan) ? query_delta : 0;
+	if (explain_capture_active()) { // dx.explain: what each cell would cost, without running anything
+		capture_statement(a, a.eps_total, request.strategy, family, delta, a.sub, a.q_cells);
+		for (size_t j = 0; j < a.specs.size(); ++j)
+			capture_cells(a, plan, 0, j, "");
+	}
+	ReleaseText text = rewrite_release(q, ext, a, plan, 0, family, delta, nullptr);
 	const std::map<int, int64> ids = stamp_identities(q, ext);
-	register_releases(specs, ids, std::move(descriptions), std::move(labels));
+	register_releases(a.specs, ids, std::move(text.descriptions), std::move(text.labels));
 }
 
 // ---- joins with public tables ----
@@ -1160,10 +1328,16 @@ is_release_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac
 	return d.markers_top > 0;
 }
 
+void rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContext *ac);
+
 // Analyses and rewrites one release nested in a wrapper, like a top-level dx query.
 void
 rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystContext *ac)
 {
+	if (sub->commandType == CMD_SELECT && sub->groupingSets) {
+		rewrite_grouping_sets(sub, ext, ac); // one release over all its sets
+		return;
+	}
 	PublicRows join_rows; // a release over a join with public tables (README "Joins with public tables")
 	const JoinTake take = sub->commandType == CMD_SELECT && sub->hasAggs && is_join_query(sub)
 	                          ? take_join(sub, ext, ac != nullptr, join_rows)
@@ -1197,6 +1371,162 @@ rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystCon
 			     analyst_hint(first_protected_ref(sub, *ac)));
 		admit_protected_reads(sub, *ac);
 	}
+}
+
+// ---- GROUPING SETS, ROLLUP and CUBE: one statement, one allocation ----
+
+// The Discovery of q's dx aggregates.
+Discovery
+discovery_of(Query *q, const ExtensionObjects &ext)
+{
+	Discovery d{&ext};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	return d;
+}
+
+// Answer-cache key of a statement made of grouping-set releases: the releases' keys in set order.
+uint64
+grouping_sets_cache_key(const std::vector<Query *> &branches)
+{
+	std::string keys;
+	for (Query *b : branches) {
+		const uint64 k = query_cache_key(b);
+		keys.append(reinterpret_cast<const char *>(&k), sizeof k);
+	}
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(keys.data()), static_cast<int>(keys.size()), 0x6479);
+}
+
+// Attributes the GROUP BY keys of q read, after the analyzer's check of each key expression.
+std::set<AttrNumber>
+grouping_key_attnos(Query *q, const TablePolicy &policy)
+{
+	std::set<AttrNumber> attnos;
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		Node *e = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc), q->targetList);
+		check_row_expression(e, policy, "GROUP BY");
+		collect_attnos(e, attnos);
+	}
+	return attnos;
+}
+
+// Answers a query with GROUPING SETS, ROLLUP or CUBE over dx aggregates (q, a release level) as
+// ONE release: q becomes the UNION ALL of one grouped query per set (grouping_sets.h), whose cells
+// -- every group of every set, on one sub-universe -- are allocated together within the
+// statement's epsilon (a record moves one cell of every set, so Σ over all sets' cells of
+// a_k(i,j)/b_k <= eps·d(i,j) is the statement's privacy condition), exactly as the cells of one
+// multi-aggregate query; each branch then carries its cells' share of that plan. All branches
+// share one answer-cache key and, per aggregate, one epsilon id: the statement is charged its
+// aggregates' epsilons once (noise_params.h). One grouping set is an ordinary release. A query
+// with parameters is only checked and left as it is: analyze_bound_query analyses it with its
+// bound values. Over a join with public tables each set is still a release of its own (charged
+// its own epsilon; README). ac: the analyst's context (nullptr for a table owner).
+void
+rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
+{
+	if (ac && list_length(q->rtable) == 1)
+		rewrite_plain_aggregates(q, ext);
+	Query *u = expand_grouping_sets_into_union(q);
+	if (!u)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a query with grouping sets has no grouping set");
+	const std::vector<Query *> branches = grouping_set_branches(u);
+	if (is_join_query(q)) { // over a join with public tables: each set still a release of its own
+		*q = *u;
+		for (Query *b : branches)
+			rewrite_nested_release(b, ext, ac);
+		return;
+	}
+	for (Query *b : branches)
+		if (discovery_of(b, ext).markers_top == 0) {
+			if (ac)
+				refuse_unaggregated_read(b, *ac);
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a grouping set lost its dx aggregates");
+		}
+	auto admit = [&](Query *b) {
+		if (!ac)
+			return;
+		if (count_protected_refs(b, *ac) != 1)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+			     analyst_hint(first_protected_ref(b, *ac)));
+		admit_protected_reads(b, *ac);
+	};
+	if (branches.size() == 1) { // GROUP BY () or one set: the grouped query itself
+		*q = *u;
+		rewrite_query(q, ext, discovery_of(q, ext));
+		admit(q);
+		return;
+	}
+	if (contains_param((Node *) q, nullptr)) {
+		for (Query *b : branches) // checks only (the branches are copies)
+			rewrite_query(b, ext, discovery_of(b, ext));
+		admit(q);
+		return; // analysed with its bound values when planned (parameters.cpp)
+	}
+
+	// every set on the sub-universe of all the keys: the statement's cells share one constraint set
+	std::set<AttrNumber> key_attnos;
+	{
+		check_shape(branches.front(), discovery_of(branches.front(), ext));
+		TablePolicy policy;
+		if (load_table_policy(linitial_node(RangeTblEntry, q->rtable)->relid, policy))
+			key_attnos = grouping_key_attnos(q, policy);
+	}
+	std::vector<std::unique_ptr<ReleaseAnalysis>> parts;
+	std::vector<size_t> offset;
+	size_t total = 0;
+	for (Query *b : branches) {
+		parts.push_back(std::make_unique<ReleaseAnalysis>());
+		analyse_release(b, ext, discovery_of(b, ext), key_attnos, total, true, *parts.back());
+		offset.push_back(total);
+		total += parts.back()->cells();
+	}
+	const ReleaseAnalysis &first = *parts.front();
+	auto attnums = [](const std::vector<const ColumnPolicy *> &cols) {
+		std::vector<AttrNumber> out;
+		for (const ColumnPolicy *c : cols)
+			out.push_back(c->attnum);
+		return out;
+	};
+	for (const auto &p : parts) // the same aggregates over the same points in every set
+		if (p->specs.size() != first.specs.size() || p->sub.size() != first.sub.size() || attnums(p->cols) != attnums(first.cols) ||
+		    p->eps_total != first.eps_total || p->cells_per_group != first.cells_per_group)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the grouping sets of one query differ in their aggregates");
+
+	// one allocation over every set's cells, within the statement's epsilon
+	std::vector<std::vector<double>> cells;
+	cells.reserve(total);
+	for (const auto &p : parts)
+		for (std::vector<double> &c : p->q_cells)
+			cells.push_back(std::move(c));
+	AllocationRequest request = start_request(first.specs, total);
+	for (size_t s = 0; s < parts.size(); ++s)
+		add_to_request(*parts[s], offset[s], request);
+	double query_delta = 0;
+	const NoiseFamily family = linear_noise_family(first, query_delta);
+	const MultiLinearPlan plan = plan_multi_linear_noise(first.sub, cells, first.eps_total, query_delta, family, request);
+	const double delta = any_noisy(plan) ? query_delta : 0;
+	if (explain_capture_active()) { // cells in ledger order: aggregate by aggregate, set by set
+		capture_statement(first, first.eps_total, request.strategy, family, delta, first.sub, cells);
+		for (size_t j = 0; j < first.specs.size(); ++j)
+			for (size_t s = 0; s < parts.size(); ++s)
+				capture_cells(*parts[s], plan, offset[s], j, "()");
+	}
+
+	// each set's branch with its share of the plan; one charge for the statement
+	SetIdentity set;
+	set.sets = static_cast<int>(parts.size());
+	std::vector<ReleaseText> texts;
+	for (size_t s = 0; s < parts.size(); ++s) {
+		set.set = static_cast<int>(s);
+		texts.push_back(rewrite_release(branches[s], ext, *parts[s], plan, offset[s], family, delta, &set));
+	}
+	*q = *u;
+	StampContext ctx{&ext, grouping_sets_cache_key(branches), {}, {}};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
+	for (size_t s = 0; s < parts.size(); ++s)
+		register_releases(parts[s]->specs, ctx.charge_ids, std::move(texts[s].descriptions), std::move(texts[s].labels));
+	for (Query *b : branches)
+		admit(b);
 }
 
 // Rewrites the releases nested in q's FROM subqueries, CTEs and set-operation branches (the outer
@@ -1312,9 +1642,10 @@ analyze(Query *top)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
-			if (q->groupingSets && is_release_level(q, *ext, &ac))
-				if (Query *u = expand_grouping_sets_into_union(q))
-					*q = *u; // one release per grouping set, under a UNION ALL wrapper (a join: per branch)
+			if (q->commandType == CMD_SELECT && q->groupingSets && is_release_level(q, *ext, &ac)) {
+				rewrite_grouping_sets(q, *ext, &ac); // one release over all its sets
+				return;
+			}
 			JoinTake take = JoinTake::None;
 			if (q->commandType == CMD_SELECT && q->hasAggs && is_join_query(q) && !has_lateral(q))
 				take = take_join(q, *ext, true, join_rows); // (LATERAL: the analysts' refusal below)
@@ -1353,12 +1684,10 @@ analyze(Query *top)
 	if (definition_depth > 0 || is_matview(top))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx aggregates cannot be used in view, rule or function definitions",
 		     "Run the query directly: its noise and cost are fixed when it is analysed, against the current policy.");
-	if (d.markers_top > 0 && q->groupingSets)
-		if (Query *u = expand_grouping_sets_into_union(q)) {
-			*q = *u; // one release per grouping set, under a UNION ALL wrapper
-			d = Discovery{ext};
-			query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
-		}
+	if (d.markers_top > 0 && q->commandType == CMD_SELECT && q->groupingSets) {
+		rewrite_grouping_sets(q, *ext, nullptr); // one release over all its sets
+		return;
+	}
 	if (d.markers_top == 0 && q->commandType == CMD_SELECT && rewrite_wrapped_releases(q, *ext, nullptr) > 0)
 		return; // a wrapper that only post-processes releases
 	if (d.markers_top > 0 && q->commandType == CMD_SELECT && is_join_query(q)) {
@@ -1386,6 +1715,10 @@ analyze_bound_query(Query *q)
 		return;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
+	if (d.markers_top > 0 && q->groupingSets) { // left unexpanded when it was parsed
+		rewrite_grouping_sets(q, *ext, ac.analyst ? &ac : nullptr);
+		return;
+	}
 	if (d.markers_top == 0) { // releases nested in a post-processing wrapper
 		rewrite_wrapped_releases(q, *ext, ac.analyst ? &ac : nullptr);
 		return;

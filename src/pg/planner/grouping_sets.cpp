@@ -103,11 +103,11 @@ expand_grouping_sets_into_union(Query *q)
 		return nullptr;
 	List *sets = nullptr;
 	pg_call([&] { sets = expand_grouping_sets(q->groupingSets, q->groupDistinct, kMaxGroupingSets + 1); });
-	if (list_length(sets) > kMaxGroupingSets)
+	if (sets == NIL || list_length(sets) > kMaxGroupingSets) // NIL: over the limit given to expand_grouping_sets
 		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 		     "GROUPING SETS, ROLLUP or CUBE with more than " + std::to_string(kMaxGroupingSets) +
 		         " grouping sets cannot be used with dx aggregates",
-		     "Each grouping set is a release of its own; split the query or use fewer keys.");
+		     "Every grouping set adds its groups to the cells the statement allocates together; split the query or use fewer keys.");
 	// the ORDER BY must name output columns (it moves to the union)
 	ListCell *lc;
 	foreach (lc, q->sortClause) {
@@ -191,6 +191,19 @@ expand_grouping_sets_into_union(Query *q)
 	top->limitOffset = q->limitOffset;
 	top->limitOption = q->limitOption;
 	return top;
+}
+
+// See grouping_sets.h.
+std::vector<Query *>
+grouping_set_branches(Query *u)
+{
+	if (!u->setOperations)
+		return {u};
+	std::vector<Query *> out;
+	ListCell *lc;
+	foreach (lc, u->rtable)
+		out.push_back(lfirst_node(RangeTblEntry, lc)->subquery);
+	return out;
 }
 
 } // namespace dxpriv::pg
