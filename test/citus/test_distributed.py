@@ -87,10 +87,15 @@ def test_one_ledger_row_on_the_coordinator_none_on_workers():
         rows(analyst, "SELECT s.sex, s.n * 100.0 / sum(s.n) OVER () FROM "
                       "(SELECT sex, dx.count(*) AS n FROM people GROUP BY sex) s")
         coord = connect("coord", db)
-        assert scalar(coord, "SELECT count(*) FROM dx.ledger") - before == 3
+        assert scalar(coord, "SELECT count(*) FROM dx.ledger") - before == 3, "one ledger row per statement"
         led = rows(coord, "SELECT role::text, epsilon, array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 3")
         assert [r[0] for r in led] == [fx.ANALYST] * 3
         assert [r[2] for r in led] == [2, 6, 1]  # one scale per released cell: 2 groups x (count, avg sum+count)
+        # ROLLUP: every set's groups (2 x 5 + 2 + 1 rows), one charge for the statement
+        got = rows(analyst, "SELECT sex, region, dx.count(*) FROM people GROUP BY ROLLUP (sex, region)")
+        assert len(got) == 13, got
+        led = rows(coord, "SELECT epsilon, array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 1")
+        assert led == [(0.1, 13)], led
         for w in ("w1", "w2"):
             wc = connect(w, db)
             has_dx = scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'")
