@@ -1303,6 +1303,7 @@ analyze(Query *top)
 		if (q != top)
 			substitute_catalog_views(q, *ext);
 		reject_side_channels(top);
+		check_citus_settings(); // shards shown in pg_class (however the settings were set)
 		if (count_protected_refs(q, ac) > 0) {
 			const Oid read_rel = first_protected_ref(q, ac); // for refusals that name it
 			const Oid hint_rel = OidIsValid(ac.policy_table(read_rel)) ? ac.policy_table(read_rel) : read_rel;
@@ -1450,6 +1451,10 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
 	bool copies = IsA(stmt, CopyStmt);
+	if (IsA(stmt, GrantStmt))
+		guarded([&] { check_citus_grant(castNode(GrantStmt, stmt)); });
+	if (IsA(stmt, VariableSetStmt))
+		guarded([&] { check_citus_set(castNode(VariableSetStmt, stmt)); });
 	if (copies)
 		guarded([&] { check_copy(castNode(CopyStmt, stmt)); });
 	int analyst_scope = 0; // EXPLAIN and result-storing statements of analysts (analyst_guard.h)
