@@ -86,6 +86,16 @@ def test_coordinator_functions_that_run_sql():
             "DO $$ BEGIN PERFORM run_command_on_workers('SELECT 1'); END $$",
         ]:
             refused(a, sql, "run SQL on nodes")
+        # a view the DBA granted to PUBLIC: refused by the executor's admission check
+        own = connect("coord", db)
+        execute(own, "CREATE VIEW node_counts AS SELECT * FROM run_command_on_workers("
+                     "$$SELECT sum(n_live_tup) FROM pg_stat_user_tables$$)")
+        execute(own, "CREATE VIEW people_size AS SELECT citus_table_size('people') AS s")
+        execute(own, "GRANT SELECT ON node_counts, people_size TO PUBLIC")
+        own.close()
+        refused(a, "SELECT * FROM node_counts", "run SQL on nodes")
+        ATTEMPTS["sizes (substituted)"] += 1
+        assert scalar(a, "SELECT s FROM people_size") is None
         a.close()
 
 
