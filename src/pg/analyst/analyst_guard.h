@@ -89,7 +89,11 @@ std::vector<Oid> analyst_roles(const ExtensionObjects &ext);
 // Raises for a Citus function analysts may not call: run_command_on_* and other functions that run
 // SQL on nodes, sizes and statistics; in queries (in_plan false) also Citus's internal transport
 // (read_intermediate_result*, worker_partial_agg, coord_combine_agg), which Citus's own plans use.
+// Citus's internal transport is refused only in the text the client sent (Citus analyses the queries
+// it generates as the current user); set by the parse-analysis hook, which gets the previous value
+// back to restore it.
 void check_citus_function(Oid fn, bool in_plan);
+bool set_client_statement_text(bool client);
 // Raises for Citus's statistics views and pg_dist_placement.shardlength.
 void check_citus_relation(RangeTblEntry *rte);
 // Adds citus_relation_size, citus_table_size, citus_total_relation_size and citus_shard_sizes ->

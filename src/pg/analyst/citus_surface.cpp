@@ -203,6 +203,17 @@ grantee_reaches_analyst(Oid grantee, const std::vector<Oid> &analysts)
 
 } // namespace
 
+bool client_statement_text = false;
+
+// See analyst_guard.h.
+bool
+set_client_statement_text(bool client)
+{
+	const bool previous = client_statement_text;
+	client_statement_text = client;
+	return previous;
+}
+
 // See analyst_guard.h.
 void
 check_citus_function(Oid fn, bool in_plan)
@@ -210,8 +221,9 @@ check_citus_function(Oid fn, bool in_plan)
 	const CitusKind kind = citus_kind(fn);
 	if (kind == CitusKind::None)
 		return;
-	// Citus's own coordinator plans read intermediate results and combine partial aggregate states
-	if (in_plan && (kind == CitusKind::Intermediate || kind == CitusKind::PartialAgg))
+	// Citus's own plans, and the queries it generates and analyses as the current user, read
+	// intermediate results and combine partial aggregate states
+	if ((in_plan || !client_statement_text) && (kind == CitusKind::Intermediate || kind == CitusKind::PartialAgg))
 		return;
 	refuse_citus_function(get_func_name(fn), kind);
 }

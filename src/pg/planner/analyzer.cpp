@@ -39,6 +39,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "tcop/tcopprot.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
@@ -1410,8 +1411,14 @@ dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 {
 	if (prev_post_parse_analyze)
 		prev_post_parse_analyze(pstate, query, jstate);
+	// Citus analyses the queries it generates (intermediate results, partial aggregates) as the
+	// current user: only the client's own text is held to the Citus-internals refusal
+	// (restored afterwards: dxpriv's own catalog queries are analysed in between)
+	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
+	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
 	if (!in_internal_query())
 		guarded([&] { analyze(query); });
+	set_client_statement_text(outer);
 }
 
 // Refuses, for analysts, function bodies that would not be analysed when created
