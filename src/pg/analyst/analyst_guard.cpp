@@ -75,12 +75,13 @@ is_statistics_function(const char *name)
 
 // Raises for a function an analyst may not call anywhere.
 bool
-check_function_allowed(Oid fn, void *)
+check_function_allowed(Oid fn, void *ctx)
 {
 	char *name = get_func_name(fn);
 	if (name && get_func_namespace(fn) == PG_CATALOG_NAMESPACE && is_statistics_function(name))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("analysts cannot call ") + name,
 		     "Table sizes and statistics reveal information about protected rows.");
+	check_citus_function(fn, ctx != nullptr); // ctx: set when walking a plan
 	return false;
 }
 
@@ -95,6 +96,7 @@ side_channel_walker(Node *node, void *ctx)
 		                         QTW_EXAMINE_RTES_BEFORE);
 	if (IsA(node, RangeTblEntry)) {
 		RangeTblEntry *rte = castNode(RangeTblEntry, node);
+		check_citus_relation(rte);
 		if (rte->rtekind == RTE_RELATION && get_rel_namespace(rte->relid) == PG_CATALOG_NAMESPACE) {
 			const char *name = get_rel_name(rte->relid);
 			if (name && is_statistics_relation(name))
@@ -177,6 +179,7 @@ size_function_swaps()
 		if (OidIsValid(fn))
 			out[sw.builtin] = fn;
 	}
+	add_citus_size_swaps(out);
 	return out;
 }
 
@@ -591,6 +594,14 @@ install_catalog_cache_invalidation()
 }
 
 // See analyst_guard.h.
+std::vector<Oid>
+analyst_roles(const ExtensionObjects &ext)
+{
+	(void) load_analyst_context(ext); // refreshes the cache
+	return catalog_cache.analysts;
+}
+
+// See analyst_guard.h.
 int
 count_protected_refs(Query *q, const AnalystContext &ac)
 {
@@ -694,7 +705,8 @@ plan_function_walker(Node *node, void *ctx)
 {
 	if (!node)
 		return false;
-	if (check_functions_in_node(node, check_plan_function_allowed, nullptr))
+	static char in_plan = 1;
+	if (check_functions_in_node(node, check_plan_function_allowed, &in_plan))
 		return true;
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(plan_function_walker), ctx);
 }

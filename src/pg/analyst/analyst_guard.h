@@ -82,6 +82,35 @@ void note_analyst_session(bool analyst);
 // clients whatever client_min_messages says.
 void install_analyst_log_filter();
 
+// ---- the Citus surface (citus_surface.cpp); no effect in a database without Citus ----
+
+// The analyst roles (dx.analysts), from the backend cache.
+std::vector<Oid> analyst_roles(const ExtensionObjects &ext);
+// Raises for a Citus function analysts may not call: run_command_on_* and other functions that run
+// SQL on nodes, sizes and statistics; in queries (in_plan false) also Citus's internal transport
+// (read_intermediate_result*, worker_partial_agg, coord_combine_agg), which Citus's own plans use.
+// Citus's internal transport is refused only in the text the client sent (Citus analyses the queries
+// it generates as the current user); set by the parse-analysis hook, which gets the previous value
+// back to restore it.
+void check_citus_function(Oid fn, bool in_plan);
+bool set_client_statement_text(bool client);
+// Raises for Citus's statistics views and pg_dist_placement.shardlength.
+void check_citus_relation(RangeTblEntry *rte);
+// Adds citus_relation_size, citus_table_size, citus_total_relation_size and citus_shard_sizes ->
+// their dx.analyst_citus_* counterparts (NULL sizes for protected rows) to a swap map.
+void add_citus_size_swaps(std::map<Oid, Oid> &swaps);
+// The same swaps after view expansion (the planner; only for analysts' statements): citus_tables and citus_shards
+// call citus_shard_sizes().
+void substitute_citus_sizes(Query *q);
+// Raises when the session shows shards in pg_class (citus.override_table_visibility = off,
+// citus.show_shards_for_app_name_prefixes set), for an analyst's statement.
+void check_citus_settings();
+// Raises for an analyst's SET of those settings.
+void check_citus_set(VariableSetStmt *stmt);
+// Raises for a GRANT on a protected Citus table to PUBLIC or to a role whose privileges an analyst
+// has: Citus copies grants onto the shards.
+void check_citus_grant(GrantStmt *stmt);
+
 // Rejects statistics catalogs, size functions and other side channels in an analyst's query.
 void reject_side_channels(Query *q);
 // Replaces information_schema.columns/tables by dxpriv's analyst views (declared columns shown).

@@ -39,6 +39,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "tcop/tcopprot.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
@@ -1633,6 +1634,7 @@ analyze(Query *top)
 		if (q != top)
 			substitute_catalog_views(q, *ext);
 		reject_side_channels(top);
+		check_citus_settings(); // shards shown in pg_class (however the settings were set)
 		if (count_protected_refs(q, ac) > 0) {
 			const Oid read_rel = first_protected_ref(q, ac); // for refusals that name it
 			const Oid hint_rel = OidIsValid(ac.policy_table(read_rel)) ? ac.policy_table(read_rel) : read_rel;
@@ -1742,8 +1744,14 @@ dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 {
 	if (prev_post_parse_analyze)
 		prev_post_parse_analyze(pstate, query, jstate);
+	// Citus analyses the queries it generates (intermediate results, partial aggregates) as the
+	// current user: only the client's own text is held to the Citus-internals refusal
+	// (restored afterwards: dxpriv's own catalog queries are analysed in between)
+	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
+	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
 	if (!in_internal_query())
 		guarded([&] { analyze(query); });
+	set_client_statement_text(outer);
 }
 
 // Refuses, for analysts, function bodies that would not be analysed when created
@@ -1783,6 +1791,10 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
 	bool copies = IsA(stmt, CopyStmt);
+	if (IsA(stmt, GrantStmt))
+		guarded([&] { check_citus_grant(castNode(GrantStmt, stmt)); });
+	if (IsA(stmt, VariableSetStmt))
+		guarded([&] { check_citus_set(castNode(VariableSetStmt, stmt)); });
 	if (copies)
 		guarded([&] { check_copy(castNode(CopyStmt, stmt)); });
 	int analyst_scope = 0; // EXPLAIN and result-storing statements of analysts (analyst_guard.h)

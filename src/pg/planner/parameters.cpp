@@ -1,6 +1,7 @@
 // The planner hook that analyses queries with dx aggregates and bound parameters (parameters.h).
 #include "pg/planner/parameters.h"
 
+#include "pg/analyst/analyst_guard.h"
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/node_build.h"
@@ -120,6 +121,7 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 	if (!in_internal_query())
 		guarded([&] {
 			bind_and_analyze(parse, params, generic);
+			substitute_citus_sizes(parse); // views expanded: citus_tables, citus_shards (analysts only)
 			releases = split_distributed_releases(parse);
 		});
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
