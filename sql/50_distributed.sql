@@ -32,3 +32,29 @@ LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_avg';
 COMMENT ON FUNCTION dx._release_count(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON FUNCTION dx._release_sum(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
+
+-- Per-point tables that are too large to repeat in every shard's task query travel once per worker
+-- instead, content-addressed: the coordinator stores them on each worker under their SHA-256
+-- (dx._store_point_table, through run_command_on_workers, once per table and session), and the
+-- task queries call dx._weigh_cached/dx._weigh_int_cached with the digest, which read the table
+-- from this cache once per call site and check its digest again. A table stored under a digest
+-- that is not its own is never accepted, so the cache cannot be poisoned.
+CREATE UNLOGGED TABLE dx._point_table_cache (
+	digest bytea PRIMARY KEY,
+	bytes bytea NOT NULL,
+	stored_at timestamptz NOT NULL DEFAULT now());
+REVOKE ALL ON dx._point_table_cache FROM PUBLIC;
+COMMENT ON TABLE dx._point_table_cache IS 'internal: per-point tables of distributed releases, by SHA-256 (workers)';
+CREATE FUNCTION dx._store_point_table(digest bytea, bytes bytea) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	INSERT INTO dx._point_table_cache (digest, bytes) SELECT $1, $2 WHERE pg_catalog.sha256($2) = $1
+	ON CONFLICT (digest) DO NOTHING;
+	SELECT EXISTS (SELECT 1 FROM dx._point_table_cache WHERE digest = $1);
+$$;
+COMMENT ON FUNCTION dx._store_point_table(bytea, bytea) IS 'internal: stores a per-point table under its SHA-256 (refused when the digest is not its own)';
+CREATE FUNCTION dx._weigh_cached(bytea, text, VARIADIC "any") RETURNS float8
+LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_cached';
+CREATE FUNCTION dx._weigh_int_cached(bytea, text, VARIADIC "any") RETURNS int4
+LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_int_cached';
+COMMENT ON FUNCTION dx._weigh_cached(bytea, text, "any") IS 'internal: dx._weigh with the table read from dx._point_table_cache by its SHA-256';
+COMMENT ON FUNCTION dx._weigh_int_cached(bytea, text, "any") IS 'internal: dx._weigh_int with the table read from dx._point_table_cache by its SHA-256';

@@ -184,3 +184,46 @@ def test_attacks_on_distributed_releases():
         assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 4
         owner.close()
         a.close()
+
+
+def test_large_point_tables_travel_once_per_worker_by_digest():
+    """A dense per-point table (a non-affine expression over a 100001-point domain, 800 KB) is not
+    repeated in the 32 shard task queries: it is stored once per worker under its SHA-256 and the
+    tasks name the digest. The answer is exact (noiseless table); a tampered cache entry is refused."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE wide (id bigint, score int)")
+        execute(conn, "SELECT create_distributed_table('wide', 'id', shard_count => 32)")
+        execute(conn, "INSERT INTO wide SELECT g, g % 100001 FROM generate_series(1, 100000) g")
+        execute(conn, "SELECT dx.protect_table('wide', 'Infinity')")
+        execute(conn, """SELECT dx.set_column('wide', 'score', '{"min": 0, "max": 100000}', '{"type": "none"}')""")
+        execute(conn, "SELECT dx.grant_budget('postgres', 'wide', 1000)")
+        q = "SELECT dx.linear(score::float8 * score / 1e6) FROM wide"
+        plan = [r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q)]
+        task = [line.split("Query: ", 1)[1] for line in plan if "Query: " in line][0]
+        assert "dx._weigh_cached" in task and len(task) < 2000, len(task)
+        want = scalar(conn, "SELECT sum(score::float8 * score / 1e6) FROM wide")
+        assert math.isclose(scalar(conn, q), want, rel_tol=1e-12)
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            assert scalar(wc, "SELECT count(*) FROM dx._point_table_cache WHERE length(bytes) > 100000") == 1
+            # a table is stored only under its own digest
+            assert scalar(wc, "SELECT dx._store_point_table(sha256('x'), 'y')") is False
+            execute(wc, "UPDATE dx._point_table_cache SET bytes = bytes || '\\x00'::bytea WHERE length(bytes) > 100000")
+            wc.close()
+        fresh = connect("coord", db)  # a new session ships nothing it has not shipped: the tampered row is read
+        try:
+            scalar(fresh, q)
+            raise AssertionError("a tampered cached table was used")
+        except psycopg2.Error as e:
+            assert "does not match its digest" in str(e), str(e)
+        conn.close()
+        fresh.close()
+
+
+def test_analyst_cannot_store_point_tables():
+    with citus_db() as db:
+        fx.build(db, rows=100, shards=4)
+        a = connect("coord", db, user=fx.ANALYST)
+        _refused(a, "SELECT dx._store_point_table(sha256('x'), 'x')", "42501")
+        a.close()

@@ -2173,7 +2173,11 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
                       # aggregate's support functions against the caller (test/sql/23_partial_state.sql
                       # shows them refusing when written by hand)
                       "_partial", "_partial_transfn", "_partial_combinefn", "_linear_partial_in",
-                      "_linear_partial_out", "_release_count", "_release_sum", "_release_avg"}
+                      "_linear_partial_out", "_release_count", "_release_sum", "_release_avg",
+                      # per-point tables by digest: read on workers; stored by the owner's statement
+                      # (content-addressed: a table is stored only under its own SHA-256; analysts'
+                      # own calls are refused by the analyzer)
+                      "_weigh_cached", "_weigh_int_cached", "_store_point_table"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",

@@ -4,6 +4,7 @@
 #include "pg/dxpriv.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/domain_index.h"
+#include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 
 #include "core/point_table.h"
@@ -48,9 +49,10 @@ destroy_lookup_cache(void *arg)
 	c->view = nullptr;
 }
 
-// The decoded table of argument 0 (validated once; later calls are a pointer comparison).
+// The decoded table of argument 0, or, for the cached variants, of the table whose SHA-256 argument
+// 0 is (validated once; later calls are a pointer comparison).
 const PointTableView &
-table_view(FunctionCallInfo fcinfo)
+table_view(FunctionCallInfo fcinfo, bool cached)
 {
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	const Datum source = PG_GETARG_DATUM(0);
@@ -66,7 +68,7 @@ table_view(FunctionCallInfo fcinfo)
 		fcinfo->flinfo->fn_extra = c;
 	}
 	destroy_lookup_cache(c);
-	bytea *b = PG_GETARG_BYTEA_PP(0);
+	bytea *b = cached ? cached_point_table(PG_GETARG_BYTEA_PP(0)) : PG_GETARG_BYTEA_PP(0);
 	const size_t len = VARSIZE_ANY_EXHDR(b);
 	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
@@ -197,10 +199,10 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 
 // The fused lookup: the table's value at the row's point; false when it contributes nothing.
 bool
-weigh_row(FunctionCallInfo fcinfo, double &out)
+weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false)
 {
 	// the table (argument 0) and the map are cached together in fn_extra
-	const PointTableView &t = table_view(fcinfo);
+	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
 		c->row_map = build_row_point_map(fcinfo);
@@ -232,6 +234,25 @@ DX_FUNCTION(dx_weigh_int)
 {
 	double v;
 	if (!weigh_row(fcinfo, v))
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(static_cast<int32>(v));
+}
+
+// dx._weigh_cached(sha256 bytea, layout text, VARIADIC "any"): dx._weigh with its table read from
+// dx._point_table_cache (distributed releases, planner/distributed.h).
+DX_FUNCTION(dx_weigh_cached)
+{
+	double v;
+	if (!weigh_row(fcinfo, v, true))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(v);
+}
+
+// dx._weigh_int_cached(sha256 bytea, layout text, VARIADIC "any"): dx._weigh_int, table from the cache.
+DX_FUNCTION(dx_weigh_int_cached)
+{
+	double v;
+	if (!weigh_row(fcinfo, v, true))
 		PG_RETURN_NULL();
 	PG_RETURN_INT32(static_cast<int32>(v));
 }

@@ -71,6 +71,10 @@ load(Oid ext, ExtensionObjects &o)
 	o.release_avg = lookup("_release_avg", 3, release_args);
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
+	o.weigh_cached = lookup("_weigh_cached", 3, weigh_args);
+	o.weigh_int_cached = lookup("_weigh_int_cached", 3, weigh_args);
+	const Oid store_args[] = {BYTEAOID, BYTEAOID};
+	o.store_point_table = lookup("_store_point_table", 2, store_args);
 	o.weigh_int = lookup("_weigh_int", 3, weigh_args);
 	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
 	o.group_key = lookup("_group_key", 2, group_key_args);
@@ -95,7 +99,8 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
 	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
-	                   o.release_count, o.release_sum, o.release_avg,
+	                   o.release_count, o.release_sum, o.release_avg, o.weigh_cached, o.weigh_int_cached,
+	                   o.store_point_table,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

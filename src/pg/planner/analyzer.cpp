@@ -125,6 +125,10 @@ discover(Node *node, void *ctx)
 	}
 	// placed by the planner hook on distributed tables, never written in SQL; Citus re-parses the
 	// coordinator's share of a distributed query, whose releases the running statement has paid for
+	// the coordinator stores per-point tables on the workers with it; analysts never call it
+	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->store_point_table &&
+	    load_analyst_context(*d->ext).analyst)
+		d->internal++;
 	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		Const *k = release_params_const(node, *d->ext);
 		if (!k || !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id))

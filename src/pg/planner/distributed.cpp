@@ -4,6 +4,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/noise_params.h"
+#include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/metadata/catalog.h"
@@ -23,6 +24,7 @@ extern "C" {
 }
 
 #include <map>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -70,6 +72,7 @@ is_linear_release_aggref(const ExtensionObjects &ext, Node *node)
 struct SplitContext {
 	const ExtensionObjects *ext;
 	List *releases = NIL;
+	List *shipments = NIL; // dx._store_point_table(digest, table) markers, one per large table
 	std::map<Oid, CitusTable> tables;
 };
 
@@ -255,6 +258,37 @@ has_internal_aggref(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_internal_aggref), ctx);
 }
 
+// Mutator of a partial aggregate's arguments: a per-point table of kShipThreshold bytes or more
+// is replaced by its SHA-256 (dx._weigh_cached), the table travelling once per worker instead of in
+// every shard's task query.
+Node *
+by_digest_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<SplitContext *>(ctx);
+	if (IsA(node, FuncExpr) &&
+	    (castNode(FuncExpr, node)->funcid == c->ext->weigh || castNode(FuncExpr, node)->funcid == c->ext->weigh_int)) {
+		FuncExpr *f = castNode(FuncExpr, node);
+		Node *t = static_cast<Node *>(linitial(f->args));
+		if (IsA(t, Const) && !castNode(Const, t)->constisnull) {
+			bytea *table = DatumGetByteaPP(castNode(Const, t)->constvalue);
+			if (VARSIZE_ANY_EXHDR(table) >= kShipThreshold) {
+				bytea *digest = sha256_of(VARDATA_ANY(table), VARSIZE_ANY_EXHDR(table));
+				Const *d = makeConst(BYTEAOID, -1, InvalidOid, -1, PointerGetDatum(digest), false, false);
+				FuncExpr *cached = copy_node(f);
+				cached->funcid = f->funcid == c->ext->weigh ? c->ext->weigh_cached : c->ext->weigh_int_cached;
+				linitial(cached->args) = d;
+				c->shipments = lappend(c->shipments, makeFuncExpr(c->ext->store_point_table, BOOLOID,
+				                                                  list_make2(copy_node(d), copy_node(t)), InvalidOid,
+				                                                  InvalidOid, COERCE_EXPLICIT_CALL));
+				return (Node *) cached;
+			}
+		}
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(by_digest_mutator), ctx);
+}
+
 // Mutator behind split_distributed_releases.
 Node *
 split_mutator(Node *node, void *ctx)
@@ -299,6 +333,7 @@ split_mutator(Node *node, void *ctx)
 			     "(undistribute_table).");
 		}
 		Aggref *part = copy_node(a);
+		part->args = (List *) by_digest_mutator((Node *) part->args, c);
 		part->aggfnoid = c->ext->partial;
 		part->aggtype = c->ext->linear_partial_type;
 		part->aggtranstype = InvalidOid;
@@ -416,6 +451,32 @@ owner_for(const QueryDesc *qd)
 	return it == run_as_owner.end() ? InvalidOid : it->second;
 }
 
+// Stores the large per-point tables of a distributed statement on the workers (once per session);
+// runs after the statement was charged, before Citus starts it.
+void
+ship_point_tables(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT)
+		return;
+	// only where expose_releases put them (a statement that calls dx._store_point_table itself, as
+	// run_command_on_workers does on a worker, ships nothing)
+	std::vector<FuncExpr *> found;
+	walk_plan_expressions(
+	    stmt, [](Node *) {},
+	    [&](CustomScan *cs) {
+		    ListCell *lc;
+		    foreach (lc, cs->custom_exprs)
+			    if (IsA(lfirst(lc), FuncExpr) && castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table)
+				    found.push_back(castNode(FuncExpr, lfirst(lc)));
+	    });
+	for (FuncExpr *f : found) {
+		Const *d = castNode(Const, linitial(f->args));
+		Const *t = castNode(Const, lsecond(f->args));
+		ship_point_table(DatumGetByteaPP(d->constvalue), DatumGetByteaPP(t->constvalue));
+	}
+}
+
 extern "C" void
 dist_executor_start(QueryDesc *qd, int eflags)
 {
@@ -425,6 +486,8 @@ dist_executor_start(QueryDesc *qd, int eflags)
 		guarded([&] { owner = distributed_run_as(qd->plannedstmt); });
 	if (OidIsValid(owner))
 		run_as_owner[qd] = owner;
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !in_internal_query())
+		as_owner(owner, [&] { guarded([&] { ship_point_tables(qd->plannedstmt); }); });
 	as_owner(owner, [&] {
 		if (prev_start)
 			prev_start(qd, eflags);
@@ -500,7 +563,7 @@ split_distributed_releases(Query *parse)
 	if (load_analyst_context(*ext).analyst)
 		owner_safe_walker((Node *) split, nullptr);
 	*parse = *split;
-	return c.releases;
+	return list_concat(c.releases, c.shipments);
 }
 
 // See distributed.h.
@@ -514,6 +577,10 @@ expose_releases(PlannedStmt *stmt, List *releases)
 	List *missing = NIL;
 	ListCell *lc;
 	foreach (lc, releases) {
+		if (castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table) { // tables to ship: only here
+			missing = lappend(missing, lfirst(lc));
+			continue;
+		}
 		ReleaseScan one{ext, {}};
 		release_walker((Node *) lfirst(lc), &one);
 		for (int64 id : one.charge_ids)
