@@ -129,8 +129,34 @@ COMMENT ON FUNCTION dx.clear_cache(regclass) IS 'drops stored noisy answers so t
 -- TOAST tables; NULL for the current database when it holds a protected table; NULL for a
 -- tablespace holding the storage of one.
 
+-- The Citus table whose shard rel is (pg_dist_shard; the shard's name ends in _<shardid> and it
+-- lives in the table's schema), or NULL (not a shard, or no Citus). Shards sit on the coordinator
+-- when it holds shards (citus_set_node_property(..., 'shouldhaveshards', true)) or local tables.
+CREATE FUNCTION dx._citus_logical_relation(rel oid) RETURNS oid
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sid bigint;
+	logical oid;
+BEGIN
+	IF pg_catalog.to_regclass('pg_catalog.pg_dist_shard') IS NULL THEN
+		RETURN NULL;
+	END IF;
+	SELECT substring(c.relname FROM '_([0-9]+)$')::bigint INTO sid FROM pg_catalog.pg_class c WHERE c.oid = rel;
+	IF sid IS NULL THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE 'SELECT s.logicalrelid::oid FROM pg_catalog.pg_dist_shard s
+	         JOIN pg_catalog.pg_class l ON l.oid = s.logicalrelid
+	         JOIN pg_catalog.pg_class c ON c.oid = $1
+	         WHERE s.shardid = $2 AND c.relnamespace = l.relnamespace'
+		INTO logical USING rel, sid;
+	RETURN logical;
+END $$;
+REVOKE ALL ON FUNCTION dx._citus_logical_relation(oid) FROM PUBLIC;
+
 -- True when rel's storage holds rows of a protected table: rel is protected or descends from a
 -- protected table (pg_inherits), or is an index or TOAST table (or TOAST index) of such a table.
+-- A Citus shard of such a table (dx._citus_logical_relation) holds its rows too.
 CREATE FUNCTION dx._holds_protected_rows(rel oid) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 WITH RECURSIVE base(relid) AS (
@@ -139,8 +165,11 @@ WITH RECURSIVE base(relid) AS (
 	UNION SELECT c.oid FROM pg_catalog.pg_class c WHERE c.reltoastrelid = rel
 	UNION SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_index i ON i.indrelid = c.reltoastrelid
 	      WHERE i.indexrelid = rel
-), up(relid) AS (
+), shards(relid) AS (
 	SELECT relid FROM base
+	UNION ALL SELECT dx._citus_logical_relation(b.relid) FROM base b
+), up(relid) AS (
+	SELECT relid FROM shards WHERE relid IS NOT NULL
 	UNION SELECT h.inhparent FROM pg_catalog.pg_inherits h JOIN up ON h.inhrelid = up.relid
 )
 SELECT EXISTS (SELECT 1 FROM up JOIN dx.protected_tables p ON p.relid::oid = up.relid) $$;
