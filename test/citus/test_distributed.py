@@ -172,6 +172,15 @@ def test_attacks_on_distributed_releases():
         execute(owner, f"CREATE SCHEMA ws AUTHORIZATION {fx.ANALYST}")
         execute(a, "CREATE FUNCTION ws.f(x bigint) RETURNS bigint LANGUAGE sql AS 'SELECT x'")
         _refused(a, "SELECT ws.f(n) FROM (SELECT dx.count(*) AS n FROM people) s", "42501")
+        # the statement runs as the owner: a table only the owner may read stays closed to the analyst
+        execute(owner, "CREATE TABLE owner_private (k int)")
+        execute(owner, "INSERT INTO owner_private VALUES (42)")
+        _refused(a, "SELECT s.n, p.k FROM (SELECT dx.count(*) AS n FROM people) s, owner_private p", "42501")
+        _refused(a, "SELECT n, (SELECT max(k) FROM owner_private) FROM (SELECT dx.count(*) AS n FROM people) s",
+                 "42501")
+        execute(owner, "CREATE TABLE owner_private_dist (id bigint, k int)")
+        execute(owner, "SELECT create_distributed_table('owner_private_dist', 'id')")
+        _refused(a, "SELECT s.n, p.k FROM (SELECT dx.count(*) AS n FROM people) s, owner_private_dist p", "42501")
         # a prepared statement is charged at every execution
         execute(a, "PREPARE p AS SELECT dx.count(*) FROM people")
         for _ in range(3):

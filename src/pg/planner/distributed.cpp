@@ -379,6 +379,24 @@ owner_safe_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(owner_safe_walker), ctx);
 }
 
+// Collects the range table entries of every level of a query (views are already expanded: their
+// entries carry the view owner in checkAsUser, the protected table's its owner).
+bool
+collect_rtes(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (IsA(node, RangeTblEntry)) {
+		auto *out = static_cast<List **>(ctx);
+		*out = lappend(*out, node);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(collect_rtes), ctx,
+		                         QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_rtes), ctx);
+}
+
 // ---- plans: where the releases are ----
 
 struct ReleaseScan {
@@ -484,8 +502,10 @@ dist_executor_start(QueryDesc *qd, int eflags)
 	run_as_owner.erase(qd);
 	if (!in_internal_query())
 		guarded([&] { owner = distributed_run_as(qd->plannedstmt); });
-	if (OidIsValid(owner))
+	if (OidIsValid(owner)) {
+		guarded([&] { pg_call([&] { ExecCheckRTPerms(qd->plannedstmt->rtable, true); }); }); // as the analyst
 		run_as_owner[qd] = owner;
+	}
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !in_internal_query())
 		as_owner(owner, [&] { guarded([&] { ship_point_tables(qd->plannedstmt); }); });
 	as_owner(owner, [&] {
@@ -560,8 +580,14 @@ split_distributed_releases(Query *parse)
 	Query *split = castNode(Query, split_mutator((Node *) parse, &c));
 	if (c.releases == NIL)
 		return NIL;
-	if (load_analyst_context(*ext).analyst)
+	if (load_analyst_context(*ext).analyst) {
 		owner_safe_walker((Node *) split, nullptr);
+		// the statement will run as the table owner: every other table it reads is checked as the
+		// analyst now (and again when it starts), so the owner's privileges serve only the release
+		List *rtes = NIL;
+		collect_rtes((Node *) split, &rtes);
+		pg_call([&] { ExecCheckRTPerms(rtes, true); });
+	}
 	*parse = *split;
 	return list_concat(c.releases, c.shipments);
 }
