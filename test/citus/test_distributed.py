@@ -181,6 +181,14 @@ def test_attacks_on_distributed_releases():
         execute(owner, "CREATE TABLE owner_private_dist (id bigint, k int)")
         execute(owner, "SELECT create_distributed_table('owner_private_dist', 'id')")
         _refused(a, "SELECT s.n, p.k FROM (SELECT dx.count(*) AS n FROM people) s, owner_private_dist p", "42501")
+        # nor do functions that change state or run SQL as the current user
+        for fn in ["set_config('dxpriv.test_seed', '1', false)", "pg_read_file('/etc/hostname')",
+                   "query_to_xml('SELECT * FROM owner_private', true, true, '')", "random()",
+                   "current_setting('data_directory')"]:
+            _refused(a, f"SELECT n, {fn} FROM (SELECT dx.count(*) AS n FROM people) s", "42501")
+        # built-in computations on the answers still work
+        assert scalar(a, "SELECT round(n / 10.0) * 10 > 0 FROM (SELECT dx.count(*) AS n FROM people) s")
+        assert scalar(a, "SELECT to_char(now(), 'YYYY') <> '' FROM (SELECT dx.count(*) AS n FROM people) s")
         # a prepared statement is charged at every execution
         execute(a, "PREPARE p AS SELECT dx.count(*) FROM people")
         for _ in range(3):
@@ -190,7 +198,7 @@ def test_attacks_on_distributed_releases():
         scalar(a, "SELECT dx.sum(income) FROM people")
         a.rollback()
         a.autocommit = True
-        assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 4
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 6
         owner.close()
         a.close()
 

@@ -15,10 +15,12 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/fmgroids.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
@@ -349,19 +351,39 @@ split_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(split_mutator), ctx);
 }
 
+// Built-in stable functions that run SQL or read server state as the current user: refused in
+// statements that run as the owner (the immutable and other stable built-ins only compute).
+const std::set<std::string> kRunsAsCurrentUser = {
+    "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
+    "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml", "schema_to_xmlschema",
+    "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema", "database_to_xml_and_xmlschema",
+    "ts_stat", "ts_rewrite", "current_setting", "pg_settings_get_flags", "has_table_privilege",
+    "has_column_privilege", "has_any_column_privilege", "has_function_privilege", "has_schema_privilege"};
+
 // Raises for a function an analyst's distributed statement must not run as the table owner: one
-// that is neither built-in nor dxpriv's own.
+// that is not built-in (nor dxpriv's own), one the analyst may not execute, a volatile one (it may
+// change state: set_config, pg_read_file, ...), or a stable one that runs SQL or reads settings as
+// the current user.
 bool
 check_owner_safe_function(Oid fn, void *ctx)
 {
 	const Oid dx = get_namespace_oid("dx", true);
-	if (fn < FirstNormalObjectId || get_func_namespace(fn) == dx)
+	if (get_func_namespace(fn) == dx)
 		return false;
 	char *name = get_func_name(fn);
-	fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-	     std::string("function ") + (name ? name : "?") + " cannot be used in analysts' queries on distributed tables",
-	     "A query on a Citus table runs as the table owner once it is charged, so it may use only built-in "
-	     "functions and operators; apply your own functions to the answers in a separate statement.");
+	const std::string shown = name ? name : "?";
+	const char *hint = "A query on a Citus table runs as the table owner once it is charged, so it may use only built-in "
+	                   "immutable or stable functions and operators that you may execute; apply other functions to the "
+	                   "answers in a separate statement.";
+	if (fn >= FirstNormalObjectId)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "function " + shown + " cannot be used in analysts' queries on distributed tables", hint);
+	if (pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for function " + shown, hint);
+	const char volatility = func_volatile(fn);
+	if (volatility == PROVOLATILE_VOLATILE || (volatility == PROVOLATILE_STABLE && kRunsAsCurrentUser.count(shown)))
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     "function " + shown + " cannot be used in analysts' queries on distributed tables", hint);
+	return false;
 }
 
 // Walker behind require_owner_safe: every function, and domain checks of user-defined domains.
