@@ -609,6 +609,26 @@ split_distributed_releases(Query *parse)
 		List *rtes = NIL;
 		collect_rtes((Node *) split, &rtes);
 		pg_call([&] { ExecCheckRTPerms(rtes, true); });
+		// and it reads no other table at all: row-level security or defaults of another table would
+		// be evaluated as the owner
+		std::set<Oid> released;
+		ListCell *rc;
+		foreach (rc, c.releases) {
+			ReleaseScan one{ext, {}};
+			release_walker((Node *) lfirst(rc), &one);
+			released.insert(one.relid);
+		}
+		foreach (rc, rtes) {
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, rc);
+			if (rte->rtekind == RTE_RELATION && !released.count(rte->relid)) {
+				const char *name = get_rel_name(rte->relid);
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+				     std::string("analysts' queries on distributed tables cannot also read table \"") +
+				         (name ? name : "?") + "\"",
+				     "A query on a Citus table runs as the table owner once it is charged; join its answers with "
+				     "other tables in a separate statement.");
+			}
+		}
 	}
 	*parse = *split;
 	return list_concat(c.releases, c.shipments);
