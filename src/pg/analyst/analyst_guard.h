@@ -127,6 +127,11 @@ void admit_protected_reads(Query *q, const AnalystContext &ac);
 // when an analyst's statement reads a protected table that no noisy aggregate of the plan releases.
 void enforce_executor_admission(PlannedStmt *stmt);
 
+// Calls dx.<helper>(arg) -> boolean, one of the SECURITY DEFINER helpers that read dx's catalog
+// (dx._holds_protected_rows, dx._protected_rows_in); a NULL argument is passed as NULL, and a NULL
+// answer counts as true (unknown: treated as protected). Defined in catalog_sizes.cpp.
+bool dx_helper(const char *helper, Oid arg, bool arg_null);
+
 // True while the analysed statement is an analyst's (row expressions get the stricter checks).
 bool analyst_mode();
 void set_analyst_mode(bool on);

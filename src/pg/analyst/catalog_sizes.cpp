@@ -6,6 +6,7 @@
 // the current database when it holds a protected table, a tablespace holding such storage
 // (dx._protected_rows_in). Written in C so that their bodies name no built-in size function: a SQL
 // body would itself be analysed as the analyst's and substituted again.
+#include "pg/analyst/analyst_guard.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -25,10 +26,9 @@ extern "C" {
 
 using namespace dxpriv::pg;
 
-namespace {
+namespace dxpriv::pg {
 
-// Calls dx.<helper>(arg) -> boolean (SECURITY DEFINER helpers that read dx's catalog); a NULL
-// argument is passed as NULL.
+// See analyst_guard.h.
 bool
 dx_helper(const char *helper, Oid arg, bool arg_null)
 {
@@ -48,7 +48,7 @@ dx_helper(const char *helper, Oid arg, bool arg_null)
 	return out;
 }
 
-} // namespace
+} // namespace dxpriv::pg
 
 // dx.analyst_relation_size(regclass [, text]), dx.analyst_table_size(regclass),
 // dx.analyst_total_relation_size(regclass), dx.analyst_indexes_size(regclass),

@@ -379,27 +379,11 @@ using namespace dxpriv::pg;
 
 namespace {
 
-// Calls dx._holds_protected_rows(rel) (SECURITY DEFINER): true when unknown.
+// dx._holds_protected_rows(rel) (SECURITY DEFINER): true when unknown.
 bool
 holds_protected_rows(Oid rel)
 {
-	bool out = true;
-	pg_call([&] {
-		Oid argtype = OIDOID;
-		Oid fn = LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_holds_protected_rows"))),
-		                        1, &argtype, false);
-		bool isnull = false;
-		LOCAL_FCINFO(call, 1);
-		FmgrInfo flinfo;
-		fmgr_info(fn, &flinfo);
-		InitFunctionCallInfoData(*call, &flinfo, 1, InvalidOid, nullptr, nullptr);
-		call->args[0].value = ObjectIdGetDatum(rel);
-		call->args[0].isnull = false;
-		Datum r = FunctionCallInvoke(call);
-		isnull = call->isnull;
-		out = isnull || DatumGetBool(r);
-	});
-	return out;
+	return dx_helper("_holds_protected_rows", rel, false);
 }
 
 } // namespace

@@ -41,12 +41,19 @@ struct CitusTable {
 	int64 shards = 0;
 };
 
+// True when Citus's metadata exists in this database (a syscache lookup).
+bool
+citus_installed()
+{
+	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE));
+}
+
 // Citus's view of relid; not a Citus table when Citus is not installed in this database.
 CitusTable
 citus_table(const ExtensionObjects &ext, Oid relid)
 {
 	CitusTable t;
-	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+	if (!citus_installed())
 		return t;
 	InternalSpi spi(ext.schema_owner);
 	if (spi.exec("SELECT p.partmethod::text, (SELECT count(*) FROM pg_catalog.pg_dist_shard s "
@@ -497,7 +504,7 @@ void
 ship_point_tables(PlannedStmt *stmt)
 {
 	const ExtensionObjects *ext = extension_objects();
-	if (!ext || !stmt || stmt->commandType != CMD_SELECT)
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT || !citus_installed())
 		return;
 	// only where expose_releases put them (a statement that calls dx._store_point_table itself, as
 	// run_command_on_workers does on a worker, ships nothing)
@@ -670,8 +677,8 @@ Oid
 distributed_run_as(PlannedStmt *stmt)
 {
 	const ExtensionObjects *ext = extension_objects();
-	if (!ext || !stmt || stmt->commandType != CMD_SELECT)
-		return InvalidOid;
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT || !citus_installed())
+		return InvalidOid; // (releases are placed only for Citus tables: no plan walk without Citus)
 	ReleaseScan s = scan_statement(*ext, stmt);
 	if (!OidIsValid(s.relid) || !load_analyst_context(*ext).analyst)
 		return InvalidOid;
