@@ -3,10 +3,13 @@
 
 Each test gets a fresh database (created from template0 with dxpriv installed) through the
 `db` fixture helpers in e2e_common.py. Prints one line per test and closes with
-'N passed, M failed'. Exit status 1 when any test failed.
+'N passed, M failed'. Exit status 1 when any test failed. DXPRIV_E2E_ONLY, when set, is a regular
+expression: only tests whose 'file.function' name it matches (re.search) run.
 """
 import importlib.util
+import os
 import pathlib
+import re
 import sys
 import time
 import traceback
@@ -15,11 +18,14 @@ import traceback
 def main(folder: str) -> int:
     sys.path.insert(0, folder)
     passed = failed = 0
+    only = re.compile(os.environ.get("DXPRIV_E2E_ONLY", ""))
     for path in sorted(pathlib.Path(folder).glob("test_*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for name in sorted(n for n in dir(module) if n.startswith("test_")):
+            if not only.search(f"{path.stem}.{name}"):
+                continue
             start = time.time()
             try:
                 getattr(module, name)()
