@@ -33,6 +33,24 @@ COMMENT ON FUNCTION dx._release_count(dx._linear_partial, float8[], int4) IS 'in
 COMMENT ON FUNCTION dx._release_sum(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 
+-- Native partial sums (the default): a row's weight in its cell's grid units is a bigint
+-- (dx._units), which Citus sums with PostgreSQL's own sum(bigint) on the workers (exact: numeric
+-- result, int128 accumulation) and again on the coordinator, with no per-row record and no
+-- parameters in the workers' aggregate. dx._state_of (no GROUP BY) and dx._collect (one row per
+-- group of the workers' GROUP BY) turn those exact sums into the state the releases read, on the
+-- coordinator, from the analyzer's parameters (what was charged).
+CREATE FUNCTION dx._units(float8, float8) RETURNS int8
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units';
+COMMENT ON FUNCTION dx._units(float8, float8) IS 'internal: a weight in grid units (round half away from zero of weight/grid), as the noisy aggregates sum it';
+CREATE FUNCTION dx._state_of(numeric, int8, float8[], int4) RETURNS dx._linear_partial
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_state_of';
+COMMENT ON FUNCTION dx._state_of(numeric, int8, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
+CREATE FUNCTION dx._collect_transfn(dx._linear_partial, int4, numeric, int8, float8[]) RETURNS dx._linear_partial
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_collect_transfn';
+CREATE AGGREGATE dx._collect(int4, numeric, int8, float8[]) (
+	SFUNC = dx._collect_transfn, STYPE = dx._linear_partial, PARALLEL = RESTRICTED);
+COMMENT ON AGGREGATE dx._collect(int4, numeric, int8, float8[]) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
+
 -- Per-point tables that are too large to repeat in every shard's task query travel once per worker
 -- instead, content-addressed: the coordinator stores them on each worker under their SHA-256
 -- (dx._store_point_table, through run_command_on_workers, once per table and session), and the

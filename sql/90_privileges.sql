@@ -11,7 +11,10 @@
 --   distributed tables (sql/50_distributed.sql); dx._partial_transfn and dx._partial_combinefn stay
 --   executable because Citus's worker_partial_agg/coord_combine_agg check EXECUTE on an aggregate's
 --   support functions against the caller (unlike PostgreSQL, which checks the aggregate's owner);
---   called outside an aggregate they refuse (no aggregate context).
+--   called outside an aggregate they refuse (no aggregate context). dx._units, dx._state_of and
+--   dx._collect (aggregate): the native partial sums of distributed releases, likewise placed by the
+--   analyzer (dx._units only computes a number; dx._state_of and dx._collect are refused by the
+--   analyzer unless the running statement was charged for their parameters).
 --   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.
 --   dx._analyst_can_see: called by dx.analyst_columns / dx.analyst_tables (SECURITY DEFINER,
 --   fixed search_path; it tells only whether a table or column is declared, not a value).
@@ -78,3 +81,7 @@ REVOKE EXECUTE ON FUNCTION dx._ibu_finalfn(internal) FROM PUBLIC;
 -- CREATE VIEW in 00_catalog.sql).
 ALTER VIEW dx.analyst_columns SET (security_barrier = true);
 ALTER VIEW dx.analyst_tables SET (security_barrier = true);
+
+-- dx._collect runs only on the coordinator (never through Citus's worker_partial_agg): PostgreSQL
+-- checks its support function against the aggregate's owner.
+REVOKE EXECUTE ON FUNCTION dx._collect_transfn(dx._linear_partial, int4, numeric, int8, float8[]) FROM PUBLIC;

@@ -1,6 +1,7 @@
 """dx aggregates on a Citus distributed table (issue 13): exact partial sums on the workers, noise
 and charge once on the coordinator, every declared group, analysts run as the owner, refusals."""
 import math
+import re
 import statistics
 
 import psycopg2
@@ -128,11 +129,24 @@ def test_explain_shows_partial_aggregates_on_the_workers():
     with citus_db() as db:
         fx.build(db, rows=1000, shards=4)
         conn = connect("coord", db)
+        # native partial sums: PostgreSQL's sum(bigint) of the rows' weights in grid units on every
+        # shard, the state and the release on the coordinator; no per-row record, no parameters
         plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM people WHERE age > 30"))
-        assert "worker_partial_agg" in plan and "dx._partial" in plan and "dx._release_count" in plan
-        assert "coord_combine_agg" in plan
-        grouped = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT sex, dx.count(*) FROM people GROUP BY sex"))
-        assert "worker_partial_agg" in grouped and "GROUP BY" not in grouped.split("Distributed Subplan")[1].split("Task Count")[0]
+        task = [line for line in plan.split("\n") if "Query: " in line][0]
+        assert "sum(dx._units(dx._weigh(" in task and "worker_partial_agg" not in task, task
+        assert "double precision[]" not in task, task  # the parameters stay on the coordinator
+        coordinator = plan.split("Custom Scan")[0]
+        assert "dx._release_count(dx._state_of(pg_catalog.sum(" in coordinator, coordinator
+        # grouped: the workers group by the row's declared group, dx._collect gathers every group
+        grouped = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT sex, dx.count(*), dx.avg(age) FROM people GROUP BY sex"))
+        worker = re.split(r"Distributed Subplan \d+_[12]", grouped)[1]
+        assert re.search(r"GROUP BY \(?dx\._weigh_int\(", worker) and "count(dx._weigh(" in worker, worker
+        assert "dx._collect(g, u1, n1" in grouped and "dx._release_avg(" in grouped
+        # a plain EXPLAIN runs nothing: the coordinator's share is explained over a new connection,
+        # where nothing was charged; the same statement run as SQL by hand is refused
+        p1 = re.search(r"dx\._collect\(g, u1, n1, ('[^']*'::double precision\[\])\)", grouped).group(1)
+        _refused(conn, f"SELECT dx._collect(0, 1::numeric, 1::bigint, {p1})", "42501", "internal dxpriv aggregates")
+        _refused(conn, f"SELECT dx._state_of(1::numeric, 1::bigint, {p1}, 0)", "42501", "internal dxpriv aggregates")
         conn.close()
 
 
@@ -170,6 +184,21 @@ def test_attacks_on_distributed_releases():
         _refused(a, f"SELECT dx._release_count(NULL, {params}, 0)")
         _refused(a, f"SELECT dx._partial(1.0, 0, {params}) FROM people")
         _refused(a, "SELECT dx._release_count('\\x01'::dx._linear_partial, '{1}', 0)")
+        # the native partials: a state built from the analyst's own numbers, with parameters of this
+        # session's real release (read from its plan), is refused before it runs; dx._units only
+        # computes a number from its arguments (no row is read)
+        plan = "\n".join(r[0] for r in rows(owner, "EXPLAIN (VERBOSE) SELECT dx.sum(income) FROM people"))
+        real = re.search(r"('\{3,[^']*\}'::double precision\[\])", plan).group(1)
+        _refused(a, f"SELECT dx._release_sum(dx._state_of(123::numeric, NULL, {real}, 0), {real}, 0)", "42501")
+        _refused(a, f"SELECT dx._state_of(sum(income)::numeric, NULL, {real}, 0) FROM people", "42501")
+        _refused(a, f"SELECT dx._collect(0, income::numeric, 1::bigint, {real}) FROM people", "42501")
+        _refused(a, f"SELECT dx._collect(0, 1::numeric, 1::bigint, {params})", "42501")
+        assert scalar(a, "SELECT dx._units(2.5, 1)") == 3
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") == before  # EXPLAIN charged nothing
+        # dx._units over a column is an expression like any other: evaluated on the domain points,
+        # answered as a charged noisy sum
+        scalar(a, "SELECT sum(dx._units(income, 1)) FROM people")
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") == before + 1
         # the analyst's own function in post-processing would run as the owner: refused
         execute(owner, f"CREATE SCHEMA ws AUTHORIZATION {fx.ANALYST}")
         execute(a, "CREATE FUNCTION ws.f(x bigint) RETURNS bigint LANGUAGE sql AS 'SELECT x'")
@@ -204,7 +233,7 @@ def test_attacks_on_distributed_releases():
         scalar(a, "SELECT dx.sum(income) FROM people")
         a.rollback()
         a.autocommit = True
-        assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 6
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") - before == 7
         owner.close()
         a.close()
 

@@ -22,3 +22,15 @@ SELECT dx._release_count('\x01000000010000000100000000000030393fe000000000000000
 SELECT dx._partial(1.0, 0, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}') FROM generate_series(1, 3);
 -- outside an aggregate the support functions refuse
 SELECT dx._partial_transfn(NULL, 1.0, 0, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');
+-- native partial sums: a weight in grid units, rounded half away from zero as the states add it
+SELECT dx._units(2.5, 1) AS up, dx._units(-2.5, 1) AS down, dx._units(0.75, 0.5) AS halves,
+       dx._units(1e6, 0.0009765625) AS fine, dx._units(NULL, 1) AS none;
+-- beyond bigint, a bad grid
+SELECT dx._units(1e19, 1);
+SELECT dx._units(1, 0);
+SELECT dx._units(1, 'NaN');
+-- the coordinator's native states written by hand are refused, even for a superuser
+SELECT dx._state_of(7, NULL, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}', 0);
+SELECT dx._collect(0, 7, 7, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');
+-- and are not pulled into a plain EXPLAIN's analysis either way: nothing runs
+EXPLAIN (COSTS OFF) SELECT dx._collect(0, 7, 7, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');

@@ -78,6 +78,20 @@ release_params_const(Node *node, const ExtensionObjects &ext)
 }
 
 // See agg_support.h.
+Const *
+native_partial_params_const(Node *node, const ExtensionObjects &ext)
+{
+	Node *e = nullptr;
+	if (node && IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == ext.state_of &&
+	    list_length(castNode(FuncExpr, node)->args) == 4)
+		e = static_cast<Node *>(lthird(castNode(FuncExpr, node)->args));
+	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.collect &&
+	         list_length(castNode(Aggref, node)->args) == 4)
+		e = (Node *) castNode(TargetEntry, lfourth(castNode(Aggref, node)->args))->expr;
+	return e && IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
+}
+
+// See agg_support.h.
 NoiseParams
 final_function_params(FunctionCallInfo fcinfo)
 {

@@ -37,6 +37,9 @@ Const *aggref_params_const(Aggref *aggref);
 // The constant parameter array of a distributed release dx._release_*(state, params, group)
 // (planner/distributed.h), or nullptr when node is not one or its parameters are not constants.
 Const *release_params_const(Node *node, const ExtensionObjects &ext);
+// The constant parameter array of a native partial of a distributed release, dx._state_of(units,
+// rows, params, group) or the aggregate dx._collect(group, units, rows, params); nullptr otherwise.
+Const *native_partial_params_const(Node *node, const ExtensionObjects &ext);
 
 // Parameters of an aggregate whose final function saw no row: the Aggref's constant, or those
 // recorded when the statement was charged (finalize phase). Raises when neither is available.

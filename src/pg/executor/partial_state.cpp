@@ -1,8 +1,9 @@
-// Distributed execution (Citus): the noisy linear aggregates split into an exact partial
-// aggregate dx._partial, whose state (every output group's exact sums) Citus ships between nodes
-// as text through the type dx._linear_partial, and the release functions dx._release_count/_sum/
-// _avg that draw one cell's noise on the coordinator that charged the statement
-// (planner/distributed.h places them).
+// Distributed execution (Citus): the noisy linear aggregates split into exact partial sums on the
+// workers — PostgreSQL's sum(bigint) of dx._units (native partials), or the partial aggregate
+// dx._partial whose state (every output group's exact sums) Citus ships between nodes as text
+// through the type dx._linear_partial — and the release functions dx._release_count/_sum/_avg that
+// draw one cell's noise on the coordinator that charged the statement (planner/distributed.h places
+// them). dx._state_of and dx._collect turn native sums into that state on the coordinator.
 #include "pg/dxpriv.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/linear_state.h"
@@ -15,6 +16,7 @@ extern "C" {
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace dxpriv;
 using namespace dxpriv::pg;
@@ -148,6 +150,54 @@ same_release(const PartialHeader &a, const PartialHeader &b)
 {
 	return a.components == b.components && a.groups == b.groups && a.charge_id == b.charge_id &&
 	       a.epsilon == b.epsilon && a.relid == b.relid && a.agg_index == b.agg_index;
+}
+
+// An exact integer sum from a native sum(bigint) (numeric), as int128; refuses fractions and
+// values beyond int128 (never produced by sums of bigints of fewer than 2^64 rows).
+__int128
+numeric_units(Datum n)
+{
+	char *text = nullptr;
+	pg_call([&] { text = DatumGetCString(DirectFunctionCall1(numeric_out, n)); });
+	const char *c = text;
+	const bool negative = *c == '-';
+	if (negative)
+		++c;
+	if (!*c)
+		corrupted("empty sum");
+	constexpr unsigned __int128 kMax = (static_cast<unsigned __int128>(1) << 127) - 1;
+	unsigned __int128 v = 0;
+	for (; *c; ++c) {
+		if (*c < '0' || *c > '9' || v > (kMax - (*c - '0')) / 10)
+			corrupted("the sum of a distributed release is not an integer in range");
+		v = v * 10 + static_cast<unsigned>(*c - '0');
+	}
+	return negative ? -static_cast<__int128>(v) : static_cast<__int128>(v);
+}
+
+// Adds a native partial (the sum of a group's weights in grid units, and its number of rows with a
+// weight) to group g of state v; an average's count component counts each row as 1 on its grid,
+// as dx._partial_transfn does.
+void
+add_native(bytea *v, int32 g, Datum units, bool units_null, int64 rows)
+{
+	const PartialHeader h = header_of(v);
+	if (g < 0 || g >= h.groups || rows < 0)
+		corrupted("bad native partial");
+	for (int c = 0; c < h.components; ++c) {
+		PartialCell cell = read_cell(v, int64(g) * h.components + c);
+		GridSum add;
+		if (c == 0) {
+			add.units = units_null ? 0 : numeric_units(units);
+		} else if (__builtin_mul_overflow(static_cast<__int128>(rows), to_grid_units(1.0, cell.grid), &add.units)) {
+			corrupted("count out of range");
+		}
+		add.rows = rows;
+		GridSum s = cell_sum(cell);
+		s.merge(add);
+		set_cell_sum(cell, s);
+		memcpy(cell_ptr(v, int64(g) * h.components + c), &cell, sizeof cell);
+	}
 }
 
 // Releases one cell: the parameters are the analyzer's constants from the coordinator's plan (what
@@ -317,4 +367,53 @@ DX_FUNCTION(dx_release_sum)
 DX_FUNCTION(dx_release_avg)
 {
 	PG_RETURN_FLOAT8(release_partial(fcinfo, LinearRelease::Avg));
+}
+
+// dx._units(weight, grid): the weight in grid units as the partial states add it (to_grid_units),
+// for PostgreSQL's sum(bigint) on the workers; refuses weights beyond bigint.
+DX_FUNCTION(dx_units)
+{
+	const double w = PG_GETARG_FLOAT8(0), grid = PG_GETARG_FLOAT8(1);
+	if (!(grid > 0) || !std::isfinite(grid))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
+		     "dx._units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
+	const __int128 u = to_grid_units(w, grid);
+	if (u > std::numeric_limits<int64>::max() || u < std::numeric_limits<int64>::min())
+		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "a weight of this distributed dx aggregate is too large",
+		     "Narrow the domain of the aggregated column.");
+	PG_RETURN_INT64(static_cast<int64>(u));
+}
+
+// dx._state_of(units, rows, params, group): the state of a release without GROUP BY from the
+// coordinator's combined native sums (NULL units: no row).
+DX_FUNCTION(dx_state_of)
+{
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+	bytea *v = new_partial(CurrentMemoryContext, parse_noise_params(PG_GETARG_ARRAYTYPE_P(2)));
+	add_native(v, PG_GETARG_INT32(3), PG_ARGISNULL(0) ? 0 : PG_GETARG_DATUM(0), PG_ARGISNULL(0),
+	           PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1));
+	PG_RETURN_BYTEA_P(v);
+}
+
+// dx._collect_transfn(state, group, units, rows, params): one group's native sums (a row of the
+// workers' GROUP BY, combined by Citus) into the state of every group, on the coordinator.
+DX_FUNCTION(dx_collect_transfn)
+{
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
+	bytea *v;
+	if (PG_ARGISNULL(0)) {
+		if (PG_ARGISNULL(4))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+		v = new_partial(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(4)));
+	} else {
+		v = reinterpret_cast<bytea *>(PG_GETARG_POINTER(0));
+	}
+	const int64 rows = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT64(3);
+	if (PG_ARGISNULL(2) && rows == 0)
+		PG_RETURN_POINTER(v); // rows without a weight (outside every group or NULL values) add nothing
+	if (PG_ARGISNULL(1))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
+	add_native(v, PG_GETARG_INT32(1), PG_ARGISNULL(2) ? 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2), rows);
+	PG_RETURN_POINTER(v);
 }

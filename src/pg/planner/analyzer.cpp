@@ -39,6 +39,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "commands/defrem.h"
 #include "tcop/tcopprot.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
@@ -77,6 +78,9 @@ namespace {
 
 post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
 ProcessUtility_hook_type prev_process_utility = nullptr;
+// Depth of EXPLAIN statements without ANALYZE being processed (their query is analysed again
+// while it is explained, without the EXPLAIN around it).
+int plain_explain_depth = 0;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
 SystemRandom charge_id_source;
@@ -99,6 +103,9 @@ struct Discovery {
 	const ExtensionObjects *ext;
 	int depth = 0;
 	int markers_top = 0, markers_nested = 0, internal = 0, rewritten = 0, other_aggs_top = 0;
+	// EXPLAIN without ANALYZE runs nothing: Citus explains the coordinator's share of a distributed
+	// release over a new connection, where the releases and native partials are not charged
+	bool plain_explain = false;
 };
 
 // Counts dx aggregates by nesting level, and internal aggregates anywhere.
@@ -131,7 +138,14 @@ discover(Node *node, void *ctx)
 		d->internal++;
 	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		Const *k = release_params_const(node, *d->ext);
-		if (!k || !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id))
+		if (!k || (!d->plain_explain && !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
+			d->internal++;
+	}
+	// the native partials of those releases (dx._state_of, dx._collect): the same rule
+	if ((IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->state_of) ||
+	    (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == d->ext->collect)) {
+		Const *k = native_partial_params_const(node, *d->ext);
+		if (!k || (!d->plain_explain && !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
 			d->internal++;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(discover), ctx);
@@ -1600,6 +1614,21 @@ inner_query(Query *q)
 	return inner && IsA(inner, Query) ? castNode(Query, inner) : nullptr;
 }
 
+// True for EXPLAIN without the ANALYZE option (the statement is planned, never run).
+bool
+is_plain_explain(Node *stmt)
+{
+	if (!stmt || !IsA(stmt, ExplainStmt))
+		return false;
+	ListCell *lc;
+	foreach (lc, castNode(ExplainStmt, stmt)->options) {
+		DefElem *opt = lfirst_node(DefElem, lc);
+		if (strcmp(opt->defname, "analyze") == 0 && (!opt->arg || defGetBoolean(opt)))
+			return false;
+	}
+	return true;
+}
+
 // True for a CREATE MATERIALIZED VIEW statement.
 bool
 is_matview(Query *q)
@@ -1622,6 +1651,7 @@ analyze(Query *top)
 		return; // no query inside (SET, CREATE ..., COPY table is checked in the utility hook)
 	flatten_plain_subquery(q); // before anything counts tables or aggregates
 	Discovery d{ext};
+	d.plain_explain = plain_explain_depth > 0 || (top->commandType == CMD_UTILITY && is_plain_explain(top->utilityStmt));
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
 	if (d.internal > 0)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "internal dxpriv aggregates cannot be called directly",
@@ -1807,6 +1837,9 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 		definition_depth++;
 	if (copies)
 		copy_depth++;
+	const bool plain_explain = is_plain_explain(stmt);
+	if (plain_explain)
+		plain_explain_depth++;
 	PG_TRY();
 	{
 		if (prev_process_utility)
@@ -1820,6 +1853,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 			definition_depth--;
 		if (copies)
 			copy_depth--;
+		if (plain_explain)
+			plain_explain_depth--;
 		leave_analyst_utility(analyst_scope);
 	}
 	PG_END_TRY();

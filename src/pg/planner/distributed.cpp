@@ -15,6 +15,8 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -174,6 +176,171 @@ groups_rte(int groups)
 	return rte;
 }
 
+// ---- native partial sums: PostgreSQL's sum(bigint) on the workers ----
+
+// The arguments of a release's partial aggregate dx._partial(weight, group, params), when its sums
+// can be native: every group's value cell has the same grid, so one bigint per row (dx._units)
+// is that row's weight in its cell's grid units whatever its group.
+struct NativePartial {
+	Expr *weight;
+	Expr *group;
+	Const *params;
+	NoiseParams p;
+};
+
+bool
+native_partial(FuncExpr *release, const ExtensionObjects &ext, NativePartial &out)
+{
+	Node *a = static_cast<Node *>(linitial(release->args));
+	if (!IsA(a, Aggref) || castNode(Aggref, a)->aggfnoid != ext.partial || castNode(Aggref, a)->agglevelsup != 0 ||
+	    list_length(castNode(Aggref, a)->args) != 3 || castNode(Aggref, a)->aggfilter)
+		return false;
+	Aggref *agg = castNode(Aggref, a);
+	out.weight = linitial_node(TargetEntry, agg->args)->expr;
+	out.group = lsecond_node(TargetEntry, agg->args)->expr;
+	out.params = release_params_const((Node *) release, ext);
+	if (!out.params)
+		return false;
+	out.p = parse_noise_params(DatumGetArrayTypeP(out.params->constvalue));
+	for (int g = 1; g < out.p.groups; ++g)
+		if (out.p.grid(g, 0) != out.p.grid(0, 0))
+			return false;
+	return true;
+}
+
+// agg(arg) as the parser would build it (one argument, no ORDER BY, FILTER or DISTINCT).
+Aggref *
+simple_aggref(Oid fn, Oid result, Expr *arg, Oid arg_type)
+{
+	Aggref *a = makeNode(Aggref);
+	a->aggfnoid = fn;
+	a->aggtype = result;
+	a->aggargtypes = list_make1_oid(arg_type);
+	a->args = list_make1(makeTargetEntry(arg, 1, nullptr, false));
+	a->aggkind = AGGKIND_NORMAL;
+	a->aggsplit = AGGSPLIT_SIMPLE;
+	a->aggno = a->aggtransno = -1;
+	a->location = -1;
+	return a;
+}
+
+// sum(dx._units(weight, grid)): the exact sum of a cell's weights in grid units (numeric).
+Expr *
+units_sum(const ExtensionObjects &ext, const NativePartial &n)
+{
+	FuncExpr *u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))),
+	                           InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	return (Expr *) simple_aggref(F_SUM_INT8, NUMERICOID, (Expr *) u, INT8OID);
+}
+
+// count(weight) for an average's count component; a NULL bigint otherwise.
+Expr *
+rows_count(const NativePartial &n)
+{
+	if (n.p.components < 2)
+		return (Expr *) makeNullConst(INT8OID, -1, InvalidOid);
+	return (Expr *) simple_aggref(F_COUNT_ANY, INT8OID, copy_node(n.weight), FLOAT8OID);
+}
+
+// Mutator of a query level without GROUP BY: each release of one group reads its state from
+// dx._state_of(sum(dx._units(w, grid)), count(w), params, group), which Citus splits into sums on
+// the workers and the state on the coordinator.
+Node *
+native_ungrouped_mutator(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query)) // other levels were visited on their own
+		return node;
+	const auto *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, FuncExpr) && ext->is_release(castNode(FuncExpr, node)->funcid)) {
+		FuncExpr *f = castNode(FuncExpr, node);
+		NativePartial n;
+		if (!native_partial(f, *ext, n) || n.p.groups != 1 || !IsA(lthird(f->args), Const))
+			return node;
+		FuncExpr *r = copy_node(f);
+		linitial(r->args) = makeFuncExpr(ext->state_of, ext->linear_partial_type,
+		                                 list_make4(units_sum(*ext, n), rows_count(n), copy_node(n.params),
+		                                            copy_node(static_cast<Node *>(lthird(f->args)))),
+		                                 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		return (Node *) r;
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(native_ungrouped_mutator), ctx);
+}
+
+// For every_group_from_one_state, when every release's sums can be native and all share one group
+// expression: SELECT dx._collect(x.g, x.u1, x.n1, params1) AS p1, ... FROM (SELECT g(row) AS g,
+// sum(dx._units(w1, grid1)) AS u1, count(w1) AS n1, ... FROM t WHERE ... GROUP BY 1) x. Citus runs
+// the inner query as PostgreSQL's own grouped sums on the workers; dx._collect builds the state
+// of every group on the coordinator. nullptr when the sums cannot be native.
+Query *
+native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const ExtensionObjects &ext)
+{
+	std::vector<NativePartial> parts(releases.size());
+	for (size_t j = 0; j < releases.size(); ++j)
+		if (!native_partial(releases[j], ext, parts[j]) || !equal(parts[j].group, parts[0].group))
+			return nullptr;
+	Query *inner = copy_node(q);
+	TargetEntry *g = makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false);
+	g->ressortgroupref = 1;
+	inner->targetList = list_make1(g);
+	List *colnames = list_make1(makeString(pstrdup("g")));
+	for (size_t j = 0; j < parts.size(); ++j) {
+		const auto col = static_cast<AttrNumber>(list_length(inner->targetList) + 1);
+		inner->targetList = lappend(inner->targetList, makeTargetEntry(units_sum(ext, parts[j]), col,
+		                                                               psprintf("u%zu", j + 1), false));
+		inner->targetList = lappend(inner->targetList, makeTargetEntry(rows_count(parts[j]), col + 1,
+		                                                               psprintf("n%zu", j + 1), false));
+		colnames = lappend(colnames, makeString(psprintf("u%zu", j + 1)));
+		colnames = lappend(colnames, makeString(psprintf("n%zu", j + 1)));
+	}
+	SortGroupClause *by = makeNode(SortGroupClause);
+	by->tleSortGroupRef = 1;
+	by->eqop = Int4EqualOperator;
+	by->sortop = Int4LessOperator;
+	by->hashable = true;
+	inner->groupClause = list_make1(by);
+	inner->havingQual = nullptr;
+	inner->sortClause = NIL;
+	inner->distinctClause = NIL;
+	inner->hasDistinctOn = false;
+	inner->limitCount = nullptr;
+	inner->limitOffset = nullptr;
+	inner->hasAggs = true;
+	inner->canSetTag = false;
+
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = inner;
+	rte->alias = makeAlias("dx_native", NIL);
+	rte->eref = makeAlias("dx_native", colnames);
+	rte->inFromCl = true;
+	Query *collect = makeNode(Query);
+	collect->commandType = CMD_SELECT;
+	collect->querySource = QSRC_ORIGINAL;
+	collect->rtable = list_make1(rte);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	ref->rtindex = 1;
+	collect->jointree = makeFromExpr(list_make1(ref), nullptr);
+	collect->hasAggs = true;
+	for (size_t j = 0; j < parts.size(); ++j) {
+		const auto u = static_cast<AttrNumber>(2 + 2 * j);
+		Aggref *a = makeNode(Aggref);
+		a->aggfnoid = ext.collect;
+		a->aggtype = ext.linear_partial_type;
+		a->aggargtypes = list_make4_oid(INT4OID, NUMERICOID, INT8OID, FLOAT8ARRAYOID);
+		a->args = list_make4(makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, nullptr, false),
+		                     makeTargetEntry((Expr *) makeVar(1, u, NUMERICOID, -1, InvalidOid, 0), 2, nullptr, false),
+		                     makeTargetEntry((Expr *) makeVar(1, u + 1, INT8OID, -1, InvalidOid, 0), 3, nullptr, false),
+		                     makeTargetEntry((Expr *) copy_node(parts[j].params), 4, nullptr, false));
+		a->aggkind = AGGKIND_NORMAL;
+		a->aggsplit = AGGSPLIT_SIMPLE;
+		a->aggno = a->aggtransno = -1;
+		a->location = -1;
+		collect->targetList = lappend(collect->targetList, makeTargetEntry((Expr *) a, static_cast<AttrNumber>(j + 1),
+		                                                                   psprintf("p%zu", j + 1), false));
+	}
+	return collect;
+}
+
 // A grouped release on a Citus table, analysed without the local plan's empty row per group:
 // SELECT keys, dx._release_*(dx._partial(w, g(row), params), params, g(row)) FROM t GROUP BY g(row)
 // becomes
@@ -200,22 +367,25 @@ every_group_from_one_state(Query *q, const ExtensionObjects &ext)
 	Const *k0 = release_params_const((Node *) found.releases.front(), ext);
 	const int groups = parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).groups;
 
-	Query *inner = copy_node(q);
-	inner->targetList = NIL;
-	for (size_t j = 0; j < found.releases.size(); ++j) {
-		Node *partial = copy_node(static_cast<Node *>(linitial(found.releases[j]->args)));
-		inner->targetList = lappend(inner->targetList, makeTargetEntry((Expr *) partial, static_cast<AttrNumber>(j + 1),
-		                                                               psprintf("p%zu", j + 1), false));
+	Query *inner = native_grouped_partials(q, found.releases, ext);
+	if (!inner) { // one partial aggregate per release, its state holding every group
+		inner = copy_node(q);
+		inner->targetList = NIL;
+		for (size_t j = 0; j < found.releases.size(); ++j) {
+			Node *partial = copy_node(static_cast<Node *>(linitial(found.releases[j]->args)));
+			inner->targetList = lappend(inner->targetList, makeTargetEntry((Expr *) partial, static_cast<AttrNumber>(j + 1),
+			                                                               psprintf("p%zu", j + 1), false));
+		}
+		inner->groupClause = NIL;
+		inner->havingQual = nullptr;
+		inner->sortClause = NIL;
+		inner->distinctClause = NIL;
+		inner->hasDistinctOn = false;
+		inner->limitCount = nullptr;
+		inner->limitOffset = nullptr;
+		inner->hasAggs = true;
+		inner->canSetTag = false;
 	}
-	inner->groupClause = NIL;
-	inner->havingQual = nullptr;
-	inner->sortClause = NIL;
-	inner->distinctClause = NIL;
-	inner->hasDistinctOn = false;
-	inner->limitCount = nullptr;
-	inner->limitOffset = nullptr;
-	inner->hasAggs = true;
-	inner->canSetTag = false;
 
 	OuterContext oc{&found, group_index, ext.linear_partial_type};
 	Query *outer = copy_node(q);
@@ -314,7 +484,11 @@ split_mutator(Node *node, void *ctx)
 			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 			     "the table of this grouped dx query is no longer distributed by Citus",
 			     "Run the statement again (PREPARE it again): it is analysed for how the table is stored now.");
-		return (Node *) (q->groupClause != NIL ? every_group_from_one_state(q, *c->ext) : q);
+		if (q->groupClause != NIL)
+			return (Node *) every_group_from_one_state(q, *c->ext);
+		q->targetList = (List *) native_ungrouped_mutator((Node *) q->targetList, const_cast<ExtensionObjects *>(c->ext));
+		q->havingQual = native_ungrouped_mutator(q->havingQual, const_cast<ExtensionObjects *>(c->ext));
+		return (Node *) q;
 	}
 	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
 		if (Const *k = aggref_params_const(castNode(Aggref, node)))
