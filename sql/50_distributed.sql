@@ -42,6 +42,9 @@ COMMENT ON FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) IS 'inte
 CREATE FUNCTION dx._units(float8, float8) RETURNS int8
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units';
 COMMENT ON FUNCTION dx._units(float8, float8) IS 'internal: a weight in grid units (round half away from zero of weight/grid), as the noisy aggregates sum it';
+CREATE FUNCTION dx._units(float8, int4, float8[]) RETURNS int8
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units_by_group';
+COMMENT ON FUNCTION dx._units(float8, int4, float8[]) IS 'internal: a weight in the grid units of its group (grids[group + 1]), when a release''s groups have different grids';
 CREATE FUNCTION dx._state_of(numeric, int8, float8[], int4) RETURNS dx._linear_partial
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_state_of';
 COMMENT ON FUNCTION dx._state_of(numeric, int8, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';

@@ -34,3 +34,7 @@ SELECT dx._state_of(7, NULL, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}', 0)
 SELECT dx._collect(0, 7, 7, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');
 -- and are not pulled into a plain EXPLAIN's analysis either way: nothing runs
 EXPLAIN (COSTS OFF) SELECT dx._collect(0, 7, 7, '{3,1,0.5,1,12345,1,1,1,0,0,0,1,0,0,0,1,1,0,0}');
+-- the grid of the row's group when a release's groups have different grids
+SELECT dx._units(0.75, 0, '{0.5,0.25}') AS g0, dx._units(0.75, 1, '{0.5,0.25}') AS g1;
+SELECT dx._units(0.75, 2, '{0.5,0.25}');
+SELECT dx._units(0.75, 0, '{0,0.25}');

@@ -10,6 +10,7 @@
 #include "pg/guard.h"
 
 extern "C" {
+#include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
 }
@@ -369,11 +370,12 @@ DX_FUNCTION(dx_release_avg)
 	PG_RETURN_FLOAT8(release_partial(fcinfo, LinearRelease::Avg));
 }
 
-// dx._units(weight, grid): the weight in grid units as the partial states add it (to_grid_units),
-// for PostgreSQL's sum(bigint) on the workers; refuses weights beyond bigint.
-DX_FUNCTION(dx_units)
+namespace {
+
+// The weight in grid units as the partial states add it (to_grid_units), as a bigint.
+int64
+units_of(double w, double grid)
 {
-	const double w = PG_GETARG_FLOAT8(0), grid = PG_GETARG_FLOAT8(1);
 	if (!(grid > 0) || !std::isfinite(grid))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
 		     "dx._units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
@@ -381,7 +383,47 @@ DX_FUNCTION(dx_units)
 	if (u > std::numeric_limits<int64>::max() || u < std::numeric_limits<int64>::min())
 		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "a weight of this distributed dx aggregate is too large",
 		     "Narrow the domain of the aggregated column.");
-	PG_RETURN_INT64(static_cast<int64>(u));
+	return static_cast<int64>(u);
+}
+
+} // namespace
+
+// dx._units(weight, grid): the weight in grid units, for PostgreSQL's sum(bigint) on the workers;
+// refuses weights beyond bigint.
+DX_FUNCTION(dx_units)
+{
+	PG_RETURN_INT64(units_of(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1)));
+}
+
+// dx._units(weight, group, grids): the same on the grid of the row's group (grids[group + 1]); the
+// grids are read once per call site (fn_extra).
+DX_FUNCTION(dx_units_by_group)
+{
+	struct Grids {
+		int n;
+		double grid[FLEXIBLE_ARRAY_MEMBER];
+	};
+	auto *grids = static_cast<Grids *>(fcinfo->flinfo->fn_extra);
+	if (!grids) {
+		ArrayType *a = PG_GETARG_ARRAYTYPE_P(2);
+		if (ARR_NDIM(a) > 1)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grids must be a one-dimensional array",
+			     "dx._units is placed by the dxpriv analyzer with the grids of a release's noise plan.");
+		Datum *elems;
+		bool *nulls;
+		int n;
+		pg_call([&] { deconstruct_array(a, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n); });
+		grids = static_cast<Grids *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, offsetof(Grids, grid) + n * sizeof(double)));
+		grids->n = n;
+		for (int i = 0; i < n; ++i)
+			grids->grid[i] = nulls[i] ? 0.0 : DatumGetFloat8(elems[i]); // 0: refused by units_of
+		fcinfo->flinfo->fn_extra = grids;
+	}
+	const int32 g = PG_GETARG_INT32(1);
+	if (g < 0 || g >= grids->n)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group",
+		     "dx._units is placed by the dxpriv analyzer with the grids of every group of a release.");
+	PG_RETURN_INT64(units_of(PG_GETARG_FLOAT8(0), grids->grid[g]));
 }
 
 // dx._state_of(units, rows, params, group): the state of a release without GROUP BY from the

@@ -71,6 +71,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.release_avg = lookup("_release_avg", 3, release_args);
 	const Oid units_args[] = {FLOAT8OID, FLOAT8OID};
 	o.units = lookup("_units", 2, units_args);
+	const Oid units_by_group_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
+	o.units_by_group = lookup("_units", 3, units_by_group_args);
 	const Oid state_of_args[] = {NUMERICOID, INT8OID, FLOAT8ARRAYOID, INT4OID};
 	o.state_of = lookup("_state_of", 4, state_of_args);
 	const Oid collect_args[] = {INT4OID, NUMERICOID, INT8OID, FLOAT8ARRAYOID};
@@ -106,7 +108,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg, o.weigh_cached, o.weigh_int_cached,
-	                   o.store_point_table, o.units, o.state_of, o.collect,
+	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

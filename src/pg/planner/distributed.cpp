@@ -178,9 +178,8 @@ groups_rte(int groups)
 
 // ---- native partial sums: PostgreSQL's sum(bigint) on the workers ----
 
-// The arguments of a release's partial aggregate dx._partial(weight, group, params), when its sums
-// can be native: every group's value cell has the same grid, so one bigint per row (dx._units)
-// is that row's weight in its cell's grid units whatever its group.
+// The arguments of a release's partial aggregate dx._partial(weight, group, params): its sums can be
+// native, one bigint per row (dx._units), the row's weight in its cell's grid units.
 struct NativePartial {
 	Expr *weight;
 	Expr *group;
@@ -202,8 +201,15 @@ native_partial(FuncExpr *release, const ExtensionObjects &ext, NativePartial &ou
 	if (!out.params)
 		return false;
 	out.p = parse_noise_params(DatumGetArrayTypeP(out.params->constvalue));
-	for (int g = 1; g < out.p.groups; ++g)
-		if (out.p.grid(g, 0) != out.p.grid(0, 0))
+	return true;
+}
+
+// True when every group's value cell has the same grid (one constant grid for every row).
+bool
+one_grid(const NoiseParams &p)
+{
+	for (int g = 1; g < p.groups; ++g)
+		if (p.grid(g, 0) != p.grid(0, 0))
 			return false;
 	return true;
 }
@@ -224,12 +230,25 @@ simple_aggref(Oid fn, Oid result, Expr *arg, Oid arg_type)
 	return a;
 }
 
-// sum(dx._units(weight, grid)): the exact sum of a cell's weights in grid units (numeric).
+// sum(dx._units(weight, grid)), or sum(dx._units(weight, group, grids)) when the groups' grids
+// differ: the exact sum of a cell's weights in grid units (numeric).
 Expr *
 units_sum(const ExtensionObjects &ext, const NativePartial &n)
 {
-	FuncExpr *u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))),
-	                           InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	FuncExpr *u;
+	if (one_grid(n.p)) {
+		u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))), InvalidOid,
+		                 InvalidOid, COERCE_EXPLICIT_CALL);
+	} else {
+		std::vector<Datum> grids;
+		for (int g = 0; g < n.p.groups; ++g)
+			grids.push_back(Float8GetDatum(n.p.grid(g, 0)));
+		ArrayType *arr = construct_array(grids.data(), static_cast<int>(grids.size()), FLOAT8OID, sizeof(float8),
+		                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+		Const *c = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+		u = makeFuncExpr(ext.units_by_group, INT8OID, list_make3(copy_node(n.weight), copy_node(n.group), c),
+		                 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	}
 	return (Expr *) simple_aggref(F_SUM_INT8, NUMERICOID, (Expr *) u, INT8OID);
 }
 
