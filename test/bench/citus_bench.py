@@ -4,7 +4,8 @@
 Usage (clusters from `KEEP=1 NO_TESTS=1 ./scripts/run-citus.sh`):
   DXPRIV_CITUS_COORD=... DXPRIV_CITUS_W1=... DXPRIV_CITUS_W2=... test/bench/citus_bench.py [rows ...]
 Writes test/bench/results/citus_bench.csv: rows, query, native ms, dx ms (medians of 5), ratio, the
-bytes of the task query Citus sends to each shard (the per-point tables travel in it), and whether
+bytes of the task query Citus sends to each shard (the per-point tables travel in it, or their
+digest), and whether
 the dx answer on a noiseless copy of the table (presence Infinity, every metric none: sensitivity 0)
 equals PostgreSQL's own aggregate on it (the workers' partial sums combined without loss).
 """
@@ -54,7 +55,7 @@ def same_answers(native, dx):
 
 def task_bytes(conn, sql):
     plan = [r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + sql)]
-    q = [line.split("Query: ", 1)[1] for line in plan if "Query: " in line and "worker_partial_agg" in line]
+    q = [line.split("Query: ", 1)[1] for line in plan if "Query: " in line and "FROM public.people_" in line]
     return len(q[0].encode()) if q else 0
 
 
