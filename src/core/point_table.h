@@ -46,6 +46,15 @@ public:
 	PointTableView(const unsigned char *data, std::size_t len);
 	std::size_t size() const { return n_; }
 	std::size_t distinct() const { return k_; }
+	// True when lookup() succeeds at every point (no point is filtered out). O(size()).
+	bool every_point_contributes() const
+	{
+		double v;
+		for (std::size_t u = 0; u < n_; ++u)
+			if (!lookup(u, v))
+				return false;
+		return true;
+	}
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{

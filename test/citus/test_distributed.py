@@ -39,6 +39,12 @@ def test_noiseless_answers_equal_native_sql():
              "SELECT sum(income) FROM exact WHERE age > 40 AND sex = 'F'"),
             ("SELECT round(dx.avg(income)::numeric, 6) FROM exact WHERE region = 'east'",
              "SELECT round(avg(income)::numeric, 6) FROM exact WHERE region = 'east'"),
+            # every point contributes: the average counts its rows with count(*)
+            ("SELECT round(dx.avg(income)::numeric, 6) FROM exact", "SELECT round(avg(income)::numeric, 6) FROM exact"),
+            ("SELECT sex, round(dx.avg(age)::numeric, 6) FROM exact GROUP BY sex ORDER BY 1",
+             "SELECT sex, round(avg(age)::numeric, 6) FROM exact GROUP BY sex ORDER BY 1"),
+            ("SELECT sex, round(dx.avg(age)::numeric, 6) FROM exact WHERE income < 50000 GROUP BY sex ORDER BY 1",
+             "SELECT sex, round(avg(age)::numeric, 6) FROM exact WHERE income < 50000 GROUP BY sex ORDER BY 1"),
             ("SELECT sex, dx.count(*), dx.sum(income) FROM exact GROUP BY sex ORDER BY 1",
              "SELECT sex, count(*), sum(income) FROM exact GROUP BY sex ORDER BY 1"),
             ("SELECT age / 10 * 10 AS d, dx.count(*) FROM exact WHERE income > 100000 GROUP BY 1 ORDER BY 1",
@@ -140,7 +146,12 @@ def test_explain_shows_partial_aggregates_on_the_workers():
         # grouped: the workers group by the row's declared group, dx._collect gathers every group
         grouped = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT sex, dx.count(*), dx.avg(age) FROM people GROUP BY sex"))
         worker = re.split(r"Distributed Subplan \d+_[12]", grouped)[1]
-        assert re.search(r"GROUP BY \(?dx\._weigh_int\(", worker) and "count(dx._weigh(" in worker, worker
+        # (no point is filtered out: the average's rows are counted with count(*), its weight looked
+        # up once per row)
+        assert re.search(r"GROUP BY \(?dx\._weigh_int\(", worker) and "count(*)" in worker, worker
+        assert "count(dx._weigh(" not in worker, worker
+        filtered = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.avg(age) FROM people WHERE age > 30"))
+        assert "count(dx._weigh(" in filtered, filtered  # rows outside the WHERE must not be counted
         assert "dx._collect(g, u1, n1" in grouped and "dx._release_avg(" in grouped
         # a plain EXPLAIN runs nothing: the coordinator's share is explained over a new connection,
         # where nothing was charged; the same statement run as SQL by hand is refused

@@ -2177,7 +2177,11 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
                       # per-point tables by digest: read on workers; stored by the owner's statement
                       # (content-addressed: a table is stored only under its own SHA-256; analysts'
                       # own calls are refused by the analyzer)
-                      "_weigh_cached", "_weigh_int_cached", "_store_point_table"}
+                      "_weigh_cached", "_weigh_int_cached", "_store_point_table",
+                      # native partial sums: dx._units only computes a number; the coordinator's states
+                      # (dx._state_of, dx._collect) are refused by the analyzer unless the running
+                      # statement was charged for their parameters (test/citus/test_distributed.py)
+                      "_units", "_state_of", "_collect"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",

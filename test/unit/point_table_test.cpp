@@ -28,6 +28,10 @@ expect_round_trip(const Table &t)
 	const std::string bytes = encode_point_table(t);
 	PointTableView v = view(bytes);
 	ASSERT_EQ(v.size(), t.size());
+	bool every = true;
+	for (const auto &x : t)
+		every = every && x.has_value();
+	EXPECT_EQ(v.every_point_contributes(), every);
 	for (size_t u = 0; u < t.size(); ++u) {
 		double out = std::numeric_limits<double>::quiet_NaN();
 		const bool has = v.lookup(u, out);
@@ -207,4 +211,25 @@ TEST(PointTable, ForgedBytesAreRejected)
 	b = direct;
 	std::memcpy(&b[12 + 3 + 8 * 7], &nan, 8);        // NaN value
 	expect_bad(b);
+}
+
+// Distributed averages count every row instead of every weighed row when no point is filtered out:
+// a single missing point in any layout (dictionary, direct, column-affine) must be seen.
+TEST(PointTable, EveryPointContributesSeesOneMissingPoint)
+{
+	for (size_t missing : {0u, 7u, 8u, 999u}) {
+		Table dict, direct, affine;
+		for (size_t u = 0; u < 1000; ++u) {
+			dict.push_back(u == missing ? std::nullopt : std::optional<double>(1.0));
+			direct.push_back(u == missing ? std::nullopt : std::optional<double>(u * 1.37 + 0.01));
+			affine.push_back(u == missing ? std::nullopt : std::optional<double>(static_cast<double>(u % 10)));
+		}
+		for (const Table &t : {dict, direct, affine}) {
+			Table full = t;
+			full[missing] = 2.0;
+			EXPECT_FALSE(view(encode_point_table(t)).every_point_contributes()) << missing;
+			EXPECT_TRUE(view(encode_point_table(full)).every_point_contributes()) << missing;
+			EXPECT_FALSE(view(encode_point_table(t, {100, 10})).every_point_contributes()) << missing;
+		}
+	}
 }

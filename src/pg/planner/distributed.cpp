@@ -10,6 +10,8 @@
 #include "pg/metadata/catalog.h"
 #include "pg/planner/node_build.h"
 
+#include "core/point_table.h"
+
 extern "C" {
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -85,6 +87,7 @@ struct SplitContext {
 	List *releases = NIL;
 	List *shipments = NIL; // dx._store_point_table(digest, table) markers, one per large table
 	std::map<Oid, CitusTable> tables;
+	std::set<const FuncExpr *> every_row; // releases whose weight is never NULL: count(*) counts their rows
 };
 
 const CitusTable &
@@ -185,11 +188,14 @@ struct NativePartial {
 	Expr *group;
 	Const *params;
 	NoiseParams p;
+	bool every_row; // the weight is never NULL: an average counts its rows with count(*)
 };
 
 bool
-native_partial(FuncExpr *release, const ExtensionObjects &ext, NativePartial &out)
+native_partial(FuncExpr *release, const SplitContext &c, NativePartial &out)
 {
+	const ExtensionObjects &ext = *c.ext;
+	out.every_row = c.every_row.count(release) > 0;
 	Node *a = static_cast<Node *>(linitial(release->args));
 	if (!IsA(a, Aggref) || castNode(Aggref, a)->aggfnoid != ext.partial || castNode(Aggref, a)->agglevelsup != 0 ||
 	    list_length(castNode(Aggref, a)->args) != 3 || castNode(Aggref, a)->aggfilter)
@@ -252,13 +258,38 @@ units_sum(const ExtensionObjects &ext, const NativePartial &n)
 	return (Expr *) simple_aggref(F_SUM_INT8, NUMERICOID, (Expr *) u, INT8OID);
 }
 
-// count(weight) for an average's count component; a NULL bigint otherwise.
+// count(weight) for an average's count component (count(*) when no point is filtered out: the
+// weight is then looked up once per row, for the sum); a NULL bigint for other releases.
 Expr *
 rows_count(const NativePartial &n)
 {
 	if (n.p.components < 2)
 		return (Expr *) makeNullConst(INT8OID, -1, InvalidOid);
+	if (n.every_row) {
+		Aggref *a = simple_aggref(F_COUNT_, INT8OID, nullptr, InvalidOid);
+		a->aggargtypes = NIL;
+		a->args = NIL;
+		a->aggstar = true;
+		return (Expr *) a;
+	}
 	return (Expr *) simple_aggref(F_COUNT_ANY, INT8OID, copy_node(n.weight), FLOAT8OID);
+}
+
+// True when a weight expression is never NULL: a constant, or a lookup in an inline per-point
+// table where every point contributes (rows are mapped to points, NULL values included).
+bool
+never_null_weight(Node *w, const ExtensionObjects &ext)
+{
+	if (IsA(w, Const))
+		return !castNode(Const, w)->constisnull;
+	if (!IsA(w, FuncExpr) || castNode(FuncExpr, w)->funcid != ext.weigh)
+		return false;
+	Node *t = static_cast<Node *>(linitial(castNode(FuncExpr, w)->args));
+	if (!IsA(t, Const) || castNode(Const, t)->constisnull)
+		return false;
+	bytea *b = DatumGetByteaPP(castNode(Const, t)->constvalue);
+	return PointTableView(reinterpret_cast<const unsigned char *>(VARDATA_ANY(b)), VARSIZE_ANY_EXHDR(b))
+	    .every_point_contributes();
 }
 
 // Mutator of a query level without GROUP BY: each release of one group reads its state from
@@ -269,11 +300,12 @@ native_ungrouped_mutator(Node *node, void *ctx)
 {
 	if (!node || IsA(node, Query)) // other levels were visited on their own
 		return node;
-	const auto *ext = static_cast<const ExtensionObjects *>(ctx);
+	const auto *c = static_cast<const SplitContext *>(ctx);
+	const ExtensionObjects *ext = c->ext;
 	if (IsA(node, FuncExpr) && ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		FuncExpr *f = castNode(FuncExpr, node);
 		NativePartial n;
-		if (!native_partial(f, *ext, n) || n.p.groups != 1 || !IsA(lthird(f->args), Const))
+		if (!native_partial(f, *c, n) || n.p.groups != 1 || !IsA(lthird(f->args), Const))
 			return node;
 		FuncExpr *r = copy_node(f);
 		linitial(r->args) = makeFuncExpr(ext->state_of, ext->linear_partial_type,
@@ -291,11 +323,12 @@ native_ungrouped_mutator(Node *node, void *ctx)
 // the inner query as PostgreSQL's own grouped sums on the workers; dx._collect builds the state
 // of every group on the coordinator. nullptr when the sums cannot be native.
 Query *
-native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const ExtensionObjects &ext)
+native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const SplitContext &c)
 {
+	const ExtensionObjects &ext = *c.ext;
 	std::vector<NativePartial> parts(releases.size());
 	for (size_t j = 0; j < releases.size(); ++j)
-		if (!native_partial(releases[j], ext, parts[j]) || !equal(parts[j].group, parts[0].group))
+		if (!native_partial(releases[j], c, parts[j]) || !equal(parts[j].group, parts[0].group))
 			return nullptr;
 	Query *inner = copy_node(q);
 	TargetEntry *g = makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false);
@@ -369,8 +402,9 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 // the workers), combines the states on the coordinator and every declared group is released
 // there, empty ones included, exactly as the local plan's groups.
 Query *
-every_group_from_one_state(Query *q, const ExtensionObjects &ext)
+every_group_from_one_state(Query *q, const SplitContext &c)
 {
+	const ExtensionObjects &ext = *c.ext;
 	GroupedReleases found{&ext, {}};
 	collect_level_releases((Node *) q->targetList, &found);
 	collect_level_releases(q->havingQual, &found);
@@ -386,7 +420,7 @@ every_group_from_one_state(Query *q, const ExtensionObjects &ext)
 	Const *k0 = release_params_const((Node *) found.releases.front(), ext);
 	const int groups = parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).groups;
 
-	Query *inner = native_grouped_partials(q, found.releases, ext);
+	Query *inner = native_grouped_partials(q, found.releases, c);
 	if (!inner) { // one partial aggregate per release, its state holding every group
 		inner = copy_node(q);
 		inner->targetList = NIL;
@@ -504,9 +538,9 @@ split_mutator(Node *node, void *ctx)
 			     "the table of this grouped dx query is no longer distributed by Citus",
 			     "Run the statement again (PREPARE it again): it is analysed for how the table is stored now.");
 		if (q->groupClause != NIL)
-			return (Node *) every_group_from_one_state(q, *c->ext);
-		q->targetList = (List *) native_ungrouped_mutator((Node *) q->targetList, const_cast<ExtensionObjects *>(c->ext));
-		q->havingQual = native_ungrouped_mutator(q->havingQual, const_cast<ExtensionObjects *>(c->ext));
+			return (Node *) every_group_from_one_state(q, *c);
+		q->targetList = (List *) native_ungrouped_mutator((Node *) q->targetList, c);
+		q->havingQual = native_ungrouped_mutator(q->havingQual, c);
 		return (Node *) q;
 	}
 	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
@@ -545,6 +579,8 @@ split_mutator(Node *node, void *ctx)
 		Expr *group = copy_node(lsecond_node(TargetEntry, a->args)->expr);
 		FuncExpr *release = makeFuncExpr(fn, a->aggtype, list_make3(part, copy_node(k), group), InvalidOid,
 		                                 InvalidOid, COERCE_EXPLICIT_CALL);
+		if (never_null_weight((Node *) linitial_node(TargetEntry, a->args)->expr, *c->ext))
+			c->every_row.insert(release);
 		c->releases = lappend(c->releases, copy_node(release));
 		return (Node *) release;
 	}
