@@ -7,7 +7,7 @@ import statistics
 import psycopg2
 
 import citus_fixture as fx
-from citus_common import citus_db, connect, execute, rows, scalar
+from citus_common import citus_db, connect, create_role, execute, rows, scalar
 
 NOISELESS = [  # presence Infinity and metric none: sensitivity 0, the answers are exact
     ("age", '{"min": 0, "max": 120}', '{"type": "none"}'),
@@ -290,3 +290,67 @@ def test_analyst_cannot_store_point_tables():
         a = connect("coord", db, user=fx.ANALYST)
         _refused(a, "SELECT dx._store_point_table(sha256('x'), 'x')", "42501")
         a.close()
+
+
+def test_distribution_key_predicates_prune_shards():
+    """`distribution column = constant` on a declared column whose point holds only that value stays
+    in the query, so Citus reads one shard; the release stays on the coordinator, the answer is the
+    full scan's. A clamping end, an undeclared-value label, wrappers and GROUP BY are not pruned."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE keyed (id bigint, region text, income int)")
+        execute(conn, "SELECT create_distributed_table('keyed', 'id', shard_count => 8)")
+        execute(conn, "INSERT INTO keyed SELECT g % 500 + 1, (ARRAY['north','south','east','west'])[1 + g % 4], g / 10 * 10 FROM generate_series(1, 4000) g")
+        execute(conn, "CREATE TABLE by_region (id bigint, region text, income int)")
+        execute(conn, "SELECT create_distributed_table('by_region', 'region', shard_count => 8)")
+        execute(conn, "INSERT INTO by_region SELECT * FROM keyed")
+        for t in ("keyed", "by_region"):
+            execute(conn, f"SELECT dx.protect_table('{t}', 'Infinity')")
+            execute(conn, f"""SELECT dx.set_column('{t}', 'id', '{{"min": 1, "max": 500}}', '{{"type": "none"}}')""")
+            execute(conn, f"""SELECT dx.set_column('{t}', 'region', '{{"values": ["north", "south", "east", "west"]}}', '{{"type": "none"}}')""")
+            execute(conn, f"""SELECT dx.set_column('{t}', 'income', '{{"min": 0, "max": 4000, "step": 10}}', '{{"type": "none"}}')""")
+            execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 1000)")
+
+        def tasks(sql):
+            plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + sql))
+            return sum(int(m) for m in re.findall(r"Task Count: (\d+)", plan.split("Distributed Subplan")[0])), plan
+
+        for dx_sql, native_sql, pruned in [
+            ("SELECT dx.count(*) FROM keyed WHERE id = 7", "SELECT count(*) FROM keyed WHERE id = 7", True),
+            ("SELECT dx.sum(income) FROM keyed WHERE id = 7 AND region = 'east'",
+             "SELECT sum(income) FROM keyed WHERE id = 7 AND region = 'east'", True),
+            ("SELECT round(dx.avg(income)::numeric, 6) FROM keyed WHERE 42 = id",
+             "SELECT round(avg(income)::numeric, 6) FROM keyed WHERE 42 = id", True),
+            ("SELECT dx.count(*) FROM by_region WHERE region = 'south'", "SELECT count(*) FROM by_region WHERE region = 'south'", True),
+            # point 0 of an enumerated domain also holds undeclared values and NULL; a range's ends clamp
+            ("SELECT dx.count(*) FROM by_region WHERE region = 'north'", "SELECT count(*) FROM by_region WHERE region = 'north'", False),
+            ("SELECT dx.count(*) FROM keyed WHERE id = 1", "SELECT count(*) FROM keyed WHERE id = 1", False),
+            ("SELECT dx.count(*) FROM keyed WHERE id = 500", "SELECT count(*) FROM keyed WHERE id = 500", False),
+            ("SELECT dx.count(*) FROM keyed WHERE id > 7", "SELECT count(*) FROM keyed WHERE id > 7", False),
+            # wrappers and GROUP BY are planned through subqueries: no pruning, same answers
+            ("SELECT * FROM (SELECT dx.count(*) AS n FROM keyed WHERE id = 7) s", "SELECT count(*) FROM keyed WHERE id = 7", False),
+            ("SELECT region, dx.count(*) FROM keyed WHERE id = 7 GROUP BY region ORDER BY 1",
+             "SELECT r, count(k.id) FROM unnest(ARRAY['east','north','south','west']) r LEFT JOIN keyed k "
+             "ON k.region = r AND k.id = 7 GROUP BY r ORDER BY 1", False),
+        ]:
+            n, plan = tasks(dx_sql)
+            assert (n == 1) == pruned, (dx_sql, n, plan)
+            if pruned:
+                assert "dx._release_" in plan.split("Custom Scan")[0], plan  # released on the coordinator
+            got = [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in rows(conn, dx_sql)]
+            want = [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in rows(conn, native_sql)]
+            assert got == want, (dx_sql, got, want)
+        # a bound parameter is pruned at each execution with its value
+        execute(conn, "PREPARE p(bigint) AS SELECT dx.count(*) FROM keyed WHERE id = $1")
+        assert [scalar(conn, f"EXECUTE p({k})") for k in (7, 8, 1)] == \
+               [scalar(conn, f"SELECT count(*) FROM keyed WHERE id = {k}") for k in (7, 8, 1)]
+        # an analyst's pruned query: one ledger row, charged before the answer
+        create_role(fx.ANALYST)
+        execute(conn, f"SELECT dx.add_analyst('{fx.ANALYST}')")
+        execute(conn, f"SELECT dx.grant_budget('{fx.ANALYST}', 'keyed', 10)")
+        a = connect("coord", db, user=fx.ANALYST)
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        assert scalar(a, "SELECT dx.count(*) FROM keyed WHERE id = 7") == scalar(conn, "SELECT count(*) FROM keyed WHERE id = 7")
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
+        a.close()
+        conn.close()

@@ -18,6 +18,7 @@
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
+#include "pg/planner/shard_pruning.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
 #include "pg/executor/release_log.h"
@@ -1176,8 +1177,11 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	// ---- end of exponential mechanism dispatch ----
 
 	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
-	// outside the aggregates read the values the analysis computed per group
-	q->jointree->quals = nullptr;
+	// outside the aggregates read the values the analysis computed per group. On a Citus table, the
+	// conjuncts `distribution column = constant` that hold on a row exactly when they hold at its
+	// point stay, so that Citus can prune shards (planner/shard_pruning.h; grouped statements are
+	// planned through subqueries that Citus cannot prune).
+	q->jointree->quals = distributed && !grouped ? shard_pruning_quals(a.where, relid, a.policy) : nullptr;
 	auto check_no_public_column = [&] {
 		if (join && any_exec_param((Node *) q, nullptr))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);

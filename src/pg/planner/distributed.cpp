@@ -88,6 +88,8 @@ struct SplitContext {
 	List *shipments = NIL; // dx._store_point_table(digest, table) markers, one per large table
 	std::map<Oid, CitusTable> tables;
 	std::set<const FuncExpr *> every_row; // releases whose weight is never NULL: count(*) counts their rows
+	bool single_level = false; // the statement is one query level on the Citus table (shard pruning)
+	int depth = 0;
 };
 
 const CitusTable &
@@ -529,7 +531,13 @@ split_mutator(Node *node, void *ctx)
 		return nullptr;
 	auto *c = static_cast<SplitContext *>(ctx);
 	if (IsA(node, Query)) {
+		c->depth++;
 		Query *q = query_tree_mutator(castNode(Query, node), reinterpret_cast<Node *(*) ()>(split_mutator), ctx, 0);
+		c->depth--;
+		GroupedReleases here{c->ext, {}};
+		collect_level_releases((Node *) q->targetList, &here);
+		if (!here.releases.empty() && q->jointree && (c->depth > 0 || !c->single_level))
+			q->jointree->quals = nullptr; // shard-pruning conjuncts only where Citus can prune (shard_pruning.h)
 		if (q->groupClause != NIL && list_length(q->rtable) == 1 &&
 		    linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
 		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)))
@@ -828,13 +836,18 @@ citus_distributed_table(Oid relid)
 
 // See distributed.h.
 List *
-split_distributed_releases(Query *parse)
+split_distributed_releases(Query *parse, bool &prune)
 {
+	prune = false;
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext || parse->commandType != CMD_SELECT ||
 	    !query_tree_walker(parse, reinterpret_cast<bool (*)()>(has_internal_aggref), const_cast<ExtensionObjects *>(ext), 0))
 		return NIL;
 	SplitContext c{ext};
+	c.single_level = list_length(parse->rtable) == 1 && linitial_node(RangeTblEntry, parse->rtable)->rtekind == RTE_RELATION &&
+	                 !parse->hasSubLinks && parse->cteList == NIL && parse->groupClause == NIL &&
+	                 parse->groupingSets == NIL && !parse->setOperations && !parse->hasWindowFuncs &&
+	                 !parse->hasTargetSRFs;
 	Query *split = castNode(Query, split_mutator((Node *) parse, &c));
 	if (c.releases == NIL)
 		return NIL;
@@ -867,6 +880,7 @@ split_distributed_releases(Query *parse)
 		}
 	}
 	*parse = *split;
+	prune = c.single_level && parse->jointree && parse->jointree->quals;
 	return list_concat(c.releases, c.shipments);
 }
 

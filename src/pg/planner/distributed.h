@@ -28,8 +28,12 @@ bool citus_distributed_table(Oid relid);
 // Citus tables that Citus answers on one node (reference, single-shard or one-shard tables: the
 // release would run where nothing was charged), and, for analysts, post-processing with functions
 // that are neither built-in nor dxpriv's (the statement runs as the owner). Returns the release
-// expressions placed (NIL when the query reads no Citus table).
-List *split_distributed_releases(Query *parse);
+// expressions placed (NIL when the query reads no Citus table). Sets `prune` when the statement is
+// one query level that kept shard-pruning conjuncts (shard_pruning.h): it must then be planned with
+// Citus's router planner off, which would send the whole statement, releases included, to the
+// shard's node; Citus's multi-shard planner prunes the partial sums to that shard and leaves the
+// release on the coordinator. Elsewhere the conjuncts are removed.
+List *split_distributed_releases(Query *parse, bool &prune);
 
 // After planning: attaches every release of `releases` whose parameters the plan does not show to
 // the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none.

@@ -7,6 +7,7 @@
 #include "pg/planner/node_build.h"
 
 extern "C" {
+#include "utils/guc.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/params.h"
 #include "optimizer/planner.h"
@@ -116,16 +117,23 @@ bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
 extern "C" PlannedStmt *
 dx_planner(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
 {
-	bool generic = false;
+	bool generic = false, prune = false;
 	List *releases = NIL; // releases split for Citus (distributed.h)
 	if (!in_internal_query())
 		guarded([&] {
 			bind_and_analyze(parse, params, generic);
 			substitute_citus_sizes(parse); // views expanded: citus_tables, citus_shards (analysts only)
-			releases = split_distributed_releases(parse);
+			releases = split_distributed_releases(parse, prune);
 		});
+	// a pruned release is planned by Citus's multi-shard planner, which keeps the release here
+	const int guc_level = prune ? NewGUCNestLevel() : 0;
+	if (prune)
+		(void) set_config_option("citus.enable_router_execution", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+		                         true, 0, false);
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
 	                                   : standard_planner(parse, query_string, cursor_options, params);
+	if (prune)
+		AtEOXact_GUC(true, guc_level);
 	if (releases != NIL)
 		guarded([&] { expose_releases(result, releases); });
 	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run
