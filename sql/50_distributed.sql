@@ -54,6 +54,17 @@ CREATE AGGREGATE dx._collect(int4, numeric, int8, float8[]) (
 	SFUNC = dx._collect_transfn, STYPE = dx._linear_partial, PARALLEL = RESTRICTED);
 COMMENT ON AGGREGATE dx._collect(int4, numeric, int8, float8[]) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
 
+-- dx.mode, dx.quantile and dx.median: the workers count rows per candidate with PostgreSQL's own
+-- count(*) ... GROUP BY; dx._em_collect adds those counts into the exponential mechanism's state on
+-- the coordinator, whose final function (dx._em_finalfn, as dx._em_select's) draws the candidate
+-- there, once, for the statement it charged.
+CREATE FUNCTION dx._em_collect_transfn(internal, int4, int4, float8[], int8) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_em_collect_transfn';
+CREATE AGGREGATE dx._em_collect(int4, int4, float8[], int8) (
+	SFUNC = dx._em_collect_transfn, STYPE = internal,
+	FINALFUNC = dx._em_finalfn, FINALFUNC_MODIFY = READ_WRITE, PARALLEL = RESTRICTED);
+COMMENT ON AGGREGATE dx._em_collect(int4, int4, float8[], int8) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
+
 -- Per-point tables that are too large to repeat in every shard's task query travel once per worker
 -- instead, content-addressed: the coordinator stores them on each worker under their SHA-256
 -- (dx._store_point_table, through run_command_on_workers, once per table and session), and the

@@ -12,7 +12,8 @@
 --   executable because Citus's worker_partial_agg/coord_combine_agg check EXECUTE on an aggregate's
 --   support functions against the caller (unlike PostgreSQL, which checks the aggregate's owner);
 --   called outside an aggregate they refuse (no aggregate context). dx._units, dx._state_of and
---   dx._collect (aggregate): the native partial sums of distributed releases, likewise placed by the
+--   dx._collect and dx._em_collect (aggregates): the native partial sums and candidate counts of
+--   distributed releases, likewise placed by the
 --   analyzer (dx._units only computes a number; dx._state_of and dx._collect are refused by the
 --   analyzer unless the running statement was charged for their parameters).
 --   dx._period: called by the view dx.budgets, and functions in a view run as the view's reader.
@@ -85,3 +86,4 @@ ALTER VIEW dx.analyst_tables SET (security_barrier = true);
 -- dx._collect runs only on the coordinator (never through Citus's worker_partial_agg): PostgreSQL
 -- checks its support function against the aggregate's owner.
 REVOKE EXECUTE ON FUNCTION dx._collect_transfn(dx._linear_partial, int4, numeric, int8, float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._em_collect_transfn(internal, int4, int4, float8[], int8) FROM PUBLIC;

@@ -40,7 +40,7 @@ struct ExtensionObjects {
 	Oid release_count = InvalidOid, release_sum = InvalidOid, release_avg = InvalidOid;
 	bool is_release(Oid f) const { return f == release_count || f == release_sum || f == release_avg; }
 	// native partial sums of distributed releases (sql/50_distributed.sql)
-	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid;
+	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
 	// per-point tables travelling by digest (executor/point_table_cache.h)
 	Oid weigh_cached = InvalidOid, weigh_int_cached = InvalidOid, store_point_table = InvalidOid;
 	Oid indicator = InvalidOid;

@@ -2181,7 +2181,7 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
                       # native partial sums: dx._units only computes a number; the coordinator's states
                       # (dx._state_of, dx._collect) are refused by the analyzer unless the running
                       # statement was charged for their parameters (test/citus/test_distributed.py)
-                      "_units", "_state_of", "_collect"}
+                      "_units", "_state_of", "_collect", "_em_collect"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",

@@ -673,6 +673,9 @@ admitted_walker(Node *node, void *ctx)
 			s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	if (Const *k = release_params_const(node, *s->ext)) // a distributed release (planner/distributed.h)
 		s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
+	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == s->ext->em_collect) // (its mode/quantile/median)
+		if (Const *k = aggref_params_const(castNode(Aggref, node)))
+			s->relids.push_back(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 

@@ -88,6 +88,8 @@ native_partial_params_const(Node *node, const ExtensionObjects &ext)
 	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.collect &&
 	         list_length(castNode(Aggref, node)->args) == 4)
 		e = (Node *) castNode(TargetEntry, lfourth(castNode(Aggref, node)->args))->expr;
+	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.em_collect)
+		return aggref_params_const(castNode(Aggref, node));
 	return e && IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
 }
 

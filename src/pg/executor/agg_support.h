@@ -38,7 +38,8 @@ Const *aggref_params_const(Aggref *aggref);
 // (planner/distributed.h), or nullptr when node is not one or its parameters are not constants.
 Const *release_params_const(Node *node, const ExtensionObjects &ext);
 // The constant parameter array of a native partial of a distributed release, dx._state_of(units,
-// rows, params, group) or the aggregate dx._collect(group, units, rows, params); nullptr otherwise.
+// rows, params, group), the aggregate dx._collect(group, units, rows, params) or the aggregate
+// dx._em_collect(candidate, group, params, rows); nullptr otherwise.
 Const *native_partial_params_const(Node *node, const ExtensionObjects &ext);
 
 // Parameters of an aggregate whose final function saw no row: the Aggref's constant, or those

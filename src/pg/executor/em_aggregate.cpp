@@ -118,6 +118,31 @@ DX_FUNCTION(dx_em_transfn)
 	PG_RETURN_POINTER(s);
 }
 
+// dx._em_collect_transfn(state, candidate, group, params, rows): adds a candidate's row count (a row
+// of the workers' GROUP BY candidate on a Citus table, combined by Citus) on the coordinator; a
+// NULL candidate (rows not counted) adds nothing.
+DX_FUNCTION(dx_em_collect_transfn)
+{
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
+	EmState *s;
+	if (PG_ARGISNULL(0)) {
+		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+		s = state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
+	} else {
+		s = reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
+	}
+	if (!PG_ARGISNULL(1)) {
+		const int32 c = PG_GETARG_INT32(1);
+		const int64 n = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT64(4);
+		if (c < 0 || static_cast<uint32>(c) >= s->candidates || n < 0)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid candidate count");
+		if (__builtin_add_overflow(s->counts()[c], n, &s->counts()[c]))
+			fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "candidate count out of range");
+	}
+	PG_RETURN_POINTER(s);
+}
+
 // dx._em_combinefn(state, state): exact merge of two partial states of the same group.
 DX_FUNCTION(dx_em_combinefn)
 {

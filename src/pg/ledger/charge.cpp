@@ -75,14 +75,15 @@ collect_aggrefs(Node *node, void *ctx)
 	auto *scan = static_cast<PlanScan *>(ctx);
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
-		if (scan->ext->is_internal(a->aggfnoid) && list_length(a->args) >= 3) {
+		if ((scan->ext->is_internal(a->aggfnoid) || a->aggfnoid == scan->ext->em_collect) && list_length(a->args) >= 3) {
 			Const *k = aggref_params_const(a);
 			if (!k)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 			if (scan->final_node >= 0)
 				scan->finals.emplace_back(scan->final_node, a->aggno, p);
-			scan->charges[p.charge_id] = Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select};
+			scan->charges[p.charge_id] =
+			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect};
 		}
 	}
 	// a release of a distributed table (planner/distributed.h): its parameters are the second argument

@@ -77,6 +77,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.state_of = lookup("_state_of", 4, state_of_args);
 	const Oid collect_args[] = {INT4OID, NUMERICOID, INT8OID, FLOAT8ARRAYOID};
 	o.collect = lookup("_collect", 4, collect_args);
+	const Oid em_collect_args[] = {INT4OID, INT4OID, FLOAT8ARRAYOID, INT8OID};
+	o.em_collect = lookup("_em_collect", 4, em_collect_args);
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
 	o.weigh_cached = lookup("_weigh_cached", 3, weigh_args);
@@ -108,7 +110,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg, o.weigh_cached, o.weigh_int_cached,
-	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect,
+	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
 	for (Oid f : all)

@@ -144,7 +144,8 @@ discover(Node *node, void *ctx)
 	}
 	// the native partials of those releases (dx._state_of, dx._collect): the same rule
 	if ((IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->state_of) ||
-	    (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == d->ext->collect)) {
+	    (IsA(node, Aggref) && (castNode(Aggref, node)->aggfnoid == d->ext->collect ||
+	                           castNode(Aggref, node)->aggfnoid == d->ext->em_collect))) {
 		Const *k = native_partial_params_const(node, *d->ext);
 		if (!k || (!d->plain_explain && !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
 			d->internal++;
@@ -1077,9 +1078,13 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && !a.em.specs.empty())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
-		     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
+	if (distributed && !a.em.specs.empty() && (grouped || !specs.empty()))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     grouped ? "grouped dx.mode, dx.quantile and dx.median cannot run on Citus tables yet"
+		             : "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
+		               "dx.avg or dx.linear yet",
+		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median without GROUP BY, in a query of their "
+		     "own (the linear aggregates in another).");
 	if (distributed && join)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables cannot run on Citus tables yet",
 		     "Query the distributed table alone, or join with the public table in a query on a local copy.");

@@ -523,6 +523,172 @@ by_digest_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(by_digest_mutator), ctx);
 }
 
+// Refuses a Citus table that Citus answers on a single node (reference, single-shard, one shard).
+void
+refuse_single_node(const CitusTable &t, Oid relid)
+{
+	if (!t.citus || (t.method != 'n' && t.shards >= 2))
+		return;
+	const char *name = get_rel_name(relid);
+	fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+	     std::string("dx aggregates cannot run on Citus table \"") + (name ? name : "?") +
+	         "\", which Citus answers on a single node",
+	     "Citus sends a query on a reference table, a single-shard table or a table with one shard whole to "
+	     "one node, and dxpriv releases answers only on the coordinator that charged them. Distribute the "
+	     "table by a column over several shards (create_distributed_table), or undistribute it "
+	     "(undistribute_table).");
+}
+
+// ---- dx.mode, dx.quantile, dx.median: candidate counts on the workers ----
+
+// The exponential-mechanism aggregates of one query level (not inside sublinks' queries).
+bool
+collect_level_em(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	auto *found = static_cast<std::pair<const ExtensionObjects *, std::vector<Aggref *>> *>(ctx);
+	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == found->first->em_select &&
+	    castNode(Aggref, node)->agglevelsup == 0) {
+		for (Aggref *seen : found->second)
+			if (equal(seen, node))
+				return false;
+		found->second.push_back(castNode(Aggref, node));
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_level_em), ctx);
+}
+
+struct EmOuterContext {
+	const std::vector<Aggref *> *ems;
+};
+
+// Mutator of the outer query: each dx._em_select(...) becomes the chosen index of its subquery.
+Node *
+em_outer_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<EmOuterContext *>(ctx);
+	if (IsA(node, Aggref))
+		for (size_t j = 0; j < c->ems->size(); ++j)
+			if (equal(node, (*c->ems)[j]))
+				return (Node *) makeVar(static_cast<int>(j + 1), 1, INT4OID, -1, InvalidOid, 0);
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(em_outer_mutator), ctx);
+}
+
+// A query level without GROUP BY whose dx aggregates are dx.mode/quantile/median on a Citus table
+// (the analyzer allows no other dx aggregate beside them):
+// SELECT ... dx._em_point(dx._em_select(c(row), 0, params), ...) ... FROM t
+// becomes
+// SELECT ... dx._em_point(s1.sel, ...) ... FROM (SELECT dx._em_collect(x.c, 0, params, x.n) AS sel
+//   FROM (SELECT c(row) AS c, count(*) AS n FROM t GROUP BY 1) x) s1, ...
+// so the workers count the rows of each candidate with PostgreSQL's own grouped count, and the
+// exponential mechanism draws on the coordinator, from the counts, for the statement it charged.
+Query *
+em_from_counts(Query *q, SplitContext &c)
+{
+	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{c.ext, {}};
+	collect_level_em((Node *) q->targetList, &found);
+	collect_level_em(q->havingQual, &found);
+	if (found.second.empty())
+		return q;
+	Const *k0 = aggref_params_const(found.second.front());
+	if (!k0 || !table_of(c, parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).relid).citus)
+		return q;
+	if (q->groupClause != NIL || q->groupingSets != NIL || list_length(q->rtable) != 1 ||
+	    linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION || q->hasWindowFuncs || q->hasTargetSRFs ||
+	    q->cteList != NIL)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this dx.mode, dx.quantile or dx.median query cannot run on a Citus table yet",
+		     "On a distributed table, ask for them without GROUP BY, window functions or set-returning functions in "
+		     "the same query level; wrap the query in a subquery for post-processing.");
+	const std::vector<Aggref *> &ems = found.second;
+	List *rtable = NIL, *from = NIL;
+	for (size_t j = 0; j < ems.size(); ++j) {
+		Aggref *em = ems[j];
+		Const *params = aggref_params_const(em);
+		Node *group = (Node *) lsecond_node(TargetEntry, em->args)->expr;
+		if (!params || !IsA(group, Const))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv exponential mechanism parameters are not constants");
+		// innermost: the candidate of each row (its table by digest when large) and its row count
+		Query *inner = copy_node(q);
+		Node *candidate = by_digest_mutator(copy_node((Node *) linitial_node(TargetEntry, em->args)->expr), &c);
+		TargetEntry *cte = makeTargetEntry((Expr *) candidate, 1, pstrdup("c"), false);
+		cte->ressortgroupref = 1;
+		Aggref *n = simple_aggref(F_COUNT_, INT8OID, nullptr, InvalidOid);
+		n->aggargtypes = NIL;
+		n->args = NIL;
+		n->aggstar = true;
+		inner->targetList = list_make2(cte, makeTargetEntry((Expr *) n, 2, pstrdup("n"), false));
+		SortGroupClause *by = makeNode(SortGroupClause);
+		by->tleSortGroupRef = 1;
+		by->eqop = Int4EqualOperator;
+		by->sortop = Int4LessOperator;
+		by->hashable = true;
+		inner->groupClause = list_make1(by);
+		inner->havingQual = nullptr;
+		inner->sortClause = NIL;
+		inner->distinctClause = NIL;
+		inner->hasDistinctOn = false;
+		inner->limitCount = nullptr;
+		inner->limitOffset = nullptr;
+		inner->hasAggs = true;
+		inner->hasSubLinks = false;
+		inner->canSetTag = false;
+		if (inner->jointree)
+			inner->jointree->quals = nullptr; // (shard-pruning conjuncts: grouped, not pruned)
+		RangeTblEntry *inner_rte = makeNode(RangeTblEntry);
+		inner_rte->rtekind = RTE_SUBQUERY;
+		inner_rte->subquery = inner;
+		inner_rte->alias = makeAlias("dx_counts", NIL);
+		inner_rte->eref = makeAlias("dx_counts", list_make2(makeString(pstrdup("c")), makeString(pstrdup("n"))));
+		inner_rte->inFromCl = true;
+		// middle: the exponential mechanism's state from the counts, its draw in the final function
+		Query *mid = makeNode(Query);
+		mid->commandType = CMD_SELECT;
+		mid->querySource = QSRC_ORIGINAL;
+		mid->rtable = list_make1(inner_rte);
+		RangeTblRef *ref = makeNode(RangeTblRef);
+		ref->rtindex = 1;
+		mid->jointree = makeFromExpr(list_make1(ref), nullptr);
+		mid->hasAggs = true;
+		Aggref *collect = makeNode(Aggref);
+		collect->aggfnoid = c.ext->em_collect;
+		collect->aggtype = INT4OID;
+		collect->aggargtypes = list_make4_oid(INT4OID, INT4OID, FLOAT8ARRAYOID, INT8OID);
+		collect->args =
+		    list_make4(makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, nullptr, false),
+		               makeTargetEntry((Expr *) copy_node(group), 2, nullptr, false),
+		               makeTargetEntry((Expr *) copy_node(params), 3, nullptr, false),
+		               makeTargetEntry((Expr *) makeVar(1, 2, INT8OID, -1, InvalidOid, 0), 4, nullptr, false));
+		collect->aggkind = AGGKIND_NORMAL;
+		collect->aggsplit = AGGSPLIT_SIMPLE;
+		collect->aggno = collect->aggtransno = -1;
+		collect->location = -1;
+		mid->targetList = list_make1(makeTargetEntry((Expr *) collect, 1, pstrdup("sel"), false));
+		c.releases = lappend(c.releases, copy_node(collect)); // charged and exposed like a release
+		RangeTblEntry *rte = makeNode(RangeTblEntry);
+		rte->rtekind = RTE_SUBQUERY;
+		rte->subquery = mid;
+		rte->alias = makeAlias(psprintf("dx_em%zu", j + 1), NIL);
+		rte->eref = makeAlias(psprintf("dx_em%zu", j + 1), list_make1(makeString(pstrdup("sel"))));
+		rte->inFromCl = true;
+		rtable = lappend(rtable, rte);
+		RangeTblRef *r = makeNode(RangeTblRef);
+		r->rtindex = static_cast<int>(j + 1);
+		from = lappend(from, r);
+	}
+	EmOuterContext oc{&ems};
+	Query *outer = copy_node(q);
+	outer->targetList = (List *) em_outer_mutator((Node *) q->targetList, &oc);
+	Node *having = em_outer_mutator(q->havingQual, &oc);
+	outer->rtable = rtable;
+	outer->jointree = makeFromExpr(from, having);
+	outer->havingQual = nullptr;
+	outer->hasAggs = false;
+	return outer;
+}
+
 // Mutator behind split_distributed_releases.
 Node *
 split_mutator(Node *node, void *ctx)
@@ -545,6 +711,9 @@ split_mutator(Node *node, void *ctx)
 			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 			     "the table of this grouped dx query is no longer distributed by Citus",
 			     "Run the statement again (PREPARE it again): it is analysed for how the table is stored now.");
+		Query *em = em_from_counts(q, *c);
+		if (em != q)
+			return (Node *) em;
 		if (q->groupClause != NIL)
 			return (Node *) every_group_from_one_state(q, *c);
 		q->targetList = (List *) native_ungrouped_mutator((Node *) q->targetList, c);
@@ -553,9 +722,8 @@ split_mutator(Node *node, void *ctx)
 	}
 	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
 		if (Const *k = aggref_params_const(castNode(Aggref, node)))
-			if (table_of(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid).citus)
-				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot run on Citus tables yet",
-				     "Use dx.count, dx.sum, dx.avg or dx.linear on distributed tables.");
+			refuse_single_node(table_of(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid),
+			                   parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	}
 	if (is_linear_release_aggref(*c->ext, node)) {
 		Aggref *a = castNode(Aggref, node);
@@ -566,16 +734,7 @@ split_mutator(Node *node, void *ctx)
 		const CitusTable &t = table_of(*c, p.relid);
 		if (!t.citus)
 			return node;
-		if (t.method == 'n' || t.shards < 2) {
-			const char *name = get_rel_name(p.relid);
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-			     std::string("dx aggregates cannot run on Citus table \"") + (name ? name : "?") +
-			         "\", which Citus answers on a single node",
-			     "Citus sends a query on a reference table, a single-shard table or a table with one shard whole to "
-			     "one node, and dxpriv releases answers only on the coordinator that charged them. Distribute the "
-			     "table by a column over several shards (create_distributed_table), or undistribute it "
-			     "(undistribute_table).");
-		}
+		refuse_single_node(t, p.relid);
 		Aggref *part = copy_node(a);
 		part->args = (List *) by_digest_mutator((Node *) part->args, c);
 		part->aggfnoid = c->ext->partial;
@@ -678,7 +837,10 @@ release_walker(Node *node, void *ctx)
 	if (!node)
 		return false;
 	auto *s = static_cast<ReleaseScan *>(ctx);
-	if (Const *k = release_params_const(node, *s->ext)) {
+	Const *k = release_params_const(node, *s->ext);
+	if (!k && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == s->ext->em_collect)
+		k = aggref_params_const(castNode(Aggref, node));
+	if (k) {
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 		s->charge_ids.insert(p.charge_id);
 		if (!OidIsValid(s->relid))
