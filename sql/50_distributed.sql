@@ -77,13 +77,17 @@ CREATE UNLOGGED TABLE dx._point_table_cache (
 	stored_at timestamptz NOT NULL DEFAULT now());
 REVOKE ALL ON dx._point_table_cache FROM PUBLIC;
 COMMENT ON TABLE dx._point_table_cache IS 'internal: per-point tables of distributed releases, by SHA-256 (workers)';
+-- A coordinator session stores a table again an hour after it last did (which refreshes stored_at and
+-- rewrites the bytes, verified), so entries not stored for a day are no longer used by any session
+-- and are evicted here.
 CREATE FUNCTION dx._store_point_table(digest bytea, bytes bytea) RETURNS boolean
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	DELETE FROM dx._point_table_cache WHERE stored_at < pg_catalog.now() - interval '1 day' AND digest <> $1;
 	INSERT INTO dx._point_table_cache (digest, bytes) SELECT $1, $2 WHERE pg_catalog.sha256($2) = $1
-	ON CONFLICT (digest) DO NOTHING;
+	ON CONFLICT (digest) DO UPDATE SET bytes = EXCLUDED.bytes, stored_at = pg_catalog.now();
 	SELECT EXISTS (SELECT 1 FROM dx._point_table_cache WHERE digest = $1);
 $$;
-COMMENT ON FUNCTION dx._store_point_table(bytea, bytea) IS 'internal: stores a per-point table under its SHA-256 (refused when the digest is not its own)';
+COMMENT ON FUNCTION dx._store_point_table(bytea, bytea) IS 'internal: stores a per-point table under its SHA-256 (refused when the digest is not its own), evicts tables not stored for a day';
 CREATE FUNCTION dx._weigh_cached(bytea, text, VARIADIC "any") RETURNS float8
 LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_cached';
 CREATE FUNCTION dx._weigh_int_cached(bytea, text, VARIADIC "any") RETURNS int4

@@ -274,14 +274,37 @@ def test_large_point_tables_travel_once_per_worker_by_digest():
             assert scalar(wc, "SELECT dx._store_point_table(sha256('x'), 'y')") is False
             execute(wc, "UPDATE dx._point_table_cache SET bytes = bytes || '\\x00'::bytea WHERE length(bytes) > 100000")
             wc.close()
-        fresh = connect("coord", db)  # a new session ships nothing it has not shipped: the tampered row is read
+        # this session stored the table less than an hour ago and does not store it again: the
+        # tampered row is read, and refused
         try:
-            scalar(fresh, q)
+            scalar(conn, q)
             raise AssertionError("a tampered cached table was used")
         except psycopg2.Error as e:
             assert "does not match its digest" in str(e), str(e)
-        conn.close()
+        # a new session stores it again: the verified bytes replace the tampered ones
+        fresh = connect("coord", db)
+        assert math.isclose(scalar(fresh, q), want, rel_tol=1e-12)
         fresh.close()
+        # eviction: tables not stored for a day go when another table is stored; a session that
+        # needs one again stores it again
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            execute(wc, "UPDATE dx._point_table_cache SET stored_at = now() - interval '2 days'")
+            wc.close()
+        other = connect("coord", db)
+        q3 = "SELECT dx.linear(score::float8 * score * score / 1e12) FROM wide"
+        assert math.isclose(scalar(other, q3), scalar(other, "SELECT sum(score::float8 * score * score / 1e12) FROM wide"),
+                            rel_tol=1e-12)
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            assert scalar(wc, "SELECT count(*) FROM dx._point_table_cache WHERE stored_at < now() - interval '1 day'") == 0
+            assert scalar(wc, "SELECT count(*) FROM dx._point_table_cache") == 1
+            wc.close()
+        other.close()
+        again = connect("coord", db)
+        assert math.isclose(scalar(again, q), want, rel_tol=1e-12)
+        again.close()
+        conn.close()
 
 
 def test_analyst_cannot_store_point_tables():

@@ -12,16 +12,21 @@ extern "C" {
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 }
 
 #include <cstring>
-#include <set>
+#include <map>
 
 namespace dxpriv::pg {
 
 namespace {
 
-std::set<std::string> shipped; // digests this session has stored on the workers
+// Digests this session has stored on the workers, and when. A table is stored again after
+// kReshipAfter, which refreshes its stored_at on the workers: dx._store_point_table evicts entries
+// not stored for a day, so an entry in use is never older than kReshipAfter.
+std::map<std::string, TimestampTz> shipped;
+constexpr int64 kReshipAfter = INT64CONST(3600) * USECS_PER_SEC;
 
 // The session's key of a table stored in this database's workers.
 std::string
@@ -83,7 +88,9 @@ void
 ship_point_table(bytea *digest, bytea *table)
 {
 	const std::string key = key_of(digest);
-	if (shipped.count(key))
+	const TimestampTz now = GetCurrentTimestamp();
+	auto it = shipped.find(key);
+	if (it != shipped.end() && now - it->second < kReshipAfter)
 		return;
 	std::string digest_hex, table_hex;
 	pg_call([&] {
@@ -117,7 +124,7 @@ ship_point_table(bytea *digest, bytea *table)
 	if (failed)
 		fail(ERRCODE_CONNECTION_FAILURE, "a worker did not store a per-point table of this distributed dx query",
 		     "Check that dxpriv is installed on every worker; nothing was released.", "The worker said: " + message);
-	shipped.insert(key);
+	shipped[key] = now;
 }
 
 } // namespace dxpriv::pg
