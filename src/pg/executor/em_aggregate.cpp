@@ -94,21 +94,26 @@ state_from_aggref(FunctionCallInfo fcinfo)
 	return state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0);
 }
 
+// The transition state of dx._em_transfn and dx._em_collect_transfn (state, candidate, group,
+// params, ...): argument 0, or a new state for the group from the parameters.
+EmState *
+transition_state(FunctionCallInfo fcinfo)
+{
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
+	if (!PG_ARGISNULL(0))
+		return reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+	return state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
+}
+
 } // namespace
 
 // dx._em_transfn(state, candidate, group, params): counts one row for its candidate (a NULL
 // candidate counts nothing but creates the group's state: empty groups still get an answer).
 DX_FUNCTION(dx_em_transfn)
 {
-	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
-	EmState *s;
-	if (PG_ARGISNULL(0)) {
-		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-		s = state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
-	} else {
-		s = reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
-	}
+	EmState *s = transition_state(fcinfo);
 	if (!PG_ARGISNULL(1)) {
 		const int32 c = PG_GETARG_INT32(1);
 		if (c < 0 || static_cast<uint32>(c) >= s->candidates)
@@ -123,15 +128,7 @@ DX_FUNCTION(dx_em_transfn)
 // NULL candidate (rows not counted) adds nothing.
 DX_FUNCTION(dx_em_collect_transfn)
 {
-	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
-	EmState *s;
-	if (PG_ARGISNULL(0)) {
-		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-		s = state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
-	} else {
-		s = reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
-	}
+	EmState *s = transition_state(fcinfo);
 	if (!PG_ARGISNULL(1)) {
 		const int32 c = PG_GETARG_INT32(1);
 		const int64 n = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT64(4);

@@ -222,19 +222,96 @@ one_grid(const NoiseParams &p)
 	return true;
 }
 
-// agg(arg) as the parser would build it (one argument, no ORDER BY, FILTER or DISTINCT).
+// ---- building the subqueries of native partials ----
+
+// A copy of level q that returns `targets` grouped by the first of them (an int4), without the
+// level's own HAVING, ORDER BY, DISTINCT, LIMIT or shard-pruning conjuncts: the workers' share.
+Query *
+grouped_by_first(Query *q, List *targets)
+{
+	Query *inner = copy_node(q);
+	linitial_node(TargetEntry, targets)->ressortgroupref = 1;
+	inner->targetList = targets;
+	SortGroupClause *by = makeNode(SortGroupClause);
+	by->tleSortGroupRef = 1;
+	by->eqop = Int4EqualOperator;
+	by->sortop = Int4LessOperator;
+	by->hashable = true;
+	inner->groupClause = list_make1(by);
+	inner->havingQual = nullptr;
+	inner->sortClause = NIL;
+	inner->distinctClause = NIL;
+	inner->hasDistinctOn = false;
+	inner->limitCount = nullptr;
+	inner->limitOffset = nullptr;
+	inner->hasAggs = true;
+	inner->hasSubLinks = false;
+	inner->canSetTag = false;
+	if (inner->jointree)
+		inner->jointree->quals = nullptr;
+	return inner;
+}
+
+// `sub` as a range table entry named `alias` with columns `colnames`.
+RangeTblEntry *
+subquery_rte(Query *sub, const char *alias, List *colnames)
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->alias = makeAlias(alias, NIL);
+	rte->eref = makeAlias(alias, colnames);
+	rte->inFromCl = true;
+	return rte;
+}
+
+// SELECT <targets> FROM <rte>: an aggregate level on the coordinator (targets added by the caller).
+Query *
+aggregate_over(RangeTblEntry *rte)
+{
+	Query *q = makeNode(Query);
+	q->commandType = CMD_SELECT;
+	q->querySource = QSRC_ORIGINAL;
+	q->rtable = list_make1(rte);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	ref->rtindex = 1;
+	q->jointree = makeFromExpr(list_make1(ref), nullptr);
+	q->hasAggs = true;
+	return q;
+}
+
+// An internal aggregate fn(args...) over the given argument expressions, as the parser builds it.
 Aggref *
-simple_aggref(Oid fn, Oid result, Expr *arg, Oid arg_type)
+internal_aggref(Oid fn, Oid result, std::initializer_list<std::pair<Expr *, Oid>> args)
 {
 	Aggref *a = makeNode(Aggref);
 	a->aggfnoid = fn;
 	a->aggtype = result;
-	a->aggargtypes = list_make1_oid(arg_type);
-	a->args = list_make1(makeTargetEntry(arg, 1, nullptr, false));
+	AttrNumber i = 1;
+	for (const auto &[e, type] : args) {
+		a->aggargtypes = lappend_oid(a->aggargtypes, type);
+		a->args = lappend(a->args, makeTargetEntry(e, i++, nullptr, false));
+	}
 	a->aggkind = AGGKIND_NORMAL;
 	a->aggsplit = AGGSPLIT_SIMPLE;
 	a->aggno = a->aggtransno = -1;
 	a->location = -1;
+	return a;
+}
+
+// agg(arg) as the parser would build it (one argument, no ORDER BY, FILTER or DISTINCT).
+Aggref *
+simple_aggref(Oid fn, Oid result, Expr *arg, Oid arg_type)
+{
+	return internal_aggref(fn, result, {{arg, arg_type}});
+}
+
+// count(*).
+Aggref *
+count_star()
+{
+	Aggref *a = internal_aggref(F_COUNT_, INT8OID, {});
+	a->aggstar = true;
 	return a;
 }
 
@@ -267,13 +344,8 @@ rows_count(const NativePartial &n)
 {
 	if (n.p.components < 2)
 		return (Expr *) makeNullConst(INT8OID, -1, InvalidOid);
-	if (n.every_row) {
-		Aggref *a = simple_aggref(F_COUNT_, INT8OID, nullptr, InvalidOid);
-		a->aggargtypes = NIL;
-		a->args = NIL;
-		a->aggstar = true;
-		return (Expr *) a;
-	}
+	if (n.every_row)
+		return (Expr *) count_star();
 	return (Expr *) simple_aggref(F_COUNT_ANY, INT8OID, copy_node(n.weight), FLOAT8OID);
 }
 
@@ -332,63 +404,23 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 	for (size_t j = 0; j < releases.size(); ++j)
 		if (!native_partial(releases[j], c, parts[j]) || !equal(parts[j].group, parts[0].group))
 			return nullptr;
-	Query *inner = copy_node(q);
-	TargetEntry *g = makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false);
-	g->ressortgroupref = 1;
-	inner->targetList = list_make1(g);
+	List *targets = list_make1(makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false));
 	List *colnames = list_make1(makeString(pstrdup("g")));
 	for (size_t j = 0; j < parts.size(); ++j) {
-		const auto col = static_cast<AttrNumber>(list_length(inner->targetList) + 1);
-		inner->targetList = lappend(inner->targetList, makeTargetEntry(units_sum(ext, parts[j]), col,
-		                                                               psprintf("u%zu", j + 1), false));
-		inner->targetList = lappend(inner->targetList, makeTargetEntry(rows_count(parts[j]), col + 1,
-		                                                               psprintf("n%zu", j + 1), false));
+		const auto col = static_cast<AttrNumber>(list_length(targets) + 1);
+		targets = lappend(targets, makeTargetEntry(units_sum(ext, parts[j]), col, psprintf("u%zu", j + 1), false));
+		targets = lappend(targets, makeTargetEntry(rows_count(parts[j]), col + 1, psprintf("n%zu", j + 1), false));
 		colnames = lappend(colnames, makeString(psprintf("u%zu", j + 1)));
 		colnames = lappend(colnames, makeString(psprintf("n%zu", j + 1)));
 	}
-	SortGroupClause *by = makeNode(SortGroupClause);
-	by->tleSortGroupRef = 1;
-	by->eqop = Int4EqualOperator;
-	by->sortop = Int4LessOperator;
-	by->hashable = true;
-	inner->groupClause = list_make1(by);
-	inner->havingQual = nullptr;
-	inner->sortClause = NIL;
-	inner->distinctClause = NIL;
-	inner->hasDistinctOn = false;
-	inner->limitCount = nullptr;
-	inner->limitOffset = nullptr;
-	inner->hasAggs = true;
-	inner->canSetTag = false;
-
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = inner;
-	rte->alias = makeAlias("dx_native", NIL);
-	rte->eref = makeAlias("dx_native", colnames);
-	rte->inFromCl = true;
-	Query *collect = makeNode(Query);
-	collect->commandType = CMD_SELECT;
-	collect->querySource = QSRC_ORIGINAL;
-	collect->rtable = list_make1(rte);
-	RangeTblRef *ref = makeNode(RangeTblRef);
-	ref->rtindex = 1;
-	collect->jointree = makeFromExpr(list_make1(ref), nullptr);
-	collect->hasAggs = true;
+	Query *collect = aggregate_over(subquery_rte(grouped_by_first(q, targets), "dx_native", colnames));
 	for (size_t j = 0; j < parts.size(); ++j) {
 		const auto u = static_cast<AttrNumber>(2 + 2 * j);
-		Aggref *a = makeNode(Aggref);
-		a->aggfnoid = ext.collect;
-		a->aggtype = ext.linear_partial_type;
-		a->aggargtypes = list_make4_oid(INT4OID, NUMERICOID, INT8OID, FLOAT8ARRAYOID);
-		a->args = list_make4(makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, nullptr, false),
-		                     makeTargetEntry((Expr *) makeVar(1, u, NUMERICOID, -1, InvalidOid, 0), 2, nullptr, false),
-		                     makeTargetEntry((Expr *) makeVar(1, u + 1, INT8OID, -1, InvalidOid, 0), 3, nullptr, false),
-		                     makeTargetEntry((Expr *) copy_node(parts[j].params), 4, nullptr, false));
-		a->aggkind = AGGKIND_NORMAL;
-		a->aggsplit = AGGSPLIT_SIMPLE;
-		a->aggno = a->aggtransno = -1;
-		a->location = -1;
+		Aggref *a = internal_aggref(ext.collect, ext.linear_partial_type,
+		                            {{(Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), INT4OID},
+		                             {(Expr *) makeVar(1, u, NUMERICOID, -1, InvalidOid, 0), NUMERICOID},
+		                             {(Expr *) makeVar(1, u + 1, INT8OID, -1, InvalidOid, 0), INT8OID},
+		                             {(Expr *) copy_node(parts[j].params), FLOAT8ARRAYOID}});
 		collect->targetList = lappend(collect->targetList, makeTargetEntry((Expr *) a, static_cast<AttrNumber>(j + 1),
 		                                                                   psprintf("p%zu", j + 1), false));
 	}
@@ -398,11 +430,12 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 // A grouped release on a Citus table, analysed without the local plan's empty row per group:
 // SELECT keys, dx._release_*(dx._partial(w, g(row), params), params, g(row)) FROM t GROUP BY g(row)
 // becomes
-// SELECT keys(g), dx._release_*(s.p1, params, g) FROM (SELECT dx._partial(w, g(row), params) AS p1
-//   FROM t) s, generate_series(0, G - 1) AS dx_groups(g) [WHERE having] [ORDER BY ...] [LIMIT ...]
-// so Citus pushes one partial aggregate per shard (every group's sums in one state, no GROUP BY on
-// the workers), combines the states on the coordinator and every declared group is released
-// there, empty ones included, exactly as the local plan's groups.
+// SELECT keys(g), dx._release_*(s.p1, params, g) FROM (SELECT dx._collect(x.g, x.u1, x.n1, params)
+//   AS p1 FROM (SELECT g(row) AS g, sum(dx._units(w, grid)) AS u1, count(w) AS n1 FROM t GROUP BY 1) x)
+//   s, generate_series(0, G - 1) AS dx_groups(g) [WHERE having] [ORDER BY ...] [LIMIT ...]
+// so Citus runs PostgreSQL's grouped sums on the workers (native_grouped_partials), dx._collect
+// gathers every group's sums into one state on the coordinator, and every declared group is
+// released there, empty ones included, exactly as the local plan's groups.
 Query *
 every_group_from_one_state(Query *q, const SplitContext &c)
 {
@@ -423,24 +456,9 @@ every_group_from_one_state(Query *q, const SplitContext &c)
 	const int groups = parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).groups;
 
 	Query *inner = native_grouped_partials(q, found.releases, c);
-	if (!inner) { // one partial aggregate per release, its state holding every group
-		inner = copy_node(q);
-		inner->targetList = NIL;
-		for (size_t j = 0; j < found.releases.size(); ++j) {
-			Node *partial = copy_node(static_cast<Node *>(linitial(found.releases[j]->args)));
-			inner->targetList = lappend(inner->targetList, makeTargetEntry((Expr *) partial, static_cast<AttrNumber>(j + 1),
-			                                                               psprintf("p%zu", j + 1), false));
-		}
-		inner->groupClause = NIL;
-		inner->havingQual = nullptr;
-		inner->sortClause = NIL;
-		inner->distinctClause = NIL;
-		inner->hasDistinctOn = false;
-		inner->limitCount = nullptr;
-		inner->limitOffset = nullptr;
-		inner->hasAggs = true;
-		inner->canSetTag = false;
-	}
+	if (!inner) // (the releases of one level share its group index)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot split the releases of this grouped query for Citus",
+		     "Nothing was charged. Report this query to the dxpriv maintainers.");
 
 	OuterContext oc{&found, group_index, ext.linear_partial_type};
 	Query *outer = copy_node(q);
@@ -611,69 +629,20 @@ em_from_counts(Query *q, SplitContext &c)
 		if (!params || !IsA(group, Const))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv exponential mechanism parameters are not constants");
 		// innermost: the candidate of each row (its table by digest when large) and its row count
-		Query *inner = copy_node(q);
 		Node *candidate = by_digest_mutator(copy_node((Node *) linitial_node(TargetEntry, em->args)->expr), &c);
-		TargetEntry *cte = makeTargetEntry((Expr *) candidate, 1, pstrdup("c"), false);
-		cte->ressortgroupref = 1;
-		Aggref *n = simple_aggref(F_COUNT_, INT8OID, nullptr, InvalidOid);
-		n->aggargtypes = NIL;
-		n->args = NIL;
-		n->aggstar = true;
-		inner->targetList = list_make2(cte, makeTargetEntry((Expr *) n, 2, pstrdup("n"), false));
-		SortGroupClause *by = makeNode(SortGroupClause);
-		by->tleSortGroupRef = 1;
-		by->eqop = Int4EqualOperator;
-		by->sortop = Int4LessOperator;
-		by->hashable = true;
-		inner->groupClause = list_make1(by);
-		inner->havingQual = nullptr;
-		inner->sortClause = NIL;
-		inner->distinctClause = NIL;
-		inner->hasDistinctOn = false;
-		inner->limitCount = nullptr;
-		inner->limitOffset = nullptr;
-		inner->hasAggs = true;
-		inner->hasSubLinks = false;
-		inner->canSetTag = false;
-		if (inner->jointree)
-			inner->jointree->quals = nullptr; // (shard-pruning conjuncts: grouped, not pruned)
-		RangeTblEntry *inner_rte = makeNode(RangeTblEntry);
-		inner_rte->rtekind = RTE_SUBQUERY;
-		inner_rte->subquery = inner;
-		inner_rte->alias = makeAlias("dx_counts", NIL);
-		inner_rte->eref = makeAlias("dx_counts", list_make2(makeString(pstrdup("c")), makeString(pstrdup("n"))));
-		inner_rte->inFromCl = true;
+		Query *inner = grouped_by_first(q, list_make2(makeTargetEntry((Expr *) candidate, 1, pstrdup("c"), false),
+		                                              makeTargetEntry((Expr *) count_star(), 2, pstrdup("n"), false)));
 		// middle: the exponential mechanism's state from the counts, its draw in the final function
-		Query *mid = makeNode(Query);
-		mid->commandType = CMD_SELECT;
-		mid->querySource = QSRC_ORIGINAL;
-		mid->rtable = list_make1(inner_rte);
-		RangeTblRef *ref = makeNode(RangeTblRef);
-		ref->rtindex = 1;
-		mid->jointree = makeFromExpr(list_make1(ref), nullptr);
-		mid->hasAggs = true;
-		Aggref *collect = makeNode(Aggref);
-		collect->aggfnoid = c.ext->em_collect;
-		collect->aggtype = INT4OID;
-		collect->aggargtypes = list_make4_oid(INT4OID, INT4OID, FLOAT8ARRAYOID, INT8OID);
-		collect->args =
-		    list_make4(makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, nullptr, false),
-		               makeTargetEntry((Expr *) copy_node(group), 2, nullptr, false),
-		               makeTargetEntry((Expr *) copy_node(params), 3, nullptr, false),
-		               makeTargetEntry((Expr *) makeVar(1, 2, INT8OID, -1, InvalidOid, 0), 4, nullptr, false));
-		collect->aggkind = AGGKIND_NORMAL;
-		collect->aggsplit = AGGSPLIT_SIMPLE;
-		collect->aggno = collect->aggtransno = -1;
-		collect->location = -1;
+		Query *mid = aggregate_over(
+		    subquery_rte(inner, "dx_counts", list_make2(makeString(pstrdup("c")), makeString(pstrdup("n")))));
+		Aggref *collect = internal_aggref(c.ext->em_collect, INT4OID,
+		                                  {{(Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), INT4OID},
+		                                   {(Expr *) copy_node(group), INT4OID},
+		                                   {(Expr *) copy_node(params), FLOAT8ARRAYOID},
+		                                   {(Expr *) makeVar(1, 2, INT8OID, -1, InvalidOid, 0), INT8OID}});
 		mid->targetList = list_make1(makeTargetEntry((Expr *) collect, 1, pstrdup("sel"), false));
 		c.releases = lappend(c.releases, copy_node(collect)); // charged and exposed like a release
-		RangeTblEntry *rte = makeNode(RangeTblEntry);
-		rte->rtekind = RTE_SUBQUERY;
-		rte->subquery = mid;
-		rte->alias = makeAlias(psprintf("dx_em%zu", j + 1), NIL);
-		rte->eref = makeAlias(psprintf("dx_em%zu", j + 1), list_make1(makeString(pstrdup("sel"))));
-		rte->inFromCl = true;
-		rtable = lappend(rtable, rte);
+		rtable = lappend(rtable, subquery_rte(mid, psprintf("dx_em%zu", j + 1), list_make1(makeString(pstrdup("sel")))));
 		RangeTblRef *r = makeNode(RangeTblRef);
 		r->rtindex = static_cast<int>(j + 1);
 		from = lappend(from, r);

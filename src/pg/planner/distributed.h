@@ -1,7 +1,10 @@
 // Citus distributed tables (issue 13): the noisy linear aggregates of a rewritten query are split
-// into an exact partial aggregate that Citus pushes to the workers (dx._partial, whose state type
-// travels as text) and a release on the coordinator (dx._release_count/_sum/_avg over the combined
-// state), which draws the noise once, in the backend that charged the statement.
+// into exact sums that Citus pushes to the workers as PostgreSQL's own aggregates (sum(bigint) of
+// each row's weight in grid units, grouped by the row's output group when the query is grouped)
+// and a release on the coordinator (dx._release_count/_sum/_avg over the state dx._state_of or
+// dx._collect build from those sums), which draws the noise once, in the backend that charged the
+// statement. dx.mode/quantile/median count rows per candidate on the workers and draw on the
+// coordinator (dx._em_collect).
 //
 // Citus keeps its distributed plan private (inside its CustomScan), so the parameters a release
 // carries may not be visible in the plan PostgreSQL executes; the planner hook therefore records
@@ -24,7 +27,7 @@ namespace dxpriv::pg {
 bool citus_distributed_table(Oid relid);
 
 // Before Citus plans `parse` (already analysed and rewritten by dxpriv): splits every noisy
-// linear aggregate on a Citus table into dx._release_*(dx._partial(...), params, group). Refuses
+// aggregate on a Citus table as above. Refuses
 // Citus tables that Citus answers on one node (reference, single-shard or one-shard tables: the
 // release would run where nothing was charged), and, for analysts, post-processing with functions
 // that are neither built-in nor dxpriv's (the statement runs as the owner). Returns the release
