@@ -431,3 +431,47 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
         a.close()
         conn.close()
+
+
+def test_joins_with_public_tables():
+    """A distributed table joined with a public table: the public rows are read at analysis and folded
+    into the per-point tables, the workers read only the distributed table; count, sum and the
+    average over the joined pairs equal native SQL on a noiseless table, inner and LEFT joins,
+    grouped by declared columns. Grouping by a public column is refused (0A000)."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _exact_table(conn, "exact", 16)
+        execute(conn, "CREATE TABLE zones (region text, zone text, factor int)")
+        execute(conn, "INSERT INTO zones VALUES ('north', 'cold', 2), ('north', 'polar', 3), ('south', 'warm', 1), "
+                      "('west', 'mild', 1)")
+        execute(conn, "SELECT dx.set_public('zones')")
+        cases = [
+            ("SELECT dx.count(*) FROM exact e JOIN zones z ON z.region = e.region",
+             "SELECT count(*) FROM exact e JOIN zones z ON z.region = e.region"),
+            ("SELECT dx.sum(e.income) FROM exact e JOIN zones z ON z.region = e.region WHERE z.factor > 1 AND e.age > 30",
+             "SELECT sum(e.income) FROM exact e JOIN zones z ON z.region = e.region WHERE z.factor > 1 AND e.age > 30"),
+            ("SELECT round(dx.avg(e.income)::numeric, 6) FROM exact e LEFT JOIN zones z ON z.region = e.region",
+             "SELECT round(avg(e.income)::numeric, 6) FROM exact e LEFT JOIN zones z ON z.region = e.region"),
+            ("SELECT e.sex, dx.count(*), round(dx.avg(e.age)::numeric, 6) FROM exact e JOIN zones z "
+             "ON z.region = e.region GROUP BY e.sex ORDER BY 1",
+             "SELECT e.sex, count(*), round(avg(e.age)::numeric, 6) FROM exact e JOIN zones z "
+             "ON z.region = e.region GROUP BY e.sex ORDER BY 1"),
+        ]
+        for dx_sql, native_sql in cases:
+            got = [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in rows(conn, dx_sql)]
+            want = [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in rows(conn, native_sql)]
+            assert got == want, (dx_sql, got, want)
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + cases[2][0]))
+        task = [line for line in plan.split("\n") if "Query: " in line][0]
+        assert "zones" not in task and "sum(dx._units(" in task, task  # the workers read the protected table only
+        _refused(conn, "SELECT z.zone, dx.count(*) FROM exact e JOIN zones z ON z.region = e.region GROUP BY z.zone",
+                 "0A000", "public columns")
+        # an analyst: one ledger row per statement
+        fx.build(db, rows=2000, shards=4)
+        a = connect("coord", db, user=fx.ANALYST)
+        execute(conn, f"GRANT SELECT ON zones TO {fx.ANALYST}")
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        scalar(a, "SELECT dx.avg(p.income) FROM people p JOIN zones z ON z.region = p.region")
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
+        a.close()
+        conn.close()

@@ -1085,9 +1085,10 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		               "dx.avg or dx.linear yet",
 		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median without GROUP BY, in a query of their "
 		     "own (the linear aggregates in another).");
-	if (distributed && join)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables cannot run on Citus tables yet",
-		     "Query the distributed table alone, or join with the public table in a query on a local copy.");
+	if (distributed && join && public_keys)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables grouped by public columns cannot run on Citus tables yet",
+		     "Group a join of a distributed table by its declared columns, or join with the public table in a query "
+		     "on a local copy.");
 	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
 	// or none); an empty-group row carries its group in the slot column
 	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
@@ -1143,7 +1144,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
 		if (pair_avg) {
 			Expr *pairs = weigh_expr(cols, a.count_tables[j], false, ext, copy_node(slot), slots);
-			if (grouped)
+			if (grouped && !distributed) // (as the weight above)
 				pairs = real_rows_only(pairs, FLOAT8OID, nullptr);
 			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
 			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));

@@ -78,8 +78,9 @@ is_linear_release_aggref(const ExtensionObjects &ext, Node *node)
 	if (!IsA(node, Aggref))
 		return false;
 	Oid f = castNode(Aggref, node)->aggfnoid;
-	return (f == ext.noisy_count || f == ext.noisy_sum || f == ext.noisy_avg) &&
-	       list_length(castNode(Aggref, node)->args) == 3;
+	return ((f == ext.noisy_count || f == ext.noisy_sum || f == ext.noisy_avg) &&
+	        list_length(castNode(Aggref, node)->args) == 3) ||
+	       (f == ext.noisy_avg_pairs && list_length(castNode(Aggref, node)->args) == 4);
 }
 
 struct SplitContext {
@@ -187,10 +188,12 @@ groups_rte(int groups)
 // native, one bigint per row (dx._units), the row's weight in its cell's grid units.
 struct NativePartial {
 	Expr *weight;
+	Expr *pairs; // an average over a join with public tables: the row's number of joined pairs (else nullptr)
 	Expr *group;
 	Const *params;
 	NoiseParams p;
 	bool every_row; // the weight is never NULL: an average counts its rows with count(*)
+	Oid units_fn;   // dx._units(float8, float8)
 };
 
 bool
@@ -198,12 +201,14 @@ native_partial(FuncExpr *release, const SplitContext &c, NativePartial &out)
 {
 	const ExtensionObjects &ext = *c.ext;
 	out.every_row = c.every_row.count(release) > 0;
+	out.units_fn = ext.units;
 	Node *a = static_cast<Node *>(linitial(release->args));
 	if (!IsA(a, Aggref) || castNode(Aggref, a)->aggfnoid != ext.partial || castNode(Aggref, a)->agglevelsup != 0 ||
-	    list_length(castNode(Aggref, a)->args) != 3 || castNode(Aggref, a)->aggfilter)
+	    list_length(castNode(Aggref, a)->args) < 3 || castNode(Aggref, a)->aggfilter)
 		return false;
 	Aggref *agg = castNode(Aggref, a);
 	out.weight = linitial_node(TargetEntry, agg->args)->expr;
+	out.pairs = list_length(agg->args) == 4 ? lfourth_node(TargetEntry, agg->args)->expr : nullptr;
 	out.group = lsecond_node(TargetEntry, agg->args)->expr;
 	out.params = release_params_const((Node *) release, ext);
 	if (!out.params)
@@ -338,12 +343,21 @@ units_sum(const ExtensionObjects &ext, const NativePartial &n)
 }
 
 // count(weight) for an average's count component (count(*) when no point is filtered out: the
-// weight is then looked up once per row, for the sum); a NULL bigint for other releases.
+// weight is then looked up once per row, for the sum); over a join with public tables, the sum of
+// the rows' pairs (integers, on count grids of 1: split_mutator refuses others); a NULL bigint for
+// other releases.
 Expr *
 rows_count(const NativePartial &n)
 {
 	if (n.p.components < 2)
 		return (Expr *) makeNullConst(INT8OID, -1, InvalidOid);
+	if (n.pairs) {
+		FuncExpr *u = makeFuncExpr(n.units_fn, INT8OID, list_make2(copy_node(n.pairs), float8_const(1.0)), InvalidOid,
+		                           InvalidOid, COERCE_EXPLICIT_CALL);
+		return (Expr *) makeFuncExpr(F_INT8_NUMERIC, INT8OID,
+		                             list_make1(simple_aggref(F_SUM_INT8, NUMERICOID, (Expr *) u, INT8OID)), InvalidOid,
+		                             InvalidOid, COERCE_EXPLICIT_CAST);
+	}
 	if (n.every_row)
 		return (Expr *) count_star();
 	return (Expr *) simple_aggref(F_COUNT_ANY, INT8OID, copy_node(n.weight), FLOAT8OID);
@@ -709,9 +723,15 @@ split_mutator(Node *node, void *ctx)
 		part->aggfnoid = c->ext->partial;
 		part->aggtype = c->ext->linear_partial_type;
 		part->aggtranstype = InvalidOid;
-		const Oid fn = a->aggfnoid == c->ext->noisy_count ? c->ext->release_count
-		               : a->aggfnoid == c->ext->noisy_avg ? c->ext->release_avg
-		                                                  : c->ext->release_sum;
+		const Oid fn = a->aggfnoid == c->ext->noisy_count                                          ? c->ext->release_count
+		               : a->aggfnoid == c->ext->noisy_avg || a->aggfnoid == c->ext->noisy_avg_pairs ? c->ext->release_avg
+		                                                                                            : c->ext->release_sum;
+		if (a->aggfnoid == c->ext->noisy_avg_pairs)
+			for (int g = 0; g < p.groups; ++g)
+				if (p.grid(g, 1) != 1.0)
+					fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this dx.avg over a join cannot run on a Citus table",
+					     "Its noise is so large that the count of joined pairs is rounded; use a larger epsilon, or "
+					     "dx.sum and dx.count over the join.");
 		Expr *group = copy_node(lsecond_node(TargetEntry, a->args)->expr);
 		FuncExpr *release = makeFuncExpr(fn, a->aggtype, list_make3(part, copy_node(k), group), InvalidOid,
 		                                 InvalidOid, COERCE_EXPLICIT_CALL);
