@@ -165,14 +165,19 @@ BEGIN
 		delta_granted = excluded.delta_granted,
 		delta_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.delta_spent
 		                   WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
+		attr_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.attr_spent
+		                  WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_delta_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.attr_delta_spent
+		                        WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END,
 		refresh = excluded.refresh,
 		refresh_anchor = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.refresh_anchor ELSE now() END,
 		period_start = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_start ELSE now() END,
 		period_end = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_end ELSE excluded.period_end END;
 END $$;
 
--- Stops further spending by a role on a table: granted (and delta_granted) becomes what the current
--- period has spent and the budget no longer refreshes; what was spent stays recorded.
+-- Stops further spending by a role on a table: granted (and delta_granted, and the attribute-privacy
+-- budget's attr_granted and attr_delta_granted) becomes what the current period has spent and the
+-- budget no longer refreshes; what was spent stays recorded.
 CREATE FUNCTION dx.revoke_budget(role regrole, rel regclass)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -182,6 +187,10 @@ BEGIN
 		spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
 		delta_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE least(g.delta_spent, 1) END,
 		delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
+		attr_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_delta_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE least(g.attr_delta_spent, 1) END,
+		attr_delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END,
 		period_start = CASE WHEN g.period_end <= now()
 			THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END,
 		refresh = NULL,

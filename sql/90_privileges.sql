@@ -22,7 +22,9 @@
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
 -- aggregates and the local-model
--- functions.
+-- functions; the attribute-privacy releases dx.attr_avg / dx.attr_sum (they read the table as its
+-- owner with dxpriv's own fixed statement, only after charging the caller's budgets),
+-- dx.explain_attribute and dx.wasserstein_scale (sql/55_attribute.sql, which revokes its helpers).
 --
 -- Revoked below: the DBA helpers (called only by the SECURITY DEFINER DBA functions, which run as
 -- the extension owner) and the support functions of aggregates (PostgreSQL checks them against the
