@@ -97,7 +97,7 @@ def test_rollback_and_later_errors_do_not_refund():
         assert attr_spent(admin) == 2 * ATTR_EPS
         analyst.autocommit = True
         # an error after the release in the same statement: the charge stands
-        expect_error(analyst, "SELECT dx.attr_avg('staff', 'salary'), 1 / 0", "22012")
+        expect_error(analyst, "SELECT dx.attr_avg('staff', 'salary'), 1 / (random() * 0)::int", "22012")
         assert attr_spent(admin) == 3 * ATTR_EPS
         assert attr_ledger_rows(admin) == 3
 
@@ -158,8 +158,8 @@ def test_no_undeclared_columns_expressions_or_rows():
             expect_error(analyst, "SELECT dx.attr_avg('staff', %s)", "22023", (col,))
         expect_error(analyst, "SELECT dx.attr_avg('pg_class', 'relpages')", "22023")
         # the release function cannot be applied per row of the protected table, nor inside a dx query
-        e = expect_error(analyst, "SELECT dx.attr_avg('staff', 'salary') FROM staff", "42501")
-        assert "staff" in e.pgerror
+        expect_error(analyst, "SELECT dx.attr_avg('staff', 'salary') FROM staff", "42501")
+        expect_error(analyst, "SELECT dx.attr_avg('staff', 'salary') FROM staff LIMIT 0", "42501")
         expect_error(analyst, "SELECT dx.count(*) FROM staff WHERE dx.attr_avg('staff', 'salary') > 70", "42501")
         # no data value appears in any refusal, and nothing was charged
         assert attr_spent(admin) == 0
