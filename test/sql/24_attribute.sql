@@ -48,6 +48,11 @@ SELECT component, round(sensitivity::numeric, 9) AS sensitivity, round(data_vari
 	noise_sd, binding FROM dx.explain_attribute('staff', 'age') WHERE budget = 'attribute';
 SELECT component, round(sensitivity::numeric, 6) AS sensitivity, round(noise_sd::numeric, 6) AS noise_sd
 FROM dx.explain_attribute('staff', 'salary', 'sum') WHERE budget = 'attribute';
+-- the same through dx.explain, in its shape
+SELECT cell, aggregate, kind, component, epsilon, round(noise_scale::numeric, 6) AS noise_scale,
+	round(ci95_half_width::numeric, 6) AS ci95, noise, query_epsilon, remaining_budget, query_delta
+FROM dx.explain('SELECT dx.attr_avg(''staff'', ''salary''), dx.attr_sum(''staff'', ''age'')');
+SELECT pg_temp.err($$SELECT * FROM dx.explain('SELECT dx.attr_avg(''staff'', ''salary'') + 1')$$);
 
 -- No attribute budget yet: refused, nothing charged.
 SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);

@@ -9,7 +9,7 @@
 // expression), each row is mapped to its point of the declared domain by the same indexer as every
 // other dxpriv aggregate, and weighed by the point's value. The answer leaves only after the
 // ledger worker has committed the charge.
-#include "pg/dxpriv.h"
+#include "pg/executor/attribute_release.h"
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/catalog.h"
@@ -21,19 +21,23 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -324,6 +328,46 @@ attribute_release(Oid relid, const std::string &column, bool sum)
 	return laplace_release(rng, with_attribute_noise, a.dx_scale);
 }
 
+// The explain cells of one release (see attribute_release.h).
+void
+add_explain_cells(const AttributeAnalysis &a, ExplainCapture &cap)
+{
+	const std::string kind = a.sum ? "attr_sum" : "attr_avg";
+	const int aggregate = cap.cells.empty() ? 1 : cap.cells.back().aggregate + 1;
+	for (size_t k = 0; k < a.secrets.size(); ++k) {
+		ExplainCell c;
+		c.aggregate = aggregate;
+		c.kind = kind;
+		char diameter[40];
+		snprintf(diameter, sizeof diameter, "%g", a.secrets[k].diameter);
+		c.component = "apgm: mean of " + a.secrets[k].attribute + " (diameter " + diameter + ")" +
+		              (static_cast<int>(k) == a.binding ? ", binding" : "");
+		c.epsilon = a.secrets[k].epsilon;
+		c.plan.scale = a.sigma;
+		c.plan.family = NoiseFamily::Gaussian;
+		c.reported_half_width = apgm_accuracy(a.sigma * a.sigma, 0.05);
+		c.linear = false;
+		c.noise = "gaussian (attribute privacy)";
+		cap.cells.push_back(c);
+	}
+	if (a.record_privacy) {
+		ExplainCell c;
+		c.aggregate = aggregate;
+		c.kind = kind;
+		c.component = "d_x: rows of " + a.table;
+		c.epsilon = a.dx_epsilon;
+		c.plan.scale = a.dx_scale;
+		c.reported_half_width = a.dx_scale * std::log(20.0);
+		c.linear = false;
+		c.noise = "laplace";
+		cap.cells.push_back(c);
+	}
+	cap.epsilon = std::max(cap.epsilon, a.epsilon);
+	cap.delta = std::max(cap.delta, a.delta);
+	cap.attribute = true;
+	cap.strategy = "none";
+}
+
 std::string
 name_arg(FunctionCallInfo fcinfo, int n)
 {
@@ -331,6 +375,50 @@ name_arg(FunctionCallInfo fcinfo, int n)
 }
 
 } // namespace
+
+// See attribute_release.h.
+bool
+dxpriv::pg::explain_attribute_calls(Query *q, ExplainCapture &cap)
+{
+	if (q->commandType != CMD_SELECT || q->rtable || q->jointree->quals || q->hasAggs || q->setOperations)
+		return false;
+	struct Call {
+		Oid relid;
+		std::string column;
+		bool sum;
+	};
+	std::vector<Call> calls;
+	bool other = false;
+	pg_call([&] {
+		const Oid dx = get_namespace_oid("dx", true);
+		ListCell *lc;
+		foreach (lc, q->targetList) {
+			Node *e = (Node *) lfirst_node(TargetEntry, lc)->expr;
+			if (!IsA(e, FuncExpr) || get_func_namespace(castNode(FuncExpr, e)->funcid) != dx ||
+			    list_length(castNode(FuncExpr, e)->args) != 2) {
+				other = true;
+				continue;
+			}
+			FuncExpr *f = castNode(FuncExpr, e);
+			const char *fname = get_func_name(f->funcid);
+			Node *rel = (Node *) linitial(f->args), *col = (Node *) lsecond(f->args);
+			if (!fname || (strcmp(fname, "attr_avg") != 0 && strcmp(fname, "attr_sum") != 0) || !IsA(rel, Const) ||
+			    !IsA(col, Const) || castNode(Const, rel)->constisnull || castNode(Const, col)->constisnull) {
+				other = true;
+				continue;
+			}
+			calls.push_back({DatumGetObjectId(castNode(Const, rel)->constvalue),
+			                 NameStr(*DatumGetName(castNode(Const, col)->constvalue)), strcmp(fname, "attr_sum") == 0});
+		}
+	});
+	if (other || calls.empty())
+		return false;
+	for (const Call &c : calls) {
+		add_explain_cells(analyse(c.relid, c.column, c.sum), cap);
+		cap.relid = c.relid;
+	}
+	return true;
+}
 
 DX_FUNCTION(dx_attr_avg)
 {
