@@ -174,18 +174,8 @@ COMMENT ON FUNCTION dx.unprotect_attribute(regclass, name) IS 'removes attribute
 CREATE FUNCTION dx.grant_attribute_budget(role regrole, rel regclass, epsilon float8, delta float8 DEFAULT 1e-4)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	PERFORM dx._check_owner(rel);
-	IF role IS NULL THEN
-		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004', HINT = 'Pass a role name such as ''analyst''.';
-	END IF;
-	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
-		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
-			HINT = 'Call dx.protect_table first.';
-	END IF;
-	IF epsilon IS NULL OR epsilon = 'NaN'::float8 OR epsilon <= 0 OR epsilon = 'Infinity'::float8 THEN
-		RAISE EXCEPTION 'budget epsilon must be positive and finite, got %', epsilon USING ERRCODE = '22023',
-			HINT = 'Grant for example 2.0; every attribute release spends its policy''s epsilon from this budget.';
-	END IF;
+	PERFORM dx._check_grant(role, rel, epsilon,
+		'Grant for example 2.0; every attribute release spends its policy''s epsilon from this budget.');
 	IF delta IS NULL OR delta = 'NaN'::float8 OR delta < 0 OR delta > 1 THEN
 		RAISE EXCEPTION 'budget delta must be between 0 and 1, got %', delta USING ERRCODE = '22023',
 			HINT = 'Grant for example 1e-4: every attribute release spends its policy''s delta from this budget.';
