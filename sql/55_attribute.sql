@@ -233,3 +233,49 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dx.wasserstein_scale(jsonb, float8) IS
 'Laplace scale W/epsilon of the Wasserstein mechanism: W the largest infinity-Wasserstein distance between the laws of F under two secrets of a declared model';
+
+-- Attribute-private Markov quilt mechanism (§6.6) for a count over a declared Bayesian network:
+-- the Laplace scale per sensitive attribute (Algorithm 3) and the quilt that gives it. network:
+-- {"attributes": [names], "edges": [[parent, child], ...]}; influences: {"<sensitive>": {"<q1>,<q2>":
+-- e, ...}} (declared max-influences e_Theta(X_Q | X_i) of quilts, by comma-separated member names);
+-- a count whose predicate reads the queried attributes changes by at most `records` when any of
+-- them changes (Delta_S F = records for S not empty). Computation only: reads no table.
+CREATE FUNCTION dx._markov_quilt_scale(attributes text[], edges text[], sensitive text[], queried text[],
+	influence_attributes text[], influence_quilts text[], influence_values float8[], records float8, epsilon float8)
+RETURNS TABLE (sensitive_attribute text, scale float8, quilt text[], nearby text[], influence float8)
+LANGUAGE c STRICT IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_markov_quilt_scale';
+REVOKE EXECUTE ON FUNCTION dx._markov_quilt_scale(text[], text[], text[], text[], text[], text[], float8[], float8, float8) FROM PUBLIC;
+CREATE FUNCTION dx.markov_quilt_scale(network jsonb, sensitive text[], queried text[], influences jsonb,
+	records float8, epsilon float8)
+RETURNS TABLE (sensitive_attribute text, scale float8, quilt text[], nearby text[], influence float8)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	hint constant text := 'Write {"attributes": ["a", "b", "c"], "edges": [["a", "b"], ["b", "c"]]} and influences '
+	                      '{"a": {"b": 0.1, "b,c": 0.2}}.';
+BEGIN
+	IF jsonb_typeof(network) <> 'object' OR jsonb_typeof(network->'attributes') IS DISTINCT FROM 'array'
+	   OR EXISTS (SELECT 1 FROM jsonb_array_elements(network->'attributes') a WHERE jsonb_typeof(a) <> 'string')
+	   OR (network ? 'edges' AND (jsonb_typeof(network->'edges') <> 'array'
+	       OR EXISTS (SELECT 1 FROM jsonb_array_elements(network->'edges') e WHERE jsonb_typeof(e) <> 'array'
+	                  OR jsonb_array_length(e) <> 2
+	                  OR EXISTS (SELECT 1 FROM jsonb_array_elements(e) x WHERE jsonb_typeof(x) <> 'string'))))
+	   OR EXISTS (SELECT 1 FROM jsonb_object_keys(network) k WHERE k NOT IN ('attributes', 'edges')) THEN
+		RAISE EXCEPTION 'network must be {"attributes": [names], "edges": [[parent, child], ...]}' USING ERRCODE = '22023', HINT = hint;
+	END IF;
+	IF jsonb_typeof(influences) <> 'object'
+	   OR EXISTS (SELECT 1 FROM jsonb_each(influences) i WHERE jsonb_typeof(i.value) <> 'object'
+	              OR EXISTS (SELECT 1 FROM jsonb_each(i.value) q WHERE jsonb_typeof(q.value) <> 'number')) THEN
+		RAISE EXCEPTION 'influences must map sensitive attributes to {"quilt members": max-influence}' USING ERRCODE = '22023', HINT = hint;
+	END IF;
+	RETURN QUERY SELECT * FROM dx._markov_quilt_scale(
+		ARRAY(SELECT a FROM jsonb_array_elements_text(network->'attributes') WITH ORDINALITY AS t(a, i) ORDER BY i),
+		ARRAY(SELECT x FROM jsonb_array_elements(coalesce(network->'edges', '[]')) WITH ORDINALITY AS e(e, ei),
+		      jsonb_array_elements_text(e.e) WITH ORDINALITY AS xx(x, xi) ORDER BY ei, xi),
+		sensitive, queried,
+		ARRAY(SELECT i.key FROM jsonb_each(influences) i, jsonb_each(i.value) q ORDER BY i.key, q.key),
+		ARRAY(SELECT q.key FROM jsonb_each(influences) i, jsonb_each(i.value) q ORDER BY i.key, q.key),
+		ARRAY(SELECT q.value::text::float8 FROM jsonb_each(influences) i, jsonb_each(i.value) q ORDER BY i.key, q.key),
+		records, epsilon);
+END $$;
+COMMENT ON FUNCTION dx.markov_quilt_scale(jsonb, text[], text[], jsonb, float8, float8) IS
+'Laplace scale of the attribute-private Markov quilt mechanism for a count over a declared Bayesian network, per sensitive attribute, with its best quilt';

@@ -48,7 +48,8 @@ plan_apgm(std::vector<ApgmTerm> terms, double epsilon, double delta, ApgmCalibra
 		invalid("classical gaussian calibration requires epsilon below 1",
 		        "Use the analytic calibration, which holds for every epsilon and never adds more noise.");
 	if (terms.empty())
-		invalid("attribute privacy needs at least one protected attribute");
+		invalid("attribute privacy needs at least one protected attribute",
+		        "Declare a protected attribute (a secret) first.");
 	ApgmPlan plan;
 	plan.epsilon = epsilon;
 	plan.delta = delta;
@@ -56,9 +57,11 @@ plan_apgm(std::vector<ApgmTerm> terms, double epsilon, double delta, ApgmCalibra
 	for (size_t k = 0; k < terms.size(); ++k) {
 		ApgmTerm &t = terms[k];
 		if (!(t.sensitivity >= 0) || !std::isfinite(t.sensitivity))
-			invalid("attribute sensitivity must be finite and non-negative");
+			invalid("attribute sensitivity must be finite and non-negative",
+		        "It is the largest change of the expected answer between two secrets.");
 		if (!(t.min_conditional_variance >= 0) || !std::isfinite(t.min_conditional_variance))
-			invalid("conditional variance must be finite and non-negative");
+			invalid("conditional variance must be finite and non-negative",
+		        "It is the variance of the answer given the secret.");
 		t.calibrated_sigma = t.sensitivity > 0 ? apgm_calibrated_sigma(t.sensitivity, epsilon, delta, calibration) : 0;
 		t.variance_needed = t.calibrated_sigma * t.calibrated_sigma - t.min_conditional_variance;
 		if (t.variance_needed > plan.sigma2) {
@@ -79,7 +82,8 @@ validate_covariance(const Eigen::MatrixXd &v)
 		invalid("covariance must be a non-empty square matrix",
 		        "Give one row per attribute, each with one entry per attribute.");
 	if (!v.allFinite())
-		invalid("covariance entries must be finite numbers");
+		invalid("covariance entries must be finite numbers",
+		        "Write every entry as a finite number.");
 	const double scale = v.cwiseAbs().maxCoeff();
 	for (Eigen::Index i = 0; i < v.rows(); ++i)
 		for (Eigen::Index j = i + 1; j < v.cols(); ++j)
@@ -89,7 +93,8 @@ validate_covariance(const Eigen::MatrixXd &v)
 		return;
 	Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(v, Eigen::EigenvaluesOnly);
 	if (eig.info() != Eigen::Success)
-		invalid("covariance eigenvalues could not be computed");
+		invalid("covariance eigenvalues could not be computed",
+		        "Check the matrix for extreme magnitudes.");
 	if (eig.eigenvalues().minCoeff() < -1e-10 * scale)
 		invalid("covariance is not positive semi-definite",
 		        "A covariance matrix has no negative eigenvalue; check the variances and correlations "
@@ -103,7 +108,8 @@ gaussian_attribute_moments(const Eigen::MatrixXd &v, const MeanSecret &secret, c
 {
 	const Eigen::Index i = secret.attribute;
 	if (i < 0 || i >= v.rows())
-		invalid("protected attribute index is out of range");
+		invalid("protected attribute index is out of range",
+		        "The protected attribute must be one of the model's attributes.");
 	const double vii = v(i, i);
 	if (!(vii > 0))
 		invalid("a protected attribute must have a positive variance in every declared model",
@@ -123,25 +129,32 @@ plan_apgm_gaussian(const std::vector<Eigen::MatrixXd> &covariances, const std::v
                    const LinearAttributeQuery &query, double epsilon, double delta, ApgmCalibration calibration)
 {
 	if (covariances.empty())
-		invalid("the data model must declare at least one covariance matrix");
+		invalid("the data model must declare at least one covariance matrix",
+		        "Give \"covariance\" or \"covariances\".");
 	for (const Eigen::MatrixXd &v : covariances) {
 		validate_covariance(v);
 		if (v.rows() != covariances.front().rows())
-			invalid("every declared covariance must have the same dimension");
+			invalid("every declared covariance must have the same dimension",
+		        "Give every matrix one row and column per attribute.");
 	}
 	const Eigen::Index m = covariances.front().rows();
 	if (query.weights.size() != m)
-		invalid("query weights must have one entry per attribute of the model");
+		invalid("query weights must have one entry per attribute of the model",
+		        "The query is a linear function of the model's attributes.");
 	if (!query.weights.allFinite())
-		invalid("query weights must be finite");
+		invalid("query weights must be finite",
+		        "Use finite weights.");
 	if (!(query.records >= 1) || !std::isfinite(query.records))
-		invalid("the number of records must be at least 1");
+		invalid("the number of records must be at least 1",
+		        "The model describes tables of n >= 1 records.");
 	if (secrets.empty())
-		invalid("attribute privacy needs at least one protected attribute");
+		invalid("attribute privacy needs at least one protected attribute",
+		        "Declare a protected attribute (a secret) first.");
 	std::vector<ApgmTerm> terms;
 	for (const MeanSecret &s : secrets) {
 		if (s.attribute < 0 || s.attribute >= m)
-			invalid("protected attribute index is out of range");
+			invalid("protected attribute index is out of range",
+		        "The protected attribute must be one of the model's attributes.");
 		if (!(s.diameter >= 0) || !std::isfinite(s.diameter))
 			invalid("secret diameter must be finite and non-negative",
 			        "The diameter is the largest difference between two values of the mean to be hidden.");
@@ -164,9 +177,11 @@ double
 apgm_accuracy(double sigma2, double beta)
 {
 	if (!(beta > 0 && beta < 1))
-		invalid("beta must lie strictly between 0 and 1");
+		invalid("beta must lie strictly between 0 and 1",
+		        "Use for example 0.05 for 95% accuracy.");
 	if (!(sigma2 >= 0) || !std::isfinite(sigma2))
-		invalid("noise variance must be finite and non-negative");
+		invalid("noise variance must be finite and non-negative",
+		        "Pass the variance of a calibrated plan.");
 	if (sigma2 == 0)
 		return 0;
 	const boost::math::normal_distribution<double> n;
@@ -183,7 +198,8 @@ apgm_non_gaussian_guarantee(double epsilon, double delta, double lambda_eta, dou
 		        "lambda_eta bounds the approximate max-divergence between each conditional law and its Gaussian "
 		        "approximation.");
 	if (!(eta >= 0 && eta < 1))
-		invalid("eta must lie in [0, 1)");
+		invalid("eta must lie in [0, 1)",
+		        "eta is the mass the approximate max-divergence may ignore.");
 	return {epsilon + 2 * lambda_eta, std::exp(lambda_eta) * delta + eta};
 }
 
@@ -194,7 +210,8 @@ apgm_release(RandomSource &rng, double exact, double sigma)
 	if (!std::isfinite(exact))
 		throw CoreError(ErrorKind::DataException, "the exact answer is not a finite number");
 	if (!(sigma >= 0) || !std::isfinite(sigma))
-		invalid("noise standard deviation must be finite and non-negative");
+		invalid("noise standard deviation must be finite and non-negative",
+		        "Pass the standard deviation of a calibrated plan.");
 	if (sigma == 0)
 		return exact;
 	int e = 0;

@@ -67,7 +67,7 @@ double checked_sensitivity(const ColumnSensitivity &f, const std::vector<int> &c
 		return 0;
 	const double s = f(columns);
 	if (!(s >= 0) || !std::isfinite(s))
-		invalid("column sensitivity must be finite and non-negative");
+		invalid("column sensitivity must be finite and non-negative", "It bounds how much the answer moves.");
 	return s;
 }
 
@@ -79,14 +79,15 @@ validate_network(const AttributeNetwork &net)
 {
 	const int m = static_cast<int>(net.names.size());
 	if (m < 1 || m > kMaxQuiltAttributes)
-		invalid("a Bayesian network must have between 1 and 20 attributes");
+		invalid("a Bayesian network must have between 1 and 20 attributes", "Quilts are searched over all subsets of attributes.");
 	std::set<std::string> names;
 	for (const std::string &n : net.names)
 		if (n.empty() || !names.insert(n).second)
-			invalid("attribute names of a Bayesian network must be distinct and non-empty");
+			invalid("attribute names of a Bayesian network must be distinct and non-empty", "Name each attribute once.");
 	for (auto [p, c] : net.edges)
 		if (p < 0 || p >= m || c < 0 || c >= m || p == c)
-			invalid("an edge of a Bayesian network must join two different declared attributes");
+			invalid("an edge of a Bayesian network must join two different declared attributes",
+			        "Write edges as [parent, child] with declared names.");
 	// Kahn's algorithm: every attribute is removed once its parents are, unless there is a cycle
 	std::vector<int> indegree(m, 0);
 	for (auto e : net.edges)
@@ -115,26 +116,27 @@ plan_markov_quilt(const AttributeNetwork &net, const std::vector<int> &sensitive
 {
 	validate_network(net);
 	if (!(epsilon > 0) || !std::isfinite(epsilon))
-		invalid("epsilon must be positive and finite");
+		invalid("epsilon must be positive and finite", "Use a value such as 1.0.");
 	const int m = static_cast<int>(net.names.size());
 	if (sensitive.empty())
-		invalid("the Markov quilt mechanism needs at least one sensitive attribute");
+		invalid("the Markov quilt mechanism needs at least one sensitive attribute", "Name the attributes to protect.");
 	unsigned queried_mask = 0;
 	for (int a : queried) {
 		if (a < 0 || a >= m)
-			invalid("a queried attribute is not in the network");
+			invalid("a queried attribute is not in the network", "Name attributes of the declared network.");
 		queried_mask |= 1u << a;
 	}
 	for (const auto &[i, quilts] : influences)
 		for (const auto &[q, e] : quilts)
 			if (!(e >= 0) || !std::isfinite(e))
-				invalid("a declared max-influence must be finite and non-negative");
+				invalid("a declared max-influence must be finite and non-negative",
+				        "e_Theta(X_Q | X_i) is a maximum of log-ratios of probabilities: 0 or more.");
 	const std::vector<unsigned> adj = moral_graph(net);
 	const unsigned all = m == 32 ? ~0u : (1u << m) - 1;
 	MarkovQuiltPlan plan;
 	for (int i : sensitive) {
 		if (i < 0 || i >= m)
-			invalid("a sensitive attribute is not in the network");
+			invalid("a sensitive attribute is not in the network", "Name attributes of the declared network.");
 		QuiltChoice best;
 		best.attribute = i;
 		best.scale = checked_sensitivity(sensitivity, members(queried_mask, m)) / epsilon; // trivial quilt

@@ -39,11 +39,13 @@ void
 validate_pmf(const IntegerPmf &p)
 {
 	if (p.empty())
-		throw CoreError(ErrorKind::InvalidParameter, "a probability mass function needs at least one value");
+		throw CoreError(ErrorKind::InvalidParameter, "a probability mass function needs at least one value",
+		                "Give P(F = 0), P(F = 1), ...");
 	double total = 0;
 	for (double x : p) {
 		if (!(x >= 0) || !std::isfinite(x))
-			throw CoreError(ErrorKind::InvalidParameter, "probabilities must be finite and non-negative");
+			throw CoreError(ErrorKind::InvalidParameter, "probabilities must be finite and non-negative",
+			                "Give P(F = 0), P(F = 1), ... as numbers in [0, 1].");
 		total += x;
 	}
 	if (std::abs(total - 1) > 1e-9)
@@ -80,7 +82,8 @@ double
 wasserstein_sensitivity(const std::vector<std::vector<IntegerPmf>> &conditionals)
 {
 	if (conditionals.empty())
-		throw CoreError(ErrorKind::InvalidParameter, "the Wasserstein mechanism needs at least one declared model");
+		throw CoreError(ErrorKind::InvalidParameter, "the Wasserstein mechanism needs at least one declared model",
+		                "Give one array of laws per model.");
 	double w = 0;
 	for (const auto &model : conditionals) {
 		if (model.size() < 2)
@@ -131,7 +134,7 @@ double
 wasserstein_scale(double w, double epsilon)
 {
 	if (!(epsilon > 0) || !std::isfinite(epsilon))
-		throw CoreError(ErrorKind::InvalidParameter, "epsilon must be positive and finite");
+		throw CoreError(ErrorKind::InvalidParameter, "epsilon must be positive and finite", "Use a value such as 0.5.");
 	if (!(w >= 0) || !std::isfinite(w))
 		throw CoreError(ErrorKind::InvalidParameter, "wasserstein sensitivity must be finite and non-negative");
 	return w / epsilon;

@@ -187,3 +187,24 @@ def test_without_record_privacy_only_the_attribute_budget_pays():
         assert scalar(analyst, "SELECT dx.attr_avg('staff', 'age')") == exact
         assert attr_spent(admin) == ATTR_EPS
         assert scalar(admin, f"SELECT spent FROM dx.budgets WHERE role = '{ANALYST}'::regrole") == 0
+
+
+def test_session_settings_do_not_change_the_noise():
+    """The policy is read in binary and dxpriv's statements name pg_catalog objects explicitly: the
+    caller's extra_float_digits or search_path cannot change the calibration or the statement."""
+    with attribute_db() as (admin, analyst, _):
+        # (numeric: the float8 text output itself follows extra_float_digits)
+        sql = "SELECT round(noise_sd::numeric, 9) FROM dx.explain_attribute('staff', 'salary') WHERE budget = 'attribute'"
+        reference = scalar(analyst, sql)
+        execute(analyst, "SET extra_float_digits = -15")
+        assert scalar(analyst, sql) == reference
+        execute(analyst, "RESET extra_float_digits")
+        # a role that may create functions shadows sum() and count() in a schema searched first
+        execute(admin, "CREATE SCHEMA shadow")
+        # (its "sum" is a maximum: a shadowed statement would release max/n instead of the mean)
+        execute(admin, "CREATE AGGREGATE shadow.sum(float8) (SFUNC = float8larger, STYPE = float8)")
+        execute(admin, "SELECT dx.protect_attribute('staff', 'female', 0.2, %s, record_privacy => false)", (MODEL,))
+        execute(admin, f"GRANT USAGE ON SCHEMA shadow TO {ANALYST}")
+        execute(analyst, "SET search_path = shadow, pg_catalog, public")
+        exact = scalar(admin, "SELECT avg(age) FROM staff")
+        assert scalar(analyst, "SELECT dx.attr_avg('staff', 'age')") == exact

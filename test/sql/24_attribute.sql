@@ -154,3 +154,23 @@ SELECT q, pg_temp.err(q) FROM (VALUES
 ) AS t(q);
 RESET dxpriv.epsilon;
 RESET dxpriv.test_seed;
+
+-- Markov quilt mechanism (§6.6), Example 1 (Figure 1): income is sensitive; the quilt {gender}
+-- (declared max-influence 0.3 < epsilon 1) separates it from height and weight. A count of tall
+-- students (A = {height}) needs no noise; a count over height and SAT (A ∩ N = {sat}) would need
+-- n / (1 - 0.3) by the quilt, more than the trivial n / 1, which Algorithm 3 keeps.
+SELECT sensitive_attribute, scale, quilt, nearby, influence
+FROM dx.markov_quilt_scale('{"attributes": ["sat", "height", "weight", "gender", "income"],
+	"edges": [["income", "sat"], ["gender", "sat"], ["gender", "height"], ["gender", "weight"], ["height", "weight"]]}',
+	'{income}', '{height}', '{"income": {"gender": 0.3}}', 500, 1.0);
+SELECT sensitive_attribute, scale, quilt FROM dx.markov_quilt_scale('{"attributes": ["sat", "height", "weight", "gender", "income"],
+	"edges": [["income", "sat"], ["gender", "sat"], ["gender", "height"], ["gender", "weight"], ["height", "weight"]]}',
+	'{income}', '{height,sat}', '{"income": {"gender": 0.3}}', 500, 1.0);
+SELECT q, pg_temp.err(q) FROM (VALUES
+	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"], "edges": [["a", "b"], ["b", "a"]]}', '{a}', '{b}', '{}', 10, 1)$$),
+	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{c}', '{b}', '{}', 10, 1)$$),
+	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{a}', '{b}', '{"a": {"b": -1}}', 10, 1)$$),
+	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{a}', '{b}', '{"a": {"b": "x"}}', 10, 1)$$),
+	($$SELECT * FROM dx.markov_quilt_scale('[1]', '{a}', '{b}', '{}', 10, 1)$$),
+	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{a}', '{b}', '{}', 10, 0)$$)
+) AS t(q);

@@ -15,6 +15,7 @@
 #include "pg/metadata/catalog.h"
 
 #include "core/attribute_privacy.h"
+#include "core/markov_quilt.h"
 #include "core/point_table.h"
 #include "core/sensitivity.h"
 #include "core/wasserstein.h"
@@ -71,21 +72,6 @@ struct AttributeAnalysis {
 	double dx_epsilon = 0, dx_scale = 0; // d_X component: Laplace scale of the answer, its epsilon
 };
 
-std::vector<double>
-parse_doubles(const std::string &csv)
-{
-	std::vector<double> out;
-	size_t pos = 0;
-	while (pos < csv.size()) {
-		size_t end = csv.find(',', pos);
-		if (end == std::string::npos)
-			end = csv.size();
-		out.push_back(std::stod(csv.substr(pos, end - pos)));
-		pos = end + 1;
-	}
-	return out;
-}
-
 // The policies of relid, with the positions of their secret and of `column` in their models.
 std::vector<SecretPolicy>
 load_secrets(const ExtensionObjects &ext, Oid relid, const std::string &column)
@@ -94,10 +80,12 @@ load_secrets(const ExtensionObjects &ext, Oid relid, const std::string &column)
 	InternalSpi spi(ext.schema_owner);
 	NameData name;
 	namestrcpy(&name, column.c_str());
+	// every name qualified: this runs as the extension owner, under the caller's search_path; the
+	// covariances are read in binary (their text form depends on the caller's extra_float_digits)
 	const uint64 n = spi.exec(
-	    "SELECT attribute::text, diameter, epsilon, delta, calibration, record_privacy, cardinality(attributes), "
-	    "  array_position(attributes, attribute), array_position(attributes, $2), "
-	    "  array_to_string(covariances, ',') "
+	    "SELECT attribute::pg_catalog.text, diameter, epsilon, delta, calibration, record_privacy, "
+	    "  pg_catalog.cardinality(attributes), pg_catalog.array_position(attributes, attribute), "
+	    "  pg_catalog.array_position(attributes, $2), covariances "
 	    "FROM dx.attribute_policies WHERE relid = $1 ORDER BY attribute",
 	    {{OIDOID, ObjectIdGetDatum(relid)}, {NAMEOID, NameGetDatum(&name)}}, true);
 	for (uint64 r = 0; r < n; ++r) {
@@ -111,7 +99,16 @@ load_secrets(const ExtensionObjects &ext, Oid relid, const std::string &column)
 		s.dims = DatumGetInt32(spi.value(r, 6));
 		s.secret_index = DatumGetInt32(spi.value(r, 7)) - 1;
 		s.column_index = spi.is_null(r, 8) ? -1 : DatumGetInt32(spi.value(r, 8)) - 1;
-		const std::vector<double> flat = parse_doubles(spi.text(r, 9));
+		std::vector<double> flat;
+		pg_call([&] {
+			Datum *values;
+			bool *nulls;
+			int count;
+			deconstruct_array(DatumGetArrayTypeP(spi.value(r, 9)), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+			                  &values, &nulls, &count);
+			for (int k = 0; k < count; ++k)
+				flat.push_back(DatumGetFloat8(values[k]));
+		});
 		const size_t per = static_cast<size_t>(s.dims) * static_cast<size_t>(s.dims);
 		if (s.dims < 1 || flat.empty() || flat.size() % per != 0)
 			fail(ERRCODE_DATA_CORRUPTED, "attribute-privacy policy of table is malformed",
@@ -167,12 +164,14 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 			elog(ERROR, "dxpriv: relation %u does not exist", relid);
 		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 		ReleaseSysCache(tup);
-		char bounds[128];
-		snprintf(bounds, sizeof bounds, "%.17g::float8, %.17g::float8, %.17g::float8", d.ordinal(0),
+		char bounds[256];
+		snprintf(bounds, sizeof bounds, "%.17g::pg_catalog.float8, %.17g::pg_catalog.float8, %.17g::pg_catalog.float8",
+		         d.ordinal(0),
 		         d.ordinal(d.size() - 1), d.step());
-		sql = "SELECT count(*)::float8, coalesce(sum(dx._weigh('\\x" + hex + "'::bytea, 'r', " +
-		      quote_identifier(col.name.c_str()) + ", " + bounds + ")), 0)::float8 FROM " +
-		      qualified_relation_name(relid);
+		// every name qualified (runs as the table owner under the caller's search_path)
+		sql = "SELECT pg_catalog.count(*)::pg_catalog.float8, coalesce(pg_catalog.sum(dx._weigh('\\x" + hex +
+		      "'::pg_catalog.bytea, 'r'::pg_catalog.text, " + quote_identifier(col.name.c_str()) + ", " + bounds +
+		      ")), 0)::pg_catalog.float8 FROM " + qualified_relation_name(relid);
 	});
 	InternalSpi spi(owner);
 	spi.exec_dynamic(sql.c_str());
@@ -552,4 +551,116 @@ DX_FUNCTION(dx_wasserstein_scale)
 	}
 	const double scale = wasserstein_scale(wasserstein_sensitivity(models), epsilon);
 	PG_RETURN_FLOAT8(scale);
+}
+
+namespace {
+
+std::vector<std::string>
+text_array(ArrayType *a)
+{
+	std::vector<std::string> out;
+	pg_call([&] {
+		Datum *values;
+		bool *nulls;
+		int n;
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, &n);
+		for (int i = 0; i < n; ++i) {
+			if (nulls[i])
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("attribute names must not be null"),
+				                errhint("Name attributes of the declared network.")));
+			out.push_back(TextDatumGetCString(values[i]));
+		}
+	});
+	return out;
+}
+
+// Index of a declared attribute, or an error naming it.
+int
+attribute_index(const std::vector<std::string> &names, const std::string &name)
+{
+	for (size_t i = 0; i < names.size(); ++i)
+		if (names[i] == name)
+			return static_cast<int>(i);
+	fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"" + name + "\" is not an attribute of the network",
+	     "Use the names listed in the network's \"attributes\".");
+}
+
+ArrayType *
+names_array(const std::vector<std::string> &all, const std::vector<int> &idx)
+{
+	ArrayType *out = nullptr;
+	pg_call([&] {
+		std::vector<Datum> d;
+		for (int i : idx)
+			d.push_back(CStringGetTextDatum(all[static_cast<size_t>(i)].c_str()));
+		out = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false, TYPALIGN_INT);
+	});
+	return out;
+}
+
+} // namespace
+
+// dx._markov_quilt_scale(...): see sql/55_attribute.sql.
+DX_FUNCTION(dx_markov_quilt_scale)
+{
+	AttributeNetwork net;
+	net.names = text_array(PG_GETARG_ARRAYTYPE_P(0));
+	const std::vector<std::string> edges = text_array(PG_GETARG_ARRAYTYPE_P(1));
+	const std::vector<std::string> sensitive = text_array(PG_GETARG_ARRAYTYPE_P(2));
+	const std::vector<std::string> queried = text_array(PG_GETARG_ARRAYTYPE_P(3));
+	const std::vector<std::string> infl_attr = text_array(PG_GETARG_ARRAYTYPE_P(4));
+	const std::vector<std::string> infl_quilt = text_array(PG_GETARG_ARRAYTYPE_P(5));
+	std::vector<double> infl_value;
+	pg_call([&] {
+		Datum *values;
+		bool *nulls;
+		int n;
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(6), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
+		for (int i = 0; i < n; ++i)
+			infl_value.push_back(DatumGetFloat8(values[i]));
+	});
+	const double records = PG_GETARG_FLOAT8(7), epsilon = PG_GETARG_FLOAT8(8);
+	if (!(records >= 0) || !std::isfinite(records))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "records must be finite and non-negative",
+		     "A count changes by at most the number of records.");
+	validate_network(net); // names first: the lookups below rely on them
+	for (size_t e = 0; e + 1 < edges.size(); e += 2)
+		net.edges.emplace_back(attribute_index(net.names, edges[e]), attribute_index(net.names, edges[e + 1]));
+	std::vector<int> sens, query;
+	for (const std::string &s : sensitive)
+		sens.push_back(attribute_index(net.names, s));
+	for (const std::string &q : queried)
+		query.push_back(attribute_index(net.names, q));
+	QuiltInfluences influences;
+	for (size_t k = 0; k < infl_attr.size() && k < infl_quilt.size() && k < infl_value.size(); ++k) {
+		std::vector<int> members;
+		size_t pos = 0;
+		while (pos <= infl_quilt[k].size()) {
+			size_t end = infl_quilt[k].find(',', pos);
+			if (end == std::string::npos)
+				end = infl_quilt[k].size();
+			members.push_back(attribute_index(net.names, infl_quilt[k].substr(pos, end - pos)));
+			pos = end + 1;
+		}
+		std::sort(members.begin(), members.end());
+		influences[attribute_index(net.names, infl_attr[k])][members] = infl_value[k];
+	}
+	const MarkovQuiltPlan plan = plan_markov_quilt(
+	    net, sens, query, influences, [records](const std::vector<int> &cols) { return cols.empty() ? 0.0 : records; },
+	    epsilon);
+	pg_call([&] {
+		InitMaterializedSRF(fcinfo, 0);
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		for (const QuiltChoice &c : plan.choices) {
+			Datum values[5];
+			bool nulls[5] = {false};
+			values[0] = CStringGetTextDatum(net.names[static_cast<size_t>(c.attribute)].c_str());
+			values[1] = Float8GetDatum(c.scale);
+			values[2] = PointerGetDatum(names_array(net.names, c.quilt));
+			values[3] = PointerGetDatum(names_array(net.names, c.nearby));
+			values[4] = Float8GetDatum(c.influence);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	});
+	return (Datum) 0;
 }
