@@ -5,11 +5,10 @@ columns, expressions or tables without a policy, cannot be paid from the d_X bud
 declared model stays with the owner (the analyst sees only its consequences, dx.explain_attribute).
 """
 import contextlib
-import threading
 
 import psycopg2
 
-from e2e_common import connect, execute, fresh_db, scalar
+from e2e_common import connect, execute, fresh_db, race, scalar
 
 ANALYST = "attr_e2e_analyst"
 ATTR_EPS = 0.5  # per release (the policy's epsilon)
@@ -128,23 +127,7 @@ def test_attribute_budget_is_enforced_and_separate():
 
 def test_concurrent_sessions_never_overspend():
     with attribute_db(attr_budget=2.0) as (admin, analyst, name):
-        results = []
-
-        def worker():
-            conn = connect(name, user=ANALYST)
-            for _ in range(3):
-                try:
-                    scalar(conn, "SELECT dx.attr_avg('staff', 'salary')")
-                    results.append("ok")
-                except psycopg2.Error as e:
-                    results.append(e.pgcode)
-            conn.close()
-
-        threads = [threading.Thread(target=worker) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        results = race(name, "SELECT dx.attr_avg('staff', 'salary')", threads=4, repeats=3, user=ANALYST)
         assert results.count("ok") == 4, results  # 2.0 / 0.5
         assert set(results) <= {"ok", "53000"}, results
         assert attr_spent(admin) == 2.0

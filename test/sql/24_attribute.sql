@@ -2,18 +2,7 @@
 -- protected attribute; dx.attr_avg / dx.attr_sum with APGM noise charged to the separate
 -- attribute-privacy budget; dx.explain_attribute; the Wasserstein calibration; bad input.
 SET dxpriv.test_seed = 15;
-
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	msg text;
-	hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN SQLSTATE || ': ' || msg || CASE WHEN hint <> '' THEN ' | ' || hint ELSE '' END;
-END $$;
+-- err(q): the SQLSTATE, message and hint of q's error (00_setup)
 
 -- 1000 employees: salary (in thousands, inside its declared domain), a 0/1 gender column (the
 -- protected attribute), an age and a text note.
@@ -52,13 +41,13 @@ FROM dx.explain_attribute('staff', 'salary', 'sum') WHERE budget = 'attribute';
 SELECT cell, aggregate, kind, component, epsilon, round(noise_scale::numeric, 6) AS noise_scale,
 	round(ci95_half_width::numeric, 6) AS ci95, noise, query_epsilon, remaining_budget, query_delta
 FROM dx.explain('SELECT dx.attr_avg(''staff'', ''salary''), dx.attr_sum(''staff'', ''age'')');
-SELECT pg_temp.err($$SELECT * FROM dx.explain('SELECT dx.attr_avg(''staff'', ''salary'') + 1')$$);
+SELECT err($$SELECT * FROM dx.explain('SELECT dx.attr_avg(''staff'', ''salary'') + 1')$$);
 
 -- No attribute budget yet: refused, nothing charged.
-SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);
+SELECT err($$SELECT dx.attr_avg('staff', 'salary')$$);
 SELECT dx.grant_attribute_budget(current_user::regrole, 'staff', 1.2, 1e-4);
 -- the d_X component needs the d_X budget too
-SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);
+SELECT err($$SELECT dx.attr_avg('staff', 'salary')$$);
 SELECT dx.grant_budget(current_user::regrole, 'staff', 1.0);
 SELECT granted, spent, attr_granted, attr_spent, attr_remaining, attr_delta_granted, attr_delta_spent
 FROM dx.budgets WHERE "table" = 'staff'::regclass;
@@ -75,8 +64,8 @@ SELECT budget, mechanism, epsilon, delta, array_length(scales, 1) AS n_scales, q
 FROM dx.ledger WHERE relid = 'staff'::regclass ORDER BY id;
 
 -- Attribute budget 1.2 at 0.5 per release: the third release is refused (0.2 remains), nothing more is spent.
-SELECT pg_temp.err($$SELECT dx.attr_sum('staff', 'age')$$);
-SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);
+SELECT err($$SELECT dx.attr_sum('staff', 'age')$$);
+SELECT err($$SELECT dx.attr_avg('staff', 'salary')$$);
 SELECT attr_spent, round(attr_remaining::numeric, 9) AS attr_remaining FROM dx.budgets WHERE "table" = 'staff'::regclass;
 
 -- Noiseless check: no record privacy and a weakly correlated column: the exact mean is released
@@ -97,7 +86,7 @@ SELECT round(sensitivity::numeric, 9) AS sensitivity, round(data_variance::numer
 FROM dx.explain_attribute('staff', 'salary');
 
 -- Bad declarations.
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	($$SELECT dx.protect_attribute('staff', 'female', 0.2, '[1]')$$),
 	($$SELECT dx.protect_attribute('staff', 'female', 0.2, '{"family": "beta", "attributes": ["female"], "covariance": [[1]]}')$$),
 	($$SELECT dx.protect_attribute('staff', 'female', 0.2, '{"family": "gaussian", "attributes": ["female"], "covariance": [[1]], "mean": [0]}')$$),
@@ -125,7 +114,7 @@ SELECT q, pg_temp.err(q) FROM (VALUES
 -- Bad releases: undeclared column, column outside the model, table without a policy, a table
 -- whose row count is not public, bad explain kind.
 SELECT dx.set_column('staff', 'female', '{"min": 0, "max": 1}', '{"type": "absolute", "scale": 1}');
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	($$SELECT dx.attr_avg('staff', 'note')$$),
 	($$SELECT dx.attr_avg('staff', 'id')$$),
 	($$SELECT dx.attr_avg('staff', 'age')$$),
@@ -138,15 +127,15 @@ FROM dx.explain_attribute('staff', 'female'),
 	LATERAL (SELECT 0.2 * 7.0318266755824914 AS analytic_sd) e WHERE budget = 'attribute';
 -- a table that later loses its public row count is refused at release time
 SELECT dx.protect_table('staff', 1.0);
-SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);
+SELECT err($$SELECT dx.attr_avg('staff', 'salary')$$);
 SELECT dx.protect_table('staff', 'Infinity');
 SELECT dx.unprotect_attribute('staff');
-SELECT pg_temp.err($$SELECT dx.attr_avg('staff', 'salary')$$);
+SELECT err($$SELECT dx.attr_avg('staff', 'salary')$$);
 
 -- Wasserstein calibration (§6.7): Example 2's worst pair (Table 1) needs W = 1; bad input.
 SELECT dx.wasserstein_scale('[[[0.0256, 0.1536, 0.3456, 0.3456, 0.1296], [0.1296, 0.3456, 0.3456, 0.1536, 0.0256]]]', 0.5) AS scale;
 SELECT dx.wasserstein_scale('[[[1, 0, 0, 0, 0], [0, 0, 0, 0, 1]]]', 1.0) AS group_dp_scale;
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	($$SELECT dx.wasserstein_scale('[[[0.5, 0.6], [1]]]', 1)$$),
 	($$SELECT dx.wasserstein_scale('[[[1]]]', 1)$$),
 	($$SELECT dx.wasserstein_scale('{"a": 1}', 1)$$),
@@ -166,7 +155,7 @@ FROM dx.markov_quilt_scale('{"attributes": ["sat", "height", "weight", "gender",
 SELECT sensitive_attribute, scale, quilt FROM dx.markov_quilt_scale('{"attributes": ["sat", "height", "weight", "gender", "income"],
 	"edges": [["income", "sat"], ["gender", "sat"], ["gender", "height"], ["gender", "weight"], ["height", "weight"]]}',
 	'{income}', '{height,sat}', '{"income": {"gender": 0.3}}', 500, 1.0);
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"], "edges": [["a", "b"], ["b", "a"]]}', '{a}', '{b}', '{}', 10, 1)$$),
 	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{c}', '{b}', '{}', 10, 1)$$),
 	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{a}', '{b}', '{"a": {"b": -1}}', 10, 1)$$),
