@@ -9,19 +9,9 @@ Wasserstein mechanism and of group DP against the correlation rho). Needs Debian
 python3-matplotlib.
 """
 import argparse
-import csv
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-
-def read_rows(path):
-    """Rows of a CSV file as dictionaries."""
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+from plot_local import plt, read_rows  # Agg backend, CSV rows as dictionaries
 
 
 def main():
