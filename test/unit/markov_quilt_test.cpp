@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/wasserstein.h"
 #include "test_support.h"
 
 namespace dxpriv {
@@ -86,6 +87,57 @@ TEST(MarkovQuilt, DisconnectedAttributesNeedNoNoise)
 	const AttributeNetwork net{{"a", "b", "c"}, {{0, 1}}};
 	const MarkovQuiltPlan p = plan_markov_quilt(net, {0}, {2}, {}, count_sensitivity(10), 0.5);
 	EXPECT_EQ(0.0, p.scale); // the empty quilt (influence 0): c is in R
+}
+
+// Theorem 4 by brute force on a small distributional model: chain i -> q -> r of binary columns
+// over n = 6 records, each column Bernoulli(phi) given its parameter; phi_i in {0, 1} is the
+// secret, phi_q | phi_i and phi_r | phi_q are declared tables. F = count of X_i = 1 plus count of
+// X_r = 1 (A = {i, r}). The quilt {q} has max-influence e(phi_q | phi_i) from its table; the
+// mechanism's output density given each secret, sum_F P(F | phi_i) Lap(w - F; b), must stay within
+// e^eps of the other's at every w. With the scale halved the condition fails (the check can fail).
+TEST(MarkovQuilt, Theorem4ByBruteForceOnAChain)
+{
+	const int n = 6;
+	const double eps = 1.0;
+	const std::vector<double> phi_i = {0.0, 1.0}, phi_q = {0.2, 0.5, 0.8}, phi_r = {0.1, 0.9};
+	const std::vector<std::vector<double>> q_given_i = {{0.45, 0.3, 0.25}, {0.35, 0.3, 0.35}};
+	const std::vector<std::vector<double>> r_given_q = {{0.7, 0.3}, {0.5, 0.5}, {0.2, 0.8}};
+	const double e = max_influence(q_given_i); // ln(0.35/0.25)
+	ASSERT_LT(e, eps);
+	const AttributeNetwork chain{{"i", "q", "r"}, {{0, 1}, {1, 2}}};
+	const QuiltInfluences infl = {{0, {{{1}, e}}}};
+	// a count over the columns in S moves by at most n per column
+	const ColumnSensitivity sens = [n](const std::vector<int> &cols) { return static_cast<double>(n * cols.size()); };
+	const MarkovQuiltPlan plan = plan_markov_quilt(chain, {0}, {0, 2}, infl, sens, eps);
+	EXPECT_DOUBLE_EQ(n / (eps - e), plan.scale); // A ∩ N = {i}: n / (eps - e) < 2n / eps
+	EXPECT_EQ(std::vector<int>({1}), plan.choices[0].quilt);
+	// P(F | phi_i = a): mixture over phi_q, phi_r of Bin(n, a) * Bin(n, phi_r)
+	std::vector<IntegerPmf> law(2, IntegerPmf(2 * n + 1, 0.0));
+	for (int a = 0; a < 2; ++a)
+		for (size_t q = 0; q < phi_q.size(); ++q)
+			for (size_t r = 0; r < phi_r.size(); ++r) {
+				const IntegerPmf f = convolve(binomial_pmf(n, phi_i[a]), binomial_pmf(n, phi_r[r]));
+				for (size_t k = 0; k < f.size(); ++k)
+					law[a][k] += q_given_i[a][q] * r_given_q[q][r] * f[k];
+			}
+	const auto worst_log_ratio = [&](double b) {
+		double worst = 0;
+		for (double w = -40; w <= 52; w += 0.1) {
+			double d[2] = {0, 0};
+			for (int a = 0; a < 2; ++a)
+				for (size_t k = 0; k < law[a].size(); ++k)
+					d[a] += law[a][k] * std::exp(-std::abs(w - static_cast<double>(k)) / b);
+			worst = std::max(worst, std::abs(std::log(d[0] / d[1])));
+		}
+		return worst;
+	};
+	EXPECT_LE(worst_log_ratio(plan.scale), eps + 1e-12);
+	EXPECT_GT(worst_log_ratio(plan.scale / 2), eps);
+	// without noise the count itself tells the secret apart: some count has mass under one only
+	bool disjoint = false;
+	for (size_t k = 0; k < law[0].size(); ++k)
+		disjoint = disjoint || (law[0][k] > 0) != (law[1][k] > 0);
+	EXPECT_TRUE(disjoint);
 }
 
 TEST(MarkovQuilt, MaxInfluenceOfAParameterTable)
