@@ -197,6 +197,16 @@ LANGUAGE c STRICT VOLATILE PARALLEL UNSAFE AS 'MODULE_PATHNAME', 'dx_attr_sum';
 COMMENT ON FUNCTION dx.attr_avg(regclass, name) IS 'attribute-private mean of a declared column (APGM; attribute-privacy budget)';
 COMMENT ON FUNCTION dx.attr_sum(regclass, name) IS 'attribute-private sum of a declared column (APGM; attribute-privacy budget)';
 
+-- The aggregate spelling, SELECT dx.attr_avg(col), dx.attr_sum(col) FROM t: markers that the
+-- analyzer replaces by the calls above (src/pg/planner/attr_rewrite.h); a marker that reaches the
+-- executor (query not analysed) raises an error.
+CREATE AGGREGATE dx.attr_avg("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.attr_sum("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_sum_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.attr_avg("any") IS 'attribute-private mean of a declared column of the table in FROM (same as dx.attr_avg(table, column))';
+COMMENT ON AGGREGATE dx.attr_sum("any") IS 'attribute-private sum of a declared column of the table in FROM (same as dx.attr_sum(table, column))';
+
 -- What dx.attr_avg / dx.attr_sum (kind 'avg' or 'sum') would add and protect, without spending:
 -- one row per protected attribute and one for the d_X component.
 CREATE FUNCTION dx.explain_attribute(rel regclass, col name, kind text DEFAULT 'avg')

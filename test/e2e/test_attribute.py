@@ -191,3 +191,21 @@ def test_session_settings_do_not_change_the_noise():
         execute(analyst, "SET search_path = shadow, pg_catalog, public")
         exact = scalar(admin, "SELECT avg(age) FROM staff")
         assert scalar(analyst, "SELECT dx.attr_avg('staff', 'age')") == exact
+
+
+def test_aggregate_spelling_as_an_analyst():
+    with attribute_db(record_privacy=False) as (admin, analyst, _):
+        exact = scalar(admin, "SELECT avg(age) FROM staff")
+        assert scalar(analyst, "SELECT dx.attr_avg(age) FROM staff") == exact
+        assert attr_spent(admin) == ATTR_EPS
+        # every other shape is refused before anything is read or charged
+        for sql in ["SELECT dx.attr_avg(age) FROM staff WHERE id = 5",
+                    "SELECT dx.attr_avg(CASE WHEN id = 5 THEN age ELSE 0 END) FROM staff",
+                    "SELECT dx.attr_avg(age) FROM staff GROUP BY note",
+                    "SELECT dx.attr_avg(age), count(*) FROM staff",
+                    "SELECT dx.attr_sum(age) FROM (SELECT * FROM staff WHERE id = 5) s",
+                    "SELECT dx.attr_avg(staff.age) FROM staff, staff s2"]:
+            expect_error(analyst, sql, "0A000")
+        expect_error(analyst, "SELECT dx.attr_avg(note) FROM staff", "22023")
+        assert attr_spent(admin) == ATTR_EPS
+        assert attr_ledger_rows(admin) == 1

@@ -76,6 +76,22 @@ SELECT dx.protect_attribute('staff', 'female', 0.2,
 SELECT dx.grant_attribute_budget(current_user::regrole, 'staff', 10, 1e-3);
 SELECT dx.attr_avg('staff', 'age') = (SELECT avg(age) FROM staff) AS exact_mean_released,
 	dx.attr_sum('staff', 'age') = (SELECT sum(age) FROM staff) AS exact_sum_released;
+-- the aggregate spelling is the same release (rewritten into the call; the statement reads no table)
+SELECT dx.attr_avg(age) AS attr_avg_age, dx.attr_sum(age) AS attr_sum_age FROM staff \gset
+SELECT :attr_avg_age = avg(age) AS aggregate_spelling, :attr_sum_age = sum(age) AS aggregate_sum FROM staff;
+SELECT kind, component, noise_scale FROM dx.explain('SELECT dx.attr_avg(age) FROM staff');
+SELECT q, err(q) FROM (VALUES
+	($$SELECT dx.attr_avg(age) FROM staff WHERE female = 1$$),
+	($$SELECT dx.attr_avg(age + 1) FROM staff$$),
+	($$SELECT dx.attr_avg(age) FROM staff GROUP BY female$$),
+	($$SELECT dx.attr_avg(age), dx.count(*) FROM staff$$),
+	($$SELECT dx.attr_avg(age) * 2 FROM staff$$),
+	($$SELECT dx.attr_avg(age) FILTER (WHERE female = 1) FROM staff$$),
+	($$SELECT dx.attr_avg(s.age) FROM staff s JOIN people p ON p.id = s.id$$),
+	($$SELECT (SELECT dx.attr_avg(age) FROM staff)$$),
+	($$SELECT dx.attr_avg(age) FROM staff LIMIT 1$$),
+	($$CREATE VIEW attr_view AS SELECT dx.attr_avg(age) FROM staff$$)
+) AS t(q);
 SELECT count(*) FILTER (WHERE budget = 'attribute') AS attribute_rows, count(*) FILTER (WHERE budget = 'd_x') AS dx_rows
 FROM dx.ledger WHERE relid = 'staff'::regclass;
 -- a family of models: sensitivity from the most correlated, credit from the least variable
