@@ -30,7 +30,9 @@ COMMENT ON TABLE dx.protected_columns IS 'declared domain and metric of each col
 -- `delta_spent` are what the current period has spent: with a refresh interval, periods start at
 -- refresh_anchor + k * refresh and a period that has ended counts as spent = delta_spent = 0 (the
 -- ledger worker resets the row lazily, at the first charge of the new period). Without refresh, the
--- single period starts when the budget was granted.
+-- single period starts when the budget was granted. The attr_* columns are the separate
+-- attribute-privacy budget (sql/55_attribute.sql: dx.grant_attribute_budget), spent only by
+-- dx.attr_avg / dx.attr_sum and refreshed with the same periods.
 CREATE TABLE dx.budget_grants (
 	role regrole NOT NULL,
 	relid regclass NOT NULL REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
@@ -42,16 +44,25 @@ CREATE TABLE dx.budget_grants (
 	refresh_anchor timestamptz NOT NULL DEFAULT now(),
 	period_start timestamptz NOT NULL DEFAULT now(),
 	period_end timestamptz,
+	attr_granted float8 NOT NULL DEFAULT 0,
+	attr_spent float8 NOT NULL DEFAULT 0,
+	attr_delta_granted float8 NOT NULL DEFAULT 0,
+	attr_delta_spent float8 NOT NULL DEFAULT 0,
 	PRIMARY KEY (role, relid),
 	CONSTRAINT granted_valid CHECK (granted >= 0 AND granted < 'Infinity'::float8),
 	CONSTRAINT spent_valid CHECK (spent >= 0 AND spent < 'Infinity'::float8),
 	CONSTRAINT delta_granted_valid CHECK (delta_granted >= 0 AND delta_granted <= 1),
 	CONSTRAINT delta_spent_valid CHECK (delta_spent >= 0 AND delta_spent < 'Infinity'::float8),
-	CONSTRAINT period_valid CHECK ((refresh IS NULL) = (period_end IS NULL))
+	CONSTRAINT period_valid CHECK ((refresh IS NULL) = (period_end IS NULL)),
+	CONSTRAINT attr_granted_valid CHECK (attr_granted >= 0 AND attr_granted < 'Infinity'::float8),
+	CONSTRAINT attr_spent_valid CHECK (attr_spent >= 0 AND attr_spent < 'Infinity'::float8),
+	CONSTRAINT attr_delta_granted_valid CHECK (attr_delta_granted >= 0 AND attr_delta_granted <= 1),
+	CONSTRAINT attr_delta_spent_valid CHECK (attr_delta_spent >= 0 AND attr_delta_spent < 'Infinity'::float8)
 );
 COMMENT ON TABLE dx.budget_grants IS 'granted and spent epsilon and delta per role and protected table, with refresh periods';
 
--- Every charged query: who, which table, what it cost (epsilon and delta) and with which noise.
+-- Every charged query: who, which table, what it cost (epsilon and delta), with which noise and
+-- from which budget ('d_x', or 'attribute' for the attribute-privacy releases).
 -- Written only by the ledger worker, in its own committed transaction; rows are never updated or
 -- deleted.
 CREATE TABLE dx.ledger (
@@ -67,7 +78,9 @@ CREATE TABLE dx.ledger (
 	scales float8[] NOT NULL,
 	pid integer,
 	session_role regrole,
-	period_start timestamptz
+	period_start timestamptz,
+	budget text NOT NULL DEFAULT 'd_x',
+	CONSTRAINT budget_valid CHECK (budget IN ('d_x', 'attribute'))
 );
 COMMENT ON TABLE dx.ledger IS 'one row per charged query and protected table (append-only)';
 
@@ -110,7 +123,8 @@ END $$;
 
 -- Granted, spent and remaining epsilon per role and table in the current period, with the refresh
 -- interval and the table's per-query cap; then the same for delta, with the table's per-query delta
--- (appended last, so that the epsilon columns keep their positions).
+-- (appended last, so that the epsilon columns keep their positions); then the attribute-privacy
+-- budget's epsilon and delta (granted, spent, remaining).
 -- A security barrier: a reader's own WHERE functions (even cheap leaky ones) only see the rows the
 -- filter below admits: the reader's roles, and the grants on tables the reader owns.
 CREATE VIEW dx.budgets WITH (security_barrier) AS
@@ -119,12 +133,18 @@ CREATE VIEW dx.budgets WITH (security_barrier) AS
 	       g.refresh, cur.period_start, cur.period_end, p.per_query_cap,
 	       g.delta_granted, cur.delta_spent,
 	       greatest(g.delta_granted - cur.delta_spent, 0) AS delta_remaining,
-	       p.delta AS per_query_delta
+	       p.delta AS per_query_delta,
+	       g.attr_granted, cur.attr_spent,
+	       greatest(g.attr_granted - cur.attr_spent, 0) AS attr_remaining,
+	       g.attr_delta_granted, cur.attr_delta_spent,
+	       greatest(g.attr_delta_granted - cur.attr_delta_spent, 0) AS attr_delta_remaining
 	FROM dx.budget_grants g
 	JOIN dx.protected_tables p ON p.relid = g.relid
 	CROSS JOIN LATERAL (
 		SELECT CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.spent END AS spent,
 		       CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.delta_spent END AS delta_spent,
+		       CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.attr_spent END AS attr_spent,
+		       CASE WHEN g.period_end <= now() THEN 0::float8 ELSE g.attr_delta_spent END AS attr_delta_spent,
 		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start
 		            ELSE g.period_start END AS period_start,
 		       CASE WHEN g.period_end <= now() THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_end
@@ -132,7 +152,7 @@ CREATE VIEW dx.budgets WITH (security_barrier) AS
 	) cur
 	WHERE pg_catalog.pg_has_role(g.role, 'USAGE')
 	   OR pg_catalog.pg_has_role((SELECT pc.relowner FROM pg_catalog.pg_class pc WHERE pc.oid = g.relid), 'USAGE');
-COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon and delta in the current period, refresh interval, per-query cap and per-query delta per role and protected table (own roles and owned tables only)';
+COMMENT ON VIEW dx.budgets IS 'granted, spent and remaining epsilon and delta in the current period, refresh interval, per-query cap and per-query delta per role and protected table, then the same for the attribute-privacy budget (own roles and owned tables only)';
 
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('dx.protected_columns', '');

@@ -122,15 +122,10 @@ BEGIN
 	PERFORM dx._invalidate(rel);
 END $$;
 
--- Sets the epsilon a role may spend on a protected table, and the delta its (epsilon, delta) queries
--- may spend (0: pure-epsilon queries only): in total (refresh NULL), or per period of length
--- refresh (periods start now, at now + refresh, now + 2*refresh, ...). A grant replaces the whole
--- previous grant (epsilon, refresh and delta). What was spent is never refunded: re-granting keeps
--- the current period's spending of epsilon and delta; changing the refresh interval starts a new
--- first period now that carries the current period's spending over.
-CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8, refresh interval DEFAULT NULL,
-	delta float8 DEFAULT 0)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+-- The checks every budget grant makes: the caller owns rel, role is given, rel is protected and
+-- epsilon is positive and finite (epsilon_hint: the hint of that last error).
+CREATE FUNCTION dx._check_grant(role regrole, rel regclass, epsilon float8, epsilon_hint text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
 	IF role IS NULL THEN
@@ -142,8 +137,21 @@ BEGIN
 	END IF;
 	IF epsilon IS NULL OR epsilon = 'NaN'::float8 OR epsilon <= 0 OR epsilon = 'Infinity'::float8 THEN
 		RAISE EXCEPTION 'budget epsilon must be positive and finite, got %', epsilon USING ERRCODE = '22023',
-			HINT = 'Grant for example 1.0; every query spends its epsilon from this budget.';
+			HINT = epsilon_hint;
 	END IF;
+END $$;
+
+-- Sets the epsilon a role may spend on a protected table, and the delta its (epsilon, delta) queries
+-- may spend (0: pure-epsilon queries only): in total (refresh NULL), or per period of length
+-- refresh (periods start now, at now + refresh, now + 2*refresh, ...). A grant replaces the whole
+-- previous grant (epsilon, refresh and delta). What was spent is never refunded: re-granting keeps
+-- the current period's spending of epsilon and delta; changing the refresh interval starts a new
+-- first period now that carries the current period's spending over.
+CREATE FUNCTION dx.grant_budget(role regrole, rel regclass, epsilon float8, refresh interval DEFAULT NULL,
+	delta float8 DEFAULT 0)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_grant(role, rel, epsilon, 'Grant for example 1.0; every query spends its epsilon from this budget.');
 	IF refresh IS NOT NULL AND (extract(epoch FROM refresh) < 1
 		OR extract(year FROM refresh) < 0 OR extract(month FROM refresh) < 0 OR extract(day FROM refresh) < 0
 		OR extract(hour FROM refresh) < 0 OR extract(minute FROM refresh) < 0 OR extract(second FROM refresh) < 0) THEN
@@ -165,14 +173,19 @@ BEGIN
 		delta_granted = excluded.delta_granted,
 		delta_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.delta_spent
 		                   WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
+		attr_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.attr_spent
+		                  WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_delta_spent = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.attr_delta_spent
+		                        WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END,
 		refresh = excluded.refresh,
 		refresh_anchor = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.refresh_anchor ELSE now() END,
 		period_start = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_start ELSE now() END,
 		period_end = CASE WHEN g.refresh IS NOT DISTINCT FROM excluded.refresh THEN g.period_end ELSE excluded.period_end END;
 END $$;
 
--- Stops further spending by a role on a table: granted (and delta_granted) becomes what the current
--- period has spent and the budget no longer refreshes; what was spent stays recorded.
+-- Stops further spending by a role on a table: granted (and delta_granted, and the attribute-privacy
+-- budget's attr_granted and attr_delta_granted) becomes what the current period has spent and the
+-- budget no longer refreshes; what was spent stays recorded.
 CREATE FUNCTION dx.revoke_budget(role regrole, rel regclass)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -182,6 +195,10 @@ BEGIN
 		spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END,
 		delta_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE least(g.delta_spent, 1) END,
 		delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END,
+		attr_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END,
+		attr_delta_granted = CASE WHEN g.period_end <= now() THEN 0 ELSE least(g.attr_delta_spent, 1) END,
+		attr_delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END,
 		period_start = CASE WHEN g.period_end <= now()
 			THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END,
 		refresh = NULL,

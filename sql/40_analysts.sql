@@ -223,10 +223,11 @@ COMMENT ON FUNCTION dx.analyst_database_size(name) IS 'pg_database_size as analy
 CREATE VIEW dx.my_ledger WITH (security_barrier) AS
 	SELECT l.id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
 	       CASE WHEN l.session_role::oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
-	            THEN l.query END AS query
+	            THEN l.query END AS query,
+	       l.budget
 	FROM dx.ledger l
 	WHERE pg_catalog.pg_has_role(l.role, 'USAGE');
-COMMENT ON VIEW dx.my_ledger IS 'the ledger rows charged to the current role and the roles it belongs to (query text only for statements of the current session user)';
+COMMENT ON VIEW dx.my_ledger IS 'the ledger rows charged to the current role and the roles it belongs to (query text only for statements of the current session user), with the budget they were paid from';
 
 CREATE VIEW dx.my_columns WITH (security_barrier) AS
 	SELECT g.relid AS "table", d.column_name, d.columns, d.domain, d.metric, p.presence,

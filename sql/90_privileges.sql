@@ -26,7 +26,9 @@
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
 -- aggregates and the local-model
--- functions.
+-- functions; the attribute-privacy releases dx.attr_avg / dx.attr_sum (they read the table as its
+-- owner with dxpriv's own fixed statement, only after charging the caller's budgets),
+-- dx.explain_attribute and dx.wasserstein_scale (sql/55_attribute.sql, which revokes its helpers).
 --
 -- Revoked below: the DBA helpers (called only by the SECURITY DEFINER DBA functions, which run as
 -- the extension owner) and the support functions of aggregates (PostgreSQL checks them against the
@@ -37,6 +39,7 @@
 -- privileges.
 REVOKE EXECUTE ON FUNCTION dx._invalidate(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._check_owner(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._check_grant(regrole, regclass, float8, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._check_table_delta(float8) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._revoke_from_analysts(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._caller_is_superuser() FROM PUBLIC;

@@ -2,6 +2,7 @@
 import contextlib
 import itertools
 import os
+import threading
 
 import psycopg2
 
@@ -44,3 +45,26 @@ def scalar(conn, sql, params=None):
 def execute(conn, sql, params=None):
     with conn.cursor() as cur:
         cur.execute(sql, params)
+
+
+def race(dbname, sql, threads, repeats, user="postgres"):
+    """Runs sql `repeats` times in each of `threads` concurrent sessions; returns one entry per run:
+    "ok" for an answer, else the SQLSTATE of its error."""
+    results = []
+
+    def worker():
+        conn = connect(dbname, user=user)
+        for _ in range(repeats):
+            try:
+                scalar(conn, sql)
+                results.append("ok")
+            except psycopg2.Error as e:
+                results.append(e.pgcode)
+        conn.close()
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return results

@@ -1,11 +1,10 @@
 """Client behaviour: psycopg2 parameters, transactions, concurrent sessions, psql."""
 import os
 import subprocess
-import threading
 
 import psycopg2
 
-from e2e_common import connect, execute, fresh_db, scalar
+from e2e_common import connect, execute, fresh_db, race, scalar
 
 
 def _people(conn, budget=100.0):
@@ -52,23 +51,7 @@ def test_concurrent_sessions_never_overspend():
     with fresh_db() as db:
         admin = connect(db)
         _people(admin, budget=1.0)
-        results = []
-
-        def worker():
-            conn = connect(db)
-            for _ in range(5):
-                try:
-                    scalar(conn, "SELECT dx.count(*) FROM people")
-                    results.append("ok")
-                except psycopg2.Error as e:
-                    results.append(e.pgcode)
-            conn.close()
-
-        threads = [threading.Thread(target=worker) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        results = race(db, "SELECT dx.count(*) FROM people", threads=8, repeats=5)
         answered = results.count("ok")
         assert answered == 10, results          # 1.0 / 0.1
         assert results.count("53000") == 30, results

@@ -24,3 +24,17 @@ FROM generate_series(1, 1000) AS i;
 CREATE ROLE dx_regress_analyst;
 CREATE ROLE dx_regress_other;
 GRANT SELECT ON people TO dx_regress_analyst, dx_regress_other;
+
+-- err(q): runs q and returns its SQLSTATE, message and hint (every bad input must have an errcode, a
+-- lowercase message and a hint), or 'no error'. Used by the test files that list bad inputs.
+CREATE FUNCTION public.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	msg text;
+	hint text;
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+	RETURN SQLSTATE || ': ' || msg || CASE WHEN hint <> '' THEN ' | ' || hint ELSE '' END;
+END $$;

@@ -2,18 +2,7 @@
 -- read no protected table and charge no budget; the test seed makes every draw reproducible.
 SET dxpriv.test_seed = 42;
 
--- Every bad input raises an error with an errcode, a lowercase message and a hint.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	msg text;
-	hint text;
-BEGIN
-	EXECUTE q;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN SQLSTATE || ': ' || msg || CASE WHEN hint <> '' THEN ' | ' || hint ELSE '' END;
-END $$;
+-- Every bad input raises an error with an errcode, a lowercase message and a hint (err: 00_setup).
 
 -- Randomisers: outputs stay in [lo, hi], actually vary, and are reproducible under a fixed seed.
 SELECT bool_and(r BETWEEN 0 AND 10) AS in_range, count(DISTINCT r) > 5 AS varies
@@ -37,7 +26,7 @@ SET dxpriv.test_seed = 42;
 SELECT dx.geometric_randomize(NULL, 0, 10, 1) IS NULL AS geo_null, dx.krr_randomize(1, 0, 10, NULL) IS NULL AS krr_null;
 
 -- Bad randomiser input.
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	('SELECT dx.geometric_randomize(5, 10, 0, 1)'),
 	('SELECT dx.krr_randomize(11, 0, 10, 1)'),
 	('SELECT dx.geometric_randomize(-1, 0, 10, 1)'),
@@ -96,7 +85,7 @@ SELECT v % 2 AS parity, array_length(dx.ibu(geo, 0, 10, 1.0, 'geometric', 100), 
 FROM local_reports GROUP BY 1 ORDER BY 1;
 
 -- Bad IBU input.
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	('SELECT dx.ibu(geo, 0, 10, 1.0, ''laplace'', 10) FROM local_reports'),
 	('SELECT dx.ibu(geo, 0, 10, 1.0, ''geometric'', 0) FROM local_reports'),
 	('SELECT dx.ibu(geo, 0, 10, 1.0, ''geometric'', 2000000) FROM local_reports'),
@@ -123,7 +112,7 @@ SELECT dx.kantorovich('{1,0,0,0}', '{0,0,0,1}') AS k_ends,
 	dx.kantorovich('{0.2,0.3,0.5}', '{0.2,0.3,0.5}') AS k_equal,
 	dx.kantorovich('{0.2,0.3,0.5}', '{0.5,0.5,0}') = dx.kantorovich('{0.5,0.5,0}', '{0.2,0.3,0.5}') AS symmetric,
 	round(dx.kantorovich('{0.2,0.3,0.5}', '{0.5,0.5,0}')::numeric, 12) AS k_hand;
-SELECT q, pg_temp.err(q) FROM (VALUES
+SELECT q, err(q) FROM (VALUES
 	('SELECT dx.kantorovich(''{0.5,0.5}'', ''{1}'')'),
 	('SELECT dx.kantorovich(''{}'', ''{}'')'),
 	('SELECT dx.kantorovich(''{1.5,-0.5}'', ''{0.5,0.5}'')'),

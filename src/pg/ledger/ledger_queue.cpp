@@ -533,6 +533,7 @@ charge(Oid role, Oid session_role, const std::string &fingerprint, const std::st
 		t.relid = items[i].relid;
 		t.epsilon = items[i].epsilon;
 		t.delta = items[i].delta;
+		t.budget = items[i].budget;
 		t.nscales = static_cast<int32>(items[i].scales.size());
 		snprintf(t.mechanism, kMechanismLen, "%s", items[i].mechanism.c_str());
 		nscales += items[i].scales.size();

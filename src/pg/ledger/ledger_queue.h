@@ -37,10 +37,15 @@ enum SlotState : int32 { kFree = 0, kPending = 1, kRunning = 2, kDone = 3 };
 enum Outcome : int32 { kCharged = 0, kNoBudget = 1, kExhausted = 2, kOverCap = 3, kFailed = 4, kDeltaExhausted = 5 };
 enum WorkerState : int32 { kNone = 0, kStarting = 1, kWorking = 2 };
 
+// Which budget of a grant a charge is paid from: the d_X-privacy budget (granted/spent) or the
+// separate attribute-privacy budget (attr_granted/attr_spent; sql/55_attribute.sql).
+enum Budget : int32 { kDxBudget = 0, kAttributeBudget = 1 };
+
 // The share of one protected table in a request.
 struct TableCharge {
 	Oid relid;
 	int32 nscales;
+	int32 budget;   // Budget
 	double epsilon;
 	double delta;   // 0 for pure-epsilon noise
 	char mechanism[kMechanismLen];
@@ -97,6 +102,7 @@ void install();
 // ---- Backend side ----
 struct Item {
 	Oid relid;
+	Budget budget = kDxBudget; // one table may appear twice, once per budget
 	double epsilon;
 	double delta = 0; // (epsilon, delta) noise: the delta charged to the role's delta budget
 	std::string mechanism;

@@ -39,14 +39,18 @@ int g_batch[kBatchMax]; // slots this worker is running (for the exit callback)
 int g_batch_size = 0;
 
 SPIPlanPtr plan_charge = nullptr, plan_diagnose = nullptr, plan_insert = nullptr;
+SPIPlanPtr plan_attr_charge = nullptr, plan_attr_diagnose = nullptr;
 
 // Charges one table: resets an elapsed refresh period, checks the per-query cap, the epsilon budget
 // and the delta budget, and adds epsilon ($3) and delta ($4), all in one UPDATE (the row lock
-// serialises concurrent charges). A charge with delta 0 is never refused for delta.
+// serialises concurrent charges). A charge with delta 0 is never refused for delta. A new period
+// also resets the attribute-privacy budget's spending (and kAttrChargeSql resets this one's).
 const char *const kChargeSql =
 	"UPDATE dx.budget_grants AS g SET "
 	"  spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END + $3, "
 	"  delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END + $4, "
+	"  attr_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END, "
+	"  attr_delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END, "
 	"  period_start = CASE WHEN g.period_end <= now() "
 	"    THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END, "
 	"  period_end = CASE WHEN g.period_end <= now() "
@@ -66,9 +70,32 @@ const char *const kDiagnoseSql =
 	"FROM dx.budget_grants AS g JOIN dx.protected_tables AS p ON p.relid = g.relid "
 	"WHERE g.role = $1 AND g.relid = $2";
 
+// The same for the attribute-privacy budget (attr_* columns; no per-query cap: the attribute
+// policy fixes each release's epsilon and delta).
+const char *const kAttrChargeSql =
+	"UPDATE dx.budget_grants AS g SET "
+	"  attr_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END + $3, "
+	"  attr_delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END + $4, "
+	"  spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.spent END, "
+	"  delta_spent = CASE WHEN g.period_end <= now() THEN 0 ELSE g.delta_spent END, "
+	"  period_start = CASE WHEN g.period_end <= now() "
+	"    THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_start ELSE g.period_start END, "
+	"  period_end = CASE WHEN g.period_end <= now() "
+	"    THEN (dx._period(g.refresh_anchor, g.refresh, now())).period_end ELSE g.period_end END "
+	"WHERE g.role = $1 AND g.relid = $2 AND g.attr_granted > 0 "
+	"  AND CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END + $3 <= g.attr_granted + 1e-9 "
+	"  AND ($4 = 0::float8 "
+	"       OR CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END + $4 <= g.attr_delta_granted * (1 + 1e-9)) "
+	"RETURNING g.period_start";
+
+const char *const kAttrDiagnoseSql =
+	"SELECT CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_spent END, g.attr_granted, NULL::float8, "
+	"  CASE WHEN g.period_end <= now() THEN 0 ELSE g.attr_delta_spent END, g.attr_delta_granted "
+	"FROM dx.budget_grants AS g WHERE g.role = $1 AND g.relid = $2 AND g.attr_granted > 0";
+
 const char *const kInsertSql =
 	"INSERT INTO dx.ledger (role, relid, fingerprint, query, mechanism, epsilon, delta, scales, pid, session_role, "
-	"period_start) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+	"period_start, budget) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 // Prepares and keeps a statement once per worker.
 SPIPlanPtr
@@ -100,11 +127,13 @@ int32
 charge_request(Slot *slot, const char *payload, Result *res)
 {
 	Oid charge_types[4] = {OIDOID, OIDOID, FLOAT8OID, FLOAT8OID};
-	Oid insert_types[11] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, FLOAT8OID, FLOAT8ARRAYOID,
-	                        INT4OID, OIDOID, TIMESTAMPTZOID};
-	SPIPlanPtr charge = prepare(&plan_charge, kChargeSql, 4, charge_types);
-	SPIPlanPtr diagnose = prepare(&plan_diagnose, kDiagnoseSql, 2, charge_types);
-	SPIPlanPtr insert = prepare(&plan_insert, kInsertSql, 11, insert_types);
+	Oid insert_types[12] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, FLOAT8OID, FLOAT8ARRAYOID,
+	                        INT4OID, OIDOID, TIMESTAMPTZOID, TEXTOID};
+	SPIPlanPtr dx_charge = prepare(&plan_charge, kChargeSql, 4, charge_types);
+	SPIPlanPtr dx_diagnose = prepare(&plan_diagnose, kDiagnoseSql, 2, charge_types);
+	SPIPlanPtr attr_charge = prepare(&plan_attr_charge, kAttrChargeSql, 4, charge_types);
+	SPIPlanPtr attr_diagnose = prepare(&plan_attr_diagnose, kAttrDiagnoseSql, 2, charge_types);
+	SPIPlanPtr insert = prepare(&plan_insert, kInsertSql, 12, insert_types);
 
 	size_t nscales_total = 0;
 	for (int t = 0; t < slot->ntables; ++t)
@@ -120,6 +149,12 @@ charge_request(Slot *slot, const char *payload, Result *res)
 		if (!(tc.delta >= 0 && tc.delta <= 1)) // also NaN: a negative delta would refund the budget
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			                errmsg("dxpriv ledger: invalid delta %g in a charge", tc.delta)));
+		if (tc.budget != kDxBudget && tc.budget != kAttributeBudget)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			                errmsg("dxpriv ledger: invalid budget kind %d in a charge", tc.budget)));
+		const bool attribute = tc.budget == kAttributeBudget;
+		SPIPlanPtr charge = attribute ? attr_charge : dx_charge;
+		SPIPlanPtr diagnose = attribute ? attr_diagnose : dx_diagnose;
 		Datum args[4] = {ObjectIdGetDatum(slot->role), ObjectIdGetDatum(tc.relid), Float8GetDatum(tc.epsilon),
 		                 Float8GetDatum(tc.delta)};
 		int rc = SPI_execute_plan(charge, args, nullptr, false, 0);
@@ -167,7 +202,7 @@ charge_request(Slot *slot, const char *payload, Result *res)
 		char mech[kMechanismLen];
 		memcpy(mech, tc.mechanism, kMechanismLen);
 		mech[kMechanismLen - 1] = '\0';
-		Datum iargs[11] = {ObjectIdGetDatum(slot->role),
+		Datum iargs[12] = {ObjectIdGetDatum(slot->role),
 		                   ObjectIdGetDatum(tc.relid),
 		                   PointerGetDatum(fp_text),
 		                   PointerGetDatum(query_text),
@@ -177,8 +212,9 @@ charge_request(Slot *slot, const char *payload, Result *res)
 		                   PointerGetDatum(arr),
 		                   Int32GetDatum(slot->owner_pid),
 		                   ObjectIdGetDatum(slot->session_role),
-		                   period_start};
-		char nulls[12] = "           ";
+		                   period_start,
+		                   CStringGetTextDatum(attribute ? "attribute" : "d_x")};
+		char nulls[13] = "            ";
 		if (isnull)
 			nulls[10] = 'n';
 		rc = SPI_execute_plan(insert, iargs, nulls, false, 0);

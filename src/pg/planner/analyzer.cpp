@@ -4,6 +4,7 @@
 #include "pg/dxpriv.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/analyst/probes.h"
+#include "pg/planner/attr_rewrite.h"
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
@@ -1660,6 +1661,9 @@ analyze(Query *top)
 	else if (top->commandType == CMD_UTILITY)
 		return; // no query inside (SET, CREATE ..., COPY table is checked in the utility hook)
 	flatten_plain_subquery(q); // before anything counts tables or aggregates
+	// SELECT dx.attr_avg(col) FROM t: becomes a call of the release function, reading no table
+	if (rewrite_attribute_aggregates(q, definition_depth > 0 || is_matview(top)))
+		return;
 	Discovery d{ext};
 	d.plain_explain = plain_explain_depth > 0 || (top->commandType == CMD_UTILITY && is_plain_explain(top->utilityStmt));
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);

@@ -2,6 +2,7 @@
 // per-cell noise without executing it (nothing is charged).
 #include "pg/planner/explain.h"
 
+#include "pg/executor/attribute_release.h"
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
 
@@ -64,6 +65,7 @@ analyse_for_explain(const std::string &sql)
 {
 	capture = ExplainCapture();
 	capture_active = true;
+	Query *analysed = nullptr;
 	try {
 		pg_call([&] {
 			List *raw = raw_parser(sql.c_str(), RAW_PARSE_DEFAULT);
@@ -71,16 +73,19 @@ analyse_for_explain(const std::string &sql)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				                errmsg("dx.explain takes exactly one SELECT statement"),
 				                errhint("Pass the query text, e.g. dx.explain('SELECT dx.count(*) FROM t').")));
-			(void) parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);
+			analysed = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.c_str(), nullptr, 0, nullptr);
 		});
 	} catch (...) {
 		capture_active = false;
 		throw;
 	}
 	capture_active = false;
+	if (capture.cells.empty() && analysed)
+		explain_attribute_calls(analysed, capture); // SELECT dx.attr_avg(...): attribute_release.h
 	if (capture.cells.empty())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "the query has no dx aggregate",
-		     "dx.explain reports on queries such as SELECT dx.count(*) FROM <protected table>.");
+		     "dx.explain reports on queries such as SELECT dx.count(*) FROM <protected table> or "
+		     "SELECT dx.attr_avg('<table>', '<column>').");
 }
 
 } // namespace dxpriv::pg
@@ -99,7 +104,8 @@ DX_FUNCTION(dx_explain)
 	const Oid caller = GetUserId(); // before InternalSpi switches to the extension owner
 	if (const ExtensionObjects *ext = extension_objects()) {
 		InternalSpi spi(ext->schema_owner);
-		if (spi.exec("SELECT remaining FROM dx.budgets WHERE role = $1 AND \"table\" = $2",
+		if (spi.exec(cap.attribute ? "SELECT attr_remaining FROM dx.budgets WHERE role = $1 AND \"table\" = $2"
+		                           : "SELECT remaining FROM dx.budgets WHERE role = $1 AND \"table\" = $2",
 		             {{OIDOID, ObjectIdGetDatum(caller)}, {OIDOID, ObjectIdGetDatum(cap.relid)}}, true) > 0)
 			remaining = DatumGetFloat8(spi.value(0, 0));
 	}
@@ -150,7 +156,9 @@ DX_FUNCTION(dx_explain)
 			values[11] = Float8GetDatum(remaining);
 			nulls[11] = remaining < 0;
 			values[12] = CStringGetTextDatum(cap.strategy.c_str());
-			values[13] = CStringGetTextDatum(c.linear ? cap.noise.c_str() : "exponential");
+			values[13] = CStringGetTextDatum(!c.noise.empty() ? c.noise.c_str()
+			                                 : c.linear  ? cap.noise.c_str()
+			                                             : "exponential");
 			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
 			nulls[14] = !(c.plan.bound > 0);
 			values[15] = Float8GetDatum(cap.delta);

@@ -28,6 +28,7 @@ struct ExplainCell {
 	// false for a row that is no cell of the ledger: an average's own interval (component
 	// "average"), reported next to its sum and count parts with a NULL cell number and scale
 	bool ledger = true;
+	std::string noise;      // noise family shown for this cell ("": the query's linear family)
 };
 
 // What the analyzer records while dx.explain parses a query.
@@ -39,6 +40,7 @@ struct ExplainCapture {
 	double delta = 0;            // delta the query spends (0 for pure epsilon)
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
+	bool attribute = false;      // dx.attr_avg / dx.attr_sum calls: remaining is the attribute budget's
 	std::vector<ExplainCell> cells;
 };
 
