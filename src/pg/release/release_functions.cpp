@@ -1,0 +1,144 @@
+// dx.release_mwem and dx.release_smalldb: d_X-private synthetic histograms written to a new table
+// (core/mwem.h, core/smalldb.h). Order of work: validate every argument and the target, charge
+// the epsilon once through the ledger (durable, outside the caller's transaction), then read the
+// table by mapping rows to domain points, run the mechanism, create the target and record the
+// release. Nothing is written or returned when a check or the charge fails.
+#include "pg/dxpriv.h"
+#include "pg/guard.h"
+#include "pg/release/synthetic_release.h"
+
+#include "core/mwem.h"
+#include "core/smalldb.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+#include <string>
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+namespace {
+
+// The arguments every release shares: (source regclass, columns text[], workload text|float8[],
+// epsilon float8, target name, [int]).
+struct ReleaseArgs {
+	Oid relid = InvalidOid;
+	ArrayType *columns = nullptr;
+	std::string workload_text; // empty for a weight array
+	ArrayType *weights = nullptr;
+	double epsilon = 0;
+	const char *target = nullptr;
+	int extra = 0; // iterations / size; 0 = default
+	bool extra_given = false;
+};
+
+ReleaseArgs
+read_args(FunctionCallInfo fcinfo, const char *what)
+{
+	for (int i = 0; i < 5; ++i)
+		if (PG_ARGISNULL(i))
+			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "source, columns, workload, epsilon and target must not be null",
+			     "Example: SELECT dx.release_mwem('patients', ARRAY['age', 'sex'], 'marginals:2', 1.0, 'patients_syn').");
+	ReleaseArgs a;
+	pg_call([&] {
+		a.relid = PG_GETARG_OID(0);
+		a.columns = PG_GETARG_ARRAYTYPE_P(1);
+		if (get_fn_expr_argtype(fcinfo->flinfo, 2) == FLOAT8ARRAYOID)
+			a.weights = PG_GETARG_ARRAYTYPE_P(2);
+		else
+			a.workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		a.epsilon = PG_GETARG_FLOAT8(3);
+		a.target = NameStr(*PG_GETARG_NAME(4));
+		if (PG_NARGS() > 5 && !PG_ARGISNULL(5)) {
+			a.extra = PG_GETARG_INT32(5);
+			a.extra_given = true;
+		}
+	});
+	if (a.extra_given && a.extra < 1)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be at least 1",
+		     std::string("Leave ") + what + " out (NULL) to use the default of MECHANISMS.md.");
+	if (!(a.epsilon > 0) || !std::isfinite(a.epsilon))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
+		     "Give the release a positive privacy budget, e.g. 1.0.");
+	return a;
+}
+
+Workload
+workload_of(const ReleaseSource &src, const ReleaseArgs &a)
+{
+	return a.weights ? array_workload(src, a.weights) : text_workload(src, a.workload_text);
+}
+
+std::string
+workload_label(const ReleaseArgs &a, const Workload &w)
+{
+	return a.weights ? "weights:" + std::to_string(w.queries.size()) : a.workload_text;
+}
+
+} // namespace
+
+// dx.release_mwem(source regclass, columns text[], workload text | float8[][], epsilon float8,
+// target name, iterations int DEFAULT NULL) -> regclass: the new table of the synthetic histogram.
+DX_FUNCTION(dx_release_mwem)
+{
+	const ReleaseArgs a = read_args(fcinfo, "iterations");
+	ReleaseSource src;
+	load_release_source(a.relid, a.columns, src);
+	const Workload w = workload_of(src, a);
+	check_mwem_arguments(w, a.epsilon, a.extra);
+	const std::string target = check_release_target(a.target);
+
+	charge_release(a.relid, a.epsilon, "mwem", {}, "release:mwem:" + target, statement_text());
+
+	const std::vector<std::int64_t> counts = read_histogram(src);
+	const MwemResult r = run_mwem(src.sub, w, counts, a.epsilon, a.extra, backend_random());
+	const Oid out = write_histogram(src, target, r.histogram);
+	ReleaseRecord rec;
+	rec.mechanism = "mwem";
+	rec.workload = workload_label(a, w);
+	rec.epsilon = a.epsilon;
+	rec.iterations = r.iterations;
+	rec.n_hat = r.n_hat;
+	rec.count_epsilon = r.count_epsilon;
+	rec.step_epsilon = r.step_epsilon;
+	rec.sensitivity = r.em_sensitivity;
+	rec.queries = static_cast<int>(w.queries.size());
+	record_release(src, out, rec);
+	PG_RETURN_OID(out);
+}
+
+// dx.release_smalldb(source regclass, columns text[], workload text | float8[][], epsilon float8,
+// target name, size int DEFAULT NULL) -> regclass: the new table of the chosen small database
+// (scaled to the released row count).
+DX_FUNCTION(dx_release_smalldb)
+{
+	const ReleaseArgs a = read_args(fcinfo, "size");
+	ReleaseSource src;
+	load_release_source(a.relid, a.columns, src);
+	const Workload w = workload_of(src, a);
+	check_smalldb_arguments(w, a.epsilon, a.extra);
+	const std::string target = check_release_target(a.target);
+
+	charge_release(a.relid, a.epsilon, "smalldb", {}, "release:smalldb:" + target, statement_text());
+
+	const std::vector<std::int64_t> counts = read_histogram(src);
+	const SmallDbResult r = run_smalldb(src.sub, w, counts, a.epsilon, a.extra, backend_random());
+	const Oid out = write_histogram(src, target, r.histogram);
+	ReleaseRecord rec;
+	rec.mechanism = "smalldb";
+	rec.workload = workload_label(a, w);
+	rec.epsilon = a.epsilon;
+	rec.iterations = r.size;
+	rec.n_hat = r.n_hat;
+	rec.count_epsilon = r.count_epsilon;
+	rec.step_epsilon = r.em_epsilon;
+	rec.sensitivity = r.em_sensitivity;
+	rec.queries = static_cast<int>(w.queries.size());
+	record_release(src, out, rec);
+	PG_RETURN_OID(out);
+}
