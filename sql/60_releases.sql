@@ -33,15 +33,16 @@ GRANT SELECT ON dx.my_releases TO PUBLIC;
 
 -- MWEM (MECHANISMS.md §3.11): workload 'marginals:K' (all K-way marginals of the columns) or a
 -- float8[][] of weight vectors (one row per query, one weight per universe point); iterations NULL:
--- the default T* of §3.11. Charges epsilon once to the caller's budget on source before reading it.
+-- the default T* of §3.11; average => false writes the last iterate instead of the average of
+-- the iterates (post-processing of the same measurements; usually more accurate). Charges epsilon once to the caller's budget on source before reading it.
 CREATE FUNCTION dx.release_mwem(source regclass, columns text[], workload text, epsilon float8, target name,
-                                iterations int DEFAULT NULL)
+                                iterations int DEFAULT NULL, average boolean DEFAULT true)
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_mwem';
 CREATE FUNCTION dx.release_mwem(source regclass, columns text[], workload float8[], epsilon float8, target name,
-                                iterations int DEFAULT NULL)
+                                iterations int DEFAULT NULL, average boolean DEFAULT true)
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_mwem';
-COMMENT ON FUNCTION dx.release_mwem(regclass, text[], text, float8, name, int) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of K-way marginals, written to a new table; charges epsilon once';
-COMMENT ON FUNCTION dx.release_mwem(regclass, text[], float8[], float8, name, int) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of weight vectors, written to a new table; charges epsilon once';
+COMMENT ON FUNCTION dx.release_mwem(regclass, text[], text, float8, name, int, boolean) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of K-way marginals, written to a new table; charges epsilon once';
+COMMENT ON FUNCTION dx.release_mwem(regclass, text[], float8[], float8, name, int, boolean) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of weight vectors, written to a new table; charges epsilon once';
 
 -- SmallDB (MECHANISMS.md §3.10) for tiny universes: size NULL: Theorem 6's database size, lowered
 -- to fit the candidate cap (1e6 small databases); beyond it, an error.

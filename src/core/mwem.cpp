@@ -141,6 +141,7 @@ run_mwem(const SubUniverse &sub, const Workload &w, const std::vector<std::int64
 		for (std::size_t j = 0; j < w.universe; ++j)
 			sum[j] += a[j];
 	}
+	r.last = a;
 	r.histogram.resize(w.universe);
 	for (std::size_t j = 0; j < w.universe; ++j)
 		r.histogram[j] = sum[j] / t;

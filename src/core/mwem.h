@@ -38,6 +38,7 @@ constexpr double kMaxMwemWork = 4e9;
 
 struct MwemResult {
 	std::vector<double> histogram; // one weight per universe point, summing to n_hat (>= 0)
+	std::vector<double> last;      // A_T, the last iterate (same total)
 	double n_hat = 0;              // released row count (exact when public)
 	int iterations = 0;
 	double count_epsilon = 0;      // spent on the count (0 when public)

@@ -43,6 +43,11 @@ SELECT dx.release_mwem('rel_exact', ARRAY['band'], 'marginals:1', 0.5, 'rel_exac
 SELECT e.band, round(e.weight) AS synthetic, (SELECT count(*) FROM rel_exact r WHERE r.band = e.band) AS true_count
 FROM rel_exact_mwem e ORDER BY e.band;
 
+-- average => false: the last iterate (the same measurements, post-processed differently)
+SELECT dx.release_mwem('rel_exact', ARRAY['band'], 'marginals:1', 0.2, 'rel_exact_last', 400, average => false);
+SELECT e.band, round(e.weight) AS synthetic FROM rel_exact_last e ORDER BY e.band;
+SELECT details ->> 'output' AS output FROM dx.my_releases WHERE target IN ('rel_exact_mwem'::regclass, 'rel_exact_last'::regclass) ORDER BY id;
+
 -- explicit weight vectors: one row per query, one weight per point (band 0..3)
 SELECT dx.release_mwem('rel_exact', ARRAY['band'], ARRAY[[1, 1, 0, 0], [0, 0.5, 0.5, 1]]::float8[], 0.1, 'rel_weights', 5);
 SELECT count(*), round(sum(weight)::numeric, 6) FROM rel_weights;

@@ -35,6 +35,7 @@ struct ReleaseArgs {
 	const char *target = nullptr;
 	int extra = 0; // iterations / size; 0 = default
 	bool extra_given = false;
+	bool last_iterate = false; // MWEM: average => false
 };
 
 ReleaseArgs
@@ -58,6 +59,8 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 			a.extra = PG_GETARG_INT32(5);
 			a.extra_given = true;
 		}
+		if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+			a.last_iterate = !PG_GETARG_BOOL(6);
 	});
 	if (a.extra_given && a.extra < 1)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be at least 1",
@@ -83,7 +86,9 @@ workload_label(const ReleaseArgs &a, const Workload &w)
 } // namespace
 
 // dx.release_mwem(source regclass, columns text[], workload text | float8[][], epsilon float8,
-// target name, iterations int DEFAULT NULL) -> regclass: the new table of the synthetic histogram.
+// target name, iterations int DEFAULT NULL, average boolean DEFAULT true) -> regclass: the new
+// table of the synthetic histogram (the average of the iterates, Algorithm 2, or with average =>
+// false the last iterate: post-processing of the same released values, usually more accurate).
 DX_FUNCTION(dx_release_mwem)
 {
 	const ReleaseArgs a = read_args(fcinfo, "iterations");
@@ -97,9 +102,10 @@ DX_FUNCTION(dx_release_mwem)
 
 	const std::vector<std::int64_t> counts = read_histogram(src);
 	const MwemResult r = run_mwem(src.sub, w, counts, a.epsilon, a.extra, backend_random());
-	const Oid out = write_histogram(src, target, r.histogram);
+	const Oid out = write_histogram(src, target, a.last_iterate ? r.last : r.histogram);
 	ReleaseRecord rec;
 	rec.mechanism = "mwem";
+	rec.output = a.last_iterate ? "last iterate" : "average of iterates";
 	rec.workload = workload_label(a, w);
 	rec.epsilon = a.epsilon;
 	rec.iterations = r.iterations;
@@ -131,6 +137,7 @@ DX_FUNCTION(dx_release_smalldb)
 	const Oid out = write_histogram(src, target, r.histogram);
 	ReleaseRecord rec;
 	rec.mechanism = "smalldb";
+	rec.output = "chosen small database";
 	rec.workload = workload_label(a, w);
 	rec.epsilon = a.epsilon;
 	rec.iterations = r.size;

@@ -85,7 +85,7 @@ load_release_source(Oid relid, ArrayType *columns, ReleaseSource &out)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "column \"" + name + "\" is listed twice",
 			     "List each column once.");
 	}
-	pg_call([&] { out.sub = sub_universe_of(out.policy, attnos, out.cols); });
+	out.sub = sub_universe_of(out.policy, attnos, out.cols); // may throw (size cap): not inside pg_call
 	for (const ColumnPolicy *c : out.cols)
 		out.names.push_back(c->name);
 }
@@ -125,11 +125,12 @@ check_release_target(const char *target)
 	std::string quoted;
 	bool exists = false, may_create = false;
 	pg_call([&] {
-		RangeVar *rv = makeRangeVar(nullptr, pstrdup(target), -1);
+		// "table" or "schema.table" (quoted parts allowed), as CREATE TABLE would read it
+		RangeVar *rv = makeRangeVarFromNameList(stringToQualifiedNameList(target));
 		const Oid ns = RangeVarGetCreationNamespace(rv);
-		exists = OidIsValid(get_relname_relid(target, ns));
+		exists = OidIsValid(get_relname_relid(rv->relname, ns));
 		may_create = pg_namespace_aclcheck(ns, GetUserId(), ACL_CREATE) == ACLCHECK_OK;
-		quoted = quote_qualified_identifier(get_namespace_name(ns), target);
+		quoted = quote_qualified_identifier(get_namespace_name(ns), rv->relname);
 	});
 	if (exists)
 		fail(ERRCODE_DUPLICATE_TABLE, "relation " + quoted + " already exists",
@@ -249,11 +250,14 @@ record_release(const ReleaseSource &src, Oid target, const ReleaseRecord &rec)
 		StringInfoData buf;
 		initStringInfo(&buf);
 		escape_json(&buf, rec.workload.c_str());
+		appendStringInfoString(&buf, ", \"output\": ");
+		escape_json(&buf, rec.output.c_str());
 		details = "{\"workload\": " + std::string(buf.data) + ", \"iterations\": " + std::to_string(rec.iterations) +
 		          ", \"queries\": " + std::to_string(rec.queries) + ", \"n_hat\": " + num(rec.n_hat) +
 		          ", \"count_epsilon\": " + num(rec.count_epsilon) + ", \"step_epsilon\": " + num(rec.step_epsilon) +
 		          ", \"sensitivity\": " + num(rec.sensitivity) + ", \"presence\": " + num(src.policy.presence) + "}";
 	});
+	const Oid role = GetUserId(); // the caller, before InternalSpi switches to the extension owner
 	InternalSpi spi(ext->schema_owner);
 	Datum cols_text = 0, details_text = 0, mech = 0;
 	pg_call([&] {
@@ -265,7 +269,7 @@ record_release(const ReleaseSource &src, Oid target, const ReleaseRecord &rec)
 	         "SELECT $1, $2, $3, string_to_array($4, ',')::name[], $5, $6, $7::jsonb || jsonb_build_object('policy', "
 	         "(SELECT jsonb_object_agg(c.column_name, jsonb_build_object('domain', c.domain, 'metric', c.metric)) "
 	         "FROM dx.protected_columns c WHERE c.relid = $2 AND c.column_name = ANY (string_to_array($4, ','))))",
-	         {{OIDOID, ObjectIdGetDatum(GetUserId())},
+	         {{OIDOID, ObjectIdGetDatum(role)},
 	          {OIDOID, ObjectIdGetDatum(src.relid)},
 	          {OIDOID, ObjectIdGetDatum(target)},
 	          {TEXTOID, cols_text},

@@ -37,7 +37,9 @@ Workload text_workload(const ReleaseSource &src, const std::string &spec);
 Workload array_workload(const ReleaseSource &src, ArrayType *weights);
 
 // Refuses (before anything is charged) a target that already exists or cannot be created by the
-// current role in its creation schema; returns the quoted target name.
+// current role in its creation schema; returns the quoted, schema-qualified target name. The
+// target is "table" (created in the first schema of search_path, as CREATE TABLE does) or
+// "schema.table".
 std::string check_release_target(const char *target);
 
 // The true histogram: every stored row mapped to its point by dxpriv's domain indexers (no
@@ -50,7 +52,7 @@ Oid write_histogram(const ReleaseSource &src, const std::string &target, const s
 
 // What a release recorded in dx.releases.
 struct ReleaseRecord {
-	std::string mechanism, workload;
+	std::string mechanism, workload, output;
 	double epsilon = 0;
 	int iterations = 0; // MWEM: T; SmallDB: database size m
 	double n_hat = 0, count_epsilon = 0, step_epsilon = 0, sensitivity = 0;

@@ -1,0 +1,160 @@
+"""Synthetic releases (issue 14) attacked by the analyst: dx.release_mwem / dx.release_smalldb on
+undeclared tables or columns, workload or target strings that try to reach stored rows, releases
+without or beyond budget, huge universes (DoS), tampering with the release catalog, rollbacks that
+try to refund; and the normal path (charged exactly once, the target owned by the analyst).
+"""
+from attack_fixture import ANALYST, spent
+from e2e_common import execute, scalar
+from test_attacks import PRIV, Custom, Reject, run_category, run_expect_error, run_fetch, attack
+
+C = "releases"
+REL = "dx.release_mwem"
+COLS = "ARRAY['sex', 'zip', 'diagnosis']"
+ADMIN_SETUP = (
+    # protected, declared, but mallory holds no budget on it
+    "CREATE TABLE nobudget (id int, sex text)",
+    "INSERT INTO nobudget SELECT i, CASE WHEN i % 2 = 0 THEN 'F' ELSE 'M' END FROM generate_series(1, 100) i",
+    "SELECT dx.protect_table('nobudget', 1.0)",
+    """SELECT dx.set_column('nobudget', 'sex', '{"values": ["F", "M"]}', '{"type": "discrete", "weight": 1}')""",
+    "GRANT SELECT ON nobudget TO PUBLIC",
+)
+
+
+def refused_nothing_written(state, target="mallory_ws.nope"):
+    """Refused with `state` (and a hint), nothing charged, no target table."""
+    def check(ctx, conn, attempt):
+        before = spent(ctx.admin)
+        last = ctx.last_ledger_id()
+        err = run_expect_error(conn, attempt.sql)
+        assert err.pgcode == state, f"{err.pgcode} {err.diag.message_primary}, expected {state}"
+        assert err.diag.message_hint, f"no hint on {err.diag.message_primary!r}"
+        assert spent(ctx.admin) == before and not ctx.ledger_since(last), "a refused release was charged"
+        assert scalar(ctx.admin, "SELECT to_regclass(%s) IS NULL", (target,)), "the target was written"
+        return f"rejected {state}, nothing charged or written"
+    return check
+
+
+def charged_once(epsilon, target, rows):
+    """Answered: one ledger row of `epsilon` for mallory, the target owned by her with `rows` rows,
+    readable by her, whose weights are not the raw data (a release is noisy)."""
+    def check(ctx, conn, attempt):
+        last = ctx.last_ledger_id()
+        run_fetch(conn, attempt.sql)
+        charges = ctx.ledger_since(last)
+        assert [e for e, _ in charges] == [epsilon], f"charges {charges}"
+        assert scalar(ctx.admin, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = %s::regclass",
+                      (target,)) == ANALYST
+        assert scalar(conn, f"SELECT count(*) FROM {target}") == rows
+        assert scalar(ctx.admin, "SELECT count(*) FROM dx.releases WHERE target = %s::regclass AND role = %s::regrole",
+                      (target, ANALYST)) == 1
+        assert scalar(conn, "SELECT count(*) FROM dx.my_releases WHERE target = %s::regclass", (target,)) == 1
+        return f"released, charged {epsilon} once"
+    return check
+
+
+# the normal path, as the analyst (writes to her own schema)
+attack(C, "mwem_release_is_charged_once",
+       f"SELECT {REL}('people', {COLS}, 'marginals:2', 0.5, 'mallory_ws.syn1')",
+       Custom(charged_once(0.5, "mallory_ws.syn1", 2 * 10 * 2)))
+attack(C, "smalldb_release_is_charged_once",
+       "SELECT dx.release_smalldb('people', ARRAY['sex', 'diagnosis'], 'marginals:1', 0.5, 'mallory_ws.syn2')",
+       Custom(charged_once(0.5, "mallory_ws.syn2", 4)))
+
+
+def rollback_keeps_charge(ctx, conn, attempt):
+    before = spent(ctx.admin)
+    conn.autocommit = False
+    try:
+        run_fetch(conn, attempt.sql)
+        conn.rollback()
+    finally:
+        conn.autocommit = True
+    assert abs(spent(ctx.admin) - before - 0.25) < 1e-9, "a rolled-back release was refunded"
+    assert scalar(ctx.admin, "SELECT to_regclass('mallory_ws.syn_rb') IS NULL")
+    return "rolled back: table gone, charge kept"
+
+
+attack(C, "rollback_refunds_nothing", f"SELECT {REL}('people', {COLS}, 'marginals:1', 0.25, 'mallory_ws.syn_rb')",
+       Custom(rollback_keeps_charge))
+
+# undeclared tables and columns, and strings that try to reach stored rows
+attack(C, "undeclared_column", f"SELECT {REL}('people', ARRAY['name'], 'marginals:1', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written(PRIV)))
+attack(C, "undeclared_column_among_declared",
+       f"SELECT {REL}('people', ARRAY['sex', 'id'], 'marginals:1', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written(PRIV)))
+attack(C, "unprotected_table", f"SELECT {REL}('zips', ARRAY['zip'], 'marginals:1', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written(PRIV)))
+attack(C, "column_name_injection",
+       f"SELECT {REL}('people', ARRAY['sex\" FROM people UNION SELECT name FROM people --'], 'marginals:1', 1, "
+       "'mallory_ws.nope')", Custom(refused_nothing_written(PRIV)))
+attack(C, "workload_subquery", f"SELECT {REL}('people', {COLS}, '(SELECT count(*) FROM people)', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "workload_predicate_on_rows",
+       f"SELECT {REL}('people', {COLS}, 'marginals:1; SELECT name FROM people', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "workload_wrong_length", f"SELECT {REL}('people', {COLS}, ARRAY[[1, 0]]::float8[], 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "workload_nan_weight",
+       f"SELECT {REL}('people', ARRAY['sex'], ARRAY[[1, 'NaN']]::float8[], 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "release_from_a_release",
+       f"SELECT {REL}('mallory_ws.syn1', ARRAY['sex'], 'marginals:1', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written(PRIV)))
+
+# budget
+attack(C, "no_budget_on_table", f"SELECT {REL}('nobudget', ARRAY['sex'], 'marginals:1', 0.1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written(PRIV)))
+attack(C, "beyond_budget", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1e9, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("53000")))
+attack(C, "epsilon_infinite", f"SELECT {REL}('people', {COLS}, 'marginals:1', 'Infinity', 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "epsilon_negative", f"SELECT {REL}('people', {COLS}, 'marginals:1', -1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22023")))
+attack(C, "epsilon_null", f"SELECT {REL}('people', {COLS}, 'marginals:1', NULL, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("22004")))
+
+# huge universes and workloads (DoS): refused before anything is charged
+attack(C, "universe_too_large",
+       f"SELECT {REL}('people', ARRAY['age', 'income', 'zip', 'sex', 'diagnosis'], 'marginals:1', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("54000")))
+attack(C, "workload_too_large",
+       f"SELECT {REL}('people', ARRAY['age', 'income'], 'marginals:2', 1, 'mallory_ws.nope')",
+       Custom(refused_nothing_written("54000")))
+attack(C, "iterations_too_many", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'mallory_ws.nope', 100000)",
+       Custom(refused_nothing_written("22023")))
+attack(C, "work_too_large",
+       f"SELECT {REL}('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 1, 'mallory_ws.nope', 10000)",
+       Custom(refused_nothing_written("54000")))
+attack(C, "smalldb_universe_too_large",
+       "SELECT dx.release_smalldb('people', ARRAY['age', 'zip', 'sex'], 'marginals:1', 1, 'mallory_ws.nope', 5)",
+       Custom(refused_nothing_written("54000")))
+
+# targets
+attack(C, "overwrite_public_table", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.zips')",
+       Custom(refused_nothing_written("42P07", target="mallory_ws.nope")))
+attack(C, "write_into_public_schema", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.syn_public')",
+       Custom(refused_nothing_written(PRIV, target="public.syn_public")))
+attack(C, "write_into_dx_schema", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'dx.syn')",
+       Custom(refused_nothing_written(PRIV, target="dx.syn")))
+attack(C, "target_injection",
+       f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'mallory_ws.x(a int); DROP TABLE people; --')",
+       Reject("42602", "22P02", "42P01", "3F000", PRIV, hint=False))
+
+# the release catalog cannot be tampered with
+attack(C, "delete_release_record", "DELETE FROM dx.releases", Reject(PRIV, hint=False))
+attack(C, "forge_release_record",
+       "INSERT INTO dx.releases (role, source, target, columns, mechanism, epsilon, details) "
+       "VALUES ('mallory', 'people', 'zips', '{sex}', 'mwem', 0, '{}')", Reject(PRIV, hint=False))
+attack(C, "read_all_release_records", "SELECT * FROM dx.releases", Reject(PRIV, hint=False))
+
+
+def only_own_releases(ctx):
+    # what the analyst spent is exactly the successful releases (0.5 + 0.5 + 0.25), people unharmed
+    assert abs(spent(ctx.admin) - 1.25) < 1e-9, f"spent {spent(ctx.admin)}"
+    assert scalar(ctx.admin, "SELECT count(*) FROM people") == 2000
+    assert scalar(ctx.admin, "SELECT count(*) FROM dx.releases") == 2
+
+
+def test_release_attacks():
+    run_category(C, admin_setup=ADMIN_SETUP, post=only_own_releases)
