@@ -116,6 +116,26 @@ smalldb_scores(const Workload &w, const std::vector<std::int64_t> &counts, doubl
 }
 
 // See smalldb.h.
+std::vector<double>
+smalldb_query_values(const Workload &w, std::size_t k, int m)
+{
+	if (m < 1 || smalldb_candidates(w.universe, m) > kMaxSmallDbCandidates)
+		throw CoreError(ErrorKind::ProgramLimit, "smalldb candidate set is too large",
+		                "Use dx.release_mwem for larger universes.");
+	const std::vector<double> q = w.dense(k);
+	std::vector<double> values;
+	values.reserve(static_cast<std::size_t>(smalldb_candidates(w.universe, m)));
+	std::vector<std::size_t> j(static_cast<std::size_t>(m), 0);
+	do {
+		double v = 0;
+		for (std::size_t p : j)
+			v += q[p];
+		values.push_back(v);
+	} while (next_multiset(j, w.universe));
+	return values;
+}
+
+// See smalldb.h.
 std::vector<std::int64_t>
 smalldb_candidate(std::size_t universe, int m, std::size_t pick)
 {

@@ -53,6 +53,9 @@ int smalldb_theorem_size(double n_hat, double em_epsilon, double s_max, std::siz
 // CoreError(ProgramLimit) beyond the caps.
 std::vector<__int128> smalldb_scores(const Workload &w, const std::vector<std::int64_t> &counts, double n_hat, int m);
 
+// q_k(y) of every candidate y of m rows (enumeration order), in the query's units (not scaled).
+std::vector<double> smalldb_query_values(const Workload &w, std::size_t k, int m);
+
 // The candidate of m rows with enumeration number `pick`, as counts per point.
 std::vector<std::int64_t> smalldb_candidate(std::size_t universe, int m, std::size_t pick);
 
