@@ -54,3 +54,68 @@ CREATE FUNCTION dx.release_smalldb(source regclass, columns text[], workload flo
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_smalldb';
 COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], text, float8, name, int) IS 'd_X-private small-database release over K-way marginals for tiny universes, written to a new table; charges epsilon once';
 COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], float8[], float8, name, int) IS 'd_X-private small-database release over weight vectors for tiny universes, written to a new table; charges epsilon once';
+
+-- Median-mechanism sessions (MECHANISMS.md §7): the kept set, the sparse-vector threshold and the
+-- answers of an interactive session over a workload, so that it survives reconnects. `state` is
+-- secret (it holds the current noisy threshold): superusers only, like the ledger. `charges` counts
+-- the session's ledger rows (fingerprint 'median:<id>'); a session whose state does not match the
+-- ledger (a charged answer whose state change was lost) refuses every further query.
+CREATE TABLE dx.median_sessions (
+	id bigserial PRIMARY KEY,
+	opened_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	role regrole NOT NULL,
+	source regclass NOT NULL,
+	columns name[] NOT NULL,
+	workload text NOT NULL,
+	weights float8[],
+	epsilon_hard float8 NOT NULL,
+	alpha float8 NOT NULL,
+	size int NOT NULL,
+	max_hard int NOT NULL,
+	hard int NOT NULL DEFAULT 0,
+	answered int NOT NULL DEFAULT 0,
+	charges int NOT NULL,
+	status text NOT NULL DEFAULT 'open',
+	state bytea NOT NULL,
+	CONSTRAINT status_valid CHECK (status IN ('open', 'exhausted', 'aborted'))
+);
+COMMENT ON TABLE dx.median_sessions IS 'median-mechanism sessions: workload, parameters, hard-query count, status and secret state';
+SELECT pg_catalog.pg_extension_config_dump('dx.median_sessions', '');
+SELECT pg_catalog.pg_extension_config_dump('dx.median_sessions_id_seq', '');
+REVOKE ALL ON dx.median_sessions FROM PUBLIC;
+
+CREATE VIEW dx.my_median_sessions WITH (security_barrier) AS
+	SELECT s.id, s.opened_at, s.role, s.source, s.columns, s.workload, s.epsilon_hard, s.alpha, s.size, s.max_hard,
+	       s.hard, s.answered, s.status
+	FROM dx.median_sessions s
+	WHERE pg_catalog.pg_has_role(s.role, 'USAGE');
+COMMENT ON VIEW dx.my_median_sessions IS 'the median-mechanism sessions of the current role (without their secret state)';
+GRANT SELECT ON dx.my_median_sessions TO PUBLIC;
+
+-- Opens a session over a workload ('marginals:K' or a float8[][] of weight vectors) of declared
+-- columns: charges epsilon_hard / 2 (the first sparse-vector run) plus epsilon_hard / 2 for the row
+-- count when it is not public; returns the session id. alpha: target accuracy as a fraction of the
+-- row count; size: the candidate databases' row count (NULL: SmallDB's default, capped); max_hard:
+-- abort after that many hard queries (NULL: min(|Q|, 20 m ln|X|), Roth & Roughgarden's rule).
+CREATE FUNCTION dx.median_session_open(source regclass, columns text[], workload text, epsilon_hard float8,
+                                       alpha float8 DEFAULT 0.05, size int DEFAULT NULL, max_hard int DEFAULT NULL)
+RETURNS bigint LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_median_session_open';
+CREATE FUNCTION dx.median_session_open(source regclass, columns text[], workload float8[], epsilon_hard float8,
+                                       alpha float8 DEFAULT 0.05, size int DEFAULT NULL, max_hard int DEFAULT NULL)
+RETURNS bigint LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_median_session_open';
+COMMENT ON FUNCTION dx.median_session_open(regclass, text[], text, float8, float8, int, int) IS 'opens a median-mechanism session over K-way marginals; charges the first sparse-vector run';
+COMMENT ON FUNCTION dx.median_session_open(regclass, text[], float8[], float8, float8, int, int) IS 'opens a median-mechanism session over weight vectors; charges the first sparse-vector run';
+
+-- Answers workload query number `query` (1-based) of a session of the current role: easy queries
+-- from the kept set (free), hard ones with d_X Laplace noise (charged epsilon_hard); an answered
+-- query is returned again for free. Outside a transaction block only.
+CREATE FUNCTION dx.median_session_query(session bigint, query int,
+	OUT answer float8, OUT hard boolean, OUT epsilon float8, OUT reused boolean, OUT status text)
+RETURNS record LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_median_session_query';
+COMMENT ON FUNCTION dx.median_session_query(bigint, int) IS 'answers one workload query of a median-mechanism session (easy: free; hard: charged)';
+
+-- The workload of a session: query numbers, labels and the answers given so far (no data read).
+CREATE FUNCTION dx.median_session_queries(session bigint)
+RETURNS TABLE (query int, label text, answer float8, hard boolean)
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_median_session_queries';
+COMMENT ON FUNCTION dx.median_session_queries(bigint) IS 'the workload queries of a median-mechanism session with the answers given so far';

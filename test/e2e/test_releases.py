@@ -3,7 +3,7 @@ undeclared tables or columns, workload or target strings that try to reach store
 without or beyond budget, huge universes (DoS), tampering with the release catalog, rollbacks that
 try to refund; and the normal path (charged exactly once, the target owned by the analyst).
 """
-from attack_fixture import ANALYST, spent
+from attack_fixture import ANALYST, analyst_conn, spent
 from e2e_common import execute, scalar
 from test_attacks import PRIV, Custom, Reject, run_category, run_expect_error, run_fetch, attack
 
@@ -158,3 +158,75 @@ def only_own_releases(ctx):
 
 def test_release_attacks():
     run_category(C, admin_setup=ADMIN_SETUP, post=only_own_releases)
+
+
+# ================================================================ median-mechanism sessions
+
+M = "median_sessions"
+MEDIAN_ADMIN_SETUP = (
+    # a session of another role (the superuser, with its own budget): session id 1
+    "SELECT dx.grant_budget(current_user::regrole, 'people', 10)",
+    "SELECT dx.median_session_open('people', ARRAY['sex', 'diagnosis'], 'marginals:1', 0.5)",
+)
+
+
+def session_flow(ctx, conn, attempt):
+    """Opens a session, answers every query (hard ones charged, easy ones free), then from a new
+    connection gets the same answers back for free."""
+    last = ctx.last_ledger_id()
+    sid = scalar(conn, attempt.sql)
+    answers = {}
+    for q in range(1, 5):
+        answers[q] = run_fetch(conn, f"SELECT answer, hard, epsilon, reused FROM dx.median_session_query({sid}, {q})")[0]
+    charges = ctx.ledger_since(last)
+    hard = sum(1 for a in answers.values() if a[1])
+    assert len(charges) == 1 + hard, f"{len(charges)} ledger rows for {hard} hard queries"
+    assert all(a[2] == (0.4 if a[1] else 0) for a in answers.values()), answers
+    other = analyst_conn(ctx.db)
+    try:
+        for q in range(1, 5):
+            again = run_fetch(other, f"SELECT answer, reused, epsilon FROM dx.median_session_query({sid}, {q})")[0]
+            assert again == (answers[q][0], True, 0.0), f"query {q}: {again} after reconnecting"
+    finally:
+        other.close()
+    assert len(ctx.ledger_since(last)) == 1 + hard, "a reused answer was charged"
+    return f"{hard} hard, {4 - hard} easy; answers survive a reconnect"
+
+
+def refused_in_transaction(ctx, conn, attempt):
+    conn.autocommit = False
+    try:
+        err = run_expect_error(conn, attempt.sql)
+    finally:
+        conn.rollback()
+        conn.autocommit = True
+    assert err.pgcode == "25001" and err.diag.message_hint, f"{err.pgcode} {err.diag.message_primary}"
+    return "refused inside a transaction block"
+
+
+attack(M, "open_query_reconnect",
+       "SELECT dx.median_session_open('people', ARRAY['sex', 'zip'], ARRAY[[1,1,1,1,1,1,1,1,1,1,0,0,0,0,0,0,0,0,0,0],"
+       "[0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1,1],[1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0],"
+       "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]]::float8[], 0.4, size => 2)",
+       Custom(session_flow))
+attack(M, "query_in_transaction_block", "SELECT dx.median_session_query(2, 1)", Custom(refused_in_transaction))
+attack(M, "query_other_roles_session", "SELECT dx.median_session_query(1, 1)", Reject(PRIV))
+attack(M, "list_other_roles_session", "SELECT * FROM dx.median_session_queries(1)", Reject(PRIV))
+attack(M, "read_session_state", "SELECT state FROM dx.median_sessions", Reject(PRIV, hint=False))
+attack(M, "reopen_exhausted_session", "UPDATE dx.median_sessions SET status = 'open', charges = 0",
+       Reject(PRIV, hint=False))
+attack(M, "see_other_sessions", "SELECT count(*) FROM dx.my_median_sessions WHERE id = 1",
+       Custom(lambda ctx, conn, a: run_fetch(conn, a.sql) == [(0,)] and "own sessions only"))
+attack(M, "open_on_undeclared_column",
+       "SELECT dx.median_session_open('people', ARRAY['name'], 'marginals:1', 0.4)",
+       Custom(refused_nothing_written(PRIV)))
+attack(M, "open_on_huge_universe",
+       "SELECT dx.median_session_open('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 0.4)",
+       Custom(refused_nothing_written("54000")))
+attack(M, "open_beyond_budget", "SELECT dx.median_session_open('people', ARRAY['sex'], 'marginals:1', 1e9)",
+       Custom(refused_nothing_written("53000")))
+attack(M, "forged_session_id", "SELECT dx.median_session_query(999999, 1)", Reject("22023"))
+
+
+def test_median_session_attacks():
+    run_category(M, admin_setup=MEDIAN_ADMIN_SETUP)
