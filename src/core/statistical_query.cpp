@@ -35,6 +35,53 @@ objective(const std::vector<double> &c, double eps_prime, double *bias)
 } // namespace
 
 // See statistical_query.h.
+bool
+marginal_cell_of(const SubUniverse &sub, const std::vector<double> &q, MarginalCell *cell)
+{
+	const std::size_t ncols = sub.domains.size();
+	if (q.size() != sub.size() || ncols == 0)
+		return false;
+	std::vector<std::vector<char>> seen(ncols);
+	for (std::size_t c = 0; c < ncols; ++c)
+		seen[c].assign(sub.domains[c].size(), 0);
+	std::size_t ones = 0;
+	for (std::size_t u = 0; u < q.size(); ++u) {
+		if (q[u] == 0)
+			continue;
+		if (q[u] != 1)
+			return false;
+		++ones;
+		const std::vector<std::size_t> idx = sub.unflatten(u);
+		for (std::size_t c = 0; c < ncols; ++c)
+			seen[c][idx[c]] = 1;
+	}
+	if (ones == 0)
+		return false;
+	MarginalCell out;
+	std::size_t free_points = 1;
+	for (std::size_t c = 0; c < ncols; ++c) {
+		std::size_t distinct = 0, value = 0;
+		for (std::size_t v = 0; v < seen[c].size(); ++v)
+			if (seen[c][v]) {
+				++distinct;
+				value = v;
+			}
+		if (distinct == 1 && seen[c].size() > 1) {
+			out.columns.push_back(c);
+			out.values.push_back(value);
+		} else if (distinct == seen[c].size()) {
+			free_points *= distinct;
+		} else {
+			return false;
+		}
+	}
+	if (out.columns.empty() || ones != free_points) // a cylinder: every combination of the free columns
+		return false;
+	*cell = out;
+	return true;
+}
+
+// See statistical_query.h.
 double
 separable_column_optimum(const Domain &dom, const ColumnMetric &metric, std::size_t value, double n_epsilon,
                          double eps_prime, std::vector<double> *psi)

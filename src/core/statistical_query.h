@@ -38,6 +38,10 @@ struct SurrogatePlan {
 	double plain_objective = 0;  // 2 / plain_eps_prime^2
 };
 
+// Recognises a k-way marginal count: q (one weight per point of sub) is the indicator of
+// {u : u_l = v_l for l in S} for a non-empty set S of columns. Fills *cell and returns true then.
+bool marginal_cell_of(const SubUniverse &sub, const std::vector<double> &q, MarginalCell *cell);
+
 // Optimal ||psi_l - phi_l||_inf of problem (14) for one column at eps' (see above), and psi_l.
 double separable_column_optimum(const Domain &dom, const ColumnMetric &metric, std::size_t value, double n_epsilon,
                                 double eps_prime, std::vector<double> *psi);

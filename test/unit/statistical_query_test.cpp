@@ -154,3 +154,32 @@ TEST(StatisticalQueryStat, Theorem11AndNoiseLaw)
 
 } // namespace
 } // namespace dxpriv
+
+namespace dxpriv {
+namespace {
+
+TEST(StatisticalQuery, RecognisesMarginalCountsOnly)
+{
+	SubUniverse sub;
+	sub.domains = {Domain::enumerated({"a", "b", "c"}), Domain::enumerated({"x", "y"}), Domain::range(0, 1, 1)};
+	sub.metrics = {ColumnMetric::discrete(1), ColumnMetric::discrete(1), ColumnMetric::absolute(1)};
+	std::vector<double> q(sub.size(), 0.0);
+	for (std::size_t u = 0; u < q.size(); ++u) {
+		const auto idx = sub.unflatten(u);
+		q[u] = idx[0] == 2 && idx[1] == 0 ? 1 : 0; // c0 = c AND c1 = x, any c2
+	}
+	MarginalCell cell;
+	ASSERT_TRUE(marginal_cell_of(sub, q, &cell));
+	EXPECT_EQ(cell.columns, (std::vector<std::size_t>{0, 1}));
+	EXPECT_EQ(cell.values, (std::vector<std::size_t>{2, 0}));
+	q[0] = 1; // no longer a cylinder
+	EXPECT_FALSE(marginal_cell_of(sub, q, &cell));
+	EXPECT_FALSE(marginal_cell_of(sub, std::vector<double>(sub.size(), 1.0), &cell)); // count(*): no column fixed
+	EXPECT_FALSE(marginal_cell_of(sub, std::vector<double>(sub.size(), 0.0), &cell));
+	std::vector<double> two(sub.size(), 0.0);
+	two[0] = 2; // a weight, not an indicator
+	EXPECT_FALSE(marginal_cell_of(sub, two, &cell));
+}
+
+} // namespace
+} // namespace dxpriv

@@ -28,6 +28,9 @@ struct ExplainCell {
 	// false for a row that is no cell of the ledger: an average's own interval (component
 	// "average"), reported next to its sum and count parts with a NULL cell number and scale
 	bool ledger = true;
+	// >= 0: a comparison row (the statistical-query surrogate, MECHANISMS.md §3.13) that shows its
+	// noise scale and this improvement factor although it is no ledger cell
+	double comparison_factor = -1;
 };
 
 // What the analyzer records while dx.explain parses a query.
@@ -40,6 +43,11 @@ struct ExplainCapture {
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
 	std::vector<ExplainCell> cells;
+	// A statement with a single linear cell: its sub-universe and weights (for the statistical-query
+	// comparison of a k-way marginal count, MECHANISMS.md §3.13); empty otherwise.
+	SubUniverse sub;
+	std::vector<double> q;
+	std::vector<std::string> column_names;
 };
 
 // True while dx.explain is analysing a query: the analyzer then fills explain_capture().
