@@ -52,6 +52,11 @@ def charged_once(epsilon, target, rows):
     return check
 
 
+def refused(category, name, sql, state, target="mallory_ws.nope"):
+    """An attempt refused with `state` before anything is charged or written."""
+    attack(category, name, sql, Custom(refused_nothing_written(state, target)))
+
+
 # the normal path, as the analyst (writes to her own schema)
 attack(C, "mwem_release_is_charged_once",
        f"SELECT {REL}('people', {COLS}, 'marginals:2', 0.5, 'mallory_ws.syn1')",
@@ -78,65 +83,52 @@ attack(C, "rollback_refunds_nothing", f"SELECT {REL}('people', {COLS}, 'marginal
        Custom(rollback_keeps_charge))
 
 # undeclared tables and columns, and strings that try to reach stored rows
-attack(C, "undeclared_column", f"SELECT {REL}('people', ARRAY['name'], 'marginals:1', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written(PRIV)))
-attack(C, "undeclared_column_among_declared",
-       f"SELECT {REL}('people', ARRAY['sex', 'id'], 'marginals:1', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written(PRIV)))
-attack(C, "unprotected_table", f"SELECT {REL}('zips', ARRAY['zip'], 'marginals:1', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written(PRIV)))
-attack(C, "column_name_injection",
-       f"SELECT {REL}('people', ARRAY['sex\" FROM people UNION SELECT name FROM people --'], 'marginals:1', 1, "
-       "'mallory_ws.nope')", Custom(refused_nothing_written(PRIV)))
-attack(C, "workload_subquery", f"SELECT {REL}('people', {COLS}, '(SELECT count(*) FROM people)', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "workload_predicate_on_rows",
-       f"SELECT {REL}('people', {COLS}, 'marginals:1; SELECT name FROM people', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "workload_wrong_length", f"SELECT {REL}('people', {COLS}, ARRAY[[1, 0]]::float8[], 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "workload_nan_weight",
-       f"SELECT {REL}('people', ARRAY['sex'], ARRAY[[1, 'NaN']]::float8[], 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "release_from_a_release",
-       f"SELECT {REL}('mallory_ws.syn1', ARRAY['sex'], 'marginals:1', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written(PRIV)))
+refused(C, "undeclared_column", f"SELECT {REL}('people', ARRAY['name'], 'marginals:1', 1, 'mallory_ws.nope')", PRIV)
+refused(C, "undeclared_column_among_declared",
+        f"SELECT {REL}('people', ARRAY['sex', 'id'], 'marginals:1', 1, 'mallory_ws.nope')", PRIV)
+refused(C, "unprotected_table", f"SELECT {REL}('zips', ARRAY['zip'], 'marginals:1', 1, 'mallory_ws.nope')", PRIV)
+refused(C, "column_name_injection",
+        f"SELECT {REL}('people', ARRAY['sex\" FROM people UNION SELECT name FROM people --'], 'marginals:1', 1, "
+        "'mallory_ws.nope')", PRIV)
+refused(C, "workload_subquery",
+        f"SELECT {REL}('people', {COLS}, '(SELECT count(*) FROM people)', 1, 'mallory_ws.nope')", "22023")
+refused(C, "workload_predicate_on_rows",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1; SELECT name FROM people', 1, 'mallory_ws.nope')", "22023")
+refused(C, "workload_wrong_length",
+        f"SELECT {REL}('people', {COLS}, ARRAY[[1, 0]]::float8[], 1, 'mallory_ws.nope')", "22023")
+refused(C, "workload_nan_weight",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY[[1, 'NaN']]::float8[], 1, 'mallory_ws.nope')", "22023")
+refused(C, "release_from_a_release",
+        f"SELECT {REL}('mallory_ws.syn1', ARRAY['sex'], 'marginals:1', 1, 'mallory_ws.nope')", PRIV)
 
 # budget
-attack(C, "no_budget_on_table", f"SELECT {REL}('nobudget', ARRAY['sex'], 'marginals:1', 0.1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written(PRIV)))
-attack(C, "beyond_budget", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1e9, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("53000")))
-attack(C, "epsilon_infinite", f"SELECT {REL}('people', {COLS}, 'marginals:1', 'Infinity', 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "epsilon_negative", f"SELECT {REL}('people', {COLS}, 'marginals:1', -1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22023")))
-attack(C, "epsilon_null", f"SELECT {REL}('people', {COLS}, 'marginals:1', NULL, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("22004")))
+refused(C, "no_budget_on_table",
+        f"SELECT {REL}('nobudget', ARRAY['sex'], 'marginals:1', 0.1, 'mallory_ws.nope')", PRIV)
+refused(C, "beyond_budget", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1e9, 'mallory_ws.nope')", "53000")
+refused(C, "epsilon_infinite",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1', 'Infinity', 'mallory_ws.nope')", "22023")
+refused(C, "epsilon_negative", f"SELECT {REL}('people', {COLS}, 'marginals:1', -1, 'mallory_ws.nope')", "22023")
+refused(C, "epsilon_null", f"SELECT {REL}('people', {COLS}, 'marginals:1', NULL, 'mallory_ws.nope')", "22004")
 
 # huge universes and workloads (DoS): refused before anything is charged
-attack(C, "universe_too_large",
-       f"SELECT {REL}('people', ARRAY['age', 'income', 'zip', 'sex', 'diagnosis'], 'marginals:1', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("54000")))
-attack(C, "workload_too_large",
-       f"SELECT {REL}('people', ARRAY['age', 'income'], 'marginals:2', 1, 'mallory_ws.nope')",
-       Custom(refused_nothing_written("54000")))
-attack(C, "iterations_too_many", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'mallory_ws.nope', 100000)",
-       Custom(refused_nothing_written("22023")))
-attack(C, "work_too_large",
-       f"SELECT {REL}('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 1, 'mallory_ws.nope', 10000)",
-       Custom(refused_nothing_written("54000")))
-attack(C, "smalldb_universe_too_large",
-       "SELECT dx.release_smalldb('people', ARRAY['age', 'zip', 'sex'], 'marginals:1', 1, 'mallory_ws.nope', 5)",
-       Custom(refused_nothing_written("54000")))
+refused(C, "universe_too_large",
+        f"SELECT {REL}('people', ARRAY['age', 'income', 'zip', 'sex', 'diagnosis'], 'marginals:1', 1, 'mallory_ws.nope')", "54000")
+refused(C, "workload_too_large",
+        f"SELECT {REL}('people', ARRAY['age', 'income'], 'marginals:2', 1, 'mallory_ws.nope')", "54000")
+refused(C, "iterations_too_many",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'mallory_ws.nope', 100000)", "22023")
+refused(C, "work_too_large",
+        f"SELECT {REL}('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 1, 'mallory_ws.nope', 10000)", "54000")
+refused(C, "smalldb_universe_too_large",
+        "SELECT dx.release_smalldb('people', ARRAY['age', 'zip', 'sex'], 'marginals:1', 1, 'mallory_ws.nope', 5)", "54000")
 
 # targets
-attack(C, "overwrite_public_table", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.zips')",
-       Custom(refused_nothing_written("42P07", target="mallory_ws.nope")))
-attack(C, "write_into_public_schema", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.syn_public')",
-       Custom(refused_nothing_written(PRIV, target="public.syn_public")))
-attack(C, "write_into_dx_schema", f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'dx.syn')",
-       Custom(refused_nothing_written(PRIV, target="dx.syn")))
+refused(C, "overwrite_public_table",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.zips')", "42P07", target="mallory_ws.nope")
+refused(C, "write_into_public_schema",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'public.syn_public')", PRIV, target="public.syn_public")
+refused(C, "write_into_dx_schema",
+        f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'dx.syn')", PRIV, target="dx.syn")
 attack(C, "target_injection",
        f"SELECT {REL}('people', {COLS}, 'marginals:1', 1, 'mallory_ws.x(a int); DROP TABLE people; --')",
        Reject("42602", "22P02", "42P01", "3F000", PRIV, hint=False))
@@ -217,16 +209,53 @@ attack(M, "reopen_exhausted_session", "UPDATE dx.median_sessions SET status = 'o
        Reject(PRIV, hint=False))
 attack(M, "see_other_sessions", "SELECT count(*) FROM dx.my_median_sessions WHERE id = 1",
        Custom(lambda ctx, conn, a: run_fetch(conn, a.sql) == [(0,)] and "own sessions only"))
-attack(M, "open_on_undeclared_column",
-       "SELECT dx.median_session_open('people', ARRAY['name'], 'marginals:1', 0.4)",
-       Custom(refused_nothing_written(PRIV)))
-attack(M, "open_on_huge_universe",
-       "SELECT dx.median_session_open('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 0.4)",
-       Custom(refused_nothing_written("54000")))
-attack(M, "open_beyond_budget", "SELECT dx.median_session_open('people', ARRAY['sex'], 'marginals:1', 1e9)",
-       Custom(refused_nothing_written("53000")))
+refused(M, "open_on_undeclared_column",
+        "SELECT dx.median_session_open('people', ARRAY['name'], 'marginals:1', 0.4)", PRIV)
+refused(M, "open_on_huge_universe",
+        "SELECT dx.median_session_open('people', ARRAY['age', 'income', 'zip'], 'marginals:1', 0.4)", "54000")
+refused(M, "open_beyond_budget", "SELECT dx.median_session_open('people', ARRAY['sex'], 'marginals:1', 1e9)", "53000")
 attack(M, "forged_session_id", "SELECT dx.median_session_query(999999, 1)", Reject("22023"))
 
 
 def test_median_session_attacks():
     run_category(M, admin_setup=MEDIAN_ADMIN_SETUP)
+
+
+# ================================================================ dx.explain's statistical-query row
+
+S = "statistical_query"
+SQ_ADMIN_SETUP = (
+    "CREATE TABLE public_n (age int, sex text)",
+    "INSERT INTO public_n SELECT i % 50, CASE WHEN i % 2 = 0 THEN 'F' ELSE 'M' END FROM generate_series(1, 40) i",
+    "SELECT dx.protect_table('public_n', 'Infinity')",
+    """SELECT dx.set_column('public_n', 'age', '{"min": 0, "max": 49}', '{"type": "absolute", "scale": 5}')""",
+    """SELECT dx.set_column('public_n', 'sex', '{"values": ["F", "M"]}', '{"type": "discrete", "weight": 1}')""",
+    "SELECT dx.grant_budget('mallory', 'public_n', 1)",
+)
+
+
+def explain_rows(expected):
+    """dx.explain answers with `expected` rows and charges nothing."""
+    def check(ctx, conn, attempt):
+        last = ctx.last_ledger_id()
+        rows = run_fetch(conn, attempt.sql)
+        assert len(rows) == expected, f"{len(rows)} rows: {rows}"
+        assert not ctx.ledger_since(last), "dx.explain charged"
+        return f"{expected} row(s), nothing charged"
+    return check
+
+
+# the row count is private under presence 1: no surrogate row (it would be computed from n)
+attack(S, "no_surrogate_when_row_count_is_private",
+       "SELECT * FROM dx.explain('SELECT dx.count(*) FROM people WHERE sex = ''F'' AND zip = ''10007''')",
+       Custom(explain_rows(1)))
+# public row count (presence +inf): the surrogate row, free
+attack(S, "surrogate_when_row_count_is_public",
+       "SELECT * FROM dx.explain('SELECT dx.count(*) FROM public_n WHERE age = 10 AND sex = ''F''')",
+       Custom(explain_rows(2)))
+attack(S, "surrogate_on_undeclared_column",
+       "SELECT * FROM dx.explain('SELECT dx.count(*) FROM people WHERE name = ''Zebulon Quixote''')", Reject(PRIV))
+
+
+def test_statistical_query_explain_attacks():
+    run_category(S, admin_setup=SQ_ADMIN_SETUP)

@@ -20,6 +20,7 @@ namespace {
 
 using ::dxpriv::testing::Matrix;
 using ::dxpriv::testing::record_metric;
+using ::dxpriv::testing::for_each_neighbour;
 using ::dxpriv::testing::sample_sub_universes;
 
 std::vector<std::string>
@@ -39,33 +40,6 @@ random_counts(std::size_t n, std::uint64_t seed, int max_count)
 	for (auto &v : x)
 		v = static_cast<std::int64_t>(rng.uniform_below(static_cast<std::uint64_t>(max_count) + 1));
 	return x;
-}
-
-// Calls fn(x', d) for every neighbour x' of x: one row moved u -> v (d(u, v)), added at u or
-// removed from u (d(u, ⊥)); distances from the closed record metric (⊥ is index N).
-template <class Fn>
-void
-for_each_neighbour(const std::vector<std::int64_t> &x, const Matrix &d, Fn fn)
-{
-	const std::size_t n = x.size();
-	for (std::size_t u = 0; u < n; ++u) {
-		std::vector<std::int64_t> y = x;
-		y[u] += 1;
-		fn(y, d[u][n]);
-		if (x[u] == 0)
-			continue;
-		y = x;
-		y[u] -= 1;
-		fn(y, d[u][n]);
-		for (std::size_t v = 0; v < n; ++v) {
-			if (v == u)
-				continue;
-			y = x;
-			y[u] -= 1;
-			y[v] += 1;
-			fn(y, d[u][v]);
-		}
-	}
 }
 
 // max over outputs of |ln P(r | x) - ln P(r | y)|.

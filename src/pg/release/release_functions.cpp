@@ -83,6 +83,34 @@ workload_label(const ReleaseArgs &a, const Workload &w)
 	return a.weights ? "weights:" + std::to_string(w.queries.size()) : a.workload_text;
 }
 
+// The shared pipeline: validate (check(w)), charge once, read the histogram, run (run(src, w,
+// counts) -> the weights and the record), write the target, record the release.
+template <class Check, class Run>
+Datum
+release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, Check check, Run run)
+{
+	const ReleaseArgs a = read_args(fcinfo, extra_name);
+	ReleaseSource src;
+	load_release_source(a.relid, a.columns, src);
+	const Workload w = workload_of(src, a);
+	check(w, a);
+	const std::string target = check_release_target(a.target);
+
+	charge_release(a.relid, a.epsilon, mechanism, {}, std::string("release:") + mechanism + ":" + target,
+	               statement_text());
+
+	const std::vector<std::int64_t> counts = read_histogram(src);
+	ReleaseRecord rec;
+	rec.mechanism = mechanism;
+	rec.workload = workload_label(a, w);
+	rec.epsilon = a.epsilon;
+	rec.queries = static_cast<int>(w.queries.size());
+	const std::vector<double> weights = run(src, w, a, counts, rec);
+	const Oid out = write_histogram(src, target, weights);
+	record_release(src, out, rec);
+	PG_RETURN_OID(out);
+}
+
 } // namespace
 
 // dx.release_mwem(source regclass, columns text[], workload text | float8[][], epsilon float8,
@@ -91,31 +119,20 @@ workload_label(const ReleaseArgs &a, const Workload &w)
 // false the last iterate: post-processing of the same released values, usually more accurate).
 DX_FUNCTION(dx_release_mwem)
 {
-	const ReleaseArgs a = read_args(fcinfo, "iterations");
-	ReleaseSource src;
-	load_release_source(a.relid, a.columns, src);
-	const Workload w = workload_of(src, a);
-	check_mwem_arguments(w, a.epsilon, a.extra);
-	const std::string target = check_release_target(a.target);
-
-	charge_release(a.relid, a.epsilon, "mwem", {}, "release:mwem:" + target, statement_text());
-
-	const std::vector<std::int64_t> counts = read_histogram(src);
-	const MwemResult r = run_mwem(src.sub, w, counts, a.epsilon, a.extra, backend_random());
-	const Oid out = write_histogram(src, target, a.last_iterate ? r.last : r.histogram);
-	ReleaseRecord rec;
-	rec.mechanism = "mwem";
-	rec.output = a.last_iterate ? "last iterate" : "average of iterates";
-	rec.workload = workload_label(a, w);
-	rec.epsilon = a.epsilon;
-	rec.iterations = r.iterations;
-	rec.n_hat = r.n_hat;
-	rec.count_epsilon = r.count_epsilon;
-	rec.step_epsilon = r.step_epsilon;
-	rec.sensitivity = r.em_sensitivity;
-	rec.queries = static_cast<int>(w.queries.size());
-	record_release(src, out, rec);
-	PG_RETURN_OID(out);
+	return release(
+	    fcinfo, "mwem", "iterations",
+	    [](const Workload &w, const ReleaseArgs &a) { check_mwem_arguments(w, a.epsilon, a.extra); },
+	    [](const ReleaseSource &src, const Workload &w, const ReleaseArgs &a, const std::vector<std::int64_t> &counts,
+	       ReleaseRecord &rec) {
+		    const MwemResult r = run_mwem(src.sub, w, counts, a.epsilon, a.extra, backend_random());
+		    rec.output = a.last_iterate ? "last iterate" : "average of iterates";
+		    rec.iterations = r.iterations;
+		    rec.n_hat = r.n_hat;
+		    rec.count_epsilon = r.count_epsilon;
+		    rec.step_epsilon = r.step_epsilon;
+		    rec.sensitivity = r.em_sensitivity;
+		    return a.last_iterate ? r.last : r.histogram;
+	    });
 }
 
 // dx.release_smalldb(source regclass, columns text[], workload text | float8[][], epsilon float8,
@@ -123,29 +140,18 @@ DX_FUNCTION(dx_release_mwem)
 // (scaled to the released row count).
 DX_FUNCTION(dx_release_smalldb)
 {
-	const ReleaseArgs a = read_args(fcinfo, "size");
-	ReleaseSource src;
-	load_release_source(a.relid, a.columns, src);
-	const Workload w = workload_of(src, a);
-	check_smalldb_arguments(w, a.epsilon, a.extra);
-	const std::string target = check_release_target(a.target);
-
-	charge_release(a.relid, a.epsilon, "smalldb", {}, "release:smalldb:" + target, statement_text());
-
-	const std::vector<std::int64_t> counts = read_histogram(src);
-	const SmallDbResult r = run_smalldb(src.sub, w, counts, a.epsilon, a.extra, backend_random());
-	const Oid out = write_histogram(src, target, r.histogram);
-	ReleaseRecord rec;
-	rec.mechanism = "smalldb";
-	rec.output = "chosen small database";
-	rec.workload = workload_label(a, w);
-	rec.epsilon = a.epsilon;
-	rec.iterations = r.size;
-	rec.n_hat = r.n_hat;
-	rec.count_epsilon = r.count_epsilon;
-	rec.step_epsilon = r.em_epsilon;
-	rec.sensitivity = r.em_sensitivity;
-	rec.queries = static_cast<int>(w.queries.size());
-	record_release(src, out, rec);
-	PG_RETURN_OID(out);
+	return release(
+	    fcinfo, "smalldb", "size",
+	    [](const Workload &w, const ReleaseArgs &a) { check_smalldb_arguments(w, a.epsilon, a.extra); },
+	    [](const ReleaseSource &src, const Workload &w, const ReleaseArgs &a, const std::vector<std::int64_t> &counts,
+	       ReleaseRecord &rec) {
+		    const SmallDbResult r = run_smalldb(src.sub, w, counts, a.epsilon, a.extra, backend_random());
+		    rec.output = "chosen small database";
+		    rec.iterations = r.size;
+		    rec.n_hat = r.n_hat;
+		    rec.count_epsilon = r.count_epsilon;
+		    rec.step_epsilon = r.em_epsilon;
+		    rec.sensitivity = r.em_sensitivity;
+		    return r.histogram;
+	    });
 }
