@@ -22,7 +22,9 @@
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
 -- aggregates and the local-model
--- functions.
+-- functions, the synthetic releases (dx.release_mwem, dx.release_smalldb) and the median sessions
+-- (dx.median_session_open/_query/_queries): they charge the caller's budget on the source table
+-- before reading it, and a session is queried only by the role that opened it (sql/60_releases.sql).
 --
 -- Revoked below: the DBA helpers (called only by the SECURITY DEFINER DBA functions, which run as
 -- the extension owner) and the support functions of aggregates (PostgreSQL checks them against the
