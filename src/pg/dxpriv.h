@@ -150,6 +150,13 @@ void reset_test_stream();
 // ---- Query analysis and charging ----
 void install_analyzer_hooks();
 void install_charging_hooks();
+// Charges epsilon on table relid to the current role for a release made by a function rather than
+// a planned statement (dx.release_mwem, dx.release_smalldb, median sessions), through the same
+// ledger worker as statements: committed durably outside the caller's transaction before this
+// returns; raises the usual errors (no budget, exhausted, over the per-query cap, ledger down)
+// and charges nothing then.
+void charge_release(Oid relid, double epsilon, const std::string &mechanism, const std::vector<double> &scales,
+                    const std::string &fingerprint, const std::string &query_text);
 // Registers that charge_id was paid for in this backend; final functions refuse unpaid ones.
 void mark_charged(int64 charge_id);
 // True while a statement that was charged for releases of relid executes (in this backend):

@@ -193,6 +193,34 @@ sample_sub_universes()
 }
 
 
+// Calls fn(x', d) for every neighbour x' of x: one row moved u -> v (d(u, v)), added at u or
+// removed from u (d(u, ⊥)); distances from the closed record metric (⊥ is index N).
+template <class Fn>
+inline
+void
+for_each_neighbour(const std::vector<std::int64_t> &x, const Matrix &d, Fn fn)
+{
+	const std::size_t n = x.size();
+	for (std::size_t u = 0; u < n; ++u) {
+		std::vector<std::int64_t> y = x;
+		y[u] += 1;
+		fn(y, d[u][n]);
+		if (x[u] == 0)
+			continue;
+		y = x;
+		y[u] -= 1;
+		fn(y, d[u][n]);
+		for (std::size_t v = 0; v < n; ++v) {
+			if (v == u)
+				continue;
+			y = x;
+			y[u] -= 1;
+			y[v] += 1;
+			fn(y, d[u][v]);
+		}
+	}
+}
+
 // Checks that a count of successes in n trials is within 5 sigma of the binomial mean n*p.
 inline void expect_binomial(std::uint64_t count, std::uint64_t n, double p, const std::string &what)
 {

@@ -331,6 +331,26 @@ charge_plan(QueryDesc *qd)
 	}
 }
 
+} // namespace
+
+// See dxpriv.h.
+void
+charge_release(Oid relid, double epsilon, const std::string &mechanism, const std::vector<double> &scales,
+               const std::string &fingerprint_text, const std::string &query_text)
+{
+	ledger::Item it;
+	it.relid = relid;
+	it.epsilon = epsilon;
+	it.mechanism = mechanism;
+	it.scales = scales;
+	const Oid role = GetUserId();
+	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint_text, query_text, {it});
+	if (r.outcome != ledger::kCharged)
+		refuse(r, role, relid, epsilon, 0);
+}
+
+namespace {
+
 // Forgets paid charge ids when the transaction ends.
 void
 on_xact(XactEvent event, void *arg)

@@ -1011,6 +1011,13 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
 		cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
 	}
+	if (q.size() == 1 && cap.q.empty()) { // one linear cell: dx.explain checks for a marginal count
+		cap.sub = sub;
+		cap.q = q[0];
+		cap.column_names.clear();
+		for (const ColumnPolicy *c : a.cols)
+			cap.column_names.push_back(c->name);
+	}
 }
 
 // dx.explain: the cells of aggregate j of one release (at `offset` among the plan's cells), in

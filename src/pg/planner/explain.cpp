@@ -7,6 +7,7 @@
 #include "pg/guard.h"
 
 #include "core/accuracy.h"
+#include "core/statistical_query.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -18,6 +19,9 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/tuplestore.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
 }
 
 #include <cmath>
@@ -88,6 +92,59 @@ analyse_for_explain(const std::string &sql)
 		     "SELECT dx.attr_avg('<table>', '<column>').");
 }
 
+// §3.13: a query that is one k-way marginal count on a table whose row count n is public
+// (presence = +inf, so dx.count(*) is exact) gets a second row: the statistical-query variant with
+// the optimal product surrogate (core/statistical_query.h) at the cell's epsilon, in count units
+// (noise scale n/eps', 95% bound n (bias + ln 20 / eps')), and as improvement factor the ratio of
+// the plain cell's root-mean-square error bound to the surrogate's. Nothing is charged; n is read
+// as the table owner (it is public under the policy).
+static void
+append_marginal_surrogate(const ExplainCapture &cap, std::vector<ExplainCell> &cells)
+{
+	if (cells.size() != 1 || cells[0].kind != "count" || !cells[0].group.empty() || cap.q.empty() ||
+	    !std::isinf(cap.sub.presence) || !(cells[0].plan.scale > 0) || cap.noise != "laplace")
+		return;
+	MarginalCell cell;
+	if (!marginal_cell_of(cap.sub, cap.q, &cell))
+		return;
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext)
+		return;
+	double n = 0;
+	{
+		Oid owner = InvalidOid;
+		pg_call([&] {
+			HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(cap.relid));
+			if (HeapTupleIsValid(tup)) {
+				owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+				ReleaseSysCache(tup);
+			}
+		});
+		if (!OidIsValid(owner))
+			return;
+		std::string sql;
+		pg_call([&] { sql = "SELECT count(*)::float8 FROM " + qualified_relation_name(cap.relid); });
+		InternalSpi spi(owner);
+		spi.exec_dynamic(sql.c_str());
+		n = DatumGetFloat8(spi.value(0, 0));
+	}
+	if (!(n > 0))
+		return;
+	const SurrogatePlan p = plan_marginal_surrogate(cap.sub, cell, n, cells[0].epsilon);
+	ExplainCell row = cells[0];
+	std::string label;
+	for (size_t i = 0; i < cell.columns.size(); ++i)
+		label += (i ? ", " : "") + cap.column_names[cell.columns[i]] + "=" +
+		         cap.sub.domains[cell.columns[i]].label(cell.values[i]);
+	row.component = "statistical query (" + label + ")";
+	row.plan.scale = n / p.eps_prime;
+	row.plan.bound = 0;
+	row.reported_half_width = n * (p.bias + std::log(20.0) / p.eps_prime);
+	row.ledger = false;
+	row.comparison_factor = std::sqrt(p.plain_objective / p.objective);
+	cells.push_back(row);
+}
+
 } // namespace dxpriv::pg
 
 using namespace dxpriv;
@@ -120,16 +177,18 @@ DX_FUNCTION(dx_explain)
 			                 errhint("The plain-DP baseline is never overstated, so the true improvement factor is at "
 			                         "least the one shown.")));
 		});
+	std::vector<ExplainCell> cells = cap.cells;
+	append_marginal_surrogate(cap, cells);
 	std::vector<double> half_widths;
-	for (const ExplainCell &c : cap.cells)
+	for (const ExplainCell &c : cells)
 		half_widths.push_back(c.reported_half_width >= 0 ? c.reported_half_width : confidence_half_width(c.plan));
 
 	pg_call([&] {
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		int ledger_position = 0;
-		for (size_t i = 0; i < cap.cells.size(); ++i) {
-			const ExplainCell &c = cap.cells[i];
+		for (size_t i = 0; i < cells.size(); ++i) {
+			const ExplainCell &c = cells[i];
 			Datum values[16];
 			bool nulls[16] = {false};
 			if (c.ledger)
@@ -152,6 +211,11 @@ DX_FUNCTION(dx_explain)
 			nulls[9] = nulls[9] || !c.linear || cap.noise != "laplace"; // plain DP scale is a Laplace one
 			nulls[8] = nulls[8] || !c.ledger;
 			nulls[9] = nulls[9] || !c.ledger;
+			if (c.comparison_factor >= 0) { // the statistical-query surrogate next to the plain cell
+				nulls[6] = false;
+				values[9] = Float8GetDatum(c.comparison_factor);
+				nulls[9] = false;
+			}
 			values[10] = Float8GetDatum(cap.epsilon);
 			values[11] = Float8GetDatum(remaining);
 			nulls[11] = remaining < 0;

@@ -29,6 +29,9 @@ struct ExplainCell {
 	// "average"), reported next to its sum and count parts with a NULL cell number and scale
 	bool ledger = true;
 	std::string noise;      // noise family shown for this cell ("": the query's linear family)
+	// >= 0: a comparison row (the statistical-query surrogate, MECHANISMS.md §3.13) that shows its
+	// noise scale and this improvement factor although it is no ledger cell
+	double comparison_factor = -1;
 };
 
 // What the analyzer records while dx.explain parses a query.
@@ -42,6 +45,11 @@ struct ExplainCapture {
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
 	bool attribute = false;      // dx.attr_avg / dx.attr_sum calls: remaining is the attribute budget's
 	std::vector<ExplainCell> cells;
+	// A statement with a single linear cell: its sub-universe and weights (for the statistical-query
+	// comparison of a k-way marginal count, MECHANISMS.md §3.13); empty otherwise.
+	SubUniverse sub;
+	std::vector<double> q;
+	std::vector<std::string> column_names;
 };
 
 // True while dx.explain is analysing a query: the analyzer then fills explain_capture().
