@@ -28,6 +28,8 @@ struct ExplainCell {
 	// false for a row that is no cell of the ledger: an average's own interval (component
 	// "average"), reported next to its sum and count parts with a NULL cell number and scale
 	bool ledger = true;
+	// privacy unit: this cell's scale over its scale with one row per unit (-1: none)
+	double unit_factor = -1;
 };
 
 // What the analyzer records while dx.explain parses a query.
@@ -39,6 +41,10 @@ struct ExplainCapture {
 	double delta = 0;            // delta the query spends (0 for pure epsilon)
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
+	// privacy unit (README "Privacy units"): the query's contribution bound ("" without a unit) and,
+	// per cell of the plan, its scale over the scale with one row per unit (-1: exact cell)
+	std::string unit_bound;
+	std::vector<double> unit_factor;
 	std::vector<ExplainCell> cells;
 };
 

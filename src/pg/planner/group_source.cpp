@@ -163,21 +163,14 @@ declared_values_sql(const ColumnPolicy &col, const std::vector<std::string> &lab
 }
 
 // See group_source.h.
-std::map<AttrNumber, AttrNumber>
-replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
-                          const GroupKeys &keys)
+std::string
+empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &columns, const GroupKeys &keys,
+                     const std::string &extra)
 {
-	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
-	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
-	std::string real = "SELECT ", empty = "SELECT ", from;
-	std::map<AttrNumber, AttrNumber> mapping;
-	List *colnames = NIL;
-	AttrNumber next = 1;
+	std::string empty = "SELECT ";
 	for (AttrNumber att : columns) {
 		const ColumnPolicy *col = policy.find(att);
 		const ColumnPolicy::Member *mem = col->member(att);
-		const char *name = quote_identifier(mem->name.c_str());
-		real += std::string(name) + ", ";
 		int key_pos = -1;
 		for (size_t i = 0; i < keys.cols.size(); ++i)
 			if (keys.cols[i] == col)
@@ -186,11 +179,28 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 			empty += "g.v" + std::to_string(key_pos) + ", ";
 		else
 			empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
+	}
+	return empty + extra + "false FROM " + group_points_sql(keys);
+}
+
+// See group_source.h.
+std::map<AttrNumber, AttrNumber>
+replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                          const GroupKeys &keys)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
+	std::string real = "SELECT ";
+	std::map<AttrNumber, AttrNumber> mapping;
+	List *colnames = NIL;
+	AttrNumber next = 1;
+	for (AttrNumber att : columns) {
+		const ColumnPolicy::Member *mem = policy.find(att)->member(att);
+		real += std::string(quote_identifier(mem->name.c_str())) + ", ";
 		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
 		mapping[att] = next++;
 	}
-	from = group_points_sql(keys);
-	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty + "false FROM " + from;
+	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty_group_rows_sql(policy, columns, keys, "");
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next;
 

@@ -41,6 +41,12 @@ std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const Table
                                                            const std::vector<AttrNumber> &columns,
                                                            const GroupKeys &keys);
 
+// SELECT <the key columns at each group's representative point, or NULL for the other columns>,
+// <extra> false FROM <one row per group>: the empty-group rows of replace_with_group_source (extra:
+// more output columns before the final false, each ending with ", ").
+std::string empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                                 const GroupKeys &keys, const std::string &extra);
+
 // GROUP BY public columns of a join (a point may fall in several groups): replaces the protected
 // table (range table entry 1 of q) by the subquery
 //   SELECT <columns>, true, s FROM <table>, generate_series(0, slots - 1) s
