@@ -1058,7 +1058,9 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 	cap.strategy = strategy_name(strategy);
 	cap.noise = noise_family_name(family);
 	cap.delta = delta;
-	if (!a.specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
+	// (exponential mechanism dispatch: no linear cell, no baseline; a privacy unit: the row-level
+	// baseline does not apply, dx.explain's unit_noise_factor tells the bound's cost instead)
+	if (!a.specs.empty() && !a.policy.unit.present()) {
 		// over the columns the cells depend on, so that it does not depend on the query's text
 		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
 		cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
@@ -1174,6 +1176,13 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		p.groups = static_cast<int>(groups);
 		p.family = static_cast<int>(family);
 		p.delta = delta; // the query's delta, carried by each of its aggregates
+		if (a.policy.unit.present()) { // the ledger records the unit and the bound
+			const ContributionBound b = unit_bound_of(a);
+			p.unit_attnum = a.policy.unit.attnum;
+			p.unit_rows = static_cast<int>(b.max_rows);
+			p.unit_groups = grouped ? static_cast<int>(b.max_groups) : 0;
+			p.unit_rows_per_group = grouped ? static_cast<int>(b.max_rows_per_group) : 0;
+		}
 		for (size_t g = 0; g < groups; ++g)
 			for (int c = 0; c < s.components; ++c) {
 				const LinearNoisePlan &cell = plan.cells[offset + a.cell(j, g, c)];

@@ -144,7 +144,7 @@ DX_FUNCTION(dx_explain)
 			nulls[9] = cap.plain_dp_scale == 0;
 			nulls[8] = !c.linear;
 			nulls[9] = nulls[9] || !c.linear || cap.noise != "laplace"; // plain DP scale is a Laplace one
-			nulls[8] = nulls[8] || !c.ledger;
+			nulls[8] = nulls[8] || !c.ledger || !cap.unit_bound.empty();
 			nulls[9] = nulls[9] || !c.ledger;
 			values[10] = Float8GetDatum(cap.epsilon);
 			values[11] = Float8GetDatum(remaining);
