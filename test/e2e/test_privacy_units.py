@@ -15,12 +15,12 @@ KEY = "\\x00112233445566778899aabbccddeeff"  # fixed so that both copies rank ro
 
 
 def make_visits(conn, table, skip_person=None):
-    """~1e5 visits: person p has min(500, 1 + 8000 // (p + 9)) visits (person 1: 500)."""
+    """~1e5 visits: person p has min(500, 1 + 9600 // (p + 9)) visits (person 1: 500)."""
     where = f"WHERE p <> {skip_person}" if skip_person else ""
     execute(conn, f"CREATE TABLE {table} (person int NOT NULL, ward text, age int, cost int, note text)")
     execute(conn, f"""INSERT INTO {table}
         SELECT p, (ARRAY{WARDS})[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001, 'x'
-        FROM generate_series(1, 40000) p, generate_series(1, least(500, 1 + 8000 / (p + 9))) i {where}""")
+        FROM generate_series(1, 40000) p, generate_series(1, least(500, 1 + 9600 / (p + 9))) i {where}""")
     execute(conn, f"SELECT dx.protect_table('{table}', 'Infinity')")
     execute(conn, f"""SELECT dx.set_column('{table}', 'ward', '{{"values": {str(WARDS).replace("'", '"')}}}', '{{"type": "none"}}')""")
     execute(conn, f"""SELECT dx.set_column('{table}', 'age', '{{"min": 0, "max": 100}}', '{{"type": "none"}}')""")
