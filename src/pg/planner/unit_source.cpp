@@ -64,16 +64,7 @@ unit_count_weight(size_t j, bool grouped)
 	Expr *one = (Expr *) makeConst(FLOAT8OID, -1, InvalidOid, sizeof(float8), Float8GetDatum(1.0), false, FLOAT8PASSBYVAL);
 	if (grouped)
 		return real_rows_only(one, FLOAT8OID, (Expr *) unit_first_var(j));
-	CaseWhen *when = makeNode(CaseWhen);
-	when->expr = (Expr *) unit_first_var(j);
-	when->result = one;
-	when->location = -1;
-	CaseExpr *ce = makeNode(CaseExpr);
-	ce->casetype = FLOAT8OID;
-	ce->args = list_make1(when);
-	ce->defresult = (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid);
-	ce->location = -1;
-	return (Expr *) ce;
+	return case_when((Expr *) unit_first_var(j), one, FLOAT8OID);
 }
 
 // See unit_source.h.
