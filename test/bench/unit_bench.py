@@ -50,11 +50,12 @@ BOUNDED_CTE = f"""WITH b AS (SELECT * FROM (SELECT v.*, row_number() OVER (PARTI
     ORDER BY dx._unit_hash(u.hash_key, person, ward, age, cost)) AS r
     FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass) x WHERE r <= {K}) """
 GROUPED_CTE = f"""WITH h AS (SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age, cost) AS h,
-    dense_rank() OVER (PARTITION BY person ORDER BY dx._unit_hash(u.hash_key, person,
-      (array_position(ARRAY['a','b','c','d','e'], ward) - 1)::int4), ward) AS gr
+    dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c','d','e'], ward) - 1)::int4) AS gh
     FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass),
-  g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg FROM h),
-  bg AS (SELECT * FROM g WHERE rg <= {KG} AND gr <= {G}) """
+  g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg,
+               dense_rank() OVER (PARTITION BY person ORDER BY gh, ward) AS gr FROM h),
+  bg AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
+                        FROM g WHERE rg <= {KG} AND gr <= {G}) t WHERE r <= {K}) """
 
 
 def timed(cur, sql):

@@ -46,16 +46,17 @@ def reference_ungrouped(conn, table):
 
 
 def reference_grouped(conn, table):
-    """Per ward: count, sum(cost), people, after G wards per person, KG rows per ward, K in all."""
+    """Per ward: count, sum(cost), people, after a person's first G wards (keyed ward hash), KG rows per
+    ward (by rank), and the first K of those (ward order, then rank)."""
     return fetch(conn, f"""
         WITH h AS (
             SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age, cost) AS h,
-                   dense_rank() OVER (PARTITION BY person ORDER BY
-                     dx._unit_hash(u.hash_key, person, (array_position(ARRAY{WARDS}, ward) - 1)::int4),
-                     array_position(ARRAY{WARDS}, ward)) AS gr
+                   dx._unit_hash(u.hash_key, person, (array_position(ARRAY{WARDS}, ward) - 1)::int4) AS gh
             FROM {table} v, dx.privacy_units u WHERE u.relid = '{table}'::regclass),
-        g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg FROM h),
-        t AS (SELECT *, row_number() OVER (PARTITION BY person ORDER BY h) AS r FROM g WHERE rg <= {KG} AND gr <= {G})
+        g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg,
+                     dense_rank() OVER (PARTITION BY person ORDER BY gh, ward) AS gr FROM h),
+        t AS (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
+              FROM g WHERE rg <= {KG} AND gr <= {G})
         SELECT ward, count(*), sum(cost)::float8, count(DISTINCT person) FROM t WHERE r <= {K}
         GROUP BY ward ORDER BY ward""")
 

@@ -38,16 +38,17 @@ SELECT count(*), sum(age), count(DISTINCT person) FILTER (WHERE age >= 50) FROM 
 SELECT dx.count(*), dx.sum(age), dx.count_units(person) FILTER (WHERE age >= 50) FROM pu_visits;
 SELECT count(*) FILTER (WHERE ward = 'a'), count(DISTINCT person) FROM pu_ranked WHERE r <= 3 AND age < 40;
 SELECT dx.count(*) FILTER (WHERE ward = 'a'), dx.count(DISTINCT person) FROM pu_visits WHERE age < 40;
--- GROUP BY: at most 2 groups per unit (smallest keyed group hash), 2 rows in each, 3 in all
+-- GROUP BY: a unit's wards in the order of a keyed hash of (unit, ward index); the first 2 wards, the
+-- 2 rows of smallest rank in each, and the first 3 of those (ward order, then rank)
 CREATE TEMP VIEW pu_grouped AS
 WITH h AS (
 	SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age) AS h,
-	       dense_rank() OVER (PARTITION BY person ORDER BY
-	         dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c'], ward) - 1)::int4),
-	         array_position(ARRAY['a','b','c'], ward)) AS gr
+	       dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c'], ward) - 1)::int4) AS gh
 	FROM pu_visits v, dx.privacy_units u WHERE u.relid = 'pu_visits'::regclass),
-g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg FROM h)
-SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY h) AS r FROM g WHERE rg <= 2 AND gr <= 2) t
+g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg,
+             dense_rank() OVER (PARTITION BY person ORDER BY gh, ward) AS gr FROM h)
+SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
+               FROM g WHERE rg <= 2 AND gr <= 2) t
 WHERE r <= 3;
 SELECT ward, count(*), sum(age), count(DISTINCT person) FROM pu_grouped GROUP BY ward ORDER BY ward;
 SELECT ward, dx.count(*), dx.sum(age), dx.count_units(person) FROM pu_visits GROUP BY ward ORDER BY ward;

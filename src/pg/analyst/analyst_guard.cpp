@@ -325,6 +325,16 @@ refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
 		         "dx.quantile(" + col + ", " + (fn == "min" ? "0.05" : "0.95") + ") FROM " + table +
 		         " (or percentile_disc(" + (fn == "min" ? "0.05" : "0.95") + ") WITHIN GROUP (ORDER BY " + col +
 		         ")); dx.mode(" + col + ") gives the most frequent value.");
+	TablePolicy policy;
+	if (a->aggdistinct && OidIsValid(read_table(q)) && load_table_policy(read_table(q), policy) && policy.unit.present()) {
+		const std::string unit = quote_identifier(policy.unit.column.c_str());
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted + " except count(DISTINCT " +
+		         unit + ")",
+		     "count(DISTINCT " + unit + ") counts the table's privacy units (people); the number of distinct values "
+		     "of anything else is not a sum over people. SELECT " + col + ", count(DISTINCT " + unit + ") FROM " +
+		         table + " GROUP BY " + col + " counts the people of every declared value.");
+	}
 	if (a->aggdistinct)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted,

@@ -91,8 +91,10 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 	for (size_t i = 0; i < spec.columns.size(); ++i)
 		sql += std::string(quote_identifier(policy.find(spec.columns[i])->member(spec.columns[i])->name.c_str())) +
 		       " AS dx_c" + std::to_string(i) + ", ";
+	// the rank is (hash, tableoid, ctid): a total order, so that every window pass orders a unit's
+	// rows alike even when two of them hash equally (identical rows, interchangeable for any query)
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u, dx._unit_hash(" + key + ", " + hashed +
-	       ") AS dx_h";
+	       ") AS dx_h, tableoid AS dx_o, ctid AS dx_t";
 	if (grouped)
 		sql += ", NULL::pg_catalog.int4 AS dx_g";
 	for (size_t j = 0; j < spec.distinct_weights.size(); ++j)
@@ -105,30 +107,44 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		if (!where.empty())
 			sql = "SELECT * FROM (" + sql + ") AS dx_f" + std::to_string(level) + " WHERE " + where;
 	};
-	// GROUP BY: max_groups groups per unit (smallest keyed group hash), max_rows_per_group rows in each
-	if (grouped && (b.max_rows_per_group < b.max_rows || b.max_groups < b.max_rows)) {
-		std::string select, where;
-		if (b.max_rows_per_group < b.max_rows) {
-			select += ", pg_catalog.row_number() OVER (PARTITION BY dx_u, dx_g ORDER BY dx_h) AS dx_rg";
-			where = "dx_rg <= " + std::to_string(b.max_rows_per_group);
-		}
-		if (b.max_groups < b.max_rows) {
-			select += ", pg_catalog.dense_rank() OVER (PARTITION BY dx_u ORDER BY dx._unit_hash(" + key +
-			          ", dx_u, dx_g), dx_g) AS dx_gr";
-			where += std::string(where.empty() ? "" : " AND ") + "dx_gr <= " + std::to_string(b.max_groups);
-		}
-		wrap(select, where);
-	}
-	// every query: max_rows rows per unit (unless the group bounds imply it)
-	if (!grouped || b.max_groups * b.max_rows_per_group > b.max_rows)
-		wrap(", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY dx_h) AS dx_r",
-		     "dx_r <= " + std::to_string(b.max_rows));
-	// count_units: the unit's first counted row of each group
+	// GROUP BY: a unit's groups are ordered by their keyed group hash dx_gh, its rows in a group by
+	// rank; every bound and flag below reads one sort of (unit, dx_gh, group, rank)
+	const std::string row_order = grouped ? "dx_gh, dx_g, dx_h, dx_o, dx_t" : "dx_h, dx_o, dx_t";
+	const std::string in_group = grouped ? "PARTITION BY dx_u, dx_gh, dx_g ORDER BY dx_h, dx_o, dx_t"
+	                                     : "PARTITION BY dx_u ORDER BY dx_h, dx_o, dx_t";
+	if (grouped)
+		wrap(", dx._unit_hash(" + key + ", dx_u, dx_g) AS dx_gh", "");
+	// count_units: each unit's first counted row (in rank order) of each group carries the 1. The rows
+	// the bounds keep of a group are a prefix of its rows in rank order, so the flagged row survives
+	// exactly when some counted row of the unit survives in that group.
+	std::string flags;
 	for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {
 		const std::string w = "dx_w" + std::to_string(j);
-		wrap(", (" + w + " IS NOT NULL AND pg_catalog.row_number() OVER (PARTITION BY dx_u" +
-		         (grouped ? ", dx_g" : "") + ", (" + w + " IS NULL) ORDER BY dx_h) = 1) AS dx_d" + std::to_string(j),
-		     "");
+		flags += ", (" + w + " IS NOT NULL AND pg_catalog.count(" + w + ") OVER (" + in_group +
+		         " ROWS UNBOUNDED PRECEDING) = 1) AS dx_d" + std::to_string(j);
+	}
+	// GROUP BY: the max_groups first groups of a unit, the max_rows_per_group first rows of each
+	std::string select = flags, where;
+	if (grouped && b.max_rows_per_group < b.max_rows) {
+		select += ", pg_catalog.row_number() OVER (" + in_group + ") AS dx_rg";
+		where = "dx_rg <= " + std::to_string(b.max_rows_per_group);
+	}
+	if (grouped && b.max_groups < b.max_rows) {
+		select += ", pg_catalog.dense_rank() OVER (PARTITION BY dx_u ORDER BY dx_gh, dx_g) AS dx_gr";
+		where += std::string(where.empty() ? "" : " AND ") + "dx_gr <= " + std::to_string(b.max_groups);
+	}
+	// every query: the max_rows first rows that remain (unless the group bounds imply it)
+	const bool total = !grouped || b.max_groups * b.max_rows_per_group > b.max_rows;
+	if (total && where.empty()) { // one pass: the flags and the total rank share the sort
+		select += ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY " + row_order + ") AS dx_r";
+		where = "dx_r <= " + std::to_string(b.max_rows);
+		wrap(select, where);
+	} else {
+		if (!select.empty())
+			wrap(select, where);
+		if (total)
+			wrap(", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY " + row_order + ") AS dx_r",
+			     "dx_r <= " + std::to_string(b.max_rows));
 	}
 	// the output columns, in the order of the mapping
 	std::string out = "SELECT ";
