@@ -52,6 +52,22 @@ SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, war
 WHERE r <= 3;
 SELECT ward, count(*), sum(age), count(DISTINCT person) FROM pu_grouped GROUP BY ward ORDER BY ward;
 SELECT ward, dx.count(*), dx.sum(age), dx.count_units(person) FROM pu_visits GROUP BY ward ORDER BY ward;
+-- one row per ward and 3 rows in all (no bound on the number of wards): the total bound still holds
+SELECT dx.set_privacy_unit('pu_visits', 'person', 3, NULL, 1);
+WITH h AS (
+	SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age) AS h,
+	       dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c'], ward) - 1)::int4) AS gh
+	FROM pu_visits v, dx.privacy_units u WHERE u.relid = 'pu_visits'::regclass),
+g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg FROM h)
+SELECT ward, count(*) FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
+                            FROM g WHERE rg <= 1) t
+WHERE r <= 3 GROUP BY ward ORDER BY ward;
+SELECT ward, dx.count(*) FROM pu_visits GROUP BY ward ORDER BY ward;
+-- one row per person: the grouped counts add up to the number of persons (300)
+SELECT dx.set_privacy_unit('pu_visits', 'person', 1);
+SELECT sum(n) FROM (SELECT ward, dx.count(*) AS n FROM pu_visits GROUP BY ward) s;
+SELECT dx.count(*), dx.count_units(person) FROM pu_visits;
+SELECT dx.set_privacy_unit('pu_visits', 'person', 3, 2, 2);
 -- the same in a parallel plan
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;

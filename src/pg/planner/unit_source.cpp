@@ -125,16 +125,17 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 	}
 	// GROUP BY: the max_groups first groups of a unit, the max_rows_per_group first rows of each
 	std::string select = flags, where;
-	if (grouped && b.max_rows_per_group < b.max_rows) {
+	const bool per_group = grouped && b.max_rows_per_group < b.max_rows, groups = grouped && b.max_groups < b.max_rows;
+	if (per_group) {
 		select += ", pg_catalog.row_number() OVER (" + in_group + ") AS dx_rg";
 		where = "dx_rg <= " + std::to_string(b.max_rows_per_group);
 	}
-	if (grouped && b.max_groups < b.max_rows) {
+	if (groups) {
 		select += ", pg_catalog.dense_rank() OVER (PARTITION BY dx_u ORDER BY dx_gh, dx_g) AS dx_gr";
 		where += std::string(where.empty() ? "" : " AND ") + "dx_gr <= " + std::to_string(b.max_groups);
 	}
-	// every query: the max_rows first rows that remain (unless the group bounds imply it)
-	const bool total = !grouped || b.max_groups * b.max_rows_per_group > b.max_rows;
+	// every query: the max_rows first rows that remain, unless both group filters run and imply it
+	const bool total = !(per_group && groups && b.max_groups * b.max_rows_per_group <= b.max_rows);
 	if (total && where.empty()) { // one pass: the flags and the total rank share the sort
 		select += ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY " + row_order + ") AS dx_r";
 		where = "dx_r <= " + std::to_string(b.max_rows);
