@@ -3,7 +3,7 @@
 
 Connects with PGHOST/PGPORT/PGUSER (a cluster with dxpriv preloaded, e.g. the one scripts/run-bench.sh
 starts, or `DXPRIV_BENCH_DB=... test/bench/unit_bench.py`), creates ~2M visits with heavy-tailed
-visits per person (person p: min(500, 1 + 100000 // (p + 99)), 1M persons), declares person as the
+visits per person (person p: min(500, 1 + 150000 // (p + 99)), 1M persons), declares person as the
 privacy unit (10 rows, 3 groups, 4 rows per group) and times, median of --runs after one warm-up,
 native and dx interleaved:
 
@@ -88,7 +88,7 @@ def main():
     cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
     cur.execute(f"""INSERT INTO bench_visits
         SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
-        FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 100000 / (p + 99))) i""")
+        FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
     cur.execute("VACUUM ANALYZE bench_visits")
     cur.execute("SELECT count(*) FROM bench_visits")
     rows = cur.fetchone()[0]
