@@ -114,6 +114,12 @@ SELECT dx.count(*) >= 0 FROM pu_visits;
 SELECT ward, dx.count(*) >= 0 FROM pu_visits GROUP BY ward ORDER BY ward;
 SELECT mechanism, epsilon, scales FROM dx.ledger WHERE relid = 'pu_visits'::regclass ORDER BY id DESC LIMIT 2;
 
+-- a renamed or dropped unit column fails closed (never one row per record again)
+ALTER TABLE pu_visits RENAME COLUMN person TO who;
+SELECT dx.count(*) FROM pu_visits;
+ALTER TABLE pu_visits RENAME COLUMN who TO person;
+SELECT dx.count(*) >= 0 FROM pu_visits;
+
 -- refused on tables with a privacy unit
 SELECT dx.mode(ward) FROM pu_visits;
 SELECT ward, dx.count(*) FROM pu_visits GROUP BY ROLLUP (ward);
