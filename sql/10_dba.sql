@@ -103,6 +103,12 @@ BEGIN
 			HINT = 'Pass for example ''{"min":0,"max":120}'' and ''{"type":"absolute","scale":10}''.';
 	END IF;
 	metric := dx._validate_column(col_type, domain, metric);
+	IF to_regclass('dx.privacy_units') IS NOT NULL AND EXISTS (SELECT 1 FROM dx.privacy_units u
+			WHERE u.relid = rel AND u.unit_column = set_column.column_name) THEN
+		RAISE EXCEPTION 'column "%" is the privacy unit of table "%" and cannot be declared', set_column.column_name, rel
+			USING ERRCODE = '22023',
+			HINT = 'Analysts count units with dx.count_units(unit) or COUNT(DISTINCT unit); they never group by or filter on it.';
+	END IF;
 	INSERT INTO dx.protected_columns AS c (relid, column_name, domain, metric)
 	VALUES (rel, set_column.column_name, domain, metric)
 	ON CONFLICT ON CONSTRAINT protected_columns_pkey DO UPDATE SET domain = excluded.domain, metric = excluded.metric;

@@ -110,7 +110,7 @@ CREATE FUNCTION dx.explain(query text)
 RETURNS TABLE (cell int, aggregate int, kind text, group_key text, component text, epsilon float8,
                noise_scale float8, ci95_half_width float8, plain_dp_scale float8,
                improvement_factor float8, query_epsilon float8, remaining_budget float8, allocation text,
-               noise text, noise_bound float8, query_delta float8)
+               noise text, noise_bound float8, query_delta float8, unit_bound text, unit_noise_factor float8)
 LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_explain';
 COMMENT ON FUNCTION dx.explain(text) IS 'epsilon and delta, per-cell noise family, scale (Gaussian: standard deviation), 95% half-width, truncation bound, improvement over plain DP (Laplace) and remaining budget of a query, without running it';
 

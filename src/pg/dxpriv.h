@@ -32,6 +32,8 @@ struct ExtensionObjects {
 	Oid count_star = InvalidOid, count_any = InvalidOid, count_any_eps = InvalidOid;
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
+	// privacy units (sql/12_privacy_units.sql): dx.count_units markers and the row-ranking hash
+	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_hash = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
@@ -55,7 +57,7 @@ struct ExtensionObjects {
 		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
 		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps || f == mode_any ||
 		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
-		       f == median_any_eps;
+		       f == median_any_eps || f == count_units || f == count_units_eps;
 	}
 	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
 	bool is_internal(Oid f) const
@@ -98,8 +100,21 @@ struct ColumnPolicy {
 	int member_index(AttrNumber att) const;
 };
 
+// The privacy unit of a table (dx.set_privacy_unit): the record is the unit's bounded row set.
+struct UnitPolicy {
+	std::string column;        // the unit column (never a declared column)
+	AttrNumber attnum = 0;     // 0: the table has no privacy unit
+	Oid type = InvalidOid;
+	int max_rows = 0;          // k >= 1
+	int max_groups = 0;        // G, 0 when not declared (then k)
+	int max_rows_per_group = 0; // kg, 0 when not declared (then k)
+	std::string key_hex;       // the row-ranking key, 32 hex digits (never shown to anyone)
+	bool present() const { return attnum != 0; }
+};
+
 struct TablePolicy {
 	Oid relid = InvalidOid;
+	UnitPolicy unit;
 	double presence = 1.0;
 	double delta = 0;  // per-query delta allowed for (epsilon, delta) noise; 0 = pure epsilon only
 	std::vector<ColumnPolicy> columns;

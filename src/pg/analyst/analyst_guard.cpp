@@ -293,6 +293,23 @@ counts_every_row(Query *q, Aggref *a)
 	return notnull;
 }
 
+// count(DISTINCT unit) on the privacy unit column of the table q reads: the number of units, which
+// dx.count_units answers (README "Privacy units").
+bool
+counts_units(Query *q, Aggref *a)
+{
+	if (!a->aggdistinct || list_length(a->args) != 1)
+		return false;
+	Node *e = strip_implicit_coercions(first_arg(a));
+	const Oid rel = read_table(q);
+	if (!e || !IsA(e, Var) || !OidIsValid(rel))
+		return false;
+	Var *v = castNode(Var, e);
+	TablePolicy policy;
+	return v->varlevelsup == 0 && v->varno == 1 && load_table_policy(rel, policy) && policy.unit.present() &&
+	       v->varattno == policy.unit.attnum;
+}
+
 // Refusals of built-in aggregates that have no private counterpart, with what to write instead.
 [[noreturn]] void
 refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
@@ -308,6 +325,16 @@ refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
 		         "dx.quantile(" + col + ", " + (fn == "min" ? "0.05" : "0.95") + ") FROM " + table +
 		         " (or percentile_disc(" + (fn == "min" ? "0.05" : "0.95") + ") WITHIN GROUP (ORDER BY " + col +
 		         ")); dx.mode(" + col + ") gives the most frequent value.");
+	TablePolicy policy;
+	if (a->aggdistinct && OidIsValid(read_table(q)) && load_table_policy(read_table(q), policy) && policy.unit.present()) {
+		const std::string unit = quote_identifier(policy.unit.column.c_str());
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted + " except count(DISTINCT " +
+		         unit + ")",
+		     "count(DISTINCT " + unit + ") counts the table's privacy units (people); the number of distinct values "
+		     "of anything else is not a sum over people. SELECT " + col + ", count(DISTINCT " + unit + ") FROM " +
+		         table + " GROUP BY " + col + " counts the people of every declared value.");
+	}
 	if (a->aggdistinct)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted,
@@ -355,7 +382,7 @@ marker_call(Aggref *a, Oid marker, List *exprs, const ExtensionObjects &ext)
 		m->args = lappend(m->args, makeTargetEntry(e, static_cast<AttrNumber>(list_length(m->args) + 1), nullptr, false));
 		m->aggargtypes = lappend_oid(m->aggargtypes, exprType((Node *) e));
 	}
-	if (marker == ext.count_star || marker == ext.count_any)
+	if (marker == ext.count_star || marker == ext.count_any || marker == ext.count_units)
 		m->aggtype = INT8OID;
 	else if (marker == ext.sum_any || marker == ext.avg_any)
 		m->aggtype = FLOAT8OID;
@@ -432,6 +459,8 @@ standard_spelling(Aggref *a, PlainAggRewrite &c)
 		refuse_plain_aggregate(c.q, a, name);
 	if (fn != "count" && fn != "sum" && fn != "avg")
 		return nullptr;
+	if (fn == "count" && reads_table && counts_units(c.q, a))
+		return marker_call(a, ext.count_units, args(), ext);
 	if (a->aggdistinct && reads_table)
 		refuse_plain_aggregate(c.q, a, name);
 	if (fn == "count" && (a->aggstar || counts_every_row(c.q, a)))

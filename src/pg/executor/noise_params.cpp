@@ -14,6 +14,7 @@ namespace dxpriv::pg {
 namespace {
 constexpr int kHeader = 16;
 constexpr double kVersion = 3;
+constexpr int kUnitTail = 4; // optional: unit attnum, rows, groups, rows per group (after the cells)
 } // namespace
 
 // See noise_params.h.
@@ -43,10 +44,19 @@ parse_noise_params(ArrayType *array)
 	p.sets = static_cast<int>(v[15]);
 	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
 	    p.agg_index >= p.agg_count || !(v[14] >= 0) || p.sets < 1 || p.agg_count % p.sets != 0 || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
-	    n != kHeader + 3 * p.groups * p.components)
+	    (n != kHeader + 3 * p.groups * p.components && n != kHeader + 3 * p.groups * p.components + kUnitTail))
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
-	p.cells.assign(v + kHeader, v + n);
-	for (int i = 0; i < n - kHeader; i += 3)
+	const int cells_end = kHeader + 3 * p.groups * p.components;
+	if (n > cells_end) { // the privacy unit tail
+		p.unit_attnum = static_cast<int>(v[cells_end]);
+		p.unit_rows = static_cast<int>(v[cells_end + 1]);
+		p.unit_groups = static_cast<int>(v[cells_end + 2]);
+		p.unit_rows_per_group = static_cast<int>(v[cells_end + 3]);
+		if (p.unit_attnum <= 0 || p.unit_rows <= 0 || p.unit_groups < 0 || p.unit_rows_per_group < 0)
+			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
+	}
+	p.cells.assign(v + kHeader, v + cells_end);
+	for (int i = 0; i < cells_end - kHeader; i += 3)
 		if (!(p.cells[i] > 0) || !(p.cells[i + 1] >= 0) || !std::isfinite(p.cells[i + 1]) || !(p.cells[i + 2] >= 0) ||
 		    !std::isfinite(p.cells[i + 2]))
 			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
@@ -66,6 +76,9 @@ build_noise_params(const NoiseParams &p)
 		d.push_back(Float8GetDatum(x));
 	for (double x : p.cells)
 		d.push_back(Float8GetDatum(x));
+	if (p.unit_attnum > 0)
+		for (int x : {p.unit_attnum, p.unit_rows, p.unit_groups, p.unit_rows_per_group})
+			d.push_back(Float8GetDatum(static_cast<double>(x)));
 	return construct_array(d.data(), static_cast<int>(d.size()), FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
 	                       TYPALIGN_DOUBLE);
 }

@@ -40,6 +40,10 @@ struct NoiseParams {
 	double delta = 0; // spent by the query when a cell is noisy and the family is not laplace
 	int64 epsilon_id = 0; // copies with the same id are charged their epsilon once (0: the charge id)
 	int sets = 1;         // grouping sets allocated together (agg_index = aggregate * sets + set)
+	// privacy unit (README "Privacy units"): the unit column's attribute number (0: none) and the
+	// query's contribution bound, recorded in the ledger's mechanism; encoded after the cells only
+	// when present, so arrays without a unit keep their layout
+	int unit_attnum = 0, unit_rows = 0, unit_groups = 0, unit_rows_per_group = 0;
 	std::vector<double> cells; // (grid, scale, bound) per group and component
 
 	double grid(int g, int c) const { return cells[3 * (g * components + c)]; }

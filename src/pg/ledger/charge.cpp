@@ -142,6 +142,26 @@ mechanism_name(const std::vector<Charge> &cs)
 	return names[family >= 0 && family <= 2 ? family : 0][grid ? 1 : 0][exponential_noisy ? 1 : 0];
 }
 
+// The privacy unit of a table's share of a statement, for the ledger's mechanism:
+// " per unit person_id (3 rows[, 2 groups, 2 rows per group])", or "" without one.
+std::string
+unit_suffix(Oid relid, const std::vector<Charge> &cs)
+{
+	for (const Charge &c : cs) {
+		const NoiseParams &p = c.params;
+		if (p.unit_attnum <= 0)
+			continue;
+		char *name = nullptr;
+		pg_call([&] { name = get_attname(relid, static_cast<AttrNumber>(p.unit_attnum), true); });
+		std::string out = std::string(" per unit ") + (name ? name : "?") + " (" + std::to_string(p.unit_rows) + " rows";
+		if (p.unit_groups > 0)
+			out += ", " + std::to_string(p.unit_groups) + " groups, " + std::to_string(p.unit_rows_per_group) +
+			       " rows per group";
+		return out + ")";
+	}
+	return "";
+}
+
 // Delta a table's share of a statement spends: the (epsilon, delta) linear mechanism's, once per
 // statement (its aggregates are one release calibrated together); 0 for pure epsilon.
 double
@@ -299,7 +319,7 @@ charge_plan(QueryDesc *qd)
 		for (const Charge &c : kv.second)
 			if (epsilon_ids.insert(c.params.charged_epsilon_id()).second)
 				it.epsilon += c.params.epsilon;
-		it.mechanism = mechanism_name(kv.second);
+		it.mechanism = mechanism_name(kv.second) + unit_suffix(kv.first, kv.second);
 		it.delta = statement_delta(kv.second);
 		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component
 			for (int g = 0; g < c.params.groups; ++g)

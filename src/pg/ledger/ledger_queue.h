@@ -29,7 +29,7 @@ extern int guc_ledger_idle_timeout_s;  // dxpriv.ledger_idle_timeout: an idle wo
 constexpr int kMaxTables = 8;          // protected tables one statement may charge
 constexpr int kInlinePayload = 12288;  // scales + fingerprint + query text kept in the slot itself
 constexpr int kMessageLen = 256;       // worker error message returned to the backend
-constexpr int kMechanismLen = 40;
+constexpr int kMechanismLen = 192; // family + " per unit <column> (<bound>)" (README "Privacy units")
 constexpr int kBatchMax = 32;          // requests committed together by one worker transaction
 
 enum SlotState : int32 { kFree = 0, kPending = 1, kRunning = 2, kDone = 3 };

@@ -55,6 +55,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.avg_any_eps = lookup("avg", 2, any_eps);
 	o.linear_any = lookup("linear", 1, any1);
 	o.linear_any_eps = lookup("linear", 2, any_eps);
+	o.count_units = lookup("count_units", 1, any1);
+	o.count_units_eps = lookup("count_units", 2, any_eps);
 	o.noisy_count = lookup("_noisy_count", 3, linear);
 	o.noisy_sum = lookup("_noisy_sum", 3, linear);
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
@@ -89,6 +91,8 @@ load(Oid ext, ExtensionObjects &o)
 	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
 	o.group_key = lookup("_group_key", 2, group_key_args);
 	o.indicator = lookup("_indicator", 1, any1);
+	const Oid unit_hash_args[] = {BYTEAOID, ANYOID};
+	o.unit_hash = lookup("_unit_hash", 2, unit_hash_args);
 	// exponential mechanism (sql/25_exponential.sql)
 	const Oid elem1[] = {ANYELEMENTOID};
 	const Oid elem_f8[] = {ANYELEMENTOID, FLOAT8OID};
@@ -112,7 +116,8 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.release_count, o.release_sum, o.release_avg, o.weigh_cached, o.weigh_int_cached,
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
-	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum};
+	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
+	                   o.count_units_eps, o.unit_hash};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

@@ -946,6 +946,28 @@ load_table_policy(Oid relid, TablePolicy &out)
 		col.collation = members[0].collation;
 		out.columns.push_back(std::move(col));
 	}
+	// the privacy unit (README "Privacy units"), read as the extension owner: its key stays inside
+	// the statements dxpriv writes
+	n = spi.exec("SELECT u.unit_column, a.attnum, a.atttypid, u.max_rows_per_unit, "
+	             "coalesce(u.max_groups_per_unit, 0), coalesce(u.max_rows_per_unit_per_group, 0), "
+	             "pg_catalog.encode(u.hash_key, 'hex') "
+	             "FROM dx.privacy_units u LEFT JOIN pg_catalog.pg_attribute a "
+	             "ON a.attrelid = u.relid AND a.attname = u.unit_column AND NOT a.attisdropped WHERE u.relid = $1",
+	             {{OIDOID, ObjectIdGetDatum(relid)}}, true);
+	if (n > 0 && spi.is_null(0, 1)) // fail closed: never fall back to one row per record
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+		     "the privacy unit column \"" + spi.text(0, 0) + "\" of a protected table no longer exists",
+		     "The table owner can declare the unit again with dx.set_privacy_unit (after a rename) or remove it "
+		     "with dx.unset_privacy_unit.");
+	if (n > 0) {
+		out.unit.column = spi.text(0, 0);
+		out.unit.attnum = DatumGetInt16(spi.value(0, 1));
+		out.unit.type = DatumGetObjectId(spi.value(0, 2));
+		out.unit.max_rows = DatumGetInt32(spi.value(0, 3));
+		out.unit.max_groups = DatumGetInt32(spi.value(0, 4));
+		out.unit.max_rows_per_group = DatumGetInt32(spi.value(0, 5));
+		out.unit.key_hex = spi.text(0, 6);
+	}
 	return true;
 }
 

@@ -22,6 +22,7 @@
 #include "pg/planner/shard_pruning.h"
 #include "pg/executor/noise_params.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/planner/unit_source.h"
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
@@ -30,6 +31,7 @@
 #include "core/release_interval.h"
 #include "core/work_estimate.h"
 #include "core/sensitivity.h"
+#include "core/unit_bound.h"
 
 extern "C" {
 #include "access/relation.h"
@@ -429,7 +431,7 @@ stamp_identities(Query *q, const ExtensionObjects &ext)
 
 // ---- one dx aggregate ----
 
-enum class AggKind { Count, Sum, Avg, Linear };
+enum class AggKind { Count, Sum, Avg, Linear, CountUnits };
 
 struct AggSpec {
 	Aggref *aggref;
@@ -467,12 +469,52 @@ aggregate_epsilon(Aggref *a, bool has_eps_arg)
 	return eps;
 }
 
+// Refuses ORDER BY inside a dx aggregate.
+void
+reject_aggregate_order(Aggref *a)
+{
+	if (a->aggorder)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside dx aggregates is not supported", kShapeHint);
+}
+
+// dx.count_units(unit [, epsilon]) and dx.count(DISTINCT unit): how many units have a counted row
+// (README "Privacy units"). The argument must be the table's privacy unit column itself; COUNT
+// DISTINCT of anything else has no sound sensitivity here and is refused with what to write instead.
+AggSpec
+describe_count_units(Aggref *a, const TablePolicy &policy, const ExtensionObjects &ext)
+{
+	AggSpec spec{a, AggKind::CountUnits, 0, nullptr, a->aggfilter, 1, 0};
+	const bool has_eps = a->aggfnoid == ext.count_units_eps;
+	reject_aggregate_order(a);
+	Node *arg = strip_implicit_coercions((Node *) linitial_node(TargetEntry, a->args)->expr);
+	const bool is_unit = arg && IsA(arg, Var) && castNode(Var, arg)->varno == 1 &&
+	                     castNode(Var, arg)->varlevelsup == 0 && policy.unit.present() &&
+	                     castNode(Var, arg)->varattno == policy.unit.attnum;
+	if (!policy.unit.present())
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "counting distinct values needs a table with a privacy unit",
+		     "The number of distinct values is not a sum over rows. The table owner can declare who the rows "
+		     "belong to with dx.set_privacy_unit(table, column, max_rows_per_unit); then dx.count_units(column) "
+		     "counts them. GROUP BY col with dx.count(*) counts the rows of every declared value.");
+	if (!is_unit)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "only the privacy unit column \"" + policy.unit.column + "\" can be counted distinctly",
+		     "Write dx.count_units(" + std::string(quote_identifier(policy.unit.column.c_str())) +
+		         ") (or COUNT(DISTINCT " + quote_identifier(policy.unit.column.c_str()) +
+		         ")) for the number of units; the number of distinct values of another column has no sound "
+		         "sensitivity: GROUP BY the column with dx.count_units counts the units of every declared value.");
+	spec.epsilon = aggregate_epsilon(a, has_eps);
+	spec.explicit_epsilon = has_eps;
+	check_row_expression((Node *) spec.filter, policy, "FILTER clauses");
+	return spec;
+}
+
 // Validates one dx aggregate and describes its per-row weight.
 AggSpec
 describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects &ext)
 {
 	AggSpec spec{a, AggKind::Count, 0, nullptr, a->aggfilter, 1, 0};
 	const Oid f = a->aggfnoid;
+	if (f == ext.count_units || f == ext.count_units_eps || (a->aggdistinct && f == ext.count_any))
+		return describe_count_units(a, policy, ext);
 	spec.kind = (f == ext.sum_any || f == ext.sum_any_eps)         ? AggKind::Sum
 	            : (f == ext.avg_any || f == ext.avg_any_eps)       ? AggKind::Avg
 	            : (f == ext.linear_any || f == ext.linear_any_eps) ? AggKind::Linear
@@ -480,8 +522,7 @@ describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects 
 	const bool has_eps = f == ext.count_any_eps || f == ext.sum_any_eps || f == ext.avg_any_eps || f == ext.linear_any_eps;
 	if (a->aggdistinct)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "DISTINCT inside dx aggregates is not supported", kShapeHint);
-	if (a->aggorder)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside dx aggregates is not supported", kShapeHint);
+	reject_aggregate_order(a);
 	spec.epsilon = aggregate_epsilon(a, has_eps);
 	spec.explicit_epsilon = has_eps;
 	Expr *value = f != ext.count_star ? linitial_node(TargetEntry, a->args)->expr : nullptr;
@@ -515,6 +556,8 @@ kind_name(AggKind k)
 		return "avg";
 	case AggKind::Linear:
 		return "linear";
+	case AggKind::CountUnits:
+		return "count_units";
 	}
 	return "?";
 }
@@ -652,6 +695,30 @@ struct ReleaseAnalysis {
 	}
 };
 
+// What a query on a table with a privacy unit cannot do yet (0A000 with a hint): the exponential
+// mechanism, joins, grouping sets and Citus have no unit-level calibration or bounded source.
+void
+refuse_for_privacy_unit(Oid relid, bool em, bool join, bool grouping_set)
+{
+	char *rel = get_rel_name(relid);
+	const std::string name = std::string("\"") + (rel ? rel : "?") + "\"";
+	const char *hint = "Use dx.count, dx.sum, dx.avg, dx.linear and dx.count_units, with WHERE and GROUP BY, on the "
+	                   "table alone.";
+	if (em)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "dx.mode, dx.quantile and dx.median cannot be used on table " + name + ", which has a privacy unit", hint);
+	if (join)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins cannot read table " + name + ", which has a privacy unit", hint);
+	if (grouping_set)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "GROUPING SETS, ROLLUP and CUBE cannot be used on table " + name + ", which has a privacy unit",
+		     "Run one query per grouping set.");
+	if (citus_distributed_table(relid))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "table " + name + " is distributed and has a privacy unit",
+		     "Contribution bounding runs on one node only: query a local copy of the table, or remove the privacy "
+		     "unit with dx.unset_privacy_unit.");
+}
+
 // A release that is one grouping set of a statement whose sets share one allocation.
 struct SetIdentity {
 	int set = 0, sets = 1;
@@ -732,6 +799,8 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 		     "Their sets would not share the statement's epsilon: run them in one query per grouping set, or use "
 		     "dx.count, dx.sum, dx.avg or dx.linear.");
 	// ---- end of exponential mechanism dispatch ----
+	if (policy.unit.present())
+		refuse_for_privacy_unit(relid, !a.em.specs.empty(), join != nullptr, grouping_set);
 	// Identical aggregates (a HAVING repeat of a SELECT aggregate; BETWEEN, which the parser turns
 	// into two copies of its operand) are one release: one noise draw, charged once.
 	std::vector<Aggref *> originals; // unmodified copies of the representatives
@@ -1006,7 +1075,9 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 	cap.strategy = strategy_name(strategy);
 	cap.noise = noise_family_name(family);
 	cap.delta = delta;
-	if (!a.specs.empty()) { // (exponential mechanism dispatch: no linear cell, no baseline)
+	// (exponential mechanism dispatch: no linear cell, no baseline; a privacy unit: the row-level
+	// baseline does not apply, dx.explain's unit_noise_factor tells the bound's cost instead)
+	if (!a.specs.empty() && !a.policy.unit.present()) {
 		// over the columns the cells depend on, so that it does not depend on the query's text
 		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
 		cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
@@ -1036,6 +1107,8 @@ capture_cells(const ReleaseAnalysis &a, const MultiLinearPlan &plan, size_t offs
 			cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(s.kind), label,
 			                                s.kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
 			                                plan.epsilon_share[k], p}); // what the cell received
+			if (k < cap.unit_factor.size())
+				cap.cells.back().unit_factor = cap.unit_factor[k];
 			if (s.kind == AggKind::Avg && c == 1) {
 				// the average itself: its 95% half-width is this value divided by the group's row
 				// count (delta method at the domain-centre mean; dx.last_release gives it for the
@@ -1051,6 +1124,8 @@ capture_cells(const ReleaseAnalysis &a, const MultiLinearPlan &plan, size_t offs
 		}
 	}
 }
+
+ContributionBound unit_bound_of(const ReleaseAnalysis &a);
 
 // What dx.last_release shows of a release: its aggregates' descriptions and its group labels.
 struct ReleaseText {
@@ -1083,6 +1158,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		else if (set)
 			text.labels.push_back("()"); // the empty grouping set
 	const bool grouped = keys.grouped();
+	std::vector<Expr *> distinct_weights; // count_units: the per-point weights read by the bounded source
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
@@ -1129,6 +1205,13 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		p.groups = static_cast<int>(groups);
 		p.family = static_cast<int>(family);
 		p.delta = delta; // the query's delta, carried by each of its aggregates
+		if (a.policy.unit.present()) { // the ledger records the unit and the bound
+			const ContributionBound b = unit_bound_of(a);
+			p.unit_attnum = a.policy.unit.attnum;
+			p.unit_rows = static_cast<int>(b.max_rows);
+			p.unit_groups = grouped ? static_cast<int>(b.max_groups) : 0;
+			p.unit_rows_per_group = grouped ? static_cast<int>(b.max_rows_per_group) : 0;
+		}
 		for (size_t g = 0; g < groups; ++g)
 			for (int c = 0; c < s.components; ++c) {
 				const LinearNoisePlan &cell = plan.cells[offset + a.cell(j, g, c)];
@@ -1137,11 +1220,15 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 				p.cells.push_back(cell.bound);
 			}
 		Expr *weight = weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots);
-		if (grouped && !distributed) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+		if (grouped && !distributed && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;
 		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
-		Oid internal = s.kind == AggKind::Count ? ext.noisy_count
+		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
+			distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
+			weight = unit_count_weight(distinct_weights.size() - 1, grouped);
+		}
+		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
 		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
 		                                        : ext.noisy_sum;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
@@ -1159,6 +1246,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		}
 		agg->aggstar = false;
 		agg->aggvariadic = false;
+		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row
 		agg->aggfilter = nullptr;
 		agg->inputcollid = InvalidOid;
 		agg->location = kRewrittenLocation;
@@ -1169,6 +1257,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		dup->aggargtypes = list_copy(r->aggargtypes);
 		dup->args = static_cast<List *>(copyObjectImpl(r->args));
 		dup->aggstar = r->aggstar;
+		dup->aggdistinct = NIL;
 		dup->aggvariadic = r->aggvariadic;
 		dup->aggfilter = static_cast<Expr *>(copyObjectImpl(r->aggfilter));
 		dup->inputcollid = r->inputcollid;
@@ -1200,6 +1289,21 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		if (join && any_exec_param((Node *) q, nullptr))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
 	};
+	if (a.policy.unit.present()) { // the bounded rows of each unit (README "Privacy units")
+		if (grouped)
+			replace_group_keys(q, keys, group_index, ext);
+		UnitSource source;
+		source.policy = &a.policy;
+		source.columns.assign(a.attnos.begin(), a.attnos.end());
+		source.bound = unit_bound_of(a);
+		source.keys = grouped ? &keys : nullptr;
+		source.group_index = grouped ? group_index : nullptr;
+		source.distinct_weights = distinct_weights;
+		const std::map<AttrNumber, AttrNumber> mapping = replace_with_unit_source(q, source);
+		q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
+		q->havingQual = remap_vars(q->havingQual, mapping);
+		return text;
+	}
 	if (!grouped) {
 		check_no_public_column();
 		return text;
@@ -1230,6 +1334,73 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	return text;
 }
 
+// The contribution bound of a release on a table with a privacy unit (README "Privacy units").
+ContributionBound
+unit_bound_of(const ReleaseAnalysis &a)
+{
+	const UnitPolicy &u = a.policy.unit;
+	return ContributionBound::for_query(static_cast<size_t>(u.max_rows), static_cast<size_t>(u.max_groups),
+	                                    static_cast<size_t>(u.max_rows_per_group), a.keys.grouped());
+}
+
+// How each cell of a release aggregates a unit's rows: its group, and whether it counts units.
+UnitCells
+unit_cells_of(const ReleaseAnalysis &a)
+{
+	UnitCells cells;
+	for (size_t j = 0; j < a.specs.size(); ++j)
+		for (size_t g = 0; g < a.keys.groups; ++g)
+			for (int c = 0; c < a.specs[j].components; ++c) {
+				const size_t k = a.cell(j, g, c);
+				if (cells.group.size() <= k) {
+					cells.group.resize(k + 1, 0);
+					cells.distinct.resize(k + 1, 0);
+				}
+				cells.group[k] = g;
+				cells.distinct[k] = a.specs[j].kind == AggKind::CountUnits;
+			}
+	return cells;
+}
+
+// "person_id: 10 rows per unit, 3 groups, 2 rows per group": the bound as dx.explain shows it.
+std::string
+unit_bound_text(const ReleaseAnalysis &a, const ContributionBound &b)
+{
+	std::string t = a.policy.unit.column + ": " + std::to_string(b.max_rows) + " rows per unit";
+	if (a.keys.grouped())
+		t += ", " + std::to_string(b.max_groups) + " groups, " + std::to_string(b.max_rows_per_group) +
+		     " rows per group";
+	return t;
+}
+
+// The noise plan of one release: the unit-level calibration on a table with a privacy unit (Laplace
+// only), otherwise the row-level one of the noise family.
+MultiLinearPlan
+plan_release(const ReleaseAnalysis &a, double query_delta, NoiseFamily family, const AllocationRequest &request)
+{
+	if (a.specs.empty()) // (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+		return MultiLinearPlan{};
+	if (!a.policy.unit.present())
+		return plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
+	if (family != NoiseFamily::Laplace)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     std::string("noise family \"") + noise_family_name(family) + "\" is not available on tables with a privacy unit",
+		     "Use SET dxpriv.noise = 'laplace': the unit-level calibration is pure epsilon.");
+	const ContributionBound bound = unit_bound_of(a);
+	const UnitCells cells = unit_cells_of(a);
+	MultiLinearPlan plan = plan_unit_linear(a.sub, a.q_cells, a.eps_total, request, cells, bound);
+	if (explain_capture_active()) { // the bound's effect: the same query with one row per unit
+		ExplainCapture &cap = explain_capture();
+		const MultiLinearPlan one =
+			plan_unit_linear(a.sub, a.q_cells, a.eps_total, request, cells, ContributionBound::for_query(1, 1, 1, a.keys.grouped()));
+		cap.unit_bound = unit_bound_text(a, bound);
+		cap.unit_factor.clear();
+		for (size_t k = 0; k < plan.cells.size(); ++k)
+			cap.unit_factor.push_back(one.cells[k].scale > 0 ? plan.cells[k].scale / one.cells[k].scale : -1);
+	}
+	return plan;
+}
+
 // Validates and rewrites one SELECT that contains dx aggregates: one release, its cells allocated
 // within its epsilon. A query with parameters, or shape_only, is only checked (analyse_release).
 void
@@ -1243,8 +1414,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	double query_delta = 0;
 	const NoiseFamily family = linear_noise_family(a, query_delta);
 	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
-	const MultiLinearPlan plan =
-		a.specs.empty() ? MultiLinearPlan{} : plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
+	const MultiLinearPlan plan = plan_release(a, query_delta, family, request);
 	const double delta = any_noisy(plan) ? query_delta : 0;
 	if (explain_capture_active()) { // dx.explain: what each cell would cost, without running anything
 		capture_statement(a, a.eps_total, request.strategy, family, delta, a.sub, a.q_cells);

@@ -189,8 +189,8 @@ DX_FUNCTION(dx_explain)
 		int ledger_position = 0;
 		for (size_t i = 0; i < cells.size(); ++i) {
 			const ExplainCell &c = cells[i];
-			Datum values[16];
-			bool nulls[16] = {false};
+			Datum values[18];
+			bool nulls[18] = {false};
 			if (c.ledger)
 				++ledger_position;
 			values[0] = Int32GetDatum(ledger_position); // position in the ledger's scales
@@ -209,7 +209,7 @@ DX_FUNCTION(dx_explain)
 			nulls[9] = cap.plain_dp_scale == 0;
 			nulls[8] = !c.linear;
 			nulls[9] = nulls[9] || !c.linear || cap.noise != "laplace"; // plain DP scale is a Laplace one
-			nulls[8] = nulls[8] || !c.ledger;
+			nulls[8] = nulls[8] || !c.ledger || !cap.unit_bound.empty();
 			nulls[9] = nulls[9] || !c.ledger;
 			if (c.comparison_factor >= 0) { // the statistical-query surrogate next to the plain cell
 				nulls[6] = false;
@@ -226,6 +226,10 @@ DX_FUNCTION(dx_explain)
 			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
 			nulls[14] = !(c.plan.bound > 0);
 			values[15] = Float8GetDatum(cap.delta);
+			values[16] = CStringGetTextDatum(cap.unit_bound.c_str()); // privacy unit: the contribution bound
+			nulls[16] = cap.unit_bound.empty();
+			values[17] = Float8GetDatum(c.unit_factor); // and what it does to this cell's noise
+			nulls[17] = !(c.unit_factor > 0) || !c.ledger;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});

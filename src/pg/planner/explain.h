@@ -32,6 +32,8 @@ struct ExplainCell {
 	// >= 0: a comparison row (the statistical-query surrogate, MECHANISMS.md §3.13) that shows its
 	// noise scale and this improvement factor although it is no ledger cell
 	double comparison_factor = -1;
+	// privacy unit: this cell's scale over its scale with one row per unit (-1: none)
+	double unit_factor = -1;
 };
 
 // What the analyzer records while dx.explain parses a query.
@@ -44,6 +46,10 @@ struct ExplainCapture {
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
 	bool attribute = false;      // dx.attr_avg / dx.attr_sum calls: remaining is the attribute budget's
+	// privacy unit (README "Privacy units"): the query's contribution bound ("" without a unit) and,
+	// per cell of the plan, its scale over the scale with one row per unit (-1: exact cell)
+	std::string unit_bound;
+	std::vector<double> unit_factor;
 	std::vector<ExplainCell> cells;
 	// A statement with a single linear cell: its sub-universe and weights (for the statistical-query
 	// comparison of a k-way marginal count, MECHANISMS.md §3.13); empty otherwise.

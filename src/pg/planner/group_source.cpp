@@ -53,6 +53,22 @@ group_points_sql(const GroupKeys &keys)
 	return "unnest(" + args + ") AS g(" + names + ")";
 }
 
+// Appends "<column>, " for every column read to select, their names to colnames, and maps each
+// attribute to its position (1, 2, ...); returns the next free position.
+AttrNumber
+list_columns(const TablePolicy &policy, const std::vector<AttrNumber> &columns, std::string &select, List *&colnames,
+             std::map<AttrNumber, AttrNumber> &mapping)
+{
+	AttrNumber next = 1;
+	for (AttrNumber att : columns) {
+		const ColumnPolicy::Member *mem = policy.find(att)->member(att);
+		select += std::string(quote_identifier(mem->name.c_str())) + ", ";
+		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
+		mapping[att] = next++;
+	}
+	return next;
+}
+
 struct RemapContext {
 	const std::map<AttrNumber, AttrNumber> *mapping;
 };
@@ -103,6 +119,13 @@ real_rows_only(Expr *value, Oid type, Expr *filter)
 {
 	Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
 	                    : (Expr *) present_flag_var();
+	return case_when(cond, value, type);
+}
+
+// See group_source.h.
+Expr *
+case_when(Expr *cond, Expr *value, Oid type)
+{
 	CaseWhen *when = makeNode(CaseWhen);
 	when->expr = cond;
 	when->result = value;
@@ -163,21 +186,14 @@ declared_values_sql(const ColumnPolicy &col, const std::vector<std::string> &lab
 }
 
 // See group_source.h.
-std::map<AttrNumber, AttrNumber>
-replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
-                          const GroupKeys &keys)
+std::string
+empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &columns, const GroupKeys &keys,
+                     const std::string &extra)
 {
-	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
-	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
-	std::string real = "SELECT ", empty = "SELECT ", from;
-	std::map<AttrNumber, AttrNumber> mapping;
-	List *colnames = NIL;
-	AttrNumber next = 1;
+	std::string empty = "SELECT ";
 	for (AttrNumber att : columns) {
 		const ColumnPolicy *col = policy.find(att);
 		const ColumnPolicy::Member *mem = col->member(att);
-		const char *name = quote_identifier(mem->name.c_str());
-		real += std::string(name) + ", ";
 		int key_pos = -1;
 		for (size_t i = 0; i < keys.cols.size(); ++i)
 			if (keys.cols[i] == col)
@@ -186,11 +202,22 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 			empty += "g.v" + std::to_string(key_pos) + ", ";
 		else
 			empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
-		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
-		mapping[att] = next++;
 	}
-	from = group_points_sql(keys);
-	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty + "false FROM " + from;
+	return empty + extra + "false FROM " + group_points_sql(keys);
+}
+
+// See group_source.h.
+std::map<AttrNumber, AttrNumber>
+replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                          const GroupKeys &keys)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
+	std::string real = "SELECT ";
+	std::map<AttrNumber, AttrNumber> mapping;
+	List *colnames = NIL;
+	const AttrNumber next = list_columns(policy, columns, real, colnames, mapping);
+	std::string sql = real + "true AS dx_present FROM " + table + " UNION ALL " + empty_group_rows_sql(policy, columns, keys, "");
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next;
 
@@ -208,13 +235,10 @@ replace_with_slot_group_source(Query *q, const TablePolicy &policy, const std::v
 	std::string real = "SELECT ", empty = "SELECT ";
 	std::map<AttrNumber, AttrNumber> mapping;
 	List *colnames = NIL;
-	AttrNumber next = 1;
+	AttrNumber next = list_columns(policy, columns, real, colnames, mapping);
 	for (AttrNumber att : columns) {
 		const ColumnPolicy::Member *mem = policy.find(att)->member(att);
-		real += std::string(quote_identifier(mem->name.c_str())) + ", ";
 		empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
-		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
-		mapping[att] = next++;
 	}
 	const std::string sql = real + "true AS dx_present, " +
 	                        (slots > 1 ? "s.dx_slot FROM " + table + " CROSS JOIN pg_catalog.generate_series(0, " +

@@ -32,6 +32,9 @@ Var *slot_var();
 // aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
 Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 
+// CASE WHEN cond THEN value END (NULL of type otherwise).
+Expr *case_when(Expr *cond, Expr *value, Oid type);
+
 // Replaces the protected table (range table entry 1 of q) by the subquery
 //   SELECT <columns>, true FROM <table>
 //   UNION ALL SELECT <the key columns at a group's representative point, or NULL>, false FROM <groups>
@@ -40,6 +43,12 @@ Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const TablePolicy &policy,
                                                            const std::vector<AttrNumber> &columns,
                                                            const GroupKeys &keys);
+
+// SELECT <the key columns at each group's representative point, or NULL for the other columns>,
+// <extra> false FROM <one row per group>: the empty-group rows of replace_with_group_source (extra:
+// more output columns before the final false, each ending with ", ").
+std::string empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &columns,
+                                 const GroupKeys &keys, const std::string &extra);
 
 // GROUP BY public columns of a join (a point may fall in several groups): replaces the protected
 // table (range table entry 1 of q) by the subquery

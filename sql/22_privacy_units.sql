@@ -1,0 +1,101 @@
+-- Privacy units (README "Privacy units"): the record is a unit (a person) with all its rows, and
+-- each unit's contribution to a query is bounded by a keyed, data-independent row choice.
+
+-- One row per protected table with a privacy unit: the unit column, the contribution bounds and the
+-- 16-byte SipHash key that ranks each unit's rows (kept rows: the smallest hashes). Readable by
+-- superusers only (like every dx table): the key never leaves the server's own statements.
+CREATE TABLE dx.privacy_units (
+	relid regclass PRIMARY KEY REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
+	unit_column name NOT NULL,
+	max_rows_per_unit integer NOT NULL,
+	max_groups_per_unit integer,
+	max_rows_per_unit_per_group integer,
+	hash_key bytea NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	CONSTRAINT max_rows_valid CHECK (max_rows_per_unit BETWEEN 1 AND 100000),
+	CONSTRAINT max_groups_valid CHECK (max_groups_per_unit BETWEEN 1 AND 100000),
+	CONSTRAINT max_rows_per_group_valid CHECK (max_rows_per_unit_per_group BETWEEN 1 AND 100000),
+	CONSTRAINT hash_key_length CHECK (octet_length(hash_key) = 16)
+);
+COMMENT ON TABLE dx.privacy_units IS 'privacy unit column, contribution bounds and row-ranking key of protected tables (superusers only)';
+SELECT pg_catalog.pg_extension_config_dump('dx.privacy_units', '');
+REVOKE ALL ON dx.privacy_units FROM PUBLIC;
+
+-- 16 bytes from the kernel's CSPRNG (getrandom): a new row-ranking key.
+CREATE FUNCTION dx._unit_key() RETURNS bytea
+LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_unit_key';
+REVOKE EXECUTE ON FUNCTION dx._unit_key() FROM PUBLIC;
+
+-- SipHash-2-4 under `key` (16 bytes) of the binary values of its other arguments, with their types
+-- and NULLs: the rank of a row within its unit (src/core/siphash.h). Placed by the analyzer in the
+-- statements it rewrites, with the table's key as a constant of the plan; it reads no table.
+CREATE FUNCTION dx._unit_hash(key bytea, VARIADIC "any") RETURNS bigint
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_hash';
+COMMENT ON FUNCTION dx._unit_hash(bytea, "any") IS 'internal: keyed SipHash-2-4 of values (row ranking of privacy units)';
+
+-- Declares (or changes) the privacy unit of a protected table: neighbouring tables then differ in
+-- all the rows of one unit, and each unit contributes at most max_rows_per_unit rows to a query
+-- (and, with GROUP BY, at most max_groups_per_unit groups and max_rows_per_unit_per_group rows in
+-- each; NULL: max_rows_per_unit). The unit column cannot be a declared column. The key is kept when
+-- the unit is declared again.
+CREATE FUNCTION dx.set_privacy_unit(rel regclass, column_name name, max_rows_per_unit integer,
+	max_groups_per_unit integer DEFAULT NULL, max_rows_per_unit_per_group integer DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.protect_table first.';
+	END IF;
+	IF column_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = rel
+			AND a.attname = set_privacy_unit.column_name AND a.attnum > 0 AND NOT a.attisdropped) THEN
+		RAISE EXCEPTION 'column "%" of table "%" does not exist', set_privacy_unit.column_name, rel
+			USING ERRCODE = '42703', HINT = 'Name the column that identifies a person, e.g. user_id.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM dx.protected_columns c WHERE c.relid = rel AND c.column_name = set_privacy_unit.column_name)
+	   OR EXISTS (SELECT 1 FROM dx.protected_column_groups g WHERE g.relid = rel AND set_privacy_unit.column_name = ANY (g.columns)) THEN
+		RAISE EXCEPTION 'column "%" is declared and cannot be the privacy unit', set_privacy_unit.column_name
+			USING ERRCODE = '22023',
+			HINT = 'Remove its declaration with dx.unset_column first: analysts must never group by or filter on the unit.';
+	END IF;
+	IF max_rows_per_unit IS NULL OR max_rows_per_unit < 1 OR max_rows_per_unit > 100000
+	   OR max_groups_per_unit < 1 OR max_groups_per_unit > 100000
+	   OR max_rows_per_unit_per_group < 1 OR max_rows_per_unit_per_group > 100000 THEN
+		RAISE EXCEPTION 'contribution bounds must be between 1 and 100000, got %, %, %', max_rows_per_unit,
+			max_groups_per_unit, max_rows_per_unit_per_group USING ERRCODE = '22023',
+			HINT = 'Give the most rows one unit may contribute, e.g. dx.set_privacy_unit(''visits'', ''person_id'', 10); '
+			       'the noise of every answer grows with it.';
+	END IF;
+	INSERT INTO dx.privacy_units AS u (relid, unit_column, max_rows_per_unit, max_groups_per_unit,
+		max_rows_per_unit_per_group, hash_key)
+	VALUES (rel, set_privacy_unit.column_name, max_rows_per_unit, max_groups_per_unit, max_rows_per_unit_per_group,
+		dx._unit_key())
+	ON CONFLICT ON CONSTRAINT privacy_units_pkey DO UPDATE SET unit_column = excluded.unit_column,
+		max_rows_per_unit = excluded.max_rows_per_unit, max_groups_per_unit = excluded.max_groups_per_unit,
+		max_rows_per_unit_per_group = excluded.max_rows_per_unit_per_group;
+	PERFORM dx._invalidate(rel);
+END $$;
+COMMENT ON FUNCTION dx.set_privacy_unit(regclass, name, integer, integer, integer) IS 'declares the privacy unit column of a protected table and its contribution bounds';
+
+-- Removes the privacy unit: the record is one row again.
+CREATE FUNCTION dx.unset_privacy_unit(rel regclass)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	DELETE FROM dx.privacy_units u WHERE u.relid = rel;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table "%" has no privacy unit', rel USING ERRCODE = '22023',
+			HINT = 'See dx.privacy_units for the tables with a privacy unit.';
+	END IF;
+	PERFORM dx._invalidate(rel);
+END $$;
+COMMENT ON FUNCTION dx.unset_privacy_unit(regclass) IS 'removes the privacy unit of a protected table';
+
+-- dx.count_units(unit) / dx.count_units(unit, epsilon): how many units (people) have a counted row,
+-- per group; COUNT(DISTINCT unit) from an analyst is answered by it. Markers, like dx.count.
+CREATE AGGREGATE dx.count_units("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count_units("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.count_units("any") IS 'd_X-private number of privacy units (people) with a counted row, at the session epsilon';
+COMMENT ON AGGREGATE dx.count_units("any", float8) IS 'd_X-private number of privacy units with a counted row, at the given epsilon';

@@ -1,0 +1,54 @@
+// Privacy units: the row source of a query on a table with a privacy unit, bounded per unit.
+#pragma once
+
+#include "pg/dxpriv.h"
+#include "pg/planner/group_keys.h"
+
+#include "core/unit_bound.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+}
+
+#include <map>
+#include <vector>
+
+namespace dxpriv::pg {
+
+// Attribute number of placeholder Vars (bool) for "this row is its unit's first counted row in its
+// group" of count_units aggregate j (kUnitFirstPlaceholder + j), remapped by remap_vars().
+constexpr AttrNumber kUnitFirstPlaceholder = 32100;
+
+// A placeholder Var for the first-row flag of count_units aggregate j.
+Var *unit_first_var(size_t j);
+
+// The weight of count_units aggregate j in the rewritten query: 1 on the row flagged as its unit's
+// first counted row of its group (and, grouped, a real row), else NULL.
+Expr *unit_count_weight(size_t j, bool grouped);
+
+// What replace_with_unit_source builds.
+struct UnitSource {
+	const TablePolicy *policy = nullptr;
+	std::vector<AttrNumber> columns;       // attributes the rewritten query reads, in this order
+	ContributionBound bound;               // the query's effective bound (ContributionBound::for_query)
+	const GroupKeys *keys = nullptr;       // GROUP BY: also one empty row per group (nullptr: none)
+	Expr *group_index = nullptr;           // GROUP BY: the row's group, over Vars of the table
+	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
+};
+
+// Replaces the protected table (range table entry 1 of q) by its rows bounded per unit, with a
+// data-independent rule: each unit's rows are ranked by dx._unit_hash (SipHash-2-4 under the table's
+// secret key of the unit and every declared column), and
+//   GROUP BY: a unit keeps its max_groups groups of smallest keyed group hash, and in each its
+//             max_rows_per_group rows of smallest rank;
+//   always:   the max_rows rows of smallest rank that remain;
+// then, per count_units aggregate, each unit's first counted row in each group is flagged. With
+// GROUP BY the empty-group rows of replace_with_group_source follow (UNION ALL). The grouping
+// expression and the count_units weights are dxpriv's lookups (point tables), evaluated on the
+// table's rows in the innermost level; no expression of the analyst's runs there. Window functions
+// make the bounding a sort per unit (PostgreSQL runs WindowAgg in the leader; the scan, the hash
+// and the sort may run in parallel workers). Returns the new attribute number of each column, of
+// every kUnitFirstPlaceholder + j, and (GROUP BY) of kPresentPlaceholder.
+std::map<AttrNumber, AttrNumber> replace_with_unit_source(Query *q, const UnitSource &spec);
+
+} // namespace dxpriv::pg

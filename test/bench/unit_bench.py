@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Privacy-unit benchmark (README "Privacy units"): bounded dx aggregates against native ones, same run.
+
+Connects with PGHOST/PGPORT/PGUSER (a cluster with dxpriv preloaded, e.g. the one scripts/run-bench.sh
+starts, or `DXPRIV_BENCH_DB=... test/bench/unit_bench.py`), creates ~2M visits with heavy-tailed
+visits per person (person p: min(500, 1 + 150000 // (p + 99)), 1M persons), declares person as the
+privacy unit (10 rows, 3 groups, 4 rows per group) and times, median of --runs after one warm-up,
+native and dx interleaved:
+
+  * native: the plain aggregate over all rows (what an unprotected query costs);
+  * native_bounded: the same answer computed natively with the same bounding rule (window functions
+    over dx._unit_hash): what bounding costs without dxpriv;
+  * dx: the bounded, noisy dx aggregate;
+  * dx_rows: the same dx query with the unit removed (one row per record): the cost of bounding.
+
+Writes test/bench/results/unit_bench.csv: query, rows, native_ms, native_bounded_ms, dx_ms, dx_rows_ms,
+ratio (dx/native), bounding_overhead (dx/dx_rows).
+"""
+import argparse
+import csv
+import os
+import statistics
+import time
+
+import psycopg2
+
+K, G, KG = 10, 3, 4
+
+QUERIES = [
+    ("count(*)",
+     "SELECT count(*) FROM bench_visits",
+     "SELECT count(*) FROM b",
+     "SELECT dx.count(*) FROM bench_visits"),
+    ("sum(cost) WHERE age >= 40",
+     "SELECT sum(cost) FROM bench_visits WHERE age >= 40",
+     "SELECT sum(cost) FROM b WHERE age >= 40",
+     "SELECT dx.sum(cost) FROM bench_visits WHERE age >= 40"),
+    ("count(DISTINCT person)",  # no row-level counterpart: dx_rows stays empty
+     "SELECT count(DISTINCT person) FROM bench_visits",
+     "SELECT count(DISTINCT person) FROM b",
+     "SELECT dx.count_units(person) FROM bench_visits"),
+    ("GROUP BY ward: count(*), avg(cost)",
+     "SELECT ward, count(*), avg(cost) FROM bench_visits GROUP BY ward",
+     "SELECT ward, count(*), avg(cost) FROM bg GROUP BY ward",
+     "SELECT ward, dx.count(*), dx.avg(cost) FROM bench_visits GROUP BY ward"),
+]
+
+# the bounding rule in plain SQL (ungrouped: K rows; grouped: G wards, KG rows per ward, K in all)
+BOUNDED_CTE = f"""WITH b AS (SELECT * FROM (SELECT v.*, row_number() OVER (PARTITION BY person
+    ORDER BY dx._unit_hash(u.hash_key, person, ward, age, cost)) AS r
+    FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass) x WHERE r <= {K}) """
+GROUPED_CTE = f"""WITH h AS (SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age, cost) AS h,
+    dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c','d','e'], ward) - 1)::int4) AS gh
+    FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass),
+  g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg,
+               dense_rank() OVER (PARTITION BY person ORDER BY gh, ward) AS gr FROM h),
+  bg AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
+                        FROM g WHERE rg <= {KG} AND gr <= {G}) t WHERE r <= {K}) """
+
+
+def timed(cur, sql):
+    start = time.perf_counter()
+    cur.execute(sql)
+    cur.fetchall()
+    return (time.perf_counter() - start) * 1000
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--persons", type=int, default=1_000_000)
+    ap.add_argument("--work-mem", default=None, help="SET work_mem for every query (the bounding sorts spill below it)")
+    ap.add_argument("--db", default=os.environ.get("DXPRIV_BENCH_DB", "dxpriv_unit_bench"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "unit_bench.csv"))
+    ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    args = ap.parse_args()
+    admin = psycopg2.connect(dbname="postgres")
+    admin.autocommit = True
+    admin.cursor().execute(f"DROP DATABASE IF EXISTS {args.db}")
+    admin.cursor().execute(f"CREATE DATABASE {args.db}")
+    admin.cursor().execute(f"ALTER DATABASE {args.db} SET dxpriv.cache_lifetime = 0")
+    conn = psycopg2.connect(dbname=args.db)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("CREATE EXTENSION dxpriv")
+    if args.work_mem:
+        cur.execute(f"SET work_mem = '{args.work_mem}'")
+    cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
+    cur.execute(f"""INSERT INTO bench_visits
+        SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
+        FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
+    cur.execute("VACUUM ANALYZE bench_visits")
+    cur.execute("SELECT count(*) FROM bench_visits")
+    rows = cur.fetchone()[0]
+    cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
+    cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
+    results = []
+    for label, native, bounded, dx in QUERIES:
+        bounded_sql = (GROUPED_CTE if " bg " in bounded else BOUNDED_CTE) + bounded
+        times = {"native": [], "native_bounded": [], "dx": [], "dx_rows": []}
+        for mode in ("unit", "rows"):
+            if mode == "unit":
+                cur.execute(f"SELECT dx.set_privacy_unit('bench_visits', 'person', {K}, {G}, {KG})")
+            else:
+                cur.execute("SELECT dx.unset_privacy_unit('bench_visits')")
+            if mode == "rows" and "count_units" in dx:
+                continue
+            for run in range(args.runs + 1):
+                pairs = [("native", native), ("dx" if mode == "unit" else "dx_rows", dx)]
+                if mode == "unit":
+                    pairs.append(("native_bounded", bounded_sql))
+                if run % 2:
+                    pairs.reverse()
+                for name, sql in pairs:
+                    t = timed(cur, sql)
+                    if run > 0:  # the first round warms the cache
+                        times[name].append(t)
+        med = {k: statistics.median(v) if v else None for k, v in times.items()}
+        results.append([label, rows, round(med["native"], 1), round(med["native_bounded"], 1), round(med["dx"], 1),
+                        round(med["dx_rows"], 1) if med["dx_rows"] else "", round(med["dx"] / med["native"], 2),
+                        round(med["dx"] / med["dx_rows"], 2) if med["dx_rows"] else ""])
+        print(results[-1], flush=True)
+    cur.execute("SHOW max_parallel_workers_per_gather")
+    workers = cur.fetchone()[0]
+    cur.execute("SHOW work_mem")
+    work_mem = cur.fetchone()[0]
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    exists = os.path.exists(args.out)
+    with open(args.out, "a" if args.append else "w", newline="") as f:
+        w = csv.writer(f)
+        if not (args.append and exists):
+            w.writerow(["query", "rows", "native_ms", "native_bounded_ms", "dx_ms", "dx_rows_ms", "ratio",
+                        "bounding_overhead", "max_parallel_workers_per_gather", "work_mem", "runs"])
+        for r in results:
+            w.writerow(r + [workers, work_mem, args.runs])
+    conn.close()
+    admin.cursor().execute(f"DROP DATABASE {args.db} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()
