@@ -15,6 +15,16 @@ RETURNS void LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_invalidate';
 CREATE FUNCTION dx._check_owner(rel regclass) RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_check_owner';
 
+-- Raises 22023 unless rel is a protected table (dx.protect_table was called).
+CREATE FUNCTION dx._check_protected(rel regclass) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.protect_table first.';
+	END IF;
+END $$;
+
 -- Raises unless delta is a valid per-query delta of a table: 0 <= delta <= 0.001 (0: pure epsilon).
 CREATE FUNCTION dx._check_table_delta(delta float8) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -88,10 +98,7 @@ DECLARE
 	col_type regtype;
 BEGIN
 	PERFORM dx._check_owner(rel);
-	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
-		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
-			HINT = 'Call dx.protect_table first.';
-	END IF;
+	PERFORM dx._check_protected(rel);
 	SELECT a.atttypid::regtype INTO col_type FROM pg_attribute a
 	WHERE a.attrelid = rel AND a.attname = set_column.column_name AND a.attnum > 0 AND NOT a.attisdropped;
 	IF col_type IS NULL THEN
@@ -137,10 +144,7 @@ BEGIN
 	IF role IS NULL THEN
 		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004', HINT = 'Pass a role name such as ''analyst''.';
 	END IF;
-	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
-		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
-			HINT = 'Call dx.protect_table first.';
-	END IF;
+	PERFORM dx._check_protected(rel);
 	IF epsilon IS NULL OR epsilon = 'NaN'::float8 OR epsilon <= 0 OR epsilon = 'Infinity'::float8 THEN
 		RAISE EXCEPTION 'budget epsilon must be positive and finite, got %', epsilon USING ERRCODE = '22023',
 			HINT = epsilon_hint;
@@ -279,9 +283,7 @@ DECLARE
 	c name;
 BEGIN
 	PERFORM dx._check_owner(rel);
-	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
-		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023', HINT = 'Call dx.protect_table first.';
-	END IF;
+	PERFORM dx._check_protected(rel);
 	IF columns IS NULL OR cardinality(columns) < 2 OR domain IS NULL OR metric IS NULL THEN
 		RAISE EXCEPTION 'a column group needs at least two columns, a domain and a metric' USING ERRCODE = '22023',
 			HINT = 'Example: dx.set_column_group(''t'', ''{lon,lat}'', ''{"grid": [{"min":0,"max":9},{"min":0,"max":9}]}'', ''{"type":"l2","scale":1}'').';

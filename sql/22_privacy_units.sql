@@ -43,10 +43,7 @@ CREATE FUNCTION dx.set_privacy_unit(rel regclass, column_name name, max_rows_per
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	PERFORM dx._check_owner(rel);
-	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
-		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
-			HINT = 'Call dx.protect_table first.';
-	END IF;
+	PERFORM dx._check_protected(rel);
 	IF column_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = rel
 			AND a.attname = set_privacy_unit.column_name AND a.attnum > 0 AND NOT a.attisdropped) THEN
 		RAISE EXCEPTION 'column "%" of table "%" does not exist', set_privacy_unit.column_name, rel

@@ -42,6 +42,7 @@
 -- privileges.
 REVOKE EXECUTE ON FUNCTION dx._invalidate(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._check_owner(regclass) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._check_protected(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._check_grant(regrole, regclass, float8, text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._check_table_delta(float8) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._revoke_from_analysts(regclass) FROM PUBLIC;

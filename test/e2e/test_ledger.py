@@ -45,6 +45,20 @@ def wait_for_server(timeout=60.0):
     raise AssertionError(f"server did not come back: {last}")
 
 
+def wait_for_crash_restart(survivor, timeout=30.0):
+    """Waits until the postmaster has terminated `survivor` (an open connection) in its crash
+    restart: before that, a new connection may still be accepted by the old generation of the
+    server and be cut off a moment later."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            scalar(survivor, "SELECT 1")
+        except psycopg2.Error:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the postmaster did not restart its backends after the SIGKILL")
+
+
 @contextlib.contextmanager
 def ledger_db():
     """A fresh database with dxpriv; dropped afterwards even if the server restarted meanwhile."""
@@ -399,6 +413,7 @@ def test_sigkill_of_the_backend_does_not_refund():
         os.kill(result["pid"], signal.SIGKILL)  # the postmaster then restarts every backend
         th.join(30)
         assert "error" in result and "rows" not in result, result
+        wait_for_crash_restart(watcher)
         wait_for_server()
         conn = connect(db)
         assert_charged(conn, t, "big", 0.1)
