@@ -475,3 +475,66 @@ def test_joins_with_public_tables():
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
         a.close()
         conn.close()
+
+
+def test_releases_sessions_and_attribute_privacy_on_distributed_tables():
+    """MWEM and SmallDB releases, a median-mechanism session and an APGM attribute release read a
+    distributed table through the coordinator: with the same test seed each equals the local
+    table's, each is one ledger row on the coordinator (none on the workers); a privacy unit on a
+    distributed table is refused before anything is charged."""
+    with citus_db() as db:
+        fx.build(db, rows=5000, shards=8)
+        conn = connect("coord", db)
+        got = {}
+        for t in ("people", "people_local"):
+            before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+            execute(conn, "SET dxpriv.test_seed = 11")
+            execute(conn, f"SELECT dx.release_mwem('{t}', ARRAY['sex', 'region'], 'marginals:2', 1.0, '{t}_mwem')")
+            execute(conn, "SET dxpriv.test_seed = 12")
+            execute(conn, f"SELECT dx.release_smalldb('{t}', ARRAY['sex'], 'marginals:1', 1.0, '{t}_small', 5)")
+            execute(conn, "SET dxpriv.test_seed = 13")
+            session = scalar(conn, f"SELECT dx.median_session_open('{t}', ARRAY['sex', 'region'], 'marginals:1', 0.5)")
+            answers = [rows(conn, "SELECT answer, hard FROM dx.median_session_query(%s, %s)", (session, q))[0]
+                       for q in (1, 2, 3)]
+            got[t] = (rows(conn, f"SELECT * FROM {t}_mwem ORDER BY 1, 2"),
+                      rows(conn, f"SELECT * FROM {t}_small ORDER BY 1"), answers)
+            charged = rows(conn, "SELECT mechanism FROM dx.ledger ORDER BY id OFFSET %s", (before,))
+            assert [m for (m,) in charged][:2] == ["mwem", "smalldb"], charged
+        assert got["people"] == got["people_local"], got
+        # attribute privacy needs a public row count: a separate pair of tables
+        for t in ("staff", "staff_local"):
+            execute(conn, f"CREATE TABLE {t} (id bigint, salary int, female int)")
+        execute(conn, "SELECT create_distributed_table('staff', 'id', shard_count => 8)")
+        for t in ("staff", "staff_local"):
+            execute(conn, f"INSERT INTO {t} SELECT g, 20 + (g * 37) % 150, (g * 13) % 2 FROM generate_series(1, 3000) g")
+            execute(conn, f"SELECT dx.protect_table('{t}', 'Infinity')")
+            execute(conn, f"""SELECT dx.set_column('{t}', 'salary', '{{"min": 0, "max": 200}}', '{{"type": "absolute", "scale": 10}}')""")
+            execute(conn, f"""SELECT dx.protect_attribute('{t}', 'female', 0.2, '{{"family": "gaussian",
+                "attributes": ["salary", "female"], "covariance": [[400, 5], [5, 0.25]]}}')""")
+            execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 100)")
+            execute(conn, f"SELECT dx.grant_attribute_budget('postgres', '{t}', 100, 0.01)")
+        attr = {}
+        for t in ("staff", "staff_local"):
+            execute(conn, "SET dxpriv.test_seed = 21")
+            before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+            attr[t] = scalar(conn, f"SELECT dx.attr_avg(salary) FROM {t}")
+            budgets = rows(conn, "SELECT budget FROM dx.ledger ORDER BY id OFFSET %s", (before,))
+            assert sorted(b for (b,) in budgets) == ["attribute", "d_x"], budgets
+        assert attr["staff"] == attr["staff_local"], attr
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            if scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'"):
+                assert scalar(wc, "SELECT count(*) FROM dx.ledger") == 0
+            wc.close()
+        # privacy units: bounding runs on one node only, so a distributed table refuses (0A000)
+        execute(conn, "ALTER TABLE people ADD COLUMN person int DEFAULT 1")
+        execute(conn, "SELECT dx.set_privacy_unit('people', 'person', 3)")
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        analyst = connect("coord", db, user=fx.ANALYST)
+        for q in ("SELECT dx.count(*) FROM people", "SELECT sex, dx.count_units(person) FROM people GROUP BY sex"):
+            try:
+                scalar(analyst, q)
+                raise AssertionError(f"not refused: {q}")
+            except psycopg2.Error as e:
+                assert e.pgcode == "0A000", (q, e.pgcode, e.pgerror)
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
