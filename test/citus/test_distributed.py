@@ -137,12 +137,19 @@ def test_explain_shows_partial_aggregates_on_the_workers():
         conn = connect("coord", db)
         # native partial sums: PostgreSQL's sum(bigint) of the rows' weights in grid units on every
         # shard, the state and the release on the coordinator; no per-row record, no parameters
-        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM people WHERE age > 30"))
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.sum(income) FROM people WHERE age > 30"))
         task = [line for line in plan.split("\n") if "Query: " in line][0]
-        assert "sum(dx._units(dx._weigh(" in task and "worker_partial_agg" not in task, task
+        assert "sum(dx._units(dx._weigh" in task and "worker_partial_agg" not in task, task
         assert "double precision[]" not in task, task  # the parameters stay on the coordinator
         coordinator = plan.split("Custom Scan")[0]
-        assert "dx._release_count(dx._state_of(pg_catalog.sum(" in coordinator, coordinator
+        assert "dx._release_sum(dx._state_of(pg_catalog.sum(" in coordinator, coordinator
+        # a count weighs every counted row alike: the workers count the rows its conditions keep
+        # (count of the lookup, NULL where a condition fails), the coordinator multiplies by the units
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM people WHERE age > 30"))
+        task = [line for line in plan.split("\n") if "Query: " in line][0]
+        assert "count(dx._weigh(" in task and "_units" not in task, task
+        coordinator = plan.split("Custom Scan")[0]
+        assert "dx._release_count(dx._state_of(numeric_mul(" in coordinator, coordinator
         # grouped: the workers group by the row's declared group, dx._collect gathers every group
         grouped = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT sex, dx.count(*), dx.avg(age) FROM people GROUP BY sex"))
         worker = re.split(r"Distributed Subplan \d+_[12]", grouped)[1]

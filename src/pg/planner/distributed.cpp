@@ -10,6 +10,7 @@
 #include "pg/metadata/catalog.h"
 #include "pg/planner/node_build.h"
 
+#include "core/linear_query.h"
 #include "core/point_table.h"
 
 extern "C" {
@@ -25,11 +26,14 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "utils/fmgroids.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
 
+#include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 #include <set>
 #include <string>
@@ -320,12 +324,79 @@ count_star()
 	return a;
 }
 
+// The per-point table of a weight dx._weigh(<constant table>, ...), or nothing for other weights
+// (the view reads the constant's bytes, which live as long as the plan).
+std::optional<PointTableView>
+inline_point_table(Node *w, const ExtensionObjects &ext)
+{
+	if (!IsA(w, FuncExpr) || castNode(FuncExpr, w)->funcid != ext.weigh)
+		return std::nullopt;
+	Node *t = static_cast<Node *>(linitial(castNode(FuncExpr, w)->args));
+	if (!IsA(t, Const) || castNode(Const, t)->constisnull)
+		return std::nullopt;
+	bytea *b = DatumGetByteaPP(castNode(Const, t)->constvalue);
+	return PointTableView(reinterpret_cast<const unsigned char *>(VARDATA_ANY(b)), VARSIZE_ANY_EXHDR(b));
+}
+
+// True when weight w is the same value at every point that contributes: a non-NULL constant, or a
+// lookup dx._weigh in an inline per-point table whose present points all hold one value (a count's
+// table: 1 where the statement's conditions hold). `value` is that value; `every` says whether every
+// point contributes (the weight is then never NULL). O(points) once per plan.
+bool
+uniform_weight(Node *w, const ExtensionObjects &ext, double &value, bool &every)
+{
+	if (IsA(w, Const)) {
+		value = castNode(Const, w)->constisnull ? 0 : DatumGetFloat8(castNode(Const, w)->constvalue);
+		every = true;
+		return !castNode(Const, w)->constisnull && castNode(Const, w)->consttype == FLOAT8OID;
+	}
+	const std::optional<PointTableView> view = inline_point_table(w, ext);
+	if (!view)
+		return false;
+	bool found = false;
+	every = true;
+	for (std::size_t u = 0; u < view->size(); ++u) {
+		double v;
+		if (!view->lookup(u, v)) {
+			every = false;
+			continue;
+		}
+		if (found && v != value)
+			return false;
+		value = v;
+		found = true;
+	}
+	return found;
+}
+
+// numeric(count(*)) * k, or numeric(count(weight)) * k: the units sum of a weight that is k grid
+// units at every row it counts (uniform_weight), without a per-row dx._units.
+Expr *
+counted_units(const NativePartial &n, bool every, int64 k)
+{
+	Aggref *rows = every ? count_star() : simple_aggref(F_COUNT_ANY, INT8OID, copy_node(n.weight), FLOAT8OID);
+	Expr *as_numeric = (Expr *) makeFuncExpr(F_NUMERIC_INT8, NUMERICOID, list_make1(rows), InvalidOid, InvalidOid,
+	                                         COERCE_EXPLICIT_CAST);
+	Datum kd = DirectFunctionCall1(int8_numeric, Int64GetDatum(k));
+	Const *kc = makeConst(NUMERICOID, -1, InvalidOid, -1, kd, false, false);
+	return (Expr *) makeFuncExpr(F_NUMERIC_MUL, NUMERICOID, list_make2(as_numeric, kc), InvalidOid, InvalidOid,
+	                             COERCE_EXPLICIT_CALL);
+}
+
 // sum(dx._units(weight, grid)), or sum(dx._units(weight, group, grids)) when the groups' grids
-// differ: the exact sum of a cell's weights in grid units (numeric).
+// differ: the exact sum of a cell's weights in grid units (numeric). A weight that is one value at
+// every counted point (a count) becomes count * units instead (counted_units): the same exact sum.
 Expr *
 units_sum(const ExtensionObjects &ext, const NativePartial &n)
 {
 	FuncExpr *u;
+	double value = 0;
+	bool every = false;
+	if (one_grid(n.p) && !n.pairs && uniform_weight((Node *) n.weight, ext, value, every)) {
+		const __int128 k = to_grid_units(value, n.p.grid(0, 0));
+		if (k <= std::numeric_limits<int64>::max() && k >= std::numeric_limits<int64>::min())
+			return counted_units(n, every, static_cast<int64>(k));
+	}
 	if (one_grid(n.p)) {
 		u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))), InvalidOid,
 		                 InvalidOid, COERCE_EXPLICIT_CALL);
@@ -370,14 +441,8 @@ never_null_weight(Node *w, const ExtensionObjects &ext)
 {
 	if (IsA(w, Const))
 		return !castNode(Const, w)->constisnull;
-	if (!IsA(w, FuncExpr) || castNode(FuncExpr, w)->funcid != ext.weigh)
-		return false;
-	Node *t = static_cast<Node *>(linitial(castNode(FuncExpr, w)->args));
-	if (!IsA(t, Const) || castNode(Const, t)->constisnull)
-		return false;
-	bytea *b = DatumGetByteaPP(castNode(Const, t)->constvalue);
-	return PointTableView(reinterpret_cast<const unsigned char *>(VARDATA_ANY(b)), VARSIZE_ANY_EXHDR(b))
-	    .every_point_contributes();
+	const std::optional<PointTableView> view = inline_point_table(w, ext);
+	return view && view->every_point_contributes();
 }
 
 // Mutator of a query level without GROUP BY: each release of one group reads its state from
