@@ -43,6 +43,12 @@ CREATE FUNCTION dx.release_mwem(source regclass, columns text[], workload float8
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_mwem';
 COMMENT ON FUNCTION dx.release_mwem(regclass, text[], text, float8, name, int, boolean) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of K-way marginals, written to a new table; charges epsilon once';
 COMMENT ON FUNCTION dx.release_mwem(regclass, text[], float8[], float8, name, int, boolean) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of weight vectors, written to a new table; charges epsilon once';
+-- workload text[]: one WHERE predicate per query over the chosen columns, evaluated on the declared
+-- domain points (never on rows): the query counts the rows where it holds.
+CREATE FUNCTION dx.release_mwem(source regclass, columns text[], workload text[], epsilon float8, target name,
+                                iterations int DEFAULT NULL, average boolean DEFAULT true)
+RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_mwem';
+COMMENT ON FUNCTION dx.release_mwem(regclass, text[], text[], float8, name, int, boolean) IS 'd_X-private MWEM synthetic histogram of declared columns over a workload of WHERE predicates, written to a new table; charges epsilon once';
 
 -- SmallDB (MECHANISMS.md §3.10) for tiny universes: size NULL: Theorem 6's database size, lowered
 -- to fit the candidate cap (1e6 small databases); beyond it, an error.
@@ -54,6 +60,10 @@ CREATE FUNCTION dx.release_smalldb(source regclass, columns text[], workload flo
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_smalldb';
 COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], text, float8, name, int) IS 'd_X-private small-database release over K-way marginals for tiny universes, written to a new table; charges epsilon once';
 COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], float8[], float8, name, int) IS 'd_X-private small-database release over weight vectors for tiny universes, written to a new table; charges epsilon once';
+CREATE FUNCTION dx.release_smalldb(source regclass, columns text[], workload text[], epsilon float8, target name,
+                                   size int DEFAULT NULL)
+RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_smalldb';
+COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], text[], float8, name, int) IS 'd_X-private small-database release over WHERE predicates for tiny universes, written to a new table; charges epsilon once';
 
 -- Median-mechanism sessions (MECHANISMS.md §7): the kept set, the sparse-vector threshold and the
 -- answers of an interactive session over a workload, so that it survives reconnects. `state` is
@@ -105,6 +115,10 @@ CREATE FUNCTION dx.median_session_open(source regclass, columns text[], workload
 RETURNS bigint LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_median_session_open';
 COMMENT ON FUNCTION dx.median_session_open(regclass, text[], text, float8, float8, int, int) IS 'opens a median-mechanism session over K-way marginals; charges the first sparse-vector run';
 COMMENT ON FUNCTION dx.median_session_open(regclass, text[], float8[], float8, float8, int, int) IS 'opens a median-mechanism session over weight vectors; charges the first sparse-vector run';
+CREATE FUNCTION dx.median_session_open(source regclass, columns text[], workload text[], epsilon_hard float8,
+                                       alpha float8 DEFAULT 0.05, size int DEFAULT NULL, max_hard int DEFAULT NULL)
+RETURNS bigint LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_median_session_open';
+COMMENT ON FUNCTION dx.median_session_open(regclass, text[], text[], float8, float8, int, int) IS 'opens a median-mechanism session over WHERE predicates (evaluated once, on the declared points); charges the first sparse-vector run';
 
 -- Answers workload query number `query` (1-based) of a session of the current role: easy queries
 -- from the kept set (free), hard ones with d_X Laplace noise (charged epsilon_hard); an answered

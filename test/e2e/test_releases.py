@@ -64,6 +64,37 @@ attack(C, "mwem_release_is_charged_once",
 attack(C, "smalldb_release_is_charged_once",
        "SELECT dx.release_smalldb('people', ARRAY['sex', 'diagnosis'], 'marginals:1', 0.5, 'mallory_ws.syn2')",
        Custom(charged_once(0.5, "mallory_ws.syn2", 4)))
+# workloads of WHERE predicates: evaluated on the declared points, never on rows
+attack(C, "predicate_workload_is_charged_once",
+       f"SELECT {REL}('people', ARRAY['sex', 'diagnosis'], ARRAY['sex = ''F''', 'diagnosis <> sex'], 0.5, "
+       "'mallory_ws.syn_pred')",
+       Custom(charged_once(0.5, "mallory_ws.syn_pred", 2 * 2)))
+refused(C, "predicate_on_unreleased_column",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['zip = ''10001'''], 1, 'mallory_ws.nope')", "22023")
+refused(C, "predicate_on_undeclared_column",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['name = ''alice'''], 1, 'mallory_ws.nope')", PRIV)
+refused(C, "predicate_subquery_on_rows",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['sex IN (SELECT sex FROM people WHERE name = ''alice'')'], 1, "
+        "'mallory_ws.nope')", "22023")
+refused(C, "predicate_closing_parenthesis",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['true) FROM people WHERE (name = ''alice'''], 1, 'mallory_ws.nope')",
+        "42601")
+refused(C, "predicate_comment_injection",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['true) FROM pg_authid --'], 1, 'mallory_ws.nope')", "22023")
+refused(C, "predicate_other_table",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['pg_authid.rolname IS NULL'], 1, 'mallory_ws.nope')", "42P01")
+refused(C, "predicate_system_column",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['ctid IS NULL'], 1, 'mallory_ws.nope')", PRIV)
+refused(C, "predicate_volatile_file_read",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['pg_read_file(''/etc/passwd'') IS NULL'], 1, 'mallory_ws.nope')",
+        "0A000")
+refused(C, "predicate_stable_setting",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['current_setting(''dxpriv.epsilon'') = sex'], 1, 'mallory_ws.nope')",
+        "0A000")
+refused(C, "predicate_aggregate",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['count(*) > 3'], 1, 'mallory_ws.nope')", "22023")
+refused(C, "predicate_row_lock",
+        f"SELECT {REL}('people', ARRAY['sex'], ARRAY['true FOR UPDATE'], 1, 'mallory_ws.nope')", "42601")
 
 
 def rollback_keeps_charge(ctx, conn, attempt):
@@ -142,10 +173,11 @@ attack(C, "read_all_release_records", "SELECT * FROM dx.releases", Reject(PRIV, 
 
 
 def only_own_releases(ctx):
-    # what the analyst spent is exactly the successful releases (0.5 + 0.5 + 0.25), people unharmed
-    assert abs(spent(ctx.admin) - 1.25) < 1e-9, f"spent {spent(ctx.admin)}"
+    # what the analyst spent is exactly the successful releases (MWEM, SmallDB, predicates 0.5 each,
+    # the rolled-back 0.25), people unharmed
+    assert abs(spent(ctx.admin) - 1.75) < 1e-9, f"spent {spent(ctx.admin)}"
     assert scalar(ctx.admin, "SELECT count(*) FROM people") == 2000
-    assert scalar(ctx.admin, "SELECT count(*) FROM dx.releases") == 2
+    assert scalar(ctx.admin, "SELECT count(*) FROM dx.releases") == 3
 
 
 def test_release_attacks():

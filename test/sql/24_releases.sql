@@ -53,6 +53,32 @@ SELECT dx.release_mwem('mw_exact', ARRAY['band'], ARRAY[[1, 1, 0, 0], [0, 0.5, 0
 SELECT count(*), round(sum(weight)::numeric, 6) FROM mw_weights;
 SELECT workload, iterations FROM dx.my_releases WHERE target = 'mw_weights'::regclass;
 
+-- WHERE predicates: evaluated on the declared points (band x sex, sex fastest), they are the weight
+-- vectors below, so under the same seed the two releases are the same table
+SET dxpriv.test_seed = 77;
+SELECT dx.release_mwem('mw_src', ARRAY['band', 'sex'], ARRAY['band >= 2', 'sex = ''F'' AND band IN (0, 3)', 'band / 7 = 1 OR band < 0'], 0.3, 'mw_pred', 4);
+SET dxpriv.test_seed = 77;
+SELECT dx.release_mwem('mw_src', ARRAY['band', 'sex'], ARRAY[[0, 0, 0, 0, 1, 1, 1, 1], [1, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0, 0]]::float8[], 0.3, 'mw_pred_weights', 4);
+SELECT count(*) AS points, bool_and(p.weight = w.weight) AS same_release
+FROM mw_pred p JOIN mw_pred_weights w USING (band, sex);
+SELECT workload, (details ->> 'queries')::int AS queries FROM dx.my_releases WHERE target = 'mw_pred'::regclass;
+SET dxpriv.test_seed = 24;
+-- a predicate that fails to evaluate at some declared point fails at analysis, whatever the rows
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['10 / band > 1'], 0.3, 'nope');
+-- refused predicates (nothing charged or written)
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['diag = ''a'''], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['secret = ''x'''], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['band IN (SELECT band FROM mw_src)'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['true) FROM pg_authid --'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['band = 1) FROM mw_src WHERE (true'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['band = 1; DROP TABLE mw_src'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['random() < 0.5'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['count(*) > 1'], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[NULL]::text[], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[]::text[], 0.3, 'nope');
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['mw_src.ctid IS NULL'], 0.3, 'nope');
+SELECT spent FROM dx.budgets WHERE "table" = 'mw_src'::regclass;
+
 -- SmallDB over a tiny universe (band x sex: 8 points, 1-way marginals)
 SELECT dx.release_smalldb('mw_src', ARRAY['band', 'sex'], 'marginals:1', 1.0, 'mw_small', 4);
 SELECT count(*) AS points, round(sum(weight)::numeric, 6) AS total, count(*) FILTER (WHERE weight > 0) <= 4 AS at_most_4_rows

@@ -39,6 +39,14 @@ SELECT query, label, round(answer) AS answer, hard FROM dx.median_session_querie
 \c
 SELECT (dx.median_session_query(:session, 2)).reused, round((dx.median_session_query(:session, 2)).answer) AS answer;
 
+-- a workload of WHERE predicates is evaluated once, at open, on the declared points and kept as
+-- weight vectors (the same session as the weights would give)
+SELECT dx.median_session_open('med_src', ARRAY['band', 'sex'], ARRAY['band < 2', 'sex = ''M'' OR band = 3'], 1.0, alpha => 0.1, size => 10) AS psession \gset
+SELECT workload, size FROM dx.my_median_sessions WHERE id = :psession;
+SELECT query, label FROM dx.median_session_queries(:psession) ORDER BY query;
+SELECT weights FROM dx.median_sessions WHERE id = :psession;
+SELECT dx.median_session_open('med_src', ARRAY['band'], ARRAY['sex = ''F'''], 1.0);
+
 -- refusals
 SELECT dx.median_session_query(123456, 1);
 BEGIN;

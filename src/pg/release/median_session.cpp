@@ -145,6 +145,24 @@ own_session(int64 id, bool lock)
 	return row;
 }
 
+// A two-dimensional float8 array of weight vectors (one row per query), as array_workload reads it.
+ArrayType *
+weight_array(const std::vector<std::vector<double>> &rows)
+{
+	std::vector<Datum> flat;
+	for (const auto &r : rows)
+		for (double v : r)
+			flat.push_back(Float8GetDatum(v));
+	int dims[2] = {static_cast<int>(rows.size()), rows.empty() ? 0 : static_cast<int>(rows[0].size())};
+	int lbs[2] = {1, 1};
+	ArrayType *a = nullptr;
+	pg_call([&] {
+		a = construct_md_array(flat.data(), nullptr, 2, dims, lbs, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
+		                       TYPALIGN_DOUBLE);
+	});
+	return a;
+}
+
 } // namespace
 
 // dx.median_session_open(source, columns, workload text | float8[][], epsilon_hard, alpha, size,
@@ -156,7 +174,7 @@ DX_FUNCTION(dx_median_session_open)
 			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "source, columns, workload and epsilon_hard must not be null",
 			     "Example: SELECT dx.median_session_open('patients', ARRAY['sex', 'diagnosis'], 'marginals:1', 0.5).");
 	Oid relid = InvalidOid;
-	ArrayType *columns = nullptr, *weights = nullptr;
+	ArrayType *columns = nullptr, *weights = nullptr, *predicates = nullptr;
 	std::string workload_text;
 	double eps_hard = 0, alpha = 0.05;
 	int size = 0, max_hard = 0;
@@ -164,8 +182,11 @@ DX_FUNCTION(dx_median_session_open)
 	pg_call([&] {
 		relid = PG_GETARG_OID(0);
 		columns = PG_GETARG_ARRAYTYPE_P(1);
-		if (get_fn_expr_argtype(fcinfo->flinfo, 2) == FLOAT8ARRAYOID)
+		const Oid workload_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
+		if (workload_type == FLOAT8ARRAYOID)
 			weights = PG_GETARG_ARRAYTYPE_P(2);
+		else if (workload_type == TEXTARRAYOID)
+			predicates = PG_GETARG_ARRAYTYPE_P(2);
 		else
 			workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
 		eps_hard = PG_GETARG_FLOAT8(3);
@@ -185,6 +206,12 @@ DX_FUNCTION(dx_median_session_open)
 		     "Leave them out (NULL) for the defaults.");
 	ReleaseSource src;
 	load_release_source(relid, columns, src);
+	if (predicates) {
+		// evaluated once, at open, on the declared points: the session keeps them as weight vectors
+		std::vector<std::string> labels;
+		weights = weight_array(predicate_weights(src, predicates, labels));
+		workload_text = "predicates";
+	}
 	const Workload w = weights ? array_workload(src, weights) : text_workload(src, workload_text);
 	check_median_arguments(w, eps_hard, alpha, size);
 	const double open_eps = eps_hard / 2 * (count_is_public(src.sub) ? 1 : 2);
@@ -213,7 +240,7 @@ DX_FUNCTION(dx_median_session_open)
 		memcpy(VARDATA(b), bytes.data(), bytes.size());
 		state = PointerGetDatum(b);
 		cols_text = CStringGetTextDatum(cols.c_str());
-		wl = CStringGetTextDatum(weights ? "weights" : workload_text.c_str());
+		wl = CStringGetTextDatum(predicates ? "predicates" : weights ? "weights" : workload_text.c_str());
 	});
 	InternalSpi spi(ext.schema_owner);
 	spi.exec("INSERT INTO dx.median_sessions (id, role, source, columns, workload, weights, epsilon_hard, alpha, size, "

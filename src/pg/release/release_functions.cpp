@@ -29,8 +29,9 @@ namespace {
 struct ReleaseArgs {
 	Oid relid = InvalidOid;
 	ArrayType *columns = nullptr;
-	std::string workload_text; // empty for a weight array
+	std::string workload_text; // empty for a weight array or predicates
 	ArrayType *weights = nullptr;
+	ArrayType *predicates = nullptr; // text[] of WHERE predicates
 	double epsilon = 0;
 	const char *target = nullptr;
 	int extra = 0; // iterations / size; 0 = default
@@ -49,8 +50,11 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 	pg_call([&] {
 		a.relid = PG_GETARG_OID(0);
 		a.columns = PG_GETARG_ARRAYTYPE_P(1);
-		if (get_fn_expr_argtype(fcinfo->flinfo, 2) == FLOAT8ARRAYOID)
+		const Oid workload_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
+		if (workload_type == FLOAT8ARRAYOID)
 			a.weights = PG_GETARG_ARRAYTYPE_P(2);
+		else if (workload_type == TEXTARRAYOID)
+			a.predicates = PG_GETARG_ARRAYTYPE_P(2);
 		else
 			a.workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
 		a.epsilon = PG_GETARG_FLOAT8(3);
@@ -74,12 +78,16 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 Workload
 workload_of(const ReleaseSource &src, const ReleaseArgs &a)
 {
+	if (a.predicates)
+		return predicate_workload(src, a.predicates);
 	return a.weights ? array_workload(src, a.weights) : text_workload(src, a.workload_text);
 }
 
 std::string
 workload_label(const ReleaseArgs &a, const Workload &w)
 {
+	if (a.predicates)
+		return "predicates:" + std::to_string(w.queries.size());
 	return a.weights ? "weights:" + std::to_string(w.queries.size()) : a.workload_text;
 }
 

@@ -36,6 +36,15 @@ Workload text_workload(const ReleaseSource &src, const std::string &spec);
 // one column per universe point (row-major over the chosen columns, last column fastest).
 Workload array_workload(const ReleaseSource &src, ArrayType *weights);
 
+// A workload of WHERE predicates (text[], one query per predicate): each parsed as a boolean
+// condition on the chosen columns of the source (predicate_workload.cpp: one table, no subquery,
+// aggregate or set operation, built-in immutable functions only; 22023 / 42501 / 0A000 with a hint
+// otherwise) and evaluated on the declared domain points, never on rows: weight 1 where it holds,
+// 0 where it is false or NULL. predicate_weights also returns the predicates' texts.
+std::vector<std::vector<double>> predicate_weights(const ReleaseSource &src, ArrayType *predicates,
+                                                   std::vector<std::string> &labels);
+Workload predicate_workload(const ReleaseSource &src, ArrayType *predicates);
+
 // Refuses (before anything is charged) a target that already exists or cannot be created by the
 // current role in its creation schema; returns the quoted, schema-qualified target name. The
 // target is "table" (created in the first schema of search_path, as CREATE TABLE does) or
