@@ -176,6 +176,20 @@ plan_markov_quilt(const AttributeNetwork &net, const std::vector<int> &sensitive
 }
 
 // See markov_quilt.h.
+ColumnSensitivity
+single_column_sensitivity(int column, double lo, double hi, double records, bool sum)
+{
+	if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
+		invalid("a column range must be finite with low <= high", "Declare the column's domain with dx.set_column.");
+	if (!(records >= 1) || !std::isfinite(records))
+		invalid("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
+	const double moved = (hi - lo) * (sum ? records : 1.0);
+	return [column, moved](const std::vector<int> &columns) {
+		return std::find(columns.begin(), columns.end(), column) != columns.end() ? moved : 0.0;
+	};
+}
+
+// See markov_quilt.h.
 double
 max_influence(const std::vector<std::vector<double>> &table)
 {
