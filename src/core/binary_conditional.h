@@ -34,6 +34,9 @@ std::vector<double> grid_points(double lo, double hi, double step);
 // at most n. diameter finite >= 0, n >= 1.
 int64_t secret_window(double diameter, int64_t records);
 
+// The largest work a release computes (about 0.5 s on one core; see binary_conditional_work).
+constexpr double kMaxBinaryConditionalWork = 1e8;
+
 // An estimate of the number of floating-point steps of binary_conditional_sensitivity: grid
 // points x (n + 1) x (n^2 / 4 + window x n), so callers can refuse models that are too large.
 double binary_conditional_work(const BinaryConditionalModel &model, int64_t records, int64_t window);

@@ -122,6 +122,18 @@ TEST(Wasserstein, LaplaceWithScaleWIsPrivateOnExample2)
 	EXPECT_GT(worst_half, eps);
 }
 
+// Wide laws: the CDF summed from below reaches 1.0 in floating point long before n, which must not
+// open a false gap in the upper tail (the quantile coupling of two close binomials moves by 1-2).
+TEST(Wasserstein, WideLawsHaveNoFalseTailGaps)
+{
+	const IntegerPmf a = binomial_pmf(300, 0.5), b = binomial_pmf(300, 0.51);
+	EXPECT_LE(winf_integer(a, b), 4.0);
+	EXPECT_GE(winf_integer(a, b), 3.0); // the means differ by 3
+	EXPECT_EQ(0.0, winf_integer(a, a));
+	EXPECT_EQ(1.0, winf_integer(convolve(binomial_pmf(150, 0.4), binomial_pmf(150, 0.6)),
+	                            convolve(binomial_pmf(151, 0.4), binomial_pmf(149, 0.6))));
+}
+
 TEST(Wasserstein, BadInputs)
 {
 	expect_core_error(ErrorKind::InvalidParameter, [] { winf_integer({0.5, 0.6}, {1}); });
