@@ -171,6 +171,17 @@ namespace {
 
 // Table releases (attribute_release.cpp): the sum or mean of one declared column [lo, hi] over n
 // rows; Delta_S F = n (hi - lo) (sum) or hi - lo (mean) when the column is in S, else 0.
+TEST(MarkovQuiltColumn, ParseQuilt)
+{
+	EXPECT_EQ(std::vector<int>({S, G}), parse_quilt(figure1(), "gender, sat", I));
+	EXPECT_EQ(std::vector<int>({G}), parse_quilt(figure1(), "gender", I));
+	EXPECT_EQ(G, network_attribute(figure1(), "gender"));
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "gender,income", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "gender,gender", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "shoe", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "", I); });
+}
+
 TEST(MarkovQuiltColumn, SingleColumnSensitivity)
 {
 	const ColumnSensitivity sum = single_column_sensitivity(S, 200, 1600, 500, true);
