@@ -183,8 +183,8 @@ SELECT q, err(q) FROM (VALUES
 -- Table releases under a declared Bayesian network (§6.6, APMQM, Algorithm 3): Example 1 as a
 -- table of 500 students. income is sensitive; income and gender influence SAT, gender influences
 -- height and weight, height influences weight. Declared max-influences: the quilt {gender} 0.3, the
--- quilt {gender, sat} computed from a declared parameter table (Definition 8: ln(0.6/0.5)... max is
--- ln(0.5/0.4) = 0.2231). Pure epsilon; no record privacy, so exact answers are checkable.
+-- quilt {gender, sat} computed from a declared parameter table (Definition 8: the largest log-ratio
+-- of its rows, ln(0.5/0.4) = 0.2231). Pure epsilon; no record privacy, so exact answers are checkable.
 SET dxpriv.test_seed = 15;
 CREATE TABLE students (id int PRIMARY KEY, sat int, height int, weight int, gender int, income int);
 INSERT INTO students SELECT i, 400 + (i * 37) % 1200, 150 + (i * 13) % 50, 50 + (i * 7) % 50, i % 2, (i * 11) % 10
