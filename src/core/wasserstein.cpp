@@ -36,6 +36,11 @@ tails_of(const IntegerPmf &p)
 	return t;
 }
 
+// Relative tolerance of the tail comparisons: the laws' own values carry rounding errors of a few
+// ulps times their length (the same law computed by two convolutions differs in the last bits), so
+// tail probabilities equal to within this factor are ties, not a quantile gap.
+constexpr double kTieTolerance = 1e-11;
+
 // F_q(k) <= F_p(j) (with F(j) = 1 beyond the last point), compared in the tail where the smaller
 // side is accurate: lower sums when F_q(k) <= 1/2, upper sums P(F > .) otherwise.
 bool
@@ -44,10 +49,10 @@ cdf_at_most(const Tails &q, size_t k, const Tails &p, size_t j)
 	if (j >= p.lower.size() - 1)
 		return true;
 	if (k >= q.lower.size() - 1)
-		return p.upper[j] == 0;
+		return p.upper[j] == 0; // F_q(k) = 1: p must have no mass beyond j
 	if (q.lower[k] <= 0.5)
-		return q.lower[k] <= p.lower[j];
-	return q.upper[k] >= p.upper[j];
+		return q.lower[k] <= p.lower[j] * (1 + kTieTolerance);
+	return q.upper[k] * (1 + kTieTolerance) >= p.upper[j];
 }
 
 // Whether F_p^{-1}(u) <= F_q^{-1}(u) + t for every u in (0, 1), i.e. F_q(k) <= F_p(k + t) for all k.

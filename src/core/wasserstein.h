@@ -8,8 +8,10 @@
 // enumerates. W_inf on the line is the largest gap of the quantile coupling (§6.7 [DERIVED]),
 // computed as the smallest integer shift t with F_q(k) <= F_p(k + t) and F_p(k) <= F_q(k + t) for
 // all k; each comparison is made in the tail whose sum is accurate (lower sums below 1/2, upper
-// sums above), so a wide law's CDF rounding to 1 early opens no false gap. Only a floating-point
-// near-tie (relative 1e-15) between two tail probabilities can move the answer by one.
+// sums above), so a wide law's CDF rounding to 1 early opens no false gap. Tail probabilities
+// equal within a relative 1e-11 are ties (the same law computed two ways differs in its last
+// bits, which must not open a gap of 1 between identical laws); a true difference below that
+// resolution, beneath the laws' own floating-point accuracy, is not resolved.
 #pragma once
 
 #include <vector>
