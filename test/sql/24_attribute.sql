@@ -245,7 +245,7 @@ SELECT dx.protect_attribute('students', 'gender', 0.2,
 	'{"family": "gaussian", "attributes": ["height", "gender", "income"], "covariance": [[100, 1, 0], [1, 0.25, 0], [0, 0, 8]],
 	  "approximation": {"lambda": 0.1, "eta": 1e-6}}', epsilon => 0.5, record_privacy => false);
 SELECT approximation_lambda, approximation_eta FROM dx.attribute_policies WHERE relid = 'students'::regclass AND attribute = 'gender';
-SELECT component, round(epsilon::numeric, 9) AS epsilon, round(delta::numeric, 12) AS delta FROM dx.explain_attribute('students', 'height');
+SELECT component, protects, round(epsilon::numeric, 9) AS epsilon, round(delta::numeric, 12) AS delta FROM dx.explain_attribute('students', 'height');
 SELECT round(query_epsilon::numeric, 9) AS query_epsilon, round(query_delta::numeric, 12) AS query_delta
 FROM dx.explain('SELECT dx.attr_avg(''students'', ''height'')') LIMIT 1;
 SELECT dx.attr_avg('students', 'height') IS NOT NULL AS released;

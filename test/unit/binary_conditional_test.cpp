@@ -88,3 +88,49 @@ TEST(BinaryConditional, BadInput)
 
 } // namespace
 } // namespace dxpriv
+
+namespace dxpriv {
+namespace {
+
+// Theorem 5 by brute force on the binary model at n = 6 with secrets at most 2 apart: the output
+// density given g = a, sum_F P(F | a) Lap(w - F; W / eps), stays within e^eps of the one given
+// g = b for every grid model, every pair |a - b| <= 2 and every w on a fine grid; with half the
+// scale the bound fails somewhere (the check can fail).
+double worst_log_ratio(const BinaryConditionalModel &m, int n, int window, double scale)
+{
+	double worst = 0;
+	for (double p1 : grid_points(m.p1_lo, m.p1_hi, m.step))
+		for (double p2 : grid_points(m.p2_lo, m.p2_hi, m.step)) {
+			std::vector<IntegerPmf> laws;
+			for (int a = 0; a <= n; ++a)
+				laws.push_back(convolve(binomial_pmf(a, p1), binomial_pmf(n - a, p2)));
+			for (int a = 0; a <= n; ++a)
+				for (int b = 0; b <= n; ++b) {
+					if (std::abs(a - b) > window)
+						continue;
+					for (double w = -8; w <= n + 8; w += 0.05) {
+						double da = 0, db = 0;
+						for (int f = 0; f <= n; ++f) {
+							const double k = std::exp(-std::abs(w - f) / scale);
+							da += laws[static_cast<size_t>(a)][static_cast<size_t>(f)] * k;
+							db += laws[static_cast<size_t>(b)][static_cast<size_t>(f)] * k;
+						}
+						worst = std::max(worst, std::log(da / db));
+					}
+				}
+		}
+	return worst;
+}
+
+TEST(BinaryConditional, Theorem5ByBruteForce)
+{
+	const double eps = 0.5;
+	const BinaryConditionalModel m{0.2, 0.7, 0.3, 0.6, 0.1};
+	const double w = binary_conditional_sensitivity(m, 6, 2);
+	ASSERT_GT(w, 0.0);
+	EXPECT_LE(worst_log_ratio(m, 6, 2, w / eps), eps + 1e-9);
+	EXPECT_GT(worst_log_ratio(m, 6, 2, w / eps / 2), eps);
+}
+
+} // namespace
+} // namespace dxpriv

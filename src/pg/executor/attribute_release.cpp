@@ -416,8 +416,14 @@ std::string
 protects(const SecretPolicy &s, const SecretNoise &n)
 {
 	switch (s.family) {
-	case AttributeFamily::Gaussian:
-		return "mean of " + s.attribute;
+	case AttributeFamily::Gaussian: {
+		if (s.approximation_lambda == 0 && s.approximation_eta == 0)
+			return "mean of " + s.attribute;
+		char approx[96];
+		snprintf(approx, sizeof approx, " (approximately gaussian: lambda %g, eta %g)", s.approximation_lambda,
+		         s.approximation_eta);
+		return "mean of " + s.attribute + approx;
+	}
 	case AttributeFamily::BayesianNetwork:
 		return "parameter of " + s.attribute + " (bayesian network)";
 	default:
