@@ -176,6 +176,56 @@ plan_markov_quilt(const AttributeNetwork &net, const std::vector<int> &sensitive
 }
 
 // See markov_quilt.h.
+int
+network_attribute(const AttributeNetwork &net, const std::string &name)
+{
+	for (size_t i = 0; i < net.names.size(); ++i)
+		if (net.names[i] == name)
+			return static_cast<int>(i);
+	invalid("\"" + name + "\" is not an attribute of the network", "Use the names listed in the network's \"attributes\".");
+}
+
+// See markov_quilt.h.
+std::vector<int>
+parse_quilt(const AttributeNetwork &net, const std::string &key, int sensitive)
+{
+	std::vector<int> out;
+	size_t pos = 0;
+	while (pos <= key.size()) {
+		size_t end = key.find(',', pos);
+		if (end == std::string::npos)
+			end = key.size();
+		std::string name = key.substr(pos, end - pos);
+		name.erase(0, name.find_first_not_of(' '));
+		name.erase(name.find_last_not_of(' ') + 1);
+		const int a = network_attribute(net, name);
+		if (a == sensitive)
+			invalid("a quilt of \"" + name + "\" must not contain it",
+			        "A Markov quilt separates the sensitive attribute from the rest: list other attributes.");
+		if (std::find(out.begin(), out.end(), a) != out.end())
+			invalid("quilt \"" + key + "\" lists \"" + name + "\" twice", "Name each member once.");
+		out.push_back(a);
+		pos = end + 1;
+	}
+	std::sort(out.begin(), out.end());
+	return out;
+}
+
+// See markov_quilt.h.
+ColumnSensitivity
+single_column_sensitivity(int column, double lo, double hi, double records, bool sum)
+{
+	if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
+		invalid("a column range must be finite with low <= high", "Declare the column's domain with dx.set_column.");
+	if (!(records >= 1) || !std::isfinite(records))
+		invalid("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
+	const double moved = (hi - lo) * (sum ? records : 1.0);
+	return [column, moved](const std::vector<int> &columns) {
+		return std::find(columns.begin(), columns.end(), column) != columns.end() ? moved : 0.0;
+	};
+}
+
+// See markov_quilt.h.
 double
 max_influence(const std::vector<std::vector<double>> &table)
 {

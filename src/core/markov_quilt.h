@@ -60,6 +60,19 @@ MarkovQuiltPlan plan_markov_quilt(const AttributeNetwork &net, const std::vector
                                   const std::vector<int> &queried, const QuiltInfluences &influences,
                                   const ColumnSensitivity &sensitivity, double epsilon);
 
+// The index of a declared attribute name (CoreError(InvalidParameter) naming it otherwise).
+int network_attribute(const AttributeNetwork &net, const std::string &name);
+
+// The members of a quilt written "<name>,<name>,..." (spaces around names ignored), sorted and
+// distinct, none equal to `sensitive`. CoreError(InvalidParameter) with a hint otherwise.
+std::vector<int> parse_quilt(const AttributeNetwork &net, const std::string &key, int sensitive);
+
+// Delta_S F for the sum (sum = true) or the mean of one column `column` over n = records rows whose
+// values lie in the declared [lo, hi]: when `column` is in S every row's value may move across the
+// whole range, so the sum moves by at most records * (hi - lo) and the mean by (hi - lo); when it is
+// not in S, F does not change (0). lo <= hi finite, records >= 1 finite; CoreError(InvalidParameter).
+ColumnSensitivity single_column_sensitivity(int column, double lo, double hi, double records, bool sum);
+
 // Definition 8 on a finite parameter model: table[a][k] = P(phi_A = k | phi_i = a) for every value
 // a of phi_i (rows are laws); returns max over a, b, k of ln(table[a][k] / table[b][k]) (+inf
 // when some k has mass under a but not under b). At least two rows of equal non-zero length.

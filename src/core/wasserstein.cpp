@@ -12,24 +12,57 @@ namespace dxpriv {
 
 namespace {
 
-// CDF of p, its last value forced to exactly 1 (p is validated).
-std::vector<double>
-cdf_of(const IntegerPmf &p)
+// Lower and upper tail sums of p: lower[k] = P(F <= k), upper[k] = P(F > k), each summed from its
+// own end so that values near 0 are accurate in both tails (a CDF summed from below rounds to 1
+// long before the last point of a wide law, which would open false quantile gaps in the tail).
+struct Tails {
+	std::vector<double> lower, upper;
+};
+
+Tails
+tails_of(const IntegerPmf &p)
 {
-	std::vector<double> c(p.size());
+	Tails t;
+	t.lower.resize(p.size());
+	t.upper.resize(p.size());
 	double acc = 0;
 	for (size_t k = 0; k < p.size(); ++k)
-		c[k] = acc += p[k];
-	c.back() = 1.0;
-	return c;
+		t.lower[k] = acc += p[k];
+	acc = 0;
+	for (size_t k = p.size(); k-- > 0;) {
+		t.upper[k] = acc;
+		acc += p[k];
+	}
+	return t;
 }
 
-// F^{-1}(u) = min{k : F(k) >= u}.
-size_t
-quantile(const std::vector<double> &cdf, double u)
+// Relative tolerance of the tail comparisons: the laws' own values carry rounding errors of a few
+// ulps times their length (the same law computed by two convolutions differs in the last bits), so
+// tail probabilities equal to within this factor are ties, not a quantile gap.
+constexpr double kTieTolerance = 1e-11;
+
+// F_q(k) <= F_p(j) (with F(j) = 1 beyond the last point), compared in the tail where the smaller
+// side is accurate: lower sums when F_q(k) <= 1/2, upper sums P(F > .) otherwise.
+bool
+cdf_at_most(const Tails &q, size_t k, const Tails &p, size_t j)
 {
-	auto it = std::lower_bound(cdf.begin(), cdf.end(), u);
-	return it == cdf.end() ? cdf.size() - 1 : static_cast<size_t>(it - cdf.begin());
+	if (j >= p.lower.size() - 1)
+		return true;
+	if (k >= q.lower.size() - 1)
+		return p.upper[j] == 0; // F_q(k) = 1: p must have no mass beyond j
+	if (q.lower[k] <= 0.5)
+		return q.lower[k] <= p.lower[j] * (1 + kTieTolerance);
+	return q.upper[k] * (1 + kTieTolerance) >= p.upper[j];
+}
+
+// Whether F_p^{-1}(u) <= F_q^{-1}(u) + t for every u in (0, 1), i.e. F_q(k) <= F_p(k + t) for all k.
+bool
+within_shift(const Tails &p, const Tails &q, size_t t)
+{
+	for (size_t k = 0; k < q.lower.size(); ++k)
+		if (!cdf_at_most(q, k, p, k + t))
+			return false;
+	return true;
 }
 
 } // namespace
@@ -53,28 +86,20 @@ validate_pmf(const IntegerPmf &p)
 		                "Give P(F = 0), P(F = 1), ... for every value F can take.");
 }
 
-// See wasserstein.h. Between consecutive breakpoints of the two CDFs both quantile functions are
-// constant; each open interval is probed at its midpoint.
+// See wasserstein.h. W_inf <= t iff the quantile functions never differ by more than t, iff
+// F_q(k) <= F_p(k + t) and F_p(k) <= F_q(k + t) for every k (quantile and CDF dominance are
+// equivalent); the smallest such integer t is found from t = 0 upwards.
 double
 winf_integer(const IntegerPmf &p, const IntegerPmf &q)
 {
 	validate_pmf(p);
 	validate_pmf(q);
-	const std::vector<double> cp = cdf_of(p), cq = cdf_of(q);
-	std::vector<double> cuts{0.0};
-	cuts.insert(cuts.end(), cp.begin(), cp.end());
-	cuts.insert(cuts.end(), cq.begin(), cq.end());
-	std::sort(cuts.begin(), cuts.end());
-	cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-	double w = 0;
-	for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-		const double u = cuts[k] + (cuts[k + 1] - cuts[k]) / 2;
-		if (!(u > 0 && u < 1) || !(u > cuts[k]))
-			continue;
-		const double a = static_cast<double>(quantile(cp, u)), b = static_cast<double>(quantile(cq, u));
-		w = std::max(w, std::abs(a - b));
-	}
-	return w;
+	const Tails tp = tails_of(p), tq = tails_of(q);
+	const size_t last = std::max(p.size(), q.size()) - 1;
+	for (size_t t = 0; t < last; ++t)
+		if (within_shift(tp, tq, t) && within_shift(tq, tp, t))
+			return static_cast<double>(t);
+	return static_cast<double>(last);
 }
 
 // See wasserstein.h.

@@ -6,8 +6,12 @@
 // Scope: small declared models whose conditional laws of F are given explicitly on the integers
 // 0..K-1 (counts); the supremum over a continuous Theta is taken over the grid the caller
 // enumerates. W_inf on the line is the largest gap of the quantile coupling (§6.7 [DERIVED]),
-// computed exactly between CDF breakpoints; near-equal breakpoints only add intervals, so
-// rounding can over-estimate W, never under-estimate it (the theorem needs an over-estimate).
+// computed as the smallest integer shift t with F_q(k) <= F_p(k + t) and F_p(k) <= F_q(k + t) for
+// all k; each comparison is made in the tail whose sum is accurate (lower sums below 1/2, upper
+// sums above), so a wide law's CDF rounding to 1 early opens no false gap. Tail probabilities
+// equal within a relative 1e-11 are ties (the same law computed two ways differs in its last
+// bits, which must not open a gap of 1 between identical laws); a true difference below that
+// resolution, beneath the laws' own floating-point accuracy, is not resolved.
 #pragma once
 
 #include <vector>

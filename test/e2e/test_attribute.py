@@ -209,3 +209,167 @@ def test_aggregate_spelling_as_an_analyst():
         expect_error(analyst, "SELECT dx.attr_avg(note) FROM staff", "22023")
         assert attr_spent(admin) == ATTR_EPS
         assert attr_ledger_rows(admin) == 1
+
+
+# ---- Markov quilt (bayesian_network) and Wasserstein (binary_conditional) table releases ----
+
+NETWORK = ('{"family": "bayesian_network", "attributes": ["sat", "height", "weight", "gender", "income"], '
+           '"edges": [["income", "sat"], ["gender", "sat"], ["gender", "height"], ["gender", "weight"], '
+           '["height", "weight"]], "influences": {"gender": 0.3, "gender,sat": [[0.5, 0.5], [0.4, 0.6]]}}')
+NET_EPS = 1.0
+BINARY = ('{"family": "binary_conditional", "released": "passed", "p1": [0.4, 0.6], "p2": [0.4, 0.6], '
+          '"grid": 0.05}')
+BIN_EPS = 0.5
+
+
+@contextlib.contextmanager
+def network_db(attr_budget=1000.0):
+    """students (Example 1 as a table, 500 rows) under a network policy on income, and exam (the
+    seed's Example 2: 4 rows) under a binary conditional policy on female; no record privacy."""
+    with fresh_db() as name:
+        admin = connect(name)
+        execute(admin, f"""DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ANALYST}') THEN
+                CREATE ROLE {ANALYST} LOGIN;
+            END IF; END $$""")
+        execute(admin, "CREATE TABLE students (id int PRIMARY KEY, sat int, height int, weight int, gender int, income int)")
+        execute(admin, """INSERT INTO students SELECT i, 400 + (i * 37) % 1200, 150 + (i * 13) % 50, 50 + (i * 7) % 50,
+                          i % 2, (i * 11) % 10 FROM generate_series(1, 500) AS i""")
+        execute(admin, "SELECT dx.protect_table('students', 'Infinity')")
+        for col, dom in [("sat", '{"min": 200, "max": 1600}'), ("height", '{"min": 140, "max": 210}'),
+                         ("income", '{"min": 0, "max": 10}')]:
+            execute(admin, "SELECT dx.set_column('students', %s, %s, '{\"type\": \"absolute\", \"scale\": 5}')", (col, dom))
+        execute(admin, "SELECT dx.protect_attribute('students', 'income', 0.2, %s, epsilon => %s, record_privacy => false)",
+                (NETWORK, NET_EPS))
+        execute(admin, "CREATE TABLE exam (id int PRIMARY KEY, passed int, female int)")
+        execute(admin, "INSERT INTO exam VALUES (1, 1, 1), (2, 0, 1), (3, 1, 0), (4, 1, 0)")
+        execute(admin, "SELECT dx.protect_table('exam', 'Infinity')")
+        for col in ["passed", "female"]:
+            execute(admin, """SELECT dx.set_column('exam', %s, '{"min": 0, "max": 1, "step": 1}',
+                              '{"type": "absolute", "scale": 1}')""", (col,))
+        execute(admin, "SELECT dx.protect_attribute('exam', 'female', 1.0, %s, epsilon => %s, record_privacy => false)",
+                (BINARY, BIN_EPS))
+        execute(admin, f"SELECT dx.add_analyst('{ANALYST}')")
+        for table in ["students", "exam"]:
+            execute(admin, f"SELECT dx.grant_attribute_budget('{ANALYST}', '{table}', %s, 1e-3)", (attr_budget,))
+        analyst = connect(name, user=ANALYST)
+        try:
+            yield admin, analyst, name
+        finally:
+            analyst.close()
+            admin.close()
+
+
+def spent_on(admin, table):
+    return scalar(admin, f"SELECT attr_spent FROM dx.budgets WHERE role = '{ANALYST}'::regrole "
+                         f"AND \"table\" = '{table}'::regclass")
+
+
+def test_network_and_wasserstein_models_stay_with_the_owner():
+    with network_db() as (admin, analyst, _):
+        expect_error(analyst, "SELECT influences, quilts, theta FROM dx.attribute_policies", "42501")
+        expect_error(analyst, "SELECT dx._max_influence(2, '{0.5, 0.5, 0.4, 0.6}')", "42501")
+        expect_error(analyst, "SELECT dx._check_network_model('students', 'income', '{sat,income}', '{}', '{}', '{}')",
+                     "42501")
+        expect_error(analyst, "SELECT dx._check_binary_model('exam', '{passed,female}', '{0,1,0,1,0.1}')", "42501")
+        expect_error(analyst, "SELECT dx.protect_attribute('students', 'income', 0.2, %s, epsilon => 100)", "42501",
+                     (NETWORK,))
+        # the analyst sees the consequences: the quilt used and the scale, not the declared influences
+        rows = scalar(analyst, """SELECT array_agg(component || ':' || quilt || ':' || scale)
+                                  FROM dx.explain_attribute('students', 'sat')""")
+        assert rows == ["markov_quilt:{sat, gender}; nearby {income}:0"], rows
+        assert scalar(analyst, "SELECT scale FROM dx.explain_attribute('exam', 'passed', 'sum')") == 1 / BIN_EPS
+        assert spent_on(admin, "students") == 0 and spent_on(admin, "exam") == 0
+
+
+def test_network_releases_are_charged_even_without_noise_and_cannot_be_refunded():
+    with network_db(attr_budget=2.5) as (admin, analyst, _):
+        exact = scalar(admin, "SELECT avg(height) FROM students")
+        # height is outside the nearby set of the quilt {gender}: exact, but still charged epsilon
+        assert scalar(analyst, "SELECT dx.attr_avg('students', 'height')") == exact
+        assert spent_on(admin, "students") == NET_EPS
+        analyst.autocommit = False
+        with analyst.cursor() as cur:
+            cur.execute("SELECT dx.attr_avg('students', 'income')")
+            cur.fetchall()
+        analyst.rollback()
+        analyst.autocommit = True
+        assert spent_on(admin, "students") == 2 * NET_EPS
+        # budget 2.5: the third release is refused and nothing more is spent
+        e = expect_error(analyst, "SELECT dx.attr_sum('students', 'sat')", "53000")
+        assert "attribute-privacy budget" in e.pgerror
+        assert spent_on(admin, "students") == 2 * NET_EPS
+        assert scalar(admin, f"""SELECT array_agg(mechanism ORDER BY id) FROM dx.ledger
+                                 WHERE role = '{ANALYST}'::regrole AND relid = 'students'::regclass""") == \
+            ["markov_quilt(exact)", "markov_quilt(laplace)"]
+
+
+def test_wasserstein_refusals_charge_nothing():
+    with network_db() as (admin, analyst, _):
+        # columns outside the declared model, and models too large to compute, are refused uncharged
+        expect_error(analyst, "SELECT dx.attr_sum('exam', 'id')", "22023")
+        execute(admin, "CREATE TABLE big01 (id int PRIMARY KEY, passed int, female int)")
+        execute(admin, "INSERT INTO big01 SELECT i, i % 2, (i / 2) % 2 FROM generate_series(1, 3000) AS i")
+        execute(admin, "SELECT dx.protect_table('big01', 'Infinity')")
+        execute(admin, """SELECT dx.set_column('big01', 'passed', '{"min": 0, "max": 1, "step": 1}',
+                          '{"type": "absolute", "scale": 1}')""")
+        execute(admin, "SELECT dx.protect_attribute('big01', 'female', 0.1, %s, record_privacy => false)", (BINARY,))
+        execute(admin, f"SELECT dx.grant_attribute_budget('{ANALYST}', 'big01', 10, 1e-3)")
+        expect_error(analyst, "SELECT dx.attr_sum('big01', 'passed')", "54000")
+        expect_error(analyst, "SELECT dx.attr_sum(passed) FROM big01", "54000")
+        assert spent_on(admin, "big01") == 0
+        assert spent_on(admin, "exam") == 0
+
+
+def sample_moments(analyst, sql, count):
+    with analyst.cursor() as cur:
+        values = []
+        for _ in range(count):
+            cur.execute(sql)
+            values.append(cur.fetchone()[0])
+    mean = sum(values) / count
+    var = sum((v - mean) ** 2 for v in values) / (count - 1)
+    return mean, var
+
+
+def test_laplace_noise_scales_are_statistically_right():
+    """400 releases each (secure randomness, no test seed): the sample variance of Laplace noise of
+    scale b is 2 b^2 with standard error b^2 sqrt(20 / 400) (fourth moment 24 b^4); accepted within 4
+    standard errors, which rejects half or double the scale and zero noise."""
+    count = 400
+    with network_db() as (admin, analyst, _):
+        assert scalar(analyst, "SHOW dxpriv.test_seed") in ("-1", "")
+        cases = [
+            # Markov quilt, trivial bound for income itself: mean (10 - 0) / 1
+            ("SELECT dx.attr_avg('students', 'income')", "SELECT avg(income) FROM students", 10.0 / NET_EPS),
+            # Wasserstein, Example 2 with Theta = [0.4, 0.6]^2: W = 1, sum scale 1 / 0.5
+            ("SELECT dx.attr_sum('exam', 'passed')", "SELECT sum(passed) FROM exam", 1.0 / BIN_EPS),
+        ]
+        for release, exact_sql, b in cases:
+            exact = float(scalar(admin, exact_sql))
+            mean, var = sample_moments(analyst, release, count)
+            se_var = b * b * (20.0 / count) ** 0.5
+            assert abs(var - 2 * b * b) < 4 * se_var, (release, var, 2 * b * b)
+            assert abs(mean - exact) < 4 * (2 * b * b / count) ** 0.5, (release, mean, exact)
+        assert spent_on(admin, "students") == count * NET_EPS
+        assert spent_on(admin, "exam") == count * BIN_EPS
+
+
+def test_mixed_families_and_approximation_charge_their_sum():
+    with network_db() as (admin, analyst, _):
+        # a gaussian policy on gender beside the network's income, declared only approximately
+        # Gaussian: each release spends 1.0 (network) + 0.5 + 2 * 0.1 (Theorem 3)
+        execute(admin, """SELECT dx.protect_attribute('students', 'gender', 0.2,
+            '{"family": "gaussian", "attributes": ["height", "gender", "income"],
+              "covariance": [[100, 1, 0], [1, 0.25, 0], [0, 0, 8]], "approximation": {"lambda": 0.1, "eta": 1e-6}}',
+            epsilon => 0.5, delta => 1e-5, record_privacy => false)""")
+        rows = scalar(analyst, "SELECT array_agg(component ORDER BY component) FROM dx.explain_attribute('students', 'height')")
+        assert rows == ["apgm", "markov_quilt"], rows
+        scalar(analyst, "SELECT dx.attr_avg('students', 'height')")
+        assert abs(spent_on(admin, "students") - 1.7) < 1e-12
+        delta = scalar(admin, f"SELECT attr_delta_spent FROM dx.budgets WHERE role = '{ANALYST}'::regrole "
+                              "AND \"table\" = 'students'::regclass")
+        assert abs(delta - (2.718281828459045 ** 0.1 * 1e-5 + 1e-6)) < 1e-15
+        # sat is in the network but not in the gaussian model: refused, uncharged
+        expect_error(analyst, "SELECT dx.attr_avg('students', 'sat')", "22023")
+        assert abs(spent_on(admin, "students") - 1.7) < 1e-12

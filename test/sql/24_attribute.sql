@@ -179,3 +179,151 @@ SELECT q, err(q) FROM (VALUES
 	($$SELECT * FROM dx.markov_quilt_scale('[1]', '{a}', '{b}', '{}', 10, 1)$$),
 	($$SELECT * FROM dx.markov_quilt_scale('{"attributes": ["a", "b"]}', '{a}', '{b}', '{}', 10, 0)$$)
 ) AS t(q);
+
+-- Table releases under a declared Bayesian network (§6.6, APMQM, Algorithm 3): Example 1 as a
+-- table of 500 students. income is sensitive; income and gender influence SAT, gender influences
+-- height and weight, height influences weight. Declared max-influences: the quilt {gender} 0.3, the
+-- quilt {gender, sat} computed from a declared parameter table (Definition 8: the largest log-ratio
+-- of its rows, ln(0.5/0.4) = 0.2231). Pure epsilon; no record privacy, so exact answers are checkable.
+SET dxpriv.test_seed = 15;
+CREATE TABLE students (id int PRIMARY KEY, sat int, height int, weight int, gender int, income int);
+INSERT INTO students SELECT i, 400 + (i * 37) % 1200, 150 + (i * 13) % 50, 50 + (i * 7) % 50, i % 2, (i * 11) % 10
+FROM generate_series(1, 500) AS i;
+SELECT dx.protect_table('students', 'Infinity');
+SELECT dx.set_column('students', 'sat', '{"min": 200, "max": 1600}', '{"type": "absolute", "scale": 100}');
+SELECT dx.set_column('students', 'height', '{"min": 140, "max": 210}', '{"type": "absolute", "scale": 5}');
+SELECT dx.set_column('students', 'weight', '{"min": 40, "max": 120}', '{"type": "absolute", "scale": 5}');
+SELECT dx.set_column('students', 'income', '{"min": 0, "max": 10}', '{"type": "absolute", "scale": 1}');
+SELECT dx.protect_attribute('students', 'income', 0.2,
+	'{"family": "bayesian_network", "attributes": ["sat", "height", "weight", "gender", "income"],
+	  "edges": [["income", "sat"], ["gender", "sat"], ["gender", "height"], ["gender", "weight"], ["height", "weight"]],
+	  "influences": {"gender": 0.3, "gender, sat": [[0.5, 0.5], [0.4, 0.6]]}}', epsilon => 1.0, record_privacy => false);
+SELECT attribute, family, attributes, edges, quilts, round(influences[2]::numeric, 9) AS computed_influence, epsilon, delta
+FROM dx.attribute_policies WHERE relid = 'students'::regclass;
+-- height and weight lie outside N = {income, sat} of the quilt {gender}: no attribute noise; sat is
+-- in the quilt {gender, sat} (influence 0.2231 < 1), whose N = {income}: no noise either; income
+-- itself is always nearby: trivial bound (10 - 0) / 1 for the mean, 500 * 10 for the sum.
+SELECT c AS col, component, protects, epsilon, delta, sensitivity, data_variance, round(noise_sd::numeric, 6) AS noise_sd,
+	binding, noise, scale, quilt
+FROM unnest(ARRAY['height', 'weight', 'sat', 'income']) AS c, LATERAL dx.explain_attribute('students', c);
+SELECT component, sensitivity, scale, quilt FROM dx.explain_attribute('students', 'income', 'sum');
+SELECT cell, kind, component, epsilon, noise_scale, noise, query_epsilon, query_delta
+FROM dx.explain('SELECT dx.attr_avg(''students'', ''income'')');
+SELECT err($$SELECT dx.attr_avg('students', 'height')$$);
+SELECT dx.grant_attribute_budget(current_user::regrole, 'students', 5, 1e-4);
+SELECT dx.attr_avg('students', 'height') = (SELECT avg(height) FROM students) AS exact_height,
+	dx.attr_sum('students', 'sat') = (SELECT sum(sat) FROM students) AS exact_sat_sum;
+SET dxpriv.test_seed = 15;
+SELECT round(dx.attr_avg('students', 'income')::numeric, 6) AS attr_avg_income, avg(income) AS exact FROM students;
+SELECT budget, mechanism, epsilon, delta, scales, query FROM dx.ledger WHERE relid = 'students'::regclass ORDER BY id;
+SELECT attr_spent, attr_delta_spent, attr_remaining FROM dx.budgets WHERE "table" = 'students'::regclass;
+-- budget 5 at 1 per release: two more, then refused with nothing spent
+SELECT dx.attr_avg('students', 'weight') = (SELECT avg(weight) FROM students) AS exact_weight;
+SELECT dx.attr_avg(weight) AS aggregate_spelling FROM students \gset
+SELECT :aggregate_spelling = avg(weight) AS exact_weight_again FROM students;
+SELECT err($$SELECT dx.attr_avg('students', 'weight')$$);
+SELECT attr_spent FROM dx.budgets WHERE "table" = 'students'::regclass;
+SELECT dx.grant_attribute_budget(current_user::regrole, 'students', 100, 1e-3);
+
+-- Mixed families on one table: a gaussian policy on gender beside the network's income. A release
+-- satisfies both: the APGM Gaussian and the Markov quilt Laplace are added (independent noises:
+-- post-processing for each guarantee) and the release spends epsilon 1.0 + 0.5, delta 1e-5.
+SELECT dx.protect_attribute('students', 'gender', 0.2,
+	'{"family": "gaussian", "attributes": ["height", "gender", "income"], "covariance": [[100, 1, 0], [1, 0.25, 0], [0, 0, 8]]}',
+	epsilon => 0.5, record_privacy => false);
+SELECT component, protects, epsilon, delta, round(sensitivity::numeric, 6) AS sensitivity, round(noise_sd::numeric, 6) AS noise_sd,
+	binding, noise, round(scale::numeric, 6) AS scale FROM dx.explain_attribute('students', 'height');
+SELECT err($$SELECT dx.attr_avg('students', 'sat')$$);  -- sat is not in the gaussian model
+SET dxpriv.test_seed = 15;
+SELECT round(dx.attr_avg('students', 'height')::numeric, 6) AS mixed_height, round(dx.attr_avg('students', 'income')::numeric, 6) AS mixed_income;
+SELECT mechanism, epsilon, delta, array_length(scales, 1) AS n_scales FROM dx.ledger
+WHERE relid = 'students'::regclass ORDER BY id DESC LIMIT 2;
+
+-- §6.5: a gaussian policy whose data are only approximately Gaussian (declared lambda 0.1 within
+-- eta 1e-6): every release spends (0.5 + 2 * 0.1, e^0.1 * 1e-5 + 1e-6) = (0.7, 1.2051709e-5).
+SELECT dx.protect_attribute('students', 'gender', 0.2,
+	'{"family": "gaussian", "attributes": ["height", "gender", "income"], "covariance": [[100, 1, 0], [1, 0.25, 0], [0, 0, 8]],
+	  "approximation": {"lambda": 0.1, "eta": 1e-6}}', epsilon => 0.5, record_privacy => false);
+SELECT approximation_lambda, approximation_eta FROM dx.attribute_policies WHERE relid = 'students'::regclass AND attribute = 'gender';
+SELECT component, protects, round(epsilon::numeric, 9) AS epsilon, round(delta::numeric, 12) AS delta FROM dx.explain_attribute('students', 'height');
+SELECT round(query_epsilon::numeric, 9) AS query_epsilon, round(query_delta::numeric, 12) AS query_delta
+FROM dx.explain('SELECT dx.attr_avg(''students'', ''height'')') LIMIT 1;
+SELECT dx.attr_avg('students', 'height') IS NOT NULL AS released;
+SELECT mechanism, round(epsilon::numeric, 9) AS epsilon, round(delta::numeric, 12) AS delta FROM dx.ledger
+WHERE relid = 'students'::regclass ORDER BY id DESC LIMIT 1;
+SELECT dx.unprotect_attribute('students', 'gender');
+
+-- Wasserstein mechanism releases (§6.7) on the seed's Example 2: 4 records, passed (released) and
+-- female (protected) both 0/1, p1 = P(passed | female), p2 = P(passed | male) within declared
+-- ranges; diameter 1 hides the share of women entirely (all pairs of counts 0..4). W = 1, 2, 4 for
+-- [0.4, 0.6]^2, [0.3, 0.7]^2, [0, 1]^2; sum scale W / epsilon, mean W / (4 epsilon).
+CREATE TABLE exam (id int PRIMARY KEY, passed int, female int, score int);
+INSERT INTO exam VALUES (1, 1, 1, 50), (2, 0, 1, 70), (3, 1, 0, 65), (4, 1, 0, 90);
+SELECT dx.protect_table('exam', 'Infinity');
+SELECT dx.set_column('exam', 'passed', '{"min": 0, "max": 1, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT dx.set_column('exam', 'female', '{"min": 0, "max": 1, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT dx.set_column('exam', 'score', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}');
+SELECT dx.grant_attribute_budget(current_user::regrole, 'exam', 10, 1e-4);
+CREATE FUNCTION pg_temp.wasserstein_rows(r text) RETURNS TABLE (kind text, component text, protects text,
+	epsilon float8, delta float8, sensitivity float8, scale float8, noise_sd numeric)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM dx.protect_attribute('exam', 'female', 1.0,
+		format('{"family": "binary_conditional", "released": "passed", "p1": %s, "p2": %s, "grid": 0.1}', r, r)::jsonb,
+		epsilon => 0.5, record_privacy => false);
+	RETURN QUERY SELECT k, e.component, e.protects, e.epsilon, e.delta, e.sensitivity, e.scale, round(e.noise_sd::numeric, 6)
+	FROM unnest(ARRAY['sum', 'avg']) AS k, LATERAL dx.explain_attribute('exam', 'passed', k) AS e;
+END $$;
+SELECT * FROM pg_temp.wasserstein_rows('[0.4, 0.6]');
+SELECT * FROM pg_temp.wasserstein_rows('[0.3, 0.7]');
+SELECT * FROM pg_temp.wasserstein_rows('[0, 1]');
+-- a smaller secret (diameter 0.5: counts at most 2 apart) on [0, 1]^2: W = 2; the protected column itself: W = window
+SELECT dx.protect_attribute('exam', 'female', 0.5,
+	'{"family": "binary_conditional", "released": "passed", "p1": [0, 1], "p2": [0, 1], "grid": 0.25}', epsilon => 0.5, record_privacy => false);
+SELECT component, protects, sensitivity, scale FROM dx.explain_attribute('exam', 'passed', 'sum');
+SELECT component, protects, sensitivity, scale FROM dx.explain_attribute('exam', 'female', 'sum');
+SELECT err($$SELECT dx.attr_avg('exam', 'score')$$);
+SET dxpriv.test_seed = 15;
+SELECT dx.attr_sum('exam', 'passed') AS attr_sum_passed;
+SELECT budget, mechanism, epsilon, delta, scales FROM dx.ledger WHERE relid = 'exam'::regclass ORDER BY id;
+-- a model too large to compute exactly is refused (54000) before anything is charged
+CREATE TABLE big01 (id int PRIMARY KEY, passed int, female int);
+INSERT INTO big01 SELECT i, i % 2, (i / 2) % 2 FROM generate_series(1, 2000) AS i;
+SELECT dx.protect_table('big01', 'Infinity');
+SELECT dx.set_column('big01', 'passed', '{"min": 0, "max": 1, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT dx.protect_attribute('big01', 'female', 0.1,
+	'{"family": "binary_conditional", "released": "passed", "p1": [0.4, 0.6], "p2": [0.4, 0.6], "grid": 0.01}', record_privacy => false);
+SELECT dx.grant_attribute_budget(current_user::regrole, 'big01', 10, 1e-4);
+SELECT err($$SELECT dx.attr_sum('big01', 'passed')$$);
+SELECT count(*) AS charged FROM dx.ledger WHERE relid = 'big01'::regclass;
+-- a released column declared with a wider domain than 0/1 is refused
+SELECT dx.set_column('exam', 'passed', '{"min": 0, "max": 2, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT err($$SELECT dx.attr_sum('exam', 'passed')$$);
+RESET dxpriv.test_seed;
+
+-- Bad declarations of the new families.
+SELECT q, err(q) FROM (VALUES
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "edges": [["income", "sat"], ["sat", "income"]], "influences": {}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income", "shoe"], "influences": {}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "edges": [["income", "gender"]], "influences": {}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {"income": 0.1}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {"sat": -0.1}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {"sat": [[0.5, 0.6], [0.5, 0.5]]}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {"sat": "high"}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"]}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {}, "covariance": [[1]]}')$$),
+	($$SELECT dx.protect_attribute('students', 'height', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {}}')$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {}}', delta => 1e-5)$$),
+	($$SELECT dx.protect_attribute('students', 'income', 0.2, '{"family": "bayesian_network", "attributes": ["sat", "income"], "influences": {}}', epsilon => 0.5, calibration => 'classical')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "female", "p1": [0, 1], "p2": [0, 1], "grid": 0.1}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "passed", "p1": [0.6, 0.4], "p2": [0, 1], "grid": 0.1}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "passed", "p1": [0, 1], "p2": [0, 1], "grid": 0}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "passed", "p1": [0, 1], "p2": [0, 1.5], "grid": 0.1}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "passed", "p1": [0, 1], "grid": 0.1}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "nope", "p1": [0, 1], "p2": [0, 1], "grid": 0.1}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "binary_conditional", "released": "passed", "p1": [0, 1], "p2": [0, 1], "grid": 0.1, "n": 4}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "gaussian", "attributes": ["female"], "covariance": [[1]], "approximation": {"lambda": -1, "eta": 0}}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "gaussian", "attributes": ["female"], "covariance": [[1]], "approximation": {"lambda": 0.1, "eta": 1}}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "gaussian", "attributes": ["female"], "covariance": [[1]], "approximation": {"lambda": 0.1}}')$$),
+	($$SELECT dx.protect_attribute('exam', 'female', 1, '{"family": "gaussian", "attributes": ["female"], "covariance": [[1]], "approximation": {"lambda": 20, "eta": 0.5}}', delta => 1e-5)$$)
+) AS t(q);

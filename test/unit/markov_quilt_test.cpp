@@ -165,3 +165,57 @@ TEST(MarkovQuilt, BadNetworks)
 
 } // namespace
 } // namespace dxpriv
+
+namespace dxpriv {
+namespace {
+
+// Table releases (attribute_release.cpp): the sum or mean of one declared column [lo, hi] over n
+// rows; Delta_S F = n (hi - lo) (sum) or hi - lo (mean) when the column is in S, else 0.
+TEST(MarkovQuiltColumn, ParseQuilt)
+{
+	EXPECT_EQ(std::vector<int>({S, G}), parse_quilt(figure1(), "gender, sat", I));
+	EXPECT_EQ(std::vector<int>({G}), parse_quilt(figure1(), "gender", I));
+	EXPECT_EQ(G, network_attribute(figure1(), "gender"));
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "gender,income", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "gender,gender", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "shoe", I); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { parse_quilt(figure1(), "", I); });
+}
+
+TEST(MarkovQuiltColumn, SingleColumnSensitivity)
+{
+	const ColumnSensitivity sum = single_column_sensitivity(S, 200, 1600, 500, true);
+	EXPECT_DOUBLE_EQ(500 * 1400.0, sum({S}));
+	EXPECT_DOUBLE_EQ(500 * 1400.0, sum({H, S}));
+	EXPECT_EQ(0.0, sum({H}));
+	EXPECT_EQ(0.0, sum({}));
+	const ColumnSensitivity avg = single_column_sensitivity(S, 200, 1600, 500, false);
+	EXPECT_DOUBLE_EQ(1400.0, avg({S, I}));
+	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 2, 1, 10, true); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 0, 1, 0, true); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 0, INFINITY, 5, true); });
+}
+
+// Example 1 as a table release: the mean of height (outside N = {i, s} of the quilt {g}) needs no
+// attribute noise; for SAT (in N) the quilt's bound Delta / (eps - e) is larger than the trivial
+// Delta / eps (one column: Delta_{A ∩ N} F = Delta_A F), so Algorithm 3 keeps the trivial bound.
+TEST(MarkovQuiltColumn, Example1TableReleases)
+{
+	const double eps = 1.0, e_g = 0.3;
+	const QuiltInfluences infl = {{I, {{{G}, e_g}}}};
+	const MarkovQuiltPlan h = plan_markov_quilt(figure1(), {I}, {H}, infl,
+	                                            single_column_sensitivity(H, 100, 220, 500, false), eps);
+	EXPECT_EQ(0.0, h.scale);
+	EXPECT_EQ(std::vector<int>({G}), h.choices[0].quilt);
+	const MarkovQuiltPlan s = plan_markov_quilt(figure1(), {I}, {S}, infl,
+	                                            single_column_sensitivity(S, 200, 1600, 500, true), eps);
+	EXPECT_DOUBLE_EQ(500 * 1400.0 / eps, s.scale);
+	EXPECT_TRUE(s.choices[0].quilt.empty());
+	// income itself: always in N
+	const MarkovQuiltPlan i = plan_markov_quilt(figure1(), {I}, {I}, infl,
+	                                            single_column_sensitivity(I, 0, 10, 500, false), eps);
+	EXPECT_DOUBLE_EQ(10.0, i.scale);
+}
+
+} // namespace
+} // namespace dxpriv

@@ -122,6 +122,31 @@ TEST(Wasserstein, LaplaceWithScaleWIsPrivateOnExample2)
 	EXPECT_GT(worst_half, eps);
 }
 
+// Wide laws: the CDF summed from below reaches 1.0 in floating point long before n, which must not
+// open a false gap in the upper tail (the quantile coupling of two close binomials moves by 1-2).
+TEST(Wasserstein, WideLawsHaveNoFalseTailGaps)
+{
+	const IntegerPmf a = binomial_pmf(300, 0.5), b = binomial_pmf(300, 0.51);
+	EXPECT_LE(winf_integer(a, b), 4.0);
+	EXPECT_GE(winf_integer(a, b), 3.0); // the means differ by 3
+	EXPECT_EQ(0.0, winf_integer(a, a));
+	EXPECT_EQ(1.0, winf_integer(convolve(binomial_pmf(150, 0.4), binomial_pmf(150, 0.6)),
+	                            convolve(binomial_pmf(151, 0.4), binomial_pmf(149, 0.6))));
+}
+
+// The same law computed by different convolutions differs in its last bits: a tie, not a gap.
+// At p1 = p2 = 0.5, F | g = a ~ Bin(4, 1/2) for every a, so W = 0 (bench r = 0).
+TEST(Wasserstein, RoundingTiesAreNotGaps)
+{
+	std::vector<IntegerPmf> laws;
+	for (int a = 0; a <= 4; ++a)
+		laws.push_back(example2(a, 0.5, 0.5));
+	EXPECT_EQ(0.0, wasserstein_sensitivity({laws}));
+	EXPECT_EQ(0.0, winf_integer(convolve(binomial_pmf(37, 0.3), binomial_pmf(63, 0.3)), binomial_pmf(100, 0.3)));
+	// a genuine small difference is still a gap
+	EXPECT_EQ(1.0, winf_integer({0.5, 0.5}, {0.5 - 1e-6, 0.5 + 1e-6}));
+}
+
 TEST(Wasserstein, BadInputs)
 {
 	expect_core_error(ErrorKind::InvalidParameter, [] { winf_integer({0.5, 0.6}, {1}); });

@@ -1,7 +1,9 @@
-// Attribute-privacy SQL functions: dx.attr_avg / dx.attr_sum (APGM releases charged to the
-// attribute-privacy budget), dx.explain_attribute, the Gaussian model check of dx.protect_attribute
-// and the Wasserstein calibration. The mathematics is in core/attribute_privacy.h and
-// core/wasserstein.h; this file reads the policy, the table and the arguments, charges and answers.
+// Attribute-privacy releases: dx.attr_avg / dx.attr_sum (charged to the attribute-privacy budget)
+// and dx.explain_attribute. Every policy of the table adds its mechanism's noise: APGM Gaussian
+// (gaussian family), Markov quilt Laplace (bayesian_network), Wasserstein Laplace
+// (binary_conditional). The mathematics is in core/attribute_privacy.h, core/markov_quilt.h,
+// core/wasserstein.h and core/binary_conditional.h; the policies are read by attribute_policy.cpp;
+// this file reads the table and the arguments, charges and answers.
 //
 // What runs on stored rows: only dxpriv's own fixed statement
 //   SELECT count(*), sum(dx._weigh(<point table>, 'r', <declared column>, lo, hi, step)) FROM <table>
@@ -10,11 +12,13 @@
 // other dxpriv aggregate, and weighed by the point's value. The answer leaves only after the
 // ledger worker has committed the charge.
 #include "pg/executor/attribute_release.h"
+#include "pg/executor/attribute_policy.h"
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/catalog.h"
 
 #include "core/attribute_privacy.h"
+#include "core/binary_conditional.h"
 #include "core/markov_quilt.h"
 #include "core/point_table.h"
 #include "core/sensitivity.h"
@@ -48,14 +52,24 @@ using namespace dxpriv::pg;
 
 namespace {
 
-// One row of dx.attribute_policies, read for a queried column.
-struct SecretPolicy {
-	std::string attribute;
-	double diameter = 0, epsilon = 0, delta = 0;
-	ApgmCalibration calibration = ApgmCalibration::Analytic;
-	bool record_privacy = true;
-	int dims = 0, secret_index = -1, column_index = -1; // -1: the column is not in the model
-	std::vector<Eigen::MatrixXd> covariances;
+// The noise of one mechanism family in a release: the largest scale its policies need (Gaussian
+// sigma or Laplace b) and what it is charged (the largest epsilon and delta among its policies:
+// one noise at the largest scale satisfies each of them).
+struct FamilyNoise {
+	bool present = false;
+	double scale = 0;
+	int binding = -1; // policy that set the scale (-1: scale 0)
+	double epsilon = 0, delta = 0;
+};
+
+// What one policy asks of a release.
+struct SecretNoise {
+	double scale = 0;         // its own sigma (gaussian) or Laplace b
+	double sensitivity = 0;   // Delta_i F (apgm), Delta_{A ∩ N} F of the chosen quilt, or W (sum) / W / n (avg)
+	double data_variance = 0; // apgm: credited conditional variance
+	double epsilon = 0, delta = 0; // charged (with a §6.5 approximation: Theorem 3's guarantee)
+	std::string quilt;        // markov_quilt: the quilt chosen and its nearby set
+	int64_t window = 0;       // wasserstein: protected counts at most this far apart
 };
 
 // What a release of one column would add, and why.
@@ -64,62 +78,23 @@ struct AttributeAnalysis {
 	bool sum = false;
 	double records = 0, exact_sum = 0;
 	std::vector<SecretPolicy> secrets;
-	std::vector<ApgmPlan> plans;       // one per secret
-	double sigma = 0;                  // APGM noise standard deviation of the answer
-	double epsilon = 0, delta = 0;     // charged to the attribute-privacy budget
-	int binding = -1;                  // secret that set sigma
+	std::vector<SecretNoise> noises;   // one per secret
+	FamilyNoise apgm, quilt, wasserstein;
+	double epsilon = 0, delta = 0;     // charged to the attribute-privacy budget (sum over families)
 	bool record_privacy = false;
 	double dx_epsilon = 0, dx_scale = 0; // d_X component: Laplace scale of the answer, its epsilon
 };
 
-// The policies of relid, with the positions of their secret and of `column` in their models.
-std::vector<SecretPolicy>
-load_secrets(const ExtensionObjects &ext, Oid relid, const std::string &column)
+FamilyNoise &
+family_of(AttributeAnalysis &a, AttributeFamily f)
 {
-	std::vector<SecretPolicy> out;
-	InternalSpi spi(ext.schema_owner);
-	NameData name;
-	namestrcpy(&name, column.c_str());
-	// every name qualified: this runs as the extension owner, under the caller's search_path; the
-	// covariances are read in binary (their text form depends on the caller's extra_float_digits)
-	const uint64 n = spi.exec(
-	    "SELECT attribute::pg_catalog.text, diameter, epsilon, delta, calibration, record_privacy, "
-	    "  pg_catalog.cardinality(attributes), pg_catalog.array_position(attributes, attribute), "
-	    "  pg_catalog.array_position(attributes, $2), covariances "
-	    "FROM dx.attribute_policies WHERE relid = $1 ORDER BY attribute",
-	    {{OIDOID, ObjectIdGetDatum(relid)}, {NAMEOID, NameGetDatum(&name)}}, true);
-	for (uint64 r = 0; r < n; ++r) {
-		SecretPolicy s;
-		s.attribute = spi.text(r, 0);
-		s.diameter = DatumGetFloat8(spi.value(r, 1));
-		s.epsilon = DatumGetFloat8(spi.value(r, 2));
-		s.delta = DatumGetFloat8(spi.value(r, 3));
-		s.calibration = spi.text(r, 4) == "classical" ? ApgmCalibration::Classical : ApgmCalibration::Analytic;
-		s.record_privacy = DatumGetBool(spi.value(r, 5));
-		s.dims = DatumGetInt32(spi.value(r, 6));
-		s.secret_index = DatumGetInt32(spi.value(r, 7)) - 1;
-		s.column_index = spi.is_null(r, 8) ? -1 : DatumGetInt32(spi.value(r, 8)) - 1;
-		std::vector<double> flat;
-		pg_call([&] {
-			Datum *values;
-			bool *nulls;
-			int count;
-			deconstruct_array(DatumGetArrayTypeP(spi.value(r, 9)), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
-			                  &values, &nulls, &count);
-			for (int k = 0; k < count; ++k)
-				flat.push_back(DatumGetFloat8(values[k]));
-		});
-		const size_t per = static_cast<size_t>(s.dims) * static_cast<size_t>(s.dims);
-		if (s.dims < 1 || flat.empty() || flat.size() % per != 0)
-			fail(ERRCODE_DATA_CORRUPTED, "attribute-privacy policy of table is malformed",
-			     "Declare it again with dx.protect_attribute.");
-		for (size_t k = 0; k < flat.size() / per; ++k)
-			s.covariances.push_back(
-			    Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-			        flat.data() + k * per, s.dims, s.dims));
-		out.push_back(std::move(s));
-	}
-	return out;
+	return f == AttributeFamily::Gaussian ? a.apgm : f == AttributeFamily::BayesianNetwork ? a.quilt : a.wasserstein;
+}
+
+const char *
+component_name(AttributeFamily f)
+{
+	return f == AttributeFamily::Gaussian ? "apgm" : f == AttributeFamily::BayesianNetwork ? "markov_quilt" : "wasserstein";
 }
 
 // The declared single column named `column` (range domain), or an error.
@@ -179,8 +154,95 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 	sum = DatumGetFloat8(spi.value(0, 1));
 }
 
-// Validates a release of `column` of relid and computes its noise (and, when read_values, the
-// table's row count and sum). Errors name the table and column, never a value.
+// APGM of one gaussian policy (§6.3-6.5): sigma and, with a declared approximation, the charge of
+// Theorem 3.
+SecretNoise
+plan_gaussian(const SecretPolicy &s, const AttributeAnalysis &a)
+{
+	LinearAttributeQuery q;
+	q.weights = Eigen::VectorXd::Unit(static_cast<Eigen::Index>(s.attributes.size()), s.column_index);
+	q.sum = a.sum;
+	q.records = a.records;
+	const ApgmPlan plan =
+	    plan_apgm_gaussian(s.covariances, {{s.secret_index, s.diameter}}, q, s.epsilon, s.delta, s.calibration);
+	SecretNoise n;
+	n.scale = plan.sigma;
+	n.sensitivity = plan.terms[0].sensitivity;
+	n.data_variance = plan.terms[0].min_conditional_variance;
+	const PufferfishGuarantee g =
+	    apgm_non_gaussian_guarantee(s.epsilon, s.delta, s.approximation_lambda, s.approximation_eta);
+	n.epsilon = g.epsilon;
+	n.delta = g.delta;
+	return n;
+}
+
+std::string
+name_set(const std::vector<std::string> &names, const std::vector<int> &idx)
+{
+	std::string out = "{";
+	for (size_t k = 0; k < idx.size(); ++k)
+		out += (k ? ", " : "") + names[static_cast<size_t>(idx[k])];
+	return out + "}";
+}
+
+// APMQM of one bayesian_network policy (§6.6, Algorithm 3) for the queried column: Delta_S F is
+// exact from the column's declared range and the public row count.
+SecretNoise
+plan_quilt(const SecretPolicy &s, const AttributeAnalysis &a, const Domain &d)
+{
+	const ColumnSensitivity sens =
+	    single_column_sensitivity(s.column_index, d.ordinal(0), d.ordinal(d.size() - 1), a.records, a.sum);
+	const MarkovQuiltPlan plan =
+	    plan_markov_quilt(s.network, {s.secret_index}, {s.column_index}, s.influences, sens, s.epsilon);
+	const QuiltChoice &c = plan.choices[0];
+	SecretNoise n;
+	n.scale = c.scale;
+	std::vector<int> touched;
+	for (int v : c.nearby)
+		if (v == s.column_index)
+			touched.push_back(v);
+	n.sensitivity = sens(touched);
+	n.epsilon = s.epsilon;
+	n.quilt = c.quilt.empty() && c.nearby.size() == s.attributes.size()
+	              ? "trivial: all attributes nearby"
+	              : name_set(s.attributes, c.quilt) + "; nearby " + name_set(s.attributes, c.nearby);
+	return n;
+}
+
+// The Wasserstein mechanism of one binary_conditional policy (§6.7, Algorithm 4): W over the
+// declared grid and every pair of protected counts at most diameter * n apart. Computed on each
+// call (nothing cached: n is the table's current row count), refused beyond the work cap.
+SecretNoise
+plan_wasserstein(const SecretPolicy &s, const AttributeAnalysis &a, const Domain &d)
+{
+	if (d.size() != 2 || d.ordinal(0) != 0 || d.ordinal(1) != 1)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE,
+		     "column \"" + a.column + "\" of table \"" + a.table + "\" must be declared as a 0/1 column",
+		     "The binary conditional model describes 0/1 columns: the table owner declares the column with "
+		     "dx.set_column(rel, col, '{\"min\": 0, \"max\": 1, \"step\": 1}', ...).");
+	const int64_t n = static_cast<int64_t>(a.records);
+	SecretNoise out;
+	out.window = secret_window(s.diameter, n);
+	double w;
+	if (s.column_index == s.secret_index) {
+		w = static_cast<double>(out.window); // F = g itself: point masses at a and b, W_inf = |a - b|
+	} else {
+		if (a.records > 100000 || binary_conditional_work(s.theta, n, out.window) > kMaxBinaryConditionalWork)
+			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+			     "the wasserstein model of attribute \"" + s.attribute + "\" is too large for table \"" + a.table + "\"",
+			     "Wasserstein releases are computed exactly for small declared models: about (grid points) x n^2 x "
+			     "(n / 4 + window) must stay below 1e8; declare a coarser grid or use the gaussian or "
+			     "bayesian_network family for large tables.");
+		w = binary_conditional_sensitivity(s.theta, n, out.window);
+	}
+	out.sensitivity = a.sum ? w : w / a.records;
+	out.scale = wasserstein_scale(out.sensitivity, s.epsilon);
+	out.epsilon = s.epsilon;
+	return out;
+}
+
+// Validates a release of `column` of relid, reads the table's row count and sum, and computes the
+// noise of every policy. Errors name the table and column, never a value.
 AttributeAnalysis
 analyse(Oid relid, const std::string &column, bool sum)
 {
@@ -218,19 +280,25 @@ analyse(Oid relid, const std::string &column, bool sum)
 
 	for (size_t k = 0; k < a.secrets.size(); ++k) {
 		const SecretPolicy &s = a.secrets[k];
-		LinearAttributeQuery q;
-		q.weights = Eigen::VectorXd::Unit(s.dims, s.column_index);
-		q.sum = sum;
-		q.records = a.records;
-		a.plans.push_back(plan_apgm_gaussian(s.covariances, {{s.secret_index, s.diameter}}, q, s.epsilon, s.delta,
-		                                     s.calibration));
-		if (a.plans.back().sigma > a.sigma) {
-			a.sigma = a.plans.back().sigma;
-			a.binding = static_cast<int>(k);
+		a.noises.push_back(s.family == AttributeFamily::Gaussian        ? plan_gaussian(s, a)
+		                   : s.family == AttributeFamily::BayesianNetwork ? plan_quilt(s, a, col.domain)
+		                                                                  : plan_wasserstein(s, a, col.domain));
+		const SecretNoise &n = a.noises.back();
+		FamilyNoise &f = family_of(a, s.family);
+		f.present = true;
+		if (n.scale > f.scale) {
+			f.scale = n.scale;
+			f.binding = static_cast<int>(k);
 		}
-		a.epsilon = std::max(a.epsilon, s.epsilon);
-		a.delta = std::max(a.delta, s.delta);
+		f.epsilon = std::max(f.epsilon, n.epsilon);
+		f.delta = std::max(f.delta, n.delta);
 		a.record_privacy = a.record_privacy || s.record_privacy;
+	}
+	// independent noises of different mechanisms add (post-processing for each policy's guarantee);
+	// each family is charged, the sum is the release's cost
+	for (const FamilyNoise *f : {&a.apgm, &a.quilt, &a.wasserstein}) {
+		a.epsilon += f->epsilon;
+		a.delta += f->delta;
 	}
 	if (a.record_privacy) {
 		SubUniverse sub;
@@ -303,8 +371,21 @@ attribute_release(Oid relid, const std::string &column, bool sum)
 	attr.budget = ledger::kAttributeBudget;
 	attr.epsilon = a.epsilon;
 	attr.delta = a.delta;
-	attr.mechanism = a.sigma > 0 ? "apgm(gaussian)" : "apgm(exact)";
-	attr.scales = {a.sigma};
+	// one ledger row for the attribute budget: the mechanisms and their scales, in family order
+	std::string mechanism;
+	if (a.apgm.present) {
+		mechanism = a.apgm.scale > 0 ? "apgm(gaussian)" : "apgm(exact)";
+		attr.scales.push_back(a.apgm.scale);
+	}
+	if (a.quilt.present) {
+		mechanism += std::string(mechanism.empty() ? "" : "+") + (a.quilt.scale > 0 ? "markov_quilt(laplace)" : "markov_quilt(exact)");
+		attr.scales.push_back(a.quilt.scale);
+	}
+	if (a.wasserstein.present) {
+		mechanism += std::string(mechanism.empty() ? "" : "+") + (a.wasserstein.scale > 0 ? "wasserstein(laplace)" : "wasserstein(exact)");
+		attr.scales.push_back(a.wasserstein.scale);
+	}
+	attr.mechanism = mechanism;
 	items.push_back(attr);
 	if (a.dx_scale > 0) {
 		ledger::Item dx;
@@ -323,8 +404,31 @@ attribute_release(Oid relid, const std::string &column, bool sum)
 		refuse(r, a, items);
 	const double exact = sum ? a.exact_sum : a.exact_sum / a.records;
 	RandomSource &rng = backend_random();
-	const double with_attribute_noise = apgm_release(rng, exact, a.sigma);
-	return laplace_release(rng, with_attribute_noise, a.dx_scale);
+	// independent noises, one per family present, then the d_X component (each exact at scale 0)
+	double v = apgm_release(rng, exact, a.apgm.scale);
+	v = laplace_release(rng, v, a.quilt.scale);
+	v = laplace_release(rng, v, a.wasserstein.scale);
+	return laplace_release(rng, v, a.dx_scale);
+}
+
+// What a policy protects, for explain rows.
+std::string
+protects(const SecretPolicy &s, const SecretNoise &n)
+{
+	switch (s.family) {
+	case AttributeFamily::Gaussian: {
+		if (s.approximation_lambda == 0 && s.approximation_eta == 0)
+			return "mean of " + s.attribute;
+		char approx[96];
+		snprintf(approx, sizeof approx, " (approximately gaussian: lambda %g, eta %g)", s.approximation_lambda,
+		         s.approximation_eta);
+		return "mean of " + s.attribute + approx;
+	}
+	case AttributeFamily::BayesianNetwork:
+		return "parameter of " + s.attribute + " (bayesian network)";
+	default:
+		return "mean of " + s.attribute + " (counts within " + std::to_string(n.window) + ")";
+	}
 }
 
 // The explain cells of one release (see attribute_release.h).
@@ -334,19 +438,31 @@ add_explain_cells(const AttributeAnalysis &a, ExplainCapture &cap)
 	const std::string kind = a.sum ? "attr_sum" : "attr_avg";
 	const int aggregate = cap.cells.empty() ? 1 : cap.cells.back().aggregate + 1;
 	for (size_t k = 0; k < a.secrets.size(); ++k) {
+		const SecretPolicy &s = a.secrets[k];
+		const FamilyNoise &f = s.family == AttributeFamily::Gaussian          ? a.apgm
+		                       : s.family == AttributeFamily::BayesianNetwork ? a.quilt
+		                                                                      : a.wasserstein;
 		ExplainCell c;
 		c.aggregate = aggregate;
 		c.kind = kind;
 		char diameter[40];
-		snprintf(diameter, sizeof diameter, "%g", a.secrets[k].diameter);
-		c.component = "apgm: mean of " + a.secrets[k].attribute + " (diameter " + diameter + ")" +
-		              (static_cast<int>(k) == a.binding ? ", binding" : "");
-		c.epsilon = a.secrets[k].epsilon;
-		c.plan.scale = a.sigma;
-		c.plan.family = NoiseFamily::Gaussian;
-		c.reported_half_width = apgm_accuracy(a.sigma * a.sigma, 0.05);
+		snprintf(diameter, sizeof diameter, "%g", s.diameter);
+		c.component = std::string(component_name(s.family)) + ": " + protects(s, a.noises[k]) +
+		              (s.family == AttributeFamily::BayesianNetwork ? ", quilt " + a.noises[k].quilt
+		                                                            : std::string(" (diameter ") + diameter + ")") +
+		              (static_cast<int>(k) == f.binding ? ", binding" : "");
+		c.epsilon = a.noises[k].epsilon;
+		c.plan.scale = f.scale;
 		c.linear = false;
-		c.noise = "gaussian (attribute privacy)";
+		if (s.family == AttributeFamily::Gaussian) {
+			c.plan.family = NoiseFamily::Gaussian;
+			c.reported_half_width = apgm_accuracy(f.scale * f.scale, 0.05);
+			c.noise = "gaussian (attribute privacy)";
+		} else {
+			c.plan.family = NoiseFamily::Laplace;
+			c.reported_half_width = f.scale * std::log(20.0);
+			c.noise = "laplace (attribute privacy)";
+		}
 		cap.cells.push_back(c);
 	}
 	if (a.record_privacy) {
@@ -438,227 +554,46 @@ DX_FUNCTION(dx_explain_attribute)
 	if (kind != "avg" && kind != "sum")
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "kind must be 'avg' or 'sum'", "Explain dx.attr_avg or dx.attr_sum.");
 	const AttributeAnalysis a = analyse(PG_GETARG_OID(0), name_arg(fcinfo, 1), kind == "sum");
-	const double half_width = apgm_accuracy(a.sigma * a.sigma, 0.05);
+	constexpr int kColumns = 14;
 	pg_call([&] {
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (size_t k = 0; k < a.secrets.size(); ++k) {
-			const ApgmTerm &t = a.plans[k].terms[0];
-			Datum values[11];
-			bool nulls[11] = {false};
-			values[0] = CStringGetTextDatum("apgm");
-			values[1] = CStringGetTextDatum(("mean of " + a.secrets[k].attribute).c_str());
-			values[2] = Float8GetDatum(a.secrets[k].diameter);
-			values[3] = Float8GetDatum(a.secrets[k].epsilon);
-			values[4] = Float8GetDatum(a.secrets[k].delta);
-			values[5] = Float8GetDatum(t.sensitivity);
-			values[6] = Float8GetDatum(t.min_conditional_variance);
-			values[7] = Float8GetDatum(a.sigma);
-			values[8] = BoolGetDatum(static_cast<int>(k) == a.binding);
-			values[9] = Float8GetDatum(half_width);
+			const SecretPolicy &s = a.secrets[k];
+			const SecretNoise &n = a.noises[k];
+			const bool gaussian = s.family == AttributeFamily::Gaussian;
+			const FamilyNoise &f = gaussian ? a.apgm : s.family == AttributeFamily::BayesianNetwork ? a.quilt : a.wasserstein;
+			Datum values[kColumns];
+			bool nulls[kColumns] = {false};
+			values[0] = CStringGetTextDatum(component_name(s.family));
+			values[1] = CStringGetTextDatum(protects(s, n).c_str());
+			values[2] = Float8GetDatum(s.diameter);
+			values[3] = Float8GetDatum(n.epsilon);
+			values[4] = Float8GetDatum(n.delta);
+			values[5] = Float8GetDatum(n.sensitivity);
+			values[6] = Float8GetDatum(n.data_variance);
+			nulls[6] = !gaussian;
+			values[7] = Float8GetDatum(gaussian ? f.scale : std::sqrt(2.0) * f.scale);
+			values[8] = BoolGetDatum(static_cast<int>(k) == f.binding);
+			values[9] = Float8GetDatum(gaussian ? apgm_accuracy(f.scale * f.scale, 0.05) : f.scale * std::log(20.0));
 			values[10] = CStringGetTextDatum("attribute");
+			values[11] = CStringGetTextDatum(gaussian ? "gaussian" : "laplace");
+			values[12] = Float8GetDatum(n.scale);
+			values[13] = CStringGetTextDatum(n.quilt.c_str());
+			nulls[13] = s.family != AttributeFamily::BayesianNetwork;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 		if (a.record_privacy) {
-			Datum values[11];
-			bool nulls[11] = {false, false, true, false, true, true, true, false, true, false, false};
+			Datum values[kColumns];
+			bool nulls[kColumns] = {false, false, true, false, true, true, true, false, true, false, false, false, false, true};
 			values[0] = CStringGetTextDatum("d_x laplace");
 			values[1] = CStringGetTextDatum(("rows of " + a.table + " (d_X policy of " + a.column + ")").c_str());
 			values[3] = Float8GetDatum(a.dx_epsilon);
 			values[7] = Float8GetDatum(std::sqrt(2.0) * a.dx_scale);
 			values[9] = Float8GetDatum(a.dx_scale * std::log(20.0));
 			values[10] = CStringGetTextDatum("d_x");
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	});
-	return (Datum) 0;
-}
-
-// dx._check_gaussian_model(rel, attributes, covariances, matrices): see sql/55_attribute.sql.
-DX_FUNCTION(dx_check_gaussian_model)
-{
-	const Oid relid = PG_GETARG_OID(0);
-	ArrayType *names = PG_GETARG_ARRAYTYPE_P(1);
-	ArrayType *covs = PG_GETARG_ARRAYTYPE_P(2);
-	const int matrices = PG_GETARG_INT32(3);
-	Datum *name_values = nullptr, *cov_values = nullptr;
-	bool *name_nulls = nullptr, *cov_nulls = nullptr;
-	int m = 0, entries = 0;
-	std::vector<std::string> attributes;
-	pg_call([&] {
-		deconstruct_array(names, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &name_values, &name_nulls, &m);
-		deconstruct_array(covs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &cov_values, &cov_nulls, &entries);
-		for (int i = 0; i < m; ++i) {
-			if (name_nulls[i])
-				continue;
-			const char *attname = NameStr(*DatumGetName(name_values[i]));
-			const AttrNumber att = get_attnum(relid, attname);
-			if (att == InvalidAttrNumber)
-				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-				                errmsg("model attribute \"%s\" is not a column of table \"%s\"", attname, get_rel_name(relid)),
-				                errhint("Name the table's columns in the model's \"attributes\".")));
-			const Oid type = get_atttype(relid, att);
-			if (type != INT2OID && type != INT4OID && type != INT8OID && type != FLOAT4OID && type != FLOAT8OID &&
-			    type != NUMERICOID)
-				ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-				                errmsg("model attribute \"%s\" is not a numeric column", attname),
-				                errhint("A Gaussian model describes numeric columns (integer, numeric or floating point).")));
-			attributes.emplace_back(attname);
-		}
-	});
-	if (static_cast<int>(attributes.size()) != m)
-		fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "model attributes must not be null", "Name a column of the table.");
-	for (int i = 0; i < m; ++i)
-		for (int j = i + 1; j < m; ++j)
-			if (attributes[i] == attributes[j])
-				fail(ERRCODE_INVALID_PARAMETER_VALUE, "model attribute \"" + attributes[i] + "\" is listed twice",
-				     "List each column once; the covariance has one row and column per attribute.");
-	if (matrices < 1 || entries != matrices * m * m)
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "every covariance must have one row and one column per attribute",
-		     "Give an m x m matrix for m attributes.");
-	std::vector<double> flat(static_cast<size_t>(entries));
-	for (int k = 0; k < entries; ++k)
-		flat[static_cast<size_t>(k)] = DatumGetFloat8(cov_values[k]);
-	for (int k = 0; k < matrices; ++k)
-		validate_covariance(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-		    flat.data() + static_cast<size_t>(k) * m * m, m, m));
-	PG_RETURN_VOID();
-}
-
-// dx._wasserstein_scale(law lengths, laws per model, probabilities, epsilon): see sql/55_attribute.sql.
-DX_FUNCTION(dx_wasserstein_scale)
-{
-	int nl = 0, nm = 0, np = 0;
-	Datum *lengths = nullptr, *per_model = nullptr, *probs = nullptr;
-	bool *n1 = nullptr, *n2 = nullptr, *n3 = nullptr;
-	pg_call([&] {
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), INT4OID, 4, true, TYPALIGN_INT, &lengths, &n1, &nl);
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), INT4OID, 4, true, TYPALIGN_INT, &per_model, &n2, &nm);
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &probs, &n3, &np);
-	});
-	const double epsilon = PG_GETARG_FLOAT8(3);
-	std::vector<std::vector<IntegerPmf>> models;
-	int law = 0, p = 0;
-	for (int m = 0; m < nm; ++m) {
-		std::vector<IntegerPmf> model;
-		for (int s = 0; s < DatumGetInt32(per_model[m]) && law < nl; ++s, ++law) {
-			IntegerPmf pmf;
-			for (int k = 0; k < DatumGetInt32(lengths[law]) && p < np; ++k, ++p)
-				pmf.push_back(DatumGetFloat8(probs[p]));
-			model.push_back(std::move(pmf));
-		}
-		models.push_back(std::move(model));
-	}
-	const double scale = wasserstein_scale(wasserstein_sensitivity(models), epsilon);
-	PG_RETURN_FLOAT8(scale);
-}
-
-namespace {
-
-std::vector<std::string>
-text_array(ArrayType *a)
-{
-	std::vector<std::string> out;
-	pg_call([&] {
-		Datum *values;
-		bool *nulls;
-		int n;
-		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, &n);
-		for (int i = 0; i < n; ++i) {
-			if (nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("attribute names must not be null"),
-				                errhint("Name attributes of the declared network.")));
-			out.push_back(TextDatumGetCString(values[i]));
-		}
-	});
-	return out;
-}
-
-// Index of a declared attribute, or an error naming it.
-int
-attribute_index(const std::vector<std::string> &names, const std::string &name)
-{
-	for (size_t i = 0; i < names.size(); ++i)
-		if (names[i] == name)
-			return static_cast<int>(i);
-	fail(ERRCODE_INVALID_PARAMETER_VALUE, "\"" + name + "\" is not an attribute of the network",
-	     "Use the names listed in the network's \"attributes\".");
-}
-
-ArrayType *
-names_array(const std::vector<std::string> &all, const std::vector<int> &idx)
-{
-	ArrayType *out = nullptr;
-	pg_call([&] {
-		std::vector<Datum> d;
-		for (int i : idx)
-			d.push_back(CStringGetTextDatum(all[static_cast<size_t>(i)].c_str()));
-		out = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false, TYPALIGN_INT);
-	});
-	return out;
-}
-
-} // namespace
-
-// dx._markov_quilt_scale(...): see sql/55_attribute.sql.
-DX_FUNCTION(dx_markov_quilt_scale)
-{
-	AttributeNetwork net;
-	net.names = text_array(PG_GETARG_ARRAYTYPE_P(0));
-	const std::vector<std::string> edges = text_array(PG_GETARG_ARRAYTYPE_P(1));
-	const std::vector<std::string> sensitive = text_array(PG_GETARG_ARRAYTYPE_P(2));
-	const std::vector<std::string> queried = text_array(PG_GETARG_ARRAYTYPE_P(3));
-	const std::vector<std::string> infl_attr = text_array(PG_GETARG_ARRAYTYPE_P(4));
-	const std::vector<std::string> infl_quilt = text_array(PG_GETARG_ARRAYTYPE_P(5));
-	std::vector<double> infl_value;
-	pg_call([&] {
-		Datum *values;
-		bool *nulls;
-		int n;
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(6), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
-		for (int i = 0; i < n; ++i)
-			infl_value.push_back(DatumGetFloat8(values[i]));
-	});
-	const double records = PG_GETARG_FLOAT8(7), epsilon = PG_GETARG_FLOAT8(8);
-	if (!(records >= 0) || !std::isfinite(records))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "records must be finite and non-negative",
-		     "A count changes by at most the number of records.");
-	validate_network(net); // names first: the lookups below rely on them
-	for (size_t e = 0; e + 1 < edges.size(); e += 2)
-		net.edges.emplace_back(attribute_index(net.names, edges[e]), attribute_index(net.names, edges[e + 1]));
-	std::vector<int> sens, query;
-	for (const std::string &s : sensitive)
-		sens.push_back(attribute_index(net.names, s));
-	for (const std::string &q : queried)
-		query.push_back(attribute_index(net.names, q));
-	QuiltInfluences influences;
-	for (size_t k = 0; k < infl_attr.size() && k < infl_quilt.size() && k < infl_value.size(); ++k) {
-		std::vector<int> members;
-		size_t pos = 0;
-		while (pos <= infl_quilt[k].size()) {
-			size_t end = infl_quilt[k].find(',', pos);
-			if (end == std::string::npos)
-				end = infl_quilt[k].size();
-			members.push_back(attribute_index(net.names, infl_quilt[k].substr(pos, end - pos)));
-			pos = end + 1;
-		}
-		std::sort(members.begin(), members.end());
-		influences[attribute_index(net.names, infl_attr[k])][members] = infl_value[k];
-	}
-	const MarkovQuiltPlan plan = plan_markov_quilt(
-	    net, sens, query, influences, [records](const std::vector<int> &cols) { return cols.empty() ? 0.0 : records; },
-	    epsilon);
-	pg_call([&] {
-		InitMaterializedSRF(fcinfo, 0);
-		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-		for (const QuiltChoice &c : plan.choices) {
-			Datum values[5];
-			bool nulls[5] = {false};
-			values[0] = CStringGetTextDatum(net.names[static_cast<size_t>(c.attribute)].c_str());
-			values[1] = Float8GetDatum(c.scale);
-			values[2] = PointerGetDatum(names_array(net.names, c.quilt));
-			values[3] = PointerGetDatum(names_array(net.names, c.nearby));
-			values[4] = Float8GetDatum(c.influence);
+			values[11] = CStringGetTextDatum("laplace");
+			values[12] = Float8GetDatum(a.dx_scale);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});
