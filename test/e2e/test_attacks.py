@@ -2187,7 +2187,7 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",
                "jsonb": "'{}'::jsonb", "regtype[]": "'{int4}'::regtype[]", "integer": "0", "text": "''",
                # attribute privacy's helpers (sql/55_attribute.sql)
-               "name[]": "'{a}'::name[]", "integer[]": "'{1}'::int[]", "double precision[]": "'{1}'::float8[]",
+               "name": "'a'::name", "name[]": "'{a}'::name[]", "integer[]": "'{1}'::int[]", "double precision[]": "'{1}'::float8[]",
                "text[]": "'{a}'::text[]", "regrole": "'mallory'::regrole"}
 
 
