@@ -453,3 +453,11 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION dx.markov_quilt_scale(jsonb, text[], text[], jsonb, float8, float8) IS
 'Laplace scale of the attribute-private Markov quilt mechanism for a count over a declared Bayesian network, per sensitive attribute, with its best quilt';
+
+-- dx.attr_count(rel, condition): the number of rows where a condition on declared columns holds
+-- (NULL: every row), with the attribute-private Markov quilt mechanism of the table's
+-- bayesian_network policies (other families refuse). The condition is evaluated on the declared
+-- domain points, never on a row; the table is read by dxpriv's own count of row lookups.
+CREATE FUNCTION dx.attr_count(rel regclass, condition text DEFAULT NULL) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL UNSAFE AS 'MODULE_PATHNAME', 'dx_attr_count';
+COMMENT ON FUNCTION dx.attr_count(regclass, text) IS 'attribute-private count of the rows where a condition holds (Markov quilt mechanism; attribute-privacy budget)';

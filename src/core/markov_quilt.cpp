@@ -251,4 +251,18 @@ max_influence(const std::vector<std::vector<double>> &table)
 	return e;
 }
 
+// See markov_quilt.h.
+ColumnSensitivity
+count_sensitivity(const std::vector<int> &queried, double records)
+{
+	if (!(records >= 1) || !std::isfinite(records))
+		invalid("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
+	return [queried, records](const std::vector<int> &columns) {
+		for (int c : columns)
+			if (std::find(queried.begin(), queried.end(), c) != queried.end())
+				return records;
+		return 0.0;
+	};
+}
+
 } // namespace dxpriv

@@ -73,6 +73,12 @@ std::vector<int> parse_quilt(const AttributeNetwork &net, const std::string &key
 // not in S, F does not change (0). lo <= hi finite, records >= 1 finite; CoreError(InvalidParameter).
 ColumnSensitivity single_column_sensitivity(int column, double lo, double hi, double records, bool sum);
 
+// Delta_S F of a count of the rows that satisfy a condition on the attributes `queried` (their
+// union A): when S meets A every row's condition may flip, so the count moves by at most `records`
+// (MECHANISMS.md §6.6 [DERIVED]: Delta_{s} F = n); otherwise no row's condition changes (0). A
+// count without condition (A empty) never moves. records >= 1 finite; CoreError(InvalidParameter).
+ColumnSensitivity count_sensitivity(const std::vector<int> &queried, double records);
+
 // Definition 8 on a finite parameter model: table[a][k] = P(phi_A = k | phi_i = a) for every value
 // a of phi_i (rows are laws); returns max over a, b, k of ln(table[a][k] / table[b][k]) (+inf
 // when some k has mass under a but not under b). At least two rows of equal non-zero length.

@@ -344,6 +344,9 @@ def test_laplace_noise_scales_are_statistically_right():
             ("SELECT dx.attr_avg('students', 'income')", "SELECT avg(income) FROM students", 10.0 / NET_EPS),
             # Wasserstein, Example 2 with Theta = [0.4, 0.6]^2: W = 1, sum scale 1 / 0.5
             ("SELECT dx.attr_sum('exam', 'passed')", "SELECT sum(passed) FROM exam", 1.0 / BIN_EPS),
+            # Markov quilt count on income itself (always nearby): Delta F = n = 500, scale 500 / 1
+            ("SELECT dx.attr_count('students', 'income > 5')", "SELECT count(*) FROM students WHERE income > 5",
+             500.0 / NET_EPS),
         ]
         for release, exact_sql, b in cases:
             exact = float(scalar(admin, exact_sql))
@@ -351,7 +354,7 @@ def test_laplace_noise_scales_are_statistically_right():
             se_var = b * b * (20.0 / count) ** 0.5
             assert abs(var - 2 * b * b) < 4 * se_var, (release, var, 2 * b * b)
             assert abs(mean - exact) < 4 * (2 * b * b / count) ** 0.5, (release, mean, exact)
-        assert spent_on(admin, "students") == count * NET_EPS
+        assert spent_on(admin, "students") == 2 * count * NET_EPS
         assert spent_on(admin, "exam") == count * BIN_EPS
 
 
@@ -373,3 +376,30 @@ def test_mixed_families_and_approximation_charge_their_sum():
         # sat is in the network but not in the gaussian model: refused, uncharged
         expect_error(analyst, "SELECT dx.attr_avg('students', 'sat')", "22023")
         assert abs(spent_on(admin, "students") - 1.7) < 1e-12
+
+
+def test_count_conditions_run_on_declared_points_never_on_rows():
+    """dx.attr_count's condition is evaluated on the declared domain points: an error at a point no
+    row holds is raised anyway (before any charge), injected SQL is refused, and the released count
+    of a condition outside the nearby set is the exact count, charged once."""
+    with network_db(attr_budget=3.0) as (admin, analyst, _):
+        # no student is 140 cm tall (heights 150..199), but 140 is a declared point
+        assert scalar(admin, "SELECT count(*) FROM students WHERE height = 140") == 0
+        expect_error(analyst, "SELECT dx.attr_count('students', '1 / (height - 140) > 0')", "22012")
+        for condition, code in [
+                ("height > 168) FROM students WHERE (id = 7", "42601"),
+                ("true) FROM pg_authid --", "22023"),
+                ("height IN (SELECT height FROM students WHERE id = 7)", "22023"),
+                ("id = 7", "42501"),                      # undeclared column
+                ("weight > 60", "42501"),                 # in the network, not declared on this table
+                ("pg_read_file('/etc/passwd') IS NULL", "0A000"),
+                ("count(*) > 0", "22023")]:
+            expect_error(analyst, "SELECT dx.attr_count('students', %s)", code, (condition,))
+        expect_error(analyst, "SELECT dx.attr_count('exam', 'passed = 1')", "0A000")  # a binary_conditional model
+        assert spent_on(admin, "students") == 0 and attr_ledger_rows(admin) == 0
+        exact = scalar(admin, "SELECT count(*) FROM students WHERE height > 168")
+        assert scalar(analyst, "SELECT dx.attr_count('students', 'height > 168')") == exact
+        assert spent_on(admin, "students") == NET_EPS
+        # explain is free and shows the quilt that makes it exact
+        assert scalar(analyst, """SELECT noise_scale FROM dx.explain('SELECT dx.attr_count(''students'', ''height > 168'')')""") == 0
+        assert spent_on(admin, "students") == NET_EPS

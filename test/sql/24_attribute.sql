@@ -225,6 +225,42 @@ SELECT err($$SELECT dx.attr_avg('students', 'weight')$$);
 SELECT attr_spent FROM dx.budgets WHERE "table" = 'students'::regclass;
 SELECT dx.grant_attribute_budget(current_user::regrole, 'students', 100, 1e-3);
 
+-- dx.attr_count: Example 1's counts as SQL. "taller than 168 cm" (A = {height}) lies outside
+-- N = {income, sat} of the quilt {gender}: exact. "Taller than 168 cm with SAT > 1300" (A = {height,
+-- sat}) lies outside N = {income} of the declared quilt {gender, sat} (influence 0.2231 < 1): exact
+-- too. A count on income itself (always nearby): Delta F = n = 500, the trivial Lap(500 / 1).
+-- NULL (every row): the public row count, exact. The condition runs on declared points only.
+SELECT cell, kind, component, epsilon, noise_scale, noise
+FROM dx.explain('SELECT dx.attr_count(''students'', ''height > 168'')');
+SELECT cell, component, noise_scale FROM dx.explain('SELECT dx.attr_count(''students'', ''income > 5'')');
+SELECT cell, component, noise_scale FROM dx.explain('SELECT dx.attr_count(''students'', ''height > 168 AND sat > 1300'')');
+SELECT dx.attr_count('students', 'height > 168') = (SELECT count(*) FROM students WHERE height > 168) AS exact_tall,
+	dx.attr_count('students') = 500 AS exact_all,
+	dx.attr_count('students', 'weight BETWEEN 60 AND 80 OR height < 150') =
+		(SELECT count(*) FROM students WHERE weight BETWEEN 60 AND 80 OR height < 150) AS exact_or;
+SELECT dx.attr_count('students', 'height > 168 AND sat > 1300') =
+	(SELECT count(*) FROM students WHERE height > 168 AND sat > 1300) AS exact_tall_sat;
+SET dxpriv.test_seed = 16;
+SELECT round(dx.attr_count('students', 'income > 5')::numeric, 6) AS noisy_income_count,
+	(SELECT count(*) FROM students WHERE income > 5) AS exact;
+SELECT mechanism, epsilon, scales, query FROM dx.ledger WHERE relid = 'students'::regclass ORDER BY id DESC LIMIT 5;
+-- refused before any charge: columns outside the network or undeclared, subqueries, volatile
+-- functions, injected statements, an empty condition
+SELECT attr_spent AS spent_before FROM dx.budgets WHERE "table" = 'students'::regclass \gset
+SELECT q, err(q) FROM (VALUES
+	($$SELECT dx.attr_count('students', 'id > 3')$$),
+	($$SELECT dx.attr_count('students', 'gender = 1')$$),
+	($$SELECT dx.attr_count('students', 'sat IN (SELECT sat FROM students WHERE id = 1)')$$),
+	($$SELECT dx.attr_count('students', 'random() < sat')$$),
+	($$SELECT dx.attr_count('students', 'true) FROM students WHERE (id = 1')$$),
+	($$SELECT dx.attr_count('students', 'true; DELETE FROM students')$$),
+	($$SELECT dx.attr_count('students', '')$$),
+	($$SELECT dx.attr_count(NULL, 'sat > 1')$$),
+	($$SELECT dx.attr_count('students', 'pg_catalog.pg_sleep(1) IS NULL')$$),
+	($$SELECT dx.attr_count('pg_class', 'relpages > 1')$$)
+) AS t(q);
+SELECT attr_spent = :spent_before AS nothing_spent FROM dx.budgets WHERE "table" = 'students'::regclass;
+
 -- Mixed families on one table: a gaussian policy on gender beside the network's income. A release
 -- satisfies both: the APGM Gaussian and the Markov quilt Laplace are added (independent noises:
 -- post-processing for each guarantee) and the release spends epsilon 1.0 + 0.5, delta 1e-5.
@@ -234,6 +270,7 @@ SELECT dx.protect_attribute('students', 'gender', 0.2,
 SELECT component, protects, epsilon, delta, round(sensitivity::numeric, 6) AS sensitivity, round(noise_sd::numeric, 6) AS noise_sd,
 	binding, noise, round(scale::numeric, 6) AS scale FROM dx.explain_attribute('students', 'height');
 SELECT err($$SELECT dx.attr_avg('students', 'sat')$$);  -- sat is not in the gaussian model
+SELECT err($$SELECT dx.attr_count('students', 'height > 168')$$);  -- a gaussian policy models means only
 SET dxpriv.test_seed = 15;
 SELECT round(dx.attr_avg('students', 'height')::numeric, 6) AS mixed_height, round(dx.attr_avg('students', 'income')::numeric, 6) AS mixed_income;
 SELECT mechanism, epsilon, delta, array_length(scales, 1) AS n_scales FROM dx.ledger

@@ -23,18 +23,11 @@ AttributeNetwork figure1()
 	return {{"sat", "height", "weight", "gender", "income"}, {{I, S}, {G, S}, {G, H}, {G, W}, {H, W}}};
 }
 
-// F counts rows satisfying a predicate on the queried attributes: changing any of them can move
-// every one of the n rows, so Delta_S F = n whenever S is not empty.
-ColumnSensitivity count_sensitivity(double n)
-{
-	return [n](const std::vector<int> &cols) { return cols.empty() ? 0.0 : n; };
-}
-
 TEST(MarkovQuilt, Example1TallStudentsNeedNoNoise)
 {
 	const double eps = 1.0, e_g = 0.3, n = 500;
 	const QuiltInfluences infl = {{I, {{{G}, e_g}}}};
-	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity(n), eps);
+	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity({H}, n), eps);
 	ASSERT_EQ(1u, p.choices.size());
 	EXPECT_EQ(0.0, p.scale);
 	EXPECT_EQ(std::vector<int>({G}), p.choices[0].quilt);
@@ -48,7 +41,7 @@ TEST(MarkovQuilt, Example1TallAndHighSatQuiltBound)
 {
 	const double eps = 1.0, e_g = 0.3, n = 500;
 	const QuiltInfluences infl = {{I, {{{G}, e_g}}}};
-	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H, S}, infl, count_sensitivity(n), eps);
+	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H, S}, infl, count_sensitivity({H, S}, n), eps);
 	EXPECT_DOUBLE_EQ(std::min(n / (eps - e_g), n / eps), p.scale);
 	EXPECT_DOUBLE_EQ(n / eps, p.scale);
 	// with a query whose full sensitivity is larger (tall students plus high-SAT students: every
@@ -65,11 +58,11 @@ TEST(MarkovQuilt, UnusableQuiltFallsBackToTheTrivialBound)
 	const double eps = 1.0, n = 500;
 	// influence not below epsilon: the quilt cannot be used
 	const QuiltInfluences infl = {{I, {{{G}, 1.0}}}};
-	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity(n), eps);
+	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity({H}, n), eps);
 	EXPECT_DOUBLE_EQ(n / eps, p.scale);
 	EXPECT_TRUE(p.choices[0].quilt.empty());
 	// no declared influence at all: the same
-	const MarkovQuiltPlan q = plan_markov_quilt(figure1(), {I}, {H}, {}, count_sensitivity(n), eps);
+	const MarkovQuiltPlan q = plan_markov_quilt(figure1(), {I}, {H}, {}, count_sensitivity({H}, n), eps);
 	EXPECT_DOUBLE_EQ(n / eps, q.scale);
 }
 
@@ -78,14 +71,14 @@ TEST(MarkovQuilt, MoralGraphLinksCoParents)
 	// without moralisation {G} would not separate I from H: I and G are co-parents of S, so
 	// removing S alone leaves I connected to H only through the moral edge I - G
 	const QuiltInfluences infl = {{I, {{{S}, 0.1}}}};
-	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity(10), 1.0);
+	const MarkovQuiltPlan p = plan_markov_quilt(figure1(), {I}, {H}, infl, count_sensitivity({H}, 10), 1.0);
 	EXPECT_DOUBLE_EQ(10.0, p.scale); // {s} is no quilt that excludes h: N = {i, g, h, w}
 }
 
 TEST(MarkovQuilt, DisconnectedAttributesNeedNoNoise)
 {
 	const AttributeNetwork net{{"a", "b", "c"}, {{0, 1}}};
-	const MarkovQuiltPlan p = plan_markov_quilt(net, {0}, {2}, {}, count_sensitivity(10), 0.5);
+	const MarkovQuiltPlan p = plan_markov_quilt(net, {0}, {2}, {}, count_sensitivity({2}, 10), 0.5);
 	EXPECT_EQ(0.0, p.scale); // the empty quilt (influence 0): c is in R
 }
 
@@ -156,11 +149,11 @@ TEST(MarkovQuilt, BadNetworks)
 	expect_core_error(ErrorKind::InvalidParameter, [] { validate_network({{"a"}, {{0, 3}}}); });
 	expect_core_error(ErrorKind::InvalidParameter, [] { validate_network({{}, {}}); });
 	expect_core_error(ErrorKind::InvalidParameter,
-	                  [] { plan_markov_quilt(figure1(), {9}, {H}, {}, count_sensitivity(1), 1.0); });
+	                  [] { plan_markov_quilt(figure1(), {9}, {H}, {}, count_sensitivity({H}, 1), 1.0); });
 	expect_core_error(ErrorKind::InvalidParameter,
-	                  [] { plan_markov_quilt(figure1(), {I}, {H}, {}, count_sensitivity(1), 0.0); });
+	                  [] { plan_markov_quilt(figure1(), {I}, {H}, {}, count_sensitivity({H}, 1), 0.0); });
 	expect_core_error(ErrorKind::InvalidParameter,
-	                  [] { plan_markov_quilt(figure1(), {I}, {H}, {{I, {{{G}, -1.0}}}}, count_sensitivity(1), 1.0); });
+	                  [] { plan_markov_quilt(figure1(), {I}, {H}, {{I, {{{G}, -1.0}}}}, count_sensitivity({H}, 1), 1.0); });
 }
 
 } // namespace
@@ -194,6 +187,29 @@ TEST(MarkovQuiltColumn, SingleColumnSensitivity)
 	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 2, 1, 10, true); });
 	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 0, 1, 0, true); });
 	expect_core_error(ErrorKind::InvalidParameter, [] { single_column_sensitivity(0, 0, INFINITY, 5, true); });
+}
+
+// Counts with a condition (dx.attr_count; Example 1 above): Delta_S F = n when S meets the
+// condition's attributes A, else 0; with A ∩ N non-empty no quilt beats the trivial n / eps, however
+// small its influence; a count without condition never moves.
+TEST(MarkovQuiltColumn, CountSensitivityAndExample1Counts)
+{
+	const ColumnSensitivity c = count_sensitivity({H, S}, 500);
+	EXPECT_EQ(500.0, c({S}));
+	EXPECT_EQ(500.0, c({G, H}));
+	EXPECT_EQ(0.0, c({G, I}));
+	EXPECT_EQ(0.0, c({}));
+	EXPECT_EQ(0.0, count_sensitivity({}, 500)({S, H, G, I}));
+	expect_core_error(ErrorKind::InvalidParameter, [] { count_sensitivity({S}, 0); });
+	expect_core_error(ErrorKind::InvalidParameter, [] { count_sensitivity({S}, INFINITY); });
+	const double eps = 1.0;
+	// a smaller influence does not help either: Delta_{A ∩ N} F = Delta_A F = n for a count
+	const MarkovQuiltPlan small_e = plan_markov_quilt(figure1(), {I}, {H, S}, {{I, {{{G}, 0.01}}}},
+	                                                  count_sensitivity({H, S}, 500), eps);
+	EXPECT_DOUBLE_EQ(500 / eps, small_e.scale);
+	const MarkovQuiltPlan all =
+	    plan_markov_quilt(figure1(), {I}, {}, {{I, {{{G}, 0.3}}}}, count_sensitivity({}, 500), eps);
+	EXPECT_EQ(0.0, all.scale);
 }
 
 // Example 1 as a table release: the mean of height (outside N = {i, s} of the quilt {g}) needs no

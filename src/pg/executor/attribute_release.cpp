@@ -16,6 +16,9 @@
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/catalog.h"
+#include "pg/planner/point_lookup.h"
+#include "pg/planner/row_condition.h"
+#include "pg/planner/universe_eval.h"
 
 #include "core/attribute_privacy.h"
 #include "core/binary_conditional.h"
@@ -37,6 +40,9 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
+#include "utils/guc.h"
+#include "utils/ruleutils.h"
+#include "optimizer/optimizer.h"
 }
 
 #include <algorithm>
@@ -44,6 +50,7 @@ extern "C" {
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,10 +79,12 @@ struct SecretNoise {
 	int64_t window = 0;       // wasserstein: protected counts at most this far apart
 };
 
-// What a release of one column would add, and why.
+// What a release of one column (or a count) would add, and why.
 struct AttributeAnalysis {
 	std::string table, column;
-	bool sum = false;
+	bool sum = false;          // a sum (a count is a sum of ones), else a mean
+	bool count = false;        // dx.attr_count: the rows satisfying `condition` (empty: all rows)
+	std::string condition;
 	double records = 0, exact_sum = 0;
 	std::vector<SecretPolicy> secrets;
 	std::vector<SecretNoise> noises;   // one per secret
@@ -114,6 +123,21 @@ declared_column(const TablePolicy &policy, const std::string &table, const std::
 	     "Attribute releases read declared columns only; the table owner declares them with dx.set_column.");
 }
 
+// The owner of relid (the role dxpriv's fixed statements read the table as).
+Oid
+relation_owner_of(Oid relid)
+{
+	Oid owner = InvalidOid;
+	pg_call([&] {
+		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "dxpriv: relation %u does not exist", relid);
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+	});
+	return owner;
+}
+
 // Row count and sum of the column's domain points over the table, read as the table's owner by
 // dxpriv's fixed statement (see the file comment).
 void
@@ -131,14 +155,9 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 		hex += digits[b >> 4];
 		hex += digits[b & 15];
 	}
-	Oid owner = InvalidOid;
+	const Oid owner = relation_owner_of(relid);
 	std::string sql;
 	pg_call([&] {
-		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "dxpriv: relation %u does not exist", relid);
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-		ReleaseSysCache(tup);
 		char bounds[256];
 		snprintf(bounds, sizeof bounds, "%.17g::pg_catalog.float8, %.17g::pg_catalog.float8, %.17g::pg_catalog.float8",
 		         d.ordinal(0),
@@ -185,21 +204,19 @@ name_set(const std::vector<std::string> &names, const std::vector<int> &idx)
 	return out + "}";
 }
 
-// APMQM of one bayesian_network policy (§6.6, Algorithm 3) for the queried column: Delta_S F is
-// exact from the column's declared range and the public row count.
+// APMQM of one bayesian_network policy (§6.6, Algorithm 3) for a release whose value depends on
+// the model attributes `queried`, with exact column sensitivities `sens` (from the declared
+// domains and the public row count).
 SecretNoise
-plan_quilt(const SecretPolicy &s, const AttributeAnalysis &a, const Domain &d)
+plan_quilt(const SecretPolicy &s, const std::vector<int> &queried, const ColumnSensitivity &sens)
 {
-	const ColumnSensitivity sens =
-	    single_column_sensitivity(s.column_index, d.ordinal(0), d.ordinal(d.size() - 1), a.records, a.sum);
-	const MarkovQuiltPlan plan =
-	    plan_markov_quilt(s.network, {s.secret_index}, {s.column_index}, s.influences, sens, s.epsilon);
+	const MarkovQuiltPlan plan = plan_markov_quilt(s.network, {s.secret_index}, queried, s.influences, sens, s.epsilon);
 	const QuiltChoice &c = plan.choices[0];
 	SecretNoise n;
 	n.scale = c.scale;
 	std::vector<int> touched;
 	for (int v : c.nearby)
-		if (v == s.column_index)
+		if (std::find(queried.begin(), queried.end(), v) != queried.end())
 			touched.push_back(v);
 	n.sensitivity = sens(touched);
 	n.epsilon = s.epsilon;
@@ -239,6 +256,30 @@ plan_wasserstein(const SecretPolicy &s, const AttributeAnalysis &a, const Domain
 	out.scale = wasserstein_scale(out.sensitivity, s.epsilon);
 	out.epsilon = s.epsilon;
 	return out;
+}
+
+// Each family's noise (the largest scale among its policies, charged the largest epsilon and
+// delta) and the release's cost: independent noises of different mechanisms add (post-processing
+// for each policy's guarantee), each family is charged, the sum is the release's cost.
+void
+combine_noises(AttributeAnalysis &a)
+{
+	for (size_t k = 0; k < a.secrets.size(); ++k) {
+		const SecretNoise &n = a.noises[k];
+		FamilyNoise &f = family_of(a, a.secrets[k].family);
+		f.present = true;
+		if (n.scale > f.scale) {
+			f.scale = n.scale;
+			f.binding = static_cast<int>(k);
+		}
+		f.epsilon = std::max(f.epsilon, n.epsilon);
+		f.delta = std::max(f.delta, n.delta);
+		a.record_privacy = a.record_privacy || a.secrets[k].record_privacy;
+	}
+	for (const FamilyNoise *f : {&a.apgm, &a.quilt, &a.wasserstein}) {
+		a.epsilon += f->epsilon;
+		a.delta += f->delta;
+	}
 }
 
 // Validates a release of `column` of relid, reads the table's row count and sum, and computes the
@@ -281,25 +322,14 @@ analyse(Oid relid, const std::string &column, bool sum)
 	for (size_t k = 0; k < a.secrets.size(); ++k) {
 		const SecretPolicy &s = a.secrets[k];
 		a.noises.push_back(s.family == AttributeFamily::Gaussian        ? plan_gaussian(s, a)
-		                   : s.family == AttributeFamily::BayesianNetwork ? plan_quilt(s, a, col.domain)
-		                                                                  : plan_wasserstein(s, a, col.domain));
-		const SecretNoise &n = a.noises.back();
-		FamilyNoise &f = family_of(a, s.family);
-		f.present = true;
-		if (n.scale > f.scale) {
-			f.scale = n.scale;
-			f.binding = static_cast<int>(k);
-		}
-		f.epsilon = std::max(f.epsilon, n.epsilon);
-		f.delta = std::max(f.delta, n.delta);
-		a.record_privacy = a.record_privacy || s.record_privacy;
+		                   : s.family == AttributeFamily::BayesianNetwork
+		                       ? plan_quilt(s, {s.column_index},
+		                                    single_column_sensitivity(s.column_index, col.domain.ordinal(0),
+		                                                              col.domain.ordinal(col.domain.size() - 1),
+		                                                              a.records, a.sum))
+		                       : plan_wasserstein(s, a, col.domain));
 	}
-	// independent noises of different mechanisms add (post-processing for each policy's guarantee);
-	// each family is charged, the sum is the release's cost
-	for (const FamilyNoise *f : {&a.apgm, &a.quilt, &a.wasserstein}) {
-		a.epsilon += f->epsilon;
-		a.delta += f->delta;
-	}
+	combine_noises(a);
 	if (a.record_privacy) {
 		SubUniverse sub;
 		sub.domains = {col.domain};
@@ -312,6 +342,131 @@ analyse(Oid relid, const std::string &column, bool sum)
 		if (s > 0) {
 			a.dx_epsilon = guc_epsilon;
 			a.dx_scale = s / guc_epsilon / (sum ? 1.0 : a.records);
+		}
+	}
+	return a;
+}
+
+constexpr const char *kCountHint =
+    "dx.attr_count(table, condition) counts the rows where a condition on declared columns of the table's Bayesian "
+    "network holds, e.g. dx.attr_count('students', 'height > 168 AND sat > 1300'); NULL counts every row.";
+
+// Row count and the number of rows whose point is present in `table` (the condition's values at
+// every point of the sub-universe of `cols`), read as the table's owner by dxpriv's fixed
+// statement SELECT count(*), count(<lookup>) FROM <table>: each row is only mapped to its point.
+void
+read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
+           double &records, double &count)
+{
+	const ExtensionObjects *ext = extension_objects();
+	Oid owner = InvalidOid;
+	std::string sql;
+	// every name the lookup deparses to is qualified: nothing resolves through the caller's search_path
+	const int nest = NewGUCNestLevel();
+	pg_call([&] {
+		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+		                         true, 0, false);
+	});
+	owner = relation_owner_of(relid);
+	Expr *lookup = weigh_expr(cols, table, false, *ext);
+	pg_call([&] {
+		const char *rel = get_rel_name(relid);
+		char *text = deparse_expression((Node *) lookup, deparse_context_for(rel ? rel : "?", relid), false, true);
+		sql = std::string("SELECT pg_catalog.count(*)::pg_catalog.float8, pg_catalog.count(") + text +
+		      ")::pg_catalog.float8 FROM " + qualified_relation_name(relid);
+	});
+	{
+		InternalSpi spi(owner);
+		spi.exec_dynamic(sql.c_str());
+		records = DatumGetFloat8(spi.value(0, 0));
+		count = DatumGetFloat8(spi.value(0, 1));
+	}
+	pg_call([&] { AtEOXact_GUC(true, nest); });
+}
+
+// Validates dx.attr_count(relid, condition): every policy of the table is a bayesian_network (the
+// other families model means), the condition's columns are declared single columns of every
+// network; the condition is evaluated on their declared points (never on a row); Algorithm 3 with
+// Delta_S F = n when S meets the condition's attributes.
+AttributeAnalysis
+analyse_count(Oid relid, const std::string &condition)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext)
+		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
+	AttributeAnalysis a;
+	a.count = a.sum = true;
+	a.condition = condition;
+	pg_call([&] {
+		const char *rel = get_rel_name(relid);
+		a.table = rel ? rel : "?";
+	});
+	a.secrets = load_secrets(*ext, relid, std::string());
+	if (a.secrets.empty())
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" has no attribute-privacy policy",
+		     "The table owner declares one with dx.protect_attribute.");
+	for (const SecretPolicy &s : a.secrets)
+		if (s.family != AttributeFamily::BayesianNetwork)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     "dx.attr_count needs bayesian_network policies, and attribute \"" + s.attribute + "\" of table \"" +
+			         a.table + "\" has a " + (s.family == AttributeFamily::Gaussian ? "gaussian" : "binary_conditional") +
+			         " policy",
+			     "The gaussian and binary_conditional models describe means of columns: use dx.attr_avg or "
+			     "dx.attr_sum on this table.");
+	TablePolicy policy;
+	if (!load_table_policy(relid, policy))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" is not protected");
+	if (!std::isinf(policy.presence))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "attribute privacy needs a public row count on table \"" + a.table + "\"",
+		     "The table owner protects the table with presence 'Infinity' (dx.protect_table).");
+	Expr *e = condition.empty()
+	              ? nullptr
+	              : parse_row_condition(relid, policy, condition, "the condition of dx.attr_count", kCountHint);
+	std::set<AttrNumber> attnos;
+	if (e) {
+		List *vars = pull_var_clause((Node *) e, 0);
+		ListCell *lc;
+		foreach (lc, vars)
+			attnos.insert(static_cast<const Var *>(lfirst(lc))->varattno);
+	}
+	for (AttrNumber att : attnos)
+		if (policy.find(att)->is_group())
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "column group " + policy.find(att)->name + " cannot be counted on",
+			     kCountHint);
+	std::vector<const ColumnPolicy *> cols;
+	SubUniverse sub = sub_universe_of(policy, attnos, cols);
+	sub.presence = policy.presence;
+	const UniverseValues v = evaluate_over_universe(relid, cols, sub, {e});
+	std::vector<std::optional<double>> table(sub.size());
+	std::vector<double> q(sub.size(), 0.0);
+	for (size_t u = 0; u < sub.size(); ++u)
+		if (!v.is_null[0][u] && v.value[0][u] != 0) {
+			table[u] = 1.0;
+			q[u] = 1.0;
+		}
+	read_count(relid, cols, table, a.records, a.exact_sum);
+	if (!(a.records >= 1))
+		fail(ERRCODE_NO_DATA, "table \"" + a.table + "\" has no rows",
+		     "The attribute-privacy model describes tables of n >= 1 records.");
+	for (const SecretPolicy &s : a.secrets) {
+		std::vector<int> queried;
+		for (const ColumnPolicy *c : cols) {
+			const auto at = std::find(s.attributes.begin(), s.attributes.end(), c->name);
+			if (at == s.attributes.end())
+				fail(ERRCODE_INVALID_PARAMETER_VALUE,
+				     "column \"" + c->name + "\" is not an attribute of the data model of table \"" + a.table + "\"",
+				     "The attribute-privacy noise is calibrated on the declared Bayesian network: the table owner "
+				     "lists the column in the model's \"attributes\" (dx.protect_attribute).");
+			queried.push_back(static_cast<int>(at - s.attributes.begin()));
+		}
+		a.noises.push_back(plan_quilt(s, queried, count_sensitivity(queried, a.records)));
+	}
+	combine_noises(a);
+	if (a.record_privacy) {
+		const double sens = generalized_sensitivity(sub, q);
+		if (sens > 0) {
+			a.dx_epsilon = guc_epsilon;
+			a.dx_scale = sens / guc_epsilon;
 		}
 	}
 	return a;
@@ -360,11 +515,10 @@ refuse(const ledger::Reply &r, const AttributeAnalysis &a, const std::vector<led
 	}
 }
 
-// dx.attr_avg / dx.attr_sum: analyse, charge durably, then answer.
+// dx.attr_avg / dx.attr_sum / dx.attr_count: charge the analysed release durably, then answer.
 double
-attribute_release(Oid relid, const std::string &column, bool sum)
+attribute_release(Oid relid, const AttributeAnalysis &a)
 {
-	const AttributeAnalysis a = analyse(relid, column, sum);
 	std::vector<ledger::Item> items;
 	ledger::Item attr;
 	attr.relid = relid;
@@ -396,13 +550,15 @@ attribute_release(Oid relid, const std::string &column, bool sum)
 		dx.scales = {a.dx_scale};
 		items.push_back(dx);
 	}
-	const std::string call = std::string("dx.attr_") + (sum ? "sum" : "avg") + "(" + a.table + ", " + column + ")";
+	const char *kind = a.count ? "count" : a.sum ? "sum" : "avg";
+	const std::string argument = a.count ? (a.condition.empty() ? "NULL" : a.condition.substr(0, 1000)) : a.column;
+	const std::string call = std::string("dx.attr_") + kind + "(" + a.table + ", " + argument + ")";
 	char fingerprint[64];
-	snprintf(fingerprint, sizeof fingerprint, "attr:%s:%u", sum ? "sum" : "avg", relid);
-	const ledger::Reply r = ledger::charge(GetUserId(), GetSessionUserId(), fingerprint + (":" + column), call, items);
+	snprintf(fingerprint, sizeof fingerprint, "attr:%s:%u", kind, relid);
+	const ledger::Reply r = ledger::charge(GetUserId(), GetSessionUserId(), fingerprint + (":" + argument), call, items);
 	if (r.outcome != ledger::kCharged)
 		refuse(r, a, items);
-	const double exact = sum ? a.exact_sum : a.exact_sum / a.records;
+	const double exact = a.sum ? a.exact_sum : a.exact_sum / a.records;
 	RandomSource &rng = backend_random();
 	// independent noises, one per family present, then the d_X component (each exact at scale 0)
 	double v = apgm_release(rng, exact, a.apgm.scale);
@@ -435,7 +591,7 @@ protects(const SecretPolicy &s, const SecretNoise &n)
 void
 add_explain_cells(const AttributeAnalysis &a, ExplainCapture &cap)
 {
-	const std::string kind = a.sum ? "attr_sum" : "attr_avg";
+	const std::string kind = a.count ? "attr_count" : a.sum ? "attr_sum" : "attr_avg";
 	const int aggregate = cap.cells.empty() ? 1 : cap.cells.back().aggregate + 1;
 	for (size_t k = 0; k < a.secrets.size(); ++k) {
 		const SecretPolicy &s = a.secrets[k];
@@ -499,8 +655,8 @@ dxpriv::pg::explain_attribute_calls(Query *q, ExplainCapture &cap)
 		return false;
 	struct Call {
 		Oid relid;
-		std::string column;
-		bool sum;
+		std::string column; // attr_count: the condition ("" for NULL)
+		bool sum, count;
 	};
 	std::vector<Call> calls;
 	bool other = false;
@@ -517,19 +673,24 @@ dxpriv::pg::explain_attribute_calls(Query *q, ExplainCapture &cap)
 			FuncExpr *f = castNode(FuncExpr, e);
 			const char *fname = get_func_name(f->funcid);
 			Node *rel = (Node *) linitial(f->args), *col = (Node *) lsecond(f->args);
-			if (!fname || (strcmp(fname, "attr_avg") != 0 && strcmp(fname, "attr_sum") != 0) || !IsA(rel, Const) ||
-			    !IsA(col, Const) || castNode(Const, rel)->constisnull || castNode(Const, col)->constisnull) {
+			const bool count = fname && strcmp(fname, "attr_count") == 0;
+			if (!fname || (strcmp(fname, "attr_avg") != 0 && strcmp(fname, "attr_sum") != 0 && !count) ||
+			    !IsA(rel, Const) || !IsA(col, Const) || castNode(Const, rel)->constisnull ||
+			    (!count && castNode(Const, col)->constisnull)) {
 				other = true;
 				continue;
 			}
+			const Const *arg = castNode(Const, col);
 			calls.push_back({DatumGetObjectId(castNode(Const, rel)->constvalue),
-			                 NameStr(*DatumGetName(castNode(Const, col)->constvalue)), strcmp(fname, "attr_sum") == 0});
+			                 count ? (arg->constisnull ? std::string() : std::string(TextDatumGetCString(arg->constvalue)))
+			                       : std::string(NameStr(*DatumGetName(arg->constvalue))),
+			                 strcmp(fname, "attr_sum") == 0, count});
 		}
 	});
 	if (other || calls.empty())
 		return false;
 	for (const Call &c : calls) {
-		add_explain_cells(analyse(c.relid, c.column, c.sum), cap);
+		add_explain_cells(c.count ? analyse_count(c.relid, c.column) : analyse(c.relid, c.column, c.sum), cap);
 		cap.relid = c.relid;
 	}
 	return true;
@@ -537,13 +698,27 @@ dxpriv::pg::explain_attribute_calls(Query *q, ExplainCapture &cap)
 
 DX_FUNCTION(dx_attr_avg)
 {
-	const double v = attribute_release(PG_GETARG_OID(0), name_arg(fcinfo, 1), false);
+	const double v = attribute_release(PG_GETARG_OID(0), analyse(PG_GETARG_OID(0), name_arg(fcinfo, 1), false));
 	PG_RETURN_FLOAT8(v);
 }
 
 DX_FUNCTION(dx_attr_sum)
 {
-	const double v = attribute_release(PG_GETARG_OID(0), name_arg(fcinfo, 1), true);
+	const double v = attribute_release(PG_GETARG_OID(0), analyse(PG_GETARG_OID(0), name_arg(fcinfo, 1), true));
+	PG_RETURN_FLOAT8(v);
+}
+
+// dx.attr_count(rel, condition DEFAULT NULL): the rows where the condition holds (all rows: NULL).
+DX_FUNCTION(dx_attr_count)
+{
+	if (PG_ARGISNULL(0))
+		fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "table must not be null", kCountHint);
+	std::string condition;
+	if (!PG_ARGISNULL(1))
+		pg_call([&] { condition = text_to_cstring(PG_GETARG_TEXT_PP(1)); });
+	if (!PG_ARGISNULL(1) && condition.empty())
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "the condition of dx.attr_count must not be empty", kCountHint);
+	const double v = attribute_release(PG_GETARG_OID(0), analyse_count(PG_GETARG_OID(0), condition));
 	PG_RETURN_FLOAT8(v);
 }
 
