@@ -148,6 +148,9 @@ bool load_table_policy(Oid relid, TablePolicy &out);
 // "schema"."table" of relid, quoted where needed, for messages and generated SQL (calls PostgreSQL:
 // run it in a pg_call from code that may throw C++ exceptions).
 std::string qualified_relation_name(Oid relid);
+// The owner of relid (the role dxpriv's own statements read a protected table as), InvalidOid when
+// the relation does not exist (calls PostgreSQL: run it in a pg_call).
+Oid relation_owner(Oid relid);
 // The Datum of every domain point, built with the column type's input rules (palloc'd in the
 // current memory context). The domain indexers and the analyzer use this same function, so a
 // clamped data value is bit-identical to the domain point the sensitivity was computed on.

@@ -2209,7 +2209,10 @@ def every_internal_function(ctx, conn, attempt):
             continue  # SQL cannot produce an `internal` argument: the type system refuses the call
         # non-NULL arguments: PostgreSQL folds a STRICT call on NULL constants without running it
         args = ", ".join(SAMPLE_ARGS.get(t, f"NULL::{t}") for t in argtypes)
-        err = run_expect_error(conn, f"SELECT dx.{name}({args})")
+        try:
+            err = run_expect_error(conn, f"SELECT dx.{name}({args})")
+        except AssertionError as e:
+            raise AssertionError(f"{signature}: {e}") from None
         assert err.pgcode == PRIV, f"{signature}: {err.pgcode} {err.diag.message_primary}"
         called += 1
     return f"{len(functions)} internal functions, {called} called and refused"

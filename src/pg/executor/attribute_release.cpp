@@ -123,18 +123,14 @@ declared_column(const TablePolicy &policy, const std::string &table, const std::
 	     "Attribute releases read declared columns only; the table owner declares them with dx.set_column.");
 }
 
-// The owner of relid (the role dxpriv's fixed statements read the table as).
+// The owner of relid (the role dxpriv's fixed statements read the table as); the table exists.
 Oid
-relation_owner_of(Oid relid)
+owner_of(Oid relid)
 {
 	Oid owner = InvalidOid;
-	pg_call([&] {
-		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "dxpriv: relation %u does not exist", relid);
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-		ReleaseSysCache(tup);
-	});
+	pg_call([&] { owner = relation_owner(relid); });
+	if (!OidIsValid(owner))
+		fail(ERRCODE_UNDEFINED_TABLE, "the table of this attribute release no longer exists", "Run the release again.");
 	return owner;
 }
 
@@ -155,7 +151,7 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 		hex += digits[b >> 4];
 		hex += digits[b & 15];
 	}
-	const Oid owner = relation_owner_of(relid);
+	const Oid owner = owner_of(relid);
 	std::string sql;
 	pg_call([&] {
 		char bounds[256];
@@ -282,17 +278,15 @@ combine_noises(AttributeAnalysis &a)
 	}
 }
 
-// Validates a release of `column` of relid, reads the table's row count and sum, and computes the
-// noise of every policy. Errors name the table and column, never a value.
+// The start of every analysis: the table's name and its policies (`column` located in each model;
+// empty: none), refused when the table has none.
 AttributeAnalysis
-analyse(Oid relid, const std::string &column, bool sum)
+start_analysis(Oid relid, const std::string &column)
 {
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext)
 		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
 	AttributeAnalysis a;
-	a.column = column;
-	a.sum = sum;
 	pg_call([&] {
 		const char *rel = get_rel_name(relid);
 		a.table = rel ? rel : "?";
@@ -301,18 +295,38 @@ analyse(Oid relid, const std::string &column, bool sum)
 	if (a.secrets.empty())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" has no attribute-privacy policy",
 		     "The table owner declares one with dx.protect_attribute.");
-	for (const SecretPolicy &s : a.secrets)
-		if (s.column_index < 0)
-			fail(ERRCODE_INVALID_PARAMETER_VALUE,
-			     "column \"" + column + "\" is not an attribute of the data model of table \"" + a.table + "\"",
-			     "The attribute-privacy noise is calibrated on the declared model: the table owner lists the column "
-			     "in the model's \"attributes\" (dx.protect_attribute).");
+	return a;
+}
+
+// The d_X policy of the analysed table, which must publish its row count (the models describe
+// i.i.d. draws of n records).
+TablePolicy
+public_count_policy(Oid relid, const AttributeAnalysis &a)
+{
 	TablePolicy policy;
 	if (!load_table_policy(relid, policy))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" is not protected");
 	if (!std::isinf(policy.presence))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "attribute privacy needs a public row count on table \"" + a.table + "\"",
 		     "The table owner protects the table with presence 'Infinity' (dx.protect_table).");
+	return policy;
+}
+
+// Validates a release of `column` of relid, reads the table's row count and sum, and computes the
+// noise of every policy. Errors name the table and column, never a value.
+AttributeAnalysis
+analyse(Oid relid, const std::string &column, bool sum)
+{
+	AttributeAnalysis a = start_analysis(relid, column);
+	a.column = column;
+	a.sum = sum;
+	for (const SecretPolicy &s : a.secrets)
+		if (s.column_index < 0)
+			fail(ERRCODE_INVALID_PARAMETER_VALUE,
+			     "column \"" + column + "\" is not an attribute of the data model of table \"" + a.table + "\"",
+			     "The attribute-privacy noise is calibrated on the declared model: the table owner lists the column "
+			     "in the model's \"attributes\" (dx.protect_attribute).");
+	const TablePolicy policy = public_count_policy(relid, a);
 	const ColumnPolicy &col = declared_column(policy, a.table, column);
 	read_table(relid, col, a.records, a.exact_sum);
 	if (!(a.records >= 1))
@@ -367,7 +381,7 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 		                         true, 0, false);
 	});
-	owner = relation_owner_of(relid);
+	owner = owner_of(relid);
 	Expr *lookup = weigh_expr(cols, table, false, *ext);
 	pg_call([&] {
 		const char *rel = get_rel_name(relid);
@@ -391,20 +405,9 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 AttributeAnalysis
 analyse_count(Oid relid, const std::string &condition)
 {
-	const ExtensionObjects *ext = extension_objects();
-	if (!ext)
-		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "dxpriv is not installed in this database");
-	AttributeAnalysis a;
+	AttributeAnalysis a = start_analysis(relid, std::string());
 	a.count = a.sum = true;
 	a.condition = condition;
-	pg_call([&] {
-		const char *rel = get_rel_name(relid);
-		a.table = rel ? rel : "?";
-	});
-	a.secrets = load_secrets(*ext, relid, std::string());
-	if (a.secrets.empty())
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" has no attribute-privacy policy",
-		     "The table owner declares one with dx.protect_attribute.");
 	for (const SecretPolicy &s : a.secrets)
 		if (s.family != AttributeFamily::BayesianNetwork)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -413,12 +416,7 @@ analyse_count(Oid relid, const std::string &condition)
 			         " policy",
 			     "The gaussian and binary_conditional models describe means of columns: use dx.attr_avg or "
 			     "dx.attr_sum on this table.");
-	TablePolicy policy;
-	if (!load_table_policy(relid, policy))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "table \"" + a.table + "\" is not protected");
-	if (!std::isinf(policy.presence))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "attribute privacy needs a public row count on table \"" + a.table + "\"",
-		     "The table owner protects the table with presence 'Infinity' (dx.protect_table).");
+	const TablePolicy policy = public_count_policy(relid, a);
 	Expr *e = condition.empty()
 	              ? nullptr
 	              : parse_row_condition(relid, policy, condition, "the condition of dx.attr_count", kCountHint);

@@ -972,6 +972,18 @@ load_table_policy(Oid relid, TablePolicy &out)
 }
 
 // See dxpriv.h.
+Oid
+relation_owner(Oid relid)
+{
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	const Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+// See dxpriv.h.
 std::string
 qualified_relation_name(Oid relid)
 {

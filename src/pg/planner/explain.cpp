@@ -113,13 +113,7 @@ append_marginal_surrogate(const ExplainCapture &cap, std::vector<ExplainCell> &c
 	double n = 0;
 	{
 		Oid owner = InvalidOid;
-		pg_call([&] {
-			HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(cap.relid));
-			if (HeapTupleIsValid(tup)) {
-				owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-				ReleaseSysCache(tup);
-			}
-		});
+		pg_call([&] { owner = relation_owner(cap.relid); });
 		if (!OidIsValid(owner))
 			return;
 		std::string sql;

@@ -32,23 +32,8 @@ namespace dxpriv::pg {
 namespace {
 
 constexpr const char *kWorkloadHint =
-    "Use 'marginals:K' for all K-way marginals of the chosen columns (e.g. 'marginals:2'), or a float8[][] of weight "
-    "vectors, one row per query and one weight per universe point.";
-
-// The relation's owner.
-Oid
-relation_owner(Oid relid)
-{
-	Oid owner = InvalidOid;
-	pg_call([&] {
-		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for relation %u", relid);
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-		ReleaseSysCache(tup);
-	});
-	return owner;
-}
+    "Use 'marginals:K' for all K-way marginals of the chosen columns (e.g. 'marginals:2'), a float8[][] of weight "
+    "vectors (one row per query, one weight per universe point), or a text[] of WHERE predicates on the columns.";
 
 } // namespace
 
@@ -155,7 +140,11 @@ read_histogram(const ReleaseSource &src)
 			sql += std::string(i ? ", " : "") + quote_identifier(src.cols[i]->name.c_str());
 		sql += " FROM " + qualified_relation_name(src.relid);
 	});
-	InternalSpi spi(relation_owner(src.relid)); // as the owner, hooks off: the caller's own code never runs
+	Oid owner = InvalidOid;
+	pg_call([&] { owner = relation_owner(src.relid); });
+	if (!OidIsValid(owner))
+		fail(ERRCODE_UNDEFINED_TABLE, "the source table of the release no longer exists", "Run the release again.");
+	InternalSpi spi(owner); // as the owner, hooks off: the caller's own code never runs
 	Portal portal = nullptr;
 	pg_call([&] { portal = SPI_cursor_open_with_args(nullptr, sql.c_str(), 0, nullptr, nullptr, nullptr, true, 0); });
 	while (true) {
