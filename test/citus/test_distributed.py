@@ -388,9 +388,10 @@ def test_distribution_key_predicates_prune_shards():
 
 def test_mode_quantile_median_count_candidates_on_the_workers():
     """dx.mode, dx.quantile and dx.median on a distributed table: the workers count rows per candidate
-    (PostgreSQL's grouped count), the coordinator draws once for the charged statement. Exact on a
-    noiseless table, the seeded draw equals the local table's, one ledger row per statement; grouped
-    or mixed statements are refused with a hint; hand-written dx._em_collect is refused."""
+    (PostgreSQL's grouped count; per output group and candidate with GROUP BY), the coordinator draws
+    once per group for the charged statement, every declared group answered. Exact on a noiseless
+    table, the seeded draw equals the local table's, one ledger row per statement; statements mixing
+    them with linear aggregates are refused with a hint; hand-written dx._em_collect is refused."""
     with citus_db() as db:
         fx.build(db, rows=20000)
         conn = connect("coord", db)
@@ -412,6 +413,26 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
         lo, hi = rows(conn, "SELECT percentile_disc(0.4995) WITHIN GROUP (ORDER BY age), "
                             "percentile_disc(0.5005) WITHIN GROUP (ORDER BY age) FROM exact WHERE age > 30")[0]
         assert lo <= got[0][0] <= hi and got[0][1] == "F", got
+        # grouped: every declared group is answered ('none' has no rows), the others exactly
+        got = rows(conn, "SELECT region, dx.median(age), dx.mode(sex) FROM exact GROUP BY region ORDER BY 1")
+        assert [r[0] for r in got] == ["east", "none", "north", "south", "west"], got
+        for region, median, mode in got:
+            if region == "none":
+                assert median is not None and mode in ("F", "M"), got
+                continue
+            where = f"WHERE region = '{region}'"
+            lo, hi = rows(conn, f"SELECT percentile_disc(0.4995) WITHIN GROUP (ORDER BY age), "
+                                f"percentile_disc(0.5005) WITHIN GROUP (ORDER BY age) FROM exact {where}")[0]
+            assert lo <= median <= hi, (region, median, lo, hi)
+            assert mode == scalar(conn, f"SELECT mode() WITHIN GROUP (ORDER BY sex) FROM exact {where}"), got
+        got = rows(conn, "SELECT sex, dx.quantile(income, 0.9) FROM exact WHERE age > 30 GROUP BY sex "
+                         "HAVING dx.quantile(income, 0.9) > 0 ORDER BY 1 LIMIT 1")
+        assert len(got) == 1 and got[0][0] == "F", got
+        # the grouped workers' share: PostgreSQL's count per (group, candidate); the draw on the coordinator
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT region, dx.mode(sex) FROM people GROUP BY region"))
+        task = [line for line in plan.split("\n") if "Query: " in line][0]
+        assert "count(*)" in task and "GROUP BY" in task and "_em_" not in task, task
+        assert "dx._em_collect(" in plan, plan
         # the same seed gives the same draw as on the local copy with the same rows and policy
         for q in ["SELECT dx.median(age) FROM {t}", "SELECT dx.mode(region) FROM {t} WHERE age > 40",
                   "SELECT dx.quantile(income, 0.25), dx.median(age) FROM {t}"]:
@@ -426,11 +447,13 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
         before = scalar(conn, "SELECT count(*) FROM dx.ledger")
         scalar(a, "SELECT dx.median(age) FROM people")
         rows(a, "SELECT dx.mode(sex), dx.quantile(age, 0.1) FROM people WHERE income > 1000")
-        assert scalar(conn, "SELECT count(*) FROM dx.ledger") - before == 2
+        got = rows(a, "SELECT sex, dx.median(age) FROM people GROUP BY sex")
+        assert len(got) == 2 and all(r[1] is not None for r in got), got
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") - before == 3
+        assert scalar(conn, "SELECT array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 1") == 2
         assert scalar(conn, "SELECT mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1") == "exponential"
         # refused with a hint, nothing charged
         before = scalar(conn, "SELECT count(*) FROM dx.ledger")
-        _refused(a, "SELECT sex, dx.median(age) FROM people GROUP BY sex", "0A000", "grouped")
         _refused(a, "SELECT dx.count(*), dx.median(age) FROM people", "0A000", "cannot share a query")
         params = "'{3,1,1,1,5,0,120,1,0,0,0,1,0,0,0,1,1,1,0}'::float8[]"
         _refused(a, f"SELECT dx._em_collect(1, 0, {params}, 5::bigint)", "42501")

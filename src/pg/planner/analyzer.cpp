@@ -1162,13 +1162,12 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && !a.em.specs.empty() && (grouped || !specs.empty()))
+	if (distributed && !a.em.specs.empty() && !specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     grouped ? "grouped dx.mode, dx.quantile and dx.median cannot run on Citus tables yet"
-		             : "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
-		               "dx.avg or dx.linear yet",
-		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median without GROUP BY, in a query of their "
-		     "own (the linear aggregates in another).");
+		     "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
+		     "dx.avg or dx.linear yet",
+		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median in a query of their own (the linear "
+		     "aggregates in another).");
 	if (distributed && join && public_keys)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables grouped by public columns cannot run on Citus tables yet",
 		     "Group a join of a distributed table by its declared columns, or join with the public table in a query "
@@ -1275,7 +1274,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			     "expression alone.");
 		rewrite_em_aggregates(q, a.em,
 		                      EmRewriteInput{relid, &a.policy, &ext, a.where, &keys, group_index, kRewrittenLocation,
-		                                     linear_aggrefs});
+		                                     linear_aggrefs, distributed});
 	}
 	// ---- end of exponential mechanism dispatch ----
 

@@ -294,7 +294,7 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 		// the row's candidate: read from the table at the row's point (NULL: not counted)
 		const bool enumerated = col.domain.kind() == DomainKind::Enumerated;
 		Expr *index = weigh_expr(plan.cols, plan.candidate_table, true, ext);
-		if (grouped) // the added empty-group rows create their group's state without counting (NULL)
+		if (grouped && !in.distributed) // the added empty-group rows create their group's state without counting (NULL)
 			index = real_rows_only(index, INT4OID, nullptr);
 		Aggref *a = s.aggref;
 		const Oid result_collation = a->aggcollid;

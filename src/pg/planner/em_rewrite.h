@@ -78,6 +78,7 @@ struct EmRewriteInput {
 	Expr *group_index;                            // int4 output group of a row (constant 0 without GROUP BY)
 	int rewritten_location;                       // Aggref location marking rewritten aggregates
 	std::vector<Aggref *> linear_aggrefs;         // the already rewritten linear aggregates, in order
+	bool distributed = false;                     // a Citus table: no empty row per group in the source
 };
 
 // Computes S_EM and the sampling parameters of every exponential-mechanism aggregate, rewrites
