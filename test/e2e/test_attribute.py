@@ -16,15 +16,31 @@ MODEL = ('{"family": "gaussian", "attributes": ["salary", "female", "age"], '
          '"covariance": [[400, 5, 10], [5, 0.25, 0.01], [10, 0.01, 150]]}')
 
 
+def create_analyst(admin):
+    """The analyst role (cluster-wide: created once)."""
+    execute(admin, f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ANALYST}') THEN
+            CREATE ROLE {ANALYST} LOGIN;
+        END IF; END $$""")
+
+
+def analyst_session(admin, name):
+    """Makes the role an analyst of database `name`, yields (admin, analyst, name), closes both."""
+    execute(admin, f"SELECT dx.add_analyst('{ANALYST}')")
+    analyst = connect(name, user=ANALYST)
+    try:
+        yield admin, analyst, name
+    finally:
+        analyst.close()
+        admin.close()
+
+
 @contextlib.contextmanager
 def attribute_db(attr_budget=2.0, dx_budget=10.0, record_privacy=True):
     """A fresh database with a protected `staff` table under an attribute policy and an analyst."""
     with fresh_db() as name:
         admin = connect(name)
-        execute(admin, f"""DO $$ BEGIN
-            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ANALYST}') THEN
-                CREATE ROLE {ANALYST} LOGIN;
-            END IF; END $$""")
+        create_analyst(admin)
         execute(admin, """CREATE TABLE staff (id int PRIMARY KEY, salary float8, female int, age int, note text)""")
         execute(admin, """INSERT INTO staff SELECT i, 40 + (i * 37) % 60 + 5 * (i % 2), i % 2, 20 + (i * 13) % 45,
                           'n' || i FROM generate_series(1, 1000) AS i""")
@@ -35,15 +51,9 @@ def attribute_db(attr_budget=2.0, dx_budget=10.0, record_privacy=True):
                           '{"type": "absolute", "scale": 5}')""")
         execute(admin, "SELECT dx.protect_attribute('staff', 'female', 0.2, %s, epsilon => %s, record_privacy => %s)",
                 (MODEL, ATTR_EPS, record_privacy))
-        execute(admin, f"SELECT dx.add_analyst('{ANALYST}')")
         execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'staff', %s)", (dx_budget,))
         execute(admin, f"SELECT dx.grant_attribute_budget('{ANALYST}', 'staff', %s, 1e-3)", (attr_budget,))
-        analyst = connect(name, user=ANALYST)
-        try:
-            yield admin, analyst, name
-        finally:
-            analyst.close()
-            admin.close()
+        yield from analyst_session(admin, name)
 
 
 def attr_spent(admin):
@@ -228,10 +238,7 @@ def network_db(attr_budget=1000.0):
     seed's Example 2: 4 rows) under a binary conditional policy on female; no record privacy."""
     with fresh_db() as name:
         admin = connect(name)
-        execute(admin, f"""DO $$ BEGIN
-            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ANALYST}') THEN
-                CREATE ROLE {ANALYST} LOGIN;
-            END IF; END $$""")
+        create_analyst(admin)
         execute(admin, "CREATE TABLE students (id int PRIMARY KEY, sat int, height int, weight int, gender int, income int)")
         execute(admin, """INSERT INTO students SELECT i, 400 + (i * 37) % 1200, 150 + (i * 13) % 50, 50 + (i * 7) % 50,
                           i % 2, (i * 11) % 10 FROM generate_series(1, 500) AS i""")
@@ -249,15 +256,9 @@ def network_db(attr_budget=1000.0):
                               '{"type": "absolute", "scale": 1}')""", (col,))
         execute(admin, "SELECT dx.protect_attribute('exam', 'female', 1.0, %s, epsilon => %s, record_privacy => false)",
                 (BINARY, BIN_EPS))
-        execute(admin, f"SELECT dx.add_analyst('{ANALYST}')")
         for table in ["students", "exam"]:
             execute(admin, f"SELECT dx.grant_attribute_budget('{ANALYST}', '{table}', %s, 1e-3)", (attr_budget,))
-        analyst = connect(name, user=ANALYST)
-        try:
-            yield admin, analyst, name
-        finally:
-            analyst.close()
-            admin.close()
+        yield from analyst_session(admin, name)
 
 
 def spent_on(admin, table):
