@@ -547,7 +547,7 @@ def test_releases_sessions_and_attribute_privacy_on_distributed_tables():
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
 
 
-def test_session_float_format_cannot_move_the_domain():
+def test_session_output_settings_cannot_move_the_domain():
     """Citus deparses the workers' statements with the session's settings. At extra_float_digits =
     -15 (one significant digit) a lookup's domain constants would reach the workers rounded (lo 15
     as 2e+01, step 150 as 2e+02): rows mapped on another domain than the one the analysis calibrated
@@ -577,6 +577,11 @@ def test_session_float_format_cannot_move_the_domain():
         want = [float(scalar(conn, native)) for _, native in cases]
         assert [float(scalar(a, q)) for q, _ in cases] == want
         execute(a, "SET extra_float_digits = -15")
+        assert [float(scalar(a, q)) for q, _ in cases] == want
+        # with standard_conforming_strings off, the backslashes of string constants (the per-point
+        # table's bytea, enumerated labels) were doubled for workers that read standard strings
+        execute(a, "RESET extra_float_digits")
+        execute(a, "SET standard_conforming_strings = off")
         assert [float(scalar(a, q)) for q, _ in cases] == want
         a.close()
         conn.close()

@@ -9,6 +9,7 @@
 extern "C" {
 #include "utils/guc.h"
 #include "catalog/namespace.h"
+#include "parser/parser.h"
 #include "utils/float.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/params.h"
@@ -45,16 +46,19 @@ calls_dx(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(calls_dx), ctx);
 }
 
-// True when the session prints float8 inexactly (extra_float_digits < 1) and the statement calls dx
-// functions: Citus deparses the workers' statements with the session's settings, so a lookup's
-// domain constants (a range's lo, hi and step, a group's coordinates) and a partial's grids would
-// reach the workers rounded (to one significant digit at -15), mapping rows on another domain than
-// the one the analysis calibrated (wrong answers, sensitivities exceeded, errors that depend on
-// the rows). Such statements are planned with extra_float_digits = 3 (exact).
+// True when the session prints constants in a form the Citus workers would read back differently
+// and the statement calls dx functions. Citus deparses the workers' statements with the session's
+// settings: at extra_float_digits < 1 a lookup's domain constants (a range's lo, hi and step, a
+// group's coordinates) and a partial's grids reach the workers rounded (one significant digit at
+// -15); with standard_conforming_strings off, backslashes in string constants (the per-point
+// table's bytea, enumerated labels) are doubled for workers that read them as standard strings.
+// Rows would be mapped on another domain than the one the analysis calibrated (wrong answers,
+// sensitivities exceeded, errors that depend on the rows). Such statements are planned with
+// extra_float_digits = 3 (exact) and standard_conforming_strings on.
 bool
-needs_exact_floats(Query *parse)
+needs_portable_constants(Query *parse)
 {
-	if (extra_float_digits >= 1)
+	if (extra_float_digits >= 1 && standard_conforming_strings)
 		return false;
 	bool calls = false;
 	pg_call([&] {
@@ -164,15 +168,18 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 			releases = split_distributed_releases(parse, prune);
 		});
 	bool exact = false;
-	guarded([&] { exact = needs_exact_floats(parse); });
+	guarded([&] { exact = needs_portable_constants(parse); });
 	// a pruned release is planned by Citus's multi-shard planner, which keeps the release here
 	const int guc_level = prune || exact ? NewGUCNestLevel() : 0;
 	if (prune)
 		(void) set_config_option("citus.enable_router_execution", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 		                         true, 0, false);
-	if (exact)
+	if (exact) {
 		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 		                         false);
+		(void) set_config_option("standard_conforming_strings", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+		                         true, 0, false);
+	}
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
 	                                   : standard_planner(parse, query_string, cursor_options, params);
 	if (prune || exact)
