@@ -568,3 +568,43 @@ def test_releases_sessions_and_attribute_privacy_on_distributed_tables():
             except psycopg2.Error as e:
                 assert e.pgcode == "0A000", (q, e.pgcode, e.pgerror)
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
+
+
+def test_session_output_settings_cannot_move_the_domain():
+    """Citus deparses the workers' statements with the session's settings. At extra_float_digits =
+    -15 (one significant digit) a lookup's domain constants would reach the workers rounded (lo 15
+    as 2e+01, step 150 as 2e+02): rows mapped on another domain than the one the analysis calibrated
+    (other answers; with a real metric, sensitivities exceeded and errors that depend on the rows).
+    dx statements are planned with exact floats, whatever the analyst sets."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE floaty (id bigint PRIMARY KEY, age int, sex text, region text, income int)")
+        execute(conn, "SELECT create_distributed_table('floaty', 'id', shard_count => 4)")
+        execute(conn, f"INSERT INTO floaty {fx.rows_sql(10000)}")
+        execute(conn, "SELECT dx.protect_table('floaty', 'Infinity')")
+        execute(conn, """SELECT dx.set_column('floaty', 'age', '{"min": 15, "max": 120}', '{"type": "none"}')""")
+        execute(conn, """SELECT dx.set_column('floaty', 'income', '{"min": 0, "max": 240000, "step": 150}',
+                         '{"type": "none"}')""")
+        create_role(fx.ANALYST)
+        execute(conn, f"SELECT dx.add_analyst('{fx.ANALYST}')")
+        execute(conn, f"SELECT dx.grant_budget('{fx.ANALYST}', 'floaty', 100)")
+        cases = [
+            ("SELECT dx.count(*) FROM floaty WHERE age < 30", "SELECT count(*) FROM floaty WHERE age < 30"),
+            ("SELECT round(dx.sum(age)::numeric) FROM floaty WHERE age < 30",
+             "SELECT sum(age) FROM floaty WHERE age < 30"),
+            # income in steps of 150 from 0: the rows' multiples of 100 lie on 0, 150, 300, ...
+            ("SELECT dx.count(*) FROM floaty WHERE income BETWEEN 1000 AND 2000",
+             "SELECT count(*) FROM floaty WHERE round(income / 150.0) * 150 BETWEEN 1000 AND 2000"),
+        ]
+        a = connect("coord", db, user=fx.ANALYST)
+        want = [float(scalar(conn, native)) for _, native in cases]
+        assert [float(scalar(a, q)) for q, _ in cases] == want
+        execute(a, "SET extra_float_digits = -15")
+        assert [float(scalar(a, q)) for q, _ in cases] == want
+        # with standard_conforming_strings off, the backslashes of string constants (the per-point
+        # table's bytea, enumerated labels) were doubled for workers that read standard strings
+        execute(a, "RESET extra_float_digits")
+        execute(a, "SET standard_conforming_strings = off")
+        assert [float(scalar(a, q)) for q, _ in cases] == want
+        a.close()
+        conn.close()

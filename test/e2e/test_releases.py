@@ -97,6 +97,38 @@ refused(C, "predicate_row_lock",
         f"SELECT {REL}('people', ARRAY['sex'], ARRAY['true FOR UPDATE'], 1, 'mallory_ws.nope')", "42601")
 
 
+def cancelled_quickly(ctx, conn, attempt):
+    """Predicates are evaluated at every declared point before anything is charged: 40 predicates
+    with 1200-value IN lists over age x income (242121 points) are 1.2e10 comparisons. The evaluation
+    must obey statement_timeout (no uncancellable backend), charging nothing."""
+    import time
+    before = spent(ctx.admin)
+    last = ctx.last_ledger_id()
+    execute(conn, "SET statement_timeout = '1s'")
+    try:
+        start = time.time()
+        err = run_expect_error(conn, attempt.sql)
+        took = time.time() - start
+    finally:
+        execute(conn, "RESET statement_timeout")
+    assert err.pgcode == "57014", f"{err.pgcode} {err.diag.message_primary}"
+    assert took < 5, f"cancelled only after {took:.1f}s"
+    assert spent(ctx.admin) == before and not ctx.ledger_since(last), "a cancelled release was charged"
+    return f"cancelled after {took:.1f}s, nothing charged"
+
+
+IN_LIST = "income IN (" + ", ".join(str(100 * i + 50) for i in range(1200)) + ")"  # under 10000 characters
+attack(C, "predicate_evaluation_obeys_statement_timeout",
+       f"SELECT {REL}('people', ARRAY['age', 'income'], "
+       f"array_fill('{IN_LIST}'::text, ARRAY[40]), 1, 'mallory_ws.nope')",
+       Custom(cancelled_quickly))
+# predicates x points over the workload cap: refused before any predicate is parsed or evaluated
+# (each of these fails at age = 7 if evaluated)
+refused(C, "predicate_workload_too_large",
+        f"SELECT {REL}('people', ARRAY['age', 'income'], array_fill('1 / (age - 7) > 0'::text, ARRAY[300]), 1, "
+        "'mallory_ws.nope')", "54000")
+
+
 def rollback_keeps_charge(ctx, conn, attempt):
     before = spent(ctx.admin)
     conn.autocommit = False

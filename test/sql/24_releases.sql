@@ -77,6 +77,14 @@ SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['count(*) > 1'], 0.3, 'nop
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[NULL]::text[], 0.3, 'nope');
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[]::text[], 0.3, 'nope');
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['mw_src.ctid IS NULL'], 0.3, 'nope');
+-- predicates x points beyond the workload cap are refused before any predicate is parsed or
+-- evaluated (51 predicates over 1000000 points; each would fail at x = 5, and their values would
+-- take 400 MB; 100000 predicates over 2000000 points, 1.6 TB)
+CREATE TABLE mw_wide (x int);
+SELECT dx.protect_table('mw_wide', 'Infinity');
+SELECT dx.set_column('mw_wide', 'x', '{"min": 0, "max": 999999}', '{"type": "discrete", "weight": 1}');
+SELECT dx.release_mwem('mw_wide', ARRAY['x'], array_fill('1 / (x - 5) > 0'::text, ARRAY[51]), 0.3, 'nope');
+SELECT dx.median_session_open('mw_wide', ARRAY['x'], array_fill('1 / (x - 5) > 0'::text, ARRAY[51]), 0.3);
 SELECT spent FROM dx.budgets WHERE "table" = 'mw_src'::regclass;
 
 -- SmallDB over a tiny universe (band x sex: 8 points, 1-way marginals)

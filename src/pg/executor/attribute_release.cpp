@@ -375,11 +375,16 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 	const ExtensionObjects *ext = extension_objects();
 	Oid owner = InvalidOid;
 	std::string sql;
-	// every name the lookup deparses to is qualified: nothing resolves through the caller's search_path
+	// every name the lookup deparses to is qualified: nothing resolves through the caller's search_path;
+	// its float8 constants (a range's lo, hi and step, a group's coordinates) are printed exactly: the
+	// caller's extra_float_digits (down to -15: one significant digit) would otherwise move the
+	// domain the rows are mapped on away from the one the condition was evaluated on
 	const int nest = NewGUCNestLevel();
 	pg_call([&] {
 		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 		                         true, 0, false);
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+		                         false);
 	});
 	owner = owner_of(relid);
 	Expr *lookup = weigh_expr(cols, table, false, *ext);

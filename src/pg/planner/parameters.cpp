@@ -8,6 +8,9 @@
 
 extern "C" {
 #include "utils/guc.h"
+#include "catalog/namespace.h"
+#include "parser/parser.h"
+#include "utils/float.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/params.h"
 #include "optimizer/planner.h"
@@ -25,6 +28,45 @@ planner_hook_type prev_planner = nullptr;
 // Cost given to a generic plan of a query with dx aggregates and parameters: the plan cache
 // compares it with the custom plans' average and always builds a custom plan.
 constexpr Cost kGenericPlanCost = 1e30;
+
+// True when the query calls a function or aggregate of the dx schema (lookups, partials, releases).
+bool
+calls_dx(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	const Oid dx = *static_cast<const Oid *>(ctx);
+	const Oid fn = IsA(node, FuncExpr) ? castNode(FuncExpr, node)->funcid
+	               : IsA(node, Aggref) ? castNode(Aggref, node)->aggfnoid
+	                                   : InvalidOid;
+	if (OidIsValid(fn) && get_func_namespace(fn) == dx)
+		return true;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(calls_dx), ctx, 0);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(calls_dx), ctx);
+}
+
+// True when the session prints constants in a form the Citus workers would read back differently
+// and the statement calls dx functions. Citus deparses the workers' statements with the session's
+// settings: at extra_float_digits < 1 a lookup's domain constants (a range's lo, hi and step, a
+// group's coordinates) and a partial's grids reach the workers rounded (one significant digit at
+// -15); with standard_conforming_strings off, backslashes in string constants (the per-point
+// table's bytea, enumerated labels) are doubled for workers that read them as standard strings.
+// Rows would be mapped on another domain than the one the analysis calibrated (wrong answers,
+// sensitivities exceeded, errors that depend on the rows). Such statements are planned with
+// extra_float_digits = 3 (exact) and standard_conforming_strings on.
+bool
+needs_portable_constants(Query *parse)
+{
+	if (extra_float_digits >= 1 && standard_conforming_strings)
+		return false;
+	bool calls = false;
+	pg_call([&] {
+		Oid dx = get_namespace_oid("dx", true);
+		calls = OidIsValid(dx) && calls_dx(reinterpret_cast<Node *>(parse), &dx);
+	});
+	return calls;
+}
 
 // True when the query holds a dx aggregate marker (not yet rewritten).
 bool
@@ -125,14 +167,22 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 			substitute_citus_sizes(parse); // views expanded: citus_tables, citus_shards (analysts only)
 			releases = split_distributed_releases(parse, prune);
 		});
+	bool exact = false;
+	guarded([&] { exact = needs_portable_constants(parse); });
 	// a pruned release is planned by Citus's multi-shard planner, which keeps the release here
-	const int guc_level = prune ? NewGUCNestLevel() : 0;
+	const int guc_level = prune || exact ? NewGUCNestLevel() : 0;
 	if (prune)
 		(void) set_config_option("citus.enable_router_execution", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 		                         true, 0, false);
+	if (exact) {
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+		                         false);
+		(void) set_config_option("standard_conforming_strings", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+		                         true, 0, false);
+	}
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
 	                                   : standard_planner(parse, query_string, cursor_options, params);
-	if (prune)
+	if (prune || exact)
 		AtEOXact_GUC(true, guc_level);
 	if (releases != NIL)
 		guarded([&] { expose_releases(result, releases); });

@@ -11,6 +11,7 @@ extern "C" {
 #include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
 #include "utils/datum.h"
@@ -140,6 +141,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 			}
 		};
 		for (flat = 0; flat < n; ++flat) {
+			CHECK_FOR_INTERRUPTS(); // up to 2000000 points, each expression up to 10000 characters
 			ExecClearTuple(slot);
 			for (int a = 0; a < td->natts; ++a)
 				slot->tts_isnull[a] = true;
@@ -164,7 +166,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 	});
 	} catch (PgError &e) {
 		// The failing point is a declared domain value, not data: say so, and where.
-		if (e.edata && !e.edata->hint) {
+		if (e.edata && !e.edata->hint && e.edata->sqlerrcode != ERRCODE_QUERY_CANCELED) {
 			std::string where;
 			for (size_t c = 0; c < cols.size(); ++c)
 				where += (c ? ", " : "") + cols[c]->name + " = " + cols[c]->domain.label(idx[c]);

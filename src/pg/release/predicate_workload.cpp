@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
@@ -60,9 +61,21 @@ predicate_weights(const ReleaseSource &src, ArrayType *predicates, std::vector<s
 	if (labels.size() > kMaxWorkloadQueries)
 		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "a workload may hold at most " + std::to_string(kMaxWorkloadQueries) +
 		                                         " predicates", kPredicateHint);
+	// the workload cap (weight_workload) before anything is parsed or evaluated: predicates x points
+	// values are computed and held at once (100000 predicates over 2000000 points would be 1.6 TB)
+	const double entries = static_cast<double>(labels.size()) * static_cast<double>(src.sub.size());
+	if (entries > static_cast<double>(kMaxWorkloadEntries))
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+		     "workload has " + std::to_string(labels.size()) + " predicates over " + std::to_string(src.sub.size()) +
+		         " points of the chosen columns, over the limit of " + std::to_string(kMaxWorkloadEntries) +
+		         " coefficients",
+		     "Each predicate is evaluated at every combination of the chosen columns' declared values: use fewer "
+		     "predicates, fewer columns or coarser domains.");
 	std::vector<Expr *> exprs;
-	for (size_t k = 0; k < labels.size(); ++k)
+	for (size_t k = 0; k < labels.size(); ++k) {
+		pg_call([] { CHECK_FOR_INTERRUPTS(); });
 		exprs.push_back(parse_predicate(src, labels[k], k));
+	}
 	const UniverseValues v = evaluate_over_universe(src.relid, src.cols, src.sub, exprs);
 	std::vector<std::vector<double>> weights(labels.size(), std::vector<double>(src.sub.size(), 0.0));
 	for (size_t k = 0; k < labels.size(); ++k)
