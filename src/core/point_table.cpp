@@ -228,4 +228,43 @@ PointTableView::PointTableView(const unsigned char *data, std::size_t len)
 			malformed();
 }
 
+// See point_table.h.
+std::vector<std::size_t>
+drop_constant_dimensions(std::vector<std::optional<double>> &values, std::vector<std::size_t> &dims)
+{
+	std::size_t total = 1;
+	for (std::size_t d : dims)
+		total *= d;
+	if (total != values.size())
+		throw CoreError(ErrorKind::InvalidParameter, "a point table's size must be the product of its dimensions",
+		                "The table is built over the sub-universe of its columns.");
+	std::vector<std::size_t> kept(dims.size());
+	for (std::size_t i = 0; i < kept.size(); ++i)
+		kept[i] = i;
+	for (std::size_t i = dims.size(); i-- > 0;) {
+		std::size_t stride = 1;
+		for (std::size_t j = i + 1; j < dims.size(); ++j)
+			stride *= dims[j];
+		const std::size_t n = dims[i];
+		bool constant = true;
+		// point u has coordinate (u / stride) % n along dimension i; compare with coordinate 0
+		for (std::size_t u = 0; u < values.size() && constant; ++u)
+			if ((u / stride) % n != 0) {
+				const std::optional<double> &a = values[u], &b = values[u - ((u / stride) % n) * stride];
+				constant = a.has_value() == b.has_value() && (!a || *a == *b);
+			}
+		if (!constant)
+			continue;
+		std::vector<std::optional<double>> reduced;
+		reduced.reserve(values.size() / n);
+		for (std::size_t u = 0; u < values.size(); ++u)
+			if ((u / stride) % n == 0)
+				reduced.push_back(values[u]);
+		values.swap(reduced);
+		dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(i));
+		kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
+	}
+	return kept;
+}
+
 } // namespace dxpriv

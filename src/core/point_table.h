@@ -39,6 +39,16 @@ namespace dxpriv {
 std::string encode_point_table(const std::vector<std::optional<double>> &values,
                                const std::vector<std::size_t> &dims = {});
 
+// Drops from a table over a sub-universe of domain sizes `dims` (row-major, last fastest) every
+// dimension along which it is constant (equal values, or nothing, at every pair of points that
+// differ only in that coordinate): the table over the remaining dimensions gives every point the
+// same value as before, so a lookup that maps each row to a point of every dimension (a total
+// mapping, as dxpriv's indexers are) may ignore the dropped columns. Returns the indexes of the
+// kept dimensions (ascending); `values` and `dims` are replaced by the reduced table and sizes.
+// values.size() must be the product of dims (CoreError(InvalidParameter) otherwise).
+std::vector<std::size_t> drop_constant_dimensions(std::vector<std::optional<double>> &values,
+                                                  std::vector<std::size_t> &dims);
+
 // A decoded view over an encoded table (the bytes must outlive it). Construction validates the
 // layout (throws CoreError DataException when malformed); lookups are O(1) and allocation-free.
 class PointTableView {

@@ -3,6 +3,7 @@
 
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -231,5 +232,95 @@ TEST(PointTable, EveryPointContributesSeesOneMissingPoint)
 			EXPECT_TRUE(view(encode_point_table(full)).every_point_contributes()) << missing;
 			EXPECT_FALSE(view(encode_point_table(t, {100, 10})).every_point_contributes()) << missing;
 		}
+	}
+}
+
+namespace {
+
+// The point of the reduced table that original point u (of `dims`) maps to, keeping `kept`.
+std::size_t
+project(std::size_t u, const std::vector<std::size_t> &dims, const std::vector<std::size_t> &kept)
+{
+	std::vector<std::size_t> coord(dims.size());
+	for (std::size_t i = dims.size(); i-- > 0;) {
+		coord[i] = u % dims[i];
+		u /= dims[i];
+	}
+	std::size_t r = 0;
+	for (std::size_t i : kept)
+		r = r * dims[i] + coord[i];
+	return r;
+}
+
+} // namespace
+
+TEST(DropConstantDimensions, KeepsOnlyTheColumnsTheTableDependsOn)
+{
+	// 2 x 3 (last fastest): the value depends on the second column only
+	std::vector<std::optional<double>> t = {1, 2, std::nullopt, 1, 2, std::nullopt};
+	std::vector<std::size_t> dims = {2, 3};
+	EXPECT_EQ(std::vector<std::size_t>({1}), drop_constant_dimensions(t, dims));
+	EXPECT_EQ(std::vector<std::size_t>({3}), dims);
+	EXPECT_EQ((std::vector<std::optional<double>>{1, 2, std::nullopt}), t);
+	// a count without condition: constant everywhere, no column left, one point
+	std::vector<std::optional<double>> c(12, 1.0);
+	std::vector<std::size_t> cd = {3, 4};
+	EXPECT_TRUE(drop_constant_dimensions(c, cd).empty());
+	EXPECT_TRUE(cd.empty());
+	EXPECT_EQ((std::vector<std::optional<double>>{1.0}), c);
+	// depends on both: unchanged; a value against nothing is not constant
+	std::vector<std::optional<double>> b = {1, 2, 3, 4};
+	std::vector<std::size_t> bd = {2, 2};
+	EXPECT_EQ(std::vector<std::size_t>({0, 1}), drop_constant_dimensions(b, bd));
+	std::vector<std::optional<double>> n = {1, std::nullopt};
+	std::vector<std::size_t> nd = {2};
+	EXPECT_EQ(std::vector<std::size_t>({0}), drop_constant_dimensions(n, nd));
+	std::vector<std::optional<double>> bad(5);
+	std::vector<std::size_t> bad_dims = {2, 3};
+	EXPECT_THROW(drop_constant_dimensions(bad, bad_dims), CoreError);
+}
+
+// Brute force: random tables over 2 x 3 x 2 x 2 that ignore random subsets of their columns give,
+// after the reduction, the same value at every original point; a column is dropped only when the
+// table is constant along it.
+TEST(DropConstantDimensions, SameValueAtEveryPointByBruteForce)
+{
+	std::mt19937_64 rng(7);
+	const std::vector<std::size_t> dims0 = {2, 3, 2, 2};
+	for (int trial = 0; trial < 200; ++trial) {
+		const unsigned used = static_cast<unsigned>(rng() % 16); // bit i: the value depends on column i
+		std::vector<std::optional<double>> by_key(64);
+		for (auto &v : by_key)
+			v = rng() % 4 == 0 ? std::nullopt : std::optional<double>(static_cast<double>(rng() % 5));
+		std::vector<std::optional<double>> t(24);
+		for (std::size_t u = 0; u < t.size(); ++u) {
+			std::size_t key = 0, rest = u;
+			for (std::size_t i = dims0.size(); i-- > 0;) {
+				if (used & (1u << i))
+					key = key * 4 + rest % dims0[i];
+				rest /= dims0[i];
+			}
+			t[u] = by_key[key % 64];
+		}
+		std::vector<std::optional<double>> r = t;
+		std::vector<std::size_t> dims = dims0;
+		const std::vector<std::size_t> kept = drop_constant_dimensions(r, dims);
+		for (std::size_t u = 0; u < t.size(); ++u)
+			ASSERT_EQ(t[u], r[project(u, dims0, kept)]) << "trial " << trial << " point " << u;
+		ASSERT_EQ(kept.size(), dims.size());
+		for (std::size_t k = 0; k < kept.size(); ++k)
+			ASSERT_EQ(dims0[kept[k]], dims[k]);
+		// every dropped column is one along which the table is constant
+		for (std::size_t i = 0; i < dims0.size(); ++i)
+			if (std::find(kept.begin(), kept.end(), i) == kept.end())
+				for (std::size_t u = 0; u < t.size(); ++u)
+					for (std::size_t w = 0; w < t.size(); ++w) {
+						std::vector<std::size_t> others;
+						for (std::size_t j = 0; j < dims0.size(); ++j)
+							if (j != i)
+								others.push_back(j);
+						if (project(u, dims0, others) == project(w, dims0, others))
+							ASSERT_EQ(t[u], t[w]) << "trial " << trial << " column " << i;
+					}
 	}
 }

@@ -1218,7 +1218,11 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 				p.cells.push_back(cell.scale);
 				p.cells.push_back(cell.bound);
 			}
-		Expr *weight = weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots);
+		// a value's table does not depend on the GROUP BY columns, a count's often on none: the
+		// lookup maps only the columns its table depends on (not with slots or privacy units)
+		Expr *weight = slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
+		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots)
+		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
 		if (grouped && !distributed && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;

@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 #include "pg/planner/node_build.h"
 
+#include "core/error.h"
 #include "core/point_table.h"
 
 extern "C" {
@@ -98,6 +99,26 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 	lsecond(args) = text_const(layout);
 	return (Expr *) makeFuncExpr(integer ? ext.weigh_int : ext.weigh, type, args, InvalidOid, InvalidOid,
 	                             COERCE_EXPLICIT_CALL);
+}
+
+// See point_lookup.h.
+Expr *
+reduced_weigh_expr(const std::vector<const ColumnPolicy *> &cols, std::vector<std::optional<double>> table,
+                   bool integer, const ExtensionObjects &ext)
+{
+	std::vector<size_t> dims;
+	for (const ColumnPolicy *c : cols)
+		dims.push_back(c->domain.size());
+	std::vector<size_t> kept;
+	try {
+		kept = drop_constant_dimensions(table, dims);
+	} catch (const CoreError &) {
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
+	}
+	std::vector<const ColumnPolicy *> used;
+	for (size_t i : kept)
+		used.push_back(cols[i]);
+	return weigh_expr(used, table, integer, ext);
 }
 
 } // namespace dxpriv::pg

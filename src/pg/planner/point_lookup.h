@@ -33,4 +33,12 @@ List *domain_arg_tail(const Domain &d);
 Expr *weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
                  bool integer, const ExtensionObjects &ext, Expr *slot = nullptr, size_t slots = 1);
 
+// weigh_expr(cols, table) over only the columns the table depends on (core
+// drop_constant_dimensions: every row is mapped to a point of every column, so a column along
+// which the table is constant does not change the row's value): fewer values mapped per row, a
+// smaller table, and a constant when the table is the same at every point (a count without
+// conditions). No slot.
+Expr *reduced_weigh_expr(const std::vector<const ColumnPolicy *> &cols, std::vector<std::optional<double>> table,
+                         bool integer, const ExtensionObjects &ext);
+
 } // namespace dxpriv::pg
