@@ -257,9 +257,12 @@ SELECT q, err(q) FROM (VALUES
 	($$SELECT dx.attr_count('students', '')$$),
 	($$SELECT dx.attr_count(NULL, 'sat > 1')$$),
 	($$SELECT dx.attr_count('students', 'pg_catalog.pg_sleep(1) IS NULL')$$),
-	($$SELECT dx.attr_count('pg_class', 'relpages > 1')$$)
+	($$SELECT dx.attr_count('pg_class', 'relpages > 1')$$),
+	($$SELECT dx.attr_count('students', repeat('NOT ', 1100) || 'sat > 1')$$)
 ) AS t(q);
 SELECT attr_spent = :spent_before AS nothing_spent FROM dx.budgets WHERE "table" = 'students'::regclass;
+-- 900 levels of nesting (an even number of NOT: the same condition) are analysed; 1100 are refused above
+SELECT noise_scale FROM dx.explain(format('SELECT dx.attr_count(%L, %L)', 'students', repeat('NOT ', 900) || 'height > 168'));
 -- The table is read by a deparsed lookup: the session's extra_float_digits (-15: one significant
 -- digit) must not print its domain constants 140, 210 as 1e+02, 2e+02, which mapped the rows on
 -- another domain (wrong counts, and a free error oracle "some row is taller than 170" in explain).

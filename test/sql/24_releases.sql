@@ -77,6 +77,8 @@ SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['count(*) > 1'], 0.3, 'nop
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[NULL]::text[], 0.3, 'nope');
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[]::text[], 0.3, 'nope');
 SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY['mw_src.ctid IS NULL'], 0.3, 'nope');
+-- nesting is bounded before any check walks the condition (54001; 900 levels: test/sql/24_attribute.sql)
+SELECT dx.release_mwem('mw_src', ARRAY['band'], ARRAY[repeat('NOT ', 1100) || 'band = 1'], 0.3, 'nope');
 -- predicates x points beyond the workload cap are refused before any predicate is parsed or
 -- evaluated (51 predicates over 1000000 points; each would fail at x = 5, and their values would
 -- take 400 MB; 100000 predicates over 2000000 points, 1.6 TB)

@@ -11,11 +11,32 @@ extern "C" {
 #include "parser/parser.h"
 }
 
+#include <algorithm>
+
 namespace dxpriv::pg {
 
 namespace {
 
 constexpr size_t kMaxConditionLength = 10000;
+constexpr int kMaxConditionDepth = 1000; // far below any stack limit of the checks that follow
+
+struct DepthWalk {
+	int depth = 0, max = 0;
+};
+
+// The nesting depth of an expression tree (run inside pg_call: PostgreSQL's own stack check
+// reports a tree too deep even for this walk).
+bool
+depth_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *d = static_cast<DepthWalk *>(ctx);
+	d->max = std::max(d->max, ++d->depth);
+	const bool stop = expression_tree_walker(node, reinterpret_cast<bool (*)()>(depth_walker), ctx);
+	--d->depth;
+	return stop;
+}
 
 } // namespace
 
@@ -57,6 +78,12 @@ parse_row_condition(Oid relid, const TablePolicy &policy, const std::string &tex
 		fail(ERRCODE_INVALID_PARAMETER_VALUE,
 		     label + " cannot contain subqueries, aggregates, window or set-returning functions", hint);
 	Expr *e = linitial_node(TargetEntry, q->targetList)->expr;
+	// the checks below walk the tree outside any error guard: bound its depth first
+	DepthWalk depth;
+	pg_call([&] { depth_walker((Node *) e, &depth); });
+	if (depth.max > kMaxConditionDepth)
+		fail(ERRCODE_STATEMENT_TOO_COMPLEX, label + " is nested too deeply",
+		     "Write the condition with at most 1000 levels of nesting, e.g. with IN lists instead of chains of OR.");
 	if (contain_mutable_functions((Node *) e))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, label + " cannot call functions whose value may change (now(), random(), ...)",
 		     hint);
