@@ -29,61 +29,49 @@ using namespace dxpriv::pg;
 
 namespace {
 
-std::vector<std::string>
-text_array(ArrayType *a)
+// The elements of array `a` (element type `type`, stored as len/byval/align), each read by `get`;
+// a NULL element is refused (22004) with `message` and `hint`.
+template <class T, class Get>
+std::vector<T>
+non_null_elements(ArrayType *a, Oid type, int len, bool byval, char align, const char *message, const char *hint,
+                  Get get)
 {
-	std::vector<std::string> out;
+	std::vector<T> out;
 	pg_call([&] {
 		Datum *values;
 		bool *nulls;
 		int n;
-		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, &n);
+		deconstruct_array(a, type, len, byval, align, &values, &nulls, &n);
 		for (int i = 0; i < n; ++i) {
 			if (nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("attribute names must not be null"),
-				                errhint("Name attributes of the declared network.")));
-			out.push_back(TextDatumGetCString(values[i]));
+				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s", message), errhint("%s", hint)));
+			out.push_back(get(values[i]));
 		}
 	});
 	return out;
+}
+
+std::vector<std::string>
+text_array(ArrayType *a)
+{
+	return non_null_elements<std::string>(a, TEXTOID, -1, false, TYPALIGN_INT, "attribute names must not be null",
+	                                      "Name attributes of the declared network.",
+	                                      [](Datum d) { return std::string(TextDatumGetCString(d)); });
 }
 
 std::vector<std::string>
 name_array(ArrayType *a)
 {
-	std::vector<std::string> out;
-	pg_call([&] {
-		Datum *values;
-		bool *nulls;
-		int n;
-		deconstruct_array(a, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &values, &nulls, &n);
-		for (int i = 0; i < n; ++i) {
-			if (nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model attributes must not be null"),
-				                errhint("Name a column of the table.")));
-			out.push_back(NameStr(*DatumGetName(values[i])));
-		}
-	});
-	return out;
+	return non_null_elements<std::string>(a, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR,
+	                                      "model attributes must not be null", "Name a column of the table.",
+	                                      [](Datum d) { return std::string(NameStr(*DatumGetName(d))); });
 }
 
 std::vector<double>
 float_array(ArrayType *a)
 {
-	std::vector<double> out;
-	pg_call([&] {
-		Datum *values;
-		bool *nulls;
-		int n;
-		deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
-		for (int i = 0; i < n; ++i) {
-			if (nulls[i])
-				ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model numbers must not be null"),
-				                errhint("Give finite numbers.")));
-			out.push_back(DatumGetFloat8(values[i]));
-		}
-	});
-	return out;
+	return non_null_elements<double>(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, "model numbers must not be null",
+	                                 "Give finite numbers.", [](Datum d) { return DatumGetFloat8(d); });
 }
 
 // Checks that every name is a distinct column of relid (of a numeric type when `numeric`).

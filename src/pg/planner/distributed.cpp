@@ -233,6 +233,18 @@ one_grid(const NoiseParams &p)
 
 // ---- building the subqueries of native partials ----
 
+// GROUP BY the int4 target entry whose ressortgroupref is `ref` (hashable, as the parser builds it).
+SortGroupClause *
+int4_group_clause(Index ref)
+{
+	SortGroupClause *by = makeNode(SortGroupClause);
+	by->tleSortGroupRef = ref;
+	by->eqop = Int4EqualOperator;
+	by->sortop = Int4LessOperator;
+	by->hashable = true;
+	return by;
+}
+
 // A copy of level q that returns `targets` grouped by the first `keys` of them (int4), without the
 // level's own HAVING, ORDER BY, DISTINCT, LIMIT or shard-pruning conjuncts: the workers' share.
 Query *
@@ -243,12 +255,7 @@ grouped_by_first(Query *q, List *targets, int keys = 1)
 	inner->groupClause = NIL;
 	for (int k = 0; k < keys; ++k) {
 		static_cast<TargetEntry *>(list_nth(targets, k))->ressortgroupref = static_cast<Index>(k + 1);
-		SortGroupClause *by = makeNode(SortGroupClause);
-		by->tleSortGroupRef = static_cast<Index>(k + 1);
-		by->eqop = Int4EqualOperator;
-		by->sortop = Int4LessOperator;
-		by->hashable = true;
-		inner->groupClause = lappend(inner->groupClause, by);
+		inner->groupClause = lappend(inner->groupClause, int4_group_clause(static_cast<Index>(k + 1)));
 	}
 	inner->havingQual = nullptr;
 	inner->sortClause = NIL;
@@ -736,12 +743,7 @@ em_every_group(Query *counts, int groups, Const *params, const ExtensionObjects 
 	TargetEntry *g = makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, pstrdup("g"), false);
 	g->ressortgroupref = 1;
 	mid->targetList = list_make2(g, makeTargetEntry((Expr *) collect, 2, pstrdup("sel"), false));
-	SortGroupClause *by = makeNode(SortGroupClause);
-	by->tleSortGroupRef = 1;
-	by->eqop = Int4EqualOperator;
-	by->sortop = Int4LessOperator;
-	by->hashable = true;
-	mid->groupClause = list_make1(by);
+	mid->groupClause = list_make1(int4_group_clause(1));
 	mid->hasAggs = true;
 	return mid;
 }
