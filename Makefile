@@ -33,8 +33,13 @@ sql/dxpriv--$(EXTVERSION).sql: $(sort $(wildcard sql/[0-9]*.sql))
 $(OBJS): $(wildcard src/pg/*.h src/pg/*/*.h) $(wildcard src/core/*.h)
 $(shlib): $(CORE_LIB)
 
-.PHONY: core $(CORE_LIB)
+.PHONY: core core-tests $(CORE_LIB)
+# the extension needs only the core library; the unit tests are built by `make unit` (and `make test`)
 core $(CORE_LIB):
+	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD_DIR)/core -j2 --target dxpriv_core
+
+core-tests:
 	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/core -j2
 
@@ -42,7 +47,7 @@ core $(CORE_LIB):
 deps:
 	./scripts/install-deps.sh
 
-unit: core
+unit: core-tests
 	cd $(BUILD_DIR)/core && ctest --output-on-failure
 
 regress: all
