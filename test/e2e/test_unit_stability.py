@@ -79,7 +79,7 @@ def test_the_issue_pair_has_privacy_loss_below_epsilon_d():
         execute(conn, "TRUNCATE pair")
         fill(conn, 19)
         after = releases(conn, RELEASES)
-        z = 3.4  # two-sided, Bonferroni over PERSONS groups x 3 bins (family-wise error ~ 1.6%)
+        z = 4.0  # two-sided, Bonferroni over PERSONS groups x 3 bins (family-wise error ~ 0.2%)
         worst = []
         for g in range(1, PERSONS + 1):
             loss, se = binned_loss(before[g], after[g])
