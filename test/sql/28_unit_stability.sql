@@ -96,6 +96,22 @@ SELECT dx.count(*), dx.sum(age) FROM us_visits;
 SELECT ward, dx.count(*), dx.count_units(pid) FROM us_visits GROUP BY ward ORDER BY ward;
 RESET max_parallel_workers_per_gather;
 
+-- analysts cannot place the rank themselves (it is volatile: refused in WHERE, GROUP BY and
+-- aggregate arguments; the system columns are no declared columns)
+CREATE ROLE dx_regress_us;
+SELECT dx.add_analyst('dx_regress_us');
+SELECT dx.grant_budget('dx_regress_us', 'us_visits', 10);
+SET ROLE dx_regress_us;
+SELECT dx.count(*) FROM us_visits WHERE dx._unit_rank(tableoid, ctid) > 0;
+SELECT dx.count(*) FROM us_visits WHERE dx._unit_rank(1, '(0,1)') > 0;
+SELECT dx.sum(dx._unit_rank(1, '(0,1)')) FROM us_visits;
+SELECT dx.count(*) FROM us_visits GROUP BY dx._unit_rank(1, '(0,1)') > 0;
+SELECT count(*) FROM us_visits WHERE ctid = '(0,1)';
+RESET ROLE;
+SELECT dx.remove_analyst('dx_regress_us');
+DROP OWNED BY dx_regress_us;
+DROP ROLE dx_regress_us;
+
 SELECT dx.unprotect_table('us_visits');
 DROP TABLE us_visits CASCADE;
 RESET dxpriv.test_seed;
