@@ -1,9 +1,9 @@
 -- Privacy units (README "Privacy units"): the record is a unit (a person) with all its rows, and
--- each unit's contribution to a query is bounded by a keyed, data-independent row choice.
+-- each unit's contribution to a query is bounded by a random row choice independent of the values.
 
--- One row per protected table with a privacy unit: the unit column, the contribution bounds and the
--- 16-byte SipHash key that ranks each unit's rows (kept rows: the smallest hashes). Readable by
--- superusers only (like every dx table): the key never leaves the server's own statements.
+-- One row per protected table with a privacy unit: the unit column, the contribution bounds and a
+-- 16-byte key (drawn at declaration; the bounding no longer reads it: rows are ranked under a key
+-- drawn per execution, see dx._unit_rank). Readable by superusers only (like every dx table).
 CREATE TABLE dx.privacy_units (
 	relid regclass PRIMARY KEY REFERENCES dx.protected_tables (relid) ON DELETE CASCADE,
 	unit_column name NOT NULL,
@@ -17,27 +17,30 @@ CREATE TABLE dx.privacy_units (
 	CONSTRAINT max_rows_per_group_valid CHECK (max_rows_per_unit_per_group BETWEEN 1 AND 100000),
 	CONSTRAINT hash_key_length CHECK (octet_length(hash_key) = 16)
 );
-COMMENT ON TABLE dx.privacy_units IS 'privacy unit column, contribution bounds and row-ranking key of protected tables (superusers only)';
+COMMENT ON TABLE dx.privacy_units IS 'privacy unit column, contribution bounds and key of protected tables (superusers only)';
 SELECT pg_catalog.pg_extension_config_dump('dx.privacy_units', '');
 REVOKE ALL ON dx.privacy_units FROM PUBLIC;
 
--- 16 bytes from the kernel's CSPRNG (getrandom): a new row-ranking key.
+-- 16 bytes from the kernel's CSPRNG (getrandom): a new table key.
 CREATE FUNCTION dx._unit_key() RETURNS bytea
 LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_unit_key';
 REVOKE EXECUTE ON FUNCTION dx._unit_key() FROM PUBLIC;
 
--- SipHash-2-4 under `key` (16 bytes) of the binary values of its other arguments, with their types
--- and NULLs: the rank of a row within its unit (src/core/siphash.h). Placed by the analyzer in the
--- statements it rewrites, with the table's key as a constant of the plan; it reads no table.
-CREATE FUNCTION dx._unit_hash(key bytea, VARIADIC "any") RETURNS bigint
-LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_hash';
-COMMENT ON FUNCTION dx._unit_hash(bytea, "any") IS 'internal: keyed SipHash-2-4 of values (row ranking of privacy units)';
+-- The rank of a row within its unit: SipHash-2-4 (src/core/siphash.h) of the row's (tableoid, ctid)
+-- under a key drawn for each execution of the statement (the kernel CSPRNG; under the superuser-only
+-- dxpriv.test_seed, a key derived from the seed). Independent of the row's values, so which rows the
+-- bound keeps never depends on them (README "Stable contribution bounding"). Placed by the analyzer
+-- in the statements it rewrites; it reads no table. VOLATILE: evaluated once per row, in the level
+-- that reads the table.
+CREATE FUNCTION dx._unit_rank(tableoid oid, ctid tid) RETURNS bigint
+LANGUAGE c VOLATILE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_rank';
+COMMENT ON FUNCTION dx._unit_rank(oid, tid) IS 'internal: per-execution keyed SipHash-2-4 of a row''s physical identity (row ranking of privacy units)';
 
 -- Declares (or changes) the privacy unit of a protected table: neighbouring tables then differ in
--- all the rows of one unit, and each unit contributes at most max_rows_per_unit rows to a query
--- (and, with GROUP BY, at most max_groups_per_unit groups and max_rows_per_unit_per_group rows in
--- each; NULL: max_rows_per_unit). The unit column cannot be a declared column. The key is kept when
--- the unit is declared again.
+-- all the rows of one unit, and each unit contributes at most max_rows_per_unit rows to a query.
+-- max_groups_per_unit and max_rows_per_unit_per_group (NULL: max_rows_per_unit) are validated and
+-- recorded but not applied (README "Stable contribution bounding"). The unit column cannot be a
+-- declared column. The key is kept when the unit is declared again.
 CREATE FUNCTION dx.set_privacy_unit(rel regclass, column_name name, max_rows_per_unit integer,
 	max_groups_per_unit integer DEFAULT NULL, max_rows_per_unit_per_group integer DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$

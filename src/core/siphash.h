@@ -1,4 +1,4 @@
-// SipHash-2-4: the keyed hash that picks which rows of a privacy unit are kept (contribution bounding).
+// SipHash-2-4: the keyed hash that ranks the rows of a privacy unit (contribution bounding).
 #pragma once
 
 #include <cstddef>
@@ -7,12 +7,12 @@
 namespace dxpriv {
 
 // Incremental SipHash-2-4 (Aumasson and Bernstein, 2012) with a 128-bit key. dxpriv ranks the rows
-// of one privacy unit by this keyed hash of their contents and keeps the smallest ones: the choice
-// is a fixed function of the unit's own rows (so the bounded table is a per-unit function of the
-// data, which the sensitivity analysis assumes), and without the key no one can predict, and so
-// steer, which rows are kept. It lives in the core because PostgreSQL has no keyed hash built in
-// (pgcrypto is an optional contrib module; hashtext and friends are unkeyed), and it is a pure
-// function of bytes with published test vectors. Not a MAC for long-term secrets: a rank key.
+// of one privacy unit by this keyed hash of their physical identity (tableoid, ctid) under a key drawn
+// afresh for every execution of a statement: a pseudorandom function, so the ranks of a unit's rows
+// are independent uniform draws whatever the rows hold (README "Stable contribution bounding"), and
+// no one can predict, and so steer, which rows are kept. It lives in the core because PostgreSQL has
+// no keyed hash built in (pgcrypto is an optional contrib module; hashtext and friends are unkeyed),
+// and it is a pure function of bytes with published test vectors.
 class SipHash24 {
 public:
 	// key: 16 bytes (k0 = bytes 0..7, k1 = bytes 8..15, little-endian, as in the reference code).

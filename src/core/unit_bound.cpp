@@ -32,8 +32,8 @@ ContributionBound::for_query(std::size_t k, std::size_t g, std::size_t kg, bool 
 		check_bound_value(std::max(g, kg), "a per-group contribution bound");
 	ContributionBound b;
 	b.max_rows = k;
-	b.max_groups = grouped ? std::min(g == 0 ? k : g, k) : 1;
-	b.max_rows_per_group = grouped ? std::min(kg == 0 ? k : kg, k) : k;
+	b.max_groups = grouped ? k : 1; // G and kg: validated above, not applied (unit_bound.h)
+	b.max_rows_per_group = k;
 	b.validate();
 	return b;
 }
@@ -133,6 +133,43 @@ unit_presence_ratio(const std::vector<std::vector<double>> &q, const UnitCells &
 		best = std::max(best, base + fill);
 	}
 	return best / (epsilon * presence);
+}
+
+// See unit_bound.h.
+std::vector<std::size_t>
+unit_kept_rows(const std::vector<std::uint64_t> &ranks, const ContributionBound &bound)
+{
+	bound.validate();
+	if (bound.max_rows_per_group < bound.max_rows || (bound.max_groups < bound.max_rows && bound.max_groups > 1))
+		throw CoreError(ErrorKind::Internal, "the bounding rule keeps rows by rank only (no group limits)");
+	std::vector<std::size_t> order(ranks.size());
+	for (std::size_t r = 0; r < order.size(); r++)
+		order[r] = r;
+	std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ranks[a] < ranks[b]; });
+	if (order.size() > bound.max_rows)
+		order.resize(bound.max_rows);
+	return order;
+}
+
+// See unit_bound.h.
+std::vector<char>
+unit_first_counted(const std::vector<std::size_t> &kept, const std::vector<std::size_t> &group,
+                   const std::vector<char> &counted)
+{
+	if (group.size() != counted.size())
+		throw CoreError(ErrorKind::Internal, "unit rows have groups and counted flags of different lengths");
+	std::vector<char> flag(kept.size(), 0);
+	std::vector<std::size_t> seen;
+	for (std::size_t i = 0; i < kept.size(); i++) {
+		const std::size_t r = kept[i];
+		if (r >= group.size())
+			throw CoreError(ErrorKind::Internal, "a kept row is out of range");
+		if (!counted[r] || std::find(seen.begin(), seen.end(), group[r]) != seen.end())
+			continue;
+		seen.push_back(group[r]);
+		flag[i] = 1;
+	}
+	return flag;
 }
 
 // See unit_bound.h.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/allocation.h"
@@ -21,9 +22,12 @@ struct ContributionBound {
 	std::size_t max_groups = 1;
 	std::size_t max_rows_per_group = 1;
 
-	// The effective bound of a query from the declared k, G and kg (G = 0 or kg = 0: not declared,
-	// i.e. k): ungrouped {k, 1, k}; grouped {k, min(G, k), min(kg, k)}. Throws
-	// CoreError(InvalidParameter) for k = 0 or any value above kMaxUnitRows.
+	// The effective bound of a query from the declared k, G and kg: ungrouped {k, 1, k}; grouped
+	// {k, k, k}. G and kg are validated (0: not declared) but not applied: a rule that keeps at most G
+	// groups or kg rows per group must choose by group value, so moving one row between groups can
+	// push other rows in or out, which the unit metric's change edge does not pay for (README "Stable
+	// contribution bounding"). Throws CoreError(InvalidParameter) for k = 0 or any value above
+	// kMaxUnitRows.
 	static ContributionBound for_query(std::size_t k, std::size_t g, std::size_t kg, bool grouped);
 	// Throws CoreError(InvalidParameter) unless 1 <= every field <= kMaxUnitRows.
 	void validate() const;
@@ -56,6 +60,22 @@ struct UnitCells {
 double unit_presence_ratio(const std::vector<std::vector<double>> &q, const UnitCells &cells,
                            const ContributionBound &bound, const std::vector<double> &scales, double presence,
                            double epsilon, const std::vector<std::size_t> *cells_of = nullptr);
+
+// The bounding rule (README "Stable contribution bounding"), exactly as the SQL of
+// src/pg/planner/unit_source.cpp runs it. ranks[r]: the rank of the unit's raw row r, drawn
+// independently of its declared values (in SQL: SipHash-2-4 of the row's (tableoid, ctid) under a key
+// drawn for each execution of the statement, dx._unit_rank). The unit keeps its bound.max_rows rows of
+// smallest rank (equal ranks: smaller r first; SQL: the sort's choice, a 2^-64 event); returns their
+// indexes in rank order. Only bounds without group limits are rules (max_groups and
+// max_rows_per_group >= max_rows, as for_query gives): CoreError(Internal) otherwise.
+std::vector<std::size_t> unit_kept_rows(const std::vector<std::uint64_t> &ranks, const ContributionBound &bound);
+
+// The count_units flags of the kept rows (`kept` in rank order, as unit_kept_rows returns it):
+// flag[i] = 1 when row kept[i] is counted and no earlier kept row of its group is, so a count_units
+// cell adds max over the kept rows of its group of the indicator. group[r], counted[r]: per raw row.
+// Throws CoreError(Internal) for mismatched sizes or indexes out of range.
+std::vector<char> unit_first_counted(const std::vector<std::size_t> &kept, const std::vector<std::size_t> &group,
+                                     const std::vector<char> &counted);
 
 // What plan_unit_linear did (for dx.explain and tests).
 struct UnitCalibration {

@@ -33,7 +33,7 @@ struct ExtensionObjects {
 	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	// privacy units (sql/12_privacy_units.sql): dx.count_units markers and the row-ranking hash
-	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_hash = InvalidOid;
+	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state

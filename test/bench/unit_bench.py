@@ -4,12 +4,12 @@
 Connects with PGHOST/PGPORT/PGUSER (a cluster with dxpriv preloaded, e.g. the one scripts/run-bench.sh
 starts, or `DXPRIV_BENCH_DB=... test/bench/unit_bench.py`), creates ~2M visits with heavy-tailed
 visits per person (person p: min(500, 1 + 150000 // (p + 99)), 1M persons), declares person as the
-privacy unit (10 rows, 3 groups, 4 rows per group) and times, median of --runs after one warm-up,
+privacy unit (10 rows; 3 groups and 4 rows per group are declared but not applied) and times, median of --runs after one warm-up,
 native and dx interleaved:
 
   * native: the plain aggregate over all rows (what an unprotected query costs);
   * native_bounded: the same answer computed natively with the same bounding rule (window functions
-    over dx._unit_hash): what bounding costs without dxpriv;
+    over dx._unit_rank): what bounding costs without dxpriv;
   * dx: the bounded, noisy dx aggregate;
   * dx_rows: the same dx query with the unit removed (one row per record): the cost of bounding.
 
@@ -45,17 +45,12 @@ QUERIES = [
      "SELECT ward, dx.count(*), dx.avg(cost) FROM bench_visits GROUP BY ward"),
 ]
 
-# the bounding rule in plain SQL (ungrouped: K rows; grouped: G wards, KG rows per ward, K in all)
+# the bounding rule in plain SQL: a person's K rows of smallest per-execution rank (README "Stable
+# contribution bounding"; G and KG are recorded, not applied), for both the ungrouped and the grouped
+# queries
 BOUNDED_CTE = f"""WITH b AS (SELECT * FROM (SELECT v.*, row_number() OVER (PARTITION BY person
-    ORDER BY dx._unit_hash(u.hash_key, person, ward, age, cost)) AS r
-    FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass) x WHERE r <= {K}) """
-GROUPED_CTE = f"""WITH h AS (SELECT v.*, dx._unit_hash(u.hash_key, person, ward, age, cost) AS h,
-    dx._unit_hash(u.hash_key, person, (array_position(ARRAY['a','b','c','d','e'], ward) - 1)::int4) AS gh
-    FROM bench_visits v, dx.privacy_units u WHERE u.relid = 'bench_visits'::regclass),
-  g AS (SELECT *, row_number() OVER (PARTITION BY person, ward ORDER BY h) AS rg,
-               dense_rank() OVER (PARTITION BY person ORDER BY gh, ward) AS gr FROM h),
-  bg AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY person ORDER BY gh, ward, h) AS r
-                        FROM g WHERE rg <= {KG} AND gr <= {G}) t WHERE r <= {K}) """
+    ORDER BY dx._unit_rank(v.tableoid, v.ctid)) AS r FROM bench_visits v) x WHERE r <= {K}) """
+GROUPED_CTE = BOUNDED_CTE.replace("WITH b AS", "WITH bg AS")
 
 
 def timed(cur, sql):

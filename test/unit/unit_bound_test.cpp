@@ -160,6 +160,19 @@ grouped_universe(std::size_t groups, std::size_t values, double scale, double p0
 	return sub;
 }
 
+// A bound with group limits, as the calibration supports them (ContributionBound::for_query no
+// longer gives any: the bounding rule keeps rows by rank only).
+ContributionBound
+limited_bound(std::size_t k, std::size_t g, std::size_t kg, bool grouped)
+{
+	ContributionBound b;
+	b.max_rows = k;
+	b.max_groups = grouped ? std::min(g == 0 ? k : g, k) : 1;
+	b.max_rows_per_group = grouped ? std::min(kg == 0 ? k : kg, k) : k;
+	b.validate();
+	return b;
+}
+
 // Cells of aggregates grouped by the group column: kinds 'c' count (WHERE value >= threshold),
 // 's' sum(value), 'u' count_units (WHERE value >= threshold); grouped == false: one group.
 Case
@@ -188,7 +201,7 @@ make_case(std::size_t groups, std::size_t values, double scale, double p0, const
 			c.cells.group.push_back(g);
 			c.cells.distinct.push_back(kind == 'u');
 		}
-	c.bound = ContributionBound::for_query(k, g_bound, kg_bound, grouped);
+	c.bound = limited_bound(k, g_bound, kg_bound, grouped);
 	return c;
 }
 
@@ -227,16 +240,14 @@ TEST(ContributionBound, ForQueryAndValidation)
 	EXPECT_EQ(u.max_rows, 5u);
 	EXPECT_EQ(u.max_groups, 1u);
 	EXPECT_EQ(u.max_rows_per_group, 5u);
+	// G and kg are validated but not applied (README "Stable contribution bounding")
 	const ContributionBound g = ContributionBound::for_query(5, 2, 3, true);
-	EXPECT_EQ(g.max_groups, 2u);
-	EXPECT_EQ(g.max_rows_per_group, 3u);
-	EXPECT_EQ(g.rows_in_one_group(), 3u);
-	const ContributionBound d = ContributionBound::for_query(4, 0, 0, true); // undeclared: k
+	EXPECT_EQ(g.max_groups, 5u);
+	EXPECT_EQ(g.max_rows_per_group, 5u);
+	EXPECT_EQ(g.rows_in_one_group(), 5u);
+	const ContributionBound d = ContributionBound::for_query(4, 0, 0, true);
 	EXPECT_EQ(d.max_groups, 4u);
 	EXPECT_EQ(d.max_rows_per_group, 4u);
-	const ContributionBound capped = ContributionBound::for_query(3, 10, 10, true);
-	EXPECT_EQ(capped.max_groups, 3u);
-	EXPECT_EQ(capped.max_rows_per_group, 3u);
 	EXPECT_EQ(error_kind([] { ContributionBound::for_query(0, 1, 1, true); }), ErrorKind::InvalidParameter);
 	EXPECT_EQ(error_kind([] { ContributionBound::for_query(kMaxUnitRows + 1, 1, 1, true); }),
 	          ErrorKind::InvalidParameter);
@@ -414,6 +425,313 @@ TEST(UnitPresence, GreedyMatchesBruteForce)
 	EXPECT_EQ(unit_presence_ratio(c.q, c.cells, c.bound, std::vector<double>(c.q.size(), 1.0), kInfinity, 1.0), 0.0);
 	// an exact cell with a non-zero weight is infinitely revealing
 	EXPECT_TRUE(std::isinf(unit_presence_ratio(c.q, c.cells, c.bound, std::vector<double>(c.q.size(), 0.0), 1.0, 1.0)));
+}
+
+// ---- Stable contribution bounding (README "Stable contribution bounding"): raw units with ranks,
+// the bounding rule applied to them, and every raw neighbour (a row's value changed, a row added or
+// removed, the unit added or removed).
+
+// A unit's raw rows: their points (indexes into the sub-universe) and distinct ranks (independent of
+// the points: in SQL the per-execution hash of the row's physical identity).
+struct RawUnit {
+	std::vector<std::size_t> point;
+	std::vector<std::uint64_t> rank;
+};
+
+// A bounding rule: the kept rows of a raw unit, in rank order.
+using Rule = std::function<std::vector<std::size_t>(const RawUnit &)>;
+
+// Q_k of what the rule keeps (weights r): row cells sum the kept rows; a count_units cell counts its
+// group once when some kept row of the group is counted (the flags of unit_first_counted).
+std::vector<double>
+raw_answer(const Matrix &r, const Case &c, const RawUnit &u, const std::vector<std::size_t> &kept)
+{
+	std::vector<double> out(r.size(), 0.0);
+	std::vector<std::size_t> group(u.point.size());
+	for (std::size_t i = 0; i < u.point.size(); i++)
+		group[i] = c.group_of_point[u.point[i]];
+	for (std::size_t k = 0; k < r.size(); k++) {
+		if (!c.cells.distinct[k]) {
+			for (std::size_t i : kept)
+				out[k] += r[k][u.point[i]];
+			continue;
+		}
+		std::vector<char> counted(u.point.size());
+		for (std::size_t i = 0; i < u.point.size(); i++)
+			counted[i] = r[k][u.point[i]] != 0;
+		const std::vector<char> flag = unit_first_counted(kept, group, counted);
+		for (std::size_t i = 0; i < kept.size(); i++)
+			if (flag[i] && group[kept[i]] == c.cells.group[k])
+				out[k] += r[k][u.point[kept[i]]];
+	}
+	return out;
+}
+
+// A raw neighbour and the distance at which README promises it: the changed row's record metric;
+// p0 for the whole unit; a row more or less p0 while the unit has at most k rows, else 2 p0 (the new
+// row may take the place of a kept one: remove one, add one).
+struct RawEdge {
+	RawUnit other;
+	double claim;
+	bool change; // a row's value changed
+};
+
+std::vector<RawEdge>
+raw_neighbours(const RawUnit &u, const Matrix &record, double p0, std::size_t k, std::size_t n)
+{
+	std::vector<RawEdge> out;
+	const std::size_t m = u.point.size();
+	if (m > 0)
+		out.push_back({RawUnit{}, p0, false});
+	for (std::size_t i = 0; i < m; i++) {
+		for (std::size_t v = 0; v < n; v++)
+			if (v != u.point[i]) {
+				RawUnit o = u;
+				o.point[i] = v;
+				out.push_back({o, record[u.point[i]][v], true});
+			}
+		RawUnit o = u;
+		o.point.erase(o.point.begin() + static_cast<long>(i));
+		o.rank.erase(o.rank.begin() + static_cast<long>(i));
+		out.push_back({o, m <= k ? p0 : 2 * p0, false});
+	}
+	// ranks are even: a new row's odd rank falls in every gap of the order
+	for (std::size_t v = 0; v < n; v++)
+		for (std::uint64_t r = 1; r <= 2 * m + 1; r += 2) {
+			RawUnit o = u;
+			o.point.push_back(v);
+			o.rank.push_back(r);
+			out.push_back({o, m < k ? p0 : 2 * p0, false});
+		}
+	return out;
+}
+
+// Calls f on every raw unit of up to max_rows rows over n points, in every rank order.
+void
+each_raw_unit(std::size_t n, std::size_t max_rows, const std::function<void(const RawUnit &)> &f)
+{
+	std::function<void(std::vector<std::size_t> &, std::size_t)> grow = [&](std::vector<std::size_t> &pts,
+	                                                                        std::size_t from) {
+		std::vector<std::size_t> perm(pts.size());
+		std::iota(perm.begin(), perm.end(), 0);
+		do {
+			RawUnit u;
+			u.point = pts;
+			for (std::size_t p : perm)
+				u.rank.push_back(2 * (p + 1));
+			f(u);
+		} while (std::next_permutation(perm.begin(), perm.end()));
+		if (pts.size() == max_rows)
+			return;
+		for (std::size_t v = from; v < n; v++) {
+			pts.push_back(v);
+			grow(pts, v);
+			pts.pop_back();
+		}
+	};
+	std::vector<std::size_t> pts;
+	grow(pts, 0);
+}
+
+// What the brute force over raw neighbours found.
+struct RawWorst {
+	double ratio = 0;        // max loss / (epsilon * claim): <= 1 is the promise
+	double change_ratio = 0; // the same over the value-change edges only
+	double metric_ratio = 0; // max d_U(kept, kept') / claim: <= 1 ties the rule to the calibration
+};
+
+// Every raw unit of up to max_rows rows and every raw neighbour, the rule applied to both, against
+// the plan's scales: sum_k |dQ_k| / b_k versus epsilon * (the README distance of the raw edge).
+RawWorst
+raw_brute_force(const Case &c, const MultiLinearPlan &plan, double epsilon, const Rule &rule, std::size_t max_rows)
+{
+	const Matrix record = record_metric(c.sub);
+	const Matrix r = rounded_weights(c.q, plan);
+	const std::size_t n = c.sub.size();
+	const std::vector<Multiset> sets = bounded_sets(n, c.group_of_point, c.bound);
+	const Matrix du = unit_metric(sets, record, c.sub.presence);
+	std::map<Multiset, std::size_t> index;
+	for (std::size_t i = 0; i < sets.size(); i++)
+		index[sets[i]] = i;
+	auto kept_set = [&](const RawUnit &u, const std::vector<std::size_t> &kept) -> long {
+		Multiset x;
+		for (std::size_t i : kept)
+			x.push_back(u.point[i]);
+		std::sort(x.begin(), x.end());
+		auto it = index.find(x);
+		return it == index.end() ? -1 : static_cast<long>(it->second);
+	};
+	RawWorst w;
+	each_raw_unit(n, max_rows, [&](const RawUnit &u) {
+		const std::vector<std::size_t> kept = rule(u);
+		const std::vector<double> a = raw_answer(r, c, u, kept);
+		const long xi = kept_set(u, kept);
+		for (const RawEdge &e : raw_neighbours(u, record, c.sub.presence, c.bound.max_rows, n)) {
+			const std::vector<std::size_t> kept2 = rule(e.other);
+			const std::vector<double> b = raw_answer(r, c, e.other, kept2);
+			double loss = 0;
+			for (std::size_t k = 0; k < a.size(); k++) {
+				const double diff = std::fabs(a[k] - b[k]);
+				if (diff > 1e-12)
+					loss += plan.cells[k].scale > 0 ? diff / plan.cells[k].scale : kInfinity;
+			}
+			const double ratio = loss == 0 ? 0 : loss / (epsilon * e.claim);
+			w.ratio = std::max(w.ratio, ratio);
+			if (e.change)
+				w.change_ratio = std::max(w.change_ratio, ratio);
+			const long yi = kept_set(e.other, kept2);
+			if (xi < 0 || yi < 0)
+				w.metric_ratio = kInfinity; // the rule kept a set the bound does not admit
+			else if (xi != yi)
+				w.metric_ratio = std::max(w.metric_ratio, du[static_cast<std::size_t>(xi)][static_cast<std::size_t>(yi)] / e.claim);
+		}
+	});
+	return w;
+}
+
+// The rule dxpriv runs (unit_kept_rows with the query's bound from for_query).
+Rule
+stable_rule(const ContributionBound &b)
+{
+	return [b](const RawUnit &u) { return unit_kept_rows(u.rank, b); };
+}
+
+// The previous rule: rank = keyed hash of the row's values (here a fixed permutation of the points),
+// ties by the row's position (its value-independent rank).
+Rule
+value_hash_rule(const ContributionBound &b, std::vector<std::uint64_t> hash_of_point)
+{
+	return [b, hash_of_point](const RawUnit &u) {
+		std::vector<std::uint64_t> ranks;
+		for (std::size_t i = 0; i < u.point.size(); i++)
+			ranks.push_back(hash_of_point[u.point[i]] * 1000 + u.rank[i]);
+		return unit_kept_rows(ranks, b);
+	};
+}
+
+// The previous GROUP BY rule with value-independent row ranks: a unit's groups in a fixed order (the
+// keyed hash of the group), its first G groups, kg rows of smallest rank in each, and the first k of
+// those in (group order, rank).
+Rule
+group_limit_rule(const Case &c, const ContributionBound &b)
+{
+	return [&c, b](const RawUnit &u) {
+		std::vector<std::size_t> order(u.point.size());
+		std::iota(order.begin(), order.end(), 0);
+		auto group = [&](std::size_t i) { return c.group_of_point[u.point[i]]; };
+		std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+			return group(x) != group(y) ? group(x) < group(y) : u.rank[x] < u.rank[y];
+		});
+		std::vector<std::size_t> kept;
+		std::size_t groups = 0, in_group = 0;
+		for (std::size_t t = 0; t < order.size(); t++) {
+			const bool first = t == 0 || group(order[t]) != group(order[t - 1]);
+			if (first) {
+				groups++;
+				in_group = 0;
+			}
+			in_group++;
+			if (groups <= b.max_groups && in_group <= b.max_rows_per_group && kept.size() < b.max_rows)
+				kept.push_back(order[t]);
+		}
+		return kept;
+	};
+}
+
+TEST(StableBounding, KeptRowsAndFlags)
+{
+	const ContributionBound b = ContributionBound::for_query(2, 0, 0, false);
+	EXPECT_EQ(unit_kept_rows({40, 10, 30, 20}, b), (std::vector<std::size_t>{1, 3}));
+	EXPECT_EQ(unit_kept_rows({5}, b), (std::vector<std::size_t>{0}));
+	EXPECT_TRUE(unit_kept_rows({}, b).empty());
+	EXPECT_EQ(unit_kept_rows({7, 7, 7}, b), (std::vector<std::size_t>{0, 1})); // ties: index order
+	// the first counted kept row of each group carries the 1
+	EXPECT_EQ(unit_first_counted({3, 0, 2, 1}, {0, 1, 0, 1}, {1, 1, 1, 0}), (std::vector<char>{0, 1, 0, 1}));
+	// a bound with group limits is not a rule dxpriv runs
+	EXPECT_EQ(error_kind([] { unit_kept_rows({1, 2}, limited_bound(3, 2, 3, true)); }), ErrorKind::Internal);
+	EXPECT_EQ(error_kind([] { unit_kept_rows({1, 2}, limited_bound(3, 3, 2, true)); }), ErrorKind::Internal);
+	EXPECT_EQ(error_kind([] { unit_first_counted({5}, {0}, {1}); }), ErrorKind::Internal);
+}
+
+// The pair in small: one unit with two rows far apart, k = 1, sum(value) on a fine metric.
+// Ranking by the values' hash lets a 1-step change swap the kept row (a change of 3 values where the
+// noise pays for 1); value-independent ranks keep the same row, so the sum moves by the change only.
+TEST(StableBounding, ValueHashRankBreaksTheChangeEdge)
+{
+	Case c = make_case(1, 4, 4.0, 1.0, "s", false, 1, 0, 0);
+	c.bound = ContributionBound::for_query(1, 0, 0, false);
+	const MultiLinearPlan p = plan_unit_linear(c.sub, c.q, 1.0, AllocationRequest{}, c.cells, c.bound);
+	EXPECT_LE(raw_brute_force(c, p, 1.0, stable_rule(c.bound), 3).ratio, 1 + 1e-9);
+	double worst = 0;
+	std::vector<std::uint64_t> perm = {0, 1, 2, 3};
+	do
+		worst = std::max(worst, raw_brute_force(c, p, 1.0, value_hash_rule(c.bound, perm), 2).change_ratio);
+	while (std::next_permutation(perm.begin(), perm.end()));
+	EXPECT_GT(worst, 2.0) << "ranking by the values' hash should break the change edge";
+}
+
+// Value-independent ranks with the previous group limits (first G groups in a fixed group order, kg
+// rows in each) and their calibration: moving one row to another group pushes other rows out, which
+// the change edge does not pay for. This is why G and kg are not applied.
+TEST(StableBounding, GroupLimitsBreakTheChangeEdge)
+{
+	struct Shape {
+		std::string kinds;
+		std::size_t k, g, kg;
+	};
+	double worst = 0;
+	// (measured: 4/3 of the promise for count with G = 1, kg = 3; 1 for G = kg = 2 and count_units G = 1)
+	for (const Shape &s : std::vector<Shape>{{"c", 3, 1, 3}, {"c", 3, 3, 1}, {"c", 3, 2, 2}, {"u", 3, 1, 0}}) {
+		Case c = make_case(3, 2, 1.0, 1.0, s.kinds, true, s.k, s.g, s.kg);
+		const MultiLinearPlan p = plan_unit_linear(c.sub, c.q, 1.0, AllocationRequest{}, c.cells, c.bound);
+		const RawWorst w = raw_brute_force(c, p, 1.0, group_limit_rule(c, c.bound), 4);
+		worst = std::max(worst, w.change_ratio);
+		// the same query with the rule dxpriv runs (for_query: no group limits) and its calibration
+		Case d = c;
+		d.bound = ContributionBound::for_query(s.k, s.g, s.kg, true);
+		const MultiLinearPlan pd = plan_unit_linear(d.sub, d.q, 1.0, AllocationRequest{}, d.cells, d.bound);
+		EXPECT_LE(raw_brute_force(d, pd, 1.0, stable_rule(d.bound), 4).ratio, 1 + 1e-9) << s.kinds;
+	}
+	EXPECT_GT(worst, 1.0) << "group limits should displace rows beyond what the change edge pays";
+}
+
+// The promise by brute force: for the rule dxpriv runs, every raw neighbour of every raw unit (each
+// rank order of its rows; a row's value changed with its rank kept, as the rank never reads values),
+// loss <= epsilon * (the row's record metric | p0 | p0 or 2 p0), and the bounded sets' d_U is within
+// that distance; for many query shapes, strategies and epsilons.
+TEST(StableBounding, EveryRawNeighbour)
+{
+	struct Shape {
+		std::size_t groups, values;
+		double scale, p0;
+		std::string kinds;
+		bool grouped;
+		std::size_t k, g, kg;
+	};
+	const std::vector<Shape> shapes = {
+		{1, 4, 1.0, 1.0, "c", false, 1, 0, 0},  {1, 4, 4.0, 1.0, "s", false, 1, 0, 0},
+		{1, 4, 1.0, 1.0, "c", false, 2, 0, 0},  {1, 3, 2.0, 0.5, "s", false, 3, 0, 0},
+		{1, 3, 0.5, 1.0, "cs", false, 2, 0, 0}, {2, 2, 1.0, 1.0, "c", true, 2, 0, 0},
+		{3, 2, 1.0, 1.0, "c", true, 3, 2, 1},   {2, 3, 1.0, 1.0, "s", true, 2, 2, 1},
+		{2, 2, 1.0, 2.0, "cs", true, 3, 2, 2},  {3, 2, 1.0, 1.0, "u", true, 2, 1, 0},
+		{1, 3, 1.0, 1.0, "u", false, 2, 0, 0},  {3, 2, 1.0, 1.0, "cu", true, 2, 2, 2},
+		{2, 3, 1.0, 1.0, "su", true, 3, 2, 0},
+	};
+	for (const Shape &s : shapes)
+		for (AllocationStrategy st : {AllocationStrategy::Relative, AllocationStrategy::MinTotalVariance})
+			for (double eps : {0.3, 1.0}) {
+				Case c = make_case(s.groups, s.values, s.scale, s.p0, s.kinds, s.grouped, s.k, s.g, s.kg);
+				c.bound = ContributionBound::for_query(s.k, s.g, s.kg, s.grouped);
+				AllocationRequest r;
+				r.strategy = st;
+				const MultiLinearPlan p = plan_unit_linear(c.sub, c.q, eps, r, c.cells, c.bound);
+				const RawWorst w = raw_brute_force(c, p, eps, stable_rule(c.bound), std::min<std::size_t>(s.k + 1, 4));
+				SCOPED_TRACE(s.kinds + " k=" + std::to_string(s.k) + " G=" + std::to_string(s.g) + " kg=" +
+				             std::to_string(s.kg) + " " + strategy_name(st) + " eps=" + std::to_string(eps));
+				EXPECT_LE(w.ratio, 1 + 1e-9);
+				EXPECT_LE(w.metric_ratio, 1 + 1e-9);
+				EXPECT_GT(w.change_ratio, 0.0); // the value-change edges were exercised
+			}
 }
 
 } // namespace

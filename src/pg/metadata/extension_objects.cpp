@@ -91,8 +91,8 @@ load(Oid ext, ExtensionObjects &o)
 	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
 	o.group_key = lookup("_group_key", 2, group_key_args);
 	o.indicator = lookup("_indicator", 1, any1);
-	const Oid unit_hash_args[] = {BYTEAOID, ANYOID};
-	o.unit_hash = lookup("_unit_hash", 2, unit_hash_args);
+	const Oid unit_rank_args[] = {OIDOID, TIDOID};
+	o.unit_rank = lookup("_unit_rank", 2, unit_rank_args);
 	// exponential mechanism (sql/25_exponential.sql)
 	const Oid elem1[] = {ANYELEMENTOID};
 	const Oid elem_f8[] = {ANYELEMENTOID, FLOAT8OID};
@@ -117,7 +117,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
-	                   o.count_units_eps, o.unit_hash};
+	                   o.count_units_eps, o.unit_rank};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

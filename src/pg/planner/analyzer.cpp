@@ -1208,8 +1208,9 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			const ContributionBound b = unit_bound_of(a);
 			p.unit_attnum = a.policy.unit.attnum;
 			p.unit_rows = static_cast<int>(b.max_rows);
-			p.unit_groups = grouped ? static_cast<int>(b.max_groups) : 0;
-			p.unit_rows_per_group = grouped ? static_cast<int>(b.max_rows_per_group) : 0;
+			const bool limits = grouped && (b.max_groups < b.max_rows || b.max_rows_per_group < b.max_rows);
+			p.unit_groups = limits ? static_cast<int>(b.max_groups) : 0; // 0: no group limit (for_query)
+			p.unit_rows_per_group = limits ? static_cast<int>(b.max_rows_per_group) : 0;
 		}
 		for (size_t g = 0; g < groups; ++g)
 			for (int c = 0; c < s.components; ++c) {
@@ -1365,12 +1366,13 @@ unit_cells_of(const ReleaseAnalysis &a)
 	return cells;
 }
 
-// "person_id: 10 rows per unit, 3 groups, 2 rows per group": the bound as dx.explain shows it.
+// "person_id: 10 rows per unit" (and ", 3 groups, 2 rows per group" for a bound with group limits,
+// which ContributionBound::for_query no longer gives): the bound as dx.explain shows it.
 std::string
 unit_bound_text(const ReleaseAnalysis &a, const ContributionBound &b)
 {
 	std::string t = a.policy.unit.column + ": " + std::to_string(b.max_rows) + " rows per unit";
-	if (a.keys.grouped())
+	if (a.keys.grouped() && (b.max_groups < b.max_rows || b.max_rows_per_group < b.max_rows))
 		t += ", " + std::to_string(b.max_groups) + " groups, " + std::to_string(b.max_rows_per_group) +
 		     " rows per group";
 	return t;

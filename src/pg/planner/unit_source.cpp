@@ -1,5 +1,6 @@
 // Builds the bounded row source of a query on a table with a privacy unit (window functions over
-// dxpriv's keyed hash), with dxpriv's own group and weight lookups injected into its innermost level.
+// dxpriv's per-execution row rank), with dxpriv's own group and weight lookups injected into its
+// innermost level.
 #include "pg/planner/unit_source.h"
 
 #include "pg/guard.h"
@@ -73,28 +74,25 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 {
 	const TablePolicy &policy = *spec.policy;
 	const UnitPolicy &unit = policy.unit;
-	if (!unit.present() || unit.key_hex.size() != 32)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the table has no privacy unit key");
+	if (!unit.present())
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the table has no privacy unit");
+	const ContributionBound &b = spec.bound;
+	const bool grouped = spec.keys != nullptr;
+	// the rule of unit_kept_rows (core/unit_bound.h): the max_rows rows of smallest rank, no group limit
+	if (b.max_rows_per_group < b.max_rows || (b.max_groups < b.max_rows && b.max_groups > 1))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded row source keeps rows by rank only");
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	const std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
-	const std::string key = "'\\x" + unit.key_hex + "'::pg_catalog.bytea";
-	const bool grouped = spec.keys != nullptr;
-	const ContributionBound &b = spec.bound;
 
-	// level 0: the columns read, the unit, the row's rank hash (unit and every declared column),
-	// and the lookups (injected below)
-	std::string hashed = quote_identifier(unit.column.c_str());
-	for (const ColumnPolicy &c : policy.columns)
-		for (const ColumnPolicy::Member &m : c.members)
-			hashed += std::string(", ") + quote_identifier(m.name.c_str());
+	// level 0: the columns read, the unit, the row's rank (dx._unit_rank of its physical identity under
+	// a key drawn for this execution: independent of every value) and the lookups (injected below).
+	// dx._unit_rank is VOLATILE, so this level is not pulled up: each row's rank is computed once and
+	// every window pass above reads the column dx_h.
 	std::string sql = "SELECT ";
 	for (size_t i = 0; i < spec.columns.size(); ++i)
 		sql += std::string(quote_identifier(policy.find(spec.columns[i])->member(spec.columns[i])->name.c_str())) +
 		       " AS dx_c" + std::to_string(i) + ", ";
-	// the rank is (hash, tableoid, ctid): a total order, so that every window pass orders a unit's
-	// rows alike even when two of them hash equally (identical rows, interchangeable for any query)
-	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u, dx._unit_hash(" + key + ", " + hashed +
-	       ") AS dx_h, tableoid AS dx_o, ctid AS dx_t";
+	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u, dx._unit_rank(tableoid, ctid) AS dx_h";
 	if (grouped)
 		sql += ", NULL::pg_catalog.int4 AS dx_g";
 	for (size_t j = 0; j < spec.distinct_weights.size(); ++j)
@@ -107,45 +105,29 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		if (!where.empty())
 			sql = "SELECT * FROM (" + sql + ") AS dx_f" + std::to_string(level) + " WHERE " + where;
 	};
-	// GROUP BY: a unit's groups are ordered by their keyed group hash dx_gh, its rows in a group by
-	// rank; every bound and flag below reads one sort of (unit, dx_gh, group, rank)
-	const std::string row_order = grouped ? "dx_gh, dx_g, dx_h, dx_o, dx_t" : "dx_h, dx_o, dx_t";
-	const std::string in_group = grouped ? "PARTITION BY dx_u, dx_gh, dx_g ORDER BY dx_h, dx_o, dx_t"
-	                                     : "PARTITION BY dx_u ORDER BY dx_h, dx_o, dx_t";
-	if (grouped)
-		wrap(", dx._unit_hash(" + key + ", dx_u, dx_g) AS dx_gh", "");
-	// count_units: each unit's first counted row (in rank order) of each group carries the 1. The rows
-	// the bounds keep of a group are a prefix of its rows in rank order, so the flagged row survives
-	// exactly when some counted row of the unit survives in that group.
-	std::string flags;
-	for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {
-		const std::string w = "dx_w" + std::to_string(j);
-		flags += ", (" + w + " IS NOT NULL AND pg_catalog.count(" + w + ") OVER (" + in_group +
-		         " ROWS UNBOUNDED PRECEDING) = 1) AS dx_d" + std::to_string(j);
-	}
-	// GROUP BY: the max_groups first groups of a unit, the max_rows_per_group first rows of each
-	std::string select = flags, where;
-	const bool per_group = grouped && b.max_rows_per_group < b.max_rows, groups = grouped && b.max_groups < b.max_rows;
-	if (per_group) {
-		select += ", pg_catalog.row_number() OVER (" + in_group + ") AS dx_rg";
-		where = "dx_rg <= " + std::to_string(b.max_rows_per_group);
-	}
-	if (groups) {
-		select += ", pg_catalog.dense_rank() OVER (PARTITION BY dx_u ORDER BY dx_gh, dx_g) AS dx_gr";
-		where += std::string(where.empty() ? "" : " AND ") + "dx_gr <= " + std::to_string(b.max_groups);
-	}
-	// every query: the max_rows first rows that remain, unless both group filters run and imply it
-	const bool total = !(per_group && groups && b.max_groups * b.max_rows_per_group <= b.max_rows);
-	if (total && where.empty()) { // one pass: the flags and the total rank share the sort
-		select += ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY " + row_order + ") AS dx_r";
-		where = "dx_r <= " + std::to_string(b.max_rows);
-		wrap(select, where);
+	// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a
+	// group's weight is the max over the unit's kept rows (unit_first_counted)
+	auto flags = [&](const std::string &partition) {
+		std::string f;
+		for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {
+			const std::string w = "dx_w" + std::to_string(j);
+			f += ", (" + w + " IS NOT NULL AND pg_catalog.count(" + w + ") OVER (PARTITION BY " + partition +
+			     " ORDER BY dx_h ROWS UNBOUNDED PRECEDING) = 1) AS dx_d" + std::to_string(j);
+		}
+		return f;
+	};
+	const std::string cut = ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY dx_h) AS dx_r";
+	const std::string keep = "dx_r <= " + std::to_string(b.max_rows);
+	if (!grouped) {
+		// one sort of (unit, rank): the kept rows are a prefix, so a flagged row survives exactly when
+		// some counted row of the unit does
+		wrap(flags("dx_u") + cut, keep);
 	} else {
-		if (!select.empty())
-			wrap(select, where);
-		if (total)
-			wrap(", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY " + row_order + ") AS dx_r",
-			     "dx_r <= " + std::to_string(b.max_rows));
+		// the cut by rank (one sort of (unit, rank)); with count_units, the flags of the kept rows per
+		// (unit, group): a second sort, of the kept rows only
+		wrap(cut, keep);
+		if (!spec.distinct_weights.empty())
+			wrap(flags("dx_u, dx_g"), "");
 	}
 	// the output columns, in the order of the mapping
 	std::string out = "SELECT ";

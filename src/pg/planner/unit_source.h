@@ -36,19 +36,19 @@ struct UnitSource {
 	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
 };
 
-// Replaces the protected table (range table entry 1 of q) by its rows bounded per unit, with a
-// data-independent rule: each unit's rows are ranked by dx._unit_hash (SipHash-2-4 under the table's
-// secret key of the unit and every declared column), and
-//   GROUP BY: a unit keeps its max_groups groups of smallest keyed group hash, and in each its
-//             max_rows_per_group rows of smallest rank;
-//   always:   the max_rows rows of smallest rank that remain;
-// then, per count_units aggregate, each unit's first counted row in each group is flagged. With
-// GROUP BY the empty-group rows of replace_with_group_source follow (UNION ALL). The grouping
-// expression and the count_units weights are dxpriv's lookups (point tables), evaluated on the
-// table's rows in the innermost level; no expression of the analyst's runs there. Window functions
-// make the bounding a sort per unit (PostgreSQL runs WindowAgg in the leader; the scan, the hash
-// and the sort may run in parallel workers). Returns the new attribute number of each column, of
-// every kUnitFirstPlaceholder + j, and (GROUP BY) of kPresentPlaceholder.
+// Replaces the protected table (range table entry 1 of q) by its rows bounded per unit, with the rule
+// of core/unit_bound.h unit_kept_rows (README "Stable contribution bounding"): each row gets the rank
+// dx._unit_rank(tableoid, ctid) (SipHash-2-4 under a key drawn for this execution, independent of
+// every value), and a unit keeps its max_rows rows of smallest rank; then, per count_units aggregate,
+// each unit's first kept counted row in each group is flagged (unit_first_counted). spec.bound must
+// have no group limits (ContributionBound::for_query): XX000 otherwise. With GROUP BY the
+// empty-group rows of replace_with_group_source follow (UNION ALL). The grouping expression and the
+// count_units weights are dxpriv's lookups (point tables), evaluated on the table's rows in the
+// innermost level; no expression of the analyst's runs there. Window functions make the bounding one
+// sort of (unit, rank), plus a sort of the kept rows by (unit, group) for count_units under GROUP BY
+// (PostgreSQL runs WindowAgg in the leader; the scan and the rank may run in parallel workers).
+// Returns the new attribute number of each column, of every kUnitFirstPlaceholder + j, and (GROUP BY)
+// of kPresentPlaceholder.
 std::map<AttrNumber, AttrNumber> replace_with_unit_source(Query *q, const UnitSource &spec);
 
 } // namespace dxpriv::pg
