@@ -135,8 +135,12 @@ SELECT * FROM cc_check($$SELECT a FROM (SELECT dx.count(*) FILTER (WHERE age < 3
 -- 9. two releases in one wrapper: each allocation is charged in full, once
 SELECT x.a IS NOT NULL AND y.c IS NOT NULL AS answered
 FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) x,
-     (SELECT dx.count(*) c FROM cc WHERE sex = 'F') y;
+     (SELECT dx.sum(age) c FROM cc WHERE sex = 'F') y;
 SELECT round(epsilon::numeric, 6) AS epsilon, array_length(scales, 1) AS cells, mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1;
+-- dx.last_release lists both releases, each with its ledger cell's scale
+SELECT count(*) AS released, count(DISTINCT kind) AS kinds,
+       bool_and(noise_scale = (SELECT scales[cell] FROM dx.ledger ORDER BY id DESC LIMIT 1)) AS scales_are_the_ledgers
+FROM dx.last_release();
 
 -- 10. the per-query cap applies to the whole allocation: 0.2468 > 0.2 is refused, nothing charged
 SELECT dx.set_query_cap('cc', 0.2);

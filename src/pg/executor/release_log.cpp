@@ -75,18 +75,20 @@ struct Row {
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
 struct Log {
 	std::shared_ptr<Statement> statement;
-	std::map<std::tuple<int, int, int>, Row> rows;
+	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
 	std::set<std::pair<int64, int>> recorded;
 	bool unreported = false;
 };
 Log current;
 
-// The aggregate of the current statement with this index, or nullptr.
+// The aggregate of the current statement whose first ledger cell is first_cell, or nullptr (the
+// key of its rows: unique in the statement, also when several releases number their aggregates
+// from 0, and in ledger order).
 const Charged *
-charged_aggregate(int agg_index)
+charged_aggregate(int first_cell)
 {
 	for (const Charged &a : current.statement->aggregates)
-		if (a.agg_index == agg_index)
+		if (a.first_cell == first_cell)
 			return &a;
 	return nullptr;
 }
@@ -244,7 +246,7 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 	if (!c || !current.recorded.insert({charge_id, group}).second)
 		return;
 	current.unreported = true;
-	const int a = c->agg_index;
+	const int a = c->first_cell;
 	const int first = c->first_cell + group * c->components + 1;
 	if (components == 1) {
 		current.rows[{a, group, 0}] = Row{first, "value", answer, plans[0], confidence_half_width(plans[0]), false};

@@ -59,6 +59,7 @@ struct Charge {
 	NoiseParams params;
 	int aggno;
 	bool exponential; // dx.mode/quantile/median: the scale is 2·S_EM/eps of the exponential mechanism
+	int seq = 0;      // order in which the plan walk first met the aggregate
 };
 
 struct PlanScan {
@@ -157,8 +158,10 @@ collect_aggrefs(Node *node, void *ctx)
 				scan->finals.emplace_back(scan->final_node, a->aggno, p);
 			if (scan->below_gather && !DO_AGGSPLIT_SKIPFINAL(a->aggsplit))
 				scan->final_in_worker = true; // a whole aggregate under a Gather: a worker may release it
+			const int seq = scan->charges.count(p.charge_id) ? scan->charges[p.charge_id].seq
+			                                                   : static_cast<int>(scan->charges.size());
 			scan->charges[p.charge_id] =
-			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect};
+			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect, seq};
 		}
 	}
 	// a release of a distributed table (planner/distributed.h): its parameters are the second argument
@@ -167,7 +170,7 @@ collect_aggrefs(Node *node, void *ctx)
 		if (!k)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
-		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false});
+		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false, static_cast<int>(scan->charges.size())});
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
 }
@@ -383,7 +386,17 @@ charge_plan(QueryDesc *qd)
 	std::vector<Charge> ordered;
 	for (auto &kv : scan.charges)
 		ordered.push_back(kv.second);
-	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) {
+	// (several releases in one statement: release by release, in the order the plan meets them)
+	std::map<int64, int> release_seq;
+	for (const Charge &c : ordered) {
+		auto [it, fresh] = release_seq.try_emplace(c.params.alloc_id, c.seq);
+		if (!fresh)
+			it->second = std::min(it->second, c.seq);
+	}
+	std::sort(ordered.begin(), ordered.end(), [&](const Charge &a, const Charge &b) {
+		const int ra = release_seq[a.params.alloc_id], rb = release_seq[b.params.alloc_id];
+		if (ra != rb)
+			return ra < rb;
 		return a.aggno != b.aggno ? a.aggno < b.aggno : a.params.agg_index < b.params.agg_index;
 	});
 	// what the plan releases, checked against what was allocated: each allocation is charged its total
