@@ -192,5 +192,10 @@ def test_parallel_workers_release_what_the_leader_charged():
                 assert scalar(a, marker + "SELECT count(*) FROM people WHERE age < 30") is not None
                 assert scalar(a, marker + "SELECT a FROM (SELECT count(*) FILTER (WHERE age < 30) a, "
                                           "count(*) FILTER (WHERE age >= 60) b FROM people) t") is not None
-        assert len(fx.ledger_rows(admin, marker)) == 48
+                # (costs 0: two releases under a Parallel Append, each whole aggregate in one worker)
+                with a.cursor() as cur:
+                    cur.execute(marker + "SELECT count(*) FROM people UNION ALL "
+                                         "SELECT count(*) FROM people WHERE age < 30")
+                    assert len(cur.fetchall()) == 2
+        assert len(fx.ledger_rows(admin, marker)) == 64
         a.close()

@@ -171,6 +171,17 @@ SELECT count(*) AS cube_rows, bool_and(n IS NOT NULL) AS answered
 FROM (SELECT sex, ward, dx.count(*) n FROM cc GROUP BY CUBE (sex, ward)) t;
 SELECT dx.count(*) FILTER (WHERE age < 30) IS NOT NULL AS answered FROM cc;
 SELECT a IS NOT NULL AS answered FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t;
+-- two releases under a Parallel Append: each whole aggregate runs in one worker
+RESET force_parallel_mode;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT dx.count(*) FROM cc UNION ALL SELECT dx.count(*) FROM cc WHERE age < 30;
+SELECT n IS NOT NULL AS answered FROM (SELECT dx.count(*) n FROM cc UNION ALL SELECT dx.count(*) FROM cc WHERE age < 30) u;
+SELECT round(epsilon::numeric, 6) AS epsilon, array_length(scales, 1) AS cells FROM dx.ledger ORDER BY id DESC LIMIT 1;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 SELECT count(*) - :ledger_rows_before AS charged_statements FROM dx.ledger;
 -- nothing is left for a later statement's workers
 SHOW dxpriv.charged_releases;
