@@ -12,8 +12,8 @@ condition of the released cells with the ledger's own numbers:
 (b_k: the ledger's scales of the released cells; the edges: one column changed, or a row added or
 removed at distance 1). Then 200 releases of the issue's wrapper: their errors against the true count
 have the variance of the recorded (discrete Laplace) scale, within 4 standard errors, and the answer
-is not exact. Finally CUBE and plain statements run with the whole plan in a parallel worker and the
-leader not participating: answered, each charged once.
+is not exact. Finally CUBE, plain and UNION ALL statements under forced parallel plans with the
+leader not participating: answered, each charged once, listed by dx.last_release.
 """
 import math
 import statistics
@@ -189,6 +189,7 @@ def test_parallel_workers_release_what_the_leader_charged():
                 with a.cursor() as cur:
                     cur.execute(marker + "SELECT sex, diagnosis, count(*) FROM people GROUP BY CUBE (sex, diagnosis)")
                     assert len(cur.fetchall()) == 9
+                assert scalar(a, "SELECT count(*) FROM dx.last_release()") == 9  # the leader released them
                 assert scalar(a, marker + "SELECT count(*) FROM people WHERE age < 30") is not None
                 assert scalar(a, marker + "SELECT a FROM (SELECT count(*) FILTER (WHERE age < 30) a, "
                                           "count(*) FILTER (WHERE age >= 60) b FROM people) t") is not None

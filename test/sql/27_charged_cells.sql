@@ -162,22 +162,31 @@ RESET ROLE;
 SELECT round(epsilon::numeric, 6) AS epsilon, mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1;
 SELECT round(spent::numeric, 6) AS analyst_spent FROM dx.budget_grants WHERE role = 'dx_regress_cc'::regrole;
 
--- 12. parallel workers release what their leader charged (CUBE and a plain count with the whole
--- plan in one worker and the leader not participating): answered, charged once each
+-- 12. parallel plans: the leader releases what it charged. A plan that would run a noisy
+-- aggregate's final function in a worker (the whole plan under a single-copy Gather, whole
+-- aggregates under a Parallel Append) is planned again without that, so the leader releases,
+-- logs and caches every answer (and a worker finds the leader's charges if one still does):
+-- answered, charged once each, listed by dx.last_release
 SET force_parallel_mode = on;
 SET parallel_leader_participation = off;
 SELECT count(*) AS ledger_rows_before FROM dx.ledger \gset
+EXPLAIN (COSTS OFF) SELECT dx.count(*) FROM cc WHERE age < 30;
 SELECT count(*) AS cube_rows, bool_and(n IS NOT NULL) AS answered
 FROM (SELECT sex, ward, dx.count(*) n FROM cc GROUP BY CUBE (sex, ward)) t;
+SELECT count(*) AS listed FROM dx.last_release();
 SELECT dx.count(*) FILTER (WHERE age < 30) IS NOT NULL AS answered FROM cc;
+SELECT count(*) AS listed FROM dx.last_release();
 SELECT a IS NOT NULL AS answered FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t;
--- two releases under a Parallel Append: each whole aggregate runs in one worker
+-- two releases that would be a Parallel Append of whole aggregates
 RESET force_parallel_mode;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 EXPLAIN (COSTS OFF) SELECT dx.count(*) FROM cc UNION ALL SELECT dx.count(*) FROM cc WHERE age < 30;
 SELECT n IS NOT NULL AS answered FROM (SELECT dx.count(*) n FROM cc UNION ALL SELECT dx.count(*) FROM cc WHERE age < 30) u;
+SELECT count(*) AS listed FROM dx.last_release();
+-- the settings are the session's again
+SHOW enable_parallel_append;
 SELECT round(epsilon::numeric, 6) AS epsilon, array_length(scales, 1) AS cells FROM dx.ledger ORDER BY id DESC LIMIT 1;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;

@@ -175,6 +175,25 @@ collect_aggrefs(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
 }
 
+// Walker of releases_in_workers: a noisy Aggref whose final function runs where it is evaluated.
+bool
+worker_release_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	const ExtensionObjects *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, Aggref) && (ext->is_internal(castNode(Aggref, node)->aggfnoid)) &&
+	    !DO_AGGSPLIT_SKIPFINAL(castNode(Aggref, node)->aggsplit))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(worker_release_walker), ctx);
+}
+
+bool
+contains_worker_release(Node *node, const ExtensionObjects &ext)
+{
+	return worker_release_walker(node, const_cast<ExtensionObjects *>(&ext));
+}
+
 // Text fingerprint of a statement: its query id, or a hash of its text.
 std::string
 fingerprint(QueryDesc *qd)
@@ -598,6 +617,49 @@ lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoisePa
 		return false;
 	out = it->second;
 	return true;
+}
+
+// See dxpriv.h.
+bool
+releases_in_workers(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt->parallelModeNeeded)
+		return false;
+	bool below_gather = false, found = false;
+	walk_plan_expressions(
+	    stmt,
+	    [&](Node *n) {
+		    if (below_gather && !found)
+			    found = contains_worker_release(n, *ext);
+	    },
+	    nullptr, nullptr, &below_gather);
+	return found;
+}
+
+namespace {
+
+bool
+holds_noisy_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	const ExtensionObjects *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(holds_noisy_walker), ctx, 0);
+	if (IsA(node, Aggref) && ext->is_internal(castNode(Aggref, node)->aggfnoid))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(holds_noisy_walker), ctx);
+}
+
+} // namespace
+
+// See dxpriv.h.
+bool
+holds_noisy_aggregates(Query *q)
+{
+	const ExtensionObjects *ext = extension_objects();
+	return ext && query_tree_walker(q, reinterpret_cast<bool (*)()>(holds_noisy_walker), const_cast<ExtensionObjects *>(ext), 0);
 }
 
 // See dxpriv.h.
