@@ -55,6 +55,9 @@ SET dxpriv.epsilon = 0.1234;
 SELECT a IS NOT NULL AS answered FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a,
                                               dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t;
 SELECT mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1;
+-- dx.last_release: the aggregate's epsilon and the release's, which was charged
+SELECT cell, epsilon, release_epsilon, noise_scale = (SELECT scales[1] FROM dx.ledger ORDER BY id DESC LIMIT 1) AS ledger_scale
+FROM dx.last_release();
 SELECT * FROM cc_check($$SELECT a FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t$$,
                        ARRAY[$$SELECT dx.count(*) FROM cc WHERE age < 30$$]);
 -- the same aggregates read both: the same charge, no suffix
