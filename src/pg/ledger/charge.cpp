@@ -1,6 +1,9 @@
-// Charging: before a statement runs, every noisy aggregate in its plan is paid from the budget
-// of the current role and recorded in the ledger. Runs at ExecutorStart, so prepared statements,
-// cursors and functions are charged on every execution; EXPLAIN without ANALYZE is not charged.
+// Charging: before a statement runs, every allocation its plan's noisy aggregates belong to is
+// paid, once and for its whole total (noise_params.h: also the aggregates the planner removed),
+// from the budget of the current role and recorded in the ledger, after checking that the
+// aggregates the plan releases agree with their allocations. Runs at ExecutorStart, so prepared
+// statements, cursors and functions are charged on every execution; EXPLAIN without ANALYZE is not
+// charged. Parallel workers find the paid charge ids in dxpriv.charged_releases.
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
