@@ -145,6 +145,19 @@ SELECT count(*) AS released, count(DISTINCT kind) AS kinds,
        bool_and(noise_scale = (SELECT scales[cell] FROM dx.ledger ORDER BY id DESC LIMIT 1)) AS scales_are_the_ledgers
 FROM dx.last_release();
 
+-- 9b. bound parameters (analysed per execution) and a cursor: the same whole allocation (answers
+-- kept out of the output with \gset)
+PREPARE cc_p(int) AS SELECT a FROM (SELECT dx.count(*) FILTER (WHERE age < $1) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t;
+EXECUTE cc_p(30) \gset
+EXECUTE cc_p(40) \gset
+BEGIN;
+DECLARE cc_c CURSOR FOR SELECT a FROM (SELECT dx.count(*) FILTER (WHERE age < 30) a, dx.count(*) FILTER (WHERE age >= 60) b FROM cc) t;
+FETCH 1 FROM cc_c \gset
+COMMIT;
+SELECT count(*) AS statements, min(round(epsilon::numeric, 6)) AS least, max(round(epsilon::numeric, 6)) AS most
+FROM dx.ledger WHERE id > (SELECT max(id) FROM dx.ledger) - 3;
+DEALLOCATE cc_p;
+
 -- 10. the per-query cap applies to the whole allocation: 0.2468 > 0.2 is refused, nothing charged
 SELECT dx.set_query_cap('cc', 0.2);
 SELECT count(*) AS ledger_rows_before FROM dx.ledger \gset
