@@ -119,7 +119,8 @@ COMMENT ON FUNCTION dx.explain(text) IS 'epsilon and delta, per-cell noise famil
 CREATE FUNCTION dx.last_release()
 RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
                answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
-               ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean)
+               ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean,
+               release_epsilon float8)
 LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
 COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
 

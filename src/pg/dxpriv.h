@@ -5,6 +5,7 @@ extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "utils/jsonb.h"
 }
 
@@ -181,6 +182,13 @@ void mark_charged(int64 charge_id);
 // Citus runs parts of a distributed statement as nested statements, which that charge covers.
 bool released_by_running_statement(Oid relid);
 bool was_charged(int64 charge_id);
+// True when a final function of a noisy aggregate of the plan may run in a parallel worker (a whole
+// aggregate under a Gather: a single-copy Gather, a Parallel Append of whole aggregates). The
+// planner hook then plans the statement again without those (parameters.cpp), so that the leader
+// releases, logs (dx.last_release) and caches every answer.
+bool releases_in_workers(PlannedStmt *stmt);
+// True when q (or a query nested in it) holds a rewritten noisy aggregate.
+bool holds_noisy_aggregates(Query *q);
 
 struct NoiseParams;
 // Parameters of aggregate number aggno of the finalize-phase Agg node final_node (its

@@ -9,6 +9,7 @@ struct Walk {
 	const std::function<void(Node *)> &visit;
 	const std::function<void(CustomScan *)> &first_custom;
 	int *final_node; // nearest finalize-phase Agg above, or nullptr when not asked
+	bool *below_gather; // under a Gather or Gather Merge, or nullptr when not asked
 	bool custom_seen = false;
 };
 
@@ -18,10 +19,13 @@ walk(Plan *plan, Walk &w)
 	if (!plan)
 		return;
 	const int outer_final = w.final_node ? *w.final_node : -1;
+	const bool outer_gather = w.below_gather && *w.below_gather;
 	if (w.final_node && IsA(plan, Agg) && DO_AGGSPLIT_COMBINE(castNode(Agg, plan)->aggsplit))
 		*w.final_node = plan->plan_node_id; // the partial aggregates below feed this node
 	w.visit((Node *) plan->targetlist);
 	w.visit((Node *) plan->qual);
+	if (w.below_gather && (IsA(plan, Gather) || IsA(plan, GatherMerge)))
+		*w.below_gather = true; // (its own target list runs in the leader)
 	walk(plan->lefttree, w);
 	walk(plan->righttree, w);
 	List *children = NIL;
@@ -61,6 +65,8 @@ walk(Plan *plan, Walk &w)
 		walk((Plan *) lfirst(lc), w);
 	if (w.final_node)
 		*w.final_node = outer_final;
+	if (w.below_gather)
+		*w.below_gather = outer_gather;
 }
 
 } // namespace
@@ -68,11 +74,13 @@ walk(Plan *plan, Walk &w)
 // See plan_walk.h.
 void
 walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
-                      const std::function<void(CustomScan *)> &first_custom, int *final_node)
+                      const std::function<void(CustomScan *)> &first_custom, int *final_node, bool *below_gather)
 {
 	if (final_node)
 		*final_node = -1;
-	Walk w{visit, first_custom, final_node};
+	if (below_gather)
+		*below_gather = false;
+	Walk w{visit, first_custom, final_node, below_gather};
 	walk(stmt->planTree, w);
 	ListCell *lc;
 	foreach (lc, stmt->subplans)

@@ -16,9 +16,10 @@ namespace dxpriv::pg {
 // children, SubqueryScan subplans and CustomScan custom_plans, and on the statement's subplans.
 // Calls first_custom(cs) once with the first CustomScan met, when given. final_node (when given)
 // holds, during each visit, the plan_node_id of the nearest finalize-phase Agg above the visited
-// node (the Agg a partial aggregate's states feed), or -1.
+// node (the Agg a partial aggregate's states feed), or -1. below_gather (when given) is true
+// during the visits of nodes under a Gather or Gather Merge (which parallel workers may run).
 void walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
                            const std::function<void(CustomScan *)> &first_custom = nullptr,
-                           int *final_node = nullptr);
+                           int *final_node = nullptr, bool *below_gather = nullptr);
 
 } // namespace dxpriv::pg

@@ -198,7 +198,7 @@ def test_attacks_on_distributed_releases():
         _refused(a, "SELECT dx.count(*) FROM ref", "0A000", "single node")
         _refused(a, "SELECT dx.median(age) FROM ref", "0A000", "single node")
         # internal functions written by hand: the release, the partial aggregate, a forged state
-        params = "'{3,1,0.1,1,5,1,1,1,0,0,0,1,0,0,0,1,1,0,0}'::float8[]"
+        params = "'{4,1,0.1,1,5,1,1,1,0,0,0,1,0,0,0,1,5,0.1,0,1,0,0}'::float8[]"
         _refused(a, f"SELECT dx._release_count(NULL, {params}, 0)")
         _refused(a, f"SELECT dx._partial(1.0, 0, {params}) FROM people")
         _refused(a, "SELECT dx._release_count('\\x01'::dx._linear_partial, '{1}', 0)")
@@ -206,7 +206,7 @@ def test_attacks_on_distributed_releases():
         # session's real release (read from its plan), is refused before it runs; dx._units only
         # computes a number from its arguments (no row is read)
         plan = "\n".join(r[0] for r in rows(owner, "EXPLAIN (VERBOSE) SELECT dx.sum(income) FROM people"))
-        real = re.search(r"('\{3,[^']*\}'::double precision\[\])", plan).group(1)
+        real = re.search(r"('\{4,[^']*\}'::double precision\[\])", plan).group(1)
         _refused(a, f"SELECT dx._release_sum(dx._state_of(123::numeric, NULL, {real}, 0), {real}, 0)", "42501")
         _refused(a, f"SELECT dx._state_of(sum(income)::numeric, NULL, {real}, 0) FROM people", "42501")
         _refused(a, f"SELECT dx._collect(0, income::numeric, 1::bigint, {real}) FROM people", "42501")
@@ -455,7 +455,7 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
         # refused with a hint, nothing charged
         before = scalar(conn, "SELECT count(*) FROM dx.ledger")
         _refused(a, "SELECT dx.count(*), dx.median(age) FROM people", "0A000", "cannot share a query")
-        params = "'{3,1,1,1,5,0,120,1,0,0,0,1,0,0,0,1,1,1,0}'::float8[]"
+        params = "'{4,1,1,1,5,0,120,1,0,0,0,1,0,0,0,1,5,1,0,1,1,0}'::float8[]"
         _refused(a, f"SELECT dx._em_collect(1, 0, {params}, 5::bigint)", "42501")
         _refused(a, f"SELECT dx._em_collect(age, 0, {params}, 1::bigint) FROM people", "42501")
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before

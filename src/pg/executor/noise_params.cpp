@@ -12,8 +12,8 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-constexpr int kHeader = 16;
-constexpr double kVersion = 3;
+constexpr int kHeader = 19;
+constexpr double kVersion = 4;
 constexpr int kUnitTail = 4; // optional: unit attnum, rows, groups, rows per group (after the cells)
 } // namespace
 
@@ -42,8 +42,13 @@ parse_noise_params(ArrayType *array)
 	p.delta = v[13];
 	p.epsilon_id = static_cast<int64>(v[14]);
 	p.sets = static_cast<int>(v[15]);
+	p.alloc_id = static_cast<int64>(v[16]);
+	p.alloc_epsilon = v[17];
+	p.alloc_delta = v[18];
 	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
 	    p.agg_index >= p.agg_count || !(v[14] >= 0) || p.sets < 1 || p.agg_count % p.sets != 0 || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
+	    !(v[16] >= 0 && v[16] < 9007199254740992.0) || !(p.alloc_epsilon >= 0) || !std::isfinite(p.alloc_epsilon) ||
+	    !(p.alloc_delta >= 0 && p.alloc_delta < 1) ||
 	    (n != kHeader + 3 * p.groups * p.components && n != kHeader + 3 * p.groups * p.components + kUnitTail))
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	const int cells_end = kHeader + 3 * p.groups * p.components;
@@ -72,7 +77,8 @@ build_noise_params(const NoiseParams &p)
 	                 static_cast<double>(p.charge_id), p.lo, p.hi, static_cast<double>(p.groups),
 	                 static_cast<double>(p.cache_key >> 32), static_cast<double>(p.cache_key & 0xffffffffu),
 	                 static_cast<double>(p.agg_index), static_cast<double>(p.agg_count), static_cast<double>(p.family),
-	                 p.delta, static_cast<double>(p.epsilon_id), static_cast<double>(p.sets)})
+	                 p.delta, static_cast<double>(p.epsilon_id), static_cast<double>(p.sets),
+	                 static_cast<double>(p.alloc_id), p.alloc_epsilon, p.alloc_delta})
 		d.push_back(Float8GetDatum(x));
 	for (double x : p.cells)
 		d.push_back(Float8GetDatum(x));

@@ -52,6 +52,7 @@ struct Charged {
 	double epsilon, delta;
 	int first_cell; // 0-based position of its first cell in the ledger's scales
 	int sets;       // grouping sets allocated together (agg_index = aggregate * sets + set)
+	double release_epsilon; // its allocation's total: what the statement was charged for its release
 
 	// 1-based position of the aggregate among the statement's dx aggregates
 	int aggregate() const { return agg_index / sets + 1; }
@@ -75,18 +76,20 @@ struct Row {
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
 struct Log {
 	std::shared_ptr<Statement> statement;
-	std::map<std::tuple<int, int, int>, Row> rows;
+	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
 	std::set<std::pair<int64, int>> recorded;
 	bool unreported = false;
 };
 Log current;
 
-// The aggregate of the current statement with this index, or nullptr.
+// The aggregate of the current statement whose first ledger cell is first_cell, or nullptr (the
+// key of its rows: unique in the statement, also when several releases number their aggregates
+// from 0, and in ledger order).
 const Charged *
-charged_aggregate(int agg_index)
+charged_aggregate(int first_cell)
 {
 	for (const Charged &a : current.statement->aggregates)
-		if (a.agg_index == agg_index)
+		if (a.first_cell == first_cell)
 			return &a;
 	return nullptr;
 }
@@ -216,7 +219,7 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 		const NoiseParams &p = aggregates[i];
 		if (!exponential[i])
 			s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell,
-			                                     p.sets});
+			                                p.sets, p.alloc_epsilon});
 		cell += p.groups * p.components;
 	}
 	for (const Charged &c : s->aggregates)
@@ -244,7 +247,7 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 	if (!c || !current.recorded.insert({charge_id, group}).second)
 		return;
 	current.unreported = true;
-	const int a = c->agg_index;
+	const int a = c->first_cell;
 	const int first = c->first_cell + group * c->components + 1;
 	if (components == 1) {
 		current.rows[{a, group, 0}] = Row{first, "value", answer, plans[0], confidence_half_width(plans[0]), false};
@@ -295,7 +298,7 @@ DX_FUNCTION(dx_last_release)
 		int cell, aggregate;
 		std::string kind, expression, group, component, noise, method;
 		bool has_kind, has_expression;
-		double answer, scale, half, epsilon, delta;
+		double answer, scale, half, epsilon, delta, release_epsilon;
 		bool has_scale, has_half, reused;
 	};
 	std::vector<Out> out;
@@ -324,6 +327,7 @@ DX_FUNCTION(dx_last_release)
 			o.method = row.delta_method ? "delta_method" : "exact";
 			o.epsilon = c->epsilon;
 			o.delta = c->delta;
+			o.release_epsilon = c->release_epsilon;
 			o.reused = current.statement->reused;
 			out.push_back(std::move(o));
 		}
@@ -331,8 +335,8 @@ DX_FUNCTION(dx_last_release)
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (const Out &o : out) {
-			Datum values[16];
-			bool nulls[16] = {false};
+			Datum values[17];
+			bool nulls[17] = {false};
 			values[0] = Int32GetDatum(o.cell);
 			nulls[0] = o.cell == 0;
 			values[1] = Int32GetDatum(o.aggregate);
@@ -355,6 +359,7 @@ DX_FUNCTION(dx_last_release)
 			values[13] = Float8GetDatum(o.epsilon);
 			values[14] = Float8GetDatum(o.delta);
 			values[15] = BoolGetDatum(o.reused);
+			values[16] = Float8GetDatum(o.release_epsilon);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});

@@ -1,6 +1,9 @@
-// Charging: before a statement runs, every noisy aggregate in its plan is paid from the budget
-// of the current role and recorded in the ledger. Runs at ExecutorStart, so prepared statements,
-// cursors and functions are charged on every execution; EXPLAIN without ANALYZE is not charged.
+// Charging: before a statement runs, every allocation its plan's noisy aggregates belong to is
+// paid, once and for its whole total (noise_params.h: also the aggregates the planner removed),
+// from the budget of the current role and recorded in the ledger, after checking that the
+// aggregates the plan releases agree with their allocations. Runs at ExecutorStart, so prepared
+// statements, cursors and functions are charged on every execution; EXPLAIN without ANALYZE is not
+// charged. Parallel workers find the paid charge ids in dxpriv.charged_releases.
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
@@ -25,11 +28,14 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 }
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -56,6 +62,7 @@ struct Charge {
 	NoiseParams params;
 	int aggno;
 	bool exponential; // dx.mode/quantile/median: the scale is 2·S_EM/eps of the exponential mechanism
+	int seq = 0;      // order in which the plan walk first met the aggregate
 };
 
 struct PlanScan {
@@ -63,7 +70,77 @@ struct PlanScan {
 	std::map<int64, Charge> charges; // by charge id: an aggregate appearing twice is paid once
 	int final_node = -1;             // plan_node_id of the finalize-phase Agg above, or -1
 	std::vector<std::tuple<int, int, NoiseParams>> finals; // (final_node, aggno, params) of partial Aggrefs
+	bool below_gather = false;       // the node being visited is under a Gather (Merge)
+	bool final_in_worker = false;    // some noisy aggregate's final function may run in a parallel worker
 };
+
+// One allocation of the statement (noise_params.h): the release whose cells were calibrated
+// together within `epsilon`. It is charged once, for its total, whichever of its aggregates the
+// planner kept.
+struct Allocation {
+	Oid relid = InvalidOid;
+	double epsilon = 0, delta = 0;
+	int members = 0;       // aggregates (grouping-set copies) allocated together
+	uint64 cache_key = 0;
+	std::set<int> kept;    // agg_index of the aggregates the plan releases
+	std::map<int64, double> kept_epsilon; // their epsilons, by epsilon id (the sets' copies share one)
+};
+
+// True when a and b agree to a relative 1e-9 (sums of the same epsilons in another order).
+bool
+same_total(double a, double b)
+{
+	return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+// The allocations of the statement's noisy aggregates, checked: every aggregate carries the
+// identity of its allocation, all aggregates of one allocation agree on its totals, table and
+// size, and what the kept aggregates were given never exceeds (and, when all are kept, equals)
+// the total that will be charged. Raises an internal error otherwise: the plan would release
+// cells whose noise was calibrated for a budget other than the one charged.
+std::map<int64, Allocation>
+allocations_of(const std::vector<Charge> &charges)
+{
+	auto broken = [](const char *what) {
+		fail(ERRCODE_INTERNAL_ERROR, std::string("dxpriv refuses a plan whose releases do not match their charge: ") + what,
+		     "No answer was released and nothing was charged. Please report this query.");
+	};
+	std::map<int64, Allocation> out;
+	for (const Charge &c : charges) {
+		const NoiseParams &p = c.params;
+		if (p.alloc_id == 0 || !(p.alloc_epsilon > 0))
+			broken("an aggregate carries no allocation");
+		auto [it, first] = out.try_emplace(p.alloc_id);
+		Allocation &a = it->second;
+		if (first) {
+			a.relid = p.relid;
+			a.epsilon = p.alloc_epsilon;
+			a.delta = p.alloc_delta;
+			a.members = p.agg_count;
+			a.cache_key = p.cache_key;
+		} else if (a.relid != p.relid || a.epsilon != p.alloc_epsilon || a.delta != p.alloc_delta ||
+		           a.members != p.agg_count || a.cache_key != p.cache_key) {
+			broken("aggregates of one allocation disagree on its totals");
+		}
+		if (!a.kept.insert(p.agg_index).second)
+			broken("two aggregates of one allocation share a position");
+		auto [e, fresh] = a.kept_epsilon.try_emplace(p.charged_epsilon_id(), p.epsilon);
+		if (!fresh && e->second != p.epsilon)
+			broken("copies of one aggregate disagree on its epsilon");
+	}
+	for (const auto &[id, a] : out) {
+		double given = 0;
+		for (const auto &[eid, eps] : a.kept_epsilon)
+			given += eps;
+		if (given > a.epsilon && !same_total(given, a.epsilon))
+			broken("the kept aggregates were given more epsilon than their allocation");
+		if (static_cast<int>(a.kept.size()) == a.members && !same_total(given, a.epsilon))
+			broken("an allocation's total is not the sum of its aggregates' epsilons");
+		if (static_cast<int>(a.kept.size()) > a.members)
+			broken("an allocation has more aggregates than it was made for");
+	}
+	return out;
+}
 
 // Collects noisy Aggrefs whose constant parameters are present (simple or partial phase; the
 // finalize-phase copy has its arguments replaced and shares the charge id).
@@ -82,8 +159,12 @@ collect_aggrefs(Node *node, void *ctx)
 			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
 			if (scan->final_node >= 0)
 				scan->finals.emplace_back(scan->final_node, a->aggno, p);
+			if (scan->below_gather && !DO_AGGSPLIT_SKIPFINAL(a->aggsplit))
+				scan->final_in_worker = true; // a whole aggregate under a Gather: a worker may release it
+			const int seq = scan->charges.count(p.charge_id) ? scan->charges[p.charge_id].seq
+			                                                   : static_cast<int>(scan->charges.size());
 			scan->charges[p.charge_id] =
-			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect};
+			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect, seq};
 		}
 	}
 	// a release of a distributed table (planner/distributed.h): its parameters are the second argument
@@ -92,9 +173,28 @@ collect_aggrefs(Node *node, void *ctx)
 		if (!k)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
-		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false});
+		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false, static_cast<int>(scan->charges.size())});
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
+}
+
+// Walker of releases_in_workers: a noisy Aggref whose final function runs where it is evaluated.
+bool
+worker_release_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	const ExtensionObjects *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, Aggref) && (ext->is_internal(castNode(Aggref, node)->aggfnoid)) &&
+	    !DO_AGGSPLIT_SKIPFINAL(castNode(Aggref, node)->aggsplit))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(worker_release_walker), ctx);
+}
+
+bool
+contains_worker_release(Node *node, const ExtensionObjects &ext)
+{
+	return worker_release_walker(node, const_cast<ExtensionObjects *>(&ext));
 }
 
 // Text fingerprint of a statement: its query id, or a hash of its text.
@@ -162,17 +262,6 @@ unit_suffix(Oid relid, const std::vector<Charge> &cs)
 	return "";
 }
 
-// Delta a table's share of a statement spends: the (epsilon, delta) linear mechanism's, once per
-// statement (its aggregates are one release calibrated together); 0 for pure epsilon.
-double
-statement_delta(const std::vector<Charge> &cs)
-{
-	double delta = 0;
-	for (const Charge &c : cs)
-		if (!c.exponential)
-			delta = std::max(delta, c.params.delta);
-	return delta;
-}
 
 // Parameters of the statement's aggregates in aggregate order, and which are dx.mode/quantile/median.
 std::vector<NoiseParams>
@@ -234,6 +323,52 @@ refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 	}
 }
 
+// dxpriv.charged_releases: the charge ids paid by the statements this backend runs now, as text.
+// Parallel workers receive the leader's settings (PostgreSQL serialises them when it launches them)
+// and consult this list where the leader consults charged_ids: a worker runs only plans its leader
+// started, but the leader's memory is not theirs. Set by the leader only (superuser-only, local to
+// the transaction); an analyst cannot set it.
+char *guc_charged_releases = nullptr;
+std::string worker_ids_text;              // the value worker_ids was parsed from
+std::unordered_set<int64> worker_ids;     // in a parallel worker: the leader's charged ids
+
+// Publishes the ids of the running statements' charges to the parallel workers they launch.
+void
+publish_to_workers()
+{
+	if (IsInParallelMode()) // (settings cannot change during a parallel operation; nothing new starts)
+		return;
+	std::string text;
+	for (auto &kv : running_charges)
+		for (auto &c : kv.second)
+			if (charged_ids.count(c.first))
+				text += (text.empty() ? "" : ",") + std::to_string(c.first);
+	pg_call([&] {
+		(void) set_config_option("dxpriv.charged_releases", text.c_str(), PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+		                         true, 0, false);
+	});
+}
+
+// In a parallel worker: whether the leader published charge_id as paid.
+bool
+leader_charged(int64 charge_id)
+{
+	const char *text = guc_charged_releases ? guc_charged_releases : "";
+	if (worker_ids_text != text) {
+		worker_ids.clear();
+		worker_ids_text = text;
+		for (const char *p = text; *p;) {
+			char *end = nullptr;
+			const long long id = strtoll(p, &end, 10);
+			if (end == p)
+				break;
+			worker_ids.insert(static_cast<int64>(id));
+			p = *end == ',' ? end + 1 : end;
+		}
+	}
+	return worker_ids.count(charge_id) > 0;
+}
+
 // Charges every table's share through the ledger worker, which commits the budget update and the
 // ledger rows in its own durable transaction before this returns; errors (and answers nothing)
 // when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
@@ -244,7 +379,8 @@ charge_plan(QueryDesc *qd)
 	if (!ext)
 		return;
 	PlanScan scan{ext, {}};
-	walk_plan_expressions(qd->plannedstmt, [&](Node *n) { collect_aggrefs(n, &scan); }, nullptr, &scan.final_node);
+	walk_plan_expressions(qd->plannedstmt, [&](Node *n) { collect_aggrefs(n, &scan); }, nullptr, &scan.final_node,
+	                      &scan.below_gather);
 	if (scan.charges.empty())
 		return;
 	if (!running_charges.empty()) {
@@ -255,8 +391,11 @@ charge_plan(QueryDesc *qd)
 		bool all_running = true;
 		for (auto &kv : scan.charges)
 			all_running = all_running && running.count(kv.first) > 0 && charged_ids.count(kv.first) > 0;
-		if (all_running)
-			return; // paid by the statement this one is part of
+		if (all_running) { // paid by the statement this one is part of
+			if (qd->plannedstmt->parallelModeNeeded)
+				publish_to_workers();
+			return;
+		}
 	}
 	for (auto &kv : scan.charges) {
 		answer_cache_new_execution(kv.first);
@@ -269,9 +408,21 @@ charge_plan(QueryDesc *qd)
 	std::vector<Charge> ordered;
 	for (auto &kv : scan.charges)
 		ordered.push_back(kv.second);
-	std::sort(ordered.begin(), ordered.end(), [](const Charge &a, const Charge &b) {
+	// (several releases in one statement: release by release, in the order the plan meets them)
+	std::map<int64, int> release_seq;
+	for (const Charge &c : ordered) {
+		auto [it, fresh] = release_seq.try_emplace(c.params.alloc_id, c.seq);
+		if (!fresh)
+			it->second = std::min(it->second, c.seq);
+	}
+	std::sort(ordered.begin(), ordered.end(), [&](const Charge &a, const Charge &b) {
+		const int ra = release_seq[a.params.alloc_id], rb = release_seq[b.params.alloc_id];
+		if (ra != rb)
+			return ra < rb;
 		return a.aggno != b.aggno ? a.aggno < b.aggno : a.params.agg_index < b.params.agg_index;
 	});
+	// what the plan releases, checked against what was allocated: each allocation is charged its total
+	const std::map<int64, Allocation> allocations = allocations_of(ordered);
 	std::map<Oid, std::vector<Charge>> by_table;
 	for (const Charge &c : ordered)
 		by_table[c.params.relid].push_back(c);
@@ -281,8 +432,9 @@ charge_plan(QueryDesc *qd)
 	// Answer reuse: an identical query of this role gets its stored answers back, free of charge.
 	const Oid asking = GetUserId();
 	const NoiseParams &first = ordered.front().params;
-	bool cacheable = first.cache_key != 0 && guc_cache_lifetime > 0 &&
-	                 ordered.size() == static_cast<size_t>(first.agg_count);
+	// (not when a parallel worker may run a final function: it could not replay the stored answers)
+	bool cacheable = first.cache_key != 0 && guc_cache_lifetime > 0 && !scan.final_in_worker &&
+	                 ordered.size() == static_cast<size_t>(first.agg_count) && allocations.size() == 1;
 	for (const Charge &c : ordered)
 		cacheable = cacheable && c.params.cache_key == first.cache_key;
 	// where each aggregate's answers lie in the cached entry: after those of the aggregates before it
@@ -315,12 +467,20 @@ charge_plan(QueryDesc *qd)
 		ledger::Item it;
 		it.relid = kv.first;
 		it.epsilon = 0;
-		std::set<int64> epsilon_ids; // the grouping sets' copies of one aggregate share its epsilon
-		for (const Charge &c : kv.second)
-			if (epsilon_ids.insert(c.params.charged_epsilon_id()).second)
-				it.epsilon += c.params.epsilon;
+		it.delta = 0;
+		// every allocation on the table, for its whole total (the epsilon and delta its cells were
+		// calibrated with, also for the aggregates the planner removed); several releases compose
+		int kept = 0, members = 0;
+		for (const auto &[id, a] : allocations)
+			if (a.relid == kv.first) {
+				it.epsilon += a.epsilon;
+				it.delta += a.delta;
+				kept += static_cast<int>(a.kept.size());
+				members += a.members;
+			}
 		it.mechanism = mechanism_name(kv.second) + unit_suffix(kv.first, kv.second);
-		it.delta = statement_delta(kv.second);
+		if (kept < members)
+			it.mechanism += " (" + std::to_string(kept) + " of " + std::to_string(members) + " aggregates released)";
 		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component
 			for (int g = 0; g < c.params.groups; ++g)
 				for (int k = 0; k < c.params.components; ++k)
@@ -349,6 +509,8 @@ charge_plan(QueryDesc *qd)
 			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
+	if (qd->plannedstmt->parallelModeNeeded)
+		publish_to_workers();
 }
 
 } // namespace
@@ -444,6 +606,8 @@ released_by_running_statement(Oid relid)
 bool
 was_charged(int64 charge_id)
 {
+	if (IsParallelWorker())
+		return leader_charged(charge_id);
 	return charged_ids.count(charge_id) > 0;
 }
 
@@ -459,9 +623,58 @@ lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoisePa
 }
 
 // See dxpriv.h.
+bool
+releases_in_workers(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt->parallelModeNeeded)
+		return false;
+	bool below_gather = false, found = false;
+	walk_plan_expressions(
+	    stmt,
+	    [&](Node *n) {
+		    if (below_gather && !found)
+			    found = contains_worker_release(n, *ext);
+	    },
+	    nullptr, nullptr, &below_gather);
+	return found;
+}
+
+namespace {
+
+bool
+holds_noisy_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	const ExtensionObjects *ext = static_cast<const ExtensionObjects *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(holds_noisy_walker), ctx, 0);
+	if (IsA(node, Aggref) && ext->is_internal(castNode(Aggref, node)->aggfnoid))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(holds_noisy_walker), ctx);
+}
+
+} // namespace
+
+// See dxpriv.h.
+bool
+holds_noisy_aggregates(Query *q)
+{
+	const ExtensionObjects *ext = extension_objects();
+	return ext && query_tree_walker(q, reinterpret_cast<bool (*)()>(holds_noisy_walker), const_cast<ExtensionObjects *>(ext), 0);
+}
+
+// See dxpriv.h.
 void
 install_charging_hooks()
 {
+	DefineCustomStringVariable("dxpriv.charged_releases", "Charge ids paid by the running statements (internal).",
+	                           "Set by dxpriv for its parallel workers; not to be set by hand.", &guc_charged_releases,
+	                           "", PGC_SUSET,
+	                           GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE |
+	                               GUC_DISALLOW_IN_AUTO_FILE,
+	                           nullptr, nullptr, nullptr);
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dx_executor_start;
 	prev_executor_end = ExecutorEnd_hook;

@@ -298,9 +298,18 @@ collect_attnos(Node *expr, std::set<AttrNumber> &out)
 
 // ---- identities: charge ids and the answer-cache key ----
 
+// The allocation a release's aggregates belong to (noise_params.h): every aggregate carries its id
+// and totals, and the statement is charged the totals whatever the planner keeps.
+struct AllocationIdentity {
+	double epsilon = 0; // all of the allocation's aggregates: linear cells and exponential mechanism
+	double delta = 0;   // the linear mechanism's delta (0: pure epsilon)
+};
+
 struct StampContext {
 	const ExtensionObjects *ext;
 	uint64 key;
+	AllocationIdentity allocation;
+	int64 alloc_id = 0;
 	std::map<int, int64> charge_ids;  // aggregate index -> charge id
 	std::map<int, int64> epsilon_ids; // aggregate of a grouping-set statement -> its sets' epsilon id
 };
@@ -338,6 +347,11 @@ stamp_walker(Node *node, void *ctx)
 			p.epsilon_id = shared;
 		}
 		p.cache_key = c->key;
+		if (c->alloc_id == 0)
+			c->alloc_id = random_id();
+		p.alloc_id = c->alloc_id;
+		p.alloc_epsilon = c->allocation.epsilon;
+		p.alloc_delta = c->allocation.delta;
 		k->constvalue = PointerGetDatum(build_noise_params(p));
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(stamp_walker), ctx);
@@ -419,12 +433,12 @@ query_cache_key(Query *q)
 	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(normal.data()), static_cast<int>(normal.size()), 0x6478);
 }
 
-// Gives the rewritten aggregates their charge ids and the query's cache key; returns the charge id
-// of every aggregate index.
+// Gives the rewritten aggregates their charge ids, the query's cache key and the identity of their
+// allocation; returns the charge id of every aggregate index.
 std::map<int, int64>
-stamp_identities(Query *q, const ExtensionObjects &ext)
+stamp_identities(Query *q, const ExtensionObjects &ext, const AllocationIdentity &allocation)
 {
-	StampContext ctx{&ext, query_cache_key(q), {}, {}};
+	StampContext ctx{&ext, query_cache_key(q), allocation};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
 	return ctx.charge_ids;
 }
@@ -1427,7 +1441,11 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 			capture_cells(a, plan, 0, j, "");
 	}
 	ReleaseText text = rewrite_release(q, ext, a, plan, 0, family, delta, nullptr);
-	const std::map<int, int64> ids = stamp_identities(q, ext);
+	// the allocation: the linear cells' epsilon and every exponential-mechanism aggregate's own
+	AllocationIdentity allocation{a.eps_total, delta};
+	for (const EmSpec &s : a.em.specs)
+		allocation.epsilon += s.epsilon;
+	const std::map<int, int64> ids = stamp_identities(q, ext, allocation);
 	register_releases(a.specs, ids, std::move(text.descriptions), std::move(text.labels));
 }
 
@@ -1733,7 +1751,7 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 		texts.push_back(rewrite_release(branches[s], ext, *parts[s], plan, offset[s], family, delta, &set));
 	}
 	*q = *u;
-	StampContext ctx{&ext, grouping_sets_cache_key(branches), {}, {}};
+	StampContext ctx{&ext, grouping_sets_cache_key(branches), AllocationIdentity{first.eps_total, delta}};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
 	for (size_t s = 0; s < parts.size(); ++s)
 		register_releases(parts[s]->specs, ctx.charge_ids, std::move(texts[s].descriptions), std::move(texts[s].labels));

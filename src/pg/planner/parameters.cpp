@@ -180,8 +180,27 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 		(void) set_config_option("standard_conforming_strings", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 		                         true, 0, false);
 	}
+	// a copy to plan again when a noisy aggregate's final function would run in a parallel worker
+	Query *again = nullptr;
+	guarded([&] {
+		if (!in_internal_query() && releases == NIL && holds_noisy_aggregates(parse))
+			again = copy_node(parse);
+	});
 	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
 	                                   : standard_planner(parse, query_string, cursor_options, params);
+	bool in_workers = false;
+	if (again)
+		guarded([&] { in_workers = releases_in_workers(result); });
+	if (in_workers) { // whole aggregates under a Gather: the leader must release (charge.cpp)
+		const int level = NewGUCNestLevel();
+		(void) set_config_option("force_parallel_mode", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+		                         false);
+		(void) set_config_option("enable_parallel_append", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+		                         0, false);
+		result = prev_planner ? prev_planner(again, query_string, cursor_options, params)
+		                      : standard_planner(again, query_string, cursor_options, params);
+		AtEOXact_GUC(true, level);
+	}
 	if (prune || exact)
 		AtEOXact_GUC(true, guc_level);
 	if (releases != NIL)
