@@ -32,8 +32,14 @@ BEGIN
 	END IF;
 	INSERT INTO dx.analysts (role) VALUES (role) ON CONFLICT ON CONSTRAINT analysts_pkey DO NOTHING;
 	PERFORM dx._invalidate('dx.analysts'::regclass);
+	-- rows of tables that no longer exist (left before the DDL triggers existed) protect nothing
+	DELETE FROM dx.protected_tables p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
+	IF FOUND THEN
+		PERFORM dx._invalidate('dx.protected_tables'::regclass);
+	END IF;
+	-- PUBLIC, this role, its members and the other analysts lose every privilege on protected tables
 	FOR t IN SELECT relid FROM dx.protected_tables LOOP
-		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, role::text);
+		PERFORM dx._revoke_from_analysts(t);
 	END LOOP;
 END $$;
 
