@@ -123,7 +123,7 @@ ALTER TABLE ddl30_staff RENAME COLUMN extra TO other;
 ALTER TABLE ddl30_staff DROP COLUMN other;
 SELECT attribute, attributes FROM dx.attribute_policies WHERE relid = 'ddl30_staff'::regclass;
 DROP TABLE ddl30_staff;
-SELECT count(*) AS attribute_policies_left FROM dx.attribute_policies;
+SELECT count(*) AS stale_attribute_policies FROM dx.attribute_policies a WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = a.relid);
 
 -- DROP TABLE: policy, declarations, budgets and public rows go; ledger rows stay (history)
 SELECT count(*) AS ledger_rows_before FROM dx.ledger WHERE role = 'ddl30_analyst'::regrole;
