@@ -26,7 +26,7 @@ $$;
 
 -- Called by the ddl_command_start trigger before ALTER TABLE ... RENAME COLUMN old_name TO
 -- new_name runs (the updates roll back with the statement if it fails): declared columns, column
--- groups and the privacy unit follow the new name. A column of an attribute-privacy model is
+-- groups, the privacy unit and median sessions follow the new name. A column of an attribute-privacy model is
 -- refused (0A000): its name is part of the declared model.
 CREATE FUNCTION dx._ddl_rename_column(rel regclass, old_name name, new_name name, recurse boolean) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -49,6 +49,8 @@ BEGIN
 		UPDATE dx.protected_column_groups g SET columns = array_replace(g.columns, old_name, new_name)
 		WHERE g.relid = t AND old_name = ANY (g.columns);
 		UPDATE dx.privacy_units u SET unit_column = new_name WHERE u.relid = t AND u.unit_column = old_name;
+		UPDATE dx.median_sessions s SET columns = array_replace(s.columns, old_name, new_name)
+		WHERE s.source = t AND old_name = ANY (s.columns);
 		PERFORM dx._invalidate(t);
 	END LOOP;
 END $$;

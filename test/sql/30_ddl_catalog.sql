@@ -47,9 +47,13 @@ BEGIN
 END $$;
 SELECT ddl30_check('ddl30', 'age');
 
--- RENAME COLUMN: the declaration follows the new name
+-- RENAME COLUMN: the declaration follows the new name, and so does a median session over it
+SELECT dx.grant_budget(current_user::regrole, 'ddl30', 10);
+SELECT dx.median_session_open('ddl30', ARRAY['age', 'sex'], 'marginals:1', 0.5) AS sid \gset
 ALTER TABLE ddl30 RENAME COLUMN age TO years;
 SELECT relid, column_name FROM dx.protected_columns WHERE relid = 'ddl30'::regclass ORDER BY 2;
+SELECT columns FROM dx.median_sessions WHERE id = :sid;
+SELECT status FROM dx.median_session_query(:sid, 2);
 SELECT ddl30_check('ddl30', 'years');
 SELECT err('SELECT dx.count(*) FROM ddl30 WHERE note = ''x''') AS undeclared_still_refused;
 SELECT dx.add_analyst('ddl30_other');
@@ -132,6 +136,7 @@ DROP TABLE ddl30_geo;
 SELECT count(*) AS policies FROM dx.protected_tables p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
 SELECT count(*) AS grants FROM dx.budget_grants WHERE role = 'ddl30_analyst'::regrole;
 SELECT count(*) AS ledger_rows_after FROM dx.ledger WHERE role = 'ddl30_analyst'::regrole;
+SELECT status AS session_over_dropped_table FROM dx.median_sessions WHERE id = :sid;
 SELECT dx.add_analyst('ddl30_other');
 SELECT dx.remove_analyst('ddl30_other');
 -- DROP SCHEMA ... CASCADE drops protected and public tables alike
