@@ -26,6 +26,12 @@ SELECT dx.add_analyst('ddl30_analyst');
 SELECT dx.protect_table('ddl30', 1.0);
 SELECT pg_catalog.array_to_string(ARRAY(SELECT a::text FROM unnest(relacl) a ORDER BY 1), ' ') AS acl FROM pg_class WHERE oid = 'ddl30'::regclass;
 SELECT has_column_privilege('ddl30_analyst', 'ddl30', 'note', 'SELECT') AS analyst_note;
+-- grants after protection are revoked again (with a WARNING); other roles keep theirs
+GRANT SELECT ON ddl30 TO PUBLIC;
+GRANT SELECT (age) ON ddl30 TO ddl30_member;
+GRANT UPDATE ON ddl30 TO ddl30_other;
+SELECT pg_catalog.array_to_string(ARRAY(SELECT a::text FROM unnest(relacl) a ORDER BY 1), ' ') AS acl FROM pg_class WHERE oid = 'ddl30'::regclass;
+SELECT has_column_privilege('ddl30_member', 'ddl30', 'age', 'SELECT') AS member_age;
 SELECT dx.set_column('ddl30', 'age', '{"min": 0, "max": 99}', '{"type": "absolute", "scale": 10}');
 SELECT dx.set_column('ddl30', 'sex', '{"values": ["F", "M"]}', '{"type": "discrete"}');
 SELECT dx.grant_budget('ddl30_analyst', 'ddl30', 100);
