@@ -289,3 +289,18 @@ def test_a_session_opened_before_the_unit_is_refused_after_it():
         assert len(fetch(analyst, f"SELECT * FROM dx.median_session_queries({sid})")) == 10
         analyst.close()
         admin.close()
+
+
+def test_rows_are_read_as_the_owner_only_through_the_gate():
+    """The owner of a protected table is looked up (to read its rows as that owner) only by the gate
+    src/pg/metadata/protected_rows.cpp; a new reader must use ProtectedRowRead and so inherits the
+    privacy-unit refusal. (The lookup aggregates' owner switches, which bound units, live in the
+    analyzer and the Citus glue and do not call relation_owner.)"""
+    import pathlib
+    import re
+    src = pathlib.Path(__file__).resolve().parents[2] / "src" / "pg"
+    callers = sorted(str(p.relative_to(src)) for p in src.rglob("*.cpp")
+                     if re.search(r"\brelation_owner\s*\(", p.read_text()))
+    assert callers == ["metadata/policy.cpp", "metadata/protected_rows.cpp"], callers
+    definition = (src / "metadata" / "policy.cpp").read_text()
+    assert len(re.findall(r"\brelation_owner\s*\(", definition)) == 1, "policy.cpp only defines relation_owner"
