@@ -125,34 +125,7 @@ BEGIN
 	END LOOP;
 END $$;
 
--- ddl_command_end of GRANT: a privilege on a protected table granted to PUBLIC, to an analyst role
--- or to a member of one (table or column privilege) is revoked again, with a WARNING (dx.protect_table
--- revokes them when a table is protected; Citus copies a table's grants onto its shards).
-CREATE FUNCTION dx._on_grant() RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	t regclass;
-BEGIN
-	FOR t IN
-		SELECT p.relid FROM dx.protected_tables p JOIN pg_catalog.pg_class c ON c.oid = p.relid
-		WHERE EXISTS (
-			SELECT 1 FROM (SELECT c.relacl AS acl
-			               UNION ALL
-			               SELECT at.attacl FROM pg_catalog.pg_attribute at WHERE at.attrelid = c.oid AND at.attacl IS NOT NULL) x,
-			              pg_catalog.aclexplode(x.acl) a
-			WHERE a.grantee <> c.relowner
-			  AND (a.grantee = 0 OR EXISTS (SELECT 1 FROM dx.analysts an JOIN pg_catalog.pg_roles r ON r.oid = an.role
-			                                WHERE pg_catalog.pg_has_role(a.grantee, an.role, 'MEMBER'))))
-		ORDER BY 1
-	LOOP
-		RAISE WARNING 'privileges on protected table % granted to PUBLIC or to an analyst were revoked', t
-			USING HINT = 'Analysts reach protected tables only through dxpriv''s aggregates; grant other roles by name.';
-		PERFORM dx._revoke_from_analysts(t);
-	END LOOP;
-END $$;
-
 REVOKE EXECUTE ON FUNCTION dx._ddl_family(oid, boolean) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION dx._on_grant() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._ddl_declares(oid, name) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._ddl_rename_column(regclass, name, name, boolean) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._ddl_check_column_type(regclass, name, boolean) FROM PUBLIC;
@@ -162,4 +135,3 @@ REVOKE EXECUTE ON FUNCTION dx._on_sql_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
 	EXECUTE FUNCTION dx._on_ddl_start();
 CREATE EVENT TRIGGER dx_sql_drop ON sql_drop EXECUTE FUNCTION dx._on_sql_drop();
-CREATE EVENT TRIGGER dx_grant ON ddl_command_end WHEN TAG IN ('GRANT') EXECUTE FUNCTION dx._on_grant();
