@@ -36,17 +36,22 @@ BEGIN
 	END IF;
 END $$;
 
--- Takes every privilege on rel away from the analyst roles (they reach it only through dxpriv).
+-- Takes every privilege on rel away from PUBLIC, from the analyst roles and from every role that
+-- is a member of one (they reach it only through dxpriv; Citus copies a table's grants onto its
+-- shards). Roles that no longer exist are skipped.
 CREATE FUNCTION dx._revoke_from_analysts(rel regclass) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	r regrole;
+	r name;
 BEGIN
+	EXECUTE format('REVOKE ALL ON TABLE %s FROM PUBLIC', rel);
 	IF to_regclass('dx.analysts') IS NULL THEN
 		RETURN;
 	END IF;
-	FOR r IN EXECUTE 'SELECT role FROM dx.analysts' LOOP
-		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', rel, r::text);
+	FOR r IN EXECUTE 'SELECT DISTINCT g.rolname FROM pg_catalog.pg_roles g, dx.analysts a, pg_catalog.pg_roles ar '
+	                 'WHERE ar.oid = a.role AND pg_catalog.pg_has_role(g.oid, a.role, ''MEMBER'') AND NOT g.rolsuper '
+	                 'AND g.oid <> (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = $1) ORDER BY 1' USING rel LOOP
+		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', rel, r);
 	END LOOP;
 END $$;
 
@@ -66,6 +71,10 @@ BEGIN
 		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
 			HINT = 'Only ordinary and partitioned tables can be protected.';
 	END IF;
+	IF (SELECT relpersistence FROM pg_class WHERE oid = rel) = 't' THEN
+		RAISE EXCEPTION 'temporary table % cannot be protected', rel USING ERRCODE = '0A000',
+			HINT = 'A temporary table disappears with its session, without DDL that dxpriv''s catalog could follow; protect a permanent table.';
+	END IF;
 	IF to_regclass('dx.public_tables') IS NOT NULL AND EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = rel) THEN
 		RAISE EXCEPTION 'table "%" is public and cannot be protected', rel USING ERRCODE = '22023',
 			HINT = 'Call dx.set_public(table, false) first.';
@@ -77,10 +86,21 @@ BEGIN
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
 
--- Removes a table's policy, declared columns and budgets (the ledger is kept).
+-- Removes a table's policy, declared columns and budgets (the ledger is kept). The rows of a
+-- table that no longer exists (left by a version without the DDL triggers) are removed by anyone:
+-- they protect nothing.
 CREATE FUNCTION dx.unprotect_table(rel regclass)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	IF rel IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = rel) THEN
+		DELETE FROM dx.protected_tables WHERE relid = rel;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'table % does not exist and is not protected', rel::oid USING ERRCODE = '42P01',
+				HINT = 'See dx.protected_tables for the protected tables.';
+		END IF;
+		PERFORM dx._invalidate('dx.protected_tables'::regclass);
+		RETURN;
+	END IF;
 	PERFORM dx._check_owner(rel);
 	DELETE FROM dx.protected_tables WHERE relid = rel;
 	IF NOT FOUND THEN
@@ -351,6 +371,10 @@ BEGIN
 	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
 		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
 			HINT = 'Only ordinary and partitioned tables can be public; copy the rows of a view into a table.';
+	END IF;
+	IF (SELECT relpersistence FROM pg_class WHERE oid = rel) = 't' THEN
+		RAISE EXCEPTION 'temporary table % cannot be public', rel USING ERRCODE = '0A000',
+			HINT = 'A temporary table disappears with its session, without DDL that dxpriv''s catalog could follow; use a permanent table.';
 	END IF;
 	IF EXISTS (WITH RECURSIVE up(r) AS (SELECT rel::oid UNION
 	                 SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.r),

@@ -18,6 +18,7 @@ CREATE FUNCTION dx.add_analyst(role regrole)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	t regclass;
+	r name;
 BEGIN
 	IF NOT dx._caller_is_superuser() THEN
 		RAISE EXCEPTION 'only a superuser can add analysts' USING ERRCODE = '42501',
@@ -32,8 +33,17 @@ BEGIN
 	END IF;
 	INSERT INTO dx.analysts (role) VALUES (role) ON CONFLICT ON CONSTRAINT analysts_pkey DO NOTHING;
 	PERFORM dx._invalidate('dx.analysts'::regclass);
-	FOR t IN SELECT relid FROM dx.protected_tables LOOP
-		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, role::text);
+	-- rows of tables that no longer exist (left before the DDL triggers existed) protect nothing
+	DELETE FROM dx.protected_tables p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
+	IF FOUND THEN
+		PERFORM dx._invalidate('dx.protected_tables'::regclass);
+	END IF;
+	-- this role and its members lose every privilege on protected tables (grants the owner makes to
+	-- analysts afterwards, e.g. for BI tools, are the owner's explicit choice: README "Analysts")
+	FOR t, r IN SELECT p.relid, g.rolname FROM dx.protected_tables p, pg_roles g
+	            WHERE pg_has_role(g.oid, role, 'MEMBER') AND NOT g.rolsuper
+	              AND g.oid <> (SELECT c.relowner FROM pg_class c WHERE c.oid = p.relid) ORDER BY 1, 2 LOOP
+		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, r);
 	END LOOP;
 END $$;
 

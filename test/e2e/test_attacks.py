@@ -2019,27 +2019,28 @@ SOURCE_ADMIN_SETUP = [
     "GRANT SELECT ON visits, visits_2024 TO PUBLIC",
 ]
 SOURCE_ANALYST_SETUP = [
-    "CREATE TEMP TABLE mine (zip text, x float8, y float8)",
-    "SELECT dx.protect_table('pg_temp.mine')",
+    # her own permanent table (dx.protect_table refuses temporary tables)
+    "CREATE TABLE mallory_ws.mine (zip text, x float8, y float8)",
+    "SELECT dx.protect_table('mallory_ws.mine')",
     "CREATE TEMP TABLE my_edges (a text, b text, w float8)",
     "INSERT INTO my_edges VALUES ('1', '2', 1)",
     # a domain type whose CHECK constraint reports who runs it, then tries to read the protected table
     "CREATE FUNCTION mallory_ws.probe(v text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
     "RAISE NOTICE 'runs as %', current_user; PERFORM (SELECT max(name) FROM public.people); RETURN true; END $$",
     "CREATE DOMAIN mallory_ws.probed AS text CHECK (mallory_ws.probe(VALUE))",
-    "CREATE TEMP TABLE mine_checked (c mallory_ws.probed)",
-    "SELECT dx.protect_table('pg_temp.mine_checked')",
+    "CREATE TABLE mallory_ws.mine_checked (c mallory_ws.probed)",
+    "SELECT dx.protect_table('mallory_ws.mine_checked')",
 ]
 ID_DOMAIN = '{"values": [' + ", ".join(f'"{i}"' for i in range(1, 51)) + ']}'
 
 
 def declare(metric_table, kind="graph"):
-    return (f"SELECT dx.set_column('pg_temp.mine', 'zip', '{ID_DOMAIN}', "
+    return (f"SELECT dx.set_column('mallory_ws.mine', 'zip', '{ID_DOMAIN}', "
             f"'{{\"type\": \"{kind}\", \"table\": \"{metric_table}\"}}')")
 
 
 def declare_points(points_table):
-    return (f"SELECT dx.set_column_group('pg_temp.mine', '{{x,y}}', '{{\"points_table\": \"{points_table}\"}}', "
+    return (f"SELECT dx.set_column_group('mallory_ws.mine', '{{x,y}}', '{{\"points_table\": \"{points_table}\"}}', "
             "'{\"type\": \"l2\", \"scale\": 1}')")
 
 
@@ -2074,6 +2075,9 @@ def own_table_is_accepted(ctx, conn, attempt):
 
 
 attack(C, "graph_from_own_temp_table", declare("pg_temp.my_edges"), Custom(own_table_is_accepted))
+# issue 21: her own temporary table would leave a dangling catalog row when she disconnects
+attack(C, "protect_own_temp_table", "SELECT dx.protect_table('pg_temp.my_edges')", Reject("0A000"))
+attack(C, "own_temp_table_public", "SELECT dx.set_public('pg_temp.my_edges')", Reject("0A000"))
 
 
 def declaration_code_runs_as_caller(ctx, conn, attempt):
@@ -2090,7 +2094,7 @@ def declaration_code_runs_as_caller(ctx, conn, attempt):
 
 
 attack(C, "domain_check_runs_as_superuser",
-       "SELECT dx.set_column('pg_temp.mine_checked', 'c', '{\"values\": [\"a\"]}', '{\"type\": \"discrete\"}')",
+       "SELECT dx.set_column('mallory_ws.mine_checked', 'c', '{\"values\": [\"a\"]}', '{\"type\": \"discrete\"}')",
        Custom(declaration_code_runs_as_caller))
 
 

@@ -16,6 +16,7 @@
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/catalog.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/row_condition.h"
 #include "pg/planner/universe_eval.h"
@@ -123,21 +124,10 @@ declared_column(const TablePolicy &policy, const std::string &table, const std::
 	     "Attribute releases read declared columns only; the table owner declares them with dx.set_column.");
 }
 
-// The owner of relid (the role dxpriv's fixed statements read the table as); the table exists.
-Oid
-owner_of(Oid relid)
-{
-	Oid owner = InvalidOid;
-	pg_call([&] { owner = relation_owner(relid); });
-	if (!OidIsValid(owner))
-		fail(ERRCODE_UNDEFINED_TABLE, "the table of this attribute release no longer exists", "Run the release again.");
-	return owner;
-}
-
 // Row count and sum of the column's domain points over the table, read as the table's owner by
 // dxpriv's fixed statement (see the file comment).
 void
-read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
+read_table(Oid relid, const ColumnPolicy &col, bool sum_release, double &records, double &sum)
 {
 	const Domain &d = col.domain;
 	std::vector<std::optional<double>> values(d.size());
@@ -151,7 +141,6 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 		hex += digits[b >> 4];
 		hex += digits[b & 15];
 	}
-	const Oid owner = owner_of(relid);
 	std::string sql;
 	pg_call([&] {
 		char bounds[256];
@@ -163,10 +152,10 @@ read_table(Oid relid, const ColumnPolicy &col, double &records, double &sum)
 		      "'::pg_catalog.bytea, 'r'::pg_catalog.text, " + quote_identifier(col.name.c_str()) + ", " + bounds +
 		      ")), 0)::pg_catalog.float8 FROM " + qualified_relation_name(relid);
 	});
-	InternalSpi spi(owner);
-	spi.exec_dynamic(sql.c_str());
-	records = DatumGetFloat8(spi.value(0, 0));
-	sum = DatumGetFloat8(spi.value(0, 1));
+	ProtectedRowRead read(relid, sum_release ? "dx.attr_sum" : "dx.attr_avg"); // refused with a privacy unit
+	read.spi().exec_dynamic(sql.c_str());
+	records = DatumGetFloat8(read.spi().value(0, 0));
+	sum = DatumGetFloat8(read.spi().value(0, 1));
 }
 
 // APGM of one gaussian policy (§6.3-6.5): sigma and, with a declared approximation, the charge of
@@ -328,7 +317,7 @@ analyse(Oid relid, const std::string &column, bool sum)
 			     "in the model's \"attributes\" (dx.protect_attribute).");
 	const TablePolicy policy = public_count_policy(relid, a);
 	const ColumnPolicy &col = declared_column(policy, a.table, column);
-	read_table(relid, col, a.records, a.exact_sum);
+	read_table(relid, col, sum, a.records, a.exact_sum);
 	if (!(a.records >= 1))
 		fail(ERRCODE_NO_DATA, "table \"" + a.table + "\" has no rows",
 		     "The attribute-privacy model describes tables of n >= 1 records.");
@@ -373,7 +362,6 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
            double &records, double &count)
 {
 	const ExtensionObjects *ext = extension_objects();
-	Oid owner = InvalidOid;
 	std::string sql;
 	// every name the lookup deparses to is qualified: nothing resolves through the caller's search_path;
 	// its float8 constants (a range's lo, hi and step, a group's coordinates) are printed exactly: the
@@ -386,7 +374,6 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 		                         false);
 	});
-	owner = owner_of(relid);
 	Expr *lookup = weigh_expr(cols, table, false, *ext);
 	pg_call([&] {
 		const char *rel = get_rel_name(relid);
@@ -395,10 +382,10 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 		      ")::pg_catalog.float8 FROM " + qualified_relation_name(relid);
 	});
 	{
-		InternalSpi spi(owner);
-		spi.exec_dynamic(sql.c_str());
-		records = DatumGetFloat8(spi.value(0, 0));
-		count = DatumGetFloat8(spi.value(0, 1));
+		ProtectedRowRead read(relid, "dx.attr_count"); // refused with a privacy unit
+		read.spi().exec_dynamic(sql.c_str());
+		records = DatumGetFloat8(read.spi().value(0, 0));
+		count = DatumGetFloat8(read.spi().value(0, 1));
 	}
 	pg_call([&] { AtEOXact_GUC(true, nest); });
 }

@@ -13,6 +13,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/executor/noise_params.h"
 #include "pg/executor/release_log.h"
 
@@ -520,6 +521,7 @@ void
 charge_release(Oid relid, double epsilon, const std::string &mechanism, const std::vector<double> &scales,
                const std::string &fingerprint_text, const std::string &query_text)
 {
+	require_row_level_table(relid, ("the " + mechanism + " release").c_str()); // before anything is charged
 	ledger::Item it;
 	it.relid = relid;
 	it.epsilon = epsilon;

@@ -4,6 +4,7 @@
 
 #include "pg/executor/attribute_release.h"
 #include "pg/metadata/catalog.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/guard.h"
 
 #include "core/accuracy.h"
@@ -112,15 +113,14 @@ append_marginal_surrogate(const ExplainCapture &cap, std::vector<ExplainCell> &c
 		return;
 	double n = 0;
 	{
-		Oid owner = InvalidOid;
-		pg_call([&] { owner = relation_owner(cap.relid); });
-		if (!OidIsValid(owner))
+		// the row count of a table with a privacy unit is not n records: no surrogate row there
+		if (!row_level_table(cap.relid))
 			return;
 		std::string sql;
 		pg_call([&] { sql = "SELECT count(*)::float8 FROM " + qualified_relation_name(cap.relid); });
-		InternalSpi spi(owner);
-		spi.exec_dynamic(sql.c_str());
-		n = DatumGetFloat8(spi.value(0, 0));
+		ProtectedRowRead read(cap.relid, "dx.explain");
+		read.spi().exec_dynamic(sql.c_str());
+		n = DatumGetFloat8(read.spi().value(0, 0));
 	}
 	if (!(n > 0))
 		return;

@@ -10,6 +10,7 @@
 // sparse-vector run that has ended is never continued.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/metadata/catalog.h"
 #include "pg/release/synthetic_release.h"
 
@@ -206,6 +207,7 @@ DX_FUNCTION(dx_median_session_open)
 		     "Leave them out (NULL) for the defaults.");
 	ReleaseSource src;
 	load_release_source(relid, columns, src);
+	require_row_level_table(relid, "dx.median_session_open"); // before the charge
 	if (predicates) {
 		// evaluated once, at open, on the declared points: the session keeps them as weight vectors
 		std::vector<std::string> labels;
@@ -225,7 +227,7 @@ DX_FUNCTION(dx_median_session_open)
 	}
 	charge_release(relid, open_eps, "median (open)", {}, fingerprint_of(id), statement_text());
 
-	const std::vector<std::int64_t> counts = read_histogram(src);
+	const std::vector<std::int64_t> counts = read_histogram(src, "dx.median_session_open");
 	double spent = 0;
 	const MedianSession s = median_open(src.sub, w, counts, eps_hard, alpha, size, max_hard, backend_random(), &spent);
 	const std::string bytes = s.serialize();
@@ -301,7 +303,7 @@ DX_FUNCTION(dx_median_session_query)
 			ReleaseSource src;
 			load_release_source(row.source, row.columns, src);
 			const Workload w = session_workload(src, row);
-			const std::vector<std::int64_t> counts = read_histogram(src);
+			const std::vector<std::int64_t> counts = read_histogram(src, "dx.median_session_query");
 			hard = median_is_hard(s, w, k, counts, backend_random());
 			if (hard) {
 				try {

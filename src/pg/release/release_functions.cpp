@@ -5,6 +5,7 @@
 // release. Nothing is written or returned when a check or the charge fails.
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/release/synthetic_release.h"
 
 #include "core/mwem.h"
@@ -100,6 +101,8 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	const ReleaseArgs a = read_args(fcinfo, extra_name);
 	ReleaseSource src;
 	load_release_source(a.relid, a.columns, src);
+	const std::string entry = std::string("dx.release_") + mechanism;
+	require_row_level_table(a.relid, entry.c_str()); // before the charge (charge_release checks it too)
 	const Workload w = workload_of(src, a);
 	check(w, a);
 	const std::string target = check_release_target(a.target);
@@ -107,7 +110,7 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	charge_release(a.relid, a.epsilon, mechanism, {}, std::string("release:") + mechanism + ":" + target,
 	               statement_text());
 
-	const std::vector<std::int64_t> counts = read_histogram(src);
+	const std::vector<std::int64_t> counts = read_histogram(src, entry.c_str());
 	ReleaseRecord rec;
 	rec.mechanism = mechanism;
 	rec.workload = workload_label(a, w);

@@ -5,6 +5,7 @@
 #include "pg/executor/domain_index.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
+#include "pg/metadata/protected_rows.h"
 #include "pg/planner/universe_eval.h"
 
 extern "C" {
@@ -128,7 +129,7 @@ check_release_target(const char *target)
 
 // See synthetic_release.h.
 std::vector<std::int64_t>
-read_histogram(const ReleaseSource &src)
+read_histogram(const ReleaseSource &src, const char *entry)
 {
 	std::vector<std::int64_t> counts(src.sub.size(), 0);
 	std::vector<DomainIndexer *> ix;
@@ -140,11 +141,7 @@ read_histogram(const ReleaseSource &src)
 			sql += std::string(i ? ", " : "") + quote_identifier(src.cols[i]->name.c_str());
 		sql += " FROM " + qualified_relation_name(src.relid);
 	});
-	Oid owner = InvalidOid;
-	pg_call([&] { owner = relation_owner(src.relid); });
-	if (!OidIsValid(owner))
-		fail(ERRCODE_UNDEFINED_TABLE, "the source table of the release no longer exists", "Run the release again.");
-	InternalSpi spi(owner); // as the owner, hooks off: the caller's own code never runs
+	ProtectedRowRead read(src.relid, entry); // as the owner, hooks off; refused on a privacy unit table
 	Portal portal = nullptr;
 	pg_call([&] { portal = SPI_cursor_open_with_args(nullptr, sql.c_str(), 0, nullptr, nullptr, nullptr, true, 0); });
 	while (true) {

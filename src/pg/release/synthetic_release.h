@@ -52,8 +52,9 @@ Workload predicate_workload(const ReleaseSource &src, ArrayType *predicates);
 std::string check_release_target(const char *target);
 
 // The true histogram: every stored row mapped to its point by dxpriv's domain indexers (no
-// expression of the caller runs on a row), read as the table owner with hooks off.
-std::vector<std::int64_t> read_histogram(const ReleaseSource &src);
+// expression of the caller runs on a row), read as the table owner with hooks off through
+// ProtectedRowRead (0A000 on a table with a privacy unit: `entry` names the caller in the error).
+std::vector<std::int64_t> read_histogram(const ReleaseSource &src, const char *entry);
 
 // Creates the target table as the current role: one column per chosen column (its declared
 // type, holding the domain point) plus `weight float8`, one row per universe point.
