@@ -86,19 +86,7 @@ BEGIN
 	EXECUTE 'CREATE VIEW dx.analyst_tables AS '
 		|| replace(tabs, tab_check, '(' || tab_check || ' OR dx._analyst_can_see(c.oid))');
 END $$;
--- pg_stat_user_tables as analysts see it: protected tables are listed, their counters are NULL
--- (BI tools such as Metabase join it for row-count estimates).
-DO $$
-DECLARE
-	cols text;
-BEGIN
-	SELECT string_agg(CASE WHEN attname IN ('relid', 'schemaname', 'relname') THEN quote_ident(attname)
-	                       ELSE format('CASE WHEN dx._analyst_can_see(s.relid) THEN NULL ELSE s.%1$I END AS %1$I', attname) END,
-	                  ', ' ORDER BY attnum)
-	INTO cols FROM pg_attribute WHERE attrelid = 'pg_catalog.pg_stat_user_tables'::regclass AND attnum > 0;
-	EXECUTE 'CREATE VIEW dx.analyst_stat_user_tables AS SELECT ' || cols || ' FROM pg_catalog.pg_stat_user_tables s';
-END $$;
-GRANT SELECT ON dx.analyst_columns, dx.analyst_tables, dx.analyst_stat_user_tables TO PUBLIC;
+GRANT SELECT ON dx.analyst_columns, dx.analyst_tables TO PUBLIC;
 COMMENT ON VIEW dx.analyst_columns IS 'information_schema.columns as analysts see it (declared columns of protected tables included)';
 COMMENT ON VIEW dx.analyst_tables IS 'information_schema.tables as analysts see it (protected tables included)';
 
@@ -194,6 +182,34 @@ SELECT CASE WHEN spc IS NULL THEN EXISTS (SELECT 1 FROM dx.protected_tables)
                        OR (c.reltablespace = 0 AND spc = (SELECT d.dattablespace FROM pg_catalog.pg_database d
                                                           WHERE d.datname = pg_catalog.current_database())))
        END $$;
+
+-- True when the statistics counters of rel (pg_stat_user_tables) are data analysts may not see:
+-- rel holds protected rows (dx._holds_protected_rows: a protected table, a partition or child of
+-- one, their indexes and TOAST), or rel is one of dxpriv's own tables (the ledger's insert count is
+-- other analysts' activity; the answer cache, the catalog).
+CREATE FUNCTION dx._stats_hidden(rel oid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+SELECT dx._holds_protected_rows(rel)
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = rel
+               AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = 'dx'))
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+               WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = rel AND d.deptype = 'e'
+                 AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND e.extname = 'dxpriv') $$;
+
+-- pg_stat_user_tables as analysts see it: protected tables (with their partitions and children) and
+-- dxpriv's own tables are listed, their counters are NULL
+-- (BI tools such as Metabase join it for row-count estimates).
+DO $$
+DECLARE
+	cols text;
+BEGIN
+	SELECT string_agg(CASE WHEN attname IN ('relid', 'schemaname', 'relname') THEN quote_ident(attname)
+	                       ELSE format('CASE WHEN dx._stats_hidden(s.relid) THEN NULL ELSE s.%1$I END AS %1$I', attname) END,
+	                  ', ' ORDER BY attnum)
+	INTO cols FROM pg_attribute WHERE attrelid = 'pg_catalog.pg_stat_user_tables'::regclass AND attnum > 0;
+	EXECUTE 'CREATE VIEW dx.analyst_stat_user_tables AS SELECT ' || cols || ' FROM pg_catalog.pg_stat_user_tables s';
+END $$;
+GRANT SELECT ON dx.analyst_stat_user_tables TO PUBLIC;
 
 CREATE FUNCTION dx.analyst_relation_size(regclass) RETURNS bigint
 LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';

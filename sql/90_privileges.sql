@@ -22,6 +22,8 @@
 --   dx._holds_protected_rows, dx._protected_rows_in: called by the dx.analyst_*_size functions
 --   (which analysts' statements call in place of pg_table_size etc.); SECURITY DEFINER, fixed
 --   search_path; they tell only whether a relation or tablespace holds protected rows.
+--   dx._stats_hidden: called by the view dx.analyst_stat_user_tables (SECURITY DEFINER, fixed
+--   search_path; it tells only whether a relation holds protected rows or is one of dxpriv's own).
 -- Public views filtered per reader (security barriers): dx.budgets, dx.my_ledger, dx.my_columns.
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx

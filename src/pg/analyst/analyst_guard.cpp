@@ -33,6 +33,8 @@ extern "C" {
 #include "nodes/plannodes.h"
 #include "utils/array.h"
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "commands/extension.h"
 }
 
 #include <algorithm>
@@ -60,7 +62,9 @@ is_statistics_relation(const char *name)
 	return strncmp(name, "pg_stat_", 8) == 0 || strncmp(name, "pg_statio_", 10) == 0;
 }
 
-// Built-in functions that reveal table sizes or statistics.
+// Built-in functions that reveal table sizes or statistics: the size functions and every pg_stat_*
+// function (pg_stat_get_* behind the pg_stat_* and pg_statio_* views, pg_stat_get_xact_*,
+// pg_stat_have_stats, pg_stat_file, the resets).
 bool
 is_statistics_function(const char *name)
 {
@@ -70,7 +74,36 @@ is_statistics_function(const char *name)
 	for (const char *n : names)
 		if (strcmp(name, n) == 0)
 			return true;
-	return strncmp(name, "pg_stat_get_", 12) == 0;
+	return strncmp(name, "pg_stat_", 8) == 0 || strncmp(name, "pg_statio_", 10) == 0;
+}
+
+// Extensions whose functions and views are statistics about other relations or statements: row
+// counts and buffer counters per statement (pg_stat_statements and its kin), tuple and page counts
+// of a relation, its buffers, free space or visibility map, raw pages.
+const char *
+statistics_extension_of(Oid classid, Oid objid)
+{
+	if (objid < FirstNormalObjectId) // built-in objects belong to no extension
+		return nullptr;
+	const Oid ext = getExtensionOfObject(classid, objid);
+	if (!OidIsValid(ext))
+		return nullptr;
+	static const char *const names[] = {"pg_stat_statements", "pg_stat_monitor", "pg_stat_kcache", "pg_qualstats",
+	                                    "pg_store_plans",     "pgstattuple",     "pg_buffercache", "pg_freespacemap",
+	                                    "pg_visibility",      "pageinspect",     "pg_wait_sampling"};
+	const char *name = get_extension_name(ext);
+	for (const char *n : names)
+		if (name && strcmp(name, n) == 0)
+			return n;
+	return nullptr;
+}
+
+[[noreturn]] void
+refuse_statistics_extension(const std::string &object, const char *extension)
+{
+	fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("analysts cannot use ") + object + " of extension " + extension,
+	     "Statement and relation statistics count the rows of protected tables (the owner's queries included) and "
+	     "the pages dx statements read; ask the DBA for figures about unprotected tables.");
 }
 
 // Raises for a function an analyst may not call anywhere.
@@ -81,6 +114,8 @@ check_function_allowed(Oid fn, void *ctx)
 	if (name && get_func_namespace(fn) == PG_CATALOG_NAMESPACE && is_statistics_function(name))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("analysts cannot call ") + name,
 		     "Table sizes and statistics reveal information about protected rows.");
+	if (const char *ext = statistics_extension_of(ProcedureRelationId, fn))
+		refuse_statistics_extension(std::string("function ") + (name ? name : "?"), ext);
 	check_citus_function(fn, ctx != nullptr); // ctx: set when walking a plan
 	return false;
 }
@@ -97,6 +132,11 @@ side_channel_walker(Node *node, void *ctx)
 	if (IsA(node, RangeTblEntry)) {
 		RangeTblEntry *rte = castNode(RangeTblEntry, node);
 		check_citus_relation(rte);
+		if (rte->rtekind == RTE_RELATION)
+			if (const char *ext = statistics_extension_of(RelationRelationId, rte->relid)) {
+				const char *name = get_rel_name(rte->relid);
+				refuse_statistics_extension(std::string("relation ") + (name ? name : "?"), ext);
+			}
 		if (rte->rtekind == RTE_RELATION && get_rel_namespace(rte->relid) == PG_CATALOG_NAMESPACE) {
 			const char *name = get_rel_name(rte->relid);
 			if (name && is_statistics_relation(name))
@@ -612,6 +652,8 @@ load_analyst_context(const ExtensionObjects &ext)
 				if (has_privs_of_role(who, a))
 					ac.analyst = true;
 	note_analyst_session(ac.analyst);
+	if (ac.analyst)
+		refuse_client_auto_explain();
 	return ac;
 }
 
