@@ -91,6 +91,8 @@ RESET dxpriv.analysis_time_limit;
 -- session's next statements, joined or not, are analysed as usual
 SET ROLE dx_regress_stats;
 SELECT dx.count(s.age, 1/0) FROM st s JOIN st_dim d ON d.sex = s.sex;
+-- (grouping sets are analysed without a join scope of their own: they read the current join)
+SELECT sex, count(*) > -1000 AS answered FROM st GROUP BY ROLLUP (sex) ORDER BY sex;
 SELECT dx.count(*) > -1000 AS answered FROM st WHERE age > 10;
 SELECT d.label, dx.count(*) > -1000 AS answered FROM st s JOIN st_dim d ON d.sex = s.sex GROUP BY d.label ORDER BY d.label;
 SELECT dx.count(s.age, 1/0) FROM st s JOIN st_dim d ON d.sex = s.sex WHERE s.age > 1;
