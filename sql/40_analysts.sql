@@ -235,9 +235,10 @@ COMMENT ON FUNCTION dx.analyst_database_size(name) IS 'pg_database_size as analy
 -- What an analyst may see about her own use (issue 12): her ledger rows and the policies of the
 -- tables she may query. Rows of the current role and of the roles it belongs to (pg_has_role
 -- USAGE), as dx.budgets; security-barrier views, so a leaky function in the reader's WHERE only
--- ever sees those rows.
+-- ever sees those rows. id numbers the reader's rows (1, 2, ... in ledger order): the ledger's own
+-- ids come from one sequence for every role, and their gaps would count other analysts' charges.
 CREATE VIEW dx.my_ledger WITH (security_barrier) AS
-	SELECT l.id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
+	SELECT pg_catalog.row_number() OVER (ORDER BY l.id) AS id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
 	       CASE WHEN l.session_role::oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
 	            THEN l.query END AS query,
 	       l.budget

@@ -121,4 +121,12 @@ RESET auto_explain.log_level;
 RESET auto_explain.log_analyze;
 RESET auto_explain.log_min_duration;
 
+-- other analysts' charges do not show through the ids of her own ledger rows (the ledger's ids
+-- come from one sequence shared by every role: the owner charges in between)
+SELECT dx.grant_budget(current_user::regrole, 'st', 10);
+SELECT dx.count(age, 0.5) > -1000 AS owner_charged FROM st;
+SET ROLE dx_regress_stats;
+SELECT dx.count(age, 0.25) > -1000 AS answered FROM st;
+SELECT count(*) > 3 AS charged, min(id) = 1 AND max(id) = count(*) AS ids_numbered_per_reader FROM dx.my_ledger;
+RESET ROLE;
 RESET dxpriv.test_seed;
