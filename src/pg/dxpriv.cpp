@@ -108,9 +108,10 @@ _PG_init(void)
 	                        &guc_cache_lifetime, 3600, 0, 365 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
 	                        nullptr);
 	DefineCustomIntVariable("dxpriv.analysis_time_limit",
-	                        "Longest time a statement may spend evaluating its expressions on declared domain points.",
-	                        "Counted from the start of the statement; over it the analysis stops with error 54000. "
-	                        "Only superusers may change it.",
+	                        "Longest time one pass of a statement's analysis may spend evaluating its expressions on "
+	                        "the declared domain points.",
+	                        "Over it the analysis stops with error 54000 before any row is read. Only superusers may "
+	                        "change it.",
 	                        &guc_analysis_time_limit, 30000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
 	                        nullptr);
 	DefineCustomIntVariable("dxpriv.analysis_memory_limit",

@@ -9,7 +9,6 @@
 
 extern "C" {
 #include "access/relation.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -68,12 +67,12 @@ sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber> &attnos, s
 namespace {
 
 // The work cap of the analysis (dxpriv.analysis_time_limit, dxpriv.analysis_memory_limit): raised
-// after each evaluation at a point (pair) once the statement has spent its time on analysis, or
-// when one point's evaluation holds more memory than allowed (intermediate values included: the
-// per-point context keeps them until the next point). Honours cancels and statement_timeout.
-// Runs inside pg_call: raises with ereport.
+// after each evaluation at a point (pair) once the pass over the points that began at `start` has
+// taken its time, or when one point's evaluation holds more memory than allowed (intermediate
+// values included: the per-point context keeps them until the next point). Honours cancels and
+// statement_timeout. Runs inside pg_call: raises with ereport.
 void
-check_work(MemoryContext per_point)
+check_work(MemoryContext per_point, TimestampTz start)
 {
 	CHECK_FOR_INTERRUPTS();
 	const Size used = MemoryContextMemAllocated(per_point, true);
@@ -85,7 +84,7 @@ check_work(MemoryContext per_point)
 		                        "an expression building long values (repeat, lpad, array_fill) exceeds "
 		                        "dxpriv.analysis_memory_limit. Shorten the expression.")));
 	const TimestampTz now = GetCurrentTimestamp();
-	if (now - GetCurrentStatementStartTimestamp() > static_cast<int64>(guc_analysis_time_limit) * 1000)
+	if (now - start > static_cast<int64>(guc_analysis_time_limit) * 1000)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 		                errmsg("evaluating the query on the declared domain points takes longer than %d ms",
 		                       guc_analysis_time_limit),
@@ -109,6 +108,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 			points.back().push_back(member_datums(*c, m));
 	}
 	std::vector<size_t> idx(cols.size(), 0);
+	const TimestampTz started = GetCurrentTimestamp();
 	try {
 	pg_call([&] {
 		Relation rel = relation_open(relid, AccessShareLock);
@@ -138,7 +138,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 						continue;
 					bool isnull = false;
 					Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
-					check_work(econtext->ecxt_per_tuple_memory);
+					check_work(econtext->ecxt_per_tuple_memory, started);
 					on_value(e, flat, r, isnull);
 				}
 				on_pair(flat);
@@ -159,7 +159,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 				if (on_states[step]) {
 					bool isnull = false;
 					const Datum ok = ExecEvalExprSwitchContext(on_states[step], econtext, &isnull);
-					check_work(econtext->ecxt_per_tuple_memory);
+					check_work(econtext->ecxt_per_tuple_memory, started);
 					if (isnull || !DatumGetBool(ok))
 						continue;
 				}
