@@ -61,6 +61,28 @@ SET dxpriv.analysis_time_limit = 100000;
 SET dxpriv.analysis_memory_limit = '1GB';
 RESET ROLE;
 
+-- predefined roles that read or write around dxpriv (the server's files and log, every table's
+-- rows, dxpriv's catalog): an analyst holding one is refused every statement
+GRANT pg_read_server_files TO dx_regress_stats;
+SET ROLE dx_regress_stats;
+SELECT length(pg_read_binary_file('base/' || (SELECT oid FROM pg_database WHERE datname = current_database())
+                                   || '/' || relfilenode)) > 0 AS read_the_data_file
+FROM pg_class WHERE relname = 'st';
+SELECT 1 AS harmless;
+RESET ROLE;
+REVOKE pg_read_server_files FROM dx_regress_stats;
+GRANT pg_write_all_data TO dx_regress_stats;
+SET ROLE dx_regress_stats;
+UPDATE dx.budget_grants SET granted = 1e6;
+RESET ROLE;
+REVOKE pg_write_all_data FROM dx_regress_stats;
+SELECT granted FROM dx.budget_grants WHERE role = 'dx_regress_stats'::regrole AND relid = 'st'::regclass;
+GRANT pg_read_all_data TO dx_regress_stats;
+SET ROLE dx_regress_stats;
+SELECT count(*) FROM dx.ledger;
+RESET ROLE;
+REVOKE pg_read_all_data FROM dx_regress_stats;
+
 -- system columns in a zero-row probe: the column list and no row (was an internal error, XX000)
 SET ROLE dx_regress_stats;
 SELECT xmin FROM st WHERE 0 = 1;

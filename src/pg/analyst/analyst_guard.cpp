@@ -13,6 +13,7 @@ extern "C" {
 #include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -624,6 +625,30 @@ on_relcache_invalidation(Datum, Oid relid)
 		catalog_cache.valid = false;
 }
 
+// Raises when an analyst role holds the privileges of a predefined role that reads or writes
+// around dxpriv: the server's files (data files, the log with auto_explain plans), programs run as
+// the server, and every table's rows (other analysts' ledger rows, dxpriv's catalog and budgets).
+static void
+refuse_bypass_roles(Oid who)
+{
+	static const struct {
+		Oid role;
+		const char *name;
+	} bypass[] = {{ROLE_PG_READ_SERVER_FILES, "pg_read_server_files"},
+	              {ROLE_PG_WRITE_SERVER_FILES, "pg_write_server_files"},
+	              {ROLE_PG_EXECUTE_SERVER_PROGRAM, "pg_execute_server_program"},
+	              {ROLE_PG_READ_ALL_DATA, "pg_read_all_data"},
+	              {ROLE_PG_WRITE_ALL_DATA, "pg_write_all_data"}};
+	for (const auto &b : bypass)
+		if (has_privs_of_role(who, b.role)) {
+			const char *name = GetUserNameFromId(who, true);
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     std::string("analyst role \"") + (name ? name : "?") + "\" has the privileges of " + b.name,
+			     std::string(b.name) + " reads or writes around dxpriv (data files, the server log, every table's "
+			     "rows, dxpriv's catalog); REVOKE " + b.name + " FROM the analyst, or dx.remove_analyst.");
+		}
+}
+
 // See analyst_guard.h.
 AnalystContext
 load_analyst_context(const ExtensionObjects &ext)
@@ -646,14 +671,19 @@ load_analyst_context(const ExtensionObjects &ext)
 	ac.protected_rels = catalog_cache.protected_rels;
 	// The current role and the session's login role both count: SET ROLE to a group that holds
 	// privileges, or a SECURITY DEFINER function, does not shed the analyst restrictions.
+	Oid analyst_role = InvalidOid;
 	for (Oid who : {GetUserId(), GetSessionUserId()})
 		if (!superuser_arg(who))
 			for (Oid a : catalog_cache.analysts)
-				if (has_privs_of_role(who, a))
+				if (has_privs_of_role(who, a)) {
 					ac.analyst = true;
+					analyst_role = who;
+				}
 	note_analyst_session(ac.analyst);
-	if (ac.analyst)
+	if (ac.analyst) {
 		refuse_client_auto_explain();
+		refuse_bypass_roles(analyst_role);
+	}
 	return ac;
 }
 
