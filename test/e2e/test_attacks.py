@@ -2168,9 +2168,9 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", 
                       # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
                       # relation or tablespace holds protected rows
                       "_holds_protected_rows", "_protected_rows_in",
-                      # called by dx.analyst_stat_user_tables (issue 21/24): whether a relation's
-                      # counters are hidden (protected rows or one of dxpriv's own tables)
-                      "_stats_hidden",
+                      # behind dx.analyst_stat_user_tables (issue 21/24): pg_stat_user_tables with
+                      # the counters of protected and dxpriv's own tables NULL
+                      "_analyst_stat_user_tables",
                       # distributed tables (issue 13): the split aggregate, its state type's I/O and the
                       # releases are placed in analysts' statements; Citus checks EXECUTE on the
                       # aggregate's support functions against the caller (test/sql/23_partial_state.sql

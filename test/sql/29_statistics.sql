@@ -26,6 +26,11 @@ GRANT SELECT ON st_open, st_dim TO dx_regress_stats;
 -- a DBA's view over the statistics functions, granted to everyone
 CREATE VIEW st_counts AS SELECT pg_stat_get_live_tuples('st'::regclass) AS live;
 GRANT SELECT ON st_counts TO PUBLIC;
+-- ... and one beside pg_stat_user_tables as analysts see it (whose counters are read in dxpriv's
+-- own statement, so the analyst's plan never holds a pg_stat_get_* call it could hide beside)
+CREATE VIEW st_counts_beside AS SELECT s.relname, pg_stat_get_live_tuples('st'::regclass) AS live
+FROM dx.analyst_stat_user_tables s WHERE s.relname = 'st_open';
+GRANT SELECT ON st_counts_beside TO PUBLIC;
 SET dxpriv.test_seed = 29;
 
 SET ROLE dx_regress_stats;
@@ -49,6 +54,8 @@ SELECT pg_stat_get_xact_tuples_inserted('st'::regclass);
 SELECT pg_stat_get_db_tuples_returned(oid) FROM pg_database WHERE datname = current_database();
 SELECT pg_stat_have_stats('relation', 0, 'st'::regclass::oid);
 SELECT * FROM st_counts;
+SELECT * FROM st_counts_beside;
+SELECT s.relname, s.n_live_tup FROM dx.analyst_stat_user_tables s WHERE s.relname = 'st';
 SELECT * FROM pg_stat_io;                      -- PostgreSQL 16; does not exist in 15
 SELECT * FROM pg_stat_statements;              -- not installed here (test/e2e/test_statistics_views.py)
 EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM st;

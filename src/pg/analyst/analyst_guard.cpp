@@ -780,26 +780,19 @@ admitted_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 
-// Raises for a size function in a plan. pg_stat_get_* are not checked here: dxpriv's own
-// dx.analyst_stat_user_tables (what analysts read for pg_stat_user_tables) calls them for
-// unprotected tables, and views are expanded by the time the plan exists.
-// Whether the statement being admitted is a SELECT that reads dx.analyst_stat_user_tables, whose
-// expansion calls pg_stat_get_* itself (blanking protected tables' counters).
-bool plan_reads_stat_view = false;
-
+// Raises for a size or statistics function in a plan: pg_stat_get_* (and every other pg_stat_*
+// function) wherever it is reached -- a column DEFAULT, an inlined SQL function body, a view the
+// DBA granted -- since it would count protected rows. dx.analyst_stat_user_tables reads them in
+// dxpriv's own statement (stat_tables.cpp), never in the analyst's plan.
 bool
 check_plan_function_allowed(Oid fn, void *ctx)
 {
 	char *name = get_func_name(fn);
-	if (name && strncmp(name, "pg_stat_get_", 12) == 0) {
-		// elsewhere (a column DEFAULT, an inlined SQL function body) they would count protected rows
-		if (!plan_reads_stat_view)
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     std::string("function ") + name + " cannot be reached by analysts' statements",
-			     "Statistics functions count protected rows; read dx.analyst_stat_user_tables (pg_stat_user_tables "
-			     "as analysts see it) instead.");
-		return false;
-	}
+	if (name && strncmp(name, "pg_stat_", 8) == 0)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string("function ") + name + " cannot be reached by analysts' statements",
+		     "Statistics functions count protected rows; read dx.analyst_stat_user_tables (pg_stat_user_tables "
+		     "as analysts see it) instead.");
 	return check_function_allowed(fn, ctx);
 }
 
@@ -945,13 +938,6 @@ enforce_executor_admission(PlannedStmt *stmt)
 	if (!ac.analyst)
 		return;
 	if (stmt->commandType != CMD_UTILITY) {
-		plan_reads_stat_view = false;
-		if (stmt->commandType == CMD_SELECT) {
-			const Oid view = get_relname_relid("analyst_stat_user_tables", get_namespace_oid("dx", true));
-			ListCell *rc;
-			foreach (rc, stmt->rtable)
-				plan_reads_stat_view = plan_reads_stat_view || lfirst_node(RangeTblEntry, rc)->relid == view;
-		}
 		check_plan_functions(stmt->planTree);
 		ListCell *sp;
 		foreach (sp, stmt->subplans)
