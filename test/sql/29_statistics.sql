@@ -89,6 +89,21 @@ SET ROLE dx_regress_stats;
 SELECT count(*) FROM dx.ledger;
 RESET ROLE;
 REVOKE pg_read_all_data FROM dx_regress_stats;
+-- nor through SET ROLE to a role that holds one (NOINHERIT: only the current role has it; the
+-- session's role is an analyst)
+CREATE ROLE dx_regress_stats_writer;
+GRANT pg_write_all_data TO dx_regress_stats_writer;
+ALTER ROLE dx_regress_stats NOINHERIT;
+GRANT dx_regress_stats_writer TO dx_regress_stats;
+SET SESSION AUTHORIZATION dx_regress_stats;
+SELECT pg_has_role('pg_write_all_data', 'USAGE') AS session_role_has_it;
+SET ROLE dx_regress_stats_writer;
+UPDATE dx.budget_grants SET granted = 1e6;
+RESET ROLE;
+RESET SESSION AUTHORIZATION;
+REVOKE dx_regress_stats_writer FROM dx_regress_stats;
+ALTER ROLE dx_regress_stats INHERIT;
+SELECT granted FROM dx.budget_grants WHERE role = 'dx_regress_stats'::regrole AND relid = 'st'::regclass;
 
 -- system columns in a zero-row probe: the column list and no row (was an internal error, XX000)
 SET ROLE dx_regress_stats;

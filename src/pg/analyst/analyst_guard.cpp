@@ -643,7 +643,7 @@ refuse_bypass_roles(Oid who)
 		if (has_privs_of_role(who, b.role)) {
 			const char *name = GetUserNameFromId(who, true);
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     std::string("analyst role \"") + (name ? name : "?") + "\" has the privileges of " + b.name,
+			     std::string("role \"") + (name ? name : "?") + "\" of an analyst's statement has the privileges of " + b.name,
 			     std::string(b.name) + " reads or writes around dxpriv (data files, the server log, every table's "
 			     "rows, dxpriv's catalog); REVOKE " + b.name + " FROM the analyst, or dx.remove_analyst.");
 		}
@@ -671,18 +671,18 @@ load_analyst_context(const ExtensionObjects &ext)
 	ac.protected_rels = catalog_cache.protected_rels;
 	// The current role and the session's login role both count: SET ROLE to a group that holds
 	// privileges, or a SECURITY DEFINER function, does not shed the analyst restrictions.
-	Oid analyst_role = InvalidOid;
 	for (Oid who : {GetUserId(), GetSessionUserId()})
 		if (!superuser_arg(who))
 			for (Oid a : catalog_cache.analysts)
-				if (has_privs_of_role(who, a)) {
+				if (has_privs_of_role(who, a))
 					ac.analyst = true;
-					analyst_role = who;
-				}
 	note_analyst_session(ac.analyst);
 	if (ac.analyst) {
 		refuse_client_auto_explain();
-		refuse_bypass_roles(analyst_role);
+		// both roles: SET ROLE from an analyst's session to a role holding one does not help either
+		for (Oid who : {GetUserId(), GetSessionUserId()})
+			if (!superuser_arg(who))
+				refuse_bypass_roles(who);
 	}
 	return ac;
 }
