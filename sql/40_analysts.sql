@@ -96,19 +96,7 @@ BEGIN
 	EXECUTE 'CREATE VIEW dx.analyst_tables AS '
 		|| replace(tabs, tab_check, '(' || tab_check || ' OR dx._analyst_can_see(c.oid))');
 END $$;
--- pg_stat_user_tables as analysts see it: protected tables are listed, their counters are NULL
--- (BI tools such as Metabase join it for row-count estimates).
-DO $$
-DECLARE
-	cols text;
-BEGIN
-	SELECT string_agg(CASE WHEN attname IN ('relid', 'schemaname', 'relname') THEN quote_ident(attname)
-	                       ELSE format('CASE WHEN dx._analyst_can_see(s.relid) THEN NULL ELSE s.%1$I END AS %1$I', attname) END,
-	                  ', ' ORDER BY attnum)
-	INTO cols FROM pg_attribute WHERE attrelid = 'pg_catalog.pg_stat_user_tables'::regclass AND attnum > 0;
-	EXECUTE 'CREATE VIEW dx.analyst_stat_user_tables AS SELECT ' || cols || ' FROM pg_catalog.pg_stat_user_tables s';
-END $$;
-GRANT SELECT ON dx.analyst_columns, dx.analyst_tables, dx.analyst_stat_user_tables TO PUBLIC;
+GRANT SELECT ON dx.analyst_columns, dx.analyst_tables TO PUBLIC;
 COMMENT ON VIEW dx.analyst_columns IS 'information_schema.columns as analysts see it (declared columns of protected tables included)';
 COMMENT ON VIEW dx.analyst_tables IS 'information_schema.tables as analysts see it (protected tables included)';
 
@@ -205,6 +193,29 @@ SELECT CASE WHEN spc IS NULL THEN EXISTS (SELECT 1 FROM dx.protected_tables)
                                                           WHERE d.datname = pg_catalog.current_database())))
        END $$;
 
+-- True when the statistics counters of rel (pg_stat_user_tables) are data analysts may not see:
+-- rel holds protected rows (dx._holds_protected_rows: a protected table, a partition or child of
+-- one, their indexes and TOAST), or rel is one of dxpriv's own tables (the ledger's insert count is
+-- other analysts' activity; the answer cache, the catalog).
+CREATE FUNCTION dx._stats_hidden(rel oid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+SELECT dx._holds_protected_rows(rel)
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = rel
+               AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = 'dx'))
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+               WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = rel AND d.deptype = 'e'
+                 AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND e.extname = 'dxpriv') $$;
+
+-- pg_stat_user_tables as analysts see it: every user table is listed; the counters of protected
+-- tables (with their partitions and children) and of dxpriv's own tables are NULL (BI tools such
+-- as Metabase join it for row-count estimates). The counters are read by dxpriv's own statement
+-- inside dx._analyst_stat_user_tables (src/pg/analyst/stat_tables.cpp), so no pg_stat_get_* call
+-- is ever part of an analyst's plan.
+CREATE FUNCTION dx._analyst_stat_user_tables() RETURNS SETOF pg_catalog.pg_stat_user_tables
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_analyst_stat_user_tables';
+CREATE VIEW dx.analyst_stat_user_tables AS SELECT * FROM dx._analyst_stat_user_tables();
+GRANT SELECT ON dx.analyst_stat_user_tables TO PUBLIC;
+
 CREATE FUNCTION dx.analyst_relation_size(regclass) RETURNS bigint
 LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
 CREATE FUNCTION dx.analyst_relation_size(regclass, text) RETURNS bigint
@@ -229,9 +240,10 @@ COMMENT ON FUNCTION dx.analyst_database_size(name) IS 'pg_database_size as analy
 -- What an analyst may see about her own use (issue 12): her ledger rows and the policies of the
 -- tables she may query. Rows of the current role and of the roles it belongs to (pg_has_role
 -- USAGE), as dx.budgets; security-barrier views, so a leaky function in the reader's WHERE only
--- ever sees those rows.
+-- ever sees those rows. id numbers the reader's rows (1, 2, ... in ledger order): the ledger's own
+-- ids come from one sequence for every role, and their gaps would count other analysts' charges.
 CREATE VIEW dx.my_ledger WITH (security_barrier) AS
-	SELECT l.id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
+	SELECT pg_catalog.row_number() OVER (ORDER BY l.id) AS id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
 	       CASE WHEN l.session_role::oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
 	            THEN l.query END AS query,
 	       l.budget

@@ -22,6 +22,8 @@
 --   dx._holds_protected_rows, dx._protected_rows_in: called by the dx.analyst_*_size functions
 --   (which analysts' statements call in place of pg_table_size etc.); SECURITY DEFINER, fixed
 --   search_path; they tell only whether a relation or tablespace holds protected rows.
+--   dx._analyst_stat_user_tables: behind the view dx.analyst_stat_user_tables (pg_stat_user_tables
+--   as analysts see it: protected tables' and dxpriv's own tables' counters NULL).
 -- Public views filtered per reader (security barriers): dx.budgets, dx.my_ledger, dx.my_columns.
 -- Public interface (checks inside): the DBA functions (SECURITY DEFINER, owner or superuser
 -- checks), dx.explain, dx.last_release (the caller's own releases only), dx.is_analyst, dx.clear_cache, the dx
@@ -48,6 +50,7 @@ REVOKE EXECUTE ON FUNCTION dx._check_table_delta(float8) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._revoke_from_analysts(regclass) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._caller_is_superuser() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._ledger_append_only() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._stats_hidden(oid) FROM PUBLIC; -- called by dx._analyst_stat_user_tables as the owner
 
 -- Support functions of the marker aggregates (dx.count, dx.sum, dx.avg, dx.linear, dx.mode,
 -- dx.quantile, dx.median).

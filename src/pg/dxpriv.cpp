@@ -22,6 +22,8 @@ double guc_epsilon = 0.1;
 int guc_test_seed = -1;
 int guc_allocation = 0;
 int guc_noise = 0;
+int guc_analysis_time_limit = 30000;
+int guc_analysis_memory_limit = 16384;
 } // namespace dxpriv::pg
 
 using namespace dxpriv::pg;
@@ -105,6 +107,19 @@ _PG_init(void)
 	                        "without spending budget. 0 disables reuse.",
 	                        &guc_cache_lifetime, 3600, 0, 365 * 24 * 3600, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
 	                        nullptr);
+	DefineCustomIntVariable("dxpriv.analysis_time_limit",
+	                        "Longest time one pass of a statement's analysis may spend evaluating its expressions on "
+	                        "the declared domain points.",
+	                        "Over it the analysis stops with error 54000 before any row is read. Only superusers may "
+	                        "change it.",
+	                        &guc_analysis_time_limit, 30000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
+	                        nullptr);
+	DefineCustomIntVariable("dxpriv.analysis_memory_limit",
+	                        "Most memory the evaluation of a statement's expressions at one domain point may use.",
+	                        "Intermediate values included (repeat(col, 50000000)); over it the analysis stops with "
+	                        "error 54000. Only superusers may change it.",
+	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
+	                        nullptr, nullptr);
 	MarkGUCPrefixReserved("dxpriv");
 	prev_shmem_request = shmem_request_hook;
 	shmem_request_hook = dx_shmem_request;

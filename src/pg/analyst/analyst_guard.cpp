@@ -13,6 +13,7 @@ extern "C" {
 #include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -33,6 +34,8 @@ extern "C" {
 #include "nodes/plannodes.h"
 #include "utils/array.h"
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "commands/extension.h"
 }
 
 #include <algorithm>
@@ -60,7 +63,9 @@ is_statistics_relation(const char *name)
 	return strncmp(name, "pg_stat_", 8) == 0 || strncmp(name, "pg_statio_", 10) == 0;
 }
 
-// Built-in functions that reveal table sizes or statistics.
+// Built-in functions that reveal table sizes or statistics: the size functions and every pg_stat_*
+// function (pg_stat_get_* behind the pg_stat_* and pg_statio_* views, pg_stat_get_xact_*,
+// pg_stat_have_stats, pg_stat_file, the resets).
 bool
 is_statistics_function(const char *name)
 {
@@ -70,7 +75,36 @@ is_statistics_function(const char *name)
 	for (const char *n : names)
 		if (strcmp(name, n) == 0)
 			return true;
-	return strncmp(name, "pg_stat_get_", 12) == 0;
+	return strncmp(name, "pg_stat_", 8) == 0 || strncmp(name, "pg_statio_", 10) == 0;
+}
+
+// Extensions whose functions and views are statistics about other relations or statements: row
+// counts and buffer counters per statement (pg_stat_statements and its kin), tuple and page counts
+// of a relation, its buffers, free space or visibility map, raw pages.
+const char *
+statistics_extension_of(Oid classid, Oid objid)
+{
+	if (objid < FirstNormalObjectId) // built-in objects belong to no extension
+		return nullptr;
+	const Oid ext = getExtensionOfObject(classid, objid);
+	if (!OidIsValid(ext))
+		return nullptr;
+	static const char *const names[] = {"pg_stat_statements", "pg_stat_monitor", "pg_stat_kcache", "pg_qualstats",
+	                                    "pg_store_plans",     "pgstattuple",     "pg_buffercache", "pg_freespacemap",
+	                                    "pg_visibility",      "pageinspect",     "pg_wait_sampling"};
+	const char *name = get_extension_name(ext);
+	for (const char *n : names)
+		if (name && strcmp(name, n) == 0)
+			return n;
+	return nullptr;
+}
+
+[[noreturn]] void
+refuse_statistics_extension(const std::string &object, const char *extension)
+{
+	fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("analysts cannot use ") + object + " of extension " + extension,
+	     "Statement and relation statistics count the rows of protected tables (the owner's queries included) and "
+	     "the pages dx statements read; ask the DBA for figures about unprotected tables.");
 }
 
 // Raises for a function an analyst may not call anywhere.
@@ -81,6 +115,8 @@ check_function_allowed(Oid fn, void *ctx)
 	if (name && get_func_namespace(fn) == PG_CATALOG_NAMESPACE && is_statistics_function(name))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("analysts cannot call ") + name,
 		     "Table sizes and statistics reveal information about protected rows.");
+	if (const char *ext = statistics_extension_of(ProcedureRelationId, fn))
+		refuse_statistics_extension(std::string("function ") + (name ? name : "?"), ext);
 	check_citus_function(fn, ctx != nullptr); // ctx: set when walking a plan
 	return false;
 }
@@ -97,6 +133,11 @@ side_channel_walker(Node *node, void *ctx)
 	if (IsA(node, RangeTblEntry)) {
 		RangeTblEntry *rte = castNode(RangeTblEntry, node);
 		check_citus_relation(rte);
+		if (rte->rtekind == RTE_RELATION)
+			if (const char *ext = statistics_extension_of(RelationRelationId, rte->relid)) {
+				const char *name = get_rel_name(rte->relid);
+				refuse_statistics_extension(std::string("relation ") + (name ? name : "?"), ext);
+			}
 		if (rte->rtekind == RTE_RELATION && get_rel_namespace(rte->relid) == PG_CATALOG_NAMESPACE) {
 			const char *name = get_rel_name(rte->relid);
 			if (name && is_statistics_relation(name))
@@ -584,6 +625,30 @@ on_relcache_invalidation(Datum, Oid relid)
 		catalog_cache.valid = false;
 }
 
+// Raises when an analyst role holds the privileges of a predefined role that reads or writes
+// around dxpriv: the server's files (data files, the log with auto_explain plans), programs run as
+// the server, and every table's rows (other analysts' ledger rows, dxpriv's catalog and budgets).
+static void
+refuse_bypass_roles(Oid who)
+{
+	static const struct {
+		Oid role;
+		const char *name;
+	} bypass[] = {{ROLE_PG_READ_SERVER_FILES, "pg_read_server_files"},
+	              {ROLE_PG_WRITE_SERVER_FILES, "pg_write_server_files"},
+	              {ROLE_PG_EXECUTE_SERVER_PROGRAM, "pg_execute_server_program"},
+	              {ROLE_PG_READ_ALL_DATA, "pg_read_all_data"},
+	              {ROLE_PG_WRITE_ALL_DATA, "pg_write_all_data"}};
+	for (const auto &b : bypass)
+		if (has_privs_of_role(who, b.role)) {
+			const char *name = GetUserNameFromId(who, true);
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+			     std::string("role \"") + (name ? name : "?") + "\" of an analyst's statement has the privileges of " + b.name,
+			     std::string(b.name) + " reads or writes around dxpriv (data files, the server log, every table's "
+			     "rows, dxpriv's catalog); REVOKE " + b.name + " FROM the analyst, or dx.remove_analyst.");
+		}
+}
+
 // See analyst_guard.h.
 AnalystContext
 load_analyst_context(const ExtensionObjects &ext)
@@ -612,6 +677,13 @@ load_analyst_context(const ExtensionObjects &ext)
 				if (has_privs_of_role(who, a))
 					ac.analyst = true;
 	note_analyst_session(ac.analyst);
+	if (ac.analyst) {
+		refuse_client_auto_explain();
+		// both roles: SET ROLE from an analyst's session to a role holding one does not help either
+		for (Oid who : {GetUserId(), GetSessionUserId()})
+			if (!superuser_arg(who))
+				refuse_bypass_roles(who);
+	}
 	return ac;
 }
 
@@ -708,26 +780,19 @@ admitted_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 
-// Raises for a size function in a plan. pg_stat_get_* are not checked here: dxpriv's own
-// dx.analyst_stat_user_tables (what analysts read for pg_stat_user_tables) calls them for
-// unprotected tables, and views are expanded by the time the plan exists.
-// Whether the statement being admitted is a SELECT that reads dx.analyst_stat_user_tables, whose
-// expansion calls pg_stat_get_* itself (blanking protected tables' counters).
-bool plan_reads_stat_view = false;
-
+// Raises for a size or statistics function in a plan: pg_stat_get_* (and every other pg_stat_*
+// function) wherever it is reached -- a column DEFAULT, an inlined SQL function body, a view the
+// DBA granted -- since it would count protected rows. dx.analyst_stat_user_tables reads them in
+// dxpriv's own statement (stat_tables.cpp), never in the analyst's plan.
 bool
 check_plan_function_allowed(Oid fn, void *ctx)
 {
 	char *name = get_func_name(fn);
-	if (name && strncmp(name, "pg_stat_get_", 12) == 0) {
-		// elsewhere (a column DEFAULT, an inlined SQL function body) they would count protected rows
-		if (!plan_reads_stat_view)
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     std::string("function ") + name + " cannot be reached by analysts' statements",
-			     "Statistics functions count protected rows; read dx.analyst_stat_user_tables (pg_stat_user_tables "
-			     "as analysts see it) instead.");
-		return false;
-	}
+	if (name && strncmp(name, "pg_stat_", 8) == 0)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string("function ") + name + " cannot be reached by analysts' statements",
+		     "Statistics functions count protected rows; read dx.analyst_stat_user_tables (pg_stat_user_tables "
+		     "as analysts see it) instead.");
 	return check_function_allowed(fn, ctx);
 }
 
@@ -873,13 +938,6 @@ enforce_executor_admission(PlannedStmt *stmt)
 	if (!ac.analyst)
 		return;
 	if (stmt->commandType != CMD_UTILITY) {
-		plan_reads_stat_view = false;
-		if (stmt->commandType == CMD_SELECT) {
-			const Oid view = get_relname_relid("analyst_stat_user_tables", get_namespace_oid("dx", true));
-			ListCell *rc;
-			foreach (rc, stmt->rtable)
-				plan_reads_stat_view = plan_reads_stat_view || lfirst_node(RangeTblEntry, rc)->relid == view;
-		}
 		check_plan_functions(stmt->planTree);
 		ListCell *sp;
 		foreach (sp, stmt->subplans)

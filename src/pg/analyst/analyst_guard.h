@@ -79,8 +79,13 @@ void refuse_protected_read_in_utility(Oid relid);
 // Remembers whether the session's last analysed or started statement was an analyst's.
 void note_analyst_session(bool analyst);
 // Keeps LOG and DEBUG messages (auto_explain plans, executor statistics) away from analysts'
-// clients whatever client_min_messages says.
+// clients whatever client_min_messages says, and auto_explain's plans at any level the log hook
+// sees (warning).
 void install_analyst_log_filter();
+// Raises for an analyst's statement while auto_explain (loaded by a superuser) is active at a level
+// sent to the client that the log hook cannot stop (info, notice; warning when log_min_messages is
+// above it).
+void refuse_client_auto_explain();
 
 // ---- the Citus surface (citus_surface.cpp); no effect in a database without Citus ----
 

@@ -50,6 +50,20 @@ limit_zero(Node *limit)
 	return c && !c->constisnull && DatumGetInt64(c->constvalue) == 0;
 }
 
+// Replaces system columns (xmin, ctid, ...) of the probed table by NULLs of their types: the empty
+// row source that stands in for the table has no system columns, and the probe returns no row.
+Node *
+null_system_columns(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0 && castNode(Var, node)->varattno < 0) {
+		const Var *v = castNode(Var, node);
+		return (Node *) makeNullConst(v->vartype, v->vartypmod, v->varcollid);
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*)()>(null_system_columns), ctx);
+}
+
 } // namespace
 
 // See probes.h.
@@ -85,6 +99,8 @@ admit_zero_row_probe(Query *q)
 		relation_close(rel, AccessShareLock);
 	});
 	replace_rte_with_sql(q, (select.empty() ? std::string("SELECT") : select) + " WHERE false", colnames);
+	q->targetList = (List *) null_system_columns((Node *) q->targetList, nullptr);
+	q->jointree->quals = null_system_columns(q->jointree->quals, nullptr);
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
 	return true;

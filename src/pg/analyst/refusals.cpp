@@ -21,6 +21,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cstring>
 
 namespace dxpriv::pg {
 
@@ -174,12 +175,23 @@ prepared_statement_protected_rel(const char *name, const AnalystContext &ac)
 	return InvalidOid;
 }
 
-// Keeps LOG and DEBUG messages away from an analyst's client.
+// True for a message of auto_explain (a plan with its row counts), whatever level the DBA set for
+// it (auto_explain.log_level = notice or warning reaches clients).
+bool
+from_auto_explain(const ErrorData *edata)
+{
+	static const char file[] = "auto_explain.c";
+	const size_t n = edata->filename ? strlen(edata->filename) : 0;
+	return n >= sizeof file - 1 && strcmp(edata->filename + n - (sizeof file - 1), file) == 0;
+}
+
+// Keeps LOG and DEBUG messages and auto_explain's plans away from an analyst's client.
 void
 dx_emit_log(ErrorData *edata)
 {
 	// dxpriv's own catalog queries (which run before the session is known to be an analyst's) too
-	if (edata->elevel < NOTICE && edata->output_to_client && (last_seen_analyst || in_internal_query()))
+	if ((edata->elevel < NOTICE || (edata->elevel < ERROR && from_auto_explain(edata))) && edata->output_to_client &&
+	    (last_seen_analyst || in_internal_query()))
 		edata->output_to_client = false;
 	if (prev_emit_log_hook)
 		prev_emit_log_hook(edata);
@@ -368,6 +380,23 @@ refuse_protected_read_in_utility(Oid relid)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 		     "client_min_messages below notice cannot be used by analysts on " + what,
 		     "Debug and log messages (plans, executor statistics) describe the data; SET client_min_messages = notice.");
+}
+
+// See analyst_guard.h.
+void
+refuse_client_auto_explain()
+{
+	// INFO always reaches the client and NOTICE at the default client_min_messages, while
+	// emit_log_hook (dx_emit_log) only sees messages that also go to the server log
+	const char *level = GetConfigOption("auto_explain.log_level", true, false);
+	const char *min_duration = GetConfigOption("auto_explain.log_min_duration", true, false);
+	if (!level || !min_duration || strcmp(min_duration, "-1") == 0)
+		return;
+	if (strcmp(level, "info") == 0 || strcmp(level, "notice") == 0 || strcmp(level, "warning") == 0)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string("auto_explain.log_level = ") + level + " would send plans with their row counts to an analyst's client",
+		     "Plans with actual row counts describe the data: the DBA sets auto_explain.log_level to log (the default) "
+		     "for analysts' sessions, for example ALTER ROLE <analyst> SET auto_explain.log_level = log.");
 }
 
 // See analyst_guard.h.

@@ -1,6 +1,7 @@
 // InternalSpi: SPI access to the dx catalog as the extension owner, with hooks disabled.
 #include "pg/metadata/catalog.h"
 
+#include <cstring>
 #include <exception>
 #include <string>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 extern "C" {
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/snapmgr.h"
 }
 
@@ -17,6 +19,33 @@ namespace dxpriv::pg {
 
 static int internal_depth = 0;
 static std::unordered_map<std::string, SPIPlanPtr> prepared_plans; // by statement text
+
+// Runs run() (an SPI execution, inside pg_call) with auto_explain switched off when a superuser
+// loaded it: the plans of dxpriv's own catalog statements, with their row counts, are nobody's
+// business, and at auto_explain.log_level info or notice they would reach the client (an analyst's
+// too: before the catalog is read dxpriv cannot know whose session it is).
+template <class Run>
+static void
+without_auto_explain(Run &&run)
+{
+	const char *d = GetConfigOption("auto_explain.log_min_duration", true, false);
+	if (!d || strcmp(d, "-1") == 0) {
+		run();
+		return;
+	}
+	const int level = NewGUCNestLevel();
+	PG_TRY();
+	{
+		(void) set_config_option("auto_explain.log_min_duration", "-1", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+		                         true, 0, false);
+		run();
+	}
+	PG_FINALLY();
+	{
+		AtEOXact_GUC(false, level);
+	}
+	PG_END_TRY();
+}
 
 // See dxpriv.h.
 bool
@@ -106,7 +135,8 @@ InternalSpi::exec(const char *sql, std::initializer_list<SqlArg> args, bool read
 				elog(ERROR, "dxpriv could not keep a catalog statement");
 			plan = fresh;
 		}
-		int rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+		int rc = 0;
+		without_auto_explain([&] { rc = SPI_execute_plan(plan, values, nulls, read_only, 0); });
 		if (rc < 0)
 			elog(ERROR, "dxpriv catalog statement failed: %s", SPI_result_code_string(rc));
 		processed = SPI_processed;
@@ -120,7 +150,8 @@ InternalSpi::exec_dynamic(const char *sql)
 {
 	uint64 processed = 0;
 	pg_call([&] {
-		int rc = SPI_execute(sql, true, 0);
+		int rc = 0;
+		without_auto_explain([&] { rc = SPI_execute(sql, true, 0); });
 		if (rc < 0)
 			elog(ERROR, "dxpriv catalog statement failed: %s", SPI_result_code_string(rc));
 		processed = SPI_processed;

@@ -15,6 +15,7 @@ extern "C" {
 #include <vector>
 
 #include "core/domain.h"
+#include "pg/guard.h"
 
 namespace dxpriv::pg {
 
@@ -27,11 +28,14 @@ copy_node(T *node)
 }
 
 // expr reduced by eval_const_expressions (on a copy): the constant it folds to, or nullptr when it
-// does not fold to one (it names a column or a parameter, or calls a volatile function).
+// does not fold to one (it names a column or a parameter, or calls a volatile function). Folding
+// runs the expression's immutable functions (1/0 raises): inside pg_call, so the error arrives as a
+// PgError and unwinds C++ scopes (JoinScope and the like) before PostgreSQL sees it.
 inline Const *
 folded_const(Node *expr)
 {
-	Node *folded = eval_const_expressions(nullptr, copy_node(expr));
+	Node *folded = nullptr;
+	pg_call([&] { folded = eval_const_expressions(nullptr, copy_node(expr)); });
 	return IsA(folded, Const) ? castNode(Const, folded) : nullptr;
 }
 

@@ -110,7 +110,8 @@ shard_pruning_quals(Node *where, Oid relid, const TablePolicy &policy)
 	const AttrNumber distcol = distribution_attnum(relid);
 	if (distcol <= 0)
 		return nullptr;
-	Node *folded = eval_const_expressions(nullptr, copy_node(where));
+	Node *folded = nullptr;
+	pg_call([&] { folded = eval_const_expressions(nullptr, copy_node(where)); }); // (may raise: 1/0)
 	List *conjuncts = make_ands_implicit((Expr *) folded);
 	List *kept = NIL;
 	ListCell *lc;

@@ -17,6 +17,7 @@ extern "C" {
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 }
 
 namespace dxpriv::pg {
@@ -65,6 +66,33 @@ sub_universe_of(const TablePolicy &policy, const std::set<AttrNumber> &attnos, s
 
 namespace {
 
+// The work cap of the analysis (dxpriv.analysis_time_limit, dxpriv.analysis_memory_limit): raised
+// after each evaluation at a point (pair) once the pass over the points that began at `start` has
+// taken its time, or when one point's evaluation holds more memory than allowed (intermediate
+// values included: the per-point context keeps them until the next point). Honours cancels and
+// statement_timeout. Runs inside pg_call: raises with ereport.
+void
+check_work(MemoryContext per_point, TimestampTz start)
+{
+	CHECK_FOR_INTERRUPTS();
+	const Size used = MemoryContextMemAllocated(per_point, true);
+	if (used > static_cast<Size>(guc_analysis_memory_limit) * 1024)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+		                errmsg("evaluating the query at one declared domain point needs more than %d kB",
+		                       guc_analysis_memory_limit),
+		                errhint("dxpriv evaluates every expression on each declared domain value before reading any row; "
+		                        "an expression building long values (repeat, lpad, array_fill) exceeds "
+		                        "dxpriv.analysis_memory_limit. Shorten the expression.")));
+	const TimestampTz now = GetCurrentTimestamp();
+	if (now - start > static_cast<int64>(guc_analysis_time_limit) * 1000)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+		                errmsg("evaluating the query on the declared domain points takes longer than %d ms",
+		                       guc_analysis_time_limit),
+		                errhint("dxpriv evaluates every expression on each declared domain value before reading any row "
+		                        "and stops at dxpriv.analysis_time_limit; simplify the expressions or reference "
+		                        "columns with fewer declared values.")));
+}
+
 // Evaluates exprs at every point, calling on_value(e, flat, value, isnull) for each (the value
 // lives in a per-point context: copy what must outlive the call). Errors name the failing point.
 template <class OnValue, class OnPair>
@@ -80,6 +108,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 			points.back().push_back(member_datums(*c, m));
 	}
 	std::vector<size_t> idx(cols.size(), 0);
+	const TimestampTz started = GetCurrentTimestamp();
 	try {
 	pg_call([&] {
 		Relation rel = relation_open(relid, AccessShareLock);
@@ -109,6 +138,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 						continue;
 					bool isnull = false;
 					Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);
+					check_work(econtext->ecxt_per_tuple_memory, started);
 					on_value(e, flat, r, isnull);
 				}
 				on_pair(flat);
@@ -129,6 +159,7 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 				if (on_states[step]) {
 					bool isnull = false;
 					const Datum ok = ExecEvalExprSwitchContext(on_states[step], econtext, &isnull);
+					check_work(econtext->ecxt_per_tuple_memory, started);
 					if (isnull || !DatumGetBool(ok))
 						continue;
 				}
