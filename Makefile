@@ -46,6 +46,7 @@ unit: core
 	cd $(BUILD_DIR)/core && ctest --output-on-failure
 
 regress: all
+	./test/check_sealed_paths.sh
 	$(MAKE) install
 	./scripts/run-regress.sh
 
