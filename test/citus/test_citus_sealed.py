@@ -139,6 +139,14 @@ def test_set_local_propagated_to_workers_is_refused():
     with citus_db() as db:
         _setup(db)
         _shadow_everywhere(db)
+        # the mechanism, shown with the superuser's own plain statement (not sealed: not an analyst's)
+        su = connect("coord", db, autocommit=False)
+        execute(su, "SET LOCAL citus.propagate_set_commands = 'local'")
+        execute(su, "SET LOCAL search_path = ana, pg_catalog, public")
+        e = _refused(su, "SELECT sum(age) FROM public.people", code="P0001")
+        assert "shadow aggregate(int4) ran as postgres" in e.pgerror, e.pgerror
+        su.rollback()
+        su.close()
         a = connect("coord", db, user=ANALYST, autocommit=False)
         for setting in ("search_path = ana, pg_catalog, public", "DateStyle = 'SQL, DMY'",
                         "citus.max_intermediate_result_size = 1"):
@@ -214,8 +222,11 @@ def test_check_citus_setup():
         assert got[f"workers reject logins of analyst {ANALYST}"][0] is False, got  # LOGIN on the workers here
         assert "dxpriv installed on every worker" in got
         assert "worker search_path holds no schema analysts can write" in got
-        # a grant the DBA made after protecting, and analysts made NOLOGIN on the workers
-        execute(c, "GRANT SELECT ON people TO PUBLIC")
+        # a grant made before the table was protected, and analysts made NOLOGIN on the workers
+        execute(c, "CREATE TABLE granted (id int PRIMARY KEY, age int)")
+        execute(c, "GRANT SELECT ON granted TO PUBLIC")
+        execute(c, "SELECT create_distributed_table('granted', 'id', shard_count := 2)")
+        execute(c, "SELECT dx.protect_table('granted', 1.0)")
         for w in ("w1", "w2"):
             wc = connect(w, db)
             execute(wc, f"SET citus.enable_ddl_propagation = off; ALTER ROLE {ANALYST} NOLOGIN")
@@ -223,7 +234,7 @@ def test_check_citus_setup():
         try:
             got = {r[0]: (r[1], r[2]) for r in rows(c, "SELECT * FROM dx.check_citus_setup()")}
             bad = got["no grants on protected tables to PUBLIC or analysts"]
-            assert bad[0] is False and "PUBLIC" in bad[1], bad
+            assert bad[0] is False and "PUBLIC" in bad[1] and "granted" in bad[1], bad
             assert got[f"workers reject logins of analyst {ANALYST}"][0] is True, got
         finally:
             for w in ("w1", "w2"):
@@ -256,6 +267,13 @@ def test_zz_worker_down_message():
         return
     with citus_db() as db:
         _setup(db)
+        c = connect("coord", db)
+        execute(c, "CREATE TABLE wide (id bigint, score int)")
+        execute(c, "SELECT create_distributed_table('wide', 'id', shard_count => 4)")
+        execute(c, "INSERT INTO wide SELECT g, g FROM generate_series(1, 100) g")
+        execute(c, "SELECT dx.protect_table('wide', 'Infinity')")
+        execute(c, """SELECT dx.set_column('wide', 'score', '{"min": 0, "max": 100000}', '{"type": "none"}')""")
+        execute(c, "SELECT dx.grant_budget('postgres', 'wide', 1000)")
         a = connect("coord", db, user=ANALYST)
         execute(a, "SET citus.node_connection_timeout = 2000")
         _worker_ctl("w2", "stop")
@@ -267,9 +285,21 @@ def test_zz_worker_down_message():
                     raise AssertionError(f"answered with a worker down: {sql}")
                 except psycopg2.Error as e:
                     text = (e.pgerror or "") + (e.diag.message_hint or "")
+                    print("  " + text.replace("\n", " | "))
                     assert "dxpriv is installed" not in text, text
                     assert "could not be reached" in text or "connect" in text.lower(), text
+            # a large per-point table is stored on every worker before the statement runs (one shard or all)
+            try:
+                rows(c, "SELECT dx.linear(score::float8 * score / 1e6) FROM wide")
+                raise AssertionError("answered with a worker down")
+            except psycopg2.Error as e:
+                print("  " + e.pgerror.replace("\n", " | ") + " hint: " + (e.diag.message_hint or ""))
+                assert e.pgcode == "08006" and "could not be reached" in e.pgerror, e.pgerror
+                assert "dxpriv is installed" not in (e.diag.message_hint or ""), e.diag.message_hint
+            # as the hint says: the charge stands
+            assert scalar(c, "SELECT count(*) FROM dx.ledger WHERE relid = 'wide'::regclass") == 1
             print(f"  worker-down errors after {time.time() - start:.1f}s")
         finally:
             _worker_ctl("w2", "start")
         a.close()
+        c.close()
