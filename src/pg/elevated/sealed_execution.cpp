@@ -123,9 +123,11 @@ sealed_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree
                ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node *stmt = pstmt->utilityStmt;
-	if (stmt && IsA(stmt, VariableSetStmt) && IsTransactionBlock()) {
+	if (stmt && IsA(stmt, VariableSetStmt)) {
 		// as Citus decides (commands/variableset.c, ShouldPropagateSetCommand): SET LOCAL, RESET and
 		// RESET ALL while citus.propagate_set_commands = 'local'; recorded even when the command fails
+		// or Citus skips the setting, and kept until the top-level transaction ends (also after a
+		// ROLLBACK TO SAVEPOINT that made Citus forget it): conservative
 		const char *mode = GetConfigOption("citus.propagate_set_commands", true, false);
 		const VariableSetStmt *set = castNode(VariableSetStmt, stmt);
 		if (mode && strcmp(mode, "local") == 0 &&
