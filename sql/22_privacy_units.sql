@@ -41,22 +41,9 @@ COMMENT ON FUNCTION dx._unit_hash(bytea, "any") IS 'internal: keyed SipHash-2-4 
 CREATE FUNCTION dx.set_privacy_unit(rel regclass, column_name name, max_rows_per_unit integer,
 	max_groups_per_unit integer DEFAULT NULL, max_rows_per_unit_per_group integer DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	distributed boolean;
 BEGIN
 	PERFORM dx._check_owner(rel);
 	PERFORM dx._check_protected(rel);
-	-- distributed tables cannot bound a unit's contribution (its rows span shards): refused here,
-	-- when the unit is declared, rather than at every query
-	IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-		EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
-			INTO distributed USING rel;
-		IF distributed THEN
-			RAISE EXCEPTION 'table % is a Citus table and cannot have a privacy unit', rel USING ERRCODE = '0A000',
-				HINT = 'Privacy units are not supported on distributed tables yet: keep the table local (or '
-				       'undistribute it with undistribute_table) to declare a unit.';
-		END IF;
-	END IF;
 	IF column_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = rel
 			AND a.attname = set_privacy_unit.column_name AND a.attnum > 0 AND NOT a.attisdropped) THEN
 		RAISE EXCEPTION 'column "%" of table "%" does not exist', set_privacy_unit.column_name, rel
@@ -76,6 +63,7 @@ BEGIN
 			HINT = 'Give the most rows one unit may contribute, e.g. dx.set_privacy_unit(''visits'', ''person_id'', 10); '
 			       'the noise of every answer grows with it.';
 	END IF;
+	PERFORM dx._refuse_distributed_unit(rel); -- 47_citus_setup.sql
 	INSERT INTO dx.privacy_units AS u (relid, unit_column, max_rows_per_unit, max_groups_per_unit,
 		max_rows_per_unit_per_group, hash_key)
 	VALUES (rel, set_privacy_unit.column_name, max_rows_per_unit, max_groups_per_unit, max_rows_per_unit_per_group,

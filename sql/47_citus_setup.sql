@@ -2,6 +2,26 @@
 -- relies on holds (README, "Citus: operator checklist"). One row per check; ok is false when the
 -- check failed and NULL when it does not apply. Run as a superuser (it reads pg_hba_file_rules on
 -- the workers through run_command_on_workers). Nothing here names a Citus object statically.
+-- Called by dx.set_privacy_unit: distributed tables cannot bound a unit's contribution (its rows
+-- span shards), so a unit is refused on a Citus table when it is declared, not at every query.
+CREATE FUNCTION dx._refuse_distributed_unit(rel regclass)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	distributed boolean;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
+		INTO distributed USING rel;
+	IF distributed THEN
+		RAISE EXCEPTION 'table % is a Citus table and cannot have a privacy unit', rel USING ERRCODE = '0A000',
+			HINT = 'Privacy units are not supported on distributed tables yet: keep the table local (or '
+			       'undistribute it with undistribute_table) to declare a unit.';
+	END IF;
+END $$;
+REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
+
 CREATE FUNCTION dx.check_citus_setup(OUT check_name text, OUT ok boolean, OUT detail text)
 RETURNS SETOF record LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
