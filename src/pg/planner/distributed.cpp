@@ -65,9 +65,9 @@ citus_table(const ExtensionObjects &ext, Oid relid)
 	if (!citus_installed())
 		return t;
 	InternalSpi spi(ext.schema_owner);
-	if (spi.exec("SELECT p.partmethod::text, (SELECT count(*) FROM pg_catalog.pg_dist_shard s "
-	             "WHERE s.logicalrelid = p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
-	             "WHERE p.logicalrelid = $1",
+	if (spi.exec("SELECT p.partmethod::pg_catalog.text, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard s "
+	             "WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
 	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
 		return t;
 	t.citus = true;

@@ -241,9 +241,11 @@ record_release(const ReleaseSource &src, Oid target, const ReleaseRecord &rec)
 		mech = CStringGetTextDatum(rec.mechanism.c_str());
 	});
 	spi.exec("INSERT INTO dx.releases (role, source, target, columns, mechanism, epsilon, details) "
-	         "SELECT $1, $2, $3, string_to_array($4, ',')::name[], $5, $6, $7::jsonb || jsonb_build_object('policy', "
-	         "(SELECT jsonb_object_agg(c.column_name, jsonb_build_object('domain', c.domain, 'metric', c.metric)) "
-	         "FROM dx.protected_columns c WHERE c.relid = $2 AND c.column_name = ANY (string_to_array($4, ','))))",
+	         "SELECT $1, $2, $3, pg_catalog.string_to_array($4, ',')::pg_catalog.name[], $5, $6, $7::pg_catalog.jsonb "
+	         "OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('policy', "
+	         "(SELECT pg_catalog.jsonb_object_agg(c.column_name, pg_catalog.jsonb_build_object('domain', c.domain, "
+	         "'metric', c.metric)) FROM dx.protected_columns c WHERE c.relid OPERATOR(pg_catalog.=) $2 AND c.column_name "
+	         "OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array($4, ','))))",
 	         {{OIDOID, ObjectIdGetDatum(role)},
 	          {OIDOID, ObjectIdGetDatum(src.relid)},
 	          {OIDOID, ObjectIdGetDatum(target)},
