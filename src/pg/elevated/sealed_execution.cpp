@@ -254,20 +254,24 @@ pop_sealed_settings(int level)
 }
 
 // See sealed_execution.h.
-void
-sealed_call(Oid user, const std::function<void()> &f)
+SealedCallState
+sealed_call_enter(Oid user)
 {
-	Oid saved_user;
-	int saved_context;
-	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SealedCallState state{InvalidOid, 0, 0};
+	GetUserIdAndSecContext(&state.saved_user, &state.saved_context);
 	if (OidIsValid(user))
-		SetUserIdAndSecContext(user, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	const int level = NewGUCNestLevel();
+		SetUserIdAndSecContext(user, state.saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	state.level = NewGUCNestLevel();
 	// errors need no restore: the (sub)transaction abort resets the user and unwinds the nest level
 	apply_sealed_settings();
-	f();
-	AtEOXact_GUC(true, level);
-	SetUserIdAndSecContext(saved_user, saved_context);
+	return state;
+}
+
+void
+sealed_call_leave(const SealedCallState &state)
+{
+	AtEOXact_GUC(true, state.level);
+	SetUserIdAndSecContext(state.saved_user, state.saved_context);
 }
 
 // See sealed_execution.h.

@@ -82,10 +82,26 @@ private:
 int push_sealed_settings(std::initializer_list<SealedSetting> extra = {});
 void pop_sealed_settings(int level);
 
+// What sealed_call restores (plain data: a PostgreSQL error may longjmp over it).
+struct SealedCallState {
+	Oid saved_user;
+	int saved_context;
+	int level;
+};
+SealedCallState sealed_call_enter(Oid user);
+void sealed_call_leave(const SealedCallState &state);
+
 // Runs f (a PostgreSQL frame: it may ereport) as `user` (InvalidOid: no switch) with the sealed
 // settings; restores both on return. On error PostgreSQL's (sub)transaction abort restores them, as
-// it does for SECURITY DEFINER functions.
-void sealed_call(Oid user, const std::function<void()> &f);
+// it does for SECURITY DEFINER functions. No C++ object is live across f.
+template <class F>
+void
+sealed_call(Oid user, F &&f)
+{
+	const SealedCallState state = sealed_call_enter(user);
+	f();
+	sealed_call_leave(state);
+}
 
 // True after the session propagated SET LOCAL/RESET commands to the Citus workers in the current
 // transaction (citus.propagate_set_commands = 'local'): statements sent to workers would then run
