@@ -112,14 +112,26 @@ QUERIES = [
 
 
 def test_shadow_schema_on_the_search_path():
-    """Her shadows fire in her own statements, never in what dxpriv runs as the owner."""
+    """Her shadows fire in her own statements, never in what dxpriv runs as the owner (the releases,
+    the lookups, the per-point tables stored on the workers)."""
     with citus_db() as db:
         _setup(db)
+        c = connect("coord", db)
+        execute(c, "CREATE TABLE wide (id bigint, score int)")
+        execute(c, "SELECT create_distributed_table('wide', 'id', shard_count => 4)")
+        execute(c, "INSERT INTO wide SELECT g, g FROM generate_series(1, 100) g")
+        execute(c, "SELECT dx.protect_table('wide', 'Infinity')")
+        execute(c, """SELECT dx.set_column('wide', 'score', '{"min": 0, "max": 100000}', '{"type": "none"}')""")
+        execute(c, "SELECT dx.grant_budget(%s::regrole, 'wide', 1000)", (ANALYST,))
+        c.close()
         _shadow_everywhere(db)
         a = connect("coord", db, user=ANALYST)
         execute(a, "SET search_path = ana, pg_catalog, public")
         e = _refused(a, "SELECT 1 + 1", code="P0001")
         assert f"ran as {ANALYST}" in e.pgerror, e.pgerror
+        # a large per-point table: stored on every worker first (sealed run_command_on_workers)
+        assert scalar(a, "SELECT dx.linear(score::pg_catalog.float8 OPERATOR(pg_catalog.*) score "
+                         "OPERATOR(pg_catalog./) 1e6) FROM wide") is not None
         for sql in QUERIES:
             got = rows(a, sql)
             assert got and all(v is not None for r in got for v in r), (sql, got)

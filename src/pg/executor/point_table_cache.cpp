@@ -111,7 +111,7 @@ ship_point_table(bytea *digest, bytea *table)
 		table_hex = DatumGetCString(DirectFunctionCall1(byteaout, PointerGetDatum(table)));
 	});
 	const std::string command =
-	    "SELECT dx._store_point_table('" + digest_hex + "'::bytea, '" + table_hex + "'::bytea)";
+	    "SELECT dx._store_point_table('" + digest_hex + "'::pg_catalog.bytea, '" + table_hex + "'::pg_catalog.bytea)";
 	// dxpriv's own statement, sealed (the hooks stay out of the way), as the current user
 	std::vector<WorkerResult> results = run_on_workers(command);
 	int failed = 0, unreachable = 0;
