@@ -22,6 +22,42 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
 
+-- Called by dx.protect_table: a Citus table whose privileges (table or column) reach PUBLIC or a role
+-- an analyst has the privileges of is refused, because Citus copies those grants onto every shard,
+-- where an analyst who reaches a worker reads raw rows. (A grant made after protection is refused by
+-- the GRANT guard; one made before create_distributed_table of a protected local table is reported
+-- by dx.check_citus_setup.)
+CREATE FUNCTION dx._refuse_citus_grants(rel regclass)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	distributed boolean;
+	grantees text;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
+		INTO distributed USING rel;
+	IF NOT distributed THEN
+		RETURN;
+	END IF;
+	SELECT string_agg(DISTINCT coalesce(r.rolname, 'PUBLIC'), ', ') INTO grantees
+	FROM (SELECT (aclexplode(c.relacl)).grantee FROM pg_class c WHERE c.oid = rel
+	      UNION ALL
+	      SELECT (aclexplode(a.attacl)).grantee FROM pg_attribute a WHERE a.attrelid = rel AND a.attacl IS NOT NULL) g
+	LEFT JOIN pg_roles r ON r.oid = g.grantee
+	WHERE g.grantee = 0
+	   OR (to_regclass('dx.analysts') IS NOT NULL
+	       AND EXISTS (SELECT 1 FROM dx.analysts an WHERE pg_has_role(an.role, g.grantee, 'USAGE')));
+	IF grantees IS NOT NULL THEN
+		RAISE EXCEPTION 'distributed table % has privileges granted to %, which Citus copies onto its shards', rel, grantees
+			USING ERRCODE = '42501',
+			HINT = format('REVOKE them first (e.g. REVOKE ALL ON %s FROM PUBLIC), then protect the table; analysts '
+			              'query it through dxpriv without any privilege.', rel);
+	END IF;
+END $$;
+REVOKE ALL ON FUNCTION dx._refuse_citus_grants(regclass) FROM PUBLIC;
+
 CREATE FUNCTION dx.check_citus_setup(OUT check_name text, OUT ok boolean, OUT detail text)
 RETURNS SETOF record LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

@@ -234,11 +234,24 @@ def test_check_citus_setup():
         assert got[f"workers reject logins of analyst {ANALYST}"][0] is False, got  # LOGIN on the workers here
         assert "dxpriv installed on every worker" in got
         assert "worker search_path holds no schema analysts can write" in got
-        # a grant made before the table was protected, and analysts made NOLOGIN on the workers
+        # protecting a distributed table with a grant to PUBLIC or to an analyst's group is refused
+        create_role("sealed_group")
+        execute(c, f"GRANT sealed_group TO {ANALYST}")
+        execute(c, "CREATE TABLE pre (id int PRIMARY KEY, age int)")
+        execute(c, "SELECT create_distributed_table('pre', 'id', shard_count := 2)")
+        for grant, revoke in (("GRANT SELECT ON pre TO PUBLIC", "REVOKE ALL ON pre FROM PUBLIC"),
+                              ("GRANT SELECT (age) ON pre TO sealed_group", "REVOKE ALL (age) ON pre FROM sealed_group")):
+            execute(c, grant)
+            e = _refused(c, "SELECT dx.protect_table('pre', 1.0)")
+            assert "copies onto its shards" in e.pgerror and e.diag.message_hint, e.pgerror
+            execute(c, revoke)
+        execute(c, "SELECT dx.protect_table('pre', 1.0)")
+        # a grant on a protected local table that is distributed afterwards (Citus copies it: the
+        # check reports it), and analysts made NOLOGIN on the workers
         execute(c, "CREATE TABLE granted (id int PRIMARY KEY, age int)")
         execute(c, "GRANT SELECT ON granted TO PUBLIC")
-        execute(c, "SELECT create_distributed_table('granted', 'id', shard_count := 2)")
         execute(c, "SELECT dx.protect_table('granted', 1.0)")
+        execute(c, "SELECT create_distributed_table('granted', 'id', shard_count := 2)")
         for w in ("w1", "w2"):
             wc = connect(w, db)
             execute(wc, f"SET citus.enable_ddl_propagation = off; ALTER ROLE {ANALYST} NOLOGIN")
