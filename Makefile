@@ -51,6 +51,7 @@ unit: core-tests
 	cd $(BUILD_DIR)/core && ctest --output-on-failure
 
 regress: all
+	./test/check_sealed_paths.sh
 	$(MAKE) install
 	./scripts/run-regress.sh
 

@@ -79,6 +79,7 @@ BEGIN
 		RAISE EXCEPTION 'table "%" is public and cannot be protected', rel USING ERRCODE = '22023',
 			HINT = 'Call dx.set_public(table, false) first.';
 	END IF;
+	PERFORM dx._refuse_citus_grants(rel); -- 47_citus_setup.sql
 	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
 	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
 	PERFORM dx._revoke_from_analysts(rel);

@@ -66,6 +66,7 @@ BEGIN
 			HINT = 'Give the most rows one unit may contribute, e.g. dx.set_privacy_unit(''visits'', ''person_id'', 10); '
 			       'the noise of every answer grows with it.';
 	END IF;
+	PERFORM dx._refuse_distributed_unit(rel); -- 47_citus_setup.sql
 	INSERT INTO dx.privacy_units AS u (relid, unit_column, max_rows_per_unit, max_groups_per_unit,
 		max_rows_per_unit_per_group, hash_key)
 	VALUES (rel, set_privacy_unit.column_name, max_rows_per_unit, max_groups_per_unit, max_rows_per_unit_per_group,

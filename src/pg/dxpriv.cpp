@@ -1,5 +1,6 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
+#include "pg/elevated/sealed_execution.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/parameters.h"
 #include "pg/analyst/analyst_guard.h"
@@ -130,6 +131,7 @@ _PG_init(void)
 	install_parameter_hooks();
 	install_catalog_cache_invalidation();
 	install_analyst_log_filter();
+	install_sealed_hooks();
 	install_distributed_hooks(); // before charging: its ExecutorStart hook runs after the charge
 	install_charging_hooks();
 	install_release_log();

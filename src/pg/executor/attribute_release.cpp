@@ -363,31 +363,27 @@ read_count(Oid relid, const std::vector<const ColumnPolicy *> &cols, const std::
 {
 	const ExtensionObjects *ext = extension_objects();
 	std::string sql;
-	// every name the lookup deparses to is qualified: nothing resolves through the caller's search_path;
-	// its float8 constants (a range's lo, hi and step, a group's coordinates) are printed exactly: the
-	// caller's extra_float_digits (down to -15: one significant digit) would otherwise move the
-	// domain the rows are mapped on away from the one the condition was evaluated on
-	const int nest = NewGUCNestLevel();
-	pg_call([&] {
-		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-		                         true, 0, false);
-		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-		                         false);
-	});
-	Expr *lookup = weigh_expr(cols, table, false, *ext);
-	pg_call([&] {
-		const char *rel = get_rel_name(relid);
-		char *text = deparse_expression((Node *) lookup, deparse_context_for(rel ? rel : "?", relid), false, true);
-		sql = std::string("SELECT pg_catalog.count(*)::pg_catalog.float8, pg_catalog.count(") + text +
-		      ")::pg_catalog.float8 FROM " + qualified_relation_name(relid);
-	});
+	// deparsed inside the sealed path (sealed_execution.h): every name the lookup deparses to is
+	// qualified, nothing resolves through the caller's search_path; its float8 constants (a range's lo,
+	// hi and step, a group's coordinates) are printed exactly: the caller's extra_float_digits (down to
+	// -15: one significant digit) would otherwise move the domain the rows are mapped on away from the
+	// one the condition was evaluated on
+	{
+		SealedScope sealed(InvalidOid);
+		Expr *lookup = weigh_expr(cols, table, false, *ext);
+		pg_call([&] {
+			const char *rel = get_rel_name(relid);
+			char *text = deparse_expression((Node *) lookup, deparse_context_for(rel ? rel : "?", relid), false, true);
+			sql = std::string("SELECT pg_catalog.count(*)::pg_catalog.float8, pg_catalog.count(") + text +
+			      ")::pg_catalog.float8 FROM " + qualified_relation_name(relid);
+		});
+	}
 	{
 		ProtectedRowRead read(relid, "dx.attr_count"); // refused with a privacy unit
 		read.spi().exec_dynamic(sql.c_str());
 		records = DatumGetFloat8(read.spi().value(0, 0));
 		count = DatumGetFloat8(read.spi().value(0, 1));
 	}
-	pg_call([&] { AtEOXact_GUC(true, nest); });
 }
 
 // Validates dx.attr_count(relid, condition): every policy of the table is a bayesian_network (the

@@ -15,6 +15,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include <cctype>
 #include <cstring>
 #include <map>
 
@@ -33,6 +34,18 @@ std::string
 key_of(bytea *digest)
 {
 	return std::to_string(MyDatabaseId) + ":" + std::string(VARDATA_ANY(digest), VARSIZE_ANY_EXHDR(digest));
+}
+
+// True for Citus's messages about a node it could not connect to (as opposed to a worker that
+// answered with an error, e.g. because dxpriv is missing there).
+bool
+unreachable_message(const std::string &m)
+{
+	std::string lower;
+	for (char ch : m)
+		lower += static_cast<char>(tolower(static_cast<unsigned char>(ch)));
+	return lower.find("connect") != std::string::npos || lower.find("connection") != std::string::npos ||
+	       lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
 }
 
 } // namespace
@@ -98,29 +111,25 @@ ship_point_table(bytea *digest, bytea *table)
 		table_hex = DatumGetCString(DirectFunctionCall1(byteaout, PointerGetDatum(table)));
 	});
 	const std::string command =
-	    "SELECT dx._store_point_table('" + digest_hex + "'::bytea, '" + table_hex + "'::bytea)";
-	InternalScope internal; // dxpriv's own statement: the hooks stay out of the way
-	int failed = 0;
+	    "SELECT dx._store_point_table('" + digest_hex + "'::pg_catalog.bytea, '" + table_hex + "'::pg_catalog.bytea)";
+	// dxpriv's own statement, sealed (the hooks stay out of the way), as the current user
+	std::vector<WorkerResult> results = run_on_workers(command);
+	int failed = 0, unreachable = 0;
 	std::string message;
-	pg_call([&] {
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		Datum arg = CStringGetTextDatum(command.c_str());
-		Oid type = TEXTOID;
-		if (SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_workers($1)", 1, &type, &arg,
-		                          nullptr, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "run_command_on_workers failed");
-		for (uint64 i = 0; i < SPI_processed; ++i) {
-			bool isnull;
-			bool ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-			char *result = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-			if (!ok || !result || strcmp(result, "t") != 0) {
-				failed++;
-				message = result ? result : "no result";
-			}
+	for (const WorkerResult &r : results)
+		if (!r.success || r.result != "t") {
+			failed++;
+			message = r.result.empty() ? "no result" : r.result;
+			if (!r.success && unreachable_message(message))
+				unreachable++;
 		}
-		SPI_finish();
-	});
+	if (unreachable)
+		fail(ERRCODE_CONNECTION_FAILURE,
+		     std::to_string(unreachable) + " of " + std::to_string(results.size()) +
+		         " Citus workers could not be reached, so this distributed dx query did not run",
+		     "Nothing was released (the budget the query was charged stays spent). Check that every node of pg_catalog.pg_dist_node is "
+		     "running and accepts connections from the coordinator, then run the query again.",
+		     "The worker said: " + message);
 	if (failed)
 		fail(ERRCODE_CONNECTION_FAILURE, "a worker did not store a per-point table of this distributed dx query",
 		     "Check that dxpriv is installed on every worker; nothing was released.", "The worker said: " + message);

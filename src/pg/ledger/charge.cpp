@@ -11,6 +11,7 @@
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/analyst/analyst_guard.h"
+#include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
@@ -345,8 +346,7 @@ publish_to_workers()
 			if (charged_ids.count(c.first))
 				text += (text.empty() ? "" : ",") + std::to_string(c.first);
 	pg_call([&] {
-		(void) set_config_option("dxpriv.charged_releases", text.c_str(), PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
-		                         true, 0, false);
+		set_internal_setting_local("dxpriv.charged_releases", text.c_str());
 	});
 }
 

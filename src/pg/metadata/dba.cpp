@@ -2,6 +2,7 @@
 #include "pg/dxpriv.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/guard.h"
+#include "pg/elevated/sealed_execution.h"
 
 extern "C" {
 #include "miscadmin.h"
@@ -34,24 +35,11 @@ struct Declaring {
 	Declaring &operator=(const Declaring &) = delete;
 };
 
-// While alive, the current user is the calling role (the session's role, outside SECURITY
-// DEFINER functions), in a security-restricted operation: user code that validating a declaration
-// can reach (a domain type's CHECK constraint, run by the type's input function on every declared
-// value) runs with the caller's privileges, never with those of the extension owner that the DBA
-// functions run as.
-struct AsCaller {
-	Oid saved_user = InvalidOid;
-	int saved_context = 0;
-	AsCaller()
-	{
-		GetUserIdAndSecContext(&saved_user, &saved_context);
-		SetUserIdAndSecContext(GetOuterUserId(),
-		                       saved_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-	}
-	~AsCaller() { SetUserIdAndSecContext(saved_user, saved_context); }
-	AsCaller(const AsCaller &) = delete;
-	AsCaller &operator=(const AsCaller &) = delete;
-};
+// While alive, the current user is the calling role (CallerScope, sealed_execution.h): user code
+// that validating a declaration can reach (a domain type's CHECK constraint, run by the type's input
+// function on every declared value) runs with the caller's privileges, never with those of the
+// extension owner that the DBA functions run as.
+using AsCaller = CallerScope;
 
 // j with key removed and {key: rows} added (rows: a JSON array), or j unchanged when rows is empty.
 static Jsonb *

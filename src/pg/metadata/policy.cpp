@@ -660,18 +660,15 @@ domain_datums(const Domain &domain, Oid type, int32 typmod)
 			// Labels are read under fixed settings, so the points (and which stored values match
 			// them) are the same at declaration, at analysis and at execution, whatever the
 			// session's DateStyle, TimeZone or IntervalStyle: a setting changed between analysis and
-			// execution cannot move rows to other points. (An error unwinds the GUC nest level
-			// with the transaction.)
-			const int level = NewGUCNestLevel();
-			(void) set_config_option("datestyle", "ISO, MDY", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-			(void) set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-			(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-			                         false);
+			// execution cannot move rows to other points: the sealed settings (sealed_execution.h:
+			// DateStyle ISO, MDY, TimeZone UTC, IntervalStyle postgres, ...). (An error unwinds the
+			// GUC nest level with the transaction.)
+			const int level = push_sealed_settings();
 			Oid input, ioparam;
 			getTypeInputInfo(type, &input, &ioparam);
 			for (size_t i = 0; i < labels.size(); ++i)
 				out[i] = OidInputFunctionCall(input, const_cast<char *>(labels[i].c_str()), ioparam, typmod);
-			AtEOXact_GUC(false, level);
+			pop_sealed_settings(level);
 		});
 		return out;
 	}

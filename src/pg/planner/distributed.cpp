@@ -8,6 +8,7 @@
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/metadata/catalog.h"
+#include "pg/elevated/sealed_execution.h"
 #include "pg/planner/node_build.h"
 
 #include "core/linear_query.h"
@@ -64,9 +65,9 @@ citus_table(const ExtensionObjects &ext, Oid relid)
 	if (!citus_installed())
 		return t;
 	InternalSpi spi(ext.schema_owner);
-	if (spi.exec("SELECT p.partmethod::text, (SELECT count(*) FROM pg_catalog.pg_dist_shard s "
-	             "WHERE s.logicalrelid = p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
-	             "WHERE p.logicalrelid = $1",
+	if (spi.exec("SELECT p.partmethod::pg_catalog.text, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard s "
+	             "WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
 	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
 		return t;
 	t.citus = true;
@@ -1023,7 +1024,8 @@ ExecutorFinish_hook_type prev_finish = nullptr;
 ExecutorEnd_hook_type prev_end = nullptr;
 std::map<const QueryDesc *, Oid> run_as_owner; // set at every ExecutorStart, so never stale
 
-// Runs f as `owner` (when valid), restoring the identity afterwards, also on error.
+// Runs f as `owner` (when valid) through the sealed path (forced settings, restored afterwards);
+// f runs unchanged for statements that are not analysts' distributed releases.
 template <class F>
 void
 as_owner(Oid owner, F &&f)
@@ -1032,19 +1034,7 @@ as_owner(Oid owner, F &&f)
 		f();
 		return;
 	}
-	Oid saved_user;
-	int saved_context;
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		f();
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-	}
-	PG_END_TRY();
+	sealed_call(owner, f);
 }
 
 Oid
@@ -1088,6 +1078,10 @@ dist_executor_start(QueryDesc *qd, int eflags)
 	if (!in_internal_query())
 		guarded([&] { owner = distributed_run_as(qd->plannedstmt); });
 	if (OidIsValid(owner)) {
+		guarded([&] {
+			if (worker_settings_propagated()) // SET LOCAL replayed on the workers' connections
+				refuse_propagated_settings();
+		});
 		guarded([&] { pg_call([&] { ExecCheckRTPerms(qd->plannedstmt->rtable, true); }); }); // as the analyst
 		run_as_owner[qd] = owner;
 	}
@@ -1171,6 +1165,8 @@ split_distributed_releases(Query *parse, bool &prune)
 	if (c.releases == NIL)
 		return NIL;
 	if (load_analyst_context(*ext).analyst) {
+		if (worker_settings_propagated()) // refused before anything is charged
+			refuse_propagated_settings();
 		owner_safe_walker((Node *) split, nullptr);
 		// the statement will run as the table owner: every other table it reads is checked as the
 		// analyst now (and again when it starts), so the owner's privileges serve only the release

@@ -2,6 +2,7 @@
 #include "pg/planner/parameters.h"
 
 #include "pg/analyst/analyst_guard.h"
+#include "pg/elevated/sealed_execution.h"
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/node_build.h"
@@ -169,17 +170,13 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 		});
 	bool exact = false;
 	guarded([&] { exact = needs_portable_constants(parse); });
-	// a pruned release is planned by Citus's multi-shard planner, which keeps the release here
-	const int guc_level = prune || exact ? NewGUCNestLevel() : 0;
-	if (prune)
-		(void) set_config_option("citus.enable_router_execution", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-		                         true, 0, false);
-	if (exact) {
-		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-		                         false);
-		(void) set_config_option("standard_conforming_strings", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-		                         true, 0, false);
-	}
+	// A statement with releases on a Citus table is planned (and deparsed for the workers) with the
+	// sealed settings (sealed_execution.h): the analyst's search_path, DateStyle, float digits or
+	// citus.* settings never shape the statements that run as the table owner on the workers. A pruned
+	// release is planned by Citus's multi-shard planner, which keeps the release here.
+	const bool seal = releases != NIL || prune || exact;
+	const int guc_level = !seal ? 0 : prune ? push_sealed_settings({{"citus.enable_router_execution", "off"}})
+	                                        : push_sealed_settings();
 	// a copy to plan again when a noisy aggregate's final function would run in a parallel worker
 	Query *again = nullptr;
 	guarded([&] {
@@ -192,17 +189,13 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 	if (again)
 		guarded([&] { in_workers = releases_in_workers(result); });
 	if (in_workers) { // whole aggregates under a Gather: the leader must release (charge.cpp)
-		const int level = NewGUCNestLevel();
-		(void) set_config_option("force_parallel_mode", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-		                         false);
-		(void) set_config_option("enable_parallel_append", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-		                         0, false);
+		const int level = push_plan_settings({{"force_parallel_mode", "off"}, {"enable_parallel_append", "off"}});
 		result = prev_planner ? prev_planner(again, query_string, cursor_options, params)
 		                      : standard_planner(again, query_string, cursor_options, params);
-		AtEOXact_GUC(true, level);
+		pop_sealed_settings(level);
 	}
-	if (prune || exact)
-		AtEOXact_GUC(true, guc_level);
+	if (seal)
+		pop_sealed_settings(guc_level);
 	if (releases != NIL)
 		guarded([&] { expose_releases(result, releases); });
 	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run

@@ -141,30 +141,18 @@ read_histogram(const ReleaseSource &src, const char *entry)
 			sql += std::string(i ? ", " : "") + quote_identifier(src.cols[i]->name.c_str());
 		sql += " FROM " + qualified_relation_name(src.relid);
 	});
-	ProtectedRowRead read(src.relid, entry); // as the owner, hooks off; refused on a privacy unit table
-	Portal portal = nullptr;
-	pg_call([&] { portal = SPI_cursor_open_with_args(nullptr, sql.c_str(), 0, nullptr, nullptr, nullptr, true, 0); });
-	while (true) {
-		uint64 n = 0;
-		pg_call([&] {
-			CHECK_FOR_INTERRUPTS();
-			SPI_cursor_fetch(portal, true, 10000);
-			n = SPI_processed;
-		});
-		if (n == 0)
-			break;
+	ProtectedRowRead read(src.relid, entry); // sealed, as the owner, hooks off; refused on a privacy unit table
+	read.spi().scan(sql.c_str(), 10000, [&](SPITupleTable *tuptable, uint64 n) {
 		for (uint64 r = 0; r < n; ++r) {
 			size_t u = 0;
 			for (size_t c = 0; c < ix.size(); ++c) {
 				bool isnull = false;
-				const Datum v = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, static_cast<int>(c) + 1, &isnull);
+				const Datum v = SPI_getbinval(tuptable->vals[r], tuptable->tupdesc, static_cast<int>(c) + 1, &isnull);
 				u = u * ix[c]->domain().size() + ix[c]->index(v, isnull);
 			}
 			counts[u]++;
 		}
-		pg_call([&] { SPI_freetuptable(SPI_tuptable); });
-	}
-	pg_call([&] { SPI_cursor_close(portal); });
+	});
 	return counts;
 }
 
@@ -177,14 +165,16 @@ write_histogram(const ReleaseSource &src, const std::string &target, const std::
 	std::vector<Oid> types;
 	std::vector<Datum> values;
 	Oid relid = InvalidOid;
-	InternalScope scope; // dxpriv's own statements, run as the caller (who owns the new table)
+	// dxpriv's own statements, sealed, run as the caller (who owns the new table); the column types
+	// are printed inside the seal (qualified unless in pg_catalog)
+	InternalSpi spi(InvalidOid);
 	pg_call([&] {
 		for (size_t c = 0; c < k; ++c) {
 			const char *col = quote_identifier(src.cols[c]->name.c_str());
 			const char *type = format_type_with_typemod(src.cols[c]->type, src.cols[c]->typmod);
 			create += std::string(col) + " " + type + ", ";
 			insert += "u" + std::to_string(c) + "::" + type + ", ";
-			args += "$" + std::to_string(c + 1) + "::text[], ";
+			args += "pg_catalog.unnest($" + std::to_string(c + 1) + "::pg_catalog.text[]), ";
 			// the label of every universe point's value of column c
 			Datum *labels = static_cast<Datum *>(palloc(sizeof(Datum) * n));
 			for (size_t u = 0; u < n; ++u)
@@ -197,19 +187,15 @@ write_histogram(const ReleaseSource &src, const std::string &target, const std::
 			w[u] = Float8GetDatum(weights[u]);
 		values.push_back(PointerGetDatum(construct_array(w, static_cast<int>(n), FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)));
 		types.push_back(FLOAT8ARRAYOID);
-		create += "weight float8 NOT NULL)";
-		insert += "w FROM unnest(" + args + "$" + std::to_string(k + 1) + "::float8[]) AS t(";
+		create += "weight pg_catalog.float8 NOT NULL)";
+		insert += "w FROM ROWS FROM (" + args + "pg_catalog.unnest($" + std::to_string(k + 1) + "::pg_catalog.float8[])) AS t(";
 		for (size_t c = 0; c < k; ++c)
 			insert += "u" + std::to_string(c) + ", ";
 		insert += "w)";
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "dxpriv could not connect to SPI");
-		if (SPI_execute(create.c_str(), false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "dxpriv could not create the release table");
-		if (SPI_execute_with_args(insert.c_str(), static_cast<int>(k + 1), types.data(), values.data(), nullptr, false, 0) !=
-		    SPI_OK_INSERT)
-			elog(ERROR, "dxpriv could not write the release table");
-		SPI_finish();
+	});
+	spi.exec_dynamic(create.c_str(), {}, {}, false, SPI_OK_UTILITY);
+	spi.exec_dynamic(insert.c_str(), types, values, false, SPI_OK_INSERT);
+	pg_call([&] {
 		List *names = stringToQualifiedNameList(target.c_str());
 		relid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, false);
 	});
@@ -252,9 +238,11 @@ record_release(const ReleaseSource &src, Oid target, const ReleaseRecord &rec)
 		mech = CStringGetTextDatum(rec.mechanism.c_str());
 	});
 	spi.exec("INSERT INTO dx.releases (role, source, target, columns, mechanism, epsilon, details) "
-	         "SELECT $1, $2, $3, string_to_array($4, ',')::name[], $5, $6, $7::jsonb || jsonb_build_object('policy', "
-	         "(SELECT jsonb_object_agg(c.column_name, jsonb_build_object('domain', c.domain, 'metric', c.metric)) "
-	         "FROM dx.protected_columns c WHERE c.relid = $2 AND c.column_name = ANY (string_to_array($4, ','))))",
+	         "SELECT $1, $2, $3, pg_catalog.string_to_array($4, ',')::pg_catalog.name[], $5, $6, $7::pg_catalog.jsonb "
+	         "OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('policy', "
+	         "(SELECT pg_catalog.jsonb_object_agg(c.column_name, pg_catalog.jsonb_build_object('domain', c.domain, "
+	         "'metric', c.metric)) FROM dx.protected_columns c WHERE c.relid OPERATOR(pg_catalog.=) $2 AND c.column_name "
+	         "OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array($4, ','))))",
 	         {{OIDOID, ObjectIdGetDatum(role)},
 	          {OIDOID, ObjectIdGetDatum(src.relid)},
 	          {OIDOID, ObjectIdGetDatum(target)},
