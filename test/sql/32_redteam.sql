@@ -269,6 +269,9 @@ SET ROLE dx_regress_rt;
 SELECT count(*) AS kept_rows_51 FROM rt_v;
 SELECT ward, count(*) > 0 AS some_kept FROM rt_v GROUP BY ward ORDER BY ward; -- (which: the rank hashes the table oid)
 SELECT sum(n) AS kept_rows_51 FROM (SELECT ward, count(*) n FROM rt_v GROUP BY ward) s;
+-- every person counted once by count_units, whichever partition holds the kept row (NULL: one unit)
+SELECT count(DISTINCT pid) AS units_51 FROM rt_v;
+SELECT sum(u) AS units_51 FROM (SELECT ward, count(DISTINCT pid) u FROM rt_v GROUP BY ward) s;
 -- B2. WHERE and FILTER are applied after the bound: a young row is kept by about a quarter of the
 -- persons (all 50 if the predicate chose the rows)
 SELECT count(*) BETWEEN 1 AND 30 AS young_kept_by_rank FROM rt_v WHERE age < 40;
