@@ -245,6 +245,16 @@ SELECT t.n IS NOT NULL, v FROM (SELECT count(*) n FROM rt) t, rt_ws.rows_of_view
 CREATE FUNCTION rt_ws.one_of_view(bigint) RETURNS int LANGUAGE plpgsql AS
 'BEGIN RETURN (SELECT age FROM rt_view ORDER BY id LIMIT 1); END';
 SELECT rt_ws.one_of_view(n) FROM (SELECT count(*) n FROM rt) t;
+-- an AFTER trigger of the analyst's own table, fired by a data-modifying CTE of a release statement
+-- (in its ExecutorFinish), reads the view as a statement of its own: refused, nothing stored
+CREATE TABLE rt_ws.sink (x int);
+CREATE TABLE rt_ws.loot (age int);
+CREATE FUNCTION rt_ws.trg() RETURNS trigger LANGUAGE plpgsql AS
+'BEGIN INSERT INTO rt_ws.loot SELECT age FROM rt_view; RETURN NULL; END';
+CREATE TRIGGER rt_trg AFTER INSERT ON rt_ws.sink FOR EACH ROW EXECUTE FUNCTION rt_ws.trg();
+WITH ins AS (INSERT INTO rt_ws.sink VALUES (1) RETURNING x)
+SELECT n IS NOT NULL AS answered FROM (SELECT count(*) n FROM rt) t, ins;
+SELECT count(*) AS looted FROM rt_ws.loot;
 RESET ROLE;
 DROP VIEW rt_view;
 DROP FUNCTION rt_rows();
