@@ -13,6 +13,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/executor/noise_params.h"
@@ -454,9 +455,21 @@ charge_plan(QueryDesc *qd)
 		answer_count += groups;
 	}
 	cacheable = cacheable && answer_offset.size() == ordered.size();
+	// the key also holds the contents version of every table released, read under the statement's
+	// snapshot: after a write the same statement is a new release (charged), never a replay
+	uint64 key = first.cache_key;
+	for (auto &kv : by_table) {
+		if (!cacheable)
+			break;
+		uint64 version = 0;
+		bool known = false;
+		pg_call([&] { known = contents_version(kv.first, qd->snapshot, &version); });
+		cacheable = known;
+		key = hash_combine64(key, hash_combine64(static_cast<uint64>(kv.first), version));
+	}
 	if (cacheable) {
 		std::vector<double> answers, parts;
-		if (answer_cache_lookup(first.cache_key, asking, answers, parts) && answers.size() == answer_count) {
+		if (answer_cache_lookup(key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
 				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
 				charged_ids.insert(c.params.charge_id);
@@ -511,7 +524,7 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered) {
 		charged_ids.insert(c.params.charge_id);
 		if (cacheable)
-			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid,
+			answer_cache_plan_record(c.params.charge_id, key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
 	if (qd->plannedstmt->parallelModeNeeded)
