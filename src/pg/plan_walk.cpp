@@ -28,38 +28,16 @@ walk(Plan *plan, Walk &w)
 		*w.below_gather = true; // (its own target list runs in the leader)
 	walk(plan->lefttree, w);
 	walk(plan->righttree, w);
-	List *children = NIL;
-	switch (nodeTag(plan)) {
-	case T_Result:
+	if (IsA(plan, Result))
 		w.visit(((Result *) plan)->resconstantqual);
-		break;
-	case T_Append:
-		children = ((Append *) plan)->appendplans;
-		break;
-	case T_MergeAppend:
-		children = ((MergeAppend *) plan)->mergeplans;
-		break;
-	case T_BitmapAnd:
-		children = ((BitmapAnd *) plan)->bitmapplans;
-		break;
-	case T_BitmapOr:
-		children = ((BitmapOr *) plan)->bitmapplans;
-		break;
-	case T_SubqueryScan:
-		walk(((SubqueryScan *) plan)->subplan, w);
-		break;
-	case T_CustomScan: { // custom_exprs: the releases Citus keeps in its private plan (planner/distributed.h)
+	if (IsA(plan, CustomScan)) { // custom_exprs: the releases Citus keeps in its private plan (planner/distributed.h)
 		CustomScan *cs = (CustomScan *) plan;
 		if (!w.custom_seen && w.first_custom)
 			w.first_custom(cs);
 		w.custom_seen = true;
 		w.visit((Node *) cs->custom_exprs);
-		children = cs->custom_plans;
-		break;
 	}
-	default:
-		break;
-	}
+	List *children = extra_child_plans(plan);
 	ListCell *lc;
 	foreach (lc, children)
 		walk((Plan *) lfirst(lc), w);
@@ -70,6 +48,28 @@ walk(Plan *plan, Walk &w)
 }
 
 } // namespace
+
+// See plan_walk.h.
+List *
+extra_child_plans(Plan *plan)
+{
+	switch (nodeTag(plan)) {
+	case T_Append:
+		return ((Append *) plan)->appendplans;
+	case T_MergeAppend:
+		return ((MergeAppend *) plan)->mergeplans;
+	case T_BitmapAnd:
+		return ((BitmapAnd *) plan)->bitmapplans;
+	case T_BitmapOr:
+		return ((BitmapOr *) plan)->bitmapplans;
+	case T_SubqueryScan:
+		return list_make1(((SubqueryScan *) plan)->subplan);
+	case T_CustomScan:
+		return ((CustomScan *) plan)->custom_plans;
+	default:
+		return NIL;
+	}
+}
 
 // See plan_walk.h.
 void

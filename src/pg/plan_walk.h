@@ -18,6 +18,10 @@ namespace dxpriv::pg {
 // holds, during each visit, the plan_node_id of the nearest finalize-phase Agg above the visited
 // node (the Agg a partial aggregate's states feed), or -1. below_gather (when given) is true
 // during the visits of nodes under a Gather or Gather Merge (which parallel workers may run).
+// The children of a plan node beyond lefttree and righttree: the members of Append, MergeAppend,
+// BitmapAnd and BitmapOr, a SubqueryScan's subplan, a CustomScan's custom_plans (NIL otherwise).
+List *extra_child_plans(Plan *plan);
+
 void walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> &visit,
                            const std::function<void(CustomScan *)> &first_custom = nullptr,
                            int *final_node = nullptr, bool *below_gather = nullptr);

@@ -826,29 +826,7 @@ find_unreleased_scan(Plan *plan, std::vector<Oid> released, ReleasedScans &r)
 	}
 	find_unreleased_scan(plan->lefttree, released, r);
 	find_unreleased_scan(plan->righttree, released, r);
-	List *children = NIL;
-	switch (nodeTag(plan)) {
-	case T_Append:
-		children = ((Append *) plan)->appendplans;
-		break;
-	case T_MergeAppend:
-		children = ((MergeAppend *) plan)->mergeplans;
-		break;
-	case T_BitmapAnd:
-		children = ((BitmapAnd *) plan)->bitmapplans;
-		break;
-	case T_BitmapOr:
-		children = ((BitmapOr *) plan)->bitmapplans;
-		break;
-	case T_SubqueryScan:
-		find_unreleased_scan(((SubqueryScan *) plan)->subplan, released, r);
-		break;
-	case T_CustomScan:
-		children = ((CustomScan *) plan)->custom_plans;
-		break;
-	default:
-		break;
-	}
+	List *children = extra_child_plans(plan);
 	ListCell *lc;
 	foreach (lc, children)
 		find_unreleased_scan((Plan *) lfirst(lc), released, r);
