@@ -4,8 +4,10 @@
 -- No table of dx changes shape between 0.1.0 and 0.2.0 (sql/00_catalog.sql is unchanged).
 --
 -- HOW TO KEEP THIS FILE IN STEP WITH sql/ (until 0.2.0 is tagged):
---   1. `git diff v0.1.0 HEAD -- sql/` lists what changed since the release (scripts/test-upgrade.sh
---      prints, on failure, the difference between an upgraded and a fresh catalog).
+--   1. This file covers sql/ as of main 318d0a2: `git diff 318d0a2 HEAD -- sql/` lists what it does
+--      not cover yet (`git diff v0.1.0 HEAD -- sql/`: everything since the release). On failure,
+--      scripts/test-upgrade.sh prints the difference between an upgraded and a fresh catalog
+--      (- fresh, + upgraded): each hunk names the object to add, replace or drop here.
 --   2. A changed function body with the same signature and result: copy the new CREATE FUNCTION
 --      here as CREATE OR REPLACE FUNCTION (keeps its grants; re-run its REVOKE/COMMENT if changed).
 --      A changed result type or OUT columns (dx.last_release): DROP FUNCTION, CREATE, then repeat
@@ -18,7 +20,8 @@
 --      VIEW + CREATE VIEW + its GRANT/COMMENT.
 --   6. A catalog table change: ALTER TABLE ... ADD COLUMN ... DEFAULT / ADD CONSTRAINT ... NOT VALID
 --      then VALIDATE; never DROP/CREATE a table of dx (its rows are the ledger and policies); a new
---      table of dx that holds configuration needs pg_extension_config_dump like in sql/.
+--      table of dx that holds configuration needs pg_extension_config_dump like in sql/. ADD COLUMN
+--      puts the column last: add it last in sql/'s CREATE TABLE too (the test compares the order).
 --   7. `make install && make test-upgrade`: it upgrades a 0.1.0 database holding policies, budgets,
 --      ledger rows, a privacy unit and a release, and fails on any difference between the upgraded
 --      catalog and a fresh 0.2.0 install (pg_dump --binary-upgrade of the extension's members, ACLs
