@@ -112,14 +112,9 @@ print("\n\n".join(sorted(out)))'
 	val -d "$db" -c "SELECT evtname, evtevent, evtfoid::regprocedure, evtenabled, evttags FROM pg_event_trigger ORDER BY 1"
 }
 
-# ---- 1. a 0.1.0 database in use ------------------------------------------------------------------
-cp "$cache/dxpriv.so" "$pg$libdir/"
-cp "$cache/dxpriv.control" "$cache/dxpriv--$old.sql" "$pg$sharedir/extension/"
-start_cluster "$work" "$port"
-export PGDATABASE=up
-sql -d postgres -c "CREATE DATABASE up" -c "CREATE ROLE upgrade_analyst LOGIN"
-sql >/dev/null <<SQL
-CREATE EXTENSION dxpriv VERSION '$old';
+# Protected tables with policies, budgets, an analyst and a privacy unit (as the owner).
+policies() {
+	cat <<'SQL'
 CREATE TABLE people (id int, age int, sex text);
 INSERT INTO people SELECT i, 18 + i % 70, CASE WHEN i % 3 = 0 THEN 'F' ELSE 'M' END FROM generate_series(1, 500) i;
 CREATE TABLE visits (person int, age int);
@@ -135,8 +130,25 @@ SELECT dx.set_privacy_unit('visits', 'person', 3);
 SELECT dx.add_analyst('upgrade_analyst');
 SELECT dx.grant_budget('upgrade_analyst', 'people', 5.0);
 SELECT dx.grant_budget('upgrade_analyst', 'visits', 5.0, refresh => '1 day');
-CREATE SCHEMA upgrade_analyst AUTHORIZATION upgrade_analyst;   -- where the release is written
 SQL
+}
+
+# The protected tables as pg_dump shows them (privileges, triggers), OIDs in names replaced.
+tables() {
+	pg_dump -d "$1" --schema-only --schema=public --no-owner \
+	| grep -v -e '^--' -e '^SET ' -e '^SELECT pg_catalog.set_config' -e '^\\restrict' -e '^\\unrestrict' \
+	| sed -E 's/_[0-9]{5,}/_<oid>/g' | cat -s
+}
+
+# ---- 1. a 0.1.0 database in use ------------------------------------------------------------------
+cp "$cache/dxpriv.so" "$pg$libdir/"
+cp "$cache/dxpriv.control" "$cache/dxpriv--$old.sql" "$pg$sharedir/extension/"
+start_cluster "$work" "$port"
+export PGDATABASE=up
+sql -d postgres -c "CREATE DATABASE up" -c "CREATE ROLE upgrade_analyst LOGIN"
+sql >/dev/null -c "CREATE EXTENSION dxpriv VERSION '$old'"
+policies | sql >/dev/null
+sql >/dev/null -c "CREATE SCHEMA upgrade_analyst AUTHORIZATION upgrade_analyst"   # where releases are written
 asql() { PGUSER=upgrade_analyst val "$@"; }
 asql -c "SELECT dx.count(*) FROM people" -c "SELECT dx.sum(age, 0.2) FROM people WHERE sex = 'F'" \
      -c "SELECT dx.count(*) FROM visits" -c "SELECT dx.avg(age) FROM visits" \
@@ -165,13 +177,20 @@ echo "$new (after ALTER EXTENSION dxpriv UPDATE): every row of dx's $(grep -c '^
 # ---- 3. the upgraded catalog equals a fresh install --------------------------------------------
 sql -d postgres -c "CREATE DATABASE fresh"
 sql -d fresh -c "CREATE EXTENSION dxpriv"
+policies | sql -d fresh >/dev/null
 catalog up >"$work/catalog-upgraded.txt"
 catalog fresh >"$work/catalog-fresh.txt"
 if ! diff -u "$work/catalog-fresh.txt" "$work/catalog-upgraded.txt"; then
 	fail "the upgraded catalog differs from a fresh CREATE EXTENSION dxpriv (- fresh, + upgraded):" \
 	     "update sql/upgrade/dxpriv--$old--$new.sql (see its header)"
 fi
-echo "catalog: upgraded = fresh ($(grep -c . "$work/catalog-fresh.txt") lines of pg_dump --binary-upgrade, members, config tables, event triggers)"
+tables up >"$work/tables-upgraded.txt"
+tables fresh >"$work/tables-fresh.txt"
+if ! diff -u "$work/tables-fresh.txt" "$work/tables-upgraded.txt"; then
+	fail "the protected tables of the upgraded database differ from the same policies declared on $new" \
+	     "(- fresh, + upgraded; e.g. a trigger or grant protect_table now sets up): update sql/upgrade/dxpriv--$old--$new.sql"
+fi
+echo "catalog: upgraded = fresh ($(grep -c . "$work/catalog-fresh.txt") lines of pg_dump --binary-upgrade, members, config tables, event triggers; protected tables: $(grep -c . "$work/tables-fresh.txt") lines of pg_dump)"
 
 # ---- 4. still charged after the upgrade ------------------------------------------------------------
 ledger() { val -c "SELECT count(*) FROM dx.ledger"; }
