@@ -2,7 +2,8 @@
 # make test-upgrade: ALTER EXTENSION dxpriv UPDATE from the released 0.1.0 (built from its git tag)
 # to the current version keeps every row of dx's tables (policies, budgets, ledger, privacy units,
 # releases), keeps charging, and leaves the same catalog as a fresh CREATE EXTENSION; then a
-# pg_dump of the upgraded database restores with policies and ledger and no raw read mid-restore.
+# pg_dump of the upgraded database restores with policies and ledger and no raw read mid-restore,
+# and pg_upgrade of the cluster keeps them too.
 # Needs the current build installed (make install). The 0.1.0 build is cached under
 # build/v0.1.0/<commit> (first run: a few minutes). Port: DXPRIV_UPGRADE_PORT (default 55741).
 set -euo pipefail
@@ -53,7 +54,8 @@ cleanup() {
 		echo "test-upgrade FAILED (exit $status); last lines of the server log:" >&2
 		tail -n 20 "$work/server.log" 2>/dev/null >&2 || true
 	fi
-	stop_cluster "$work"
+	stop_cluster "$work" 2>/dev/null
+	[ ! -d "$work/new" ] || as_cluster_owner "pg_ctl -D '$work/new' -m fast -w stop >/dev/null 2>&1" || true
 	rm -rf "$work"
 	exit $status
 }
@@ -69,7 +71,7 @@ fail() { echo "test-upgrade FAILED: $*" >&2; exit 1; }
 snapshot() {
 	local db=$1 t
 	for t in $(val -d "$db" -c "SELECT c.oid::regclass FROM pg_class c WHERE c.relnamespace = 'dx'::regnamespace
-	                            AND c.relkind IN ('r', 'S', 'p') ORDER BY 1::text"); do
+	                            AND c.relkind IN ('r', 'S', 'p') ORDER BY c.oid::regclass::text"); do
 		echo "== $t"
 		if [ "$(val -d "$db" -c "SELECT relkind FROM pg_class WHERE oid = '$t'::regclass")" = S ]; then
 			val -d "$db" -c "SELECT last_value, is_called FROM $t"
@@ -235,4 +237,24 @@ l1=$(val -d restored -c "SELECT count(*) FROM dx.ledger")
 PGUSER=upgrade_analyst val -d restored -c "SELECT dx.count(*) FROM people" >/dev/null
 [ "$(val -d restored -c "SELECT count(*) FROM dx.ledger")" -eq $((l1 + 1)) ] || fail "the restored database does not charge"
 echo "pg_dump/pg_restore: dx's rows identical, no raw read after pre-data, data or ACLs, charging continues"
+
+# ---- 6. pg_upgrade of the cluster (same major version: pg_dump --binary-upgrade and restore) -------
+snapshot up >"$work/pre-pg_upgrade.txt"
+stop_cluster "$work"
+new_port=$(free_port $((port + 1)))
+as_cluster_owner "initdb -D '$work/new' -A trust -U postgres --no-sync >'$work/initdb-new.log' 2>&1"
+grep -E '^(shared_preload_libraries|listen_addresses|unix_socket_directories|fsync) ' "$work/data/postgresql.conf" >>"$work/new/postgresql.conf"
+echo "port = $port" >>"$work/new/postgresql.conf"
+as_cluster_owner "cd '$work' && pg_upgrade -U postgres -b '$pg$bindir' -B '$pg$bindir' -d '$work/data' -D '$work/new' \
+	-p $port -P $new_port -s '$work' >'$work/pg_upgrade.log' 2>&1" || { grep -h -B 12 -A 4 -i 'error' "$work"/new/pg_upgrade_output.d/*/log/*.log "$work/pg_upgrade.log" 2>/dev/null | head -n 60 >&2; fail "pg_upgrade failed"; }
+as_cluster_owner "pg_ctl -D '$work/new' -l '$work/server.log' -w start >/dev/null"
+snapshot up >"$work/post-pg_upgrade.txt"
+diff -u "$work/pre-pg_upgrade.txt" "$work/post-pg_upgrade.txt" || fail "pg_upgrade changed rows of dx's tables (diff above)"
+[ "$(raw_read up)" = 42501 ] || fail "the analyst reads people after pg_upgrade: $(raw_read up)"
+l2=$(ledger)
+asql -c "SELECT dx.count(*) FROM people" >/dev/null
+[ "$(ledger)" -eq $((l2 + 1)) ] || fail "the pg_upgrade'd cluster does not charge"
+catalog up >"$work/catalog-pg_upgrade.txt"
+diff -u "$work/catalog-fresh.txt" "$work/catalog-pg_upgrade.txt" || fail "pg_upgrade changed dxpriv's catalog (- fresh, + after pg_upgrade)"
+echo "pg_upgrade: dx's rows and catalog identical, raw reads refused, charging continues"
 echo "test-upgrade: ok ($(($(date +%s) - started)) s)"
