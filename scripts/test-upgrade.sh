@@ -18,8 +18,8 @@ started=$(date +%s)
 # CI clones may lack tags: fall back to the tag's full hash (the commit object must be present).
 commit=$(git -C "$root" rev-parse -q --verify "v$old^{commit}" 2>/dev/null || echo 6f80e7fbae579d8dc585758ae60c3248a94ea239)
 if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
-	echo "test-upgrade: commit $commit (tag v$old) is not in this clone; run 'git fetch origin tag v$old'" \
-	     "(or clone without --depth/--single-branch) and retry" >&2
+	echo "test-upgrade: commit $commit (tag v$old) is not in this clone (a shallow clone?): run" \
+	     "'git fetch --unshallow' or 'git fetch origin tag v$old', then retry" >&2
 	exit 1
 fi
 cache=${DXPRIV_UPGRADE_CACHE:-$root/build/v$old/$commit}
