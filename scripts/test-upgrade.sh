@@ -135,11 +135,12 @@ SELECT dx.grant_budget('upgrade_analyst', 'visits', 5.0, refresh => '1 day');
 SQL
 }
 
-# The protected tables as pg_dump shows them (privileges, triggers), OIDs in names replaced.
+# The protected tables as pg_dump shows them (privileges, triggers); OIDs (5+ digits, e.g. in trigger
+# names and arguments) replaced.
 tables() {
 	pg_dump -d "$1" --schema-only --schema=public --no-owner \
 	| grep -v -e '^--' -e '^SET ' -e '^SELECT pg_catalog.set_config' -e '^\\restrict' -e '^\\unrestrict' \
-	| sed -E 's/_[0-9]{5,}/_<oid>/g' | cat -s
+	| sed -E 's/[0-9]{5,}/<oid>/g' | cat -s
 }
 
 # ---- 1. a 0.1.0 database in use ------------------------------------------------------------------
