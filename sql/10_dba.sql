@@ -55,6 +55,59 @@ BEGIN
 	END LOOP;
 END $$;
 
+-- Contents versions (answer-cache freshness, README "Answer reuse"): one row per transaction that
+-- wrote to a protected table's tree (n: how many such transactions the row stands for). The answer
+-- cache keys a release on sum(n) as seen by the statement's snapshot.
+CREATE TABLE dx.contents_changes (
+	relid oid NOT NULL,
+	xid xid8 NOT NULL,
+	n bigint NOT NULL DEFAULT 1,
+	CONSTRAINT contents_changes_pkey PRIMARY KEY (relid, xid)
+);
+REVOKE ALL ON TABLE dx.contents_changes FROM PUBLIC;
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+CREATE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	RETURN NULL;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
+
+-- Installs (drop: removes) the contents-version trigger dx_contents_<rel> on every member of rel's
+-- inheritance tree. Not on Citus (triggers block create_distributed_table): without the trigger a
+-- release is never replayed from the answer cache.
+CREATE FUNCTION dx._contents_triggers(rel regclass, drop bool) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	m oid;
+	tg text := 'dx_contents_' || rel::oid::text;
+BEGIN
+	IF NOT drop AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR m IN WITH RECURSIVE tree(relid) AS (
+			SELECT rel::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid)
+		SELECT relid FROM tree LOOP
+		IF drop THEN
+			IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+				EXECUTE format('DROP TRIGGER %I ON %s', tg, m::regclass);
+			END IF;
+		ELSIF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+			BEGIN -- a member that cannot carry it (e.g. a foreign partition) leaves the table uncached
+				EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+				               'FOR EACH STATEMENT EXECUTE FUNCTION dx._note_contents_change(%s)', tg, m::regclass, rel::oid);
+				EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', m::regclass, tg);
+			EXCEPTION WHEN feature_not_supported OR wrong_object_type THEN
+				NULL;
+			END;
+		END IF;
+	END LOOP;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._contents_triggers(regclass, bool) FROM PUBLIC;
+
 -- Protects a table: its rows are only released through d_X-private aggregates. delta is the
 -- per-query delta the owner allows for (epsilon, delta) noise (0: pure epsilon only). Protecting a
 -- protected table again sets its presence distance and delta (declared columns and budgets stay).
@@ -83,6 +136,7 @@ BEGIN
 	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
 	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
 	PERFORM dx._revoke_from_analysts(rel);
+	PERFORM dx._contents_triggers(rel, false);
 	PERFORM dx._invalidate(rel);
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
@@ -108,6 +162,7 @@ BEGIN
 		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
 			HINT = 'See dx.protected_tables for the protected tables.';
 	END IF;
+	PERFORM dx._contents_triggers(rel, true);
 	PERFORM dx._invalidate(rel);
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;

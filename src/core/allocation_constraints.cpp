@@ -78,6 +78,8 @@ throw_work_limit()
 
 // The non-zero weights of every point: point u has cells cell[start[u] .. start[u+1]) (ascending)
 // with weights weight[...]. GROUP BY cells are non-zero only on the points of their group.
+bool presence_on = true; // detail::set_presence_prefilter
+
 struct PointCells {
 	std::vector<std::size_t> start;
 	std::vector<std::uint32_t> cell;
@@ -551,7 +553,68 @@ work_per_edge(const PointCells &pc, std::size_t m)
 	return kEdgeOverhead + static_cast<double>(std::min(m, 2 * pc.max_per_point));
 }
 
+// Largest number of cells for which presence rows are pre-filtered (the check costs O(m) per
+// champion and point).
+constexpr std::size_t kMaxPrefilterCells = 16;
+
+// Points whose presence row |q(u)| / presence is dominated entrywise by the presence row of a
+// champion (for each cell, the first point where |q_k| is largest): those rows never bind (the
+// champion's constraint implies theirs; ConstraintSet allows dropping them) and are skipped before
+// hashing. Champions are never skipped, so column maxima and the binding rows are unchanged.
+// Empty when the presence distance is infinite, m is large or the filter is off.
+std::vector<char>
+dominated_presence(const SubUniverse &sub, const Matrix &q, std::size_t n)
+{
+	const std::size_t m = q.size();
+	if (!presence_on || !std::isfinite(sub.presence) || m == 0 || m > kMaxPrefilterCells)
+		return {};
+	std::vector<std::size_t> champions;
+	for (std::size_t k = 0; k < m; k++) {
+		std::size_t best = n;
+		double top = 0;
+		for (std::size_t u = 0; u < n; u++)
+			if (std::fabs(q[k][u]) > top) {
+				top = std::fabs(q[k][u]);
+				best = u;
+			}
+		if (best < n && std::find(champions.begin(), champions.end(), best) == champions.end())
+			champions.push_back(best);
+	}
+	std::vector<char> skip(n, 0);
+	std::vector<char> champion(n, 0);
+	for (std::size_t c : champions)
+		champion[c] = 1;
+	for (std::size_t u = 0; u < n; u++) {
+		if (champion[u])
+			continue;
+		for (std::size_t c : champions) {
+			bool below = true;
+			for (std::size_t k = 0; k < m && below; k++)
+				below = std::fabs(q[k][u]) <= std::fabs(q[k][c]);
+			if (below) {
+				skip[u] = 1;
+				break;
+			}
+		}
+	}
+	return skip;
+}
+
 } // namespace
+
+// See allocation_internal.h.
+void
+detail::set_presence_prefilter(bool on)
+{
+	presence_on = on;
+}
+
+// See allocation_internal.h.
+bool
+detail::presence_prefilter()
+{
+	return presence_on;
+}
 
 // Entry r_k of row i (0 when not stored).
 double
@@ -589,10 +652,13 @@ build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>>
 		expected += static_cast<double>(counts[c]) * static_cast<double>(n / sub.domains[c].size());
 
 	RowCollector rows(m, expected, std::min(m, 2 * pc.max_per_point));
+	const std::vector<char> skip = dominated_presence(sub, q, n);
 	if (3 * pc.max_per_point > 2 * m) {
 		// Dense weights (e.g. random real cells): fill whole rows, as for an explicit metric.
 		std::vector<double> r(m);
 		visit_edges(sub, n, edges, counts, [&](std::size_t u, std::size_t v, double d) {
+			if (v == n && !skip.empty() && skip[u])
+				return;
 			if (v == n) { // presence edge: q(⊥) = 0
 				for (std::size_t k = 0; k < m; k++)
 					r[k] = std::fabs(q[k][u]) / d;
@@ -604,6 +670,8 @@ build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>>
 		return rows.finish();
 	}
 	visit_edges(sub, n, edges, counts, [&](std::size_t u, std::size_t v, double d) {
+		if (v == n && !skip.empty() && skip[u])
+			return;
 		if (d > 0)
 			for_each_difference(pc, n, u, v, [&rows, d](std::size_t k, double a) { rows.push(k, a / d); });
 		else

@@ -61,5 +61,10 @@ std::vector<double> weighted_inverse(const ConstraintSet &c, const std::vector<d
                                      const std::vector<double> &x_floor, const std::vector<double> &x_start,
                                      const std::vector<std::size_t> &seed_rows, double epsilon, AllocationStats *stats);
 
+// Whether build_constraints skips the presence rows dominated by a per-cell champion (default
+// true; false gives the exhaustive reference, for the equality tests).
+void set_presence_prefilter(bool on);
+bool presence_prefilter();
+
 } // namespace detail
 } // namespace dxpriv

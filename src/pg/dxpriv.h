@@ -180,8 +180,10 @@ void charge_release(Oid relid, double epsilon, const std::string &mechanism, con
                     const std::string &fingerprint, const std::string &query_text);
 // Registers that charge_id was paid for in this backend; final functions refuse unpaid ones.
 void mark_charged(int64 charge_id);
-// True while a statement that was charged for releases of relid executes (in this backend):
-// Citus runs parts of a distributed statement as nested statements, which that charge covers.
+// True while a statement that was charged for releases of relid executes (in this backend), that
+// is while its executor is inside ExecutorStart, ExecutorRun or ExecutorFinish: Citus runs parts of
+// a distributed statement as nested statements, which that charge covers. A cursor left open
+// between FETCHes covers nothing (the statements run meanwhile are the analyst's own).
 bool released_by_running_statement(Oid relid);
 bool was_charged(int64 charge_id);
 // True when a final function of a noisy aggregate of the plan may run in a parallel worker (a whole

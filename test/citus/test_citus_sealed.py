@@ -246,11 +246,12 @@ def test_check_citus_setup():
             assert "copies onto its shards" in e.pgerror and e.diag.message_hint, e.pgerror
             execute(c, revoke)
         execute(c, "SELECT dx.protect_table('pre', 1.0)")
-        # a grant on a protected local table that is distributed afterwards (Citus copies it: the
-        # check reports it), and analysts made NOLOGIN on the workers
+        # a grant made after protecting a local table (dx.protect_table revokes earlier ones) that is
+        # distributed afterwards (Citus copies it: the check reports it), and analysts made NOLOGIN
+        # on the workers
         execute(c, "CREATE TABLE granted (id int PRIMARY KEY, age int)")
-        execute(c, "GRANT SELECT ON granted TO PUBLIC")
         execute(c, "SELECT dx.protect_table('granted', 1.0)")
+        execute(c, "GRANT SELECT ON granted TO PUBLIC")
         execute(c, "SELECT create_distributed_table('granted', 'id', shard_count := 2)")
         for w in ("w1", "w2"):
             wc = connect(w, db)

@@ -31,6 +31,7 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/fmgroids.h"
 #include "parser/parse_func.h"
+#include "parser/parsetree.h"
 #include "nodes/plannodes.h"
 #include "utils/array.h"
 #include "access/htup_details.h"
@@ -785,6 +786,79 @@ admitted_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(admitted_walker), ctx);
 }
 
+// Finds a scan of a protected relation that no noisy aggregate above it releases: a view or
+// function over the table placed next to a release (a join, UNION ALL, a CTE) reads the table in
+// the same plan as the release, so a per-table check would admit its raw rows. A scan is released
+// when an Agg node above it (in its own plan tree; a subplan counts on its own) computes a noisy
+// aggregate of the scanned relation's policy table.
+struct ReleasedScans {
+	const ExtensionObjects *ext;
+	const AnalystContext *ac;
+	List *rtable;
+	Oid unreleased = InvalidOid; // the first scanned protected relation with no release above
+};
+
+void
+find_unreleased_scan(Plan *plan, std::vector<Oid> released, ReleasedScans &r)
+{
+	if (!plan || OidIsValid(r.unreleased))
+		return;
+	if (IsA(plan, Agg)) {
+		AdmittedScan s{r.ext, {}};
+		admitted_walker((Node *) plan->targetlist, &s);
+		admitted_walker((Node *) plan->qual, &s);
+		released.insert(released.end(), s.relids.begin(), s.relids.end());
+	}
+	switch (nodeTag(plan)) {
+	case T_SeqScan:
+	case T_SampleScan:
+	case T_IndexScan:
+	case T_IndexOnlyScan:
+	case T_BitmapHeapScan:
+	case T_TidScan:
+	case T_TidRangeScan: {
+		const Index rti = ((Scan *) plan)->scanrelid;
+		if (rti > 0 && rti <= static_cast<Index>(list_length(r.rtable))) {
+			const Oid rel = rt_fetch(rti, r.rtable)->relid;
+			const Oid policy = r.ac->policy_table(rel);
+			if (OidIsValid(policy) && std::find(released.begin(), released.end(), policy) == released.end())
+				r.unreleased = rel;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	find_unreleased_scan(plan->lefttree, released, r);
+	find_unreleased_scan(plan->righttree, released, r);
+	List *children = NIL;
+	switch (nodeTag(plan)) {
+	case T_Append:
+		children = ((Append *) plan)->appendplans;
+		break;
+	case T_MergeAppend:
+		children = ((MergeAppend *) plan)->mergeplans;
+		break;
+	case T_BitmapAnd:
+		children = ((BitmapAnd *) plan)->bitmapplans;
+		break;
+	case T_BitmapOr:
+		children = ((BitmapOr *) plan)->bitmapplans;
+		break;
+	case T_SubqueryScan:
+		find_unreleased_scan(((SubqueryScan *) plan)->subplan, released, r);
+		break;
+	case T_CustomScan:
+		children = ((CustomScan *) plan)->custom_plans;
+		break;
+	default:
+		break;
+	}
+	ListCell *lc;
+	foreach (lc, children)
+		find_unreleased_scan((Plan *) lfirst(lc), released, r);
+}
+
 // Raises for a size or statistics function in a plan: pg_stat_get_* (and every other pg_stat_*
 // function) wherever it is reached -- a column DEFAULT, an inlined SQL function body, a view the
 // DBA granted -- since it would count protected rows. dx.analyst_stat_user_tables reads them in
@@ -960,17 +1034,30 @@ enforce_executor_admission(PlannedStmt *stmt)
 	refuse_protected_read_in_utility(touched.front());
 	AdmittedScan s{ext, {}};
 	walk_plan_expressions(stmt, [&](Node *n) { admitted_walker(n, &s); });
+	// Citus runs parts of a charged distributed statement as nested statements, as the table's owner
+	// (planner/distributed.cpp); an analyst's own function running inside a statement is not one
+	auto part_of_running = [&](Oid policy) {
+		return released_by_running_statement(policy) && pg_class_ownercheck(policy, GetUserId());
+	};
+	auto refuse = [&](Oid rel) {
+		const char *name = get_rel_name(rel);
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+		     std::string("analysts can read protected table \"") + (name ? name : "?") + "\" only through aggregates",
+		     "A view, rule, policy, function or parent table that reads a protected table is not a way around "
+		     "dxpriv. " + analyst_hint(rel));
+	};
 	// a partition or inheritance child is released by the aggregate of the table whose policy covers it
 	for (Oid rel : touched)
 		if (std::find(s.relids.begin(), s.relids.end(), ac.policy_table(rel)) == s.relids.end() &&
-		    !released_by_running_statement(ac.policy_table(rel))) { // (Citus's subplans of a charged statement)
-			const char *name = get_rel_name(rel);
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-			     std::string("analysts can read protected table \"") + (name ? name : "?") +
-			         "\" only through aggregates",
-			     "A view, rule, policy, function or parent table that reads a protected table is not a way around "
-			     "dxpriv. " + analyst_hint(rel));
-		}
+		    !part_of_running(ac.policy_table(rel)))
+			refuse(rel);
+	// and every scan of such a table feeds a release of it (not a view read next to a release)
+	ReleasedScans r{ext, &ac, stmt->rtable};
+	find_unreleased_scan(stmt->planTree, {}, r);
+	foreach (lc, stmt->subplans)
+		find_unreleased_scan((Plan *) lfirst(lc), {}, r);
+	if (OidIsValid(r.unreleased) && !part_of_running(ac.policy_table(r.unreleased)))
+		refuse(r.unreleased);
 }
 
 // See analyst_guard.h.

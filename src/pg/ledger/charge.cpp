@@ -13,6 +13,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/executor/noise_params.h"
@@ -56,6 +57,10 @@ std::unordered_set<int64> charged_ids; // charge ids paid in the current transac
 // runs the coordinator's share of a distributed query as a nested local task) and is not charged
 // again.
 std::map<const QueryDesc *, std::vector<std::pair<int64, Oid>>> running_charges; // (charge id, table)
+// How many of a statement's ExecutorStart/Run/Finish calls are in progress: a nested statement is
+// part of a running one only while that one's executor is inside such a call (Citus's local tasks).
+// An open cursor between two FETCHes is not executing: what runs then is a statement of its own.
+std::map<const QueryDesc *, int> executing;
 // (PlannedStmt, plan_node_id of a finalize-phase Agg, aggno) -> params of its partial aggregate
 std::map<std::tuple<const void *, int, int>, NoiseParams> params_by_agg;
 
@@ -450,9 +455,21 @@ charge_plan(QueryDesc *qd)
 		answer_count += groups;
 	}
 	cacheable = cacheable && answer_offset.size() == ordered.size();
+	// the key also holds the contents version of every table released, read under the statement's
+	// snapshot: after a write the same statement is a new release (charged), never a replay
+	uint64 key = first.cache_key;
+	for (auto &kv : by_table) {
+		if (!cacheable)
+			break;
+		uint64 version = 0;
+		bool known = false;
+		pg_call([&] { known = contents_version(kv.first, qd->snapshot, &version); });
+		cacheable = known;
+		key = hash_combine64(key, hash_combine64(static_cast<uint64>(kv.first), version));
+	}
 	if (cacheable) {
 		std::vector<double> answers, parts;
-		if (answer_cache_lookup(first.cache_key, asking, answers, parts) && answers.size() == answer_count) {
+		if (answer_cache_lookup(key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
 				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
 				charged_ids.insert(c.params.charge_id);
@@ -507,7 +524,7 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered) {
 		charged_ids.insert(c.params.charge_id);
 		if (cacheable)
-			answer_cache_plan_record(c.params.charge_id, first.cache_key, asking, c.params.relid,
+			answer_cache_plan_record(c.params.charge_id, key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
 	if (qd->plannedstmt->parallelModeNeeded)
@@ -545,6 +562,7 @@ on_xact(XactEvent event, void *arg)
 		charged_ids.clear();
 		params_by_agg.clear();
 		running_charges.clear();
+		executing.clear();
 		answer_cache_reset_statement_state();
 		release_log_end_transaction();
 	}
@@ -554,8 +572,50 @@ on_xact(XactEvent event, void *arg)
 void
 on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB) {
 		running_charges.clear();
+		executing.clear();
+	}
+}
+
+// Counts an executor call of qd in progress (executing) around `call`; an error inside leaves the
+// count behind, which the (sub)transaction's abort clears with running_charges.
+template <class F>
+void
+while_executing(QueryDesc *qd, F call)
+{
+	executing[qd]++;
+	call();
+	auto it = executing.find(qd);
+	if (it != executing.end() && --it->second <= 0)
+		executing.erase(it);
+}
+
+ExecutorRun_hook_type prev_executor_run = nullptr;
+ExecutorFinish_hook_type prev_executor_finish = nullptr;
+
+// ExecutorRun hook: the statement executes (its nested statements are part of it).
+extern "C" void
+dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
+{
+	while_executing(qd, [&] {
+		if (prev_executor_run)
+			prev_executor_run(qd, direction, count, execute_once);
+		else
+			standard_ExecutorRun(qd, direction, count, execute_once);
+	});
+}
+
+// ExecutorFinish hook: as ExecutorRun.
+extern "C" void
+dx_executor_finish(QueryDesc *qd)
+{
+	while_executing(qd, [&] {
+		if (prev_executor_finish)
+			prev_executor_finish(qd);
+		else
+			standard_ExecutorFinish(qd);
+	});
 }
 
 // ExecutorEnd hook: the statement no longer runs.
@@ -563,6 +623,7 @@ extern "C" void
 dx_executor_end(QueryDesc *qd)
 {
 	running_charges.erase(qd);
+	executing.erase(qd);
 	if (prev_executor_end)
 		prev_executor_end(qd);
 	else
@@ -576,12 +637,15 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	if (!IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
 	running_charges.erase(qd); // a QueryDesc at the address of one that failed earlier
+	executing.erase(qd);
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { charge_plan(qd); });
-	if (prev_executor_start)
-		prev_executor_start(qd, eflags);
-	else
-		standard_ExecutorStart(qd, eflags);
+	while_executing(qd, [&] {
+		if (prev_executor_start)
+			prev_executor_start(qd, eflags);
+		else
+			standard_ExecutorStart(qd, eflags);
+	});
 }
 
 } // namespace
@@ -597,10 +661,14 @@ mark_charged(int64 charge_id)
 bool
 released_by_running_statement(Oid relid)
 {
-	for (auto &kv : running_charges)
+	for (auto &kv : running_charges) {
+		auto active = executing.find(kv.first);
+		if (active == executing.end() || active->second <= 0)
+			continue; // an open cursor between FETCHes: what runs now is not part of it
 		for (auto &c : kv.second)
 			if (c.second == relid && charged_ids.count(c.first))
 				return true;
+	}
 	return false;
 }
 
@@ -681,6 +749,10 @@ install_charging_hooks()
 	ExecutorStart_hook = dx_executor_start;
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = dx_executor_end;
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = dx_executor_run;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = dx_executor_finish;
 	RegisterXactCallback(on_xact, nullptr);
 	RegisterSubXactCallback(on_subxact, nullptr);
 	ledger::install();

@@ -1,0 +1,118 @@
+// Contents version of a protected table, read under a statement's snapshot (answer-cache freshness).
+#include "pg/ledger/contents_version.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "nodes/pg_list.h"
+#include "parser/parse_func.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace {
+
+constexpr int16 kNeededEvents = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE;
+
+// Identity of the pg_trigger row of trigger tgoid as it is now: its oid and the transaction that
+// last wrote it. Disabling and re-enabling the trigger (writes in between were not counted) or
+// dropping and re-creating it gives another identity, so no answer stored before is replayed.
+uint64
+trigger_identity(Oid tgoid)
+{
+	Relation tr = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(tgoid));
+	SysScanDesc scan = systable_beginscan(tr, TriggerOidIndexId, true, nullptr, 1, &key);
+	uint64 id = 0;
+	if (HeapTuple tup = systable_getnext(scan))
+		id = hash_bytes_uint32_extended(tgoid, HeapTupleHeaderGetXmin(tup->t_data));
+	systable_endscan(scan);
+	table_close(tr, AccessShareLock);
+	return id;
+}
+
+// Identity of the enabled-always statement-level trigger of rel that records writes (0: none).
+uint64
+version_trigger(Relation rel, const std::string &name, Oid function)
+{
+	const TriggerDesc *td = rel->trigdesc;
+	if (!td)
+		return 0;
+	for (int i = 0; i < td->numtriggers; ++i) {
+		const Trigger &t = td->triggers[i];
+		if (name != t.tgname)
+			continue;
+		if (t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
+		    TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents)
+			return trigger_identity(t.tgoid);
+		return 0;
+	}
+	return 0;
+}
+
+} // namespace
+
+// See contents_version.h.
+bool
+contents_version(Oid relid, Snapshot snapshot, uint64 *version)
+{
+	Oid nsp = get_namespace_oid("dx", true);
+	if (!OidIsValid(nsp))
+		return false;
+	Oid changes = get_relname_relid("contents_changes", nsp);
+	Oid index = get_relname_relid("contents_changes_pkey", nsp);
+	List *fname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_note_contents_change")));
+	Oid function = LookupFuncName(fname, 0, nullptr, true);
+	if (!OidIsValid(changes) || !OidIsValid(index) || !OidIsValid(function))
+		return false;
+
+	// every member of the tree (the statement already holds a lock on the ones it reads)
+	const std::string name = "dx_contents_" + std::to_string(relid);
+	uint64 h = 0;
+	List *members = find_all_inheritors(relid, AccessShareLock, nullptr);
+	ListCell *lc;
+	foreach (lc, members) {
+		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+		const uint64 trigger = version_trigger(rel, name, function);
+		const Oid node = rel->rd_node.relNode;
+		table_close(rel, AccessShareLock);
+		if (trigger == 0)
+			return false;
+		h = hash_combine64(h, hash_combine64(trigger, hash_bytes_uint32_extended(lfirst_oid(lc), node)));
+	}
+
+	// committed writing transactions visible to the snapshot (sum of n: rows may later be merged)
+	int64 writes = 0;
+	Relation r = table_open(changes, AccessShareLock);
+	ScanKeyData key;
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);
+	HeapTuple tup;
+	while ((tup = systable_getnext(scan)) != nullptr) {
+		bool isnull = false;
+		Datum n = heap_getattr(tup, 3, RelationGetDescr(r), &isnull);
+		if (!isnull)
+			writes += DatumGetInt64(n);
+	}
+	systable_endscan(scan);
+	table_close(r, AccessShareLock);
+	*version = hash_combine64(h, hash_bytes_uint32_extended(static_cast<uint32>(writes),
+	                                                        static_cast<uint64>(writes) >> 32));
+	return true;
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,23 @@
+// Contents version of a protected table, read under a statement's snapshot (answer-cache freshness).
+#pragma once
+
+#include "pg/dxpriv.h"
+
+extern "C" {
+#include "utils/snapshot.h"
+}
+
+namespace dxpriv::pg {
+
+// Version of the rows of protected table relid (its whole inheritance tree) as seen by snapshot:
+// the number of committed transactions (plus the current one) that wrote to the tree, counted in
+// dx.contents_changes, which the statement-level trigger dx_contents_<relid> (installed by
+// dx.protect_table on every member of the tree, ENABLE ALWAYS) fills. Snapshots see nested sets of
+// committed transactions, so two snapshots with the same count see the same writes. Mixed with the
+// table's relfilenode (rewrites) and the identity of each trigger row (a trigger disabled or dropped
+// and then restored may have missed writes: answers stored before are not replayed). Returns false (do not replay, do not store) when some member of
+// the tree lacks the trigger, the trigger is not enabled always, or dx.contents_changes is absent.
+// May ereport: call inside pg_call.
+bool contents_version(Oid relid, Snapshot snapshot, uint64 *version);
+
+} // namespace dxpriv::pg
