@@ -4,7 +4,7 @@
 -- No table of dx changes shape between 0.1.0 and 0.2.0 (sql/00_catalog.sql is unchanged).
 --
 -- HOW TO KEEP THIS FILE IN STEP WITH sql/ (until 0.2.0 is tagged):
---   1. This file covers sql/ as of main 318d0a2: `git diff 318d0a2 HEAD -- sql/` lists what it does
+--   1. This file covers sql/ as of main 19905dc: `git diff 19905dc HEAD -- sql/` lists what it does
 --      not cover yet (`git diff v0.1.0 HEAD -- sql/`: everything since the release). On failure,
 --      scripts/test-upgrade.sh prints the difference between an upgraded and a fresh catalog
 --      (- fresh, + upgraded): each hunk names the object to add, replace or drop here.
@@ -30,7 +30,8 @@
 \echo Use "ALTER EXTENSION dxpriv UPDATE TO '0.2.0'" to load this file. \quit
 
 -- sql/10_dba.sql: revoking also from PUBLIC and from members of analyst roles; temporary tables
--- refused; Citus grants refused on protection; rows of dropped tables removable.
+-- refused; Citus grants refused on protection; rows of dropped tables removable; contents versions
+-- (answer-cache freshness: a statement trigger on every protected table).
 -- Takes every privilege on rel away from PUBLIC, from the analyst roles and from every role that
 -- is a member of one (they reach it only through dxpriv; Citus copies a table's grants onto its
 -- shards). Roles that no longer exist are skipped.
@@ -49,6 +50,59 @@ BEGIN
 		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', rel, r);
 	END LOOP;
 END $$;
+
+-- Contents versions (answer-cache freshness, README "Answer reuse"): one row per transaction that
+-- wrote to a protected table's tree (n: how many such transactions the row stands for). The answer
+-- cache keys a release on sum(n) as seen by the statement's snapshot.
+CREATE TABLE dx.contents_changes (
+	relid oid NOT NULL,
+	xid xid8 NOT NULL,
+	n bigint NOT NULL DEFAULT 1,
+	CONSTRAINT contents_changes_pkey PRIMARY KEY (relid, xid)
+);
+REVOKE ALL ON TABLE dx.contents_changes FROM PUBLIC;
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+CREATE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	RETURN NULL;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
+
+-- Installs (drop: removes) the contents-version trigger dx_contents_<rel> on every member of rel's
+-- inheritance tree. Not on Citus (triggers block create_distributed_table): without the trigger a
+-- release is never replayed from the answer cache.
+CREATE FUNCTION dx._contents_triggers(rel regclass, drop bool) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	m oid;
+	tg text := 'dx_contents_' || rel::oid::text;
+BEGIN
+	IF NOT drop AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR m IN WITH RECURSIVE tree(relid) AS (
+			SELECT rel::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid)
+		SELECT relid FROM tree LOOP
+		IF drop THEN
+			IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+				EXECUTE format('DROP TRIGGER %I ON %s', tg, m::regclass);
+			END IF;
+		ELSIF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+			BEGIN -- a member that cannot carry it (e.g. a foreign partition) leaves the table uncached
+				EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+				               'FOR EACH STATEMENT EXECUTE FUNCTION dx._note_contents_change(%s)', tg, m::regclass, rel::oid);
+				EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', m::regclass, tg);
+			EXCEPTION WHEN feature_not_supported OR wrong_object_type THEN
+				NULL;
+			END;
+		END IF;
+	END LOOP;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._contents_triggers(regclass, bool) FROM PUBLIC;
 
 -- Protects a table: its rows are only released through d_X-private aggregates. delta is the
 -- per-query delta the owner allows for (epsilon, delta) noise (0: pure epsilon only). Protecting a
@@ -78,6 +132,7 @@ BEGIN
 	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
 	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
 	PERFORM dx._revoke_from_analysts(rel);
+	PERFORM dx._contents_triggers(rel, false);
 	PERFORM dx._invalidate(rel);
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
@@ -103,6 +158,7 @@ BEGIN
 		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
 			HINT = 'See dx.protected_tables for the protected tables.';
 	END IF;
+	PERFORM dx._contents_triggers(rel, true);
 	PERFORM dx._invalidate(rel);
 	PERFORM dx._invalidate('dx.protected_tables'::regclass);
 END $$;
@@ -139,6 +195,12 @@ BEGIN
 	INSERT INTO dx.public_tables (relid) VALUES (rel) ON CONFLICT (relid) DO NOTHING;
 	PERFORM dx._invalidate('dx.public_tables'::regclass);
 END $$;
+
+-- The protected tables of 0.1.0 get the contents-version trigger dx.protect_table now installs
+-- (without it their answers are never reused from the cache). Rows left by 0.1.0 for tables dropped
+-- since (0.1.0 had no DDL triggers) are kept and skipped: they protect nothing.
+SELECT dx._contents_triggers(p.relid, false) FROM dx.protected_tables p
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.relid::oid);
 
 -- sql/20_aggregates.sql: dx.last_release() gains the column release_epsilon (a new result type:
 -- dropped and created again).
