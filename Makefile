@@ -2,12 +2,14 @@
 #   make demo   set up, start a throwaway cluster, load demo data, show d_X-private answers
 #   make test   everything CI runs (unit tests, pg_regress, end-to-end)
 #   make test-citus  the Citus end-to-end tests (builds Citus 13.2.2 from ../shared/vendor when missing)
+#   make test-upgrade  ALTER EXTENSION UPDATE from 0.1.0 (built from its git tag) and pg_dump/restore
+#   make deb    the Debian package postgresql-15-dxpriv_$(EXTVERSION)_amd64.deb (debhelper, pg_buildext)
 
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 MODULE_big = dxpriv
 MODULEDIR = extension
 OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
-DATA = extension/dxpriv.control
+DATA = extension/dxpriv.control $(wildcard sql/upgrade/dxpriv--*--*.sql)
 DATA_built = sql/dxpriv--$(EXTVERSION).sql
 EXTRA_CLEAN = sql/dxpriv--$(EXTVERSION).sql
 
@@ -35,15 +37,16 @@ $(shlib): $(CORE_LIB)
 
 .PHONY: core core-tests $(CORE_LIB)
 # the extension needs only the core library; the unit tests are built by `make unit` (and `make test`)
+# CMAKE_ARGS: extra cmake options (debian/rules: -DDXPRIV_BUILD_TESTS=OFF, no GoogleTest needed)
 core $(CORE_LIB):
-	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD_DIR)/core -j2 --target dxpriv_core
 
 core-tests:
 	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/core -j2
 
-.PHONY: deps unit regress e2e test test-citus demo bench
+.PHONY: deps unit regress e2e test test-citus test-upgrade demo bench deb test-deb
 deps:
 	./scripts/install-deps.sh
 
@@ -63,6 +66,19 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) regress
 	$(MAKE) e2e
+	$(MAKE) test-upgrade
+
+test-upgrade: all
+	$(MAKE) install
+	./scripts/test-upgrade.sh
+
+# The package is built by Debian's tooling from a copy of the tree (debian/rules, pg_buildext);
+# test-deb installs the package make deb built (apt), runs the demo on it, and removes it.
+deb:
+	./scripts/build-deb.sh
+
+test-deb:
+	./scripts/test-deb.sh
 
 test-citus: deps
 	$(MAKE) all

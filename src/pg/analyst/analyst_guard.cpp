@@ -654,6 +654,11 @@ refuse_bypass_roles(Oid who)
 AnalystContext
 load_analyst_context(const ExtensionObjects &ext)
 {
+	// pg_upgrade's restore (binary-upgrade mode: the server admits only pg_upgrade's superuser
+	// connections, on its own socket) creates dx's tables one at a time, so they cannot be read
+	// yet; no analyst statement runs in that mode.
+	if (IsBinaryUpgrade)
+		return AnalystContext{};
 	if (!catalog_cache.valid) {
 		CatalogCache fresh;
 		fresh.analysts_rel = relation_oid("dx", "analysts");

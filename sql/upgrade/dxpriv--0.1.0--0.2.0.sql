@@ -1,0 +1,651 @@
+-- dxpriv 0.1.0 -> 0.2.0 (ALTER EXTENSION dxpriv UPDATE TO '0.2.0'): brings a 0.1.0 catalog to what
+-- CREATE EXTENSION dxpriv VERSION '0.2.0' creates, without touching the rows of dx's tables (the
+-- ledger, budgets, policies, declared columns, privacy units and their keys, releases, analysts).
+-- No table of dx changes shape between 0.1.0 and 0.2.0 (sql/00_catalog.sql is unchanged).
+--
+-- HOW TO KEEP THIS FILE IN STEP WITH sql/ (until 0.2.0 is tagged):
+--   1. This file covers sql/ as of main 19905dc: `git diff 19905dc HEAD -- sql/` lists what it does
+--      not cover yet (`git diff v0.1.0 HEAD -- sql/`: everything since the release). On failure,
+--      scripts/test-upgrade.sh prints the difference between an upgraded and a fresh catalog
+--      (- fresh, + upgraded): each hunk names the object to add, replace or drop here.
+--   2. A changed function body with the same signature and result: copy the new CREATE FUNCTION
+--      here as CREATE OR REPLACE FUNCTION (keeps its grants; re-run its REVOKE/COMMENT if changed).
+--      A changed result type or OUT columns (dx.last_release): DROP FUNCTION, CREATE, then repeat
+--      its COMMENT and GRANT/REVOKE. A changed argument list is a new function: DROP the old one.
+--   3. A new object: copy its CREATE and its COMMENT/GRANT/REVOKE lines (sql/90_privileges.sql
+--      holds most REVOKEs). A whole new file of sql/ goes in whole (47_citus_setup, 95_ddl_events).
+--   4. A removed object: DROP it (a removed C function must be dropped: the new dxpriv.so no
+--      longer has its symbol).
+--   5. A changed view with the same columns: CREATE OR REPLACE VIEW (keeps grants); otherwise DROP
+--      VIEW + CREATE VIEW + its GRANT/COMMENT.
+--   6. A catalog table change: ALTER TABLE ... ADD COLUMN ... DEFAULT / ADD CONSTRAINT ... NOT VALID
+--      then VALIDATE; never DROP/CREATE a table of dx (its rows are the ledger and policies); a new
+--      table of dx that holds configuration needs pg_extension_config_dump like in sql/. ADD COLUMN
+--      puts the column last: add it last in sql/'s CREATE TABLE too (the test compares the order).
+--   7. `make install && make test-upgrade`: it upgrades a 0.1.0 database holding policies, budgets,
+--      ledger rows, a privacy unit and a release, and fails on any difference between the upgraded
+--      catalog and a fresh 0.2.0 install (pg_dump --binary-upgrade of the extension's members, ACLs
+--      and comments included), or on any changed row of dx's tables.
+
+\echo Use "ALTER EXTENSION dxpriv UPDATE TO '0.2.0'" to load this file. \quit
+
+-- sql/10_dba.sql: revoking also from PUBLIC and from members of analyst roles; temporary tables
+-- refused; Citus grants refused on protection; rows of dropped tables removable; contents versions
+-- (answer-cache freshness: a statement trigger on every protected table).
+-- Takes every privilege on rel away from PUBLIC, from the analyst roles and from every role that
+-- is a member of one (they reach it only through dxpriv; Citus copies a table's grants onto its
+-- shards). Roles that no longer exist are skipped.
+CREATE OR REPLACE FUNCTION dx._revoke_from_analysts(rel regclass) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	r name;
+BEGIN
+	EXECUTE format('REVOKE ALL ON TABLE %s FROM PUBLIC', rel);
+	IF to_regclass('dx.analysts') IS NULL THEN
+		RETURN;
+	END IF;
+	FOR r IN EXECUTE 'SELECT DISTINCT g.rolname FROM pg_catalog.pg_roles g, dx.analysts a, pg_catalog.pg_roles ar '
+	                 'WHERE ar.oid = a.role AND pg_catalog.pg_has_role(g.oid, a.role, ''MEMBER'') AND NOT g.rolsuper '
+	                 'AND g.oid <> (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = $1) ORDER BY 1' USING rel LOOP
+		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', rel, r);
+	END LOOP;
+END $$;
+
+-- Contents versions (answer-cache freshness, README "Answer reuse"): one row per transaction that
+-- wrote to a protected table's tree (n: how many such transactions the row stands for). The answer
+-- cache keys a release on sum(n) as seen by the statement's snapshot.
+CREATE TABLE dx.contents_changes (
+	relid oid NOT NULL,
+	xid xid8 NOT NULL,
+	n bigint NOT NULL DEFAULT 1,
+	CONSTRAINT contents_changes_pkey PRIMARY KEY (relid, xid)
+);
+REVOKE ALL ON TABLE dx.contents_changes FROM PUBLIC;
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+CREATE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	RETURN NULL;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
+
+-- Installs (drop: removes) the contents-version trigger dx_contents_<rel> on every member of rel's
+-- inheritance tree. Not on Citus (triggers block create_distributed_table): without the trigger a
+-- release is never replayed from the answer cache.
+CREATE FUNCTION dx._contents_triggers(rel regclass, drop bool) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	m oid;
+	tg text := 'dx_contents_' || rel::oid::text;
+BEGIN
+	IF NOT drop AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR m IN WITH RECURSIVE tree(relid) AS (
+			SELECT rel::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid)
+		SELECT relid FROM tree LOOP
+		IF drop THEN
+			IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+				EXECUTE format('DROP TRIGGER %I ON %s', tg, m::regclass);
+			END IF;
+		ELSIF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = m AND tgname = tg) THEN
+			BEGIN -- a member that cannot carry it (e.g. a foreign partition) leaves the table uncached
+				EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+				               'FOR EACH STATEMENT EXECUTE FUNCTION dx._note_contents_change(%s)', tg, m::regclass, rel::oid);
+				EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', m::regclass, tg);
+			EXCEPTION WHEN feature_not_supported OR wrong_object_type THEN
+				NULL;
+			END;
+		END IF;
+	END LOOP;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._contents_triggers(regclass, bool) FROM PUBLIC;
+
+-- Protects a table: its rows are only released through d_X-private aggregates. delta is the
+-- per-query delta the owner allows for (epsilon, delta) noise (0: pure epsilon only). Protecting a
+-- protected table again sets its presence distance and delta (declared columns and budgets stay).
+CREATE OR REPLACE FUNCTION dx.protect_table(rel regclass, presence float8 DEFAULT 1.0, delta float8 DEFAULT 0)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF presence IS NULL OR presence = 'NaN'::float8 OR presence <= 0 THEN
+		RAISE EXCEPTION 'presence distance must be positive, got %', presence USING ERRCODE = '22023',
+			HINT = 'Use 1.0 for standard add/remove-one-row privacy, or ''Infinity'' when the row count is public.';
+	END IF;
+	PERFORM dx._check_table_delta(delta);
+	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
+			HINT = 'Only ordinary and partitioned tables can be protected.';
+	END IF;
+	IF (SELECT relpersistence FROM pg_class WHERE oid = rel) = 't' THEN
+		RAISE EXCEPTION 'temporary table % cannot be protected', rel USING ERRCODE = '0A000',
+			HINT = 'A temporary table disappears with its session, without DDL that dxpriv''s catalog could follow; protect a permanent table.';
+	END IF;
+	IF to_regclass('dx.public_tables') IS NOT NULL AND EXISTS (SELECT 1 FROM dx.public_tables WHERE relid = rel) THEN
+		RAISE EXCEPTION 'table "%" is public and cannot be protected', rel USING ERRCODE = '22023',
+			HINT = 'Call dx.set_public(table, false) first.';
+	END IF;
+	PERFORM dx._refuse_citus_grants(rel); -- 47_citus_setup.sql
+	INSERT INTO dx.protected_tables (relid, presence, delta) VALUES (rel, presence, delta)
+	ON CONFLICT ON CONSTRAINT protected_tables_pkey DO UPDATE SET presence = excluded.presence, delta = excluded.delta;
+	PERFORM dx._revoke_from_analysts(rel);
+	PERFORM dx._contents_triggers(rel, false);
+	PERFORM dx._invalidate(rel);
+	PERFORM dx._invalidate('dx.protected_tables'::regclass);
+END $$;
+
+-- Removes a table's policy, declared columns and budgets (the ledger is kept). The rows of a
+-- table that no longer exists (left by a version without the DDL triggers) are removed by anyone:
+-- they protect nothing.
+CREATE OR REPLACE FUNCTION dx.unprotect_table(rel regclass)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF rel IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = rel) THEN
+		DELETE FROM dx.protected_tables WHERE relid = rel;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'table % does not exist and is not protected', rel::oid USING ERRCODE = '42P01',
+				HINT = 'See dx.protected_tables for the protected tables.';
+		END IF;
+		PERFORM dx._invalidate('dx.protected_tables'::regclass);
+		RETURN;
+	END IF;
+	PERFORM dx._check_owner(rel);
+	DELETE FROM dx.protected_tables WHERE relid = rel;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table "%" is not protected', rel USING ERRCODE = '22023',
+			HINT = 'See dx.protected_tables for the protected tables.';
+	END IF;
+	PERFORM dx._contents_triggers(rel, true);
+	PERFORM dx._invalidate(rel);
+	PERFORM dx._invalidate('dx.protected_tables'::regclass);
+END $$;
+
+-- Declares (public = true) or undeclares a table public.
+CREATE OR REPLACE FUNCTION dx.set_public(rel regclass, public bool DEFAULT true)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	IF public IS NULL THEN
+		RAISE EXCEPTION 'public must be true or false' USING ERRCODE = '22004';
+	END IF;
+	IF NOT public THEN
+		DELETE FROM dx.public_tables WHERE relid = rel;
+		PERFORM dx._invalidate('dx.public_tables'::regclass);
+		RETURN;
+	END IF;
+	IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '"%" is not a table', rel USING ERRCODE = '42809',
+			HINT = 'Only ordinary and partitioned tables can be public; copy the rows of a view into a table.';
+	END IF;
+	IF (SELECT relpersistence FROM pg_class WHERE oid = rel) = 't' THEN
+		RAISE EXCEPTION 'temporary table % cannot be public', rel USING ERRCODE = '0A000',
+			HINT = 'A temporary table disappears with its session, without DDL that dxpriv''s catalog could follow; use a permanent table.';
+	END IF;
+	IF EXISTS (WITH RECURSIVE up(r) AS (SELECT rel::oid UNION
+	                 SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.r),
+	               down(r) AS (SELECT rel::oid UNION
+	                 SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.r)
+	           SELECT 1 FROM dx.protected_tables p WHERE p.relid::oid IN (SELECT r FROM up UNION SELECT r FROM down)) THEN
+		RAISE EXCEPTION 'table "%" is protected (or shares rows with a protected table) and cannot be public', rel
+			USING ERRCODE = '22023', HINT = 'A table is either protected or public.';
+	END IF;
+	INSERT INTO dx.public_tables (relid) VALUES (rel) ON CONFLICT (relid) DO NOTHING;
+	PERFORM dx._invalidate('dx.public_tables'::regclass);
+END $$;
+
+-- The protected tables of 0.1.0 get the contents-version trigger dx.protect_table now installs
+-- (without it their answers are never reused from the cache). Rows left by 0.1.0 for tables dropped
+-- since (0.1.0 had no DDL triggers) are kept and skipped: they protect nothing.
+SELECT dx._contents_triggers(p.relid, false) FROM dx.protected_tables p
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.relid::oid);
+
+-- sql/20_aggregates.sql: dx.last_release() gains the column release_epsilon (a new result type:
+-- dropped and created again).
+DROP FUNCTION dx.last_release();
+CREATE FUNCTION dx.last_release()
+RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
+               answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
+               ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean,
+               release_epsilon float8)
+LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
+COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
+
+-- sql/22_privacy_units.sql: rows ranked under a per-execution key (dx._unit_rank replaces the C
+-- function dx._unit_hash, whose symbol the 0.2.0 library no longer has). The stored table keys
+-- are kept.
+DROP FUNCTION dx._unit_hash(bytea, "any");
+COMMENT ON TABLE dx.privacy_units IS 'privacy unit column, contribution bounds and key of protected tables (superusers only)';
+
+-- The rank of a row within its unit: SipHash-2-4 (src/core/siphash.h) of the row's (tableoid, ctid)
+-- under a key drawn for each execution of the statement (the kernel CSPRNG; under the superuser-only
+-- dxpriv.test_seed, a key derived from the seed). Independent of the row's values, so which rows the
+-- bound keeps never depends on them (README "Stable contribution bounding"). Placed by the analyzer
+-- in the statements it rewrites; it reads no table. VOLATILE: evaluated once per row, in the level
+-- that reads the table.
+CREATE FUNCTION dx._unit_rank(tableoid oid, ctid tid) RETURNS bigint
+LANGUAGE c VOLATILE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_rank';
+COMMENT ON FUNCTION dx._unit_rank(oid, tid) IS 'internal: per-execution keyed SipHash-2-4 of a row''s physical identity (row ranking of privacy units)';
+
+-- Declares (or changes) the privacy unit of a protected table: neighbouring tables then differ in
+-- all the rows of one unit, and each unit contributes at most max_rows_per_unit rows to a query.
+-- max_groups_per_unit and max_rows_per_unit_per_group (NULL: max_rows_per_unit) are validated and
+-- recorded but not applied (README "Stable contribution bounding"). The unit column cannot be a
+-- declared column. The key is kept when the unit is declared again.
+CREATE OR REPLACE FUNCTION dx.set_privacy_unit(rel regclass, column_name name, max_rows_per_unit integer,
+	max_groups_per_unit integer DEFAULT NULL, max_rows_per_unit_per_group integer DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM dx._check_owner(rel);
+	PERFORM dx._check_protected(rel);
+	IF column_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = rel
+			AND a.attname = set_privacy_unit.column_name AND a.attnum > 0 AND NOT a.attisdropped) THEN
+		RAISE EXCEPTION 'column "%" of table "%" does not exist', set_privacy_unit.column_name, rel
+			USING ERRCODE = '42703', HINT = 'Name the column that identifies a person, e.g. user_id.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM dx.protected_columns c WHERE c.relid = rel AND c.column_name = set_privacy_unit.column_name)
+	   OR EXISTS (SELECT 1 FROM dx.protected_column_groups g WHERE g.relid = rel AND set_privacy_unit.column_name = ANY (g.columns)) THEN
+		RAISE EXCEPTION 'column "%" is declared and cannot be the privacy unit', set_privacy_unit.column_name
+			USING ERRCODE = '22023',
+			HINT = 'Remove its declaration with dx.unset_column first: analysts must never group by or filter on the unit.';
+	END IF;
+	IF max_rows_per_unit IS NULL OR max_rows_per_unit < 1 OR max_rows_per_unit > 100000
+	   OR max_groups_per_unit < 1 OR max_groups_per_unit > 100000
+	   OR max_rows_per_unit_per_group < 1 OR max_rows_per_unit_per_group > 100000 THEN
+		RAISE EXCEPTION 'contribution bounds must be between 1 and 100000, got %, %, %', max_rows_per_unit,
+			max_groups_per_unit, max_rows_per_unit_per_group USING ERRCODE = '22023',
+			HINT = 'Give the most rows one unit may contribute, e.g. dx.set_privacy_unit(''visits'', ''person_id'', 10); '
+			       'the noise of every answer grows with it.';
+	END IF;
+	PERFORM dx._refuse_distributed_unit(rel); -- 47_citus_setup.sql
+	INSERT INTO dx.privacy_units AS u (relid, unit_column, max_rows_per_unit, max_groups_per_unit,
+		max_rows_per_unit_per_group, hash_key)
+	VALUES (rel, set_privacy_unit.column_name, max_rows_per_unit, max_groups_per_unit, max_rows_per_unit_per_group,
+		dx._unit_key())
+	ON CONFLICT ON CONSTRAINT privacy_units_pkey DO UPDATE SET unit_column = excluded.unit_column,
+		max_rows_per_unit = excluded.max_rows_per_unit, max_groups_per_unit = excluded.max_groups_per_unit,
+		max_rows_per_unit_per_group = excluded.max_rows_per_unit_per_group;
+	PERFORM dx._invalidate(rel);
+END $$;
+COMMENT ON FUNCTION dx.set_privacy_unit(regclass, name, integer, integer, integer) IS 'declares the privacy unit column of a protected table and its contribution bounds';
+
+-- sql/40_analysts.sql: dx.add_analyst revokes from the analyst's member roles too;
+-- dx.analyst_stat_user_tables reads the counters through a C function; dx.my_ledger numbers the
+-- reader's own rows.
+-- through queries dxpriv validated. Superuser only.
+CREATE OR REPLACE FUNCTION dx.add_analyst(role regrole)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	t regclass;
+	r name;
+BEGIN
+	IF NOT dx._caller_is_superuser() THEN
+		RAISE EXCEPTION 'only a superuser can add analysts' USING ERRCODE = '42501',
+			HINT = 'Ask a superuser to run dx.add_analyst.';
+	END IF;
+	IF role IS NULL THEN
+		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004', HINT = 'Pass a role name such as ''analyst''.';
+	END IF;
+	IF (SELECT rolsuper FROM pg_roles WHERE oid = role) THEN
+		RAISE EXCEPTION 'a superuser cannot be an analyst' USING ERRCODE = '22023',
+			HINT = 'Superusers bypass every restriction; create an ordinary role for analysts.';
+	END IF;
+	INSERT INTO dx.analysts (role) VALUES (role) ON CONFLICT ON CONSTRAINT analysts_pkey DO NOTHING;
+	PERFORM dx._invalidate('dx.analysts'::regclass);
+	-- rows of tables that no longer exist (left before the DDL triggers existed) protect nothing
+	DELETE FROM dx.protected_tables p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
+	IF FOUND THEN
+		PERFORM dx._invalidate('dx.protected_tables'::regclass);
+	END IF;
+	-- this role and its members lose every privilege on protected tables (grants the owner makes to
+	-- analysts afterwards, e.g. for BI tools, are the owner's explicit choice: README "Analysts")
+	FOR t, r IN SELECT p.relid, g.rolname FROM dx.protected_tables p, pg_roles g
+	            WHERE pg_has_role(g.oid, role, 'MEMBER') AND NOT g.rolsuper
+	              AND g.oid <> (SELECT c.relowner FROM pg_class c WHERE c.oid = p.relid) ORDER BY 1, 2 LOOP
+		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, r);
+	END LOOP;
+END $$;
+
+DROP VIEW dx.analyst_stat_user_tables;
+
+-- True when the statistics counters of rel (pg_stat_user_tables) are data analysts may not see:
+-- rel holds protected rows (dx._holds_protected_rows: a protected table, a partition or child of
+-- one, their indexes and TOAST), or rel is one of dxpriv's own tables (the ledger's insert count is
+-- other analysts' activity; the answer cache, the catalog).
+CREATE FUNCTION dx._stats_hidden(rel oid) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+SELECT dx._holds_protected_rows(rel)
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = rel
+               AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = 'dx'))
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+               WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = rel AND d.deptype = 'e'
+                 AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND e.extname = 'dxpriv') $$;
+
+-- pg_stat_user_tables as analysts see it: every user table is listed; the counters of protected
+-- tables (with their partitions and children) and of dxpriv's own tables are NULL (BI tools such
+-- as Metabase join it for row-count estimates). The counters are read by dxpriv's own statement
+-- inside dx._analyst_stat_user_tables (src/pg/analyst/stat_tables.cpp), so no pg_stat_get_* call
+-- is ever part of an analyst's plan.
+CREATE FUNCTION dx._analyst_stat_user_tables() RETURNS SETOF pg_catalog.pg_stat_user_tables
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_analyst_stat_user_tables';
+CREATE VIEW dx.analyst_stat_user_tables AS SELECT * FROM dx._analyst_stat_user_tables();
+GRANT SELECT ON dx.analyst_stat_user_tables TO PUBLIC;
+
+-- What an analyst may see about her own use (issue 12): her ledger rows and the policies of the
+-- tables she may query. Rows of the current role and of the roles it belongs to (pg_has_role
+-- USAGE), as dx.budgets; security-barrier views, so a leaky function in the reader's WHERE only
+-- ever sees those rows. id numbers the reader's rows (1, 2, ... in ledger order): the ledger's own
+-- ids come from one sequence for every role, and their gaps would count other analysts' charges.
+CREATE OR REPLACE VIEW dx.my_ledger WITH (security_barrier) AS
+	SELECT pg_catalog.row_number() OVER (ORDER BY l.id) AS id, l.at, l.role, l.relid AS "table", l.mechanism, l.epsilon, l.delta, l.scales, l.period_start,
+	       CASE WHEN l.session_role::oid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user)
+	            THEN l.query END AS query,
+	       l.budget
+	FROM dx.ledger l
+	WHERE pg_catalog.pg_has_role(l.role, 'USAGE');
+COMMENT ON VIEW dx.my_ledger IS 'the ledger rows charged to the current role and the roles it belongs to (query text only for statements of the current session user), with the budget they were paid from';
+
+-- sql/90_privileges.sql
+REVOKE EXECUTE ON FUNCTION dx._stats_hidden(oid) FROM PUBLIC;
+
+-- sql/47_citus_setup.sql (new in 0.2.0, whole)
+-- dx.check_citus_setup(): what an operator runs on a Citus coordinator to see that the set-up dxpriv
+-- relies on holds (README, "Citus: operator checklist"). One row per check; ok is false when the
+-- check failed and NULL when it does not apply. Run as a superuser (it reads pg_hba_file_rules on
+-- the workers through run_command_on_workers). Nothing here names a Citus object statically.
+-- Called by dx.set_privacy_unit: distributed tables cannot bound a unit's contribution (its rows
+-- span shards), so a unit is refused on a Citus table when it is declared, not at every query.
+CREATE FUNCTION dx._refuse_distributed_unit(rel regclass)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	distributed boolean;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
+		INTO distributed USING rel;
+	IF distributed THEN
+		RAISE EXCEPTION 'table % is a Citus table and cannot have a privacy unit', rel USING ERRCODE = '0A000',
+			HINT = 'Privacy units are not supported on distributed tables yet: keep the table local (or '
+			       'undistribute it with undistribute_table) to declare a unit.';
+	END IF;
+END $$;
+REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
+
+-- Called by dx.protect_table: a Citus table whose privileges (table or column) reach PUBLIC or a role
+-- an analyst has the privileges of is refused, because Citus copies those grants onto every shard,
+-- where an analyst who reaches a worker reads raw rows. (A grant made after protection is refused by
+-- the GRANT guard; one made before create_distributed_table of a protected local table is reported
+-- by dx.check_citus_setup.)
+CREATE FUNCTION dx._refuse_citus_grants(rel regclass)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	distributed boolean;
+	grantees text;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
+		INTO distributed USING rel;
+	IF NOT distributed THEN
+		RETURN;
+	END IF;
+	SELECT string_agg(DISTINCT coalesce(r.rolname, 'PUBLIC'), ', ') INTO grantees
+	FROM (SELECT (aclexplode(c.relacl)).grantee FROM pg_class c WHERE c.oid = rel
+	      UNION ALL
+	      SELECT (aclexplode(a.attacl)).grantee FROM pg_attribute a WHERE a.attrelid = rel AND a.attacl IS NOT NULL) g
+	LEFT JOIN pg_roles r ON r.oid = g.grantee
+	WHERE g.grantee = 0
+	   OR (to_regclass('dx.analysts') IS NOT NULL
+	       AND EXISTS (SELECT 1 FROM dx.analysts an WHERE pg_has_role(an.role, g.grantee, 'USAGE')));
+	IF grantees IS NOT NULL THEN
+		RAISE EXCEPTION 'distributed table % has privileges granted to %, which Citus copies onto its shards', rel, grantees
+			USING ERRCODE = '42501',
+			HINT = format('REVOKE them first (e.g. REVOKE ALL ON %s FROM PUBLIC), then protect the table; analysts '
+			              'query it through dxpriv without any privilege.', rel);
+	END IF;
+END $$;
+REVOKE ALL ON FUNCTION dx._refuse_citus_grants(regclass) FROM PUBLIC;
+
+CREATE FUNCTION dx.check_citus_setup(OUT check_name text, OUT ok boolean, OUT detail text)
+RETURNS SETOF record LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	a regrole;
+	r record;
+	bad text;
+	libs text := current_setting('shared_preload_libraries');
+BEGIN
+	IF NOT dx._caller_is_superuser() THEN
+		RAISE EXCEPTION 'only a superuser can check the Citus set-up' USING ERRCODE = '42501',
+			HINT = 'Run dx.check_citus_setup() as a superuser on the coordinator.';
+	END IF;
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		check_name := 'citus installed'; ok := NULL; detail := 'Citus is not installed in this database.';
+		RETURN NEXT;
+		RETURN;
+	END IF;
+
+	check_name := 'citus loaded before dxpriv';
+	ok := position('citus' IN libs) > 0 AND position('citus' IN libs) < position('dxpriv' IN libs);
+	detail := 'shared_preload_libraries = ' || quote_literal(libs);
+	RETURN NEXT;
+
+	-- dxpriv on every worker (its per-point tables are stored there)
+	check_name := 'dxpriv installed on every worker';
+	bad := NULL;
+	FOR r IN EXECUTE 'SELECT nodename, nodeport, success, result FROM pg_catalog.run_command_on_workers('
+	                 '$c$SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = ''dxpriv''$c$)' LOOP
+		IF NOT r.success OR r.result <> '1' THEN
+			bad := concat_ws(', ', bad, format('%s:%s (%s)', r.nodename, r.nodeport, r.result));
+		END IF;
+	END LOOP;
+	ok := bad IS NULL; detail := coalesce('missing or unreachable: ' || bad, 'every worker answered');
+	RETURN NEXT;
+
+	-- analysts cannot log in on a worker: their role is absent or NOLOGIN there, or pg_hba.conf has a
+	-- reject line naming them before any other line that names them or "all" (database and address
+	-- columns are not compared: a reject line limited to some databases or addresses counts)
+	FOR a IN SELECT role FROM dx.analysts ORDER BY role::text LOOP
+		check_name := format('workers reject logins of analyst %s', a);
+		bad := NULL;
+		FOR r IN EXECUTE format('SELECT nodename, nodeport, success, result FROM pg_catalog.run_command_on_workers(%L)',
+			format($c$SELECT CASE WHEN NOT coalesce((SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = %1$L), false)
+			           THEN 'nologin'
+			           WHEN (SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
+			                 WHERE auth_method = 'reject' AND %1$L = ANY (user_name))
+			                < coalesce((SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
+			                            WHERE auth_method <> 'reject' AND (user_name && ARRAY['all', %1$L])), 2147483647)
+			           THEN 'rejected' ELSE 'accepted' END$c$, a::text)) LOOP
+			IF NOT r.success OR r.result NOT IN ('nologin', 'rejected') THEN
+				bad := concat_ws(', ', bad, format('%s:%s (%s)', r.nodename, r.nodeport, r.result));
+			END IF;
+		END LOOP;
+		ok := bad IS NULL;
+		detail := coalesce('may log in on ' || bad || ': add "host all ' || a::text || ' 0.0.0.0/0 reject" (and ::/0) '
+		                   'at the top of the worker''s pg_hba.conf, or ALTER ROLE ... NOLOGIN on the worker',
+		                   'no worker accepts the role');
+		RETURN NEXT;
+	END LOOP;
+
+	-- no privilege on a protected table for PUBLIC or an analyst (Citus copies grants onto shards)
+	check_name := 'no grants on protected tables to PUBLIC or analysts';
+	bad := NULL;
+	FOR r IN SELECT t.relid::regclass AS rel, coalesce(g.rolname, 'PUBLIC') AS grantee, acl.privilege_type
+	         FROM dx.protected_tables t JOIN pg_class c ON c.oid = t.relid,
+	              LATERAL aclexplode(c.relacl) acl LEFT JOIN pg_roles g ON g.oid = acl.grantee
+	         WHERE acl.grantee = 0 OR EXISTS (SELECT 1 FROM dx.analysts an WHERE pg_has_role(an.role, acl.grantee, 'USAGE'))
+	         ORDER BY 1, 2, 3 LOOP
+		bad := concat_ws(', ', bad, format('%s on %s to %s', r.privilege_type, r.rel, r.grantee));
+	END LOOP;
+	ok := bad IS NULL; detail := coalesce(bad || ': REVOKE them (dx.add_analyst revokes an analyst''s)', 'none');
+	RETURN NEXT;
+
+	-- the settings Citus replays on the workers: dxpriv refuses analysts' distributed statements after a
+	-- propagated SET LOCAL, so 'local' as the server default only makes such statements fail
+	check_name := 'citus.propagate_set_commands is none by default';
+	SELECT s.reset_val INTO bad FROM pg_settings s WHERE s.name = 'citus.propagate_set_commands';
+	ok := bad = 'none'; detail := 'default: ' || coalesce(bad, '?');
+	RETURN NEXT;
+
+	-- no schema on a worker's default search_path is writable by PUBLIC or an analyst: the statements
+	-- dxpriv sends run there as the table owner
+	check_name := 'worker search_path holds no schema analysts can write';
+	bad := NULL;
+	FOR r IN EXECUTE format('SELECT nodename, nodeport, success, result FROM pg_catalog.run_command_on_workers(%L)',
+		format($c$SELECT coalesce(pg_catalog.string_agg(n.nspname, ' '), '') FROM pg_catalog.pg_namespace n
+		          WHERE n.nspname = ANY (pg_catalog.current_schemas(false)) AND n.nspname <> 'pg_catalog'
+		            AND (pg_catalog.has_schema_privilege('public', n.oid, 'CREATE')
+		                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = ANY (%L::text[])
+		                            AND (r.oid = n.nspowner OR pg_catalog.has_schema_privilege(r.oid, n.oid, 'CREATE'))))$c$,
+		       (SELECT coalesce(array_agg(role::text), '{}') FROM dx.analysts))) LOOP
+		IF NOT r.success OR r.result <> '' THEN
+			bad := concat_ws(', ', bad, format('%s:%s (%s)', r.nodename, r.nodeport, r.result));
+		END IF;
+	END LOOP;
+	ok := bad IS NULL; detail := coalesce('writable: ' || bad, 'none');
+	RETURN NEXT;
+END $$;
+REVOKE ALL ON FUNCTION dx.check_citus_setup() FROM PUBLIC;
+
+-- sql/95_ddl_events.sql (new in 0.2.0, whole)
+-- The catalog follows DDL (README "DDL on protected tables"): event triggers keep dx's rows
+-- consistent with the tables they describe. Created by CREATE EXTENSION, which runs as a superuser
+-- (dxpriv.control: superuser = true); event triggers need one.
+-- Tables and schemas are referenced by oid (regclass), so RENAME TABLE, SET SCHEMA and ALTER
+-- SCHEMA RENAME need nothing; columns are referenced by name and followed below.
+
+-- rel and, when recurse, every table that inherits from it (ALTER TABLE without ONLY recurses).
+CREATE FUNCTION dx._ddl_family(rel oid, recurse boolean) RETURNS SETOF oid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	WITH RECURSIVE down(r) AS (
+		SELECT rel
+		UNION
+		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r WHERE recurse)
+	SELECT r FROM down
+$$;
+
+-- Whether col is referenced by a declaration of protected table rel: a declared column, a member of
+-- a column group, the privacy unit, or an attribute of an attribute-privacy model.
+CREATE FUNCTION dx._ddl_declares(rel oid, col name) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT EXISTS (SELECT 1 FROM dx.protected_columns c WHERE c.relid = rel AND c.column_name = col)
+	    OR EXISTS (SELECT 1 FROM dx.protected_column_groups g WHERE g.relid = rel AND col = ANY (g.columns))
+	    OR EXISTS (SELECT 1 FROM dx.privacy_units u WHERE u.relid = rel AND u.unit_column = col)
+	    OR EXISTS (SELECT 1 FROM dx.attribute_policies a WHERE a.relid = rel AND (a.attribute = col OR col = ANY (a.attributes)))
+$$;
+
+-- Called by the ddl_command_start trigger before ALTER TABLE ... RENAME COLUMN old_name TO
+-- new_name runs (the updates roll back with the statement if it fails): declared columns, column
+-- groups, the privacy unit and median sessions follow the new name. A column of an attribute-privacy model is
+-- refused (0A000): its name is part of the declared model.
+CREATE FUNCTION dx._ddl_rename_column(rel regclass, old_name name, new_name name, recurse boolean) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	t regclass;
+BEGIN
+	FOR t IN SELECT f::regclass FROM dx._ddl_family(rel, recurse) f
+	         WHERE EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = f) LOOP
+		IF NOT dx._ddl_declares(t, old_name) THEN
+			CONTINUE;
+		END IF;
+		PERFORM dx._check_owner(t);
+		IF EXISTS (SELECT 1 FROM dx.attribute_policies a WHERE a.relid = t
+		           AND (a.attribute = old_name OR old_name = ANY (a.attributes))) THEN
+			RAISE EXCEPTION 'column "%" of table % belongs to an attribute-privacy model and cannot be renamed', old_name, t
+				USING ERRCODE = '0A000',
+				HINT = 'Remove the model with dx.unprotect_attribute, rename the column, then declare the model again.';
+		END IF;
+		UPDATE dx.protected_columns c SET column_name = new_name WHERE c.relid = t AND c.column_name = old_name;
+		UPDATE dx.protected_column_groups g SET columns = array_replace(g.columns, old_name, new_name)
+		WHERE g.relid = t AND old_name = ANY (g.columns);
+		UPDATE dx.privacy_units u SET unit_column = new_name WHERE u.relid = t AND u.unit_column = old_name;
+		UPDATE dx.median_sessions s SET columns = array_replace(s.columns, old_name, new_name)
+		WHERE s.source = t AND old_name = ANY (s.columns);
+		PERFORM dx._invalidate(t);
+	END LOOP;
+END $$;
+
+-- Called by the ddl_command_start trigger before ALTER TABLE ... ALTER COLUMN col TYPE: refused
+-- (0A000) when col is declared on a protected table: its domain and metric were validated for
+-- the current type.
+CREATE FUNCTION dx._ddl_check_column_type(rel regclass, col name, recurse boolean) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	t regclass;
+BEGIN
+	FOR t IN SELECT f::regclass FROM dx._ddl_family(rel, recurse) f
+	         WHERE EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = f) LOOP
+		IF dx._ddl_declares(t, col) THEN
+			PERFORM dx._check_owner(t);
+			RAISE EXCEPTION 'column "%" of protected table % is declared: its type cannot be changed', col, t
+				USING ERRCODE = '0A000',
+				HINT = 'The declaration (domain, metric, privacy unit or attribute model) was validated for the current type: '
+				       'remove it (dx.unset_column, dx.unset_column_group, dx.unset_privacy_unit or dx.unprotect_attribute), '
+				       'change the type, then declare the column again.';
+		END IF;
+	END LOOP;
+END $$;
+
+-- ddl_command_start of ALTER TABLE: reads the parse tree (C) and calls the two functions above.
+CREATE FUNCTION dx._on_ddl_start() RETURNS event_trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'dx_on_ddl_start';
+
+-- sql_drop: a dropped table loses its policy, declarations, budgets, unit and attribute policies
+-- (its ledger rows and releases stay: they are history); open median sessions over it are
+-- aborted; a dropped public table stops being public. A dropped declared column loses its
+-- declaration (a column group containing it is removed); dropping the privacy unit column or a
+-- column of an attribute-privacy model is refused (0A000): the table would be left protected by less
+-- than its owner declared.
+CREATE FUNCTION dx._on_sql_drop() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	o record;
+	col name;
+BEGIN
+	FOR o IN SELECT d.objid, d.objsubid, d.address_names FROM pg_catalog.pg_event_trigger_dropped_objects() d
+	         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.object_type IN ('table', 'table column') LOOP
+		IF o.objsubid = 0 THEN
+			DELETE FROM dx.protected_tables p WHERE p.relid = o.objid::regclass;
+			IF FOUND THEN
+				PERFORM dx._invalidate('dx.protected_tables'::regclass);
+			END IF;
+			DELETE FROM dx.public_tables p WHERE p.relid = o.objid::regclass;
+			IF FOUND THEN
+				PERFORM dx._invalidate('dx.public_tables'::regclass);
+			END IF;
+			UPDATE dx.median_sessions s SET status = 'aborted' WHERE s.source = o.objid::regclass AND s.status = 'open';
+			CONTINUE;
+		END IF;
+		IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = o.objid::regclass) THEN
+			CONTINUE;
+		END IF;
+		col := o.address_names[pg_catalog.array_upper(o.address_names, 1)];
+		IF EXISTS (SELECT 1 FROM dx.privacy_units u WHERE u.relid = o.objid::regclass AND u.unit_column = col) THEN
+			RAISE EXCEPTION 'column "%" is the privacy unit of protected table % and cannot be dropped', col, o.objid::regclass
+				USING ERRCODE = '0A000', HINT = 'Remove the unit first with dx.unset_privacy_unit.';
+		END IF;
+		IF EXISTS (SELECT 1 FROM dx.attribute_policies a WHERE a.relid = o.objid::regclass
+		           AND (a.attribute = col OR col = ANY (a.attributes))) THEN
+			RAISE EXCEPTION 'column "%" belongs to an attribute-privacy model of protected table % and cannot be dropped', col,
+				o.objid::regclass USING ERRCODE = '0A000', HINT = 'Remove the model first with dx.unprotect_attribute.';
+		END IF;
+		DELETE FROM dx.protected_columns c WHERE c.relid = o.objid::regclass AND c.column_name = col;
+		DELETE FROM dx.protected_column_groups g WHERE g.relid = o.objid::regclass AND col = ANY (g.columns);
+		PERFORM dx._invalidate(o.objid::regclass);
+	END LOOP;
+END $$;
+
+REVOKE EXECUTE ON FUNCTION dx._ddl_family(oid, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ddl_declares(oid, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ddl_rename_column(regclass, name, name, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._ddl_check_column_type(regclass, name, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._on_ddl_start() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._on_sql_drop() FROM PUBLIC;
+
+CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+	EXECUTE FUNCTION dx._on_ddl_start();
+CREATE EVENT TRIGGER dx_sql_drop ON sql_drop EXECUTE FUNCTION dx._on_sql_drop();
