@@ -169,8 +169,6 @@ RandomSource &backend_random();
 void reset_test_stream();
 
 // ---- Query analysis and charging ----
-void install_analyzer_hooks();
-void install_charging_hooks();
 // Charges epsilon on table relid to the current role for a release made by a function rather than
 // a planned statement (dx.release_mwem, dx.release_smalldb, median sessions), through the same
 // ledger worker as statements: committed durably outside the caller's transaction before this

@@ -80,8 +80,8 @@ void refuse_protected_read_in_utility(Oid relid);
 void note_analyst_session(bool analyst);
 // Keeps LOG and DEBUG messages (auto_explain plans, executor statistics) away from analysts'
 // clients whatever client_min_messages says, and auto_explain's plans at any level the log hook
-// sees (warning).
-void install_analyst_log_filter();
+// sees (warning). Stage "log" (emit_log_hook, before any earlier hook); never raises.
+void analyst_filter_log(ErrorData *edata);
 // Raises for an analyst's statement while auto_explain (loaded by a superuser) is active at a level
 // sent to the client that the log hook cannot stop (info, notice; warning when log_min_messages is
 // above it).

@@ -116,13 +116,13 @@ apply_sealed_settings()
 // ---- SET commands propagated to Citus workers ----
 
 bool propagated = false; // in the current top-level transaction
-ProcessUtility_hook_type prev_utility = nullptr;
 
-extern "C" void
-sealed_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree, ProcessUtilityContext context,
-               ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
+} // namespace
+
+// See sealed_execution.h.
+void
+sealed_note_utility(Node *stmt)
 {
-	Node *stmt = pstmt->utilityStmt;
 	if (stmt && IsA(stmt, VariableSetStmt)) {
 		// as Citus decides (commands/variableset.c, ShouldPropagateSetCommand): SET LOCAL, RESET and
 		// RESET ALL while citus.propagate_set_commands = 'local'; recorded even when the command fails
@@ -134,21 +134,14 @@ sealed_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree
 		    (set->is_local || set->kind == VAR_RESET || set->kind == VAR_RESET_ALL))
 			propagated = true;
 	}
-	if (prev_utility)
-		prev_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
 }
 
+// See sealed_execution.h.
 void
-forget_propagated(XactEvent event, void *)
+sealed_reset_transaction()
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
-	    event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
-		propagated = false;
+	propagated = false;
 }
-
-} // namespace
 
 // See sealed_execution.h.
 const std::vector<SealedSetting> &
@@ -471,15 +464,6 @@ run_on_workers(const std::string &command)
 	for (uint64 i = 0; i < n; ++i)
 		out.push_back({!spi.is_null(i, 0) && DatumGetBool(spi.value(i, 0)), spi.text(i, 1)});
 	return out;
-}
-
-// See sealed_execution.h.
-void
-install_sealed_hooks()
-{
-	prev_utility = ProcessUtility_hook;
-	ProcessUtility_hook = sealed_utility;
-	RegisterXactCallback(forget_propagated, nullptr);
 }
 
 } // namespace dxpriv::pg

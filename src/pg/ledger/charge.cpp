@@ -7,6 +7,7 @@
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
+#include "pg/ledger/charge.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
@@ -49,8 +50,6 @@ namespace dxpriv::pg {
 
 namespace {
 
-ExecutorStart_hook_type prev_executor_start = nullptr;
-ExecutorEnd_hook_type prev_executor_end = nullptr;
 std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
 // Charge ids of the statements executing now (set when charged, removed at their ExecutorEnd): a
 // statement started while another runs, whose releases that one paid for, is part of it (Citus
@@ -550,105 +549,54 @@ charge_release(Oid relid, double epsilon, const std::string &mechanism, const st
 		refuse(r, role, relid, epsilon, 0);
 }
 
-namespace {
-
-// Forgets paid charge ids when the transaction ends.
+// See ledger/charge.h.
 void
-on_xact(XactEvent event, void *arg)
+charge_reset_transaction()
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
-	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
-	{
-		charged_ids.clear();
-		params_by_agg.clear();
-		running_charges.clear();
-		executing.clear();
-		answer_cache_reset_statement_state();
-		release_log_end_transaction();
-	}
+	charged_ids.clear();
+	params_by_agg.clear();
+	running_charges.clear();
+	executing.clear();
 }
 
-// A statement that fails inside a subtransaction never reaches ExecutorEnd: forget what was running.
+// See ledger/charge.h.
 void
-on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+charge_reset_subtransaction()
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB) {
-		running_charges.clear();
-		executing.clear();
-	}
+	running_charges.clear();
+	executing.clear();
 }
 
-// Counts an executor call of qd in progress (executing) around `call`; an error inside leaves the
-// count behind, which the (sub)transaction's abort clears with running_charges.
-template <class F>
+// See ledger/charge.h.
 void
-while_executing(QueryDesc *qd, F call)
+charge_enter_executor(const QueryDesc *qd)
 {
 	executing[qd]++;
-	call();
+}
+
+// See ledger/charge.h.
+void
+charge_leave_executor(const QueryDesc *qd)
+{
 	auto it = executing.find(qd);
 	if (it != executing.end() && --it->second <= 0)
 		executing.erase(it);
 }
 
-ExecutorRun_hook_type prev_executor_run = nullptr;
-ExecutorFinish_hook_type prev_executor_finish = nullptr;
-
-// ExecutorRun hook: the statement executes (its nested statements are part of it).
-extern "C" void
-dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
-{
-	while_executing(qd, [&] {
-		if (prev_executor_run)
-			prev_executor_run(qd, direction, count, execute_once);
-		else
-			standard_ExecutorRun(qd, direction, count, execute_once);
-	});
-}
-
-// ExecutorFinish hook: as ExecutorRun.
-extern "C" void
-dx_executor_finish(QueryDesc *qd)
-{
-	while_executing(qd, [&] {
-		if (prev_executor_finish)
-			prev_executor_finish(qd);
-		else
-			standard_ExecutorFinish(qd);
-	});
-}
-
-// ExecutorEnd hook: the statement no longer runs.
-extern "C" void
-dx_executor_end(QueryDesc *qd)
+// See ledger/charge.h.
+void
+charge_forget_statement(const QueryDesc *qd)
 {
 	running_charges.erase(qd);
 	executing.erase(qd);
-	if (prev_executor_end)
-		prev_executor_end(qd);
-	else
-		standard_ExecutorEnd(qd);
 }
 
-// ExecutorStart hook: charge first, then start the executor.
-extern "C" void
-dx_executor_start(QueryDesc *qd, int eflags)
+// See ledger/charge.h.
+void
+charge_statement(QueryDesc *qd)
 {
-	if (!IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
-		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
-	running_charges.erase(qd); // a QueryDesc at the address of one that failed earlier
-	executing.erase(qd);
-	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
-		guarded([&] { charge_plan(qd); });
-	while_executing(qd, [&] {
-		if (prev_executor_start)
-			prev_executor_start(qd, eflags);
-		else
-			standard_ExecutorStart(qd, eflags);
-	});
+	charge_plan(qd);
 }
-
-} // namespace
 
 // See dxpriv.h.
 void
@@ -735,9 +683,9 @@ holds_noisy_aggregates(Query *q)
 	return ext && query_tree_walker(q, reinterpret_cast<bool (*)()>(holds_noisy_walker), const_cast<ExtensionObjects *>(ext), 0);
 }
 
-// See dxpriv.h.
+// See ledger/charge.h.
 void
-install_charging_hooks()
+charge_define_gucs()
 {
 	DefineCustomStringVariable("dxpriv.charged_releases", "Charge ids paid by the running statements (internal).",
 	                           "Set by dxpriv for its parallel workers; not to be set by hand.", &guc_charged_releases,
@@ -745,17 +693,6 @@ install_charging_hooks()
 	                           GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE |
 	                               GUC_DISALLOW_IN_AUTO_FILE,
 	                           nullptr, nullptr, nullptr);
-	prev_executor_start = ExecutorStart_hook;
-	ExecutorStart_hook = dx_executor_start;
-	prev_executor_end = ExecutorEnd_hook;
-	ExecutorEnd_hook = dx_executor_end;
-	prev_executor_run = ExecutorRun_hook;
-	ExecutorRun_hook = dx_executor_run;
-	prev_executor_finish = ExecutorFinish_hook;
-	ExecutorFinish_hook = dx_executor_finish;
-	RegisterXactCallback(on_xact, nullptr);
-	RegisterSubXactCallback(on_subxact, nullptr);
-	ledger::install();
 }
 
 } // namespace dxpriv::pg

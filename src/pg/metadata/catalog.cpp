@@ -21,7 +21,15 @@ InternalScope::InternalScope()
 
 InternalScope::~InternalScope()
 {
-	--internal_depth;
+	if (internal_depth > 0) // 0 after internal_scope_reset()
+		--internal_depth;
+}
+
+// See sealed_execution.h.
+void
+internal_scope_reset()
+{
+	internal_depth = 0;
 }
 
 } // namespace dxpriv::pg

@@ -2,6 +2,7 @@
 // generalized sensitivity over the declared sub-universe, and rewrites the query so that column
 // values are clamped into their domains and the aggregates carry their noise parameters.
 #include "pg/dxpriv.h"
+#include "pg/planner/analyzer.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/analyst/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -80,8 +81,6 @@ namespace dxpriv::pg {
 
 namespace {
 
-post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
-ProcessUtility_hook_type prev_process_utility = nullptr;
 // Depth of EXPLAIN statements without ANALYZE being processed (their query is analysed again
 // while it is explained, without the EXPLAIN around it).
 int plain_explain_depth = 0;
@@ -1987,21 +1986,6 @@ analyze_bound_query(Query *q)
 
 namespace {
 
-extern "C" void
-dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
-{
-	if (prev_post_parse_analyze)
-		prev_post_parse_analyze(pstate, query, jstate);
-	// Citus analyses the queries it generates (intermediate results, partial aggregates) as the
-	// current user: only the client's own text is held to the Citus-internals refusal
-	// (restored afterwards: dxpriv's own catalog queries are analysed in between)
-	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
-	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
-	if (!in_internal_query())
-		guarded([&] { analyze(query); });
-	set_client_statement_text(outer);
-}
-
 // Refuses, for analysts, function bodies that would not be analysed when created
 // (check_function_bodies = off): an inlined SQL body is never analysed by dxpriv later either.
 void
@@ -2028,62 +2012,69 @@ check_copy(CopyStmt *stmt)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot COPY protected tables", analyst_hint(ac.policy_table(relid)));
 }
 
-// Marks statements that store an analysed query for later (views, rules, atomic SQL functions).
-extern "C" void
-dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree, ProcessUtilityContext context,
-                   ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
+} // namespace
+
+// See planner/analyzer.h.
+void
+analysis_post_parse(ParseState *pstate, Query *query)
 {
-	Node *stmt = pstmt->utilityStmt;
+	// Citus analyses the queries it generates (intermediate results, partial aggregates) as the
+	// current user: only the client's own text is held to the Citus-internals refusal
+	// (restored afterwards: dxpriv's own catalog queries are analysed in between)
+	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
+	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
+	if (!in_internal_query())
+		guarded([&] { analyze(query); });
+	set_client_statement_text(outer);
+}
+
+// See planner/analyzer.h.
+UtilityMarks
+analysis_enter_utility(Node *stmt)
+{
+	UtilityMarks m;
 	if (IsA(stmt, CreateFunctionStmt) && !check_function_bodies)
 		guarded([&] { refuse_unchecked_function_for_analysts(); });
-	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
-	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
-	bool copies = IsA(stmt, CopyStmt);
+	m.defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
+	            (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
+	m.copies = IsA(stmt, CopyStmt);
 	if (IsA(stmt, GrantStmt))
 		guarded([&] { check_citus_grant(castNode(GrantStmt, stmt)); });
 	if (IsA(stmt, VariableSetStmt))
 		guarded([&] { check_citus_set(castNode(VariableSetStmt, stmt)); });
-	if (copies)
+	if (m.copies)
 		guarded([&] { check_copy(castNode(CopyStmt, stmt)); });
-	int analyst_scope = 0; // EXPLAIN and result-storing statements of analysts (analyst_guard.h)
-	guarded([&] { analyst_scope = enter_analyst_utility(stmt); });
-	if (defines)
+	guarded([&] { m.analyst_scope = enter_analyst_utility(stmt); });
+	if (m.defines)
 		definition_depth++;
-	if (copies)
+	if (m.copies)
 		copy_depth++;
-	const bool plain_explain = is_plain_explain(stmt);
-	if (plain_explain)
+	m.plain_explain = is_plain_explain(stmt);
+	if (m.plain_explain)
 		plain_explain_depth++;
-	PG_TRY();
-	{
-		if (prev_process_utility)
-			prev_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-	}
-	PG_FINALLY();
-	{
-		if (defines)
-			definition_depth--;
-		if (copies)
-			copy_depth--;
-		if (plain_explain)
-			plain_explain_depth--;
-		leave_analyst_utility(analyst_scope);
-	}
-	PG_END_TRY();
+	return m;
 }
 
-} // namespace
-
-// See dxpriv.h.
+// See planner/analyzer.h.
 void
-install_analyzer_hooks()
+analysis_leave_utility(const UtilityMarks &m)
 {
-	prev_post_parse_analyze = post_parse_analyze_hook;
-	post_parse_analyze_hook = dx_post_parse_analyze;
-	prev_process_utility = ProcessUtility_hook;
-	ProcessUtility_hook = dx_process_utility;
+	if (m.defines)
+		definition_depth--;
+	if (m.copies)
+		copy_depth--;
+	if (m.plain_explain)
+		plain_explain_depth--;
+	leave_analyst_utility(m.analyst_scope);
+}
+
+// See planner/analyzer.h.
+void
+analysis_reset()
+{
+	plain_explain_depth = 0;
+	definition_depth = 0;
+	copy_depth = 0;
 }
 
 } // namespace dxpriv::pg

@@ -64,6 +64,14 @@ current_strategy()
 	}
 }
 
+// See explain.h.
+void
+explain_capture_reset()
+{
+	capture_active = false;
+	capture = ExplainCapture();
+}
+
 // Runs parse analysis of one SELECT with the capture switched on; restores it on every path.
 static void
 analyse_for_explain(const std::string &sql)

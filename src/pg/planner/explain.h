@@ -60,6 +60,9 @@ struct ExplainCapture {
 
 // True while dx.explain is analysing a query: the analyzer then fills explain_capture().
 bool explain_capture_active();
+
+// Switches the capture off and empties it (top-level transaction end).
+void explain_capture_reset();
 ExplainCapture &explain_capture();
 
 // The allocation strategy selected by dxpriv.allocation.

@@ -121,6 +121,13 @@ current_public_join()
 }
 
 // See public_joins.h.
+void
+public_join_reset()
+{
+	current_join = nullptr;
+}
+
+// See public_joins.h.
 JoinScope::JoinScope(const PublicRows *rows)
 {
 	current_join = rows;

@@ -35,6 +35,9 @@ bool take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bo
 // The public rows of the query being rewritten, or nullptr (no join).
 const PublicRows *current_public_join();
 
+// Forgets the join being analysed (top-level transaction end: a JoinScope skipped by an error).
+void public_join_reset();
+
 // Makes the public rows visible to rewrite_query while it runs.
 struct JoinScope {
 	explicit JoinScope(const PublicRows *rows);
