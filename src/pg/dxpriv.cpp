@@ -1,7 +1,7 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
 #include "pg/elevated/sealed_execution.h"
-#include "pg/planner/distributed.h"
+#include "pg/planner/distributed_hooks.h"
 #include "pg/planner/parameters.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/ledger/answer_cache.h"
