@@ -24,9 +24,8 @@
 //  emit_log             | analyst log filter; next                                   | hide before others print
 //  xact end (one cb)    | END-OF-STATEMENT CLEANUP: every stage's reset (see on_xact)|
 //  subxact abort        | charge_reset_subtransaction                                | a failed nested statement
-//
-// ELEVATED is still installed by planner/distributed.cpp (install_distributed_hooks) as the hook
-// just before dxpriv's: "next" of the Executor hooks above runs it first.
+//  (ELEVATED = planner/distributed_hooks.h: the executor runs as the table owner through
+//   sealed_call for analysts' distributed releases, unchanged otherwise.)
 // Adding a hook or a stage: see doc/incoming/pipeline.md.
 #include "pg/hooks.h"
 
@@ -38,7 +37,7 @@
 #include "pg/ledger/charge.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/planner/analyzer.h"
-#include "pg/planner/distributed.h"
+#include "pg/planner/distributed_hooks.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/public_joins.h"
@@ -69,6 +68,18 @@ ExecutorRun_hook_type prev_executor_run = nullptr;
 ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
+
+// Runs f as `owner` (when valid) through the sealed path (sealed_execution.h); f unchanged otherwise.
+template <class F>
+void
+as_owner(Oid owner, F &&f)
+{
+	if (!OidIsValid(owner)) {
+		f();
+		return;
+	}
+	sealed_call(owner, f);
+}
 
 // True for statements of the client's backend that dxpriv admits and charges (not a parallel
 // worker, not dxpriv's own SQL, not the ledger worker).
@@ -148,10 +159,13 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] { charge_statement(qd); }); // CHARGE
 	charge_enter_executor(qd);
-	if (prev_executor_start) // ELEVATED (distributed.cpp), then PostgreSQL
-		prev_executor_start(qd, eflags);
-	else
-		standard_ExecutorStart(qd, eflags);
+	const Oid owner = elevated_start(qd, eflags); // ELEVATED
+	as_owner(owner, [&] {
+		if (prev_executor_start)
+			prev_executor_start(qd, eflags);
+		else
+			standard_ExecutorStart(qd, eflags);
+	});
 	charge_leave_executor(qd);
 }
 
@@ -159,10 +173,12 @@ extern "C" void
 dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
 {
 	charge_enter_executor(qd);
-	if (prev_executor_run)
-		prev_executor_run(qd, direction, count, execute_once);
-	else
-		standard_ExecutorRun(qd, direction, count, execute_once);
+	as_owner(elevated_owner(qd), [&] {
+		if (prev_executor_run)
+			prev_executor_run(qd, direction, count, execute_once);
+		else
+			standard_ExecutorRun(qd, direction, count, execute_once);
+	});
 	charge_leave_executor(qd);
 }
 
@@ -170,10 +186,12 @@ extern "C" void
 dx_executor_finish(QueryDesc *qd)
 {
 	charge_enter_executor(qd);
-	if (prev_executor_finish)
-		prev_executor_finish(qd);
-	else
-		standard_ExecutorFinish(qd);
+	as_owner(elevated_owner(qd), [&] {
+		if (prev_executor_finish)
+			prev_executor_finish(qd);
+		else
+			standard_ExecutorFinish(qd);
+	});
 	charge_leave_executor(qd);
 }
 
@@ -182,10 +200,12 @@ dx_executor_end(QueryDesc *qd)
 {
 	release_log_report(qd); // RELEASE
 	charge_forget_statement(qd);
-	if (prev_executor_end)
-		prev_executor_end(qd);
-	else
-		standard_ExecutorEnd(qd);
+	as_owner(elevated_end(qd), [&] { // ELEVATED
+		if (prev_executor_end)
+			prev_executor_end(qd);
+		else
+			standard_ExecutorEnd(qd);
+	});
 }
 
 extern "C" void
@@ -211,6 +231,7 @@ on_xact(XactEvent event, void *)
 	sealed_reset_transaction();
 	if (!top_end)
 		return;
+	elevated_reset();
 	// analysis globals: set and cleared within one statement's analysis on every path but a
 	// longjmp; nothing is being analysed when the top-level transaction ends
 	analysis_reset();
@@ -249,7 +270,6 @@ install_hooks()
 	install_catalog_cache_invalidation(); // a relcache callback, not a hook
 	prev_emit_log = emit_log_hook;
 	emit_log_hook = dx_emit_log;
-	install_distributed_hooks(); // ELEVATED: runs as "next" of the Executor hooks below
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dx_executor_start;
 	prev_executor_run = ExecutorRun_hook;

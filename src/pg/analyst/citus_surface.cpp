@@ -6,7 +6,7 @@
 
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/distributed.h"
+#include "pg/metadata/citus_tables.h"
 
 extern "C" {
 #include "access/sysattr.h"

@@ -15,7 +15,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/distributed.h"
+#include "pg/metadata/citus_tables.h"
 #include "pg/planner/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"

@@ -5,6 +5,7 @@
 #include "pg/elevated/sealed_execution.h"
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
+#include "pg/planner/distributed_exposure.h"
 #include "pg/planner/node_build.h"
 
 extern "C" {
