@@ -1,9 +1,9 @@
 // Module entry: GUC definitions, then hooks.cpp installs the pipeline (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
+#include "pg/statement/statement_context.h"
 #include "pg/executor/release_log.h"
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
-#include "pg/ledger/charge.h"
 #include "pg/ledger/ledger_queue.h"
 
 #include <climits>
@@ -99,7 +99,7 @@ _PG_init(void)
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
 	MarkGUCPrefixReserved("dxpriv");
-	charge_define_gucs();
+	statement::define_gucs();
 	ledger::define_gucs();
 	release_log_define_gucs();
 	install_hooks();

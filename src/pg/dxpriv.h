@@ -176,14 +176,6 @@ void reset_test_stream();
 // and charges nothing then.
 void charge_release(Oid relid, double epsilon, const std::string &mechanism, const std::vector<double> &scales,
                     const std::string &fingerprint, const std::string &query_text);
-// Registers that charge_id was paid for in this backend; final functions refuse unpaid ones.
-void mark_charged(int64 charge_id);
-// True while a statement that was charged for releases of relid executes (in this backend), that
-// is while its executor is inside ExecutorStart, ExecutorRun or ExecutorFinish: Citus runs parts of
-// a distributed statement as nested statements, which that charge covers. A cursor left open
-// between FETCHes covers nothing (the statements run meanwhile are the analyst's own).
-bool released_by_running_statement(Oid relid);
-bool was_charged(int64 charge_id);
 // True when a final function of a noisy aggregate of the plan may run in a parallel worker (a whole
 // aggregate under a Gather: a single-copy Gather, a Parallel Append of whole aggregates). The
 // planner hook then plans the statement again without those (parameters.cpp), so that the leader
@@ -193,12 +185,5 @@ bool releases_in_workers(PlannedStmt *stmt);
 bool holds_noisy_aggregates(Query *q);
 
 struct NoiseParams;
-// Parameters of aggregate number aggno of the finalize-phase Agg node final_node (its
-// plan_node_id) of a statement being executed (recorded when it was charged, from the partial
-// Agg below that node). A finalize-phase Aggref has lost its constant arguments, so a final
-// function that saw no row (NULL state) finds them here; aggregate numbers repeat in every
-// branch of a UNION ALL (the grouping sets of one statement), the node tells them apart. Returns
-// false when unknown.
-bool lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoiseParams &out);
 
 } // namespace dxpriv::pg

@@ -14,16 +14,16 @@
 //                       |   (leave in PG_FINALLY)                                    |   must bracket next exactly
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
 //                       |   next (sealed settings), expose releases                  |   precedes planning
-//  ExecutorStart        | ADMISSION (analyst plan check); charge_forget_statement;   | refuse before paying; pay
-//                       | CHARGE; charge_enter_executor; ELEVATED start (owner,      |   before any row is read;
-//                       |   point tables, next as owner); charge_leave_executor      |   ship only what was paid
-//  ExecutorRun/Finish   | charge_enter_executor; ELEVATED (next as owner);           | nested statements of a
-//                       | charge_leave_executor                                      |   running one are its part
-//  ExecutorEnd          | RELEASE (error-bar NOTICE); charge_forget_statement;       | report before the plan is
-//                       | ELEVATED end (next as owner)                               |   freed
+//  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
+//                       | CHARGE; statement::enter; ELEVATED start (owner, point     |   before any row is read;
+//                       |   tables), next as owner; statement::leave                 |   ship only what was paid
+//  ExecutorRun/Finish   | statement::enter; next as owner (ELEVATED);                | nested statements of a
+//                       | statement::leave                                           |   running one are its part
+//  ExecutorEnd          | RELEASE (error-bar NOTICE); statement::forget_charges;     | report before the plan is
+//                       | ELEVATED end: next as owner                                |   freed
 //  emit_log             | analyst log filter; next                                   | hide before others print
 //  xact end (one cb)    | END-OF-STATEMENT CLEANUP: every stage's reset (see on_xact)|
-//  subxact abort        | charge_reset_subtransaction                                | a failed nested statement
+//  subxact abort        | statement::reset_subtransaction                            | a failed nested statement
 //  (ELEVATED = planner/distributed_hooks.h: the executor runs as the table owner through
 //   sealed_call for analysts' distributed releases, unchanged otherwise.)
 // Adding a hook or a stage: see doc/incoming/pipeline.md.
@@ -41,6 +41,7 @@
 #include "pg/planner/explain.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/public_joins.h"
+#include "pg/statement/statement_context.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -155,10 +156,10 @@ dx_executor_start(QueryDesc *qd, int eflags)
 {
 	if (charges_here())
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
-	charge_forget_statement(qd); // a QueryDesc at the address of one that failed earlier
+	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] { charge_statement(qd); }); // CHARGE
-	charge_enter_executor(qd);
+	statement::enter(qd);
 	const Oid owner = elevated_start(qd, eflags); // ELEVATED
 	as_owner(owner, [&] {
 		if (prev_executor_start)
@@ -166,41 +167,41 @@ dx_executor_start(QueryDesc *qd, int eflags)
 		else
 			standard_ExecutorStart(qd, eflags);
 	});
-	charge_leave_executor(qd);
+	statement::leave(qd);
 }
 
 extern "C" void
 dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
 {
-	charge_enter_executor(qd);
-	as_owner(elevated_owner(qd), [&] {
+	statement::enter(qd);
+	as_owner(statement::owner(qd), [&] {
 		if (prev_executor_run)
 			prev_executor_run(qd, direction, count, execute_once);
 		else
 			standard_ExecutorRun(qd, direction, count, execute_once);
 	});
-	charge_leave_executor(qd);
+	statement::leave(qd);
 }
 
 extern "C" void
 dx_executor_finish(QueryDesc *qd)
 {
-	charge_enter_executor(qd);
-	as_owner(elevated_owner(qd), [&] {
+	statement::enter(qd);
+	as_owner(statement::owner(qd), [&] {
 		if (prev_executor_finish)
 			prev_executor_finish(qd);
 		else
 			standard_ExecutorFinish(qd);
 	});
-	charge_leave_executor(qd);
+	statement::leave(qd);
 }
 
 extern "C" void
 dx_executor_end(QueryDesc *qd)
 {
 	release_log_report(qd); // RELEASE
-	charge_forget_statement(qd);
-	as_owner(elevated_end(qd), [&] { // ELEVATED
+	statement::forget_charges(qd);
+	as_owner(statement::take_owner(qd), [&] { // ELEVATED
 		if (prev_executor_end)
 			prev_executor_end(qd);
 		else
@@ -225,13 +226,13 @@ on_xact(XactEvent event, void *)
 	const bool parallel_end = event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT;
 	if (!top_end && !parallel_end)
 		return;
-	charge_reset_transaction();
+	statement::reset_transaction();
 	answer_cache_reset_statement_state();
 	release_log_end_transaction();
 	sealed_reset_transaction();
 	if (!top_end)
 		return;
-	elevated_reset();
+	statement::reset_owners();
 	// analysis globals: set and cleared within one statement's analysis on every path but a
 	// longjmp; nothing is being analysed when the top-level transaction ends
 	analysis_reset();
@@ -248,7 +249,7 @@ void
 on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		charge_reset_subtransaction();
+		statement::reset_subtransaction();
 }
 
 } // namespace

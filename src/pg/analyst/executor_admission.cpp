@@ -1,5 +1,6 @@
 // Executor-side admission of analysts' plans: every protected scan released, no size function reached.
 #include "pg/analyst/executor_admission.h"
+#include "pg/statement/statement_context.h"
 
 #include "pg/analyst/analyst_guard.h"
 #include "pg/analyst/side_channels.h"
@@ -301,7 +302,7 @@ enforce_executor_admission(PlannedStmt *stmt)
 	// Citus runs parts of a charged distributed statement as nested statements, as the table's owner
 	// (planner/distributed.cpp); an analyst's own function running inside a statement is not one
 	auto part_of_running = [&](Oid policy) {
-		return released_by_running_statement(policy) && pg_class_ownercheck(policy, GetUserId());
+		return statement::part_of_running(policy) && pg_class_ownercheck(policy, GetUserId());
 	};
 	auto refuse = [&](Oid rel) {
 		const char *name = get_rel_name(rel);

@@ -1,5 +1,6 @@
 // Helpers shared by dxpriv's aggregates (see agg_support.h).
 #include "pg/executor/agg_support.h"
+#include "pg/statement/statement_context.h"
 
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
@@ -105,7 +106,7 @@ final_function_params(FunctionCallInfo fcinfo)
 	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
 		AggState *agg = castNode(AggState, fcinfo->context);
 		NoiseParams p;
-		if (lookup_noise_params(agg->ss.ps.state->es_plannedstmt, agg->ss.ps.plan->plan_node_id, aggref->aggno, p))
+		if (statement::final_params(agg->ss.ps.state->es_plannedstmt, agg->ss.ps.plan->plan_node_id, aggref->aggno, p))
 			return p;
 	}
 	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");

@@ -8,6 +8,7 @@
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
 #include "pg/dxpriv.h"
 #include "pg/ledger/charge.h"
+#include "pg/statement/statement_context.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
@@ -49,19 +50,6 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-
-std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
-// Charge ids of the statements executing now (set when charged, removed at their ExecutorEnd): a
-// statement started while another runs, whose releases that one paid for, is part of it (Citus
-// runs the coordinator's share of a distributed query as a nested local task) and is not charged
-// again.
-std::map<const QueryDesc *, std::vector<std::pair<int64, Oid>>> running_charges; // (charge id, table)
-// How many of a statement's ExecutorStart/Run/Finish calls are in progress: a nested statement is
-// part of a running one only while that one's executor is inside such a call (Citus's local tasks).
-// An open cursor between two FETCHes is not executing: what runs then is a statement of its own.
-std::map<const QueryDesc *, int> executing;
-// (PlannedStmt, plan_node_id of a finalize-phase Agg, aggno) -> params of its partial aggregate
-std::map<std::tuple<const void *, int, int>, NoiseParams> params_by_agg;
 
 // One noisy aggregate found in a plan.
 struct Charge {
@@ -329,51 +317,6 @@ refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 	}
 }
 
-// dxpriv.charged_releases: the charge ids paid by the statements this backend runs now, as text.
-// Parallel workers receive the leader's settings (PostgreSQL serialises them when it launches them)
-// and consult this list where the leader consults charged_ids: a worker runs only plans its leader
-// started, but the leader's memory is not theirs. Set by the leader only (superuser-only, local to
-// the transaction); an analyst cannot set it.
-char *guc_charged_releases = nullptr;
-std::string worker_ids_text;              // the value worker_ids was parsed from
-std::unordered_set<int64> worker_ids;     // in a parallel worker: the leader's charged ids
-
-// Publishes the ids of the running statements' charges to the parallel workers they launch.
-void
-publish_to_workers()
-{
-	if (IsInParallelMode()) // (settings cannot change during a parallel operation; nothing new starts)
-		return;
-	std::string text;
-	for (auto &kv : running_charges)
-		for (auto &c : kv.second)
-			if (charged_ids.count(c.first))
-				text += (text.empty() ? "" : ",") + std::to_string(c.first);
-	pg_call([&] {
-		set_internal_setting_local("dxpriv.charged_releases", text.c_str());
-	});
-}
-
-// In a parallel worker: whether the leader published charge_id as paid.
-bool
-leader_charged(int64 charge_id)
-{
-	const char *text = guc_charged_releases ? guc_charged_releases : "";
-	if (worker_ids_text != text) {
-		worker_ids.clear();
-		worker_ids_text = text;
-		for (const char *p = text; *p;) {
-			char *end = nullptr;
-			const long long id = strtoll(p, &end, 10);
-			if (end == p)
-				break;
-			worker_ids.insert(static_cast<int64>(id));
-			p = *end == ',' ? end + 1 : end;
-		}
-	}
-	return worker_ids.count(charge_id) > 0;
-}
-
 // Charges every table's share through the ledger worker, which commits the budget update and the
 // ledger rows in its own durable transaction before this returns; errors (and answers nothing)
 // when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
@@ -388,23 +331,17 @@ charge_plan(QueryDesc *qd)
 	                      &scan.below_gather);
 	if (scan.charges.empty())
 		return;
-	if (!running_charges.empty()) {
-		std::unordered_set<int64> running;
-		for (auto &kv : running_charges)
-			for (auto &c : kv.second)
-				running.insert(c.first);
-		bool all_running = true;
-		for (auto &kv : scan.charges)
-			all_running = all_running && running.count(kv.first) > 0 && charged_ids.count(kv.first) > 0;
-		if (all_running) { // paid by the statement this one is part of
-			if (qd->plannedstmt->parallelModeNeeded)
-				publish_to_workers();
-			return;
-		}
+	std::vector<int64> ids;
+	for (auto &kv : scan.charges)
+		ids.push_back(kv.first);
+	if (statement::all_running_and_paid(ids)) { // paid by the statement this one is part of
+		if (qd->plannedstmt->parallelModeNeeded)
+			statement::publish_to_workers();
+		return;
 	}
 	for (auto &kv : scan.charges) {
 		answer_cache_new_execution(kv.first);
-		running_charges[qd].emplace_back(kv.first, kv.second.params.relid);
+		statement::add_charge(qd, kv.first, kv.second.params.relid);
 	}
 
 	// per table, aggregates in the order of their aggregate numbers (SELECT-list order); the copies
@@ -432,7 +369,7 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered)
 		by_table[c.params.relid].push_back(c);
 	for (const auto &[node, aggno, params] : scan.finals)
-		params_by_agg[{qd->plannedstmt, node, aggno}] = params;
+		statement::set_final_params(qd->plannedstmt, node, aggno, params);
 
 	// Answer reuse: an identical query of this role gets its stored answers back, free of charge.
 	const Oid asking = GetUserId();
@@ -471,7 +408,7 @@ charge_plan(QueryDesc *qd)
 		if (answer_cache_lookup(key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
 				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
-				charged_ids.insert(c.params.charge_id);
+				statement::mark_paid(c.params.charge_id);
 			}
 			std::vector<bool> em;
 			release_log_begin(qd->plannedstmt, all_params(ordered, em), em, true);
@@ -521,13 +458,13 @@ charge_plan(QueryDesc *qd)
 	std::vector<bool> em;
 	release_log_begin(qd->plannedstmt, all_params(ordered, em), em, false);
 	for (const Charge &c : ordered) {
-		charged_ids.insert(c.params.charge_id);
+		statement::mark_paid(c.params.charge_id);
 		if (cacheable)
 			answer_cache_plan_record(c.params.charge_id, key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
 	if (qd->plannedstmt->parallelModeNeeded)
-		publish_to_workers();
+		statement::publish_to_workers();
 }
 
 } // namespace
@@ -551,93 +488,9 @@ charge_release(Oid relid, double epsilon, const std::string &mechanism, const st
 
 // See ledger/charge.h.
 void
-charge_reset_transaction()
-{
-	charged_ids.clear();
-	params_by_agg.clear();
-	running_charges.clear();
-	executing.clear();
-}
-
-// See ledger/charge.h.
-void
-charge_reset_subtransaction()
-{
-	running_charges.clear();
-	executing.clear();
-}
-
-// See ledger/charge.h.
-void
-charge_enter_executor(const QueryDesc *qd)
-{
-	executing[qd]++;
-}
-
-// See ledger/charge.h.
-void
-charge_leave_executor(const QueryDesc *qd)
-{
-	auto it = executing.find(qd);
-	if (it != executing.end() && --it->second <= 0)
-		executing.erase(it);
-}
-
-// See ledger/charge.h.
-void
-charge_forget_statement(const QueryDesc *qd)
-{
-	running_charges.erase(qd);
-	executing.erase(qd);
-}
-
-// See ledger/charge.h.
-void
 charge_statement(QueryDesc *qd)
 {
 	charge_plan(qd);
-}
-
-// See dxpriv.h.
-void
-mark_charged(int64 charge_id)
-{
-	charged_ids.insert(charge_id);
-}
-
-// See dxpriv.h.
-bool
-released_by_running_statement(Oid relid)
-{
-	for (auto &kv : running_charges) {
-		auto active = executing.find(kv.first);
-		if (active == executing.end() || active->second <= 0)
-			continue; // an open cursor between FETCHes: what runs now is not part of it
-		for (auto &c : kv.second)
-			if (c.second == relid && charged_ids.count(c.first))
-				return true;
-	}
-	return false;
-}
-
-// See dxpriv.h.
-bool
-was_charged(int64 charge_id)
-{
-	if (IsParallelWorker())
-		return leader_charged(charge_id);
-	return charged_ids.count(charge_id) > 0;
-}
-
-// See dxpriv.h.
-bool
-lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoiseParams &out)
-{
-	auto it = params_by_agg.find({planned_stmt, final_node, aggno});
-	if (it == params_by_agg.end())
-		return false;
-	out = it->second;
-	return true;
 }
 
 // See dxpriv.h.
@@ -681,18 +534,6 @@ holds_noisy_aggregates(Query *q)
 {
 	const ExtensionObjects *ext = extension_objects();
 	return ext && query_tree_walker(q, reinterpret_cast<bool (*)()>(holds_noisy_walker), const_cast<ExtensionObjects *>(ext), 0);
-}
-
-// See ledger/charge.h.
-void
-charge_define_gucs()
-{
-	DefineCustomStringVariable("dxpriv.charged_releases", "Charge ids paid by the running statements (internal).",
-	                           "Set by dxpriv for its parallel workers; not to be set by hand.", &guc_charged_releases,
-	                           "", PGC_SUSET,
-	                           GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE |
-	                               GUC_DISALLOW_IN_AUTO_FILE,
-	                           nullptr, nullptr, nullptr);
 }
 
 } // namespace dxpriv::pg

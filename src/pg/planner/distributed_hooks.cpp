@@ -1,5 +1,6 @@
 // Elevated-execution stage: which analysts' distributed statements run as the table owner, and their point tables.
 #include "pg/planner/distributed_hooks.h"
+#include "pg/statement/statement_context.h"
 
 #include "pg/metadata/citus_tables.h"
 #include "pg/planner/distributed_exposure.h"
@@ -45,7 +46,6 @@ namespace dxpriv::pg {
 
 namespace {
 
-std::map<const QueryDesc *, Oid> run_as_owner; // set at every ExecutorStart, so never stale
 
 // Runs f as `owner` (when valid) through the sealed path (forced settings, restored afterwards);
 // f runs unchanged for statements that are not analysts' distributed releases.
@@ -93,7 +93,7 @@ Oid
 elevated_start(QueryDesc *qd, int eflags)
 {
 	Oid owner = InvalidOid;
-	run_as_owner.erase(qd);
+	statement::forget_owner(qd);
 	if (!in_internal_query())
 		guarded([&] { owner = distributed_run_as(qd->plannedstmt); });
 	if (OidIsValid(owner)) {
@@ -102,35 +102,11 @@ elevated_start(QueryDesc *qd, int eflags)
 				refuse_propagated_settings();
 		});
 		guarded([&] { pg_call([&] { ExecCheckRTPerms(qd->plannedstmt->rtable, true); }); }); // as the analyst
-		run_as_owner[qd] = owner;
+		statement::set_owner(qd, owner);
 	}
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !in_internal_query())
 		as_owner(owner, [&] { guarded([&] { ship_point_tables(qd->plannedstmt); }); });
 	return owner;
-}
-
-// See distributed_hooks.h.
-Oid
-elevated_owner(const QueryDesc *qd)
-{
-	auto it = run_as_owner.find(qd);
-	return it == run_as_owner.end() ? InvalidOid : it->second;
-}
-
-// See distributed_hooks.h.
-Oid
-elevated_end(const QueryDesc *qd)
-{
-	const Oid owner = elevated_owner(qd);
-	run_as_owner.erase(qd);
-	return owner;
-}
-
-// See distributed_hooks.h.
-void
-elevated_reset()
-{
-	run_as_owner.clear();
 }
 
 } // namespace dxpriv::pg

@@ -1,5 +1,6 @@
 // Release analysis: finds a query's dx aggregates, validates them and computes every cell's weight at every point.
 #include "pg/planner/release_analysis.h"
+#include "pg/statement/statement_context.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_rewrite.h"
@@ -114,7 +115,7 @@ discover(Node *node, void *ctx)
 		d->internal++;
 	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		Const *k = release_params_const(node, *d->ext);
-		if (!k || (!d->plain_explain && !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
+		if (!k || (!d->plain_explain && !statement::paid(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
 			d->internal++;
 	}
 	// the native partials of those releases (dx._state_of, dx._collect): the same rule
@@ -122,7 +123,7 @@ discover(Node *node, void *ctx)
 	    (IsA(node, Aggref) && (castNode(Aggref, node)->aggfnoid == d->ext->collect ||
 	                           castNode(Aggref, node)->aggfnoid == d->ext->em_collect))) {
 		Const *k = native_partial_params_const(node, *d->ext);
-		if (!k || (!d->plain_explain && !was_charged(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
+		if (!k || (!d->plain_explain && !statement::paid(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
 			d->internal++;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(discover), ctx);
