@@ -1,5 +1,8 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
-#include "pg/dxpriv.h"
+#include "pg/settings.h"
+#include "pg/executor/noise_source.h"
+#include "pg/planner/analyzer.h"
+#include "pg/ledger/charge.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/planner/distributed_hooks.h"
 #include "pg/planner/parameters.h"

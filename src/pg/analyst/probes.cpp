@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 #include "pg/planner/group_source.h"
 #include "pg/planner/node_build.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "access/relation.h"

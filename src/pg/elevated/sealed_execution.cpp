@@ -482,4 +482,24 @@ install_sealed_hooks()
 	RegisterXactCallback(forget_propagated, nullptr);
 }
 
+static int internal_depth = 0;
+
+// See sealed_execution.h.
+bool
+in_internal_query()
+{
+	return internal_depth > 0;
+}
+
+// See sealed_execution.h.
+InternalScope::InternalScope()
+{
+	++internal_depth;
+}
+
+InternalScope::~InternalScope()
+{
+	--internal_depth;
+}
+
 } // namespace dxpriv::pg

@@ -20,6 +20,11 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/row_condition.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
+#include "pg/executor/noise_source.h"
 
 #include "core/attribute_privacy.h"
 #include "core/binary_conditional.h"

@@ -1,7 +1,9 @@
 // The exact partial state of a noisy linear aggregate and its release (linear_state.h).
 #include "pg/executor/linear_state.h"
 
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"

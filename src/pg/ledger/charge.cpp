@@ -6,8 +6,8 @@
 // charged. Parallel workers find the paid charge ids in dxpriv.charged_releases.
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
-#include "pg/dxpriv.h"
-#include "pg/executor/agg_support.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/contract/param_consts.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/analyst/analyst_guard.h"
@@ -16,7 +16,7 @@
 #include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/release_log.h"
 
 extern "C" {

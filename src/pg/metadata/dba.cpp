@@ -1,5 +1,7 @@
 // SQL-callable helpers of the DBA interface: column validation and plan invalidation.
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
+#include "pg/metadata/policy_domain.h"
+#include "pg/metadata/declaration_source.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/guard.h"
 #include "pg/elevated/sealed_execution.h"

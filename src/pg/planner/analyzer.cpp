@@ -1,7 +1,12 @@
 // Query analyzer: validates queries that use dx aggregates, computes each aggregate's exact
 // generalized sensitivity over the declared sub-universe, and rewrites the query so that column
 // values are clamped into their domains and the aggregates carry their noise parameters.
-#include "pg/dxpriv.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/param_consts.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/analyst/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -11,7 +16,6 @@
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
 #include "pg/planner/join_cells.h"
-#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/citus_tables.h"
@@ -20,7 +24,7 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/shard_pruning.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
 #include "pg/planner/unit_source.h"
 #include "pg/executor/release_log.h"

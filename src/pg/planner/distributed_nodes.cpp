@@ -2,8 +2,7 @@
 #include "pg/planner/distributed_nodes.h"
 
 #include "pg/analyst/analyst_guard.h"
-#include "pg/executor/agg_support.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"

@@ -6,6 +6,9 @@
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 #include "core/accuracy.h"
 #include "core/statistical_query.h"

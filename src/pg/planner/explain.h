@@ -1,7 +1,10 @@
 // dx.explain: what a query would cost and how noisy each answer would be, without running it.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 #include <string>
 #include <vector>

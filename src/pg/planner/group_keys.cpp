@@ -6,6 +6,8 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
