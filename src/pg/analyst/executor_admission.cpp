@@ -9,7 +9,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/ledger/charge.h"
 

@@ -6,7 +6,7 @@
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"
 

@@ -10,7 +10,7 @@
 #include "pg/contract/param_consts.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/executor_admission.h" // enforce_executor_admission, called by the charging hook
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/contents_version.h"

@@ -11,7 +11,7 @@
 #include "pg/plan_walk.h"
 #include "pg/metadata/catalog.h"
 #include "pg/elevated/sealed_execution.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 #include "core/linear_query.h"

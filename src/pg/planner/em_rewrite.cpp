@@ -6,7 +6,7 @@
 #include "pg/planner/explain.h"
 #include "pg/planner/group_source.h"
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"

@@ -2,7 +2,7 @@
 #include "pg/planner/group_keys.h"
 
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/universe_eval.h"

@@ -11,7 +11,8 @@
 // expression), each row is mapped to its point of the declared domain by the same indexer as every
 // other dxpriv aggregate, and weighed by the point's value. The answer leaves only after the
 // ledger worker has committed the charge.
-#include "pg/executor/attribute_release.h"
+#include "pg/release/attribute_release.h"
+#include "pg/planner/explain.h"
 #include "pg/executor/attribute_policy.h"
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
@@ -636,6 +637,12 @@ name_arg(FunctionCallInfo fcinfo, int n)
 	return NameStr(*PG_GETARG_NAME(n));
 }
 
+} // namespace
+
+namespace {
+// dx.explain (planner/explain.cpp) reaches explain_attribute_calls through this registration: the
+// release layer sits above the planner, which includes nothing of it (src/pg/LAYERS.md).
+const bool attribute_explain_registered = (register_attribute_explain(dxpriv::pg::explain_attribute_calls), true);
 } // namespace
 
 // See attribute_release.h.
