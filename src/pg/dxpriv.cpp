@@ -1,5 +1,6 @@
 // Module entry: GUC definitions, then hooks.cpp installs the pipeline (requires shared_preload_libraries).
-#include "pg/dxpriv.h"
+#include "pg/settings.h"
+#include "pg/executor/noise_source.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/release_log.h"
 #include "pg/hooks.h"

@@ -1,7 +1,7 @@
 // Who is asking and what is protected: analysts, protected tables (backend cache) and the analyst mode.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

@@ -1,7 +1,10 @@
 // Analyst enforcement: no raw-data path, no statistics side channels, plain aggregates rewritten.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 #include "pg/analyst/analyst_context.h"
 #include "pg/analyst/executor_admission.h"
 #include "pg/analyst/plain_aggregates.h"

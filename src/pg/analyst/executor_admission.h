@@ -1,7 +1,10 @@
 // Executor-side admission of analysts' plans (views, rules, policies and functions expanded).
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/plannodes.h"

@@ -1,7 +1,7 @@
 // Analysts' plain aggregates rewritten to dx aggregates, or refused.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

@@ -4,10 +4,9 @@
 #include "pg/analyst/analyst_guard.h"
 
 #include "pg/metadata/catalog.h"
-#include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 
 extern "C" {
 #include "access/sysattr.h"

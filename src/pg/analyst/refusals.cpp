@@ -4,6 +4,9 @@
 #include "pg/analyst/analyst_guard.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/namespace.h"

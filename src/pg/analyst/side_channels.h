@@ -1,7 +1,7 @@
 // Analysts' statistics side channels: the deny list, and catalog views swapped for dx's.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

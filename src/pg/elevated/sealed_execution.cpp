@@ -466,4 +466,32 @@ run_on_workers(const std::string &command)
 	return out;
 }
 
+static int internal_depth = 0;
+
+// See sealed_execution.h.
+bool
+in_internal_query()
+{
+	return internal_depth > 0;
+}
+
+// See sealed_execution.h.
+InternalScope::InternalScope()
+{
+	++internal_depth;
+}
+
+InternalScope::~InternalScope()
+{
+	if (internal_depth > 0) // 0 after internal_scope_reset()
+		--internal_depth;
+}
+
+// See sealed_execution.h.
+void
+internal_scope_reset()
+{
+	internal_depth = 0;
+}
+
 } // namespace dxpriv::pg

@@ -24,9 +24,8 @@
 // src/pg/elevated (its allow-list names the exceptions and why).
 #pragma once
 
-#include "pg/dxpriv.h"
-
 extern "C" {
+#include "postgres.h"
 #include "executor/spi.h"
 }
 
@@ -121,6 +120,9 @@ struct SqlArg {
 	Datum value;
 	bool is_null = false;
 };
+
+// True while dxpriv runs its own SPI queries (an InternalScope is alive): hooks must then stay out of the way.
+bool in_internal_query();
 
 // RAII scope: while alive, dxpriv's hooks ignore the statements being analysed (dxpriv's own
 // generated SQL).

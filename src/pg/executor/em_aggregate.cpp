@@ -6,13 +6,15 @@
 // per-candidate row count of one output group; transition, combine and (de)serialisation are
 // exact and associative, and the only randomness is drawn in the final function, which returns
 // the index of the chosen candidate (exact sampler in core/exponential_mechanism.h).
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy_domain.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
 #include "pg/statement/statement_context.h"
 #include "pg/ledger/answer_cache.h"
-#include "pg/executor/em_params.h"
+#include "pg/contract/em_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 #include "core/exponential_mechanism.h"
 

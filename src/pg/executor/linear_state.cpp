@@ -2,7 +2,9 @@
 #include "pg/executor/linear_state.h"
 #include "pg/statement/statement_context.h"
 
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"

@@ -4,7 +4,8 @@
 // through the type dx._linear_partial — and the release functions dx._release_count/_sum/_avg that
 // draw one cell's noise on the coordinator that charged the statement (planner/distributed.h places
 // them). dx._state_of and dx._collect turn native sums into that state on the coordinator.
-#include "pg/dxpriv.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/noise_params.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/linear_state.h"

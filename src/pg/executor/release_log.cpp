@@ -2,7 +2,7 @@
 // dx.last_release() and the NOTICE of dxpriv.show_error_bars.
 #include "pg/executor/release_log.h"
 
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 
 #include "core/accuracy.h"

@@ -7,7 +7,7 @@
 // charged and nothing but the session's own releases is ever visible.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/contract/noise_params.h"
 
 extern "C" {
 #include "executor/execdesc.h"

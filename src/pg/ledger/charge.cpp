@@ -6,19 +6,18 @@
 // charged. Parallel workers find the paid charge ids in dxpriv.charged_releases.
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
-#include "pg/dxpriv.h"
 #include "pg/ledger/charge.h"
 #include "pg/statement/statement_context.h"
-#include "pg/executor/agg_support.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/contract/param_consts.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/release_log.h"
 
 extern "C" {

@@ -8,7 +8,10 @@
 // once the worker reports the commit, so no answer ever leaves the server without a durable charge.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "storage/dsm.h"

@@ -1,42 +1,17 @@
 // How Citus holds a table: its metadata read through the sealed SPI path (citus_tables.h).
 #include "pg/metadata/citus_tables.h"
 
-#include "pg/analyst/analyst_guard.h"
-#include "pg/executor/agg_support.h"
-#include "pg/executor/noise_params.h"
-#include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
 #include "pg/metadata/catalog.h"
-#include "pg/elevated/sealed_execution.h"
-#include "pg/planner/node_build.h"
-
-#include "core/linear_query.h"
-#include "core/point_table.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
-#include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
-#include "catalog/pg_operator.h"
-#include "catalog/pg_aggregate.h"
-#include "catalog/pg_proc.h"
-#include "executor/executor.h"
-#include "miscadmin.h"
-#include "nodes/nodeFuncs.h"
-#include "utils/fmgroids.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
+#include "catalog/pg_type.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 }
 
-#include <limits>
-#include <map>
-#include <optional>
-#include <vector>
-#include <set>
 #include <string>
 
 namespace dxpriv::pg {

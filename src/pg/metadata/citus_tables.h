@@ -1,7 +1,7 @@
 // How Citus holds a table (pg_dist_partition, pg_dist_shard); no effect without Citus.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 namespace dxpriv::pg {
 

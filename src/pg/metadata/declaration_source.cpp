@@ -3,7 +3,8 @@
 
 #include "pg/metadata/policy_json.h"
 #include "pg/metadata/catalog.h"
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 #include "pg/guard.h"
 
 extern "C" {

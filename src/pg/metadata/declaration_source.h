@@ -2,7 +2,9 @@
 // once as the calling role after the checks of declaration_source.cpp, their rows copied.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
 
 extern "C" {
 #include "utils/jsonb.h"
@@ -13,6 +15,17 @@ extern "C" {
 
 namespace dxpriv::pg {
 
+// Set while dx._validate_column / dx._validate_group check a new declaration: the tables it names
+// ("table", "points_table") are read once, as the calling role and after the checks of
+// policy.cpp (no dx, system or protected table, SELECT privilege), and their rows are copied here
+// as JSON arrays, so that the stored declaration holds the rows instead of the table's name.
+// nullptr otherwise: a stored declaration that names a table is refused, never read.
+struct DeclarationCopy {
+	std::string metric_key;  // "edges" or "pairs" when the metric was read from a table
+	std::string metric_rows; // JSON array of [a, b, number]
+	std::string points_rows; // JSON array of coordinate arrays when the domain was read from a table
+};
+extern DeclarationCopy *declaration_copy;
 // One (label, label, number) entry of a matrix or graph metric; row: its row in the table the
 // metric was read from (1-based), 0 when it was written in the declaration.
 struct Triple {

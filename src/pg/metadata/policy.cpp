@@ -5,7 +5,7 @@
 #include "pg/metadata/policy_json.h"
 #include "pg/metadata/policy_metric.h"
 #include "pg/metadata/catalog.h"
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -42,7 +42,7 @@ namespace dxpriv::pg {
 // Set while dx.set_column validates a declaration: closing an explicit matrix then raises a NOTICE.
 bool notice_matrix_closure = false;
 
-// See dxpriv.h.
+// See policy.h.
 ColumnPolicy
 parse_column_policy(Oid type, int32 typmod, Jsonb *domain_json, Jsonb *metric_json)
 {
@@ -66,7 +66,7 @@ parse_column_policy(Oid type, int32 typmod, Jsonb *domain_json, Jsonb *metric_js
 	return col;
 }
 
-// See dxpriv.h.
+// See policy.h.
 const ColumnPolicy *
 TablePolicy::find(AttrNumber attnum) const
 {
@@ -76,7 +76,7 @@ TablePolicy::find(AttrNumber attnum) const
 	return nullptr;
 }
 
-// See dxpriv.h.
+// See policy.h.
 const ColumnPolicy::Member *
 ColumnPolicy::member(AttrNumber att) const
 {
@@ -84,7 +84,7 @@ ColumnPolicy::member(AttrNumber att) const
 	return i < 0 ? nullptr : &members[i];
 }
 
-// See dxpriv.h.
+// See policy.h.
 int
 ColumnPolicy::member_index(AttrNumber att) const
 {
@@ -94,7 +94,7 @@ ColumnPolicy::member_index(AttrNumber att) const
 	return -1;
 }
 
-// See dxpriv.h.
+// See policy.h.
 ColumnPolicy
 parse_group_policy(const std::vector<Oid> &types, Jsonb *domain_json, Jsonb *metric_json)
 {
@@ -118,7 +118,7 @@ parse_group_policy(const std::vector<Oid> &types, Jsonb *domain_json, Jsonb *met
 	return col;
 }
 
-// See dxpriv.h.
+// See policy.h.
 bool
 load_table_policy(Oid relid, TablePolicy &out)
 {
@@ -222,7 +222,7 @@ load_table_policy(Oid relid, TablePolicy &out)
 	return true;
 }
 
-// See dxpriv.h.
+// See policy.h.
 Oid
 relation_owner(Oid relid)
 {
@@ -234,7 +234,7 @@ relation_owner(Oid relid)
 	return owner;
 }
 
-// See dxpriv.h.
+// See policy.h.
 std::string
 qualified_relation_name(Oid relid)
 {

@@ -4,7 +4,7 @@
 #include "pg/metadata/declaration_source.h"
 #include "pg/metadata/policy_json.h"
 #include "pg/metadata/catalog.h"
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -40,7 +40,7 @@ namespace dxpriv::pg {
 
 // ---- types ----
 
-// See dxpriv.h.
+// See policy_domain.h.
 bool
 is_range_type(Oid type)
 {
@@ -58,7 +58,7 @@ is_range_type(Oid type)
 	}
 }
 
-// See dxpriv.h. Never errors: numeric overflow saturates, date infinities clamp.
+// See policy_domain.h. Never errors: numeric overflow saturates, date infinities clamp.
 double
 datum_to_ordinal(Datum value, Oid type)
 {
@@ -175,7 +175,7 @@ ordinal_datum(double x, Oid type)
 	}
 }
 
-// See dxpriv.h.
+// See policy_domain.h.
 std::vector<Datum>
 domain_datums(const Domain &domain, Oid type, int32 typmod)
 {
@@ -224,7 +224,7 @@ domain_datums(const Domain &domain, Oid type, int32 typmod)
 	return out;
 }
 
-// See dxpriv.h.
+// See policy_domain.h.
 std::vector<Datum>
 member_datums(const ColumnPolicy &col, size_t m)
 {

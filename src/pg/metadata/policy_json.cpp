@@ -2,7 +2,6 @@
 #include "pg/metadata/policy_json.h"
 
 #include "pg/metadata/catalog.h"
-#include "pg/dxpriv.h"
 #include "pg/guard.h"
 
 extern "C" {

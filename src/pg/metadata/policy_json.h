@@ -1,7 +1,10 @@
 // Small readers of the JSON (jsonb) objects of column declarations; every failure raises UserError.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "utils/jsonb.h"

@@ -1,7 +1,13 @@
 // Declared metrics of columns and column groups.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
+#include "core/domain.h"
+#include "core/metric.h"
+
 
 extern "C" {
 #include "utils/jsonb.h"

@@ -14,7 +14,10 @@
 // Citus's worker connections need no analyst privilege on shards.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/parsenodes.h"

@@ -1,7 +1,7 @@
 // The state one Citus split carries through the query tree (distributed.cpp and its stages).
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/metadata/citus_tables.h"
 
 extern "C" {

@@ -2,7 +2,7 @@
 // distributed statement runs as.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/plannodes.h"

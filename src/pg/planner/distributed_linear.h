@@ -3,6 +3,7 @@
 #pragma once
 
 #include "pg/planner/distributed_context.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

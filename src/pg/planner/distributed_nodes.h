@@ -1,7 +1,10 @@
 // Query-tree builders of the Citus split (distributed_linear.cpp, distributed_em.cpp).
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/parsenodes.h"

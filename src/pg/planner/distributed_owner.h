@@ -1,7 +1,7 @@
 // Analysts' statements on Citus tables run as the table owner: what they may call and read.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

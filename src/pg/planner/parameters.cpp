@@ -6,7 +6,9 @@
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/distributed_exposure.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/ledger/charge.h"
 
 extern "C" {
 #include "utils/guc.h"

@@ -10,7 +10,10 @@
 // (plan_cache_mode = force_generic_plan) it refuses to run.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/parsenodes.h"

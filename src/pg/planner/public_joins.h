@@ -5,7 +5,7 @@
 // tables; the executed query reads only the protected table.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/planner/universe_eval.h"
 
 extern "C" {

@@ -2,7 +2,9 @@
 // Part of the analysis stage (planner/analyzer.h dispatches to it); names live in dxpriv::pg::analysis.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/group_keys.h"

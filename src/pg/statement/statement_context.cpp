@@ -2,7 +2,7 @@
 #include "pg/statement/statement_context.h"
 
 #include "pg/elevated/sealed_execution.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 
 extern "C" {
