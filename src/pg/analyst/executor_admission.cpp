@@ -1,7 +1,8 @@
 // Executor-side admission of analysts' plans: every protected scan released, no size function reached.
 #include "pg/analyst/executor_admission.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/refusals.h"
 #include "pg/analyst/side_channels.h"
 
 #include "pg/metadata/catalog.h"
