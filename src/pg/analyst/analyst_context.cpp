@@ -1,7 +1,7 @@
 // Who is asking and what is protected: the backend cache of analysts and protected tables.
 #include "pg/analyst/analyst_context.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
 #include "pg/analyst/side_channels.h"
 
 #include "pg/metadata/catalog.h"

@@ -2,7 +2,8 @@
 #include "pg/analyst/executor_admission.h"
 #include "pg/statement/statement_context.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/refusals.h"
 #include "pg/analyst/side_channels.h"
 
 #include "pg/metadata/catalog.h"

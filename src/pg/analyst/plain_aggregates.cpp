@@ -1,7 +1,7 @@
 // Analysts' plain aggregates (count, sum, avg, ...) rewritten to dx aggregates, or refused.
 #include "pg/analyst/plain_aggregates.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"

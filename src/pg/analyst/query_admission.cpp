@@ -1,7 +1,7 @@
 // Analysts' validated queries: counted protected references, built-in functions, owner-checked reads.
 #include "pg/analyst/query_admission.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"

@@ -1,7 +1,7 @@
 // Analysts' statistics side channels: the deny list, and catalog views swapped for dx's.
 #include "pg/analyst/side_channels.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/citus_surface.h"
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"

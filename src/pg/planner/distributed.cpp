@@ -6,7 +6,7 @@
 #include "pg/planner/distributed_linear.h"
 #include "pg/planner/distributed_owner.h"
 #include "pg/metadata/citus_tables.h"
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"

@@ -1,7 +1,6 @@
 // The state one Citus split carries: tables seen, releases placed, large tables shipped by digest.
 #include "pg/planner/distributed_context.h"
 
-#include "pg/analyst/analyst_guard.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"

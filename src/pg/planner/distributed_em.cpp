@@ -2,7 +2,6 @@
 #include "pg/planner/distributed_em.h"
 
 #include "pg/planner/distributed_nodes.h"
-#include "pg/analyst/analyst_guard.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"

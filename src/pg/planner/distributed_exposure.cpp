@@ -1,7 +1,7 @@
 // Where a Citus plan's releases are: exposing them to the charge step and finding the owner to run as.
 #include "pg/planner/distributed_exposure.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/contract/param_consts.h"

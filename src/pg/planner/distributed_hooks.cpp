@@ -4,7 +4,6 @@
 
 #include "pg/metadata/citus_tables.h"
 #include "pg/planner/distributed_exposure.h"
-#include "pg/analyst/analyst_guard.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"

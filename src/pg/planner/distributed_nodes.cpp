@@ -1,7 +1,6 @@
 // Query-tree builders of the Citus split: subqueries, range table entries, internal aggregates.
 #include "pg/planner/distributed_nodes.h"
 
-#include "pg/analyst/analyst_guard.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"

@@ -2,7 +2,6 @@
 #include "pg/planner/distributed_owner.h"
 
 #include "pg/planner/distributed_exposure.h"
-#include "pg/analyst/analyst_guard.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
