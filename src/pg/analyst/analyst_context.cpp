@@ -6,8 +6,6 @@
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {

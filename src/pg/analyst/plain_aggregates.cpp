@@ -3,9 +3,7 @@
 
 #include "pg/analyst/refusals.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
 #include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"

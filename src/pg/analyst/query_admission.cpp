@@ -3,10 +3,7 @@
 
 #include "pg/analyst/analyst_context.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 
 extern "C" {
 #include "access/sysattr.h"

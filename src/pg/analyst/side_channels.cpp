@@ -3,10 +3,7 @@
 
 #include "pg/analyst/citus_surface.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
