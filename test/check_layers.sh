@@ -26,9 +26,6 @@ TOP_FILES = {
 # Includes against the order that remain, each with why (file -> included header). Keep it empty
 # unless a reason is written here; a stale entry (the include is gone) fails too.
 ALLOWED = {
-    # The charge opens the release log of the statement it paid for (release_log_begin); the
-    # executor-side admission moved to src/pg/hooks.cpp (issue 22).
-    ("src/pg/ledger/charge.cpp", "pg/executor/release_log.h"),
 }
 
 def layer_of(path):

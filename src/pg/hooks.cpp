@@ -15,7 +15,9 @@
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
 //                       |   next (sealed settings), expose releases                  |   precedes planning
 //  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
-//                       | CHARGE; statement::enter; ELEVATED start (owner, point     |   before any row is read;
+//                       | CHARGE, then the release log of what it paid (release_log_ |   before any row is read;
+//                       |   begin, fed by charge_statement's PaidRelease);           |   the ledger layer never
+//                       | statement::enter; ELEVATED start (owner, point             |   calls the executor layer;
 //                       |   tables), next as owner; statement::leave                 |   ship only what was paid
 //  ExecutorRun/Finish   | statement::enter; next as owner (ELEVATED);                | nested statements of a
 //                       | statement::leave                                           |   running one are its part
@@ -158,7 +160,11 @@ dx_executor_start(QueryDesc *qd, int eflags)
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
 	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
-		guarded([&] { charge_statement(qd); }); // CHARGE
+		guarded([&] {
+			const PaidRelease paid = charge_statement(qd); // CHARGE
+			if (paid.logged) // then the release log of what it paid for (or replayed)
+				release_log_begin(qd->plannedstmt, paid.aggregates, paid.exponential, paid.reused);
+		});
 	statement::enter(qd);
 	const Oid owner = elevated_start(qd, eflags); // ELEVATED
 	as_owner(owner, [&] {

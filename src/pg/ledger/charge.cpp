@@ -18,7 +18,6 @@
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/contract/noise_params.h"
-#include "pg/executor/release_log.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -320,7 +319,7 @@ refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 // ledger rows in its own durable transaction before this returns; errors (and answers nothing)
 // when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
 void
-charge_plan(QueryDesc *qd)
+charge_plan(QueryDesc *qd, PaidRelease &paid)
 {
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext)
@@ -409,8 +408,9 @@ charge_plan(QueryDesc *qd)
 				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
 				statement::mark_paid(c.params.charge_id);
 			}
-			std::vector<bool> em;
-			release_log_begin(qd->plannedstmt, all_params(ordered, em), em, true);
+			paid.aggregates = all_params(ordered, paid.exponential);
+			paid.reused = true;
+			paid.logged = true;
 			return;
 		}
 	}
@@ -454,8 +454,8 @@ charge_plan(QueryDesc *qd)
 		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;
 		refuse(r, role, items[t].relid, items[t].epsilon, items[t].delta);
 	}
-	std::vector<bool> em;
-	release_log_begin(qd->plannedstmt, all_params(ordered, em), em, false);
+	paid.aggregates = all_params(ordered, paid.exponential);
+	paid.logged = true;
 	for (const Charge &c : ordered) {
 		statement::mark_paid(c.params.charge_id);
 		if (cacheable)
@@ -486,10 +486,12 @@ charge_release(Oid relid, double epsilon, const std::string &mechanism, const st
 }
 
 // See ledger/charge.h.
-void
+PaidRelease
 charge_statement(QueryDesc *qd)
 {
-	charge_plan(qd);
+	PaidRelease paid;
+	charge_plan(qd, paid);
+	return paid;
 }
 
 // See dxpriv.h.

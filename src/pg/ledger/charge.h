@@ -14,13 +14,24 @@ extern "C" {
 
 namespace dxpriv::pg {
 
+// What the charge stage paid for, handed to the release-log stage by hooks.cpp (the ledger layer does
+// not call the executor layer): the parameters of the statement's aggregates in aggregate order,
+// which of them are dx.mode/quantile/median (not logged), and whether the answers are a replay from
+// the answer cache. logged is false when the statement paid nothing new (no release to log).
+struct PaidRelease {
+	std::vector<NoiseParams> aggregates;
+	std::vector<bool> exponential;
+	bool reused = false;
+	bool logged = false;
+};
+
 // Stage "charge" (ExecutorStart, after admission): pays every allocation the plan's noisy
 // aggregates belong to, through the ledger worker, and records the paid charge ids for the final
 // functions. Raises (and nothing is released) when the budget is exhausted or the plan's releases
 // do not match their allocations. What it paid goes into the statement context
-// (statement/statement_context.h). Callers skip it for EXPLAIN-only starts, parallel workers,
-// dxpriv's own statements and the ledger worker.
-void charge_statement(QueryDesc *qd);
+// (statement/statement_context.h); what the release log needs is returned. Callers skip it for
+// EXPLAIN-only starts, parallel workers, dxpriv's own statements and the ledger worker.
+PaidRelease charge_statement(QueryDesc *qd);
 
 // Charges epsilon on table relid to the current role for a release made by a function rather than
 // a planned statement (dx.release_mwem, dx.release_smalldb, median sessions), through the same
