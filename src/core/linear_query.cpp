@@ -115,7 +115,10 @@ to_grid_units(double w, double grid)
 	if (!(std::fabs(x) < kTwo100)) // also rejects NaN and infinities
 		throw CoreError(ErrorKind::DataException, "weight of a row is too large for the noise grid",
 		                "Narrow the domain of the aggregated column or check the query expression.");
-	return static_cast<__int128>(std::round(x));
+	const double r = std::round(x);
+	if (std::fabs(r) < 9.0e18) // the same integer through a native conversion (no __fixdfti call)
+		return static_cast<std::int64_t>(r);
+	return static_cast<__int128>(r);
 }
 
 // Calibrates the d_X-private Laplace mechanism for one linear query with weights q at epsilon.

@@ -2,6 +2,7 @@
 #include "pg/metadata/catalog.h"
 #include "pg/dxpriv.h"
 #include "pg/guard.h"
+#include "pg/executor/numeric_ordinal.h"
 
 extern "C" {
 #include "utils/guc.h"
@@ -149,8 +150,12 @@ datum_to_ordinal(Datum value, Oid type)
 		return DatumGetFloat4(value);
 	case FLOAT8OID:
 		return DatumGetFloat8(value);
-	case NUMERICOID:
+	case NUMERICOID: {
+		double exact;
+		if (numeric_to_double_exact(value, exact)) // the same double, without the text form
+			return exact;
 		return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+	}
 	case DATEOID:
 		return DatumGetDateADT(value);
 	default:
