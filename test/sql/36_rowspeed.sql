@@ -81,4 +81,16 @@ SELECT dx.set_column('rs_alt', 'v', '{"min": 0, "max": 5, "step": 0.5}', '{"type
 SELECT dx.grant_budget(current_user::regrole, 'rs_alt', 10);
 SELECT dx.sum(v) AS dx_sum FROM rs_alt;
 SELECT sum(v) AS native_sum FROM rs_alt;
+-- power-of-two steps (the per-row path multiplies by 1/step there, which must give the division's
+-- double): halfway points, subnormals, -0, values beyond the ends, one row per group
+CREATE TABLE rs_pow2 (k int, f float8, i int);
+INSERT INTO rs_pow2 VALUES (0, 0.125, 0), (1, 0.375, 1), (2, 1e-310, 2), (3, '-0', 3), (4, 7.875, 4),
+ (5, 1e300, 5), (6, '-Infinity', 6), (7, 'NaN', 7), (8, 3.1249999999999996, 8), (9, NULL, NULL);
+SELECT dx.protect_table('rs_pow2', 'Infinity');
+SELECT dx.set_column('rs_pow2', 'k', '{"min": 0, "max": 9}', '{"type": "none"}');
+SELECT dx.set_column('rs_pow2', 'f', '{"min": -4, "max": 8, "step": 0.25}', '{"type": "none"}');
+SELECT dx.set_column('rs_pow2', 'i', '{"min": -3, "max": 7, "step": 2}', '{"type": "none"}');
+SELECT dx.grant_budget(current_user::regrole, 'rs_pow2', 10);
+SELECT k, dx.sum(f) AS f_point FROM rs_pow2 GROUP BY k ORDER BY k;
+SELECT k, dx.sum(i) AS i_point FROM rs_pow2 GROUP BY k ORDER BY k;
 RESET dxpriv.cache_lifetime;
