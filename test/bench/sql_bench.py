@@ -209,7 +209,8 @@ def explain(cur, sql, analyze=False):
 
 
 def is_parallel(plan_text):
-    return "Gather" in plan_text and "Partial Aggregate" in plan_text
+    return "Gather" in plan_text and ("Partial Aggregate" in plan_text or "Partial HashAggregate" in plan_text
+                                      or "Partial GroupAggregate" in plan_text)
 
 
 def error_text(exc):

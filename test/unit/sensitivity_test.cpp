@@ -356,6 +356,11 @@ TEST(LinearQuery, GridRounding)
 	EXPECT_EQ(to_grid_units(-0.25, 0.5), -1);
 	EXPECT_EQ(to_grid_units(0, 0.125), 0);
 	EXPECT_EQ(to_grid_units(std::ldexp(1.0, 99), 1), static_cast<__int128>(1) << 99);
+	// on both sides of the int64 fast conversion (|units| < 9e18)
+	EXPECT_EQ(to_grid_units(8.999999999999998e18, 1), static_cast<__int128>(8999999999999997952LL));
+	EXPECT_EQ(to_grid_units(-9.0e18, 1), -static_cast<__int128>(9000000000000000000LL));
+	EXPECT_EQ(to_grid_units(9.3e18, 1), static_cast<__int128>(9300000000000000000ULL));
+	EXPECT_EQ(to_grid_units(-std::ldexp(1.0, 70), 0.5), -(static_cast<__int128>(1) << 71));
 	EXPECT_EQ(error_kind([] { to_grid_units(std::ldexp(1.0, 100), 1); }), ErrorKind::DataException);
 	EXPECT_EQ(error_kind([] { to_grid_units(kNaN, 1); }), ErrorKind::DataException);
 	EXPECT_EQ(error_kind([] { to_grid_units(kInfinity, 1); }), ErrorKind::DataException);
