@@ -93,4 +93,16 @@ SELECT dx.set_column('rs_pow2', 'i', '{"min": -3, "max": 7, "step": 2}', '{"type
 SELECT dx.grant_budget(current_user::regrole, 'rs_pow2', 10);
 SELECT k, dx.sum(f) AS f_point FROM rs_pow2 GROUP BY k ORDER BY k;
 SELECT k, dx.sum(i) AS i_point FROM rs_pow2 GROUP BY k ORDER BY k;
+-- enumerated columns of at most 16 labels are matched by a scan (first byte, then bytes): the empty
+-- label, labels sharing a prefix or a first byte, undeclared values and NULL (the first label)
+CREATE TABLE rs_enum (t text, c char(3));
+INSERT INTO rs_enum VALUES ('', 'a'), ('a', 'ab'), ('ab', 'abc'), ('abc', 'b'), ('abd', 'x'), ('b', NULL),
+ (NULL, 'a  '), ('A', 'ab '), ('ab', 'b'), ('abc ', 'abc');
+SELECT dx.protect_table('rs_enum', 'Infinity');
+SELECT dx.set_column('rs_enum', 't', '{"values": ["ab", "", "a", "abc", "b"]}', '{"type": "none"}');
+SELECT dx.set_column('rs_enum', 'c', '{"values": ["ab", "a", "b", "abc"]}', '{"type": "none"}');
+SELECT dx.grant_budget(current_user::regrole, 'rs_enum', 10);
+SELECT t, dx.count(*) FROM rs_enum GROUP BY t ORDER BY t;
+SELECT c, dx.count(*) FROM rs_enum GROUP BY c ORDER BY c;
+SELECT dx.count(*) AS t_ab_and_c_b FROM rs_enum WHERE t = 'ab' AND c = 'b';
 RESET dxpriv.cache_lifetime;
