@@ -1,5 +1,5 @@
 // Conversion of a stored numeric to double without going through its text form (the per-row path of
-// range-domain numeric columns; datum_to_ordinal).
+// range-domain numeric columns; datum_to_ordinal in policy_domain.cpp).
 #pragma once
 
 extern "C" {

@@ -1,5 +1,5 @@
 // Stored numeric to double without text (numeric_ordinal.h).
-#include "pg/executor/numeric_ordinal.h"
+#include "pg/metadata/numeric_ordinal.h"
 
 #include <cstdint>
 #include <cstring>
