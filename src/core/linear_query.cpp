@@ -115,6 +115,18 @@ to_grid_units(double w, double grid)
 	if (!(std::fabs(x) < kTwo100)) // also rejects NaN and infinities
 		throw CoreError(ErrorKind::DataException, "weight of a row is too large for the noise grid",
 		                "Narrow the domain of the aggregated column or check the query expression.");
+	if (std::fabs(x) < 4.0e18) {
+		// std::round without the libm call: t = trunc(x) is exact, and so is x - t (Sterbenz for
+		// |x| >= 1, x itself below; 0 from 2^52 on, where x is an integer), so halves round away
+		// from zero exactly as std::round does
+		std::int64_t t = static_cast<std::int64_t>(x);
+		const double frac = x - static_cast<double>(t);
+		if (frac >= 0.5)
+			++t;
+		else if (frac <= -0.5)
+			--t;
+		return t;
+	}
 	return static_cast<__int128>(std::round(x));
 }
 

@@ -71,8 +71,8 @@ public:
 		if (width_ == kDirect || width_ == kAffine) {
 			if (!((presence_[u >> 3] >> (u & 7)) & 1))
 				return false;
-			if (width_ == kAffine)
-				out = affine_a_ + affine_b_ * static_cast<double>((u / affine_d_) % affine_m_);
+			if (width_ == kAffine) // one-column tables (d = 1, u < m) need no integer division
+				out = affine_a_ + affine_b_ * static_cast<double>(affine_d_ == 1 && u < affine_m_ ? u : (u / affine_d_) % affine_m_);
 			else
 				std::memcpy(&out, codes_ + 8 * u, 8);
 			return true;

@@ -38,6 +38,12 @@ import psycopg2
 
 ROWS_DEFAULT = 2_000_000
 
+# The 10-aggregate query of the issue 23 goal table (counts with FILTERs, sums, avgs); {p} is "dx." or "".
+TEN_AGGREGATES = ("{p}count(*), {p}count(*) FILTER (WHERE sex = 'M'), {p}count(*) FILTER (WHERE age > 40), "
+                  "{p}count(*) FILTER (WHERE qty > 25), {p}sum(qty), {p}sum(age), "
+                  "{p}sum(qty) FILTER (WHERE sex = 'F'), {p}avg(qty), {p}avg(age), "
+                  "{p}avg(age) FILTER (WHERE sex = 'M')")
+
 # (label, native SQL, dx SQL, clamp proxy SQL or None[, dxpriv.noise; default laplace])
 BENCH_PAIRS = [
     ("count(*)",
@@ -55,6 +61,27 @@ BENCH_PAIRS = [
     ("sum(score)",
      "SELECT sum(score) FROM bench",
      "SELECT dx.sum(score) FROM bench",
+     None),
+    # issue 23 per-row goal rows (dx/native <= 1.10 each; the 10-aggregate query <= 0.8)
+    ("sum(qty) [int]",
+     "SELECT sum(qty) FROM bench",
+     "SELECT dx.sum(qty) FROM bench",
+     None),
+    ("avg(income)",
+     "SELECT avg(income) FROM bench",
+     "SELECT dx.avg(income) FROM bench",
+     None),
+    ("GROUP BY sex [2 groups]: count(*), sum(qty)",
+     "SELECT sex, count(*), sum(qty) FROM bench GROUP BY sex",
+     "SELECT sex, dx.count(*), dx.sum(qty) FROM bench GROUP BY sex",
+     None),
+    ("GROUP BY g73 [73 groups]: count(*), sum(qty)",
+     "SELECT g73, count(*), sum(qty) FROM bench GROUP BY g73",
+     "SELECT g73, dx.count(*), dx.sum(qty) FROM bench GROUP BY g73",
+     None),
+    ("10 aggregates GROUP BY grp [10 groups]",
+     "SELECT grp, " + TEN_AGGREGATES.format(p="") + " FROM bench GROUP BY grp",
+     "SELECT grp, " + TEN_AGGREGATES.format(p="dx.") + " FROM bench GROUP BY grp",
      None),
     # (epsilon, delta) families: the same aggregation, another final-function sampler
     ("sum(income) [gaussian]",
@@ -92,6 +119,9 @@ COLUMNS = {
     "sex": ('{"values":["M","F"]}', '{"type":"discrete","weight":1}'),
     "income": ('{"min":0,"max":100000,"step":1}', '{"type":"none"}'),
     "score": ('{"min":0,"max":1,"step":0.001}', '{"type":"none"}'),
+    "qty": ('{"min":0,"max":50}', '{"type":"none"}'),
+    "grp": ('{"min":0,"max":9}', '{"type":"discrete"}'),
+    "g73": ('{"min":0,"max":72}', '{"type":"discrete"}'),
 }
 
 MODES = [("serial", 0), ("parallel", 2)]
@@ -112,7 +142,7 @@ def setup(cur, rows):
     t0 = time.perf_counter()
     cur.execute("CREATE EXTENSION IF NOT EXISTS dxpriv")
     cur.execute("DROP TABLE IF EXISTS bench, tiny")
-    cur.execute("CREATE TABLE bench(age int, sex text, income numeric, score float8)")
+    cur.execute("CREATE TABLE bench(age int, sex text, income numeric, score float8, qty int, grp int, g73 int)")
     # Deterministic values (no random()): multiplicative patterns spread each column over its
     # whole declared domain; sex alternates in runs of three rows so it is not tied to age.
     cur.execute(
@@ -120,7 +150,8 @@ def setup(cur, rows):
         "SELECT (g * 37) %% 121, "
         "       CASE WHEN (g / 3) %% 2 = 0 THEN 'M' ELSE 'F' END, "
         "       ((g::bigint * 7919) %% 100001)::numeric, "
-        "       ((g::bigint * 104729) %% 1001) / 1000.0::float8 "
+        "       ((g::bigint * 104729) %% 1001) / 1000.0::float8, "
+        "       (g * 13) %% 51, g %% 10, (g / 7) %% 73 "
         "FROM generate_series(1, %s) g", (rows,))
     cur.execute("CREATE TABLE tiny AS SELECT * FROM bench ORDER BY ctid LIMIT 10")
     cur.execute("VACUUM ANALYZE bench")
@@ -178,7 +209,8 @@ def explain(cur, sql, analyze=False):
 
 
 def is_parallel(plan_text):
-    return "Gather" in plan_text and "Partial Aggregate" in plan_text
+    return "Gather" in plan_text and ("Partial Aggregate" in plan_text or "Partial HashAggregate" in plan_text
+                                      or "Partial GroupAggregate" in plan_text)
 
 
 def error_text(exc):
@@ -249,6 +281,9 @@ def main():
     ap.add_argument("--runs", type=int, default=7, help="timed runs per query (after one warm-up)")
     ap.add_argument("--tiny-runs", type=int, default=200)
     ap.add_argument("--tiny-sum-runs", type=int, default=30)
+    ap.add_argument("--skip-tiny", action="store_true", help="leave out the 10-row table pairs")
+    ap.add_argument("--no-server", action="store_true", help="client-side round trips only (no EXPLAIN ANALYZE runs)")
+    ap.add_argument("--only", default=None, help="run only the pairs whose label contains this text")
     ap.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = ap.parse_args()
     started = time.perf_counter()
@@ -267,12 +302,14 @@ def main():
     for mode, workers in MODES:
         cur.execute("SET max_parallel_workers_per_gather = %s", (workers,))
         for label, native_sql, dx_sql, proxy_sql, *noise in BENCH_PAIRS:
+            if args.only and args.only not in label:
+                continue
             cur.execute("SET dxpriv.noise = %s", (noise[0] if noise else "laplace",))
             t0 = time.perf_counter()
             dx_plan = explain(cur, dx_sql)
             native_plan = explain(cur, native_sql)
             plans.append(f"-- [{mode}] {dx_sql}\n{dx_plan}\n")
-            m = measure_pair(cur, native_sql, dx_sql, args.runs)
+            m = measure_pair(cur, native_sql, dx_sql, args.runs, server=not args.no_server)
             proxy = []
             if proxy_sql:
                 run_timed(cur, proxy_sql)  # warm-up
@@ -299,7 +336,7 @@ def main():
                 f"({time.perf_counter() - t0:.1f} s)")
 
     cur.execute("SET max_parallel_workers_per_gather = 0")
-    for label, native_sql, dx_sql, runs_opt, *noise in TINY_PAIRS:
+    for label, native_sql, dx_sql, runs_opt, *noise in ([] if args.skip_tiny else TINY_PAIRS):
         cur.execute("SET dxpriv.noise = %s", (noise[0] if noise else "laplace",))
         runs = getattr(args, runs_opt)
         t0 = time.perf_counter()

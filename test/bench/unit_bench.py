@@ -67,6 +67,8 @@ def main():
     ap.add_argument("--work-mem", default=None, help="SET work_mem for every query (the bounding sorts spill below it)")
     ap.add_argument("--db", default=os.environ.get("DXPRIV_BENCH_DB", "dxpriv_unit_bench"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "unit_bench.csv"))
+    ap.add_argument("--workers", default="0,2",
+                    help="max_parallel_workers_per_gather values to run every query under (serial, parallel)")
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
     args = ap.parse_args()
     admin = psycopg2.connect(dbname="postgres")
@@ -93,6 +95,27 @@ def main():
     cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
     cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
     results = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
+        results += run_queries(cur, args, rows, workers)
+    cur.execute("SHOW work_mem")
+    work_mem = cur.fetchone()[0]
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    exists = os.path.exists(args.out)
+    with open(args.out, "a" if args.append else "w", newline="") as f:
+        w = csv.writer(f)
+        if not (args.append and exists):
+            w.writerow(["query", "rows", "native_ms", "native_bounded_ms", "dx_ms", "dx_rows_ms", "ratio",
+                        "bounding_overhead", "max_parallel_workers_per_gather", "work_mem", "runs"])
+        for r in results:
+            w.writerow(r[:-1] + [r[-1], work_mem, args.runs])
+    conn.close()
+    admin.cursor().execute(f"DROP DATABASE {args.db} WITH (FORCE)")
+
+
+def run_queries(cur, args, rows, workers):
+    """Times every query under the current settings; rows of the CSV without work_mem and runs."""
+    results = []
     for label, native, bounded, dx in QUERIES:
         bounded_sql = (GROUPED_CTE if " bg " in bounded else BOUNDED_CTE) + bounded
         times = {"native": [], "native_bounded": [], "dx": [], "dx_rows": []}
@@ -116,23 +139,9 @@ def main():
         med = {k: statistics.median(v) if v else None for k, v in times.items()}
         results.append([label, rows, round(med["native"], 1), round(med["native_bounded"], 1), round(med["dx"], 1),
                         round(med["dx_rows"], 1) if med["dx_rows"] else "", round(med["dx"] / med["native"], 2),
-                        round(med["dx"] / med["dx_rows"], 2) if med["dx_rows"] else ""])
+                        round(med["dx"] / med["dx_rows"], 2) if med["dx_rows"] else "", workers])
         print(results[-1], flush=True)
-    cur.execute("SHOW max_parallel_workers_per_gather")
-    workers = cur.fetchone()[0]
-    cur.execute("SHOW work_mem")
-    work_mem = cur.fetchone()[0]
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    exists = os.path.exists(args.out)
-    with open(args.out, "a" if args.append else "w", newline="") as f:
-        w = csv.writer(f)
-        if not (args.append and exists):
-            w.writerow(["query", "rows", "native_ms", "native_bounded_ms", "dx_ms", "dx_rows_ms", "ratio",
-                        "bounding_overhead", "max_parallel_workers_per_gather", "work_mem", "runs"])
-        for r in results:
-            w.writerow(r + [workers, work_mem, args.runs])
-    conn.close()
-    admin.cursor().execute(f"DROP DATABASE {args.db} WITH (FORCE)")
+    return results
 
 
 if __name__ == "__main__":

@@ -130,6 +130,23 @@ TEST(PointTable, ValuesLinearInOneColumnAreStoredAsAFormula)
 				ASSERT_EQ(out, *t[u]);
 		}
 	}
+	// the formula's column last (d = 1: no integer division on the per-row path), alone (u < m) and
+	// repeated under a first column (u >= m: u % m)
+	for (const std::vector<std::size_t> &shape : {std::vector<std::size_t>{1001}, std::vector<std::size_t>{3, 1001}}) {
+		Table t;
+		for (std::size_t outer = 0; outer < (shape.size() == 2 ? shape[0] : 1); ++outer)
+			for (std::size_t i = 0; i < 1001; ++i)
+				t.push_back(i % 7 == 3 ? std::nullopt : std::optional<double>(-5.0 + 0.25 * static_cast<double>(i)));
+		const std::string bytes = encode_point_table(t, shape);
+		ASSERT_EQ(static_cast<unsigned char>(bytes[2]), PointTableView::kAffine);
+		PointTableView v = view(bytes);
+		for (std::size_t u = 0; u < t.size(); ++u) {
+			double out = -1;
+			ASSERT_EQ(v.lookup(u, out), t[u].has_value());
+			if (t[u])
+				ASSERT_EQ(out, *t[u]);
+		}
+	}
 	// one value off the line by one ulp: not a formula
 	Table t;
 	for (std::size_t i = 0; i < 1000; ++i)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -356,6 +357,28 @@ TEST(LinearQuery, GridRounding)
 	EXPECT_EQ(to_grid_units(-0.25, 0.5), -1);
 	EXPECT_EQ(to_grid_units(0, 0.125), 0);
 	EXPECT_EQ(to_grid_units(std::ldexp(1.0, 99), 1), static_cast<__int128>(1) << 99);
+	// the inline rounding against std::round: halves, one ulp around them, negative, tiny, large
+	for (double x : {0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, -0.49999999999999994, 4503599627370495.5,
+	                 -4503599627370495.5, 4503599627370497.0, 1e-300, -1e-300, 0.0, -0.0, 123456.5000000001,
+	                 3.9999999999999995e18, -3.9999999999999995e18, 4.0e18, 7.5e18}) {
+		EXPECT_EQ(to_grid_units(x, 1), static_cast<__int128>(std::round(x))) << x;
+		EXPECT_EQ(to_grid_units(std::nextafter(x, 1e300), 1), static_cast<__int128>(std::round(std::nextafter(x, 1e300)))) << x;
+		EXPECT_EQ(to_grid_units(std::nextafter(x, -1e300), 1), static_cast<__int128>(std::round(std::nextafter(x, -1e300)))) << x;
+	}
+	std::uint64_t state = 12345;
+	for (int i = 0; i < 200000; ++i) {
+		state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+		// integers of 1 to 62 bits over 2^0 .. 2^11: many exact halves, quarters, and large values
+		double x = std::ldexp(static_cast<double>(state >> (2 + state % 61)), -static_cast<int>((state >> 58) % 12));
+		if (state & 2)
+			x = -x;
+		ASSERT_EQ(to_grid_units(x, 1), static_cast<__int128>(std::round(x))) << x;
+	}
+	// on both sides of the int64 fast conversion (|units| < 9e18)
+	EXPECT_EQ(to_grid_units(8.999999999999998e18, 1), static_cast<__int128>(8999999999999997952LL));
+	EXPECT_EQ(to_grid_units(-9.0e18, 1), -static_cast<__int128>(9000000000000000000LL));
+	EXPECT_EQ(to_grid_units(9.3e18, 1), static_cast<__int128>(9300000000000000000ULL));
+	EXPECT_EQ(to_grid_units(-std::ldexp(1.0, 70), 0.5), -(static_cast<__int128>(1) << 71));
 	EXPECT_EQ(error_kind([] { to_grid_units(std::ldexp(1.0, 100), 1); }), ErrorKind::DataException);
 	EXPECT_EQ(error_kind([] { to_grid_units(kNaN, 1); }), ErrorKind::DataException);
 	EXPECT_EQ(error_kind([] { to_grid_units(kInfinity, 1); }), ErrorKind::DataException);

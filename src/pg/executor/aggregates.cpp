@@ -61,9 +61,10 @@ DX_FUNCTION(dx_marker_finalfn)
 // answer); an average's count grows by the count weight (the row's joined pairs), else by 1.
 DX_FUNCTION(dx_linear_transfn)
 {
-	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 	LinearState *s;
 	if (PG_ARGISNULL(0)) {
+		// checked when the state is created (a state only exists in an aggregate call), not per row
+		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
 		s = state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));

@@ -106,6 +106,17 @@ DomainIndexer::index(Datum value, bool isnull) const
 	Key probe{nullptr, 0, 0};
 	Datum scratch;
 	value_bytes(byval_, value, probe.data, probe.len, scratch);
+	if (nkeys_ <= 16) {
+		// few labels: a scan of the sorted keys finds the same (first) equal key as the binary
+		// search below, and rejects most keys on their length or first byte without a memcmp call
+		for (size_t i = 0; i < nkeys_; ++i) {
+			const Key &k = keys_[i];
+			if (k.len == probe.len &&
+			    (k.len == 0 || (k.data[0] == probe.data[0] && std::memcmp(k.data, probe.data, k.len) == 0)))
+				return k.index;
+		}
+		return domain_.default_index();
+	}
 	const Key *end = keys_ + nkeys_;
 	const Key *hit = std::lower_bound(static_cast<const Key *>(keys_), end, probe, key_less);
 	if (hit != end && hit->len == probe.len && std::memcmp(hit->data, probe.data, probe.len) == 0)

@@ -16,6 +16,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <new>
 
 namespace dxpriv::pg {
@@ -78,13 +79,33 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 	return s;
 }
 
+namespace {
+
+// GridSum::add through the state's memo: the same units (to_grid_units is a pure function of the
+// weight's bits and the component's grid, which is fixed for a state), the same overflow checks.
+inline void
+add_component(LinearState &s, int c, double w)
+{
+	if (!s.memo_valid[c] || std::memcmp(&w, &s.memo_w[c], sizeof w) != 0) {
+		s.memo_units[c] = to_grid_units(w, s.plan[c].grid);
+		s.memo_w[c] = w;
+		s.memo_valid[c] = true;
+	}
+	GridSum row;
+	row.units = s.memo_units[c];
+	row.rows = 1;
+	s.sum[c].merge(row);
+}
+
+} // namespace
+
 // See linear_state.h.
 void
 add_row(LinearState &s, double w, double count_weight)
 {
-	s.sum[0].add(w, s.plan[0].grid);
+	add_component(s, 0, w);
 	if (s.components == 2)
-		s.sum[1].add(count_weight, s.plan[1].grid);
+		add_component(s, 1, count_weight);
 }
 
 // See linear_state.h.

@@ -26,6 +26,11 @@ struct LinearState {
 	int64 charge_id;
 	bool released;
 	double answer;
+	// Per-row memo of the last weight's grid units per component (not serialised): a count adds the
+	// same weight on every row, a sum over a small domain repeats few weights.
+	bool memo_valid[2];
+	double memo_w[2];
+	__int128 memo_units[2];
 };
 
 // What a final function releases from a state.

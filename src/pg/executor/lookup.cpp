@@ -19,6 +19,8 @@ extern "C" {
 #include "utils/memutils.h"
 }
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -90,6 +92,11 @@ struct RowPointMap {
 		int value_arg;   // first value argument
 		int members;     // 1, or the number of member columns of a column group
 		Oid member_types[kMaxPointDims];
+		char kind;       // 'e', 'r' or 'p' (the layout letter)
+		Oid type;        // 'r': the value argument's type
+		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
+		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
+		size_t size;     // the domain's size
 	};
 	Column *columns;
 	int ncolumns;
@@ -132,6 +139,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 	};
 	for (char kind : layout) {
 		RowPointMap::Column &c = map->columns[map->ncolumns++];
+		c.kind = kind;
 		if (kind == 'e') {
 			need(2);
 			c.value_arg = arg;
@@ -170,7 +178,55 @@ build_row_point_map(FunctionCallInfo fcinfo)
 	}
 	if (arg != PG_NARGS())
 		bad_layout();
+	for (int i = 0; i < map->ncolumns; ++i) {
+		RowPointMap::Column &c = map->columns[i];
+		const Domain &d = c.indexer->domain();
+		c.size = d.size();
+		c.type = c.indexer->type();
+		if (c.kind == 'r') {
+			c.lo = d.lo();
+			c.step = d.step();
+			int exp2;
+			const double inv = 1.0 / c.step;
+			c.inv_step = std::frexp(c.step, &exp2) == 0.5 && std::isfinite(inv) && std::frexp(inv, &exp2) == 0.5 ? inv : 0.0;
+		}
+	}
 	return map;
+}
+
+// Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
+// arithmetic in the same order, so the same index (NaN: the default index 0).
+inline size_t
+range_index(double value, double lo, double step, double inv_step, size_t size)
+{
+	if (std::isnan(value))
+		return 0;
+	// x * 2^-k rounds the exact quotient once, as x / 2^k does: the same double
+	const double x = inv_step != 0 ? (value - lo) * inv_step : (value - lo) / step;
+	if (!(x > 0))
+		return 0;
+	const double last = static_cast<double>(size - 1);
+	if (x >= last)
+		return size - 1;
+	return std::min(static_cast<size_t>(std::round(x)), size - 1);
+}
+
+// datum_to_ordinal with the common by-value types inlined.
+inline double
+ordinal_of(Datum value, Oid type)
+{
+	switch (type) {
+	case INT4OID:
+		return DatumGetInt32(value);
+	case INT8OID:
+		return static_cast<double>(DatumGetInt64(value));
+	case INT2OID:
+		return DatumGetInt16(value);
+	case FLOAT8OID:
+		return DatumGetFloat8(value);
+	default:
+		return datum_to_ordinal(value, type);
+	}
 }
 
 // The flat index of the row's point (last column fastest), from the value arguments only.
@@ -180,9 +236,15 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 	size_t u = 0;
 	for (int i = 0; i < map.ncolumns; ++i) {
 		const RowPointMap::Column &c = map.columns[i];
-		const DomainIndexer &ix = *c.indexer;
 		size_t idx;
-		if (ix.domain().kind() == DomainKind::Points) {
+		if (c.kind == 'r') {
+			const int a = c.value_arg;
+			idx = PG_ARGISNULL(a) ? 0 : range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+			u = u * c.size + idx;
+			continue;
+		}
+		const DomainIndexer &ix = *c.indexer;
+		if (c.kind == 'p') {
 			double x[kMaxPointDims];
 			for (int m = 0; m < c.members; ++m)
 				x[m] = PG_ARGISNULL(c.value_arg + m)
@@ -192,7 +254,7 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 		} else {
 			idx = ix.index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
 		}
-		u = u * ix.domain().size() + idx;
+		u = u * c.size + idx;
 	}
 	return u;
 }

@@ -4,6 +4,7 @@
 #include "pg/elevated/sealed_execution.h"
 
 #include "pg/metadata/declaration_source.h"
+#include "pg/metadata/numeric_ordinal.h"
 #include "pg/metadata/policy_json.h"
 #include "pg/metadata/policy.h"
 #include "pg/guard.h"
@@ -74,8 +75,12 @@ datum_to_ordinal(Datum value, Oid type)
 		return DatumGetFloat4(value);
 	case FLOAT8OID:
 		return DatumGetFloat8(value);
-	case NUMERICOID:
+	case NUMERICOID: {
+		double exact;
+		if (numeric_to_double_exact(value, exact)) // the same double, without the text form
+			return exact;
 		return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+	}
 	case DATEOID:
 		return DatumGetDateADT(value);
 	default:
