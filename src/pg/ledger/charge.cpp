@@ -13,6 +13,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/executor/replay_scan.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
@@ -52,6 +53,9 @@ namespace {
 ExecutorStart_hook_type prev_executor_start = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
+// the plan charge_plan just answered entirely from the answer cache, and the tables it releases
+const void *replayed_plan = nullptr;
+std::vector<Oid> replayed_relids;
 // Charge ids of the statements executing now (set when charged, removed at their ExecutorEnd): a
 // statement started while another runs, whose releases that one paid for, is part of it (Citus
 // runs the coordinator's share of a distributed query as a nested local task) and is not charged
@@ -476,6 +480,10 @@ charge_plan(QueryDesc *qd)
 			}
 			std::vector<bool> em;
 			release_log_begin(qd->plannedstmt, all_params(ordered, em), em, true);
+			replayed_plan = qd->plannedstmt; // its scans of these tables read nothing (replay_scan.h)
+			replayed_relids.clear();
+			for (auto &kv : by_table)
+				replayed_relids.push_back(kv.first);
 			return;
 		}
 	}
@@ -638,14 +646,19 @@ dx_executor_start(QueryDesc *qd, int eflags)
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
 	running_charges.erase(qd); // a QueryDesc at the address of one that failed earlier
 	executing.erase(qd);
+	replayed_plan = nullptr;
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
 		guarded([&] { charge_plan(qd); });
+	const bool replayed = replayed_plan != nullptr && replayed_plan == qd->plannedstmt;
+	replayed_plan = nullptr;
 	while_executing(qd, [&] {
 		if (prev_executor_start)
 			prev_executor_start(qd, eflags);
 		else
 			standard_ExecutorStart(qd, eflags);
 	});
+	if (replayed && qd->planstate)
+		guarded([&] { skip_replayed_scans(qd->planstate, replayed_relids); });
 }
 
 } // namespace

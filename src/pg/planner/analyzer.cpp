@@ -4,6 +4,7 @@
 #include "pg/dxpriv.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/analyst/probes.h"
+#include "pg/planner/analysis_memo.h"
 #include "pg/planner/attr_rewrite.h"
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
@@ -396,7 +397,11 @@ query_cache_key(Query *q)
 	q->sortClause = NIL;
 	q->limitCount = q->limitOffset = nullptr;
 	q->limitOption = LIMIT_OPTION_COUNT;
+	const int stmt_location = q->stmt_location, stmt_len = q->stmt_len; // the text's place and length
+	q->stmt_location = q->stmt_len = 0;
 	std::string text = nodeToString(q);
+	q->stmt_location = stmt_location;
+	q->stmt_len = stmt_len;
 	q->sortClause = sort;
 	q->limitCount = limit;
 	q->limitOffset = offset;
@@ -1998,7 +2003,14 @@ dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
 	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
 	if (!in_internal_query())
-		guarded([&] { analyze(query); });
+		guarded([&] {
+			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
+			const uint64 memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : 0;
+			if (!analysis_memo_replay(memo, query)) {
+				analyze(query);
+				analysis_memo_store(memo, query);
+			}
+		});
 	set_client_statement_text(outer);
 }
 

@@ -1,0 +1,69 @@
+// Replay without reading (replay_scan.h): the released tables' scans of a replayed plan return nothing.
+#include "pg/executor/replay_scan.h"
+
+#include "pg/guard.h"
+
+extern "C" {
+#include "catalog/pg_inherits.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/rel.h"
+}
+
+#include <set>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// ExecProcNode of an emptied scan: end of rows at once.
+TupleTableSlot *
+no_rows(PlanState *)
+{
+	return nullptr;
+}
+
+bool
+empty_walker(PlanState *ps, void *ctx)
+{
+	if (!ps)
+		return false;
+	const auto *relids = static_cast<const std::set<Oid> *>(ctx);
+	switch (nodeTag(ps)) {
+	case T_SeqScanState:
+	case T_SampleScanState:
+	case T_IndexScanState:
+	case T_IndexOnlyScanState:
+	case T_BitmapHeapScanState:
+	case T_TidScanState:
+	case T_TidRangeScanState: {
+		Relation rel = reinterpret_cast<ScanState *>(ps)->ss_currentRelation;
+		if (rel && relids->count(RelationGetRelid(rel)))
+			ps->ExecProcNode = no_rows;
+		break;
+	}
+	default:
+		break;
+	}
+	return planstate_tree_walker(ps, reinterpret_cast<bool (*)()>(empty_walker), ctx);
+}
+
+} // namespace
+
+// See replay_scan.h.
+void
+skip_replayed_scans(PlanState *ps, const std::vector<Oid> &relids)
+{
+	std::set<Oid> all;
+	pg_call([&] {
+		for (Oid r : relids) {
+			List *members = find_all_inheritors(r, NoLock, nullptr);
+			ListCell *lc;
+			foreach (lc, members)
+				all.insert(lfirst_oid(lc));
+		}
+	});
+	empty_walker(ps, &all);
+}
+
+} // namespace dxpriv::pg
