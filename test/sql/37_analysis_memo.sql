@@ -63,6 +63,9 @@ RESET ROLE; SELECT pg_temp.note('back to public.memo_t: replayed, memo'); SET RO
 SET dxpriv.epsilon = 0.25;
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
 RESET ROLE; SELECT pg_temp.note('epsilon 0.25: charged 0.25'); SET ROLE dx_regress_memo;
+SET dxpriv.epsilon = 0.5000001; -- shown as 0.5: the key holds the exact value
+SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
+RESET ROLE; SELECT pg_temp.note('epsilon 0.5000001: charged'); SET ROLE dx_regress_memo;
 SET dxpriv.epsilon = 0.5;
 SET DateStyle = 'German';
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
@@ -137,3 +140,37 @@ SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;
 SELECT round(spent::numeric, 6) AS superuser_spent FROM dx.budget_grants WHERE role = current_user::regrole;
 RESET dxpriv.epsilon;
+
+-- dx.explain accepts every query that runs: a discrete column of 10^5 values (its plain-DP
+-- baseline needs no enumeration of the 5 * 10^9 pairs)
+CREATE TABLE memo_disc (k int);
+INSERT INTO memo_disc SELECT i * 37 FROM generate_series(1, 2000) AS i;
+SELECT dx.protect_table('memo_disc');
+SELECT dx.set_column('memo_disc', 'k', '{"min": 1, "max": 100000}', '{"type": "discrete"}');
+SELECT dx.grant_budget('dx_regress_memo', 'memo_disc', 100);
+SET ROLE dx_regress_memo;
+SELECT dx.count(*) IS NOT NULL AS answered FROM memo_disc WHERE k < 5000;
+SELECT component, epsilon, plain_dp_scale > 0 AS has_baseline
+FROM dx.explain('SELECT dx.count(*) FROM memo_disc WHERE k < 5000');
+SELECT dx.sum(k) IS NOT NULL AS answered FROM memo_disc;
+SELECT component, epsilon, plain_dp_scale > 0 AS has_baseline FROM dx.explain('SELECT dx.sum(k) FROM memo_disc');
+RESET ROLE;
+
+-- Direct evaluation at the declared points (float8 of an integer column, integer comparisons with
+-- constants, AND/OR/NOT) gives exactly what the executor computes: the same query written so that
+-- the executor must evaluate it (v + 0) has the same cells, scales and baselines.
+SET ROLE dx_regress_memo;
+SELECT a.cell, a.component, a.noise_scale = b.noise_scale AS same_scale,
+	a.plain_dp_scale IS NOT DISTINCT FROM b.plain_dp_scale AS same_baseline
+FROM (SELECT * FROM dx.explain('SELECT dx.sum(v), dx.count(*) FILTER (WHERE v > 20 AND NOT v = 50), '
+                               'dx.avg(v) FILTER (WHERE g <> 1 OR v <= 3) FROM memo_t WHERE 7 < v')
+      WHERE cell IS NOT NULL) a
+FULL JOIN (SELECT * FROM dx.explain('SELECT dx.sum(v + 0), dx.count(*) FILTER (WHERE v + 0 > 20 AND NOT v + 0 = 50), '
+                                    'dx.avg(v + 0) FILTER (WHERE g + 0 <> 1 OR v + 0 <= 3) FROM memo_t WHERE 7 < v + 0')
+           WHERE cell IS NOT NULL) b
+USING (cell, component) ORDER BY 1, 2;
+SELECT a.group_key, a.noise_scale = b.noise_scale AS same_scale
+FROM dx.explain('SELECT g, dx.sum(v) FROM memo_t WHERE v BETWEEN 10 AND 60 GROUP BY g') a
+FULL JOIN dx.explain('SELECT g, dx.sum(v + 0) FROM memo_t WHERE v + 0 BETWEEN 10 AND 60 GROUP BY g') b
+USING (cell, component) ORDER BY 1;
+RESET ROLE;

@@ -126,8 +126,9 @@ normalised_text(Query *q)
 	return normal;
 }
 
-// Hash of every setting not at its default and of every dxpriv setting: anything a setting can
-// change in an analysis (epsilon, allocation, noise, DateStyle of a cast, ...) changes the key.
+// Hash of every setting not at its default and of every dxpriv setting, by its exact value (the
+// bits of a real, not its display, which rounds to 6 digits): anything a setting can change in an
+// analysis (epsilon, allocation, noise, DateStyle of a cast, ...) changes the key.
 uint64
 settings_hash()
 {
@@ -138,13 +139,32 @@ settings_hash()
 		const config_generic *g = vars[i];
 		if (g->source == PGC_S_DEFAULT && strncmp(g->name, "dxpriv.", 7) != 0)
 			continue;
-		const char *value = nullptr;
-		pg_call([&] { value = GetConfigOption(g->name, true, false); });
 		h = hash_combine64(h, hash_bytes_extended(reinterpret_cast<const unsigned char *>(g->name),
 		                                          static_cast<int>(strlen(g->name)), 1));
-		if (value)
-			h = hash_combine64(h, hash_bytes_extended(reinterpret_cast<const unsigned char *>(value),
-			                                          static_cast<int>(strlen(value)), 2));
+		uint64 bits = 0;
+		switch (g->vartype) {
+		case PGC_BOOL:
+			bits = *reinterpret_cast<const config_bool *>(g)->variable ? 1 : 2;
+			break;
+		case PGC_INT:
+			bits = static_cast<uint64>(static_cast<int64>(*reinterpret_cast<const config_int *>(g)->variable));
+			break;
+		case PGC_REAL: {
+			const double v = *reinterpret_cast<const config_real *>(g)->variable;
+			memcpy(&bits, &v, sizeof bits);
+			break;
+		}
+		case PGC_ENUM:
+			bits = static_cast<uint64>(static_cast<int64>(*reinterpret_cast<const config_enum *>(g)->variable));
+			break;
+		case PGC_STRING: {
+			const char *v = *reinterpret_cast<const config_string *>(g)->variable;
+			bits = v ? hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(strlen(v)), 2)
+			         : 3;
+			break;
+		}
+		}
+		h = hash_combine64(h, bits);
 	}
 	return h;
 }
