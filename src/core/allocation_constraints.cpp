@@ -183,6 +183,11 @@ count_column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
 		closed = metric.distance(dom, 0, 1) < kInfinity ? pairs : 0;
 	else if (metric.kind() == MetricKind::PerValue)
 		closed = pairs;
+	else if ((metric.kind() == MetricKind::L1 || metric.kind() == MetricKind::L2 || metric.kind() == MetricKind::LInf) &&
+	         dom.kind() == DomainKind::Points && dom.dims() >= 2)
+		closed = pairs; // every pair, all at finite distance
+	else if (metric.kind() == MetricKind::Theta2)
+		closed = metric.distance(dom, 0, 1) < kInfinity ? pairs : 0;
 	if (closed >= 0)
 		return closed > limit ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(closed);
 	std::size_t count = 0;
