@@ -44,8 +44,10 @@ SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
 RESET ROLE; SELECT pg_temp.note('first: charged'); SET ROLE dx_regress_memo;
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
 RESET ROLE; SELECT pg_temp.note('same statement: replayed, memo'); SET ROLE dx_regress_memo;
-select   SUM(v) is not null as answered  from memo_t;
-RESET ROLE; SELECT pg_temp.note('other spacing and case: replayed, memo'); SET ROLE dx_regress_memo;
+select SUM(v) is not null as answered from memo_t;
+RESET ROLE; SELECT pg_temp.note('other spacing and case, same length: replayed, memo'); SET ROLE dx_regress_memo;
+SELECT sum(v)   IS NOT NULL AS answered FROM memo_t;
+RESET ROLE; SELECT pg_temp.note('another length (a new release, as before the memo): charged'); SET ROLE dx_regress_memo;
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t WHERE v > 10;
 RESET ROLE; SELECT pg_temp.note('WHERE v > 10: charged'); SET ROLE dx_regress_memo;
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t WHERE v > 11;
@@ -136,9 +138,11 @@ SELECT g, dx.count(*) IS NOT NULL AS answered FROM memo_t GROUP BY g ORDER BY g;
 RESET ROLE;
 SET dxpriv.epsilon = 0.5;
 SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;
--- (an EXPLAIN ANALYZE of the same statement: replayed, the table's scan returns nothing)
+-- (an EXPLAIN ANALYZE reads the rows; the same EXPLAIN ANALYZE again is replayed: its scan returns nothing)
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;
-SELECT round(spent::numeric, 6) AS superuser_spent FROM dx.budget_grants WHERE role = current_user::regrole;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;
+SELECT round(spent::numeric, 6) AS superuser_spent FROM dx.budget_grants
+WHERE role = current_user::regrole AND relid = 'memo_t'::regclass;
 RESET dxpriv.epsilon;
 
 -- dx.explain accepts every query that runs: a discrete column of 10^5 values (its plain-DP

@@ -54,9 +54,19 @@ empty_walker(PlanState *ps, void *ctx)
 void
 skip_replayed_scans(PlanState *ps, const std::vector<Oid> &relids)
 {
+	// a table the plan reads twice (a superuser's native read next to the release) keeps its scans
+	PlanState *root = ps;
 	std::set<Oid> all;
 	pg_call([&] {
 		for (Oid r : relids) {
+			int entries = 0;
+			ListCell *rc;
+			foreach (rc, root->state->es_plannedstmt->rtable) {
+				RangeTblEntry *rte = lfirst_node(RangeTblEntry, rc);
+				entries += rte->rtekind == RTE_RELATION && rte->relid == r;
+			}
+			if (entries != 1)
+				continue;
 			List *members = find_all_inheritors(r, NoLock, nullptr);
 			ListCell *lc;
 			foreach (lc, members)

@@ -98,18 +98,13 @@ parsed_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(parsed_walker), ctx);
 }
 
-// nodeToString without ":location N" (spacing and letter case do not matter; the statement's place
-// in a multi-statement string neither).
+// nodeToString without ":location N" (spacing inside the statement does not matter). The
+// statement's place and length in the text stay: the answer cache keys on them too.
 std::string
 normalised_text(Query *q)
 {
-	const int loc = q->stmt_location, len = q->stmt_len;
-	q->stmt_location = 0;
-	q->stmt_len = 0;
 	char *text = nullptr;
 	pg_call([&] { text = nodeToString(q); });
-	q->stmt_location = loc;
-	q->stmt_len = len;
 	std::string normal;
 	const size_t n = strlen(text);
 	normal.reserve(n);

@@ -397,11 +397,7 @@ query_cache_key(Query *q)
 	q->sortClause = NIL;
 	q->limitCount = q->limitOffset = nullptr;
 	q->limitOption = LIMIT_OPTION_COUNT;
-	const int stmt_location = q->stmt_location, stmt_len = q->stmt_len; // the text's place and length
-	q->stmt_location = q->stmt_len = 0;
 	std::string text = nodeToString(q);
-	q->stmt_location = stmt_location;
-	q->stmt_len = stmt_len;
 	q->sortClause = sort;
 	q->limitCount = limit;
 	q->limitOffset = offset;

@@ -77,8 +77,6 @@ void
 check_work(MemoryContext per_point, TimestampTz start)
 {
 	CHECK_FOR_INTERRUPTS();
-	static uint32 calls = 0; // the clock is read every 256 evaluations (it cost 10% of an analysis)
-	const bool read_clock = (++calls & 255u) == 0;
 	const Size used = MemoryContextMemAllocated(per_point, true);
 	if (used > static_cast<Size>(guc_analysis_memory_limit) * 1024)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -87,8 +85,6 @@ check_work(MemoryContext per_point, TimestampTz start)
 		                errhint("dxpriv evaluates every expression on each declared domain value before reading any row; "
 		                        "an expression building long values (repeat, lpad, array_fill) exceeds "
 		                        "dxpriv.analysis_memory_limit. Shorten the expression.")));
-	if (!read_clock)
-		return;
 	const TimestampTz now = GetCurrentTimestamp();
 	if (now - start > static_cast<int64>(guc_analysis_time_limit) * 1000)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
