@@ -135,6 +135,12 @@ SELECT dx.sum(v) AS s0, dx.sum(v) FILTER (WHERE g = 1) AS s1, dx.avg(v) AS a FRO
 SELECT :first_s0 = :again_s0 AND :first_s1 = :again_s1 AND :first_a = :again_a AS same_answers;
 SELECT g, dx.count(*) IS NOT NULL AS answered FROM memo_t GROUP BY g ORDER BY g;
 SELECT g, dx.count(*) IS NOT NULL AS answered FROM memo_t GROUP BY g ORDER BY g;
+-- every group's answer, replayed without reading a row, is the released one
+SELECT string_agg(g || ':' || s, ' ' ORDER BY g) AS groups
+FROM (SELECT g, dx.sum(v) AS s FROM memo_t WHERE v > 5 GROUP BY g) r \gset first_
+SELECT string_agg(g || ':' || s, ' ' ORDER BY g) AS groups
+FROM (SELECT g, dx.sum(v) AS s FROM memo_t WHERE v > 5 GROUP BY g) r \gset again_
+SELECT :'first_groups' = :'again_groups' AS same_group_answers, array_length(string_to_array(:'again_groups', ' '), 1) AS groups;
 RESET ROLE;
 SET dxpriv.epsilon = 0.5;
 SELECT dx.count(*) IS NOT NULL AS answered FROM memo_t WHERE v < 50;

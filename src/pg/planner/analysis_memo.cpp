@@ -268,7 +268,8 @@ analysis_memo_key(Query *q)
 	bool known = false;
 	pg_call([&] {
 		Snapshot snap = GetActiveSnapshot();
-		known = policy_version(snap, &policy) && contents_version(rte->relid, snap, &contents);
+		// (the table first: an unprotected table has no version trigger and stops here)
+		known = contents_version(rte->relid, snap, &contents) && policy_version(snap, &policy);
 	});
 	if (!known)
 		return 0;

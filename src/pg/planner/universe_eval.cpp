@@ -4,6 +4,7 @@
 #include "pg/guard.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -385,20 +386,30 @@ evaluate_directly(const std::vector<const ColumnPolicy *> &cols, const SubUniver
 	for (size_t e = 0; e < exprs.size(); ++e)
 		if (exprs[e] && !(programs[e] = compile_direct((Node *) exprs[e], cols)))
 			return false;
-	std::vector<std::vector<int64>> values(cols.size());
-	for (size_t c = 0; c < cols.size(); ++c) {
-		std::vector<Datum> datums;
-		pg_call([&] { datums = member_datums(*cols[c], 0); });
-		values[c].reserve(datums.size());
-		for (Datum d : datums)
-			values[c].push_back(integer_datum(d, cols[c]->members[0].type));
-	}
 	for (size_t c = 0; c < cols.size(); ++c) // only integer columns can be read directly
 		if (cols[c]->is_group() || (cols[c]->members[0].type != INT2OID && cols[c]->members[0].type != INT4OID &&
 		                            cols[c]->members[0].type != INT8OID))
 			for (const auto &p : programs)
 				if (p)
 					return false;
+	// the points' values, as member_datums gives them (a range's ordinal rounded to the type)
+	std::vector<std::vector<int64>> values(cols.size());
+	for (size_t c = 0; c < cols.size(); ++c) {
+		const Oid type = cols[c]->members[0].type;
+		const Domain &dom = cols[c]->domain;
+		values[c].resize(dom.size());
+		if (dom.kind() == DomainKind::Range) {
+			for (size_t i = 0; i < dom.size(); ++i) {
+				const long long r = std::llround(dom.ordinal(i));
+				values[c][i] = type == INT2OID ? static_cast<int16>(r) : type == INT4OID ? static_cast<int32>(r) : r;
+			}
+			continue;
+		}
+		std::vector<Datum> datums;
+		pg_call([&] { datums = member_datums(*cols[c], 0); });
+		for (size_t i = 0; i < datums.size(); ++i)
+			values[c][i] = integer_datum(datums[i], type);
+	}
 	const size_t n = sub.size();
 	std::vector<size_t> idx(cols.size(), 0);
 	std::vector<int64> v(cols.size(), 0);
