@@ -1,7 +1,15 @@
 // Analyst enforcement: no raw-data path, no statistics side channels, plain aggregates rewritten.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/executor_admission.h"
+#include "pg/analyst/plain_aggregates.h"
+#include "pg/analyst/query_admission.h"
+#include "pg/analyst/side_channels.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"
@@ -14,35 +22,7 @@ extern "C" {
 
 namespace dxpriv::pg {
 
-// Who is asking and what is protected, loaded once per analysed statement.
-//
-// Inheritance rule: a partition or inheritance child of a protected table is protected too (rows
-// of a child are rows of its parent), with the policy of its nearest protected ancestor, including
-// children attached or created after dx.protect_table. A child that is itself protected keeps its
-// own policy. See inheritance.cpp.
-struct AnalystContext {
-	bool analyst = false;           // the current role is (or inherits) an analyst role
-	std::vector<Oid> protected_rels;
-	// relid itself or one of its ancestors (pg_inherits, recursively) is protected
-	bool is_protected(Oid relid) const { return OidIsValid(policy_table(relid)); }
-	// relid is listed in dx.protected_tables
-	bool directly_protected(Oid relid) const;
-	// The protected table whose policy covers relid: relid itself, else its nearest protected
-	// ancestor, else InvalidOid.
-	Oid policy_table(Oid relid) const;
-	// A relation reading relid with its descendants (no ONLY) also reads protected descendants.
-	bool has_protected_descendant(Oid relid) const;
 
-private:
-	mutable std::map<Oid, Oid> policy_table_memo;
-};
-AnalystContext load_analyst_context(const ExtensionObjects &ext);
-// Registers the relcache callback that keeps the cached analyst/protected lists fresh.
-void install_catalog_cache_invalidation();
-
-// Number of range table entries (at any depth) that read a protected table (or, without ONLY, a
-// table with a protected descendant).
-int count_protected_refs(Query *q, const AnalystContext &ac);
 // Refuses an analyst's reference to a child of a protected table that has no policy of its own
 // (query the parent instead), and a read through a parent that would take in the rows of a
 // descendant protected with its own policy.
@@ -80,8 +60,8 @@ void refuse_protected_read_in_utility(Oid relid);
 void note_analyst_session(bool analyst);
 // Keeps LOG and DEBUG messages (auto_explain plans, executor statistics) away from analysts'
 // clients whatever client_min_messages says, and auto_explain's plans at any level the log hook
-// sees (warning).
-void install_analyst_log_filter();
+// sees (warning). Stage "log" (emit_log_hook, before any earlier hook); never raises.
+void analyst_filter_log(ErrorData *edata);
 // Raises for an analyst's statement while auto_explain (loaded by a superuser) is active at a level
 // sent to the client that the log hook cannot stop (info, notice; warning when log_min_messages is
 // above it).
@@ -89,8 +69,6 @@ void refuse_client_auto_explain();
 
 // ---- the Citus surface (citus_surface.cpp); no effect in a database without Citus ----
 
-// The analyst roles (dx.analysts), from the backend cache.
-std::vector<Oid> analyst_roles(const ExtensionObjects &ext);
 // Raises for a Citus function analysts may not call: run_command_on_* and other functions that run
 // SQL on nodes, sizes and statistics; in queries (in_plan false) also Citus's internal transport
 // (read_intermediate_result*, worker_partial_agg, coord_combine_agg), which Citus's own plans use.
@@ -116,29 +94,12 @@ void check_citus_set(VariableSetStmt *stmt);
 // has: Citus copies grants onto the shards.
 void check_citus_grant(GrantStmt *stmt);
 
-// Rejects statistics catalogs, size functions and other side channels in an analyst's query.
-void reject_side_channels(Query *q);
-// Replaces information_schema.columns/tables by dxpriv's analyst views (declared columns shown).
-void substitute_catalog_views(Query *q, const ExtensionObjects &ext);
-// Rewrites count(*), count(col), sum(col), avg(col) at the top level of q into dx aggregates at
-// the session epsilon (cast back to the built-in result type). Returns how many were rewritten.
-int rewrite_plain_aggregates(Query *q, const ExtensionObjects &ext);
-// Raises unless every function in expr is a built-in immutable function (analysts' row expressions).
-void require_builtin_immutable(Node *expr, const char *where);
-// Lets a validated query read its protected tables as their owners (like a view does).
-void admit_protected_reads(Query *q, const AnalystContext &ac);
 
-// Executor-level admission (views, rules, policies and functions are expanded by then): raises
-// when an analyst's statement reads a protected table that no noisy aggregate of the plan releases.
-void enforce_executor_admission(PlannedStmt *stmt);
 
 // Calls dx.<helper>(arg) -> boolean, one of the SECURITY DEFINER helpers that read dx's catalog
 // (dx._holds_protected_rows, dx._protected_rows_in); a NULL argument is passed as NULL, and a NULL
 // answer counts as true (unknown: treated as protected). Defined in catalog_sizes.cpp.
 bool dx_helper(const char *helper, Oid arg, bool arg_null);
 
-// True while the analysed statement is an analyst's (row expressions get the stricter checks).
-bool analyst_mode();
-void set_analyst_mode(bool on);
 
 } // namespace dxpriv::pg

@@ -6,7 +6,8 @@
 
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/distributed.h"
+#include "pg/metadata/citus_tables.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "access/sysattr.h"

@@ -1,10 +1,11 @@
 // Analysis memo (analysis_memo.h): per-backend map from what an analysis depends on to its result.
 #include "pg/planner/analysis_memo.h"
 
-#include "pg/analyst/analyst_guard.h"
-#include "pg/executor/agg_support.h"
-#include "pg/executor/noise_params.h"
+#include "pg/analyst/analyst_context.h"
+#include "pg/contract/noise_params.h"
+#include "pg/contract/param_consts.h"
 #include "pg/executor/release_log.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/planner/explain.h"

@@ -5,9 +5,8 @@
 // analysis would build now), so a replay from the answer cache pays no analysis.
 #pragma once
 
-#include "pg/dxpriv.h"
-
 extern "C" {
+#include "postgres.h"
 #include "nodes/parsenodes.h"
 }
 

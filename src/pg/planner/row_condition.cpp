@@ -3,6 +3,7 @@
 
 #include "pg/analyst/analyst_guard.h"
 #include "pg/guard.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/nodeFuncs.h"

@@ -1,5 +1,5 @@
 // Replay without reading (replay_scan.h): the released tables' scans of a replayed plan return nothing.
-#include "pg/executor/replay_scan.h"
+#include "pg/ledger/replay_scan.h"
 
 #include "pg/guard.h"
 
@@ -48,20 +48,38 @@ empty_walker(PlanState *ps, void *ctx)
 	return planstate_tree_walker(ps, reinterpret_cast<bool (*)()>(empty_walker), ctx);
 }
 
+
+// The plan noted by note_replayed_plan and its tables.
+const void *noted_plan = nullptr;
+std::vector<Oid> noted_relids;
+
 } // namespace
 
 // See replay_scan.h.
 void
-skip_replayed_scans(PlanState *ps, const std::vector<Oid> &relids)
+note_replayed_plan(const void *plan, const std::vector<Oid> &relids)
 {
+	noted_plan = plan;
+	noted_relids = plan ? relids : std::vector<Oid>{};
+}
+
+// See replay_scan.h.
+void
+skip_replayed_scans(QueryDesc *qd)
+{
+	if (!noted_plan || noted_plan != qd->plannedstmt || !qd->planstate) {
+		note_replayed_plan(nullptr, {});
+		return;
+	}
+	const std::vector<Oid> relids = noted_relids;
+	note_replayed_plan(nullptr, {});
 	// a table the plan reads twice (a superuser's native read next to the release) keeps its scans
-	PlanState *root = ps;
 	std::set<Oid> all;
 	pg_call([&] {
 		for (Oid r : relids) {
 			int entries = 0;
 			ListCell *rc;
-			foreach (rc, root->state->es_plannedstmt->rtable) {
+			foreach (rc, qd->plannedstmt->rtable) {
 				RangeTblEntry *rte = lfirst_node(RangeTblEntry, rc);
 				entries += rte->rtekind == RTE_RELATION && rte->relid == r;
 			}
@@ -73,7 +91,8 @@ skip_replayed_scans(PlanState *ps, const std::vector<Oid> &relids)
 				all.insert(lfirst_oid(lc));
 		}
 	});
-	empty_walker(ps, &all);
+	if (!all.empty())
+		empty_walker(qd->planstate, &all);
 }
 
 } // namespace dxpriv::pg
