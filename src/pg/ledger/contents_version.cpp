@@ -143,7 +143,7 @@ policy_version(Snapshot snapshot, uint64 *version)
 			return false;
 		members = lappend_oid(members, rel);
 	}
-	return members_version(linitial_oid(members), members, snapshot, version);
+	return members_version(InvalidOid, members, snapshot, version); // noted under relid 0
 }
 
 } // namespace dxpriv::pg
