@@ -1,13 +1,11 @@
 // Who is asking and what is protected: the backend cache of analysts and protected tables.
 #include "pg/analyst/analyst_context.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
 #include "pg/analyst/side_channels.h"
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {

@@ -2,15 +2,14 @@
 #include "pg/analyst/executor_admission.h"
 #include "pg/statement/statement_context.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/refusals.h"
 #include "pg/analyst/side_channels.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/ledger/charge.h"
 

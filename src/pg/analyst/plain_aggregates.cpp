@@ -1,11 +1,9 @@
 // Analysts' plain aggregates (count, sum, avg, ...) rewritten to dx aggregates, or refused.
 #include "pg/analyst/plain_aggregates.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
 #include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"

@@ -1,12 +1,9 @@
 // Analysts' validated queries: counted protected references, built-in functions, owner-checked reads.
 #include "pg/analyst/query_admission.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 
 extern "C" {
 #include "access/sysattr.h"

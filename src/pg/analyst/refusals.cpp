@@ -1,7 +1,9 @@
 // Refusals for analysts that name what was refused in the analyst's own query and what to do
 // instead; the utility-statement guard (EXPLAIN and stored results, also through EXECUTE); the
 // GROUP BY key check; the filter that keeps LOG/DEBUG messages away from analysts' clients.
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
+
+#include "pg/analyst/analyst_context.h"
 
 #include "pg/guard.h"
 #include "pg/metadata/extension_objects.h"

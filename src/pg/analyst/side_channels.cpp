@@ -1,12 +1,9 @@
 // Analysts' statistics side channels: the deny list, and catalog views swapped for dx's.
 #include "pg/analyst/side_channels.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/citus_surface.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
-#include "pg/plan_walk.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {

@@ -1,9 +1,10 @@
 // Declared domains: range, enumerated and point domains, and the Datums of their points.
 #include "pg/metadata/policy_domain.h"
 
+#include "pg/elevated/sealed_execution.h"
+
 #include "pg/metadata/declaration_source.h"
 #include "pg/metadata/policy_json.h"
-#include "pg/metadata/catalog.h"
 #include "pg/metadata/policy.h"
 #include "pg/guard.h"
 

@@ -1,7 +1,6 @@
 // Small readers of the JSON (jsonb) objects of column declarations, and their hints.
 #include "pg/metadata/policy_json.h"
 
-#include "pg/metadata/catalog.h"
 #include "pg/guard.h"
 
 extern "C" {

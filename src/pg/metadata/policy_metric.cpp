@@ -3,7 +3,6 @@
 
 #include "pg/metadata/declaration_source.h"
 #include "pg/metadata/policy_json.h"
-#include "pg/metadata/catalog.h"
 #include "pg/metadata/policy.h"
 #include "pg/guard.h"
 

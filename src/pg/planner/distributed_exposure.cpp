@@ -1,21 +1,16 @@
 // Where a Citus plan's releases are: exposing them to the charge step and finding the owner to run as.
 #include "pg/planner/distributed_exposure.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
-#include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/metadata/catalog.h"
-#include "pg/elevated/sealed_execution.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 #include "core/linear_query.h"
-#include "core/point_table.h"
 
 extern "C" {
 #include "access/xact.h"

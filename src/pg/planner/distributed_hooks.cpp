@@ -4,18 +4,13 @@
 
 #include "pg/metadata/citus_tables.h"
 #include "pg/planner/distributed_exposure.h"
-#include "pg/analyst/analyst_guard.h"
-#include "pg/contract/noise_params.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/metadata/catalog.h"
 #include "pg/elevated/sealed_execution.h"
-#include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 
 #include "core/linear_query.h"
-#include "core/point_table.h"
 
 extern "C" {
 #include "access/xact.h"

@@ -1,7 +1,7 @@
 // The planner hook that analyses queries with dx aggregates and bound parameters (parameters.h).
 #include "pg/planner/parameters.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/citus_surface.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"

@@ -2,6 +2,7 @@
 #include "pg/planner/probes.h"
 
 #include "pg/guard.h"
+#include "pg/analyst/query_admission.h"
 #include "pg/planner/group_source.h"
 #include "pg/node_build.h"
 #include "pg/metadata/policy.h"
