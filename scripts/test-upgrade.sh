@@ -75,6 +75,10 @@ snapshot() {
 		echo "== $t"
 		if [ "$(val -d "$db" -c "SELECT relkind FROM pg_class WHERE oid = '$t'::regclass")" = S ]; then
 			val -d "$db" -c "SELECT last_value, is_called FROM $t"
+		elif [ "$t" = dx.contents_changes ]; then
+			# relid 0: the policy version (sql/57_analysis_memo.sql); a restore writes the policy
+			# tables, a new policy version (a new analysis, nothing else)
+			val -d "$db" -c "SELECT x::text FROM $t x WHERE x.relid <> 0 ORDER BY 1"
 		else
 			val -d "$db" -c "SELECT x::text FROM $t x ORDER BY 1"
 		fi

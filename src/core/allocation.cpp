@@ -487,6 +487,10 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		if (t > 0)
 			t = std::max(t, std::numeric_limits<double>::min()); // never let a positive scale underflow to 0
 		cell.grid = choose_grid(t, q[k], cell.integer_weights);
+		if (cell.integer_weights && cell.grid == 1) { // integers below 2^53 lie on the unit grid
+			q_grid[k] = q[k];
+			continue;
+		}
 		q_grid[k].resize(q[k].size());
 		for (std::size_t u = 0; u < q[k].size(); u++) {
 			q_grid[k][u] = static_cast<double>(to_grid_units(q[k][u], cell.grid)) * cell.grid;

@@ -79,6 +79,7 @@ throw_work_limit()
 // The non-zero weights of every point: point u has cells cell[start[u] .. start[u+1]) (ascending)
 // with weights weight[...]. GROUP BY cells are non-zero only on the points of their group.
 bool presence_on = true; // detail::set_presence_prefilter
+bool repeat_on = true;   // detail::set_repeat_shortcut
 
 struct PointCells {
 	std::vector<std::size_t> start;
@@ -182,6 +183,11 @@ count_column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
 		closed = metric.distance(dom, 0, 1) < kInfinity ? pairs : 0;
 	else if (metric.kind() == MetricKind::PerValue)
 		closed = pairs;
+	else if ((metric.kind() == MetricKind::L1 || metric.kind() == MetricKind::L2 || metric.kind() == MetricKind::LInf) &&
+	         dom.kind() == DomainKind::Points && dom.dims() >= 2)
+		closed = pairs; // every pair, all at finite distance
+	else if (metric.kind() == MetricKind::Theta2)
+		closed = metric.distance(dom, 0, 1) < kInfinity ? pairs : 0;
 	if (closed >= 0)
 		return closed > limit ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(closed);
 	std::size_t count = 0;
@@ -322,6 +328,43 @@ public:
 		}
 		insert(hash_finish(h), 3 * nnz > 2 * m_, nullptr);
 		clear();
+	}
+
+	// add() for a row that is often the row offered just before (neighbouring edges of a line under
+	// piecewise-linear weights): an exact repeat of the previous row is already stored (or was
+	// all-zero) and is dropped without hashing.
+	void add_repeating()
+	{
+		if (!repeat_on) {
+			add();
+			return;
+		}
+		if (has_last_ && idx_ == last_idx_ && val_ == last_val_) {
+			sample();
+			clear();
+			return;
+		}
+		last_idx_ = idx_;
+		last_val_ = val_;
+		has_last_ = true;
+		add();
+	}
+
+	// add_dense() with the same shortcut as add_repeating().
+	void add_dense_repeating(const double *r)
+	{
+		if (!repeat_on) {
+			add_dense(r);
+			return;
+		}
+		if (has_last_ && last_val_.size() == m_ && last_idx_.empty() && std::equal(r, r + m_, last_val_.begin())) {
+			sample();
+			return;
+		}
+		last_idx_.clear();
+		last_val_.assign(r, r + m_);
+		has_last_ = true;
+		add_dense(r);
 	}
 
 	// Stores a row given densely (m entries, zeros included) unless it is zero or already present;
@@ -532,6 +575,9 @@ private:
 	}
 
 	std::size_t m_;
+	bool has_last_ = false;                // last_idx_/last_val_ hold the previous row offered
+	std::vector<std::uint32_t> last_idx_;  // (add_repeating: its entries; add_dense_repeating: empty
+	std::vector<double> last_val_;         //  indexes and the m dense values)
 	double expected_;            // edges the caller will offer
 	std::size_t attempts_ = 0;   // edges offered so far
 	std::vector<std::uint32_t> idx_;
@@ -610,6 +656,13 @@ detail::set_presence_prefilter(bool on)
 }
 
 // See allocation_internal.h.
+void
+detail::set_repeat_shortcut(bool on)
+{
+	repeat_on = on;
+}
+
+// See allocation_internal.h.
 bool
 detail::presence_prefilter()
 {
@@ -665,7 +718,7 @@ build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>>
 			} else {
 				fill_row(q, u, v, d, r.data());
 			}
-			rows.add_dense(r.data());
+			rows.add_dense_repeating(r.data());
 		});
 		return rows.finish();
 	}
@@ -676,7 +729,7 @@ build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>>
 			for_each_difference(pc, n, u, v, [&rows, d](std::size_t k, double a) { rows.push(k, a / d); });
 		else
 			for_each_difference(pc, n, u, v, [&rows](std::size_t k, double) { rows.push(k, kInfinity); });
-		rows.add();
+		rows.add_repeating();
 	});
 	return rows.finish();
 }
@@ -763,14 +816,18 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 	const std::size_t m = q.size();
 	const bool bottom = std::isfinite(sub.presence);
 
-	// Smallest distance between two distinct records: attained on an edge of the path metric.
+	// Smallest distance between two distinct records: attained on an edge of the path metric. A
+	// discrete column's pairs are all at its one distance (no enumeration); a column with more
+	// edges than the work cap is left out, so eps_min can only be overstated and the baseline is
+	// then a lower bound (not exact).
 	double eps_min = bottom ? sub.presence : kInfinity;
+	bool is_exact = true;
 	for (std::size_t c = 0; c < sub.domains.size(); c++) {
-		if (count_column_edges(sub.metrics[c], sub.domains[c], kMaxConstraintWork) ==
-		    std::numeric_limits<std::size_t>::max())
-			throw_work_limit();
 		if (sub.metrics[c].kind() == MetricKind::Discrete && sub.domains[c].size() >= 2)
 			eps_min = std::min(eps_min, sub.metrics[c].distance(sub.domains[c], 0, 1));
+		else if (count_column_edges(sub.metrics[c], sub.domains[c], kMaxConstraintWork) ==
+		         std::numeric_limits<std::size_t>::max())
+			is_exact = false;
 		else if (sub.domains[c].size() >= 2 && sub.metrics[c].kind() != MetricKind::None)
 			sub.metrics[c].for_each_edge(sub.domains[c], [&eps_min](std::size_t, std::size_t, double d) {
 				eps_min = std::min(eps_min, d);
@@ -780,10 +837,18 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 	// Delta Q: max over all pairs (⊥ included) of the L1 difference of the cell vectors.
 	double delta = 0;
 	const double nd = static_cast<double>(n), md = static_cast<double>(m);
-	bool is_exact = true;
-	const PointCells pc = point_cells(q, n);
-	const double per_pair = 1.0 + static_cast<double>(std::min(m, 2 * pc.max_per_point));
+	// the largest number of non-zero cells of one point (the transposition is built only when pairs
+	// or edges are enumerated below)
+	std::size_t max_per_point = 0;
+	for (std::size_t u = 0; u < n; u++) {
+		std::size_t nz = 0;
+		for (std::size_t k = 0; k < m; k++)
+			nz += q[k][u] != 0;
+		max_per_point = std::max(max_per_point, nz);
+	}
+	const double per_pair = 1.0 + static_cast<double>(std::min(m, 2 * max_per_point));
 	if (0.5 * nd * nd * per_pair <= kMaxBaselineWork) {
+		const PointCells pc = point_cells(q, n);
 		for (std::size_t u = 0; u < n; u++)
 			for (std::size_t v = u + 1; v <= n; v++) {
 				if (v == n && !bottom)
@@ -809,6 +874,7 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 		// Too many pairs: the maximum over the constraint edges (presence edges included), a lower
 		// bound of the all-pairs value, so that the baseline is never overstated.
 		is_exact = false;
+		const PointCells pc = point_cells(q, n);
 		std::vector<std::size_t> counts;
 		const std::vector<std::vector<ColumnEdge>> edges = column_edges(sub, n, work_per_edge(pc, m), counts);
 		visit_edges(sub, n, edges, counts, [&](std::size_t u, std::size_t v, double) {

@@ -66,5 +66,9 @@ std::vector<double> weighted_inverse(const ConstraintSet &c, const std::vector<d
 void set_presence_prefilter(bool on);
 bool presence_prefilter();
 
+// Whether build_constraints drops a row equal to the row offered just before it without hashing
+// (default true; false gives the exhaustive reference, for the equality tests).
+void set_repeat_shortcut(bool on);
+
 } // namespace detail
 } // namespace dxpriv

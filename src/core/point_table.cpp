@@ -135,22 +135,21 @@ encode_point_table(const std::vector<std::optional<double>> &values, const std::
 {
 	if (values.size() > std::numeric_limits<std::uint32_t>::max())
 		throw CoreError(ErrorKind::ProgramLimit, "point table has too many points");
-	std::vector<double> dict;
-	for (const std::optional<double> &v : values) {
-		if (!v)
-			continue;
-		if (std::isnan(*v))
+	for (const std::optional<double> &v : values)
+		if (v && std::isnan(*v))
 			throw CoreError(ErrorKind::Internal, "point table value is NaN");
-		dict.push_back(*v);
-	}
+	if (std::optional<std::string> affine = encode_affine(values, dims)) // smallest when exact (no dictionary)
+		return *affine;
+	std::vector<double> dict;
+	for (const std::optional<double> &v : values)
+		if (v)
+			dict.push_back(*v);
 	std::sort(dict.begin(), dict.end());
 	// -0.0 and 0.0 compare equal: keep one (the first), they weigh the same
 	dict.erase(std::unique(dict.begin(), dict.end()), dict.end());
 	const std::size_t k = dict.size();
 	const std::size_t n = values.size();
 	const unsigned width = k < 0xff ? 1 : k < 0xffff ? 2 : 4;
-	if (std::optional<std::string> affine = encode_affine(values, dims)) // smallest when exact
-		return *affine;
 	if (8 * k + width * n >= (n + 7) / 8 + 8 * n) // the dictionary does not compress
 		return encode_direct(values);
 	std::string out;

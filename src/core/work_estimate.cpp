@@ -26,6 +26,14 @@ column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
 		return std::isfinite(metric.distance(dom, 0, 1)) ? pairs : 0;
 	case MetricKind::PerValue:
 		return pairs;
+	case MetricKind::L1:
+	case MetricKind::L2:
+	case MetricKind::LInf: // all pairs of points in 2+ dimensions (finite scale): the real count
+		if (dom.kind() == DomainKind::Points && dom.dims() >= 2)
+			return pairs;
+		break;
+	case MetricKind::Theta2:
+		return std::isfinite(metric.distance(dom, 0, 1)) ? pairs : 0;
 	default:
 		break;
 	}

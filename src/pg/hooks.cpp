@@ -18,7 +18,8 @@
 //                       | CHARGE, then the release log of what it paid (release_log_ |   before any row is read;
 //                       |   begin, fed by charge_statement's PaidRelease);           |   the ledger layer never
 //                       | statement::enter; ELEVATED start (owner, point             |   calls the executor layer;
-//                       |   tables), next as owner; statement::leave                 |   ship only what was paid
+//                       |   tables), next as owner; REPLAY (a plan answered from the |   ship only what was paid
+//                       |   answer cache: scans emptied); statement::leave           |
 //  ExecutorRun/Finish   | statement::enter; next as owner (ELEVATED);                | nested statements of a
 //                       | statement::leave                                           |   running one are its part
 //  ExecutorEnd          | RELEASE (error-bar NOTICE); statement::forget_charges;     | report before the plan is
@@ -34,6 +35,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/executor/release_log.h"
+#include "pg/ledger/replay_scan.h"
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/charge.h"
@@ -159,6 +161,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	if (charges_here())
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
 	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier
+	note_replayed_plan(nullptr, {});
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] {
 			const PaidRelease paid = charge_statement(qd); // CHARGE
@@ -173,6 +176,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 		else
 			standard_ExecutorStart(qd, eflags);
 	});
+	guarded([&] { skip_replayed_scans(qd); }); // REPLAY: a plan answered from the cache reads no row
 	statement::leave(qd);
 }
 

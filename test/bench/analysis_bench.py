@@ -2,38 +2,59 @@
 """Analysis benchmark (issue 23): what a dx statement costs before and around its rows.
 
 Times, as medians of --runs round trips after one warm-up, on the cluster named by PGHOST/PGPORT
-(a superuser as PGUSER; e.g. a throwaway cluster from scripts/pg-env.sh start_cluster):
+(a superuser as PGUSER; e.g. a throwaway cluster from scripts/pg-env.sh start_cluster), the wall
+time and the CPU time of the server backend (from /proc/<pid>/schedstat, so the server must run on
+this machine; on a loaded machine the CPU time is the steadier figure):
 
-  native          the plain statement, run by the table owner (no dx analysis)
-  native_explain  EXPLAIN of the plain statement, by the owner (planning only)
-  dx_explain      SELECT * FROM dx.explain('<statement>') by the analyst: analysis + plan, no rows
-  dx_fresh        the statement by the analyst after dx.clear_cache(table) (analysis, charge, rows)
-  dx_cached       the statement by the analyst, answered from the answer cache (after a warm-up)
+  native           the plain statement, run by the table owner (no dx analysis)
+  native_explain   EXPLAIN of the plain statement, by the owner (planning only)
+  dx_explain       SELECT * FROM dx.explain('<statement>') by the analyst: analysis + plan, no rows
+  dx_analysis      the statement by the analyst with a new epsilon each run (no memo, no cached
+                   answer): analysis, plan, charge and the rows
+  dx_cached        the statement by the analyst, answered from the answer cache (same session)
+  dx_cached_new_session  the same in a new session each run (connection set-up excluded): the
+                   first statement of a session pays the analysis once
 
 for: avg(income) with income an integer column declared 0..200000 step 1 (200,001 points,
-absolute metric) and 0..999999 (10^6 points), and 5 aggregates over a 10^5-point column.
-Writes test/bench/results/analysis_bench.csv (statement, measure, median_ms, min_ms, runs, rows).
+absolute metric) and 0..999999 (10^6 points), 5 aggregates over a 10^5-point column, 5 aggregates
+over a 950-point l2 location domain (pseudo-random points in the US bounding box) and one
+aggregate over a 10^5-point l2 domain. Writes test/bench/results/analysis_bench.csv (statement,
+measure, median_ms, min_ms, cpu_median_ms, runs, rows) and, with --goals, the goal rows of
+issue 23 with their verdict; --plot also writes analysis_bench.png (matplotlib).
 
-  python3 test/bench/analysis_bench.py --rows 100000 --runs 5
+  python3 test/bench/analysis_bench.py --rows 100000 --runs 5 --plot
 """
 
 import argparse
 import csv
 import os
+import random
 import statistics
 import time
 
 import psycopg2
 
+FIVE = ("SELECT count(*), sum(income), avg(income), count(*) FILTER (WHERE income > 50000), "
+        "sum(income) FILTER (WHERE income < 20000) FROM t100k")
+L2_FIVE = ("SELECT count(*), count(*) FILTER (WHERE lat > 40), sum(lat), avg(lon), "
+           "count(*) FILTER (WHERE lon < -100) FROM cities")
 STATEMENTS = [
     ("avg, 200,001 points", "t200k", "SELECT avg(income) FROM t200k"),
     ("avg, 10^6 points", "t1m", "SELECT avg(income) FROM t1m"),
-    ("5 aggregates, 10^5 points", "t100k",
-     "SELECT count(*), sum(income), avg(income), count(*) FILTER (WHERE income > 50000), "
-     "sum(income) FILTER (WHERE income < 20000) FROM t100k"),
+    ("5 aggregates, 10^5 points", "t100k", FIVE),
+    ("5 aggregates, 950 l2 points", "cities", L2_FIVE),
+    ("avg, 10^5 l2 points", "places", "SELECT avg(lat) FROM places"),
 ]
 DOMAINS = {"t200k": 200000, "t1m": 999999, "t100k": 99999}
 ANALYST = "dx_bench_analysis"
+# (statement, measure, goal in ms, on what) for --goals
+GOALS = [
+    ("avg, 200,001 points", "dx_explain", 20, "analysis + plan"),
+    ("avg, 10^6 points", "dx_explain", 100, "analysis + plan"),
+    ("5 aggregates, 10^5 points", "dx_explain", 200, "analysis + plan"),
+    ("5 aggregates, 950 l2 points", "dx_explain", 30, "analysis + plan"),
+    ("avg, 10^5 l2 points", "dx_explain", 1000, "analysis + plan"),
+] + [(s[0], "dx_cached", 2, "answer from the cache") for s in STATEMENTS]
 
 
 def connect(user=None):
@@ -43,6 +64,17 @@ def connect(user=None):
     c = psycopg2.connect(**kw)
     c.autocommit = True
     return c
+
+
+def points(n, seed):
+    rnd = random.Random(seed)
+    seen, out = set(), []
+    while len(out) < n:
+        p = (round(rnd.uniform(-124.7, -67.0), 4), round(rnd.uniform(25.1, 49.4), 4))
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
 
 
 def setup(owner, rows):
@@ -61,52 +93,136 @@ def setup(owner, rows):
         cur.execute("SELECT dx.set_column(%s, 'income', %s, %s)",
                     (t, '{"min": 0, "max": %d, "step": 1}' % hi, '{"type": "absolute", "scale": 1000}'))
         cur.execute("SELECT dx.grant_budget(%s, %s, 1e9)", (ANALYST, t))
+    for t, n in (("cities", 950), ("places", 100000)):
+        pts = points(n, n)
+        cur.execute(f"DROP TABLE IF EXISTS {t}")
+        cur.execute(f"CREATE TABLE {t} (id int, lon float8, lat float8)")
+        cur.execute(f"INSERT INTO {t} SELECT g, a.lons[1 + (g * 7919) %% {n}], a.lats[1 + (g * 7919) %% {n}] "
+                    f"FROM generate_series(1, %s) g, (SELECT %s::float8[] AS lons, %s::float8[] AS lats) a",
+                    (rows, [p[0] for p in pts], [p[1] for p in pts]))
+        cur.execute(f"ANALYZE {t}")
+        cur.execute("SELECT dx.protect_table(%s, 1.0)", (t,))
+        cur.execute("SELECT dx.set_column_group(%s, ARRAY['lon', 'lat'], %s, %s)",
+                    (t, psycopg2.extras.Json({"points": [list(p) for p in pts]}),
+                     '{"type": "l2", "scale": 1}'))
+        cur.execute("SELECT dx.grant_budget(%s, %s, 1e9)", (ANALYST, t))
 
 
-def timed(cur, sql, runs, before=None):
-    cur.execute(sql)
-    cur.fetchall()
-    out = []
-    for _ in range(runs):
-        if before:
-            before()
+def backend_cpu_ns(pid):
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def timed(conn, sql, runs, before=None, fresh_session=False):
+    """Median-ready lists of wall and backend CPU milliseconds (None, None when the statement fails)."""
+    walls, cpus = [], []
+    conns = [conn]
+    for i in range(runs + 1):
+        c = conn
+        if fresh_session:
+            c = connect(ANALYST)
+            c.cursor().execute("SET dxpriv.epsilon = 0.1")
+            conns.append(c)
+        cur = c.cursor()
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+        text = before(i) if before else sql
+        cpu0 = backend_cpu_ns(pid)
         t0 = time.perf_counter()
-        cur.execute(sql)
-        cur.fetchall()
-        out.append((time.perf_counter() - t0) * 1000.0)
-    return out
+        try:
+            cur.execute(text)
+            cur.fetchall()
+        except psycopg2.Error as e:
+            print(f"    refused: {str(e).splitlines()[0]}")
+            return None, None
+        wall = (time.perf_counter() - t0) * 1000.0
+        cpu = (backend_cpu_ns(pid) - cpu0) / 1e6
+        if i > 0 or fresh_session:  # the first run warms the session up
+            walls.append(wall)
+            cpus.append(cpu)
+        if fresh_session:
+            c.close()
+    return walls[-runs:], cpus[-runs:]
 
 
 def main():
+    import psycopg2.extras  # noqa: F401 (Json)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-setup", action="store_true")
+    ap.add_argument("--goals", action="store_true", help="print the issue-23 goal rows with a verdict")
+    ap.add_argument("--plot", action="store_true", help="also write a PNG next to the CSV")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "analysis_bench.csv"))
     a = ap.parse_args()
     owner = connect()
-    setup(owner, a.rows)
+    if not a.skip_setup:
+        setup(owner, a.rows)
     analyst = connect(ANALYST)
-    ocur, acur = owner.cursor(), analyst.cursor()
-    acur.execute("SET dxpriv.epsilon = 0.1")
+    analyst.cursor().execute("SET dxpriv.epsilon = 0.1")
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    print(f"load average at start: {' '.join(load)}")
     results = []
     for label, table, sql in STATEMENTS:
         m = {}
-        m["native"] = timed(ocur, sql, a.runs)
-        m["native_explain"] = timed(ocur, "EXPLAIN " + sql, a.runs)
-        m["dx_explain"] = timed(acur, "SELECT * FROM dx.explain(%s)" % psycopg2.extensions.adapt(sql).getquoted().decode(),
-                                a.runs)
-        m["dx_fresh"] = timed(acur, sql, a.runs, lambda: ocur.execute("SELECT dx.clear_cache(%s)", (table,)))
-        m["dx_cached"] = timed(acur, sql, a.runs)
-        for k, v in m.items():
-            results.append((label, k, statistics.median(v), min(v), len(v), a.rows))
-            print(f"{label:28s} {k:15s} median {statistics.median(v):10.2f} ms  min {min(v):10.2f} ms")
+        quoted = psycopg2.extensions.adapt(sql).getquoted().decode()
+        m["native"] = timed(owner, sql, a.runs)
+        m["native_explain"] = timed(owner, "EXPLAIN " + sql, a.runs)
+        m["dx_explain"] = timed(analyst, "SELECT * FROM dx.explain(%s)" % quoted, a.runs)
+        stamp = int(time.time() * 1000) % 100000
+        m["dx_analysis"] = timed(analyst, sql, a.runs,
+                                 lambda i: "SET dxpriv.epsilon = %.12f; %s" % (0.1 + (stamp * 100 + i) * 1e-11, sql))
+        analyst.cursor().execute("SET dxpriv.epsilon = 0.1")
+        m["dx_cached"] = timed(analyst, sql, a.runs)
+        m["dx_cached_new_session"] = timed(analyst, sql, a.runs, fresh_session=True)
+        for k, (w, c) in m.items():
+            if w is None:
+                results.append((label, k, None, None, None, 0, a.rows))
+                continue
+            results.append((label, k, statistics.median(w), min(w), statistics.median(c), len(w), a.rows))
+            print(f"{label:28s} {k:22s} median {statistics.median(w):10.2f} ms  min {min(w):10.2f} ms  "
+                  f"cpu {statistics.median(c):10.2f} ms")
+    with open("/proc/loadavg") as f:
+        load_end = f.read().split()[:3]
+    print(f"load average at end: {' '.join(load_end)}")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["statement", "measure", "median_ms", "min_ms", "runs", "rows"])
+        w.writerow(["statement", "measure", "median_ms", "min_ms", "cpu_median_ms", "runs", "rows"])
         for r in results:
-            w.writerow([r[0], r[1], "%.3f" % r[2], "%.3f" % r[3], r[4], r[5]])
+            w.writerow([r[0], r[1]] + ["" if x is None else "%.3f" % x for x in r[2:5]] + [r[5], r[6]])
+        w.writerow(["# load average start/end", " ".join(load), " ".join(load_end), "", "", "", ""])
+    if a.goals:
+        print("\ngoal rows (issue 23): wall median / backend CPU median against the goal")
+        by = {(r[0], r[1]): r for r in results}
+        for stmt, measure, goal, what in GOALS:
+            r = by.get((stmt, measure))
+            if not r or r[2] is None:
+                print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: refused")
+                continue
+            verdict = "met" if r[2] <= goal else ("met in CPU" if r[4] <= goal else "NOT met")
+            print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: {r[2]:9.2f} ms wall, {r[4]:9.2f} ms CPU  {verdict}")
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        measures = ["native", "dx_explain", "dx_analysis", "dx_cached", "dx_cached_new_session"]
+        fig, ax = plt.subplots(figsize=(11, 5))
+        width = 0.16
+        for j, meas in enumerate(measures):
+            ys = [next((r[4] for r in results if r[0] == s[0] and r[1] == meas and r[4] is not None), 0)
+                  for s in STATEMENTS]
+            ax.bar([i + j * width for i in range(len(STATEMENTS))], ys, width, label=meas)
+        ax.set_xticks([i + 2 * width for i in range(len(STATEMENTS))])
+        ax.set_xticklabels([s[0] for s in STATEMENTS], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("backend CPU ms (median)")
+        ax.set_title(f"dxpriv analysis (load {' '.join(load)})")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.splitext(a.out)[0] + ".png", dpi=110)
 
 
 if __name__ == "__main__":

@@ -202,6 +202,21 @@ release_log_describe(const std::vector<int64> &charge_ids, std::vector<ReleaseDe
 }
 
 // See release_log.h.
+bool
+release_log_described(int64 charge_id, std::vector<int64> &charge_ids, std::vector<ReleaseDescription> &descriptions,
+                      std::vector<std::string> &group_labels)
+{
+	auto it = described_by_charge.find(charge_id);
+	if (it == described_by_charge.end())
+		return false;
+	const Described &d = *it->second.first;
+	charge_ids = d.charge_ids;
+	descriptions = d.aggregates;
+	group_labels = d.group_labels;
+	return true;
+}
+
+// See release_log.h.
 void
 release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, const std::vector<bool> &exponential,
                   bool reused)

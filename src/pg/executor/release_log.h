@@ -35,6 +35,9 @@ struct ReleaseDescription {
 // and the labels of its groups (empty: no GROUP BY). Keeps the last statements only (bounded).
 void release_log_describe(const std::vector<int64> &charge_ids, std::vector<ReleaseDescription> descriptions,
                           std::vector<std::string> group_labels);
+// The registration that holds charge_id (its ids, descriptions and labels); false when none is kept.
+bool release_log_described(int64 charge_id, std::vector<int64> &charge_ids, std::vector<ReleaseDescription> &descriptions,
+                           std::vector<std::string> &group_labels);
 
 // A statement with dx aggregates was charged (reused = its answers come from the answer cache):
 // the log now belongs to it and is emptied. aggregates in aggregate order (the ledger's cells);

@@ -64,11 +64,11 @@ version_trigger(Relation rel, const std::string &name, Oid function)
 	return 0;
 }
 
-} // namespace
-
-// See contents_version.h.
+// The version of the rows of members as seen by snapshot, counted under relid in
+// dx.contents_changes (see contents_version); false when a member lacks the trigger
+// dx_contents_<relid> or dx.contents_changes is absent.
 bool
-contents_version(Oid relid, Snapshot snapshot, uint64 *version)
+members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 {
 	Oid nsp = get_namespace_oid("dx", true);
 	if (!OidIsValid(nsp))
@@ -80,10 +80,9 @@ contents_version(Oid relid, Snapshot snapshot, uint64 *version)
 	if (!OidIsValid(changes) || !OidIsValid(index) || !OidIsValid(function))
 		return false;
 
-	// every member of the tree (the statement already holds a lock on the ones it reads)
+	// every member (the statement already holds a lock on the ones it reads)
 	const std::string name = "dx_contents_" + std::to_string(relid);
 	uint64 h = 0;
-	List *members = find_all_inheritors(relid, AccessShareLock, nullptr);
 	ListCell *lc;
 	foreach (lc, members) {
 		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
@@ -113,6 +112,38 @@ contents_version(Oid relid, Snapshot snapshot, uint64 *version)
 	*version = hash_combine64(h, hash_bytes_uint32_extended(static_cast<uint32>(writes),
 	                                                        static_cast<uint64>(writes) >> 32));
 	return true;
+}
+
+} // namespace
+
+// See contents_version.h.
+bool
+contents_version(Oid relid, Snapshot snapshot, uint64 *version)
+{
+	if (!OidIsValid(get_namespace_oid("dx", true)))
+		return false;
+	return members_version(relid, find_all_inheritors(relid, AccessShareLock, nullptr), snapshot, version);
+}
+
+// The dx tables whose rows are the policy (sql/57_policy_version.sql installs their trigger).
+static const char *const kPolicyTables[] = {"protected_tables", "protected_columns", "protected_column_groups",
+                                            "public_tables", "privacy_units", "analysts", "attribute_policies"};
+
+// See contents_version.h.
+bool
+policy_version(Snapshot snapshot, uint64 *version)
+{
+	Oid nsp = get_namespace_oid("dx", true);
+	if (!OidIsValid(nsp))
+		return false;
+	List *members = NIL;
+	for (const char *t : kPolicyTables) {
+		Oid rel = get_relname_relid(t, nsp);
+		if (!OidIsValid(rel))
+			return false;
+		members = lappend_oid(members, rel);
+	}
+	return members_version(InvalidOid, members, snapshot, version); // noted under relid 0
 }
 
 } // namespace dxpriv::pg

@@ -23,4 +23,11 @@ namespace dxpriv::pg {
 // May ereport: call inside pg_call.
 bool contents_version(Oid relid, Snapshot snapshot, uint64 *version);
 
+// Version of the policy (the rows of dx.protected_tables, protected_columns,
+// protected_column_groups, public_tables, privacy_units, analysts and attribute_policies; not
+// the budgets, which the ledger updates and the analysis does not read) as seen by snapshot,
+// counted like contents_version under relid 0 (trigger dx_contents_0 on each of them,
+// sql/57_analysis_memo.sql). False when a trigger is missing. May ereport: call inside pg_call.
+bool policy_version(Snapshot snapshot, uint64 *version);
+
 } // namespace dxpriv::pg

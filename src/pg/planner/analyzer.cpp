@@ -5,6 +5,7 @@
 #include "pg/metadata/policy.h"
 #include "pg/contract/param_consts.h"
 #include "pg/planner/analyzer.h"
+#include "pg/planner/analysis_memo.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
@@ -313,7 +314,14 @@ analysis_post_parse(ParseState *pstate, Query *query)
 	const bool outer = set_client_statement_text(pstate && pstate->p_sourcetext && debug_query_string &&
 	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
 	if (!in_internal_query())
-		guarded([&] { analyze(query); });
+		guarded([&] {
+			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
+			const uint64 memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : 0;
+			if (!analysis_memo_replay(memo, query)) {
+				analyze(query);
+				analysis_memo_store(memo, query);
+			}
+		});
 	set_client_statement_text(outer);
 }
 

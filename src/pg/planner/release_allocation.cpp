@@ -33,6 +33,7 @@
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
+#include "core/error.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
 #include "core/release_interval.h"
@@ -180,7 +181,14 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 	if (!a.specs.empty() && !a.policy.unit.present()) {
 		// over the columns the cells depend on, so that it does not depend on the query's text
 		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
-		cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
+		try { // a baseline beyond the work cap is left out: dx.explain accepts every query that runs
+			cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
+		} catch (const CoreError &e) {
+			if (e.kind() != ErrorKind::ProgramLimit)
+				throw;
+			cap.plain_dp_scale = 0;
+			cap.plain_dp_exact = false;
+		}
 	}
 	if (q.size() == 1 && cap.q.empty()) { // one linear cell: dx.explain checks for a marginal count
 		cap.sub = sub;

@@ -7,7 +7,9 @@
 #include "pg/metadata/policy_domain.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 
 extern "C" {
@@ -18,6 +20,7 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -229,6 +232,207 @@ point_value(Datum r, bool isnull, bool is_bool)
 	return isnull ? 0.0 : is_bool ? (DatumGetBool(r) ? 1.0 : 0.0) : DatumGetFloat8(r);
 }
 
+
+// ---- direct evaluation: expressions the point values answer without the executor ----
+// float8(<integer column>), comparisons of an integer column with a constant of its type, and
+// AND / OR / NOT of those: exactly what the executor computes (integer to float8 conversion is
+// exact below 2^53, comparisons are exact, and a declared point is never NULL), without an
+// executor call per point.
+struct DirectNode {
+	enum Kind { Float8Of, Compare, And, Or, Not } kind = Float8Of;
+	size_t col = 0;      // column (Float8Of, Compare)
+	int op = 0;          // Compare: -2 <, -1 <=, 0 =, 1 >=, 2 >, 3 <>
+	int64 constant = 0;  // Compare: the constant, on the right of the column
+	std::vector<std::unique_ptr<DirectNode>> args;
+	double eval(const int64 *v) const
+	{
+		switch (kind) {
+		case Float8Of:
+			return static_cast<double>(v[col]);
+		case Compare: {
+			const int64 a = v[col];
+			bool r = false;
+			switch (op) {
+			case -2: r = a < constant; break;
+			case -1: r = a <= constant; break;
+			case 0: r = a == constant; break;
+			case 1: r = a >= constant; break;
+			case 2: r = a > constant; break;
+			default: r = a != constant; break;
+			}
+			return r ? 1.0 : 0.0;
+		}
+		case And:
+			for (const auto &x : args)
+				if (x->eval(v) == 0.0)
+					return 0.0;
+			return 1.0;
+		case Or:
+			for (const auto &x : args)
+				if (x->eval(v) != 0.0)
+					return 1.0;
+			return 0.0;
+		default:
+			return args[0]->eval(v) == 0.0 ? 1.0 : 0.0;
+		}
+	}
+};
+
+// The column (index into cols) a Var of an integer type reads, or -1.
+long
+direct_column(Node *n, const std::vector<const ColumnPolicy *> &cols)
+{
+	if (!n || !IsA(n, Var))
+		return -1;
+	const Var *v = castNode(Var, n);
+	if (v->varno != 1 || v->varlevelsup != 0 || (v->vartype != INT2OID && v->vartype != INT4OID && v->vartype != INT8OID))
+		return -1;
+	for (size_t c = 0; c < cols.size(); ++c)
+		if (!cols[c]->is_group() && cols[c]->members[0].attnum == v->varattno && cols[c]->members[0].type == v->vartype)
+			return static_cast<long>(c);
+	return -1;
+}
+
+// Comparison code of an integer comparison function of one type (-9: none), and that type.
+int
+comparison_of(Oid f, Oid &type)
+{
+	struct Entry {
+		Oid f;
+		Oid type;
+		int op;
+	};
+	static const Entry table[] = {
+	    {F_INT4LT, INT4OID, -2}, {F_INT4LE, INT4OID, -1}, {F_INT4EQ, INT4OID, 0}, {F_INT4GE, INT4OID, 1},
+	    {F_INT4GT, INT4OID, 2},  {F_INT4NE, INT4OID, 3},  {F_INT8LT, INT8OID, -2}, {F_INT8LE, INT8OID, -1},
+	    {F_INT8EQ, INT8OID, 0},  {F_INT8GE, INT8OID, 1},  {F_INT8GT, INT8OID, 2},  {F_INT8NE, INT8OID, 3},
+	    {F_INT2LT, INT2OID, -2}, {F_INT2LE, INT2OID, -1}, {F_INT2EQ, INT2OID, 0},  {F_INT2GE, INT2OID, 1},
+	    {F_INT2GT, INT2OID, 2},  {F_INT2NE, INT2OID, 3},
+	};
+	for (const Entry &e : table)
+		if (e.f == f) {
+			type = e.type;
+			return e.op;
+		}
+	return -9;
+}
+
+int64
+integer_datum(Datum d, Oid type)
+{
+	return type == INT2OID ? DatumGetInt16(d) : type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+}
+
+// The direct form of an expression, or nullptr when the executor must evaluate it.
+std::unique_ptr<DirectNode>
+compile_direct(Node *n, const std::vector<const ColumnPolicy *> &cols)
+{
+	if (!n)
+		return nullptr;
+	auto node = std::make_unique<DirectNode>();
+	if (IsA(n, FuncExpr)) {
+		const FuncExpr *f = castNode(FuncExpr, n);
+		if ((f->funcid != F_FLOAT8_INT2 && f->funcid != F_FLOAT8_INT4 && f->funcid != F_FLOAT8_INT8) ||
+		    list_length(f->args) != 1)
+			return nullptr;
+		const long c = direct_column((Node *) linitial(f->args), cols);
+		if (c < 0)
+			return nullptr;
+		node->kind = DirectNode::Float8Of;
+		node->col = static_cast<size_t>(c);
+		return node;
+	}
+	if (IsA(n, OpExpr)) {
+		const OpExpr *o = castNode(OpExpr, n);
+		Oid type = InvalidOid;
+		int op = comparison_of(o->opfuncid, type);
+		if (op == -9 || list_length(o->args) != 2)
+			return nullptr;
+		Node *l = (Node *) linitial(o->args), *r = (Node *) lsecond(o->args);
+		if (IsA(l, Const)) { // constant on the left: mirror the comparison
+			std::swap(l, r);
+			op = op == 3 ? 3 : -op;
+		}
+		const long c = direct_column(l, cols);
+		if (c < 0 || !IsA(r, Const) || castNode(Const, r)->constisnull || castNode(Const, r)->consttype != type ||
+		    castNode(Var, l)->vartype != type)
+			return nullptr;
+		node->kind = DirectNode::Compare;
+		node->col = static_cast<size_t>(c);
+		node->op = op;
+		node->constant = integer_datum(castNode(Const, r)->constvalue, type);
+		return node;
+	}
+	if (IsA(n, BoolExpr)) {
+		const BoolExpr *b = castNode(BoolExpr, n);
+		node->kind = b->boolop == AND_EXPR ? DirectNode::And : b->boolop == OR_EXPR ? DirectNode::Or : DirectNode::Not;
+		ListCell *lc;
+		foreach (lc, b->args) {
+			auto a = compile_direct((Node *) lfirst(lc), cols);
+			if (!a || a->kind == DirectNode::Float8Of)
+				return nullptr;
+			node->args.push_back(std::move(a));
+		}
+		if (node->args.empty() || (node->kind == DirectNode::Not && node->args.size() != 1))
+			return nullptr;
+		return node;
+	}
+	return nullptr;
+}
+
+// Evaluates exprs directly (see DirectNode) when every one of them allows it; false otherwise.
+bool
+evaluate_directly(const std::vector<const ColumnPolicy *> &cols, const SubUniverse &sub,
+                  const std::vector<Expr *> &exprs, UniverseValues &out)
+{
+	std::vector<std::unique_ptr<DirectNode>> programs(exprs.size());
+	for (size_t e = 0; e < exprs.size(); ++e)
+		if (exprs[e] && !(programs[e] = compile_direct((Node *) exprs[e], cols)))
+			return false;
+	for (size_t c = 0; c < cols.size(); ++c) // only integer columns can be read directly
+		if (cols[c]->is_group() || (cols[c]->members[0].type != INT2OID && cols[c]->members[0].type != INT4OID &&
+		                            cols[c]->members[0].type != INT8OID))
+			for (const auto &p : programs)
+				if (p)
+					return false;
+	// the points' values, as member_datums gives them (a range's ordinal rounded to the type)
+	std::vector<std::vector<int64>> values(cols.size());
+	for (size_t c = 0; c < cols.size(); ++c) {
+		const Oid type = cols[c]->members[0].type;
+		const Domain &dom = cols[c]->domain;
+		values[c].resize(dom.size());
+		if (dom.kind() == DomainKind::Range) {
+			for (size_t i = 0; i < dom.size(); ++i) {
+				const long long r = std::llround(dom.ordinal(i));
+				values[c][i] = type == INT2OID ? static_cast<int16>(r) : type == INT4OID ? static_cast<int32>(r) : r;
+			}
+			continue;
+		}
+		std::vector<Datum> datums;
+		pg_call([&] { datums = member_datums(*cols[c], 0); });
+		for (size_t i = 0; i < datums.size(); ++i)
+			values[c][i] = integer_datum(datums[i], type);
+	}
+	const size_t n = sub.size();
+	std::vector<size_t> idx(cols.size(), 0);
+	std::vector<int64> v(cols.size(), 0);
+	for (size_t flat = 0; flat < n; ++flat) {
+		if ((flat & 65535) == 0)
+			pg_call([] { CHECK_FOR_INTERRUPTS(); });
+		for (size_t c = 0; c < cols.size(); ++c)
+			v[c] = values[c][idx[c]];
+		for (size_t e = 0; e < exprs.size(); ++e)
+			if (programs[e])
+				out.value[e][flat] = programs[e]->eval(v.data());
+		for (size_t c = cols.size(); c-- > 0;) { // odometer, last column fastest
+			if (++idx[c] < sub.domains[c].size())
+				break;
+			idx[c] = 0;
+		}
+	}
+	return true;
+}
+
 } // namespace
 
 // See universe_eval.h.
@@ -240,6 +444,8 @@ evaluate_over_universe(Oid relid, const std::vector<const ColumnPolicy *> &cols,
 	UniverseValues out;
 	out.value.assign(exprs.size(), std::vector<double>(n, 1.0));
 	out.is_null.assign(exprs.size(), std::vector<char>(n, 0));
+	if (evaluate_directly(cols, sub, exprs, out))
+		return out;
 	const std::vector<bool> is_bool = boolean_expressions(exprs);
 	for_each_point_value(relid, cols, sub, exprs, [&](size_t e, size_t flat, Datum r, bool isnull) {
 		out.is_null[e][flat] = isnull;

@@ -1,0 +1,369 @@
+// Analysis memo (analysis_memo.h): per-backend map from what an analysis depends on to its result.
+#include "pg/planner/analysis_memo.h"
+
+#include "pg/analyst/analyst_context.h"
+#include "pg/contract/noise_params.h"
+#include "pg/contract/param_consts.h"
+#include "pg/executor/release_log.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/guard.h"
+#include "pg/ledger/contents_version.h"
+#include "pg/planner/explain.h"
+
+extern "C" {
+#include "fmgr.h"
+}
+
+extern "C" {
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "storage/sinval.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+}
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace dxpriv::pg {
+
+namespace {
+
+constexpr size_t kMaxEntries = 64;
+constexpr Size kMaxBytes = 256 * 1024 * 1024; // memoized trees of this backend (large per-point tables)
+
+// One registration of release descriptions made by the analysis (release_log_describe).
+struct Described {
+	std::vector<int64> ids;
+	std::vector<ReleaseDescription> descriptions;
+	std::vector<std::string> labels;
+};
+
+struct Entry {
+	MemoryContext cxt = nullptr; // holds tree
+	Query *tree = nullptr;       // the rewritten query, as the analysis left it
+	bool analyst = false;        // analyst_mode() after the analysis
+	std::vector<Described> described;
+	Size bytes = 0;
+};
+
+std::unordered_map<uint64, Entry> entries;
+std::deque<uint64> order; // oldest first
+Size total_bytes = 0;
+SystemRandom id_source;
+int64 hits = 0; // statements answered from the memo (dx._analysis_memo_hits)
+
+void
+drop(uint64 key)
+{
+	auto it = entries.find(key);
+	if (it == entries.end())
+		return;
+	total_bytes -= it->second.bytes;
+	MemoryContextDelete(it->second.cxt);
+	entries.erase(it);
+}
+
+// What the parsed query holds that rules the memo out.
+struct ParsedScan {
+	const ExtensionObjects *ext;
+	bool params = false, internal = false;
+};
+
+bool
+parsed_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *s = static_cast<ParsedScan *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(parsed_walker), ctx, 0);
+	if (IsA(node, Param))
+		s->params = true;
+	if (IsA(node, Aggref) && s->ext->is_internal(castNode(Aggref, node)->aggfnoid))
+		s->internal = true;
+	if (IsA(node, FuncExpr) && (s->ext->is_release(castNode(FuncExpr, node)->funcid) ||
+	                            castNode(FuncExpr, node)->funcid == s->ext->store_point_table))
+		s->internal = true;
+	if (s->params || s->internal)
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(parsed_walker), ctx);
+}
+
+// nodeToString without ":location N" (spacing inside the statement does not matter). The
+// statement's place and length in the text stay: the answer cache keys on them too.
+std::string
+normalised_text(Query *q)
+{
+	char *text = nullptr;
+	pg_call([&] { text = nodeToString(q); });
+	std::string normal;
+	const size_t n = strlen(text);
+	normal.reserve(n);
+	for (size_t j = 0; j < n;) {
+		if (strncmp(text + j, ":location ", 10) == 0) {
+			j += 10;
+			while (j < n && (text[j] == '-' || isdigit(static_cast<unsigned char>(text[j]))))
+				++j;
+			continue;
+		}
+		normal += text[j++];
+	}
+	pfree(text);
+	return normal;
+}
+
+// Hash of every setting not at its default and of every dxpriv setting, by its exact value (the
+// bits of a real, not its display, which rounds to 6 digits): anything a setting can change in an
+// analysis (epsilon, allocation, noise, DateStyle of a cast, ...) changes the key.
+uint64
+settings_hash()
+{
+	uint64 h = 0x5e77;
+	struct config_generic **vars = get_guc_variables();
+	const int n = GetNumConfigOptions();
+	for (int i = 0; i < n; ++i) {
+		const config_generic *g = vars[i];
+		if (g->source == PGC_S_DEFAULT && strncmp(g->name, "dxpriv.", 7) != 0)
+			continue;
+		h = hash_combine64(h, hash_bytes_extended(reinterpret_cast<const unsigned char *>(g->name),
+		                                          static_cast<int>(strlen(g->name)), 1));
+		uint64 bits = 0;
+		switch (g->vartype) {
+		case PGC_BOOL:
+			bits = *reinterpret_cast<const config_bool *>(g)->variable ? 1 : 2;
+			break;
+		case PGC_INT:
+			bits = static_cast<uint64>(static_cast<int64>(*reinterpret_cast<const config_int *>(g)->variable));
+			break;
+		case PGC_REAL: {
+			const double v = *reinterpret_cast<const config_real *>(g)->variable;
+			memcpy(&bits, &v, sizeof bits);
+			break;
+		}
+		case PGC_ENUM:
+			bits = static_cast<uint64>(static_cast<int64>(*reinterpret_cast<const config_enum *>(g)->variable));
+			break;
+		case PGC_STRING: {
+			const char *v = *reinterpret_cast<const config_string *>(g)->variable;
+			bits = v ? hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(strlen(v)), 2)
+			         : 3;
+			break;
+		}
+		}
+		h = hash_combine64(h, bits);
+	}
+	return h;
+}
+
+// What a stored tree holds: internal aggregates' parameters only (no distributed release, no
+// per-point table travelling by digest, no native partial), and how many.
+struct StoredScan {
+	const ExtensionObjects *ext;
+	int internal = 0;
+	bool other = false;
+	std::set<int64> ids;
+};
+
+bool
+stored_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *s = static_cast<StoredScan *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(stored_walker), ctx, 0);
+	const ExtensionObjects &e = *s->ext;
+	if (IsA(node, Aggref)) {
+		Aggref *a = castNode(Aggref, node);
+		if (a->aggfnoid == e.partial || a->aggfnoid == e.collect || a->aggfnoid == e.em_collect)
+			s->other = true;
+		else if (e.is_internal(a->aggfnoid)) {
+			Const *k = aggref_params_const(a);
+			if (!k)
+				s->other = true;
+			else {
+				s->internal++;
+				s->ids.insert(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id);
+			}
+		}
+	}
+	if (IsA(node, FuncExpr)) {
+		const Oid f = castNode(FuncExpr, node)->funcid;
+		if (e.is_release(f) || f == e.store_point_table || f == e.state_of || f == e.weigh_cached ||
+		    f == e.weigh_int_cached)
+			s->other = true;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(stored_walker), ctx);
+}
+
+// Gives a replayed tree fresh charge, epsilon and allocation ids (one new id per old id).
+struct Restamp {
+	const ExtensionObjects *ext;
+	std::map<int64, int64> fresh;
+	int64 renew(int64 old)
+	{
+		if (old == 0)
+			return 0;
+		int64 &id = fresh[old];
+		if (id == 0)
+			id = static_cast<int64>(id_source.next_u64() >> 12) + 1; // < 2^53: exact in float8
+		return id;
+	}
+};
+
+bool
+restamp_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *r = static_cast<Restamp *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(restamp_walker), ctx, 0);
+	if (IsA(node, Aggref) && r->ext->is_internal(castNode(Aggref, node)->aggfnoid)) {
+		if (Const *k = aggref_params_const(castNode(Aggref, node))) {
+			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+			p.charge_id = r->renew(p.charge_id);
+			p.epsilon_id = r->renew(p.epsilon_id);
+			p.alloc_id = r->renew(p.alloc_id);
+			k->constvalue = PointerGetDatum(build_noise_params(p));
+		}
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(restamp_walker), ctx);
+}
+
+} // namespace
+
+// See analysis_memo.h.
+uint64
+analysis_memo_key(Query *q)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || explain_capture_active() || !ActiveSnapshotSet())
+		return 0;
+	if (q->commandType != CMD_SELECT || q->utilityStmt || !q->hasAggs || q->hasSubLinks || q->cteList ||
+	    q->setOperations || list_length(q->rtable) != 1)
+		return 0;
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return 0;
+	ParsedScan scan{ext};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(parsed_walker), &scan, 0);
+	if (scan.params || scan.internal)
+		return 0;
+	bool mutable_fns = true;
+	pg_call([&] { mutable_fns = contain_mutable_functions((Node *) q); });
+	if (mutable_fns) // now(), current_date: fixed per statement, so another statement is another analysis
+		return 0;
+	// the policy and the table's rows as this statement sees them
+	uint64 policy = 0, contents = 0;
+	bool known = false;
+	pg_call([&] {
+		Snapshot snap = GetActiveSnapshot();
+		// (the table first: an unprotected table has no version trigger and stops here)
+		known = contents_version(rte->relid, snap, &contents) && policy_version(snap, &policy);
+	});
+	if (!known)
+		return 0;
+	const std::string text = normalised_text(q);
+	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(text.data()), static_cast<int>(text.size()),
+	                               0x616e);
+	h = hash_combine64(h, policy);
+	h = hash_combine64(h, contents);
+	h = hash_combine64(h, settings_hash());
+	h = hash_combine64(h, SharedInvalidMessageCounter); // any catalog change seen by this backend
+	h = hash_combine64(h, (static_cast<uint64>(GetUserId()) << 32) | GetSessionUserId());
+	h = hash_combine64(h, MyDatabaseId);
+	return h == 0 ? 1 : h;
+}
+
+// See analysis_memo.h.
+bool
+analysis_memo_replay(uint64 key, Query *q)
+{
+	auto it = entries.find(key);
+	if (key == 0 || it == entries.end())
+		return false;
+	const Entry &e = it->second;
+	Query *copy = nullptr;
+	pg_call([&] { copy = static_cast<Query *>(copyObjectImpl(e.tree)); });
+	Restamp r{extension_objects()};
+	query_tree_walker(copy, reinterpret_cast<bool (*)()>(restamp_walker), &r, 0);
+	*q = *copy;
+	set_analyst_mode(e.analyst);
+	++hits;
+	for (const Described &d : e.described) {
+		std::vector<int64> ids;
+		for (int64 id : d.ids)
+			ids.push_back(r.renew(id));
+		release_log_describe(ids, d.descriptions, d.labels);
+	}
+	return true;
+}
+
+// See analysis_memo.h.
+void
+analysis_memo_store(uint64 key, Query *q)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (key == 0 || !ext || explain_capture_active())
+		return;
+	StoredScan scan{ext};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(stored_walker), &scan, 0);
+	if (scan.other || scan.internal == 0)
+		return;
+	Entry e;
+	e.analyst = analyst_mode();
+	std::set<int64> seen;
+	for (int64 id : scan.ids) {
+		if (seen.count(id))
+			continue;
+		Described d;
+		if (!release_log_described(id, d.ids, d.descriptions, d.labels))
+			continue;
+		seen.insert(d.ids.begin(), d.ids.end());
+		e.described.push_back(std::move(d));
+	}
+	drop(key);
+	for (auto o = order.begin(); o != order.end(); ++o)
+		if (*o == key) {
+			order.erase(o);
+			break;
+		}
+	pg_call([&] {
+		e.cxt = AllocSetContextCreate(TopMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(e.cxt);
+		e.tree = static_cast<Query *>(copyObjectImpl(q));
+		MemoryContextSwitchTo(old);
+		e.bytes = MemoryContextMemAllocated(e.cxt, true);
+	});
+	if (e.bytes > kMaxBytes / 4) { // one huge tree: not worth holding
+		MemoryContextDelete(e.cxt);
+		return;
+	}
+	while (!order.empty() && (entries.size() >= kMaxEntries || total_bytes + e.bytes > kMaxBytes)) {
+		drop(order.front());
+		order.pop_front();
+	}
+	total_bytes += e.bytes;
+	entries.emplace(key, std::move(e));
+	order.push_back(key);
+}
+
+} // namespace dxpriv::pg
+
+// dx._analysis_memo_hits(): statements of this backend answered from the memo (superuser only).
+DX_FUNCTION(dx_analysis_memo_hits)
+{
+	(void) fcinfo;
+	PG_RETURN_INT64(dxpriv::pg::hits);
+}
