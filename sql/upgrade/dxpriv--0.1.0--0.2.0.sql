@@ -202,16 +202,16 @@ END $$;
 SELECT dx._contents_triggers(p.relid, false) FROM dx.protected_tables p
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.relid::oid);
 
--- sql/20_aggregates.sql: dx.last_release() gains the column release_epsilon (a new result type:
+-- sql/20_aggregates.sql: dx.last_release() gains the columns release_epsilon and postprocessing (a new result type:
 -- dropped and created again).
 DROP FUNCTION dx.last_release();
 CREATE FUNCTION dx.last_release()
 RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
                answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
                ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean,
-               release_epsilon float8)
+               release_epsilon float8, postprocessing text)
 LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
-COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
+COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average; projected for consistent totals) and the free post-processing applied; free';
 
 -- sql/22_privacy_units.sql: rows ranked under a per-execution key (dx._unit_rank replaces the C
 -- function dx._unit_hash, whose symbol the 0.2.0 library no longer has). The stored table keys

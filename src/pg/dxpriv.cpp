@@ -1,5 +1,6 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
 #include "pg/dxpriv.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/parameters.h"
@@ -135,4 +136,5 @@ _PG_init(void)
 	install_distributed_hooks(); // before charging: its ExecutorStart hook runs after the charge
 	install_charging_hooks();
 	install_release_log();
+	install_postprocess(); // dxpriv.postprocess (executor/consistent_release.h)
 }
