@@ -649,3 +649,21 @@ REVOKE EXECUTE ON FUNCTION dx._on_sql_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
 	EXECUTE FUNCTION dx._on_ddl_start();
 CREATE EVENT TRIGGER dx_sql_drop ON sql_drop EXECUTE FUNCTION dx._on_sql_drop();
+
+-- sql/40_analysts.sql: dx.analyst_pg_class (issue 24).
+-- pg_class as analysts see it when they read its size estimates (issue 24: DuckDB's postgres attach
+-- reads relpages and reltuples while loading its catalog): the analyzer swaps pg_catalog.pg_class for
+-- this view in such a query (src/pg/analyst/pg_class_sizes.cpp); every relation's relpages and
+-- relallvisible are 0 and its reltuples -1 (never analysed), so no row-count estimate of a
+-- protected table, its indexes or its partitions reaches an analyst.
+CREATE VIEW dx.analyst_pg_class AS
+	SELECT c.oid, c.relname, c.relnamespace, c.reltype, c.reloftype, c.relowner, c.relam,
+	       c.relfilenode, c.reltablespace, 0::int4 AS relpages, -1::float4 AS reltuples,
+	       0::int4 AS relallvisible, c.reltoastrelid, c.relhasindex, c.relisshared, c.relpersistence,
+	       c.relkind, c.relnatts, c.relchecks, c.relhasrules, c.relhastriggers, c.relhassubclass,
+	       c.relrowsecurity, c.relforcerowsecurity, c.relispopulated, c.relreplident,
+	       c.relispartition, c.relrewrite, c.relfrozenxid, c.relminmxid, c.relacl, c.reloptions,
+	       c.relpartbound
+	FROM pg_catalog.pg_class c;
+GRANT SELECT ON dx.analyst_pg_class TO PUBLIC;
+COMMENT ON VIEW dx.analyst_pg_class IS 'pg_class with unknown size estimates (relpages 0, reltuples -1, relallvisible 0): what analysts read when they select those columns';

@@ -1,6 +1,7 @@
 // Analyst enforcement: side-channel deny list, catalog view substitution, plain-aggregate rewriting
 // and owner-checked reads of protected tables for validated queries.
 #include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/pg_class_sizes.h"
 
 #include "pg/metadata/catalog.h"
 #include "pg/executor/agg_support.h"
@@ -244,6 +245,8 @@ view_swap_walker(Node *node, void *ctx)
 				rte->relid = vs->dx_tables;
 			else if (rte->relid == vs->stat_view && OidIsValid(vs->dx_stat))
 				rte->relid = vs->dx_stat;
+			else
+				swap_pg_class_sizes(rte); // pg_class_sizes.h
 		}
 		return false;
 	}

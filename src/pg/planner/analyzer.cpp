@@ -11,6 +11,7 @@
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
 #include "pg/planner/group_pruning.h"
+#include "pg/planner/row_count.h"
 #include "pg/executor/consistent_release.h"
 #include "pg/planner/join_cells.h"
 #include "pg/executor/agg_support.h"
@@ -89,6 +90,7 @@ ProcessUtility_hook_type prev_process_utility = nullptr;
 int plain_explain_depth = 0;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
+int copy_out_depth = 0;     // of those, COPY (<query>) TO STDOUT: answered like the SELECT (issue 24)
 SystemRandom charge_id_source;
 
 // Location stamped on the aggregates we rewrite. The parser only produces -1 or offsets >= 0, so
@@ -189,8 +191,10 @@ check_shape(Query *q, const Discovery &d)
 		reject("WITH clauses");
 	if (q->setOperations)
 		reject("set operations");
-	if (q->hasWindowFuncs)
-		reject("window functions");
+	if (q->hasWindowFuncs) // a window over the released rows is post-processing: the fix is a wrapper
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "window functions cannot be used in a query with dx aggregates",
+		     "Compute the aggregates in a subquery and apply the window to its released rows, e.g. SELECT k, n, "
+		     "n * 1.0 / sum(n) OVER () AS share FROM (SELECT k, count(*) AS n FROM t GROUP BY k) s.");
 	if (q->hasTargetSRFs)
 		reject("set-returning functions");
 	check_grouped_references(q); // GROUP BY (), and columns that are no GROUP BY key (functional dependency)
@@ -279,7 +283,8 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 			     std::string("column \"") + (name ? name : "?") + "\" of protected table \"" + (rel ? rel : "?") +
 			         "\" is not declared",
 			     std::string("The table owner can declare it with dx.set_column('") + (rel ? rel : "?") + "', '" +
-			         (name ? name : "?") + "', <domain>, <metric>).");
+			         (name ? name : "?") + "', <domain>, <metric>)." +
+			         (std::string(where) == "aggregate arguments" ? " To count rows, use count(*), which reads no column." : ""));
 		}
 	}
 }
@@ -1908,7 +1913,7 @@ analyze(Query *top)
 			const Oid hint_rel = OidIsValid(ac.policy_table(read_rel)) ? ac.policy_table(read_rel) : read_rel;
 			if (top->commandType == CMD_UTILITY && !IsA(top->utilityStmt, DeclareCursorStmt))
 				refuse_analyst_utility(top->utilityStmt, read_rel);
-			if (definition_depth > 0 || copy_depth > 0 || is_matview(top))
+			if (definition_depth > 0 || copy_depth > copy_out_depth || is_matview(top))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
@@ -1926,8 +1931,10 @@ analyze(Query *top)
 			joined = take == JoinTake::Taken;
 			JoinScope join_scope(joined ? &join_rows : nullptr);
 			if (q->commandType == CMD_SELECT && !is_release_level(q, *ext, &ac) &&
-			    rewrite_wrapped_releases(q, *ext, &ac) > 0)
+			    rewrite_wrapped_releases(q, *ext, &ac) > 0) {
+				answer_row_count_query(q, *ext); // SELECT count(*) FROM (<release>) s (row_count.h)
 				return; // a wrapper that only post-processes releases
+			}
 			if (q->commandType == CMD_SELECT && list_length(q->rtable) == 1 && rewrite_plain_aggregates(q, *ext) > 0) {
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
@@ -2059,6 +2066,9 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	bool defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	               (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
 	bool copies = IsA(stmt, CopyStmt);
+	// COPY (<query>) TO STDOUT sends the rows to the client like a SELECT (DuckDB fetches with it)
+	const bool copies_out = copies && castNode(CopyStmt, stmt)->query && !castNode(CopyStmt, stmt)->is_from &&
+	                        !castNode(CopyStmt, stmt)->filename && !castNode(CopyStmt, stmt)->is_program;
 	if (IsA(stmt, GrantStmt))
 		guarded([&] { check_citus_grant(castNode(GrantStmt, stmt)); });
 	if (IsA(stmt, VariableSetStmt))
@@ -2071,6 +2081,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 		definition_depth++;
 	if (copies)
 		copy_depth++;
+	if (copies_out)
+		copy_out_depth++;
 	const bool plain_explain = is_plain_explain(stmt);
 	if (plain_explain)
 		plain_explain_depth++;
@@ -2087,6 +2099,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 			definition_depth--;
 		if (copies)
 			copy_depth--;
+		if (copies_out)
+			copy_out_depth--;
 		if (plain_explain)
 			plain_explain_depth--;
 		leave_analyst_utility(analyst_scope);
