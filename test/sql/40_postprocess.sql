@@ -133,6 +133,20 @@ SELECT (SELECT count(*) FROM dx.ledger WHERE relid = 'pp'::regclass) = (SELECT n
 	(SELECT array_agg(n ORDER BY sex, ward) FROM k1) = (SELECT array_agg(n ORDER BY sex, ward) FROM k2) AS same_answers,
 	(SELECT bool_and(reused) FROM dx.last_release()) AS reused;
 SET dxpriv.cache_lifetime = 0;
+-- e) A cursor's consistent release keeps its one draw; if its state is dropped while it is open
+--    (more than 64 other grouping-set statements analysed meanwhile), its remaining cells are
+--    refused (it was charged), never released raw next to the projected ones.
+BEGIN;
+DECLARE cr CURSOR FOR SELECT sex, ward, GROUPING(sex, ward) AS g, dx.count(1, 0.5) AS n FROM pp GROUP BY ROLLUP (sex, ward);
+MOVE 2 IN cr;
+DO $$ BEGIN FOR i IN 1..70 LOOP
+	EXECUTE format('SELECT count(*) FROM (SELECT sex, dx.count(1, %s) AS n FROM pp GROUP BY ROLLUP (sex)) s', 0.001 + i * 0.00001);
+END LOOP; END $$;
+MOVE ALL IN cr;
+ROLLBACK;
+-- and the next statement is answered as usual
+CREATE TEMP TABLE r3 AS SELECT sex, ward, GROUPING(sex, ward) AS g, dx.count(1, 0.5) AS n FROM pp GROUP BY ROLLUP (sex, ward);
+SELECT (SELECT n FROM r3 WHERE g = 3) = (SELECT sum(n) FROM r3 WHERE g = 0) AS consistent_again FROM r3 LIMIT 1;
 -- d) An analyst sees the same post-processing and cannot use it to skip a charge: the ROLLUP of
 --    plain count(*) is charged once, its totals add up, and the log belongs to the analyst.
 CREATE ROLE pp_analyst;

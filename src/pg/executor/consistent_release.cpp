@@ -15,6 +15,7 @@ extern "C" {
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace dxpriv::pg {
 
@@ -22,7 +23,7 @@ bool guc_postprocess = true;
 
 namespace {
 
-constexpr size_t kMaxRegistered = 256; // statements' aggregates kept
+constexpr size_t kMaxRegistered = 64; // statements' aggregates kept (a projection holds atoms^2 doubles)
 
 // One aggregate component over all the sets.
 struct Component {
@@ -41,6 +42,20 @@ struct Entry {
 };
 std::deque<std::shared_ptr<Entry>> registered;
 std::unordered_map<int64, std::pair<std::shared_ptr<Entry>, size_t>> by_charge; // (entry, set)
+// charge ids whose entry was dropped after some of its cells were released projected in the
+// current execution: their remaining cells are refused (never released raw next to projected
+// ones, which would be a second noisy look at the same cells) until the statement is charged again
+std::unordered_set<int64> lost;
+
+// Whether an execution of e has released projected cells.
+bool
+in_flight(const Entry &e)
+{
+	for (const auto &c : e.components)
+		if (c && c->decided && c->projected)
+			return true;
+	return false;
+}
 
 // Variance of a cell's noise in grid units (the weights of the projection).
 double
@@ -109,8 +124,12 @@ consistent_register(const ConsistentCells &cells)
 	if (!any)
 		return;
 	while (registered.size() >= kMaxRegistered) {
-		for (int64 id : registered.front()->charge_ids)
+		const bool flying = in_flight(*registered.front());
+		for (int64 id : registered.front()->charge_ids) {
 			by_charge.erase(id);
+			if (flying)
+				lost.insert(id);
+		}
 		registered.pop_front();
 	}
 	registered.push_back(e);
@@ -123,6 +142,7 @@ void
 consistent_charged(const std::vector<int64> &charge_ids)
 {
 	for (int64 id : charge_ids) {
+		lost.erase(id);
 		auto it = by_charge.find(id);
 		if (it == by_charge.end())
 			continue;
@@ -139,6 +159,9 @@ bool
 consistent_noise(int64 charge_id, int group, int component, const LinearNoisePlan &plan, double &noise_units,
                  double &projected_variance)
 {
+	if (lost.count(charge_id))
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "dxpriv lost the state of a consistent release during its execution",
+		     "Too many GROUPING SETS statements were analysed while it ran; run it again (it was charged).");
 	auto it = by_charge.find(charge_id);
 	if (it == by_charge.end())
 		return false;
@@ -177,6 +200,20 @@ consistent_noise(int64 charge_id, int group, int component, const LinearNoisePla
 	noise_units = comp.noise[k];
 	projected_variance = comp.projection->projected_variances()[k] * plan.grid * plan.grid;
 	return true;
+}
+
+// See consistent_release.h.
+void
+consistent_end_transaction()
+{
+	lost.clear();
+	for (auto &e : registered)
+		for (auto &comp : e->components)
+			if (comp) {
+				comp->decided = comp->projected = false;
+				comp->noise.clear();
+				comp->projection.reset(); // rebuilt at the next execution (bounded memory)
+			}
 }
 
 } // namespace dxpriv::pg

@@ -42,6 +42,10 @@ void consistent_register(const ConsistentCells &cells);
 // The statement holding these charge ids was charged (or replayed): its next releases draw anew.
 void consistent_charged(const std::vector<int64> &charge_ids);
 
+// Transaction end: no release of a statement of this transaction can follow (cursors end with it;
+// WITH HOLD ones are materialised at commit), so every execution's draws and projections are dropped.
+void consistent_end_transaction();
+
 // For cell (charge_id, group, component) of a consistent release: its noise in grid units and its
 // variance after projection (in squared answer units). False when the cell is released as usual.
 // plan must be the cell's own plan (checked against the registration).

@@ -301,6 +301,7 @@ void
 release_log_end_transaction()
 {
 	statement_of.clear();
+	consistent_end_transaction(); // consistent_release.h
 }
 
 // See release_log.h.
