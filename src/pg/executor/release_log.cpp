@@ -158,7 +158,10 @@ notice_text()
 		if (!c)
 			continue;
 		char buf[96];
-		snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
+		if (std::isnan(row.answer)) // an average withheld by post-processing
+			snprintf(buf, sizeof buf, " = NULL");
+		else
+			snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
 		const std::string group = group_text(c->charge_id, std::get<1>(key));
 		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
