@@ -1,7 +1,7 @@
 // Consistent grouping-set releases and the dxpriv.postprocess setting (consistent_release.h).
 #include "pg/executor/consistent_release.h"
 
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
 #include "pg/guard.h"
 
 #include "core/consistent_projection.h"

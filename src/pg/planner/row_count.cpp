@@ -1,8 +1,8 @@
 // Row-count queries over a release answered from the number of declared groups (row_count.h).
 #include "pg/planner/row_count.h"
 
-#include "pg/executor/agg_support.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/param_consts.h"
+#include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 
 extern "C" {

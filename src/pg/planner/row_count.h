@@ -6,7 +6,7 @@
 // check refuses a scan that feeds no release.)
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"
