@@ -120,9 +120,9 @@ CREATE FUNCTION dx.last_release()
 RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
                answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
                ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean,
-               release_epsilon float8)
+               release_epsilon float8, postprocessing text)
 LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
-COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
+COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average; projected for consistent totals) and the free post-processing applied; free';
 
 -- Execution by lookup (src/pg/executor/lookup.cpp, src/pg/planner/point_lookup.h): a stored row
 -- is mapped to its point of the query's sub-universe by dxpriv's domain indexers and weighed from

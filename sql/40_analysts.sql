@@ -216,6 +216,23 @@ LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'dx_analyst_stat_user_tables';
 CREATE VIEW dx.analyst_stat_user_tables AS SELECT * FROM dx._analyst_stat_user_tables();
 GRANT SELECT ON dx.analyst_stat_user_tables TO PUBLIC;
 
+-- pg_class as analysts see it when they read its size estimates (issue 24: DuckDB's postgres attach
+-- reads relpages and reltuples while loading its catalog): the analyzer swaps pg_catalog.pg_class for
+-- this view in such a query (src/pg/analyst/pg_class_sizes.cpp); every relation's relpages and
+-- relallvisible are 0 and its reltuples -1 (never analysed), so no row-count estimate of a
+-- protected table, its indexes or its partitions reaches an analyst.
+CREATE VIEW dx.analyst_pg_class AS
+	SELECT c.oid, c.relname, c.relnamespace, c.reltype, c.reloftype, c.relowner, c.relam,
+	       c.relfilenode, c.reltablespace, 0::int4 AS relpages, -1::float4 AS reltuples,
+	       0::int4 AS relallvisible, c.reltoastrelid, c.relhasindex, c.relisshared, c.relpersistence,
+	       c.relkind, c.relnatts, c.relchecks, c.relhasrules, c.relhastriggers, c.relhassubclass,
+	       c.relrowsecurity, c.relforcerowsecurity, c.relispopulated, c.relreplident,
+	       c.relispartition, c.relrewrite, c.relfrozenxid, c.relminmxid, c.relacl, c.reloptions,
+	       c.relpartbound
+	FROM pg_catalog.pg_class c;
+GRANT SELECT ON dx.analyst_pg_class TO PUBLIC;
+COMMENT ON VIEW dx.analyst_pg_class IS 'pg_class with unknown size estimates (relpages 0, reltuples -1, relallvisible 0): what analysts read when they select those columns';
+
 CREATE FUNCTION dx.analyst_relation_size(regclass) RETURNS bigint
 LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_analyst_size';
 CREATE FUNCTION dx.analyst_relation_size(regclass, text) RETURNS bigint

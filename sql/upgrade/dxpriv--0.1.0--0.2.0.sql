@@ -202,16 +202,16 @@ END $$;
 SELECT dx._contents_triggers(p.relid, false) FROM dx.protected_tables p
 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.relid::oid);
 
--- sql/20_aggregates.sql: dx.last_release() gains the column release_epsilon (a new result type:
+-- sql/20_aggregates.sql: dx.last_release() gains the columns release_epsilon and postprocessing (a new result type:
 -- dropped and created again).
 DROP FUNCTION dx.last_release();
 CREATE FUNCTION dx.last_release()
 RETURNS TABLE (cell int, aggregate int, kind text, expression text, group_key text, component text,
                answer float8, noise text, noise_scale float8, ci95_half_width float8, ci95_low float8,
                ci95_high float8, interval_method text, epsilon float8, delta float8, reused boolean,
-               release_epsilon float8)
+               release_epsilon float8, postprocessing text)
 LANGUAGE c STRICT VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_last_release';
-COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average); free';
+COMMENT ON FUNCTION dx.last_release() IS 'answers released by the session''s last statement with dx aggregates, with noise family, scale and 95% interval (exact law of each cell; delta method for an average; projected for consistent totals) and the free post-processing applied; free';
 
 -- sql/22_privacy_units.sql: rows ranked under a per-execution key (dx._unit_rank replaces the C
 -- function dx._unit_hash, whose symbol the 0.2.0 library no longer has). The stored table keys
@@ -668,3 +668,21 @@ END $$;
 -- How many statements this backend answered from the analysis memo (tests; superuser only).
 CREATE FUNCTION dx._analysis_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_analysis_memo_hits';
 REVOKE EXECUTE ON FUNCTION dx._analysis_memo_hits() FROM PUBLIC;
+
+-- sql/40_analysts.sql: dx.analyst_pg_class (issue 24).
+-- pg_class as analysts see it when they read its size estimates (issue 24: DuckDB's postgres attach
+-- reads relpages and reltuples while loading its catalog): the analyzer swaps pg_catalog.pg_class for
+-- this view in such a query (src/pg/analyst/pg_class_sizes.cpp); every relation's relpages and
+-- relallvisible are 0 and its reltuples -1 (never analysed), so no row-count estimate of a
+-- protected table, its indexes or its partitions reaches an analyst.
+CREATE VIEW dx.analyst_pg_class AS
+	SELECT c.oid, c.relname, c.relnamespace, c.reltype, c.reloftype, c.relowner, c.relam,
+	       c.relfilenode, c.reltablespace, 0::int4 AS relpages, -1::float4 AS reltuples,
+	       0::int4 AS relallvisible, c.reltoastrelid, c.relhasindex, c.relisshared, c.relpersistence,
+	       c.relkind, c.relnatts, c.relchecks, c.relhasrules, c.relhastriggers, c.relhassubclass,
+	       c.relrowsecurity, c.relforcerowsecurity, c.relispopulated, c.relreplident,
+	       c.relispartition, c.relrewrite, c.relfrozenxid, c.relminmxid, c.relacl, c.reloptions,
+	       c.relpartbound
+	FROM pg_catalog.pg_class c;
+GRANT SELECT ON dx.analyst_pg_class TO PUBLIC;
+COMMENT ON VIEW dx.analyst_pg_class IS 'pg_class with unknown size estimates (relpages 0, reltuples -1, relallvisible 0): what analysts read when they select those columns';

@@ -2,6 +2,7 @@
 #include "pg/settings.h"
 #include "pg/executor/noise_source.h"
 #include "pg/statement/statement_context.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/executor/release_log.h"
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
@@ -103,5 +104,6 @@ _PG_init(void)
 	statement::define_gucs();
 	ledger::define_gucs();
 	release_log_define_gucs();
+	install_postprocess(); // dxpriv.postprocess (executor/consistent_release.h)
 	install_hooks();
 }

@@ -18,6 +18,7 @@ attempt prints its own line ("attack <category>/<name>: ok ..."), and a failing 
 failed attempt in its assertion message. The module checks that ATTACKS holds at least 40 attempts.
 """
 import collections
+import io
 import os
 import subprocess
 
@@ -693,7 +694,28 @@ attack(C, "explain_public_with_subquery", "EXPLAIN SELECT * FROM zips WHERE zip 
 attack(C, "copy_table_to_stdout", "COPY people TO STDOUT", Reject(PRIV))
 attack(C, "copy_columns_to_stdout", "COPY people (age, zip) TO STDOUT", Reject(PRIV))
 attack(C, "copy_raw_query", "COPY (SELECT * FROM people) TO STDOUT", Reject(PRIV))
-attack(C, "copy_aggregate_query", "COPY (SELECT count(*) FROM people) TO STDOUT", Reject(PRIV))
+
+
+def _copy_release(ctx, conn, attempt):
+    """COPY (<valid release>) TO STDOUT (issue 24: DuckDB fetches with it) is answered and charged
+    like the SELECT: a ledger row with a positive epsilon and noise, one line out."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    buf = io.StringIO()
+    with conn.cursor() as cur:
+        cur.copy_expert(attempt.sql, buf)
+    charges = ctx.ledger_since(before)
+    assert charges and all(e > 0 for e, _ in charges), f"COPY answered without a charge: {charges}"
+    scales = [x for _, sc in charges for x in sc]
+    assert scales and min(scales) > 0, f"noise scales {scales}"
+    assert len(buf.getvalue().splitlines()) == 1, buf.getvalue()
+    return f"answered through COPY, charged {sum(e for e, _ in charges):g}"
+
+
+attack(C, "copy_aggregate_query", "COPY (SELECT count(*) FROM people) TO STDOUT", Custom(_copy_release))
+attack(C, "copy_wrapper_without_aggregates", "COPY (SELECT zip FROM (SELECT zip, count(*) FROM people GROUP BY zip) s) TO STDOUT",
+       Reject(PRIV))
+attack(C, "copy_to_file", "COPY (SELECT count(*) FROM people) TO '/tmp/dxpriv_attack_copy'", Reject(PRIV))
 attack(C, "create_table_as_raw", "CREATE TABLE mallory_ws.stolen AS SELECT * FROM people", Reject(PRIV))
 attack(C, "create_table_as_aggregate", "CREATE TABLE mallory_ws.stolen2 AS SELECT count(*) FROM people",
        Reject(PRIV))
@@ -1216,11 +1238,19 @@ attack(C, "pg_stat_all_tables", "SELECT relname, n_live_tup FROM pg_stat_all_tab
        RejectOr([PRIV], lambda rows: all(r[1] is None for r in rows), "row counts of a protected table"))
 attack(C, "pg_statio_user_tables", "SELECT * FROM pg_statio_user_tables WHERE relname = 'people'",
        RejectOr([PRIV], lambda rows: not rows, "block counts of a protected table"))
-attack(C, "pg_class_reltuples", "SELECT reltuples FROM pg_class WHERE relname = 'people'", Reject(PRIV))
-attack(C, "pg_class_relpages", "SELECT relpages FROM pg_class WHERE relname = 'people'", Reject(PRIV))
-attack(C, "pg_class_star", "SELECT * FROM pg_class WHERE relname = 'people'", Reject(PRIV))
+# pg_class size estimates (issue 24: DuckDB's catalog load reads them): unknown for analysts
+# (dx.analyst_pg_class: relpages 0, reltuples -1, relallvisible 0), never the table's estimates
+attack(C, "pg_class_reltuples", "SELECT reltuples FROM pg_class WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: rows == [(-1.0,)], "row-count estimate of a protected table"))
+attack(C, "pg_class_relpages", "SELECT relpages FROM pg_class WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: rows == [(0,)], "page count of a protected table"))
+attack(C, "pg_class_star", "SELECT * FROM pg_class WHERE relname = 'people'",
+       RejectOr([PRIV], lambda rows: len(rows) == 1 and rows[0][9:12] == (0, -1.0, 0), "sizes of a protected table"))
 attack(C, "pg_class_reltuples_in_where", "SELECT relname FROM pg_class WHERE relname = 'people' AND reltuples > 1999",
-       Reject(PRIV))
+       RejectOr([PRIV], lambda rows: not rows, "row-count estimate of a protected table"))
+attack(C, "pg_class_index_sizes", "SELECT c.relpages, c.reltuples FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+       "WHERE i.indrelid = 'people'::regclass", RejectOr([PRIV], lambda rows: all(r == (0, -1.0) for r in rows),
+                                                        "sizes of a protected table's indexes"))
 # Sizes (issue 12): psql's \\dt+ and \\l+ call these; for analysts dxpriv answers them with its
 # dx.analyst_*_size functions, NULL wherever the size describes protected rows.
 ALL_NULL = lambda rows: rows and all(v is None for r in rows for v in r)

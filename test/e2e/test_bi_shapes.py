@@ -52,7 +52,7 @@ SHAPES = [
                                f'ORDER BY {q("sex")} ASC LIMIT 2000', 2, 1),
     ("mb_filter_in_grouped", f'SELECT {q("zip")} AS "zip", count(*) AS "count" FROM {P} '
                              f"WHERE {q('zip')} IN ('10001', '10002', '10003') GROUP BY {q('zip')} "
-                             f'ORDER BY {q("zip")} ASC LIMIT 2000', DOMAIN_SIZES["zip"], 1),
+                             f'ORDER BY {q("zip")} ASC LIMIT 2000', 3, 1),  # the zips WHERE keeps (dxpriv.postprocess)
     ("mb_group_age", f'SELECT {q("age")} AS "age", count(*) AS "count" FROM {P} GROUP BY {q("age")} '
                      f'ORDER BY {q("age")} ASC LIMIT 2000', DOMAIN_SIZES["age"], 1),
     ("mb_group_income_clipped_by_limit", f'SELECT {q("income")} AS "income", count(*) AS "count" FROM {P} '
@@ -86,7 +86,7 @@ SHAPES = [
                                     'GROUP BY sex, diagnosis ORDER BY count DESC LIMIT 10000', 4, 2),
     ("ss_table_two_zips", "SELECT zip AS zip, COUNT(*) AS count FROM public.people "
                           "WHERE zip IN ('10001', '10002') AND age BETWEEN 20 AND 60 GROUP BY zip "
-                          "ORDER BY count DESC LIMIT 1000", 10, 1),
+                          "ORDER BY count DESC LIMIT 1000", 2, 1),  # the zips WHERE keeps (dxpriv.postprocess)
     # ---- letter case and spelling
     ("lowercase_keywords", 'select count(*) as "count" from "public"."people"', 1, 0),
     ("uppercase_unquoted_identifiers", 'SELECT COUNT(*) AS "COUNT" FROM PUBLIC.PEOPLE WHERE AGE >= 65', 1, 0),
@@ -127,7 +127,9 @@ def test_bi_shapes_through_psycopg2():
                 failures.append(f"{name}: a group appears twice: {rows[:5]}")
                 continue
             for r in rows:
-                bad = [v for v in r[groups:] if isinstance(v, bool) or not isinstance(v, (int, float, decimal.Decimal))]
+                # None: an average withheld because its count's interval reaches 0 (dxpriv.postprocess)
+                bad = [v for v in r[groups:]
+                       if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, decimal.Decimal)))]
                 if bad or len(r) <= groups:
                     failures.append(f"{name}: non-numeric aggregate values {r}")
                     break
@@ -182,11 +184,12 @@ def test_bi_shapes_through_jdbc():
         lines = run_jdbc(db, tag)
         shapes = {line[1]: line[2:] for line in lines if line[0] == "shape"}
         failures = []
-        for name, _, expected, groups in SHAPES:
+        for name, sql, expected, groups in SHAPES:
             res = shapes.get(name)
             if res is None:
                 failures.append(f"{name}: not run")
-            elif res[0] != "ok":
+            elif res[0] != "ok" and not (res[0] == "null-aggregate" and "avg(" in sql.lower()):
+                # (an average may be NULL: withheld when its count's interval reaches 0, dxpriv.postprocess)
                 failures.append(f"{name}: {' '.join(res)}")
             elif not expected_ok(expected, int(res[1])):
                 failures.append(f"{name}: {res[1]} rows, expected {expected}")

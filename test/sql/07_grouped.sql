@@ -25,7 +25,8 @@ SELECT region, dx.avg(amount) AS avg_amount, dx.linear(amount * qty) AS revenue,
 	dx.count(*) FILTER (WHERE qty = 4) AS bulk
 FROM shop GROUP BY region HAVING dx.count(*) > 0 ORDER BY revenue DESC LIMIT 2;
 SELECT region, sum(amount * qty) AS revenue FROM shop WHERE region <> 'mars' GROUP BY region ORDER BY revenue DESC LIMIT 2;
--- avg of an empty group is clamped into the value range (here 0/1 -> 0)
+-- the groups WHERE excludes at every declared point are dropped, and the avg of an empty group
+-- (an exact count of 0, whose interval reaches 0) is NULL (dxpriv.postprocess, 40_postprocess)
 SELECT region, dx.avg(amount) FROM shop WHERE region = 'west' GROUP BY region ORDER BY region;
 -- group keys can be post-processed too
 SELECT upper(region) AS r, dx.count(*) * 2 AS doubled FROM shop GROUP BY region ORDER BY 1;

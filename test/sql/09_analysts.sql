@@ -44,7 +44,7 @@ SELECT count(*) FROM people WHERE age::text ~ leak_pattern();
 EXPLAIN SELECT count(*) FROM people;
 EXPLAIN ANALYZE SELECT count(*) FROM people;
 COPY people TO STDOUT;
-COPY (SELECT count(*) FROM people) TO STDOUT;
+COPY (SELECT * FROM people) TO STDOUT; -- (COPY of a release is answered: 41_bi_shapes)
 CREATE TEMP TABLE stolen AS SELECT count(*) FROM people;
 SELECT count(*) INTO TEMP stolen2 FROM people;
 CREATE TEMP VIEW sneaky AS SELECT count(*) FROM people;
@@ -55,8 +55,9 @@ EXECUTE pa(200);
 DEALLOCATE pa;
 PREPARE pn(text) AS SELECT count(*) FROM people WHERE note = $1;
 -- side channels
+-- (size estimates read as unknown: relpages 0, reltuples -1; 41_bi_shapes)
 SELECT reltuples FROM pg_class WHERE relname = 'people';
-SELECT * FROM pg_class WHERE relname = 'people';
+SELECT relname, relpages, reltuples, relallvisible FROM pg_class WHERE relname = 'people';
 SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'people';
 SELECT * FROM pg_stats WHERE tablename = 'people';
 SELECT pg_relation_size('people');

@@ -36,6 +36,7 @@ FROM tvisits GROUP BY 1, channel ORDER BY 2, 1;
 SELECT CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'middle' ELSE 'old' END AS band,
        channel, count(*)
 FROM tv_clamped GROUP BY 1, channel ORDER BY 2, 1;
+-- (groups that WHERE excludes at every declared day are dropped: dxpriv.postprocess, 40_postprocess)
 SELECT date_bin('14 days', day::timestamp, '2024-01-01') AS fortnight, dx.count(*)
 FROM tvisits WHERE day < '2024-02-15' GROUP BY 1 ORDER BY 1;
 -- HAVING and ORDER BY on the key and on the noisy answers are post-processing
@@ -58,7 +59,8 @@ SELECT dx.count(*) FROM tvisits WHERE day::timestamptz > clock_timestamp() - int
 -- too many groups: the limit and the hint
 SELECT age * 1000 + extract(doy FROM day) AS k, dx.count(*) FROM tvisits GROUP BY 1;
 -- GROUPING SETS, ROLLUP and CUBE: one grouped query per grouping set under a UNION ALL (keys
--- outside a set are NULL, GROUPING() is its constant), every group of each set's keys returned;
+-- outside a set are NULL, GROUPING() is its constant), every group of each set's keys that WHERE
+-- does not exclude at every declared point returned;
 -- the sets' cells are allocated together (21_grouping_sets has the allocation)
 SELECT channel, extract(month FROM day) AS m, dx.count(*), GROUPING(channel, extract(month FROM day)) AS g
 FROM tvisits WHERE day < '2024-03-01' GROUP BY ROLLUP (channel, extract(month FROM day)) ORDER BY 4, 1, 2;

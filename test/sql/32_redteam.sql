@@ -59,7 +59,9 @@ SELECT count(*) AS rows, count(v) AS answered FROM (
 	SELECT c FROM (SELECT sum(age) FILTER (WHERE sex = 'F') c, count(*) d FROM rt) y) u;
 SELECT rt_last_epsilon() AS union_of_two_allocations;
 -- a wrapper that reads no aggregate of a release (the planner removes them all, so nothing is
--- charged for it) is refused, alone or next to a release that is read (its scan feeds no release)
+-- charged for it): alone as `SELECT count(*) FROM (<release>) g` it is the number of declared
+-- groups, public, answered without reading the table (planner/row_count.h, 41_bi_shapes); next to
+-- a release that is read it is refused (its scan feeds no release)
 SELECT count(*) FROM (SELECT ward, count(*) n FROM rt GROUP BY ward) g;
 SELECT x.a IS NOT NULL AS answered, y.groups FROM (SELECT count(*) a FROM rt) x,
        (SELECT count(*) AS groups FROM (SELECT ward, count(*) n FROM rt WHERE age < 3 GROUP BY ward) g) y;

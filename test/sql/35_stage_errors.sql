@@ -32,7 +32,7 @@ SELECT pg_temp.charges() AS charged_once_more;
 -- a failed EXPLAIN, COPY and CREATE TABLE AS leave no mark on the next statement (a COPY counter
 -- left behind would refuse it: analysts cannot copy or store queries)
 SELECT err('EXPLAIN SELECT dx.sum(k) FROM stage_t');
-COPY (SELECT dx.sum(v) FROM stage_t) TO STDOUT;
+COPY (SELECT dx.sum(k) FROM stage_t) TO STDOUT; -- (k is not declared: fails; a valid release is answered, 41_bi_shapes)
 SELECT err('CREATE TEMP TABLE stage_copy AS SELECT dx.sum(k) FROM stage_t');
 SELECT dx.sum(v) AS answer FROM stage_t;
 SELECT pg_temp.charges() AS charged_once_more;

@@ -1,4 +1,5 @@
 // Analysts' statistics side channels: the deny list, and catalog views swapped for dx's.
+#include "pg/analyst/pg_class_sizes.h"
 #include "pg/analyst/side_channels.h"
 
 #include "pg/analyst/citus_surface.h"
@@ -220,6 +221,8 @@ view_swap_walker(Node *node, void *ctx)
 				rte->relid = vs->dx_tables;
 			else if (rte->relid == vs->stat_view && OidIsValid(vs->dx_stat))
 				rte->relid = vs->dx_stat;
+			else
+				swap_pg_class_sizes(rte); // pg_class_sizes.h
 		}
 		return false;
 	}

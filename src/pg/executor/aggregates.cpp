@@ -119,10 +119,14 @@ DX_FUNCTION(dx_linear_sum_finalfn)
 	PG_RETURN_FLOAT8(release_linear_state(final_state(fcinfo), LinearRelease::Sum));
 }
 
-// Final function of dx.avg: noisy sum / max(noisy count, 1), clamped to the value range [lo, hi].
+// Final function of dx.avg: noisy sum / max(noisy count, 1), clamped to the value range [lo, hi];
+// NULL when post-processing withholds it (NaN from release_linear_state: its count is too noisy).
 DX_FUNCTION(dx_linear_avg_finalfn)
 {
-	PG_RETURN_FLOAT8(release_linear_state(final_state(fcinfo), LinearRelease::Avg));
+	const double v = release_linear_state(final_state(fcinfo), LinearRelease::Avg);
+	if (std::isnan(v))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(v);
 }
 
 // dx._indicator(any): 1 for a non-null argument, else 0 (count(expr)'s weight, evaluated at

@@ -6,9 +6,15 @@
 #include "pg/ledger/charge.h"
 #include "pg/contract/noise_params.h"
 #include "pg/executor/agg_support.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
+
+#include "core/accuracy.h"
+#include "core/error.h"
+#include "core/postprocess.h"
+#include "core/release_interval.h"
 
 extern "C" {
 #include "libpq/pqformat.h"
@@ -18,6 +24,7 @@ extern "C" {
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <string>
 
 namespace dxpriv::pg {
 
@@ -26,14 +33,31 @@ namespace {
 constexpr uint8 kStateVersion = 3;
 constexpr int kSerializedSize = 1 + 4 + 4 + 24 + 4 + 8 + 2 * 52;
 
-// Noisy value of one component, refusing uncharged releases.
+// Noisy value of one component, refusing uncharged releases: the exact grid sum plus its own
+// noise, or, in a consistent grouping-set release, plus its share of the projected noise of all
+// the release's cells (consistent_release.h; variance: its variance after projection, else NaN).
 double
-release_component(LinearState *s, int c)
+release_component(LinearState *s, int c, double &variance)
 {
 	if (!statement::paid(s->charge_id))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
+	double noise = 0;
+	variance = std::nan("");
+	if (consistent_noise(s->charge_id, s->group, c, s->plan[c], noise, variance)) {
+		__int128 total = 0;
+		if (__builtin_add_overflow(s->sum[c].units, static_cast<__int128>(noise), &total))
+			fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "sum of the query weights overflows");
+		return static_cast<double>(total) * s->plan[c].grid;
+	}
 	return s->sum[c].release(backend_random(), s->plan[c]);
+}
+
+// 1.96 standard deviations (a projected cell's noise is a mix of many cells: normal approximation).
+double
+projected_half_width(double variance)
+{
+	return std::isfinite(variance) ? 1.959963984540054 * std::sqrt(variance) : std::nan("");
 }
 
 [[noreturn]] void
@@ -200,21 +224,45 @@ release_linear_state(LinearState *s, LinearRelease kind)
 		return s->answer;
 	double cached;
 	double parts[2] = {std::nan(""), std::nan("")};
+	double var[2] = {std::nan(""), std::nan("")};
+	std::string note; // what free post-processing did (dx.last_release)
 	if (answer_cache_replayed(s->charge_id, s->group, cached, parts)) {
 		s->answer = cached;
 	} else {
 		switch (kind) {
 		case LinearRelease::Count:
-			s->answer = std::nearbyint(release_component(s, 0));
+		case LinearRelease::Sum: {
+			const double raw = release_component(s, 0, var[0]);
+			s->answer = kind == LinearRelease::Count ? std::nearbyint(raw) : raw;
+			if (std::isfinite(var[0])) {
+				note = "consistent totals";
+			} else if (guc_postprocess && clamp_nonnegative(s->answer, s->lo) != s->answer) {
+				s->answer = 0; // the weights are non-negative at every declared point
+				note = "clamped at 0";
+			}
 			break;
-		case LinearRelease::Sum:
-			s->answer = release_component(s, 0);
-			break;
+		}
 		case LinearRelease::Avg: {
 			// post-processing of two d_X-private releases, so no further privacy cost
-			parts[0] = release_component(s, 0);
-			parts[1] = release_component(s, 1);
+			parts[0] = release_component(s, 0, var[0]);
+			parts[1] = release_component(s, 1, var[1]);
 			s->answer = std::clamp(parts[0] / std::max(parts[1], 1.0), s->lo, s->hi);
+			if (std::isfinite(var[0]) || std::isfinite(var[1]))
+				note = "consistent totals";
+			if (guc_postprocess) {
+				double avg_half = std::nan("");
+				try {
+					avg_half = average_half_width(s->plan[0], s->plan[1], s->answer, parts[1]);
+				} catch (const CoreError &) {
+				}
+				const double count_half = std::isfinite(var[1]) ? projected_half_width(var[1])
+				                                                : confidence_half_width(s->plan[1]);
+				const AverageVerdict v = judge_average(parts[1], count_half, avg_half, s->lo, s->hi);
+				if (v != AverageVerdict::None) {
+					s->answer = std::nan(""); // released as NULL
+					note = average_verdict_text(v);
+				}
+			}
 			break;
 		}
 		}
@@ -223,6 +271,8 @@ release_linear_state(LinearState *s, LinearRelease kind)
 	s->released = true;
 	const bool has_parts = s->components == 2 && std::isfinite(parts[0]) && std::isfinite(parts[1]);
 	release_log_record(s->charge_id, s->group, s->components, s->plan, s->answer, has_parts ? parts : nullptr);
+	if (!note.empty())
+		release_log_annotate(s->charge_id, s->group, note, projected_half_width(var[0]), projected_half_width(var[1]));
 	return s->answer;
 }
 

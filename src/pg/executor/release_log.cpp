@@ -3,6 +3,7 @@
 #include "pg/executor/release_log.h"
 
 #include "pg/contract/noise_params.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/guard.h"
 
 #include "core/accuracy.h"
@@ -71,6 +72,8 @@ struct Row {
 	LinearNoisePlan plan;  // noise of the cell (unused for the average)
 	double half_width;
 	bool delta_method;
+	std::string post = {};    // free post-processing applied (dx.last_release's postprocessing)
+	bool projected = false; // half_width is that of a consistent projection
 };
 
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
@@ -154,7 +157,10 @@ notice_text()
 		if (!c)
 			continue;
 		char buf[96];
-		snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
+		if (std::isnan(row.answer)) // an average withheld by post-processing
+			snprintf(buf, sizeof buf, " = NULL");
+		else
+			snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
 		const std::string group = group_text(c->charge_id, std::get<1>(key));
 		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
@@ -234,6 +240,10 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	}
 	for (const Charged &c : s->aggregates)
 		statement_of[c.charge_id] = s;
+	std::vector<int64> ids; // consistent releases draw their noise anew (consistent_release.h)
+	for (const NoiseParams &p : aggregates)
+		ids.push_back(p.charge_id);
+	consistent_charged(ids);
 	current = Log();
 	current.statement = s;
 }
@@ -278,9 +288,33 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 
 // See release_log.h.
 void
+release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1)
+{
+	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
+	if (!c || IsParallelWorker())
+		return;
+	const double half[2] = {half_width0, half_width1};
+	for (int order = 0; order < 3; ++order) {
+		auto it = current.rows.find({c->first_cell, group, order});
+		if (it == current.rows.end())
+			continue;
+		Row &row = it->second;
+		if (order == 0)
+			row.post = note;
+		const int part = c->components == 1 ? 0 : order - 1; // avg: the sum and count rows
+		if (part >= 0 && std::isfinite(half[part])) {
+			row.half_width = half[part];
+			row.projected = true;
+		}
+	}
+}
+
+// See release_log.h.
+void
 release_log_end_transaction()
 {
 	statement_of.clear();
+	consistent_end_transaction(); // consistent_release.h
 }
 
 // See release_log.h.
@@ -304,7 +338,7 @@ DX_FUNCTION(dx_last_release)
 {
 	struct Out {
 		int cell, aggregate;
-		std::string kind, expression, group, component, noise, method;
+		std::string kind, expression, group, component, noise, method, post;
 		bool has_kind, has_expression;
 		double answer, scale, half, epsilon, delta, release_epsilon;
 		bool has_scale, has_half, reused;
@@ -332,7 +366,8 @@ DX_FUNCTION(dx_last_release)
 			o.scale = row.plan.scale;
 			o.has_half = std::isfinite(row.half_width);
 			o.half = row.half_width;
-			o.method = row.delta_method ? "delta_method" : "exact";
+			o.method = row.projected ? "projected" : row.delta_method ? "delta_method" : "exact";
+			o.post = row.post;
 			o.epsilon = c->epsilon;
 			o.delta = c->delta;
 			o.release_epsilon = c->release_epsilon;
@@ -343,8 +378,8 @@ DX_FUNCTION(dx_last_release)
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		for (const Out &o : out) {
-			Datum values[17];
-			bool nulls[17] = {false};
+			Datum values[18];
+			bool nulls[18] = {false};
 			values[0] = Int32GetDatum(o.cell);
 			nulls[0] = o.cell == 0;
 			values[1] = Int32GetDatum(o.aggregate);
@@ -368,6 +403,11 @@ DX_FUNCTION(dx_last_release)
 			values[14] = Float8GetDatum(o.delta);
 			values[15] = BoolGetDatum(o.reused);
 			values[16] = Float8GetDatum(o.release_epsilon);
+			values[17] = CStringGetTextDatum(o.post.c_str());
+			nulls[17] = o.post.empty();
+			nulls[6] = nulls[6] || std::isnan(o.answer); // an average withheld by post-processing
+			nulls[10] = nulls[10] || std::isnan(o.answer);
+			nulls[11] = nulls[11] || std::isnan(o.answer);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	});

@@ -51,6 +51,11 @@ void release_log_begin(const void *plan, const std::vector<NoiseParams> &aggrega
 void release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
                         const double *parts);
 
+// Notes what free post-processing did to the answer of (charge_id, group), recorded just before
+// (dx.last_release's `postprocessing`), and for a consistent release the 95% half-widths of its
+// projected cells (component 0 and 1; NaN: unchanged, interval_method `projected` otherwise).
+void release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1);
+
 // Forgets the per-transaction mapping of charge ids to statements (transaction end).
 void release_log_end_transaction();
 

@@ -12,6 +12,7 @@
 #include "pg/planner/release_rewrite.h"
 #include "pg/planner/release_wrappers.h"
 #include "pg/planner/release_grouping_sets.h"
+#include "pg/planner/row_count.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -96,6 +97,7 @@ namespace {
 int plain_explain_depth = 0;
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
+int copy_out_depth = 0;     // of those, COPY (<query>) TO STDOUT: answered like the SELECT (issue 24)
 
 // The analysed query inside EXPLAIN, DECLARE CURSOR or CREATE TABLE AS, if any.
 Query *
@@ -177,7 +179,7 @@ analyze(Query *top)
 			const Oid hint_rel = OidIsValid(ac.policy_table(read_rel)) ? ac.policy_table(read_rel) : read_rel;
 			if (top->commandType == CMD_UTILITY && !IsA(top->utilityStmt, DeclareCursorStmt))
 				refuse_analyst_utility(top->utilityStmt, read_rel);
-			if (definition_depth > 0 || copy_depth > 0 || is_matview(top))
+			if (definition_depth > 0 || copy_depth > copy_out_depth || is_matview(top))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts cannot copy or store queries over protected tables",
 				     analyst_hint(hint_rel));
 			check_inheritance_refs(q, ac);
@@ -195,8 +197,10 @@ analyze(Query *top)
 			joined = take == JoinTake::Taken;
 			JoinScope join_scope(joined ? &join_rows : nullptr);
 			if (q->commandType == CMD_SELECT && !is_release_level(q, *ext, &ac) &&
-			    rewrite_wrapped_releases(q, *ext, &ac) > 0)
+			    rewrite_wrapped_releases(q, *ext, &ac) > 0) {
+				answer_row_count_query(q, *ext); // SELECT count(*) FROM (<release>) s (row_count.h)
 				return; // a wrapper that only post-processes releases
+			}
 			if (q->commandType == CMD_SELECT && list_length(q->rtable) == 1 && rewrite_plain_aggregates(q, *ext) > 0) {
 				d = Discovery{ext};
 				query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
@@ -335,6 +339,9 @@ analysis_enter_utility(Node *stmt)
 	m.defines = IsA(stmt, ViewStmt) || IsA(stmt, RuleStmt) ||
 	            (IsA(stmt, CreateFunctionStmt) && castNode(CreateFunctionStmt, stmt)->sql_body != nullptr);
 	m.copies = IsA(stmt, CopyStmt);
+	// COPY (<query>) TO STDOUT sends the rows to the client like a SELECT (DuckDB fetches with it)
+	m.copies_out = m.copies && castNode(CopyStmt, stmt)->query && !castNode(CopyStmt, stmt)->is_from &&
+	               !castNode(CopyStmt, stmt)->filename && !castNode(CopyStmt, stmt)->is_program;
 	if (IsA(stmt, GrantStmt))
 		guarded([&] { check_citus_grant(castNode(GrantStmt, stmt)); });
 	if (IsA(stmt, VariableSetStmt))
@@ -346,6 +353,8 @@ analysis_enter_utility(Node *stmt)
 		definition_depth++;
 	if (m.copies)
 		copy_depth++;
+	if (m.copies_out)
+		copy_out_depth++;
 	m.plain_explain = is_plain_explain(stmt);
 	if (m.plain_explain)
 		plain_explain_depth++;
@@ -360,6 +369,8 @@ analysis_leave_utility(const UtilityMarks &m)
 		definition_depth--;
 	if (m.copies)
 		copy_depth--;
+	if (m.copies_out)
+		copy_out_depth--;
 	if (m.plain_explain)
 		plain_explain_depth--;
 	leave_analyst_utility(m.analyst_scope);
@@ -372,6 +383,7 @@ analysis_reset()
 	plain_explain_depth = 0;
 	definition_depth = 0;
 	copy_depth = 0;
+	copy_out_depth = 0;
 }
 
 } // namespace dxpriv::pg

@@ -19,6 +19,7 @@ void analysis_post_parse(ParseState *pstate, Query *query);
 struct UtilityMarks {
 	bool defines = false;       // CREATE VIEW / RULE / atomic SQL function: stores an analysed query
 	bool copies = false;        // COPY: its query is analysed inside the utility
+	bool copies_out = false; // COPY (<query>) TO STDOUT: answered like the SELECT (issue 24)
 	bool plain_explain = false; // EXPLAIN without ANALYZE: its query is analysed again while explained
 	int analyst_scope = 0;      // enter_analyst_utility's result (analyst_guard.h)
 };

@@ -1,4 +1,6 @@
 // Release analysis: finds a query's dx aggregates, validates them and computes every cell's weight at every point.
+#include "pg/executor/consistent_release.h"
+#include "pg/planner/group_pruning.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/statement/statement_context.h"
 #include "pg/planner/release_identity.h"
@@ -163,8 +165,10 @@ check_shape(Query *q, const Discovery &d)
 		reject("WITH clauses");
 	if (q->setOperations)
 		reject("set operations");
-	if (q->hasWindowFuncs)
-		reject("window functions");
+	if (q->hasWindowFuncs) // a window over the released rows is post-processing: the fix is a wrapper
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "window functions cannot be used in a query with dx aggregates",
+		     "Compute the aggregates in a subquery and apply the window to its released rows, e.g. SELECT k, n, "
+		     "n * 1.0 / sum(n) OVER () AS share FROM (SELECT k, count(*) AS n FROM t GROUP BY k) s.");
 	if (q->hasTargetSRFs)
 		reject("set-returning functions");
 	check_grouped_references(q); // GROUP BY (), and columns that are no GROUP BY key (functional dependency)
@@ -252,7 +256,8 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 			     std::string("column \"") + (name ? name : "?") + "\" of protected table \"" + (rel ? rel : "?") +
 			         "\" is not declared",
 			     std::string("The table owner can declare it with dx.set_column('") + (rel ? rel : "?") + "', '" +
-			         (name ? name : "?") + "', <domain>, <metric>).");
+			         (name ? name : "?") + "', <domain>, <metric>)." +
+			         (std::string(where) == "aggregate arguments" ? " To count rows, use count(*), which reads no column." : ""));
 		}
 	}
 }
@@ -755,6 +760,8 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 		if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero : !seen))
 			refuse_null_argument(specs[j], j);
 	}
+	if (guc_postprocess && !join && keys.grouped() && a.em.specs.empty() && !policy.unit.present())
+		prune_groups_without_rows(keys, q_cells, cells_per_group, group_of, vals.value[0]); // group_pruning.h
 	return true;
 }
 

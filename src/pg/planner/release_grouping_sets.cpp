@@ -30,6 +30,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
 #include "pg/planner/unit_source.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
@@ -227,6 +228,22 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stamp_walker), &ctx, 0);
 	for (size_t s = 0; s < parts.size(); ++s)
 		register_releases(parts[s]->specs, ctx.charge_ids, std::move(texts[s].descriptions), std::move(texts[s].labels));
+	for (size_t j = 0; j < first.specs.size() && !explain_capture_active(); ++j) { // consistent totals
+		ConsistentCells cc;
+		cc.components = first.specs[j].components;
+		cc.q.resize(cc.components);
+		cc.plans.resize(cc.components);
+		for (size_t s = 0; s < parts.size(); ++s) {
+			cc.charge_ids.push_back(ctx.charge_ids[static_cast<int>(j * parts.size() + s)]);
+			cc.groups.push_back(static_cast<int>(parts[s]->cells() / parts[s]->cells_per_group));
+			for (int c = 0; c < cc.components; ++c)
+				for (size_t g = 0; g < static_cast<size_t>(cc.groups.back()); ++g) {
+					cc.q[c].push_back(&cells[offset[s] + parts[s]->cell(j, g, c)]);
+					cc.plans[c].push_back(plan.cells[offset[s] + parts[s]->cell(j, g, c)]);
+				}
+		}
+		consistent_register(cc); // executor/consistent_release.h
+	}
 	for (Query *b : branches)
 		admit(b);
 }
