@@ -1,4 +1,5 @@
 // Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
+#include "pg/release/release_progress.h"
 #include "pg/dxpriv.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/planner/distributed.h"
@@ -121,6 +122,7 @@ _PG_init(void)
 	                        "error 54000. Only superusers may change it.",
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
+	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	prev_shmem_request = shmem_request_hook;
 	shmem_request_hook = dx_shmem_request;
