@@ -54,10 +54,11 @@ constexpr double kGroupSelectShare = 0.1;
 // CoreError(InvalidParameter) for a label vector of the wrong length.
 std::vector<std::vector<std::size_t>> workload_groups(const Workload &w, const std::vector<int> *user_labels);
 
-// The rule for T (data-independent): the number of rounds from the number of groups G, the joint
-// sensitivity ratio r = S_joint / max_g S_g (how many groups one record change can move at most:
-// measuring all groups jointly costs r group-measurements, not G), the universe size and epsilon.
-// Returns G to mean "measure every group jointly, no selection" (see group_release.cpp).
+// The rule for T (data-independent): T = ceil(G^0.6 (1 + epsilon)) from the number of groups G and
+// epsilon; G ("measure every group once, jointly, no selection") when T >= 0.8 G or T >=
+// joint_ratio (the most groups one record change moves: the joint measurement then gives every
+// group at least a round's budget). The universe size is not used (see group_release.cpp for the
+// measurements behind the constants).
 int group_release_rounds(std::size_t groups, double joint_ratio, std::size_t universe, double epsilon);
 
 // Data-independent plan of a release: computed before anything is charged.
@@ -112,12 +113,13 @@ std::vector<__int128> group_scores(const Workload &w, const GroupPlan &plan, con
                                    const std::vector<double> &a);
 
 // Fits a (in place) to measured cells (cells[i] a workload query, or SIZE_MAX for the row count;
-// values[i] its noisy value, scales[i] its Laplace scale): `passes` passes, each a simultaneous
-// multiplicative step over the 0/1 cells (every point times the 1/scale^2-weighted geometric mean
-// of m_i / q_i(a) over the cells holding it: noisy measurements of overlapping cells are averaged,
-// not fitted one after the other) followed by a cyclic I-projection onto {q(a) = m} for every
-// other cell (exponential tilt exp(eta q) of the support, eta by bisection). m floored at a small
-// positive value. Post-processing only.
+// values[i] its noisy value, scales[i] its Laplace scale): `passes` cyclic passes of relaxed
+// I-projections. A 0/1 cell multiplies its support by (m_i / q_i(a))^(lambda w_i / w_max), with
+// w_i = 1 / scale_i^2 (w_max over the noisy cells; an exact cell always has exponent 1) and
+// lambda = min(1, 4 / pass): exact projections at first, then ever smaller
+// steps, so that noisy measurements of overlapping cells are averaged rather than the last one
+// fitted exactly. Any other cell: an exact I-projection onto {q(a) = m} (exponential tilt exp(eta
+// q) of the support, eta by bisection). m floored at a small positive value. Post-processing only.
 void fit_measurements(std::vector<double> &a, const Workload &w, const std::vector<std::size_t> &cells,
                       const std::vector<double> &values, const std::vector<double> &scales, int passes);
 

@@ -179,18 +179,14 @@ main(int argc, char **argv)
 			{
 				std::vector<Err> es;
 				const double t0 = now();
+				// the joint plan's per-group plans, rescaled from measure_epsilon to epsilon / G
+				const GroupPlan jp = plan_group_release(sub, w, eps, g, nullptr);
+				const double rescale = jp.measure_epsilon * g / eps;
 				for (int r = 0; r < runs; ++r) {
 					std::vector<double> est(w.queries.size());
-					for (const auto &grp : groups) {
-						std::vector<std::vector<double>> q;
-						for (std::size_t k : grp)
-							q.push_back(w.dense(k));
-						const MultiLinearPlan p = plan_multi_linear(sub, q, eps / g, AllocationStrategy::Relative);
-						for (std::size_t j = 0; j < grp.size(); ++j) {
-							const Measurement m = {static_cast<double>(w.exact_units(grp[j], x)) * w.grid, 0};
-							est[grp[j]] = m.value + laplace_on_grid(rng, p.cells[j].scale, 1.0 / 1024);
-						}
-					}
+					for (std::size_t k = 0; k < est.size(); ++k)
+						est[k] = static_cast<double>(w.exact_units(k, x)) * w.grid +
+						         (jp.query_scale[k] > 0 ? laplace_on_grid(rng, jp.query_scale[k] * rescale, 1.0 / 1024) : 0);
 					es.push_back(errors(w, x, est));
 				}
 				report("direct", g, es, now() - t0);
@@ -210,6 +206,14 @@ main(int argc, char **argv)
 				report("mwem_avg", tt, ea, 0);
 			}
 			std::vector<int> ts = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+			if (const char *e = std::getenv("TS")) { // e.g. TS=4,8,12
+				ts.clear();
+				for (std::string t = e; !t.empty();) {
+					const std::size_t c = t.find(',');
+					ts.push_back(std::atoi(t.substr(0, c).c_str()));
+					t = c == std::string::npos ? "" : t.substr(c + 1);
+				}
+			}
 			std::vector<int> tried;
 			for (int t : ts)
 				if (t < g)
