@@ -40,7 +40,7 @@ namespace dxpriv {
 // Largest number of rounds.
 constexpr int kMaxGroupRounds = 1000;
 // Cap on (cells of a group) x (points of the group's columns) summed over the groups planned.
-constexpr double kMaxGroupPlanEntries = 2e8;
+constexpr double kMaxGroupPlanEntries = 3e7; // dense cells held while planning: 240 MB
 // Cap on T x (passes) x (coefficients measured) of the fit.
 constexpr double kMaxGroupFitWork = 4e9;
 // Fit passes over the measurement history after each round (and after the joint measurement).
