@@ -4,7 +4,8 @@
 // transaction), then read the table by mapping rows to domain points, run the rounds (cancel and
 // progress between rounds: a cancelled release stays charged), create the target and record the
 // release. dx.release_synthetic_error plans only: it reads no row and charges nothing.
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
 #include "pg/guard.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/release/release_progress.h"
