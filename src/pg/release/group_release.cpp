@@ -180,6 +180,8 @@ DX_FUNCTION(dx_release_synthetic_error)
 	const GroupArgs a = read_group_args(fcinfo, false);
 	ReleaseSource src;
 	load_release_source(a.relid, a.columns, src);
+	// refused where the release would be (a privacy unit): its numbers would not apply
+	require_row_level_table(a.relid, "dx.release_synthetic_error");
 	const Workload w = group_workload(src, a);
 	const GroupPlan plan = plan_group_release(src.sub, w, a.epsilon, a.rounds, a.has_groups ? &a.groups : nullptr);
 	const double direct_epsilon = a.epsilon / static_cast<double>(plan.groups.size());
