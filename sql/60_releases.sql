@@ -65,6 +65,48 @@ CREATE FUNCTION dx.release_smalldb(source regclass, columns text[], workload tex
 RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_smalldb';
 COMMENT ON FUNCTION dx.release_smalldb(regclass, text[], text[], float8, name, int) IS 'd_X-private small-database release over WHERE predicates for tiny universes, written to a new table; charges epsilon once';
 
+-- Group release (issue 25): each round selects a query group (a marginal table, a block of
+-- disjoint predicates, or a block given by `groups`: one group number per workload query) with the
+-- d_X exponential mechanism, by expected improvement (AIM), and measures all its cells at once with
+-- the allocation of direct answers; the histogram is fitted to every measurement. rounds NULL: the
+-- documented rule (every group measured once, jointly, when selection cannot pay). Charges epsilon
+-- once to the caller's budget on source before reading it; a cancelled release stays charged.
+CREATE FUNCTION dx.release_synthetic(source regclass, columns text[], workload text, epsilon float8, target name,
+                                     rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic';
+CREATE FUNCTION dx.release_synthetic(source regclass, columns text[], workload float8[], epsilon float8, target name,
+                                     rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic';
+CREATE FUNCTION dx.release_synthetic(source regclass, columns text[], workload text[], epsilon float8, target name,
+                                     rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS regclass LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic';
+COMMENT ON FUNCTION dx.release_synthetic(regclass, text[], text, float8, name, int, int[]) IS 'd_X-private synthetic histogram that measures whole marginal tables per round (AIM-style selection), written to a new table; charges epsilon once';
+COMMENT ON FUNCTION dx.release_synthetic(regclass, text[], float8[], float8, name, int, int[]) IS 'd_X-private synthetic histogram that measures whole groups of weight vectors per round, written to a new table; charges epsilon once';
+COMMENT ON FUNCTION dx.release_synthetic(regclass, text[], text[], float8, name, int, int[]) IS 'd_X-private synthetic histogram that measures whole groups of WHERE predicates per round, written to a new table; charges epsilon once';
+
+-- The expected error of dx.release_synthetic per workload query before spending anything: the
+-- Laplace scale, RMSE and 95% half-width of its measurement in the release, and the same for
+-- direct answers (one GROUP BY statement per group at epsilon / groups; dx.last_release's numbers).
+-- Reads no row and charges nothing.
+CREATE FUNCTION dx.release_synthetic_error(source regclass, columns text[], workload text, epsilon float8,
+                                           rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS TABLE (query int, label text, grp int, group_count int, release_rounds int, joint boolean, noise_scale float8, rmse float8,
+               ci95_half_width float8, direct_noise_scale float8, direct_rmse float8, direct_ci95_half_width float8)
+LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic_error';
+CREATE FUNCTION dx.release_synthetic_error(source regclass, columns text[], workload float8[], epsilon float8,
+                                           rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS TABLE (query int, label text, grp int, group_count int, release_rounds int, joint boolean, noise_scale float8, rmse float8,
+               ci95_half_width float8, direct_noise_scale float8, direct_rmse float8, direct_ci95_half_width float8)
+LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic_error';
+CREATE FUNCTION dx.release_synthetic_error(source regclass, columns text[], workload text[], epsilon float8,
+                                           rounds int DEFAULT NULL, groups int[] DEFAULT NULL)
+RETURNS TABLE (query int, label text, grp int, group_count int, release_rounds int, joint boolean, noise_scale float8, rmse float8,
+               ci95_half_width float8, direct_noise_scale float8, direct_rmse float8, direct_ci95_half_width float8)
+LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic_error';
+COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text, float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (K-way marginals); free';
+COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], float8[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (weight vectors); free';
+COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (WHERE predicates); free';
+
 -- Median-mechanism sessions (MECHANISMS.md §7): the kept set, the sparse-vector threshold and the
 -- answers of an interactive session over a workload, so that it survives reconnects. `state` is
 -- secret (it holds the current noisy threshold): superusers only, like the ledger. `charges` counts

@@ -31,7 +31,8 @@
 -- functions; the attribute-privacy releases dx.attr_avg / dx.attr_sum (they read the table as its
 -- owner with dxpriv's own fixed statement, only after charging the caller's budgets),
 -- dx.explain_attribute and dx.wasserstein_scale (sql/55_attribute.sql, which revokes its helpers);
--- the synthetic releases (dx.release_mwem, dx.release_smalldb) and the median sessions
+-- the synthetic releases (dx.release_mwem, dx.release_smalldb, dx.release_synthetic and its free
+-- dx.release_synthetic_error) and the median sessions
 -- (dx.median_session_open/_query/_queries): they charge the caller's budget on the source table
 -- before reading it, and a session is queried only by the role that opened it (sql/60_releases.sql).
 --

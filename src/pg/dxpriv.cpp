@@ -1,5 +1,6 @@
 // Module entry: GUC definitions, then hooks.cpp installs the pipeline (requires shared_preload_libraries).
 #include "pg/settings.h"
+#include "pg/release/release_progress.h"
 #include "pg/executor/noise_source.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/consistent_release.h"
@@ -100,6 +101,7 @@ _PG_init(void)
 	                        "error 54000. Only superusers may change it.",
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
+	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();
 	ledger::define_gucs();

@@ -162,6 +162,210 @@ def plot(out_dir, rows):
     fig.savefig(os.path.join(out_dir, "release_bench.png"), dpi=110)
 
 
+# ---- Issue 25: the group release (dx.release_synthetic) against the previous MWEM and direct answers ----
+# Run: ./scripts/pg-env.sh cluster, then
+#   python3 test/bench/release_bench.py --suite groups --rows 200000 --runs 3
+# Writes results/release_groups.csv (every run), results/release_groups_summary.csv (means) and
+# results/release_groups.png. Table `wide`: 8 columns drawn from a fixed-seed Bayesian network
+# (the law of test/bench/group_rounds.cpp): age_band 8 and income 8 (absolute metric, scale 1),
+# region 10, sex 2, diagnosis 6, education 6, employment 4, smoker 2 (discrete metric, weight 1);
+# presence 1 (adding or removing a row costs epsilon). Workloads:
+#   cells80   age_band x region (80 cells; one group)            direct: one GROUP BY at epsilon
+#   marg2of4  all 2-way marginals of 4 columns (236 cells, 6 tables)   direct: 6 GROUP BYs at eps/6
+#   marg2of8  all 2-way marginals of 8 columns (896 cells, 28 tables)  direct: 28 GROUP BYs at eps/28
+#   marg3of8  all 3-way marginals of 8 columns (9616 cells, 56 tables) direct: 56 GROUP BYs at eps/56
+# Methods: synthetic (dx.release_synthetic, rounds by the rule), mwem_avg / mwem_last (the previous
+# dx.release_mwem, default T; only where its universe is at most 20000 points: its run time grows
+# with T^2 x universe), direct (dx.count GROUP BY statements). Errors: RMSE and max absolute error
+# over the workload's cells (rows).
+WIDE = [("age_band", 8), ("region", 10), ("sex", 2), ("diagnosis", 6), ("income", 8), ("education", 6),
+        ("employment", 4), ("smoker", 2)]
+WORKLOADS = {"cells80": ([0, 1], 2), "marg2of4": ([0, 1, 2, 3], 2), "marg2of8": (list(range(8)), 2),
+             "marg3of8": (list(range(8)), 3)}
+
+
+def wide_rows(n, seed):
+    rng = np.random.default_rng(seed)
+
+    def draw(p):  # p: n x k unnormalised probabilities
+        p = p / p.sum(axis=1, keepdims=True)
+        u = rng.random((p.shape[0], 1))
+        return np.minimum((u > np.cumsum(p, axis=1)).sum(axis=1), p.shape[1] - 1)
+
+    ones = np.ones((n, 1))
+    age = draw(ones * np.array([11, 12, 13, 14, 14, 13, 11, 8.0]))
+    region = draw(ones * np.array([18, 14, 12, 10, 9, 9, 8, 8, 7, 5.0]))
+    sex = draw(ones * np.array([51, 49.0]))
+    a = age[:, None].astype(float)
+    edu = draw(np.hstack([3 + a, 20 * ones, 30 - a, 20 * ones, 12 * ones, 6 + 4 * (a >= 2)]))
+    diag = draw(np.hstack([np.maximum(0.2, 0.85 - 0.08 * a), 0.01 + 0.02 * a,
+                           0.005 + 0.035 * a * np.where(sex[:, None] == 1, 1.1, 0.9), 0.08 - 0.005 * a,
+                           0.002 + 0.006 * a + 0.01 * (region[:, None] == 0), 0.03 * ones]))
+    centre = 1.0 + 0.6 * edu + ((age > 1) & (age < 6)) + 0.7 * (region < 3)
+    inc = draw(np.exp(-0.5 * ((np.arange(8)[None, :] - centre[:, None]) / 1.3) ** 2))
+    e = edu[:, None].astype(float)
+    emp = draw(np.hstack([np.where(age[:, None] < 7, 60 + 3 * e, 10), 8 * ones, 10 * ones,
+                          np.where(age[:, None] >= 6, 40.0, 4.0)]))
+    smoker = draw(np.hstack([70 + 4 * e, 30 + 8 * (sex[:, None] == 1)]))
+    return np.vstack([age, region, sex, diag, inc, edu, emp, smoker]).T
+
+
+def setup_wide(conn, n, seed):
+    data = wide_rows(n, seed)
+    import io
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS wide CASCADE")
+        cur.execute("CREATE TABLE wide (" + ", ".join(f"{c} int" for c, _ in WIDE) + ")")
+        buf = io.StringIO("\n".join("\t".join(str(v) for v in r) for r in data) + "\n")
+        cur.copy_expert("COPY wide FROM STDIN", buf)
+        cur.execute("SELECT dx.protect_table('wide', 1.0)")
+        for i, (c, k) in enumerate(WIDE):
+            metric = '{"type": "absolute", "scale": 1}' if c in ("age_band", "income") else '{"type": "discrete", "weight": 1}'
+            cur.execute("SELECT dx.set_column('wide', %s, %s, %s)", (c, f'{{"min": 0, "max": {k - 1}}}', metric))
+        cur.execute("SELECT dx.grant_budget(current_user::regrole, 'wide', 1e9)")
+        cur.execute("SET dxpriv.cache_lifetime = 0")
+        cur.execute("SET dxpriv.test_seed = -1")
+        cur.execute("SET dxpriv.progress_interval = 0")
+    return data
+
+
+def marginal_keys(cols, k):
+    return list(itertools.combinations(cols, k))
+
+
+def true_cells(data, cols, k):
+    out = {}
+    for sub in marginal_keys(cols, k):
+        sizes = [WIDE[c][1] for c in sub]
+        flat = np.ravel_multi_index(tuple(data[:, c] for c in sub), sizes)
+        counts = np.bincount(flat, minlength=int(np.prod(sizes)))
+        for idx, v in enumerate(counts):
+            out[(sub, np.unravel_index(idx, sizes))] = float(v)
+    return {(s, tuple(int(x) for x in v)): c for (s, v), c in out.items()}
+
+
+def synthetic_cells(conn, target, cols, k):
+    names = [WIDE[c][0] for c in cols]
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(names)}, weight FROM {target}")
+        rows = np.array(cur.fetchall(), dtype=float)
+    est = {}
+    for sub in marginal_keys(cols, k):
+        pos = [cols.index(c) for c in sub]
+        sizes = [WIDE[c][1] for c in sub]
+        flat = np.ravel_multi_index(tuple(rows[:, p].astype(int) for p in pos), sizes)
+        sums = np.bincount(flat, weights=rows[:, -1], minlength=int(np.prod(sizes)))
+        for idx, v in enumerate(sums):
+            est[(sub, tuple(int(x) for x in np.unravel_index(idx, sizes)))] = float(v)
+    return est
+
+
+def run_release(conn, sql, args, target):
+    with conn.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {target}")
+        t0 = time.perf_counter()
+        cur.execute(sql, args)
+        sec = time.perf_counter() - t0
+        cur.execute("SELECT iterations, details ->> 'output' FROM dx.my_releases WHERE target = %s::regclass", (target,))
+        it, out = cur.fetchone()
+    return sec, f"T={it} {out}"
+
+
+def direct_cells(conn, cols, k, eps):
+    subs = marginal_keys(cols, k)
+    est = {}
+    t0 = time.perf_counter()
+    with conn.cursor() as cur:
+        cur.execute("SELECT set_config('dxpriv.epsilon', %s, false)", (repr(eps / len(subs)),))
+        for sub in subs:
+            names = [WIDE[c][0] for c in sub]
+            cur.execute(f"SELECT {', '.join(names)}, dx.count(*) FROM wide GROUP BY {', '.join(names)}")
+            for r in cur.fetchall():
+                est[(sub, tuple(int(x) for x in r[:-1]))] = float(r[-1])
+    return est, time.perf_counter() - t0, f"{len(subs)} statements at {eps / len(subs):.4g}"
+
+
+def cell_errors(truth, est):
+    e = np.array([est.get(key, 0.0) - v for key, v in truth.items()], dtype=float)
+    return float(np.sqrt(np.mean(e ** 2))), float(np.abs(e).max())
+
+
+def group_suite(args):
+    epsilons = [float(e) for e in args.eps.split(",")]
+    names = args.workloads.split(",")
+    conn = psycopg2.connect(args.dsn)
+    conn.autocommit = True
+    data = setup_wide(conn, args.rows, args.seed)
+    rows = []
+    summary = []
+    for wl in names:
+        cols, k = WORKLOADS[wl]
+        truth = true_cells(data, cols, k)
+        colnames = [WIDE[c][0] for c in cols]
+        universe = int(np.prod([WIDE[c][1] for c in cols]))
+        for eps in epsilons:
+            res = {}
+            for run in range(args.runs):
+                tag = f"{wl}_{str(eps).replace('.', '_')}_{run}"
+                methods = ["synthetic", "direct"] + (["mwem_avg", "mwem_last"] if universe <= 20000 else [])
+                for m in methods:
+                    if m == "direct":
+                        est, sec, detail = direct_cells(conn, cols, k, eps)
+                    elif m == "synthetic":
+                        target = f"syn_{tag}"
+                        sec, detail = run_release(conn, "SELECT dx.release_synthetic('wide', %s, %s, %s, %s)",
+                                                  (colnames, f"marginals:{k}", eps, target), target)
+                        est = synthetic_cells(conn, target, cols, k)
+                    else:
+                        target = f"mw_{tag}_{m}"
+                        sec, detail = run_release(conn, "SELECT dx.release_mwem('wide', %s, %s, %s, %s, NULL, %s)",
+                                                  (colnames, f"marginals:{k}", eps, target, m == "mwem_avg"), target)
+                        est = synthetic_cells(conn, target, cols, k)
+                    if m != "direct":
+                        with conn.cursor() as cur:
+                            cur.execute(f"DROP TABLE {target}")
+                    rmse, mx = cell_errors(truth, est)
+                    res.setdefault(m, []).append((rmse, mx))
+                    rows.append([wl, len(truth), eps, m, run, round(rmse, 3), round(mx, 3), round(sec, 3), detail])
+                    print(f"{wl} eps={eps} {m} run={run}: rmse={rmse:.2f} max={mx:.1f} ({sec:.2f}s, {detail})", flush=True)
+            for m, v in res.items():
+                r, x = np.mean(v, axis=0)
+                summary.append([wl, len(truth), eps, m, round(float(r), 3), round(float(x), 3)])
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, "release_groups.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "cells", "epsilon", "method", "run", "rmse", "max_error", "seconds", "detail"])
+        w.writerows(rows)
+    with open(os.path.join(args.out_dir, "release_groups_summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "cells", "epsilon", "method", "rmse", "max_error"])
+        w.writerows(summary)
+    plot_groups(args.out_dir, args.rows)
+
+
+def plot_groups(out_dir, rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(out_dir, "release_groups_summary.csv")) as f:
+        summary = list(csv.reader(f))[1:]
+    wls = sorted({s[0] for s in summary}, key=lambda w: list(WORKLOADS).index(w))
+    fig, ax = plt.subplots(1, len(wls), figsize=(4.2 * len(wls), 4), squeeze=False)
+    style = {"synthetic": "o-", "direct": "s-", "mwem_avg": "v--", "mwem_last": "^--"}
+    for i, wl in enumerate(wls):
+        for m in style:
+            pts = [(float(s[2]), float(s[4])) for s in summary if s[0] == wl and s[3] == m]
+            if pts:
+                ax[0][i].loglog([p[0] for p in pts], [p[1] for p in pts], style[m], label=m)
+        cells = next(s[1] for s in summary if s[0] == wl)
+        ax[0][i].set_title(f"{wl} ({cells} cells), n = {rows}")
+        ax[0][i].set_xlabel("total epsilon")
+        ax[0][i].set_ylabel("RMSE over the cells (rows)")
+        ax[0][i].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "release_groups.png"), dpi=100)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dsn", default="")
@@ -170,8 +374,17 @@ def main():
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--eps", default="0.1,0.5,1,2")
     ap.add_argument("--plot-only", action="store_true", help="redraw the PNG from the summary CSV")
+    ap.add_argument("--suite", default="marginals", choices=["marginals", "groups"],
+                    help="marginals: the issue-14 comparison; groups: dx.release_synthetic (issue 25)")
+    ap.add_argument("--workloads", default="cells80,marg2of4,marg2of8,marg3of8", help="--suite groups only")
     ap.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = ap.parse_args()
+    if args.suite == "groups":
+        if args.plot_only:
+            plot_groups(args.out_dir, args.rows)
+        else:
+            group_suite(args)
+        return
     epsilons = [float(e) for e in args.eps.split(",")]
     if args.plot_only:
         plot(args.out_dir, args.rows)

@@ -39,6 +39,18 @@ REFUSED = {
         "SELECT dx.release_smalldb('{t}', ARRAY['female'], ARRAY[[1,0],[0,1]]::float8[], 0.5, '{ws}', 3)",
     "dx.release_smalldb(regclass,text[],text[],double precision,name,integer)":
         "SELECT dx.release_smalldb('{t}', ARRAY['female'], ARRAY['female = 1'], 0.5, '{ws}', 3)",
+    "dx.release_synthetic(regclass,text[],text,double precision,name,integer,integer[])":
+        "SELECT dx.release_synthetic('{t}', ARRAY['age'], 'marginals:1', 0.5, '{ws}')",
+    "dx.release_synthetic(regclass,text[],double precision[],double precision,name,integer,integer[])":
+        f"SELECT dx.release_synthetic('{{t}}', ARRAY['age'], {WEIGHTS}, 0.5, '{{ws}}')",
+    "dx.release_synthetic(regclass,text[],text[],double precision,name,integer,integer[])":
+        f"SELECT dx.release_synthetic('{{t}}', ARRAY['age'], {PREDICATES}, 0.5, '{{ws}}')",
+    "dx.release_synthetic_error(regclass,text[],text,double precision,integer,integer[])":
+        "SELECT count(*) FROM dx.release_synthetic_error('{t}', ARRAY['age'], 'marginals:1', 0.5)",
+    "dx.release_synthetic_error(regclass,text[],double precision[],double precision,integer,integer[])":
+        f"SELECT count(*) FROM dx.release_synthetic_error('{{t}}', ARRAY['age'], {WEIGHTS}, 0.5)",
+    "dx.release_synthetic_error(regclass,text[],text[],double precision,integer,integer[])":
+        f"SELECT count(*) FROM dx.release_synthetic_error('{{t}}', ARRAY['age'], {PREDICATES}, 0.5)",
     "dx.median_session_open(regclass,text[],text,double precision,double precision,integer,integer)":
         "SELECT dx.median_session_open('{t}', ARRAY['age'], 'marginals:1', 0.5)",
     "dx.median_session_open(regclass,text[],double precision[],double precision,double precision,integer,integer)":
