@@ -11,6 +11,8 @@ MODULEDIR = extension
 OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 DATA = extension/dxpriv.control $(wildcard sql/upgrade/dxpriv--*--*.sql)
 DATA_built = sql/dxpriv--$(EXTVERSION).sql
+# the documentation (README.md's guides and reference; doc/incoming/ holds drafts, not installed)
+DOCS = $(sort $(wildcard doc/*.md))
 EXTRA_CLEAN = sql/dxpriv--$(EXTVERSION).sql
 
 PG_CONFIG ?= pg_config
@@ -28,6 +30,12 @@ endif
 # Debian's server is built with LLVM; we ship no bitcode (must precede the include).
 override with_llvm = no
 include $(PGXS)
+# DOCS go to $(docdir)/extension/dxpriv/ (PGXS would put them straight into the shared
+# extension/ directory, where names such as reference.md would clash with other extensions').
+docmoduledir := extension/dxpriv
+uninstall: uninstall-docs
+uninstall-docs:
+	rm -f $(addprefix '$(DESTDIR)$(docdir)/$(docmoduledir)'/, $(notdir $(DOCS)))
 
 sql/dxpriv--$(EXTVERSION).sql: $(sort $(wildcard sql/[0-9]*.sql))
 	cat $^ > $@
