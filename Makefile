@@ -3,6 +3,7 @@
 #   make test   everything CI runs (unit tests, pg_regress, end-to-end)
 #   make test-citus  the Citus end-to-end tests (builds Citus 13.2.2 from ../shared/vendor when missing)
 #   make test-upgrade  ALTER EXTENSION UPDATE from 0.1.0 (built from its git tag) and pg_dump/restore
+#   make doc-test  every SQL example of README.md and doc/*.md, output checked; reference completeness
 #   make deb    the Debian package postgresql-15-dxpriv_$(EXTVERSION)_amd64.deb (debhelper, pg_buildext)
 
 EXTVERSION = 0.2.0
@@ -54,7 +55,7 @@ core-tests:
 	cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD_DIR)/core -j2
 
-.PHONY: deps unit regress e2e test test-citus test-upgrade demo bench deb test-deb
+.PHONY: deps unit regress e2e test test-citus test-upgrade doc-test demo bench deb test-deb
 deps:
 	./scripts/install-deps.sh
 
@@ -75,6 +76,13 @@ test: deps
 	$(MAKE) regress
 	$(MAKE) e2e
 	$(MAKE) test-upgrade
+	$(MAKE) doc-test
+
+# every SQL example of README.md and doc/*.md, run against a throwaway cluster with the demo data
+# and its output checked; then the reference's completeness (test/docs/, doc/development.md)
+doc-test: all
+	$(MAKE) install
+	python3 test/docs/run_doc_examples.py
 
 test-upgrade: all
 	$(MAKE) install
