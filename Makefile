@@ -85,6 +85,7 @@ unit: core-tests
 
 regress: all
 	./test/check_sealed_paths.sh
+	./test/check_layers.sh
 	$(MAKE) install
 	./scripts/run-regress.sh
 

@@ -45,7 +45,7 @@ COMMENT ON AGGREGATE dx.sum("any", float8) IS 'd_X-private sum at the given epsi
 
 -- Internal noisy linear aggregates: exact grid-unit partial sums, noise in the final function.
 -- Arguments: the row's weight, the row's output group (0 without GROUP BY) and a constant
--- parameter array placed by the analyzer (layout in src/pg/executor/noise_params.h). The parameters
+-- parameter array placed by the analyzer (layout in src/pg/contract/noise_params.h). The parameters
 -- travel in the state, so parallel workers and Citus nodes never need the query tree.
 CREATE FUNCTION dx._linear_transfn(internal, float8, int4, float8[]) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_transfn';

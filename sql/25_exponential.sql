@@ -39,7 +39,7 @@ COMMENT ON AGGREGATE dx.median(anyelement, float8) IS 'd_X-private median of a c
 -- Internal exponential-mechanism aggregate: exact per-candidate row counts of one output group,
 -- the candidate drawn in the final function (exact sampler). Arguments: the row's candidate index
 -- (NULL: counts nothing), its output group and the constant parameters (NoiseParams layout, see
--- src/pg/executor/em_params.h), which travel in the state.
+-- src/pg/contract/em_params.h), which travel in the state.
 CREATE FUNCTION dx._em_transfn(internal, int4, int4, float8[]) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_em_transfn';
 CREATE FUNCTION dx._em_combinefn(internal, internal) RETURNS internal

@@ -1,11 +1,11 @@
-// Module entry: GUC definitions and hook installation (requires shared_preload_libraries).
-#include "pg/dxpriv.h"
-#include "pg/elevated/sealed_execution.h"
-#include "pg/planner/distributed.h"
-#include "pg/planner/parameters.h"
-#include "pg/analyst/analyst_guard.h"
-#include "pg/ledger/answer_cache.h"
+// Module entry: GUC definitions, then hooks.cpp installs the pipeline (requires shared_preload_libraries).
+#include "pg/settings.h"
+#include "pg/executor/noise_source.h"
+#include "pg/statement/statement_context.h"
 #include "pg/executor/release_log.h"
+#include "pg/hooks.h"
+#include "pg/ledger/answer_cache.h"
+#include "pg/ledger/ledger_queue.h"
 
 #include <climits>
 
@@ -13,7 +13,6 @@ extern "C" {
 #include "miscadmin.h"
 #include "utils/float.h"
 #include "utils/guc.h"
-#include "storage/ipc.h"
 PG_MODULE_MAGIC;
 void _PG_init(void);
 }
@@ -56,27 +55,6 @@ assign_test_seed(int newval, void *extra)
 {
 	guc_test_seed = newval;
 	reset_test_stream();
-}
-
-static shmem_request_hook_type prev_shmem_request = nullptr;
-static shmem_startup_hook_type prev_shmem_startup = nullptr;
-
-// Requests dxpriv's shared memory (answer cache).
-static void
-dx_shmem_request(void)
-{
-	if (prev_shmem_request)
-		prev_shmem_request();
-	answer_cache_request_shmem();
-}
-
-// Attaches to (or creates) dxpriv's shared memory.
-static void
-dx_shmem_startup(void)
-{
-	if (prev_shmem_startup)
-		prev_shmem_startup();
-	answer_cache_startup();
 }
 
 // Defines GUCs and installs hooks; refuses to load outside shared_preload_libraries.
@@ -122,17 +100,8 @@ _PG_init(void)
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
 	MarkGUCPrefixReserved("dxpriv");
-	prev_shmem_request = shmem_request_hook;
-	shmem_request_hook = dx_shmem_request;
-	prev_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = dx_shmem_startup;
-
-	install_analyzer_hooks();
-	install_parameter_hooks();
-	install_catalog_cache_invalidation();
-	install_analyst_log_filter();
-	install_sealed_hooks();
-	install_distributed_hooks(); // before charging: its ExecutorStart hook runs after the charge
-	install_charging_hooks();
-	install_release_log();
+	statement::define_gucs();
+	ledger::define_gucs();
+	release_log_define_gucs();
+	install_hooks();
 }

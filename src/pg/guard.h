@@ -64,13 +64,22 @@ auto guarded(Body &&body) -> decltype(body()) {
 
 // Inner guard: runs a PostgreSQL call that may ereport and converts the error into PgError.
 // The transaction is aborted later when the outer guard re-throws it, which releases resources.
+// A C++ exception thrown by `call` itself (C++ code called from inside the lambda) is caught inside
+// the PG_TRY block and re-thrown only after PG_END_TRY, so it never leaves the block with
+// PG_exception_stack and error_context_stack pointing into this dead frame (as pg_duckdb's
+// cpp_wrapper does). The exception_ptr is assigned only on that path, never after a longjmp.
 template <class Call>
 void pg_call(Call &&call) {
 	MemoryContext mcxt = CurrentMemoryContext;
 	ErrorData *edata = nullptr;
+	std::exception_ptr cpp_error;
 	PG_TRY();
 	{
-		call();
+		try {
+			call();
+		} catch (...) {
+			cpp_error = std::current_exception();
+		}
 	}
 	PG_CATCH();
 	{
@@ -81,6 +90,8 @@ void pg_call(Call &&call) {
 	PG_END_TRY();
 	if (edata)
 		throw PgError(edata);
+	if (cpp_error)
+		std::rethrow_exception(cpp_error);
 }
 
 } // namespace dxpriv::pg

@@ -6,7 +6,8 @@
 // the current database when it holds a protected table, a tablespace holding such storage
 // (dx._protected_rows_in). Written in C so that their bodies name no built-in size function: a SQL
 // body would itself be analysed as the analyst's and substituted again.
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/catalog_sizes.h"
+
 #include "pg/guard.h"
 
 extern "C" {

@@ -2,11 +2,15 @@
 // the nodes, measure or count shards, or hand out Citus's internal aggregate states; the settings
 // that show shards in pg_class; GRANTs that Citus would copy onto shards. Everything is looked up
 // by name, so none of it does anything in a database without Citus (analyst_guard.h).
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/citus_surface.h"
+
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/catalog_sizes.h"
 
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/distributed.h"
+#include "pg/metadata/citus_tables.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "access/sysattr.h"

@@ -4,7 +4,10 @@
 // was an ordinary table: after a grant, SELECT * FROM the partition returned raw rows and count(*)
 // on it was exact. Ancestors are looked up in pg_inherits on every use (never cached), so a
 // partition attached, or a child created, after dx.protect_table is covered at once.
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/inheritance.h"
+
+#include "pg/analyst/analyst_context.h"
+#include "pg/analyst/refusals.h"
 
 #include "pg/guard.h"
 

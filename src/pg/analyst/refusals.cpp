@@ -1,9 +1,14 @@
 // Refusals for analysts that name what was refused in the analyst's own query and what to do
 // instead; the utility-statement guard (EXPLAIN and stored results, also through EXECUTE); the
 // GROUP BY key check; the filter that keeps LOG/DEBUG messages away from analysts' clients.
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/refusals.h"
+
+#include "pg/analyst/analyst_context.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -32,7 +37,6 @@ int explain_depth = 0; // > 0 while an analyst's EXPLAIN runs
 int store_depth = 0;   // > 0 while an analyst's CREATE TABLE AS / SELECT INTO / materialized view runs
 const char *store_statement = "CREATE TABLE AS"; // the innermost running one, for its refusal
 bool last_seen_analyst = false;
-emit_log_hook_type prev_emit_log_hook = nullptr;
 
 // "name" of a relation, for messages.
 std::string
@@ -185,19 +189,17 @@ from_auto_explain(const ErrorData *edata)
 	return n >= sizeof file - 1 && strcmp(edata->filename + n - (sizeof file - 1), file) == 0;
 }
 
-// Keeps LOG and DEBUG messages and auto_explain's plans away from an analyst's client.
+} // namespace
+
+// See analyst_guard.h.
 void
-dx_emit_log(ErrorData *edata)
+analyst_filter_log(ErrorData *edata)
 {
 	// dxpriv's own catalog queries (which run before the session is known to be an analyst's) too
 	if ((edata->elevel < NOTICE || (edata->elevel < ERROR && from_auto_explain(edata))) && edata->output_to_client &&
 	    (last_seen_analyst || in_internal_query()))
 		edata->output_to_client = false;
-	if (prev_emit_log_hook)
-		prev_emit_log_hook(edata);
 }
-
-} // namespace
 
 // See analyst_guard.h.
 void
@@ -387,7 +389,7 @@ void
 refuse_client_auto_explain()
 {
 	// INFO always reaches the client and NOTICE at the default client_min_messages, while
-	// emit_log_hook (dx_emit_log) only sees messages that also go to the server log
+	// emit_log_hook (analyst_filter_log) only sees messages that also go to the server log
 	const char *level = GetConfigOption("auto_explain.log_level", true, false);
 	const char *min_duration = GetConfigOption("auto_explain.log_min_duration", true, false);
 	if (!level || !min_duration || strcmp(min_duration, "-1") == 0)
@@ -397,14 +399,6 @@ refuse_client_auto_explain()
 		     std::string("auto_explain.log_level = ") + level + " would send plans with their row counts to an analyst's client",
 		     "Plans with actual row counts describe the data: the DBA sets auto_explain.log_level to log (the default) "
 		     "for analysts' sessions, for example ALTER ROLE <analyst> SET auto_explain.log_level = log.");
-}
-
-// See analyst_guard.h.
-void
-install_analyst_log_filter()
-{
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = dx_emit_log;
 }
 
 // ---- GROUP BY keys ----

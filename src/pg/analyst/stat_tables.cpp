@@ -6,6 +6,7 @@
 // analyst's plan never holds one: the executor refuses them there without exception.
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "access/tupdesc.h"

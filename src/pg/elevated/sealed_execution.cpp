@@ -116,13 +116,13 @@ apply_sealed_settings()
 // ---- SET commands propagated to Citus workers ----
 
 bool propagated = false; // in the current top-level transaction
-ProcessUtility_hook_type prev_utility = nullptr;
 
-extern "C" void
-sealed_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree, ProcessUtilityContext context,
-               ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
+} // namespace
+
+// See sealed_execution.h.
+void
+sealed_note_utility(Node *stmt)
 {
-	Node *stmt = pstmt->utilityStmt;
 	if (stmt && IsA(stmt, VariableSetStmt)) {
 		// as Citus decides (commands/variableset.c, ShouldPropagateSetCommand): SET LOCAL, RESET and
 		// RESET ALL while citus.propagate_set_commands = 'local'; recorded even when the command fails
@@ -134,21 +134,14 @@ sealed_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree
 		    (set->is_local || set->kind == VAR_RESET || set->kind == VAR_RESET_ALL))
 			propagated = true;
 	}
-	if (prev_utility)
-		prev_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
 }
 
+// See sealed_execution.h.
 void
-forget_propagated(XactEvent event, void *)
+sealed_reset_transaction()
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
-	    event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
-		propagated = false;
+	propagated = false;
 }
-
-} // namespace
 
 // See sealed_execution.h.
 const std::vector<SealedSetting> &
@@ -473,13 +466,32 @@ run_on_workers(const std::string &command)
 	return out;
 }
 
+static int internal_depth = 0;
+
+// See sealed_execution.h.
+bool
+in_internal_query()
+{
+	return internal_depth > 0;
+}
+
+// See sealed_execution.h.
+InternalScope::InternalScope()
+{
+	++internal_depth;
+}
+
+InternalScope::~InternalScope()
+{
+	if (internal_depth > 0) // 0 after internal_scope_reset()
+		--internal_depth;
+}
+
 // See sealed_execution.h.
 void
-install_sealed_hooks()
+internal_scope_reset()
 {
-	prev_utility = ProcessUtility_hook;
-	ProcessUtility_hook = sealed_utility;
-	RegisterXactCallback(forget_propagated, nullptr);
+	internal_depth = 0;
 }
 
 } // namespace dxpriv::pg

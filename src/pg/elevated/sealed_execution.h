@@ -24,9 +24,8 @@
 // src/pg/elevated (its allow-list names the exceptions and why).
 #pragma once
 
-#include "pg/dxpriv.h"
-
 extern "C" {
+#include "postgres.h"
 #include "executor/spi.h"
 }
 
@@ -122,8 +121,14 @@ struct SqlArg {
 	bool is_null = false;
 };
 
+// True while dxpriv runs its own SPI queries (an InternalScope is alive): hooks must then stay out of the way.
+bool in_internal_query();
+
 // RAII scope: while alive, dxpriv's hooks ignore the statements being analysed (dxpriv's own
 // generated SQL).
+// internal_scope_reset() forgets every open scope (top-level transaction end outside the ledger
+// worker: a scope skipped by a PostgreSQL error would otherwise keep the hooks off for the session).
+void internal_scope_reset();
 class InternalScope {
 public:
 	InternalScope();
@@ -174,7 +179,11 @@ struct WorkerResult {
 };
 std::vector<WorkerResult> run_on_workers(const std::string &command);
 
-// Installs the utility hook that records SET commands propagated to Citus workers.
-void install_sealed_hooks();
+// Stage "utility", second (ProcessUtility_hook): records SET LOCAL / RESET commands that Citus
+// propagates to its workers (worker_settings_propagated). Never raises.
+void sealed_note_utility(Node *stmt);
+
+// Forgets the propagated settings (top-level transaction end, commit or abort).
+void sealed_reset_transaction();
 
 } // namespace dxpriv::pg

@@ -1,7 +1,10 @@
 // Helpers shared by dxpriv's aggregates (see agg_support.h).
 #include "pg/executor/agg_support.h"
+#include "pg/statement/statement_context.h"
 
-#include "pg/dxpriv.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/param_consts.h"
+#include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 
 extern "C" {
@@ -57,43 +60,6 @@ text_array_strings(ArrayType *array)
 }
 
 // See agg_support.h.
-Const *
-aggref_params_const(Aggref *aggref)
-{
-	if (list_length(aggref->args) < 3) // (weight, group, parameters [, count weight])
-		return nullptr;
-	Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;
-	return IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
-}
-
-// See agg_support.h.
-Const *
-release_params_const(Node *node, const ExtensionObjects &ext)
-{
-	if (!node || !IsA(node, FuncExpr) || !ext.is_release(castNode(FuncExpr, node)->funcid) ||
-	    list_length(castNode(FuncExpr, node)->args) != 3)
-		return nullptr;
-	Node *e = static_cast<Node *>(lsecond(castNode(FuncExpr, node)->args));
-	return IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
-}
-
-// See agg_support.h.
-Const *
-native_partial_params_const(Node *node, const ExtensionObjects &ext)
-{
-	Node *e = nullptr;
-	if (node && IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == ext.state_of &&
-	    list_length(castNode(FuncExpr, node)->args) == 4)
-		e = static_cast<Node *>(lthird(castNode(FuncExpr, node)->args));
-	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.collect &&
-	         list_length(castNode(Aggref, node)->args) == 4)
-		e = (Node *) castNode(TargetEntry, lfourth(castNode(Aggref, node)->args))->expr;
-	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.em_collect)
-		return aggref_params_const(castNode(Aggref, node));
-	return e && IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;
-}
-
-// See agg_support.h.
 NoiseParams
 final_function_params(FunctionCallInfo fcinfo)
 {
@@ -105,7 +71,7 @@ final_function_params(FunctionCallInfo fcinfo)
 	if (fcinfo->context && IsA(fcinfo->context, AggState)) {
 		AggState *agg = castNode(AggState, fcinfo->context);
 		NoiseParams p;
-		if (lookup_noise_params(agg->ss.ps.state->es_plannedstmt, agg->ss.ps.plan->plan_node_id, aggref->aggno, p))
+		if (statement::final_params(agg->ss.ps.state->es_plannedstmt, agg->ss.ps.plan->plan_node_id, aggref->aggno, p))
 			return p;
 	}
 	fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not available");

@@ -12,8 +12,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "pg/dxpriv.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 namespace dxpriv::pg {
 
@@ -30,17 +29,6 @@ StringInfoData bytea_reader(bytea *b);
 
 // The elements of a text[] as strings (NULL elements are not expected in dxpriv's constants).
 std::vector<std::string> text_array_strings(ArrayType *array);
-
-// The constant parameter array of a rewritten noisy Aggref (its third argument), or nullptr when
-// the arguments were replaced (finalize phase of a parallel plan) or are not constants.
-Const *aggref_params_const(Aggref *aggref);
-// The constant parameter array of a distributed release dx._release_*(state, params, group)
-// (planner/distributed.h), or nullptr when node is not one or its parameters are not constants.
-Const *release_params_const(Node *node, const ExtensionObjects &ext);
-// The constant parameter array of a native partial of a distributed release, dx._state_of(units,
-// rows, params, group), the aggregate dx._collect(group, units, rows, params) or the aggregate
-// dx._em_collect(candidate, group, params, rows); nullptr otherwise.
-Const *native_partial_params_const(Node *node, const ExtensionObjects &ext);
 
 // Parameters of an aggregate whose final function saw no row: the Aggref's constant, or those
 // recorded when the statement was charged (finalize phase). Raises when neither is available.

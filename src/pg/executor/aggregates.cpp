@@ -1,10 +1,9 @@
 // Aggregate support: marker aggregates (rejected if not rewritten) and the noisy linear aggregate.
-#include "pg/dxpriv.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/linear_state.h"
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/release_log.h"
 
 #include "core/linear_query.h"

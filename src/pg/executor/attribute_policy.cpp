@@ -3,6 +3,7 @@
 #include "pg/executor/attribute_policy.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -3,7 +3,7 @@
 // conditional (Wasserstein). Used by attribute_release.cpp.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 #include "core/attribute_privacy.h"
 #include "core/binary_conditional.h"

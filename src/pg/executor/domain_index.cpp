@@ -2,6 +2,7 @@
 #include "pg/executor/domain_index.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/policy_domain.h"
 
 extern "C" {
 #include "utils/lsyscache.h"

@@ -3,11 +3,12 @@
 // lookup of the row's weight). Used by the row lookups dx._weigh / dx._weigh_int (lookup.cpp).
 #pragma once
 
-#include "pg/dxpriv.h"
-
 extern "C" {
+#include "postgres.h"
 #include "fmgr.h"
 }
+
+#include "core/domain.h"
 
 namespace dxpriv::pg {
 

@@ -6,12 +6,15 @@
 // per-candidate row count of one output group; transition, combine and (de)serialisation are
 // exact and associative, and the only randomness is drawn in the final function, which returns
 // the index of the chosen candidate (exact sampler in core/exponential_mechanism.h).
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy_domain.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
+#include "pg/statement/statement_context.h"
 #include "pg/ledger/answer_cache.h"
-#include "pg/executor/em_params.h"
+#include "pg/contract/em_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 #include "core/exponential_mechanism.h"
 
@@ -242,7 +245,7 @@ DX_FUNCTION(dx_em_finalfn)
 				fail(ERRCODE_INTERNAL_ERROR, "cached dxpriv answer is not a candidate");
 			s->answer = static_cast<int32>(cached);
 		} else {
-			if (!was_charged(s->charge_id))
+			if (!statement::paid(s->charge_id))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 				     "Run the query directly; dx aggregates are charged when the statement starts.");
 			const std::vector<int64_t> counts(s->counts(), s->counts() + s->candidates);

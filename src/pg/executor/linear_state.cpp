@@ -1,7 +1,10 @@
 // The exact partial state of a noisy linear aggregate and its release (linear_state.h).
 #include "pg/executor/linear_state.h"
+#include "pg/statement/statement_context.h"
 
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"
@@ -26,7 +29,7 @@ constexpr int kSerializedSize = 1 + 4 + 4 + 24 + 4 + 8 + 2 * 52;
 double
 release_component(LinearState *s, int c)
 {
-	if (!was_charged(s->charge_id))
+	if (!statement::paid(s->charge_id))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
 	return s->sum[c].release(backend_random(), s->plan[c]);

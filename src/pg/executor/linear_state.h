@@ -2,7 +2,7 @@
 // aggregates (internal state) and the distributed ones (dx._linear_partial, Citus).
 #pragma once
 
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 #include "core/linear_query.h"
 

@@ -5,7 +5,7 @@
 // These functions read no protected table and charge no budget: a randomiser runs where a value
 // is collected (its output is the private report), and dx.ibu / dx.kantorovich are
 // post-processing of reports that are already private.
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 

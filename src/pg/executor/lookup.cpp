@@ -1,7 +1,7 @@
 // Execution by lookup: a row is mapped to its point of the query's sub-universe by dxpriv's own
 // domain indexers and its contribution is read from the per-point table the analysis built
 // (core/point_table.h). No expression of the query is evaluated on the row.
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy_domain.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/domain_index.h"
 #include "pg/executor/point_table_cache.h"

@@ -1,5 +1,7 @@
 // The backend's random source: kernel CSPRNG by default, a seeded stream only for tests.
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+
+#include "pg/settings.h"
 
 #include <optional>
 

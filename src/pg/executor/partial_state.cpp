@@ -4,7 +4,9 @@
 // through the type dx._linear_partial — and the release functions dx._release_count/_sum/_avg that
 // draw one cell's noise on the coordinator that charged the statement (planner/distributed.h places
 // them). dx._state_of and dx._collect turn native sums into that state on the coordinator.
-#include "pg/dxpriv.h"
+#include "pg/ledger/charge.h"
+#include "pg/contract/noise_params.h"
+#include "pg/statement/statement_context.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/linear_state.h"
 #include "pg/guard.h"
@@ -211,7 +213,7 @@ release_partial(FunctionCallInfo fcinfo, LinearRelease kind)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv release parameters must not be null");
 	const NoiseParams p = parse_noise_params(PG_GETARG_ARRAYTYPE_P(1));
 	const int group = PG_GETARG_INT32(2);
-	if (!was_charged(p.charge_id))
+	if (!statement::paid(p.charge_id))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
 	LinearState *s = state_for_group(CurrentMemoryContext, p, group);

@@ -1,7 +1,7 @@
 // Content-addressed per-point tables on the workers (point_table_cache.h).
 #include "pg/executor/point_table_cache.h"
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
 

@@ -2,7 +2,7 @@
 // dx.last_release() and the NOTICE of dxpriv.show_error_bars.
 #include "pg/executor/release_log.h"
 
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 
 #include "core/accuracy.h"
@@ -95,7 +95,6 @@ charged_aggregate(int first_cell)
 }
 std::unordered_map<int64, std::shared_ptr<Statement>> statement_of; // charge ids of this transaction
 
-ExecutorEnd_hook_type prev_executor_end = nullptr;
 
 // The charged aggregate of the log's statement with this charge id, or nullptr.
 const Charged *
@@ -165,9 +164,11 @@ notice_text()
 	return text;
 }
 
-// ExecutorEnd hook: after a statement that released answers, one NOTICE with their error bars.
+} // namespace
+
+// See release_log.h.
 void
-dx_executor_end(QueryDesc *qd)
+release_log_report(QueryDesc *qd)
 {
 	if (guc_show_error_bars && current.unreported && current.statement && current.statement->plan == qd->plannedstmt &&
 	    !IsParallelWorker()) {
@@ -177,13 +178,7 @@ dx_executor_end(QueryDesc *qd)
 		ereport(NOTICE, (errmsg("dxpriv 95%% error bars: %s", text.c_str()),
 		                 errdetail("Details, free of charge: SELECT * FROM dx.last_release();")));
 	}
-	if (prev_executor_end)
-		prev_executor_end(qd);
-	else
-		standard_ExecutorEnd(qd);
 }
-
-} // namespace
 
 // See release_log.h.
 void
@@ -275,14 +270,12 @@ release_log_end_transaction()
 
 // See release_log.h.
 void
-install_release_log()
+release_log_define_gucs()
 {
 	DefineCustomBoolVariable("dxpriv.show_error_bars", "Reports the 95% error bars of released answers as a NOTICE.",
 	                         "One NOTICE after each statement that released dx answers; dx.last_release() gives "
 	                         "the same as rows. Costs no budget.",
 	                         &guc_show_error_bars, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
-	prev_executor_end = ExecutorEnd_hook;
-	ExecutorEnd_hook = dx_executor_end;
 }
 
 } // namespace dxpriv::pg

@@ -7,7 +7,11 @@
 // charged and nothing but the session's own releases is ever visible.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/contract/noise_params.h"
+
+extern "C" {
+#include "executor/execdesc.h"
+}
 
 #include "core/linear_query.h"
 
@@ -47,7 +51,11 @@ void release_log_record(int64 charge_id, int group, int components, const Linear
 // Forgets the per-transaction mapping of charge ids to statements (transaction end).
 void release_log_end_transaction();
 
-// Installs the ExecutorEnd hook (NOTICE) and defines dxpriv.show_error_bars.
-void install_release_log();
+// Stage "release" (ExecutorEnd, first): after a statement that released answers, one NOTICE with
+// their error bars when dxpriv.show_error_bars is on. Nothing else; the log itself is kept.
+void release_log_report(QueryDesc *qd);
+
+// Defines dxpriv.show_error_bars (called once from _PG_init through hooks.cpp).
+void release_log_define_gucs();
 
 } // namespace dxpriv::pg

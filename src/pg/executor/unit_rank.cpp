@@ -1,7 +1,7 @@
 // Privacy units at execution: the rank of a row within its unit (dx._unit_rank, SipHash-2-4 of the
 // row's physical identity under a key drawn per execution) and the generator of table keys
 // (dx._unit_key). The ranking rule itself is SQL placed by the analyzer (planner/unit_source.h).
-#include "pg/dxpriv.h"
+#include "pg/settings.h"
 #include "pg/guard.h"
 
 #include "core/random.h"

@@ -7,7 +7,10 @@
 // cache is empty: a repeated query is then charged again (never cheaper, only fresher noise).
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 #include <vector>
 

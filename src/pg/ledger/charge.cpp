@@ -6,17 +6,18 @@
 // charged. Parallel workers find the paid charge ids in dxpriv.charged_releases.
 // The charge itself is committed by the ledger worker (ledger_queue.h), outside the caller's
 // transaction, before the executor starts: nothing the caller does afterwards can refund it.
-#include "pg/dxpriv.h"
-#include "pg/executor/agg_support.h"
+#include "pg/ledger/charge.h"
+#include "pg/statement/statement_context.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/contract/param_consts.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
-#include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/metadata/protected_rows.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/executor/release_log.h"
 
 extern "C" {
@@ -48,21 +49,6 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-
-ExecutorStart_hook_type prev_executor_start = nullptr;
-ExecutorEnd_hook_type prev_executor_end = nullptr;
-std::unordered_set<int64> charged_ids; // charge ids paid in the current transaction
-// Charge ids of the statements executing now (set when charged, removed at their ExecutorEnd): a
-// statement started while another runs, whose releases that one paid for, is part of it (Citus
-// runs the coordinator's share of a distributed query as a nested local task) and is not charged
-// again.
-std::map<const QueryDesc *, std::vector<std::pair<int64, Oid>>> running_charges; // (charge id, table)
-// How many of a statement's ExecutorStart/Run/Finish calls are in progress: a nested statement is
-// part of a running one only while that one's executor is inside such a call (Citus's local tasks).
-// An open cursor between two FETCHes is not executing: what runs then is a statement of its own.
-std::map<const QueryDesc *, int> executing;
-// (PlannedStmt, plan_node_id of a finalize-phase Agg, aggno) -> params of its partial aggregate
-std::map<std::tuple<const void *, int, int>, NoiseParams> params_by_agg;
 
 // One noisy aggregate found in a plan.
 struct Charge {
@@ -330,51 +316,6 @@ refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 	}
 }
 
-// dxpriv.charged_releases: the charge ids paid by the statements this backend runs now, as text.
-// Parallel workers receive the leader's settings (PostgreSQL serialises them when it launches them)
-// and consult this list where the leader consults charged_ids: a worker runs only plans its leader
-// started, but the leader's memory is not theirs. Set by the leader only (superuser-only, local to
-// the transaction); an analyst cannot set it.
-char *guc_charged_releases = nullptr;
-std::string worker_ids_text;              // the value worker_ids was parsed from
-std::unordered_set<int64> worker_ids;     // in a parallel worker: the leader's charged ids
-
-// Publishes the ids of the running statements' charges to the parallel workers they launch.
-void
-publish_to_workers()
-{
-	if (IsInParallelMode()) // (settings cannot change during a parallel operation; nothing new starts)
-		return;
-	std::string text;
-	for (auto &kv : running_charges)
-		for (auto &c : kv.second)
-			if (charged_ids.count(c.first))
-				text += (text.empty() ? "" : ",") + std::to_string(c.first);
-	pg_call([&] {
-		set_internal_setting_local("dxpriv.charged_releases", text.c_str());
-	});
-}
-
-// In a parallel worker: whether the leader published charge_id as paid.
-bool
-leader_charged(int64 charge_id)
-{
-	const char *text = guc_charged_releases ? guc_charged_releases : "";
-	if (worker_ids_text != text) {
-		worker_ids.clear();
-		worker_ids_text = text;
-		for (const char *p = text; *p;) {
-			char *end = nullptr;
-			const long long id = strtoll(p, &end, 10);
-			if (end == p)
-				break;
-			worker_ids.insert(static_cast<int64>(id));
-			p = *end == ',' ? end + 1 : end;
-		}
-	}
-	return worker_ids.count(charge_id) > 0;
-}
-
 // Charges every table's share through the ledger worker, which commits the budget update and the
 // ledger rows in its own durable transaction before this returns; errors (and answers nothing)
 // when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
@@ -389,23 +330,17 @@ charge_plan(QueryDesc *qd)
 	                      &scan.below_gather);
 	if (scan.charges.empty())
 		return;
-	if (!running_charges.empty()) {
-		std::unordered_set<int64> running;
-		for (auto &kv : running_charges)
-			for (auto &c : kv.second)
-				running.insert(c.first);
-		bool all_running = true;
-		for (auto &kv : scan.charges)
-			all_running = all_running && running.count(kv.first) > 0 && charged_ids.count(kv.first) > 0;
-		if (all_running) { // paid by the statement this one is part of
-			if (qd->plannedstmt->parallelModeNeeded)
-				publish_to_workers();
-			return;
-		}
+	std::vector<int64> ids;
+	for (auto &kv : scan.charges)
+		ids.push_back(kv.first);
+	if (statement::all_running_and_paid(ids)) { // paid by the statement this one is part of
+		if (qd->plannedstmt->parallelModeNeeded)
+			statement::publish_to_workers();
+		return;
 	}
 	for (auto &kv : scan.charges) {
 		answer_cache_new_execution(kv.first);
-		running_charges[qd].emplace_back(kv.first, kv.second.params.relid);
+		statement::add_charge(qd, kv.first, kv.second.params.relid);
 	}
 
 	// per table, aggregates in the order of their aggregate numbers (SELECT-list order); the copies
@@ -433,7 +368,7 @@ charge_plan(QueryDesc *qd)
 	for (const Charge &c : ordered)
 		by_table[c.params.relid].push_back(c);
 	for (const auto &[node, aggno, params] : scan.finals)
-		params_by_agg[{qd->plannedstmt, node, aggno}] = params;
+		statement::set_final_params(qd->plannedstmt, node, aggno, params);
 
 	// Answer reuse: an identical query of this role gets its stored answers back, free of charge.
 	const Oid asking = GetUserId();
@@ -472,7 +407,7 @@ charge_plan(QueryDesc *qd)
 		if (answer_cache_lookup(key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
 				answer_cache_plan_replay(c.params.charge_id, answers, parts, answer_offset[c.params.agg_index]);
-				charged_ids.insert(c.params.charge_id);
+				statement::mark_paid(c.params.charge_id);
 			}
 			std::vector<bool> em;
 			release_log_begin(qd->plannedstmt, all_params(ordered, em), em, true);
@@ -522,13 +457,13 @@ charge_plan(QueryDesc *qd)
 	std::vector<bool> em;
 	release_log_begin(qd->plannedstmt, all_params(ordered, em), em, false);
 	for (const Charge &c : ordered) {
-		charged_ids.insert(c.params.charge_id);
+		statement::mark_paid(c.params.charge_id);
 		if (cacheable)
 			answer_cache_plan_record(c.params.charge_id, key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
 	if (qd->plannedstmt->parallelModeNeeded)
-		publish_to_workers();
+		statement::publish_to_workers();
 }
 
 } // namespace
@@ -550,146 +485,11 @@ charge_release(Oid relid, double epsilon, const std::string &mechanism, const st
 		refuse(r, role, relid, epsilon, 0);
 }
 
-namespace {
-
-// Forgets paid charge ids when the transaction ends.
+// See ledger/charge.h.
 void
-on_xact(XactEvent event, void *arg)
+charge_statement(QueryDesc *qd)
 {
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
-	    event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
-	{
-		charged_ids.clear();
-		params_by_agg.clear();
-		running_charges.clear();
-		executing.clear();
-		answer_cache_reset_statement_state();
-		release_log_end_transaction();
-	}
-}
-
-// A statement that fails inside a subtransaction never reaches ExecutorEnd: forget what was running.
-void
-on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
-{
-	if (event == SUBXACT_EVENT_ABORT_SUB) {
-		running_charges.clear();
-		executing.clear();
-	}
-}
-
-// Counts an executor call of qd in progress (executing) around `call`; an error inside leaves the
-// count behind, which the (sub)transaction's abort clears with running_charges.
-template <class F>
-void
-while_executing(QueryDesc *qd, F call)
-{
-	executing[qd]++;
-	call();
-	auto it = executing.find(qd);
-	if (it != executing.end() && --it->second <= 0)
-		executing.erase(it);
-}
-
-ExecutorRun_hook_type prev_executor_run = nullptr;
-ExecutorFinish_hook_type prev_executor_finish = nullptr;
-
-// ExecutorRun hook: the statement executes (its nested statements are part of it).
-extern "C" void
-dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
-{
-	while_executing(qd, [&] {
-		if (prev_executor_run)
-			prev_executor_run(qd, direction, count, execute_once);
-		else
-			standard_ExecutorRun(qd, direction, count, execute_once);
-	});
-}
-
-// ExecutorFinish hook: as ExecutorRun.
-extern "C" void
-dx_executor_finish(QueryDesc *qd)
-{
-	while_executing(qd, [&] {
-		if (prev_executor_finish)
-			prev_executor_finish(qd);
-		else
-			standard_ExecutorFinish(qd);
-	});
-}
-
-// ExecutorEnd hook: the statement no longer runs.
-extern "C" void
-dx_executor_end(QueryDesc *qd)
-{
-	running_charges.erase(qd);
-	executing.erase(qd);
-	if (prev_executor_end)
-		prev_executor_end(qd);
-	else
-		standard_ExecutorEnd(qd);
-}
-
-// ExecutorStart hook: charge first, then start the executor.
-extern "C" void
-dx_executor_start(QueryDesc *qd, int eflags)
-{
-	if (!IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
-		guarded([&] { enforce_executor_admission(qd->plannedstmt); });
-	running_charges.erase(qd); // a QueryDesc at the address of one that failed earlier
-	executing.erase(qd);
-	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && !IsParallelWorker() && !in_internal_query() && !ledger::am_worker())
-		guarded([&] { charge_plan(qd); });
-	while_executing(qd, [&] {
-		if (prev_executor_start)
-			prev_executor_start(qd, eflags);
-		else
-			standard_ExecutorStart(qd, eflags);
-	});
-}
-
-} // namespace
-
-// See dxpriv.h.
-void
-mark_charged(int64 charge_id)
-{
-	charged_ids.insert(charge_id);
-}
-
-// See dxpriv.h.
-bool
-released_by_running_statement(Oid relid)
-{
-	for (auto &kv : running_charges) {
-		auto active = executing.find(kv.first);
-		if (active == executing.end() || active->second <= 0)
-			continue; // an open cursor between FETCHes: what runs now is not part of it
-		for (auto &c : kv.second)
-			if (c.second == relid && charged_ids.count(c.first))
-				return true;
-	}
-	return false;
-}
-
-// See dxpriv.h.
-bool
-was_charged(int64 charge_id)
-{
-	if (IsParallelWorker())
-		return leader_charged(charge_id);
-	return charged_ids.count(charge_id) > 0;
-}
-
-// See dxpriv.h.
-bool
-lookup_noise_params(const void *planned_stmt, int final_node, int aggno, NoiseParams &out)
-{
-	auto it = params_by_agg.find({planned_stmt, final_node, aggno});
-	if (it == params_by_agg.end())
-		return false;
-	out = it->second;
-	return true;
+	charge_plan(qd);
 }
 
 // See dxpriv.h.
@@ -733,29 +533,6 @@ holds_noisy_aggregates(Query *q)
 {
 	const ExtensionObjects *ext = extension_objects();
 	return ext && query_tree_walker(q, reinterpret_cast<bool (*)()>(holds_noisy_walker), const_cast<ExtensionObjects *>(ext), 0);
-}
-
-// See dxpriv.h.
-void
-install_charging_hooks()
-{
-	DefineCustomStringVariable("dxpriv.charged_releases", "Charge ids paid by the running statements (internal).",
-	                           "Set by dxpriv for its parallel workers; not to be set by hand.", &guc_charged_releases,
-	                           "", PGC_SUSET,
-	                           GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE |
-	                               GUC_DISALLOW_IN_AUTO_FILE,
-	                           nullptr, nullptr, nullptr);
-	prev_executor_start = ExecutorStart_hook;
-	ExecutorStart_hook = dx_executor_start;
-	prev_executor_end = ExecutorEnd_hook;
-	ExecutorEnd_hook = dx_executor_end;
-	prev_executor_run = ExecutorRun_hook;
-	ExecutorRun_hook = dx_executor_run;
-	prev_executor_finish = ExecutorFinish_hook;
-	ExecutorFinish_hook = dx_executor_finish;
-	RegisterXactCallback(on_xact, nullptr);
-	RegisterSubXactCallback(on_subxact, nullptr);
-	ledger::install();
 }
 
 } // namespace dxpriv::pg

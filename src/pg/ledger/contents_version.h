@@ -1,7 +1,10 @@
 // Contents version of a protected table, read under a statement's snapshot (answer-cache freshness).
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "utils/snapshot.h"

@@ -44,9 +44,6 @@ constexpr const char *kTranche = "dxpriv_ledger";
 constexpr long kStaleStartMs = 10000; // a worker not registered after this long is relaunched
 
 Shared *g_shared = nullptr;
-shmem_request_hook_type prev_shmem_request = nullptr;
-shmem_startup_hook_type prev_shmem_startup = nullptr;
-ProcessUtility_hook_type prev_utility = nullptr;
 bool exit_callback_registered = false;
 
 // The last worker this backend launched, to notice quickly when it failed to start.
@@ -84,20 +81,20 @@ shmem_size()
 	return s;
 }
 
+} // namespace
+
+// See ledger_queue.h.
 void
 request_shmem()
 {
-	if (prev_shmem_request)
-		prev_shmem_request();
 	RequestAddinShmemSpace(shmem_size());
 	RequestNamedLWLockTranche(kTranche, 1);
 }
 
+// See ledger_queue.h.
 void
 startup_shmem()
 {
-	if (prev_shmem_startup)
-		prev_shmem_startup();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	bool found = false;
 	char *base = static_cast<char *>(ShmemInitStruct("dxpriv ledger", shmem_size(), &found));
@@ -114,6 +111,8 @@ startup_shmem()
 	g_shared = s;
 	LWLockRelease(AddinShmemInitLock);
 }
+
+namespace {
 
 // Entry of a database's worker, or nullptr. Caller holds the lock.
 DbWorker *
@@ -423,12 +422,12 @@ submit_and_wait(const Header &h, const char *payload, uint32 payload_len, RawRep
 		dsm_detach(seg);
 }
 
-// Database commands that need every other session, our worker included, out of a database.
+} // namespace
+
+// See ledger_queue.h.
 void
-ledger_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree, ProcessUtilityContext context,
-               ParamListInfo params, QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+stop_workers_for(Node *stmt)
 {
-	Node *stmt = pstmt->utilityStmt;
 	const char *db = nullptr;
 	bool creating = false;
 	ListCell *lc;
@@ -463,13 +462,7 @@ ledger_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree, P
 		    (superuser() || pg_database_ownercheck(dboid, GetUserId()) || (creating && have_createdb_privilege())))
 			stop_worker(dboid);
 	}
-	if (prev_utility)
-		prev_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 }
-
-} // namespace
 
 Shared *
 shared()
@@ -591,7 +584,7 @@ charge(Oid role, Oid session_role, const std::string &fingerprint, const std::st
 
 // See ledger_queue.h.
 void
-install()
+define_gucs()
 {
 	DefineCustomIntVariable("dxpriv.ledger_timeout", "How long a query waits for the ledger to commit its charge.",
 	                        "After this the query fails and releases nothing.", &guc_ledger_timeout_ms, 10000, 100,
@@ -604,13 +597,6 @@ install()
 	DefineCustomIntVariable("dxpriv.ledger_idle_timeout", "An idle ledger worker exits after this long.",
 	                        "It is started again by the next charged query.", &guc_ledger_idle_timeout_s, 60, 1,
 	                        86400, PGC_SIGHUP, GUC_UNIT_S, nullptr, nullptr, nullptr);
-
-	prev_shmem_request = shmem_request_hook;
-	shmem_request_hook = request_shmem;
-	prev_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = startup_shmem;
-	prev_utility = ProcessUtility_hook;
-	ProcessUtility_hook = ledger_utility;
 }
 
 } // namespace dxpriv::pg::ledger

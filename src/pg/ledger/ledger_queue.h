@@ -8,7 +8,10 @@
 // once the worker reports the commit, so no answer ever leaves the server without a durable charge.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "storage/dsm.h"
@@ -96,8 +99,18 @@ struct Shared {
 // The shared state (nullptr before shared memory is attached).
 Shared *shared();
 
-// Registers shared memory, GUCs and the database-command hook; called from _PG_init.
-void install();
+// Defines the ledger GUCs; once, from _PG_init (through hooks.cpp).
+void define_gucs();
+
+// Shared memory of the queue: requested in shmem_request_hook, attached in shmem_startup_hook
+// (hooks.cpp calls them after the earlier hooks and the answer cache).
+void request_shmem();
+void startup_shmem();
+
+// Stage "utility", first (ProcessUtility_hook): DROP/CREATE/RENAME/ALTER DATABASE stop the ledger
+// worker of the database concerned so that the command does not wait for it. Never raises for
+// other statements.
+void stop_workers_for(Node *stmt);
 
 // ---- Backend side ----
 struct Item {

@@ -2,7 +2,10 @@
 // of src/pg/elevated (InternalSpi is its SealedSpi; the names stay for the callers).
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 #include "pg/elevated/sealed_execution.h"
 
 namespace dxpriv::pg {

@@ -1,6 +1,7 @@
 // SQL-callable helpers of the DBA interface: column validation and plan invalidation.
-#include "pg/dxpriv.h"
-#include "pg/ledger/answer_cache.h"
+#include "pg/metadata/policy.h"
+#include "pg/metadata/policy_domain.h"
+#include "pg/metadata/declaration_source.h"
 #include "pg/guard.h"
 #include "pg/elevated/sealed_execution.h"
 
@@ -103,14 +104,6 @@ DX_FUNCTION(dx_check_owner)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, std::string("must be owner of table ") + name,
 		     "Only the owner of a table (or a superuser) can change its dxpriv policy.");
 	PG_RETURN_VOID();
-}
-
-// dx.clear_cache(regclass): drops stored answers (of one table, or all when NULL); superuser or
-// table owner only (checked in SQL).
-DX_FUNCTION(dx_clear_cache)
-{
-	Oid relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	PG_RETURN_INT32(answer_cache_clear(relid));
 }
 
 // dx._validate_group(regtype[], jsonb, jsonb) -> jsonb: raises unless the group declaration is

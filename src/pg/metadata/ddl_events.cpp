@@ -2,7 +2,6 @@
 // It only reads the parse tree: RENAME COLUMN and ALTER COLUMN TYPE name a column that the
 // catalog functions dx._ddl_rename_column / dx._ddl_check_column_type (plpgsql, SECURITY DEFINER,
 // fixed search_path) follow or refuse, in the statement's transaction (rolled back with it).
-#include "pg/dxpriv.h"
 #include "pg/guard.h"
 
 extern "C" {

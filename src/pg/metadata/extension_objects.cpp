@@ -1,5 +1,5 @@
 // Lazy lookup of the extension's OIDs in the current database, refreshed when it is re-created.
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -124,7 +124,7 @@ load(Oid ext, ExtensionObjects &o)
 	return true;
 }
 
-// See dxpriv.h. Catalog lookups here cannot fail except on corruption, so no guard is needed.
+// See extension_objects.h. Catalog lookups here cannot fail except on corruption, so no guard is needed.
 const ExtensionObjects *
 extension_objects()
 {

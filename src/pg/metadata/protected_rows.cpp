@@ -4,6 +4,7 @@
 #include <string>
 
 #include "pg/guard.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "utils/lsyscache.h"

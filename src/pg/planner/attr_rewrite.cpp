@@ -1,7 +1,6 @@
 // SELECT dx.attr_avg(col) FROM t  ->  SELECT dx.attr_avg('t'::regclass, 'col'::name); see attr_rewrite.h.
 #include "pg/planner/attr_rewrite.h"
 
-#include "pg/dxpriv.h"
 #include "pg/guard.h"
 
 extern "C" {

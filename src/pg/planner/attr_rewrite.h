@@ -3,7 +3,10 @@
 // analyses the query.
 #pragma once
 
-#include "pg/dxpriv.h" // postgres.h first
+extern "C" {
+#include "postgres.h"
+#include "nodes/parsenodes.h"
+}
 
 namespace dxpriv::pg {
 

@@ -14,7 +14,10 @@
 // Citus's worker connections need no analyst privilege on shards.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/parsenodes.h"
@@ -22,9 +25,6 @@ extern "C" {
 }
 
 namespace dxpriv::pg {
-
-// True when relid is a Citus table (any kind); false when Citus is not installed in this database.
-bool citus_distributed_table(Oid relid);
 
 // Before Citus plans `parse` (already analysed and rewritten by dxpriv): splits every noisy
 // aggregate on a Citus table as above. Refuses
@@ -37,16 +37,5 @@ bool citus_distributed_table(Oid relid);
 // shard's node; Citus's multi-shard planner prunes the partial sums to that shard and leaves the
 // release on the coordinator. Elsewhere the conjuncts are removed.
 List *split_distributed_releases(Query *parse, bool &prune);
-
-// After planning: attaches every release of `releases` whose parameters the plan does not show to
-// the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none.
-void expose_releases(PlannedStmt *stmt, List *releases);
-
-// The owner of the Citus table a release in this plan reads, when the current role is an analyst
-// (the statement then runs as that owner after it is charged); InvalidOid otherwise.
-Oid distributed_run_as(PlannedStmt *stmt);
-
-// Installs the executor hooks that run analysts' distributed statements as the table owner.
-void install_distributed_hooks();
 
 } // namespace dxpriv::pg

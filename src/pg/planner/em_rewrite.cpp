@@ -1,15 +1,18 @@
 // Validation, sensitivity and rewriting of dx.mode, dx.quantile and dx.median (em_rewrite.h).
 #include "pg/planner/em_rewrite.h"
 
-#include "pg/executor/agg_support.h"
-#include "pg/executor/em_params.h"
+#include "pg/contract/param_consts.h"
+#include "pg/contract/em_params.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/group_source.h"
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/planner/point_lookup.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 #include "core/exponential_mechanism.h"
 #include "core/sensitivity.h"

@@ -12,7 +12,8 @@
 // NoiseParams layout, em_params.h) and dx._em_point maps the chosen index back to the value.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 #include "pg/planner/group_keys.h"
 
 #include "core/exponential_mechanism.h"

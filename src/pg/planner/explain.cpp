@@ -2,10 +2,12 @@
 // per-cell noise without executing it (nothing is charged).
 #include "pg/planner/explain.h"
 
-#include "pg/executor/attribute_release.h"
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 #include "core/accuracy.h"
 #include "core/statistical_query.h"
@@ -30,6 +32,14 @@ extern "C" {
 namespace dxpriv::pg {
 
 static bool capture_active = false;
+static AttributeExplain attribute_explain = nullptr; // set by release/attribute_release.cpp
+
+// See explain.h.
+void
+register_attribute_explain(AttributeExplain fn)
+{
+	attribute_explain = fn;
+}
 static ExplainCapture capture;
 
 // See explain.h.
@@ -64,6 +74,14 @@ current_strategy()
 	}
 }
 
+// See explain.h.
+void
+explain_capture_reset()
+{
+	capture_active = false;
+	capture = ExplainCapture();
+}
+
 // Runs parse analysis of one SELECT with the capture switched on; restores it on every path.
 static void
 analyse_for_explain(const std::string &sql)
@@ -86,7 +104,11 @@ analyse_for_explain(const std::string &sql)
 	}
 	capture_active = false;
 	if (capture.cells.empty() && analysed)
-		explain_attribute_calls(analysed, capture); // SELECT dx.attr_avg(...): attribute_release.h
+	{
+		if (!attribute_explain)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv's attribute-privacy explain is not registered");
+		attribute_explain(analysed, capture); // SELECT dx.attr_avg(...): release/attribute_release.h
+	}
 	if (capture.cells.empty())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "the query has no dx aggregate",
 		     "dx.explain reports on queries such as SELECT dx.count(*) FROM <protected table> or "

@@ -1,7 +1,11 @@
 // dx.explain: what a query would cost and how noisy each answer would be, without running it.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+#include "nodes/parsenodes.h"
+}
+
 
 #include <string>
 #include <vector>
@@ -58,8 +62,18 @@ struct ExplainCapture {
 	std::vector<std::string> column_names;
 };
 
+// dx.explain of the attribute-privacy releases (SELECT dx.attr_avg(...)): when q is such a query,
+// fills `cap` and returns true; false for any other query; spends nothing. It lives in the release
+// layer (release/attribute_release.cpp), above the planner, which registers it when the library
+// is loaded (a static initializer, before _PG_init): the planner calls up only through this pointer.
+using AttributeExplain = bool (*)(Query *q, ExplainCapture &cap);
+void register_attribute_explain(AttributeExplain fn);
+
 // True while dx.explain is analysing a query: the analyzer then fills explain_capture().
 bool explain_capture_active();
+
+// Switches the capture off and empties it (top-level transaction end).
+void explain_capture_reset();
 ExplainCapture &explain_capture();
 
 // The allocation strategy selected by dxpriv.allocation.

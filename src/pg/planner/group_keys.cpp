@@ -2,10 +2,12 @@
 #include "pg/planner/group_keys.h"
 
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -8,7 +8,8 @@
 // entry of a constant array (dx._group_key): no key expression runs on a stored row.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

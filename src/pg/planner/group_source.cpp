@@ -3,6 +3,8 @@
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

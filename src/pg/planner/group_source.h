@@ -1,7 +1,7 @@
 // GROUP BY support: every output group of the keys is returned, even when it has no row.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 #include "pg/planner/group_keys.h"
 
 extern "C" {

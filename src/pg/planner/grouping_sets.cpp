@@ -2,7 +2,7 @@
 #include "pg/planner/grouping_sets.h"
 
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -8,7 +8,10 @@
 // (analyzer.cpp, rewrite_grouping_sets), and the statement is charged that epsilon once.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 #include <vector>
 

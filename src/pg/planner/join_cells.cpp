@@ -2,6 +2,7 @@
 #include "pg/planner/join_cells.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/nodeFuncs.h"

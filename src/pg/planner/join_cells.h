@@ -7,7 +7,7 @@
 // protected data), and a point may fall in several groups: slot s of point u is its s-th group.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 #include "pg/planner/universe_eval.h"
 
 extern "C" {

@@ -1,11 +1,14 @@
 // The planner hook that analyses queries with dx aggregates and bound parameters (parameters.h).
 #include "pg/planner/parameters.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/citus_surface.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
-#include "pg/planner/node_build.h"
+#include "pg/planner/distributed_exposure.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/ledger/charge.h"
 
 extern "C" {
 #include "utils/guc.h"
@@ -24,7 +27,6 @@ namespace dxpriv::pg {
 
 namespace {
 
-planner_hook_type prev_planner = nullptr;
 
 // Cost given to a generic plan of a query with dx aggregates and parameters: the plan cache
 // compares it with the custom plans' average and always builds a custom plan.
@@ -157,8 +159,11 @@ bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
 	parse = bound;
 }
 
-extern "C" PlannedStmt *
-dx_planner(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
+} // namespace
+
+// See parameters.h.
+PlannedStmt *
+plan_statement(Query *parse, const char *query_string, int cursor_options, ParamListInfo params, PlannerStage next)
 {
 	bool generic = false, prune = false;
 	List *releases = NIL; // releases split for Citus (distributed.h)
@@ -183,15 +188,13 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 		if (!in_internal_query() && releases == NIL && holds_noisy_aggregates(parse))
 			again = copy_node(parse);
 	});
-	PlannedStmt *result = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
-	                                   : standard_planner(parse, query_string, cursor_options, params);
+	PlannedStmt *result = next(parse, query_string, cursor_options, params);
 	bool in_workers = false;
 	if (again)
 		guarded([&] { in_workers = releases_in_workers(result); });
 	if (in_workers) { // whole aggregates under a Gather: the leader must release (charge.cpp)
 		const int level = push_plan_settings({{"force_parallel_mode", "off"}, {"enable_parallel_append", "off"}});
-		result = prev_planner ? prev_planner(again, query_string, cursor_options, params)
-		                      : standard_planner(again, query_string, cursor_options, params);
+		result = next(again, query_string, cursor_options, params);
 		pop_sealed_settings(level);
 	}
 	if (seal)
@@ -201,16 +204,6 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run
 		result->planTree->total_cost = kGenericPlanCost;
 	return result;
-}
-
-} // namespace
-
-// See parameters.h.
-void
-install_parameter_hooks()
-{
-	prev_planner = planner_hook;
-	planner_hook = dx_planner;
 }
 
 } // namespace dxpriv::pg

@@ -10,10 +10,15 @@
 // (plan_cache_mode = force_generic_plan) it refuses to run.
 #pragma once
 
-#include "pg/dxpriv.h"
+extern "C" {
+#include "postgres.h"
+}
+
 
 extern "C" {
 #include "nodes/parsenodes.h"
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
 }
 
 namespace dxpriv::pg {
@@ -23,7 +28,14 @@ namespace dxpriv::pg {
 // Defined in analyzer.cpp.
 void analyze_bound_query(Query *q);
 
-// Installs the planner hook (called from _PG_init).
-void install_parameter_hooks();
+// The planner that runs after dxpriv's stage: an earlier planner_hook or standard_planner.
+using PlannerStage = PlannedStmt *(*)(Query *parse, const char *query_string, int cursor_options,
+                                      ParamListInfo params);
+
+// Stage "plan" (planner_hook): analyses a statement with bound parameters, splits releases on
+// Citus tables, plans with `next` under the sealed settings where needed (twice when a noisy final
+// function would run in a parallel worker) and exposes the releases to Citus. Raises on refusal.
+PlannedStmt *plan_statement(Query *parse, const char *query_string, int cursor_options, ParamListInfo params,
+                            PlannerStage next);
 
 } // namespace dxpriv::pg

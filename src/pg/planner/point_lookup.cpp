@@ -2,7 +2,9 @@
 #include "pg/planner/point_lookup.h"
 
 #include "pg/guard.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 #include "core/error.h"
 #include "core/point_table.h"

@@ -10,7 +10,8 @@
 // enumerated domains compare the stored bytes of the column's canonical values.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/primnodes.h"

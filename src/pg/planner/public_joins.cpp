@@ -5,7 +5,9 @@
 
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "access/table.h"
@@ -118,6 +120,13 @@ const PublicRows *
 current_public_join()
 {
 	return current_join;
+}
+
+// See public_joins.h.
+void
+public_join_reset()
+{
+	current_join = nullptr;
 }
 
 // See public_joins.h.

@@ -5,7 +5,7 @@
 // tables; the executed query reads only the protected table.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
 #include "pg/planner/universe_eval.h"
 
 extern "C" {
@@ -34,6 +34,9 @@ bool take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bo
 
 // The public rows of the query being rewritten, or nullptr (no join).
 const PublicRows *current_public_join();
+
+// Forgets the join being analysed (top-level transaction end: a JoinScope skipped by an error).
+void public_join_reset();
 
 // Makes the public rows visible to rewrite_query while it runs.
 struct JoinScope {

@@ -1,8 +1,9 @@
 // Conditions given as SQL text, parsed and checked (row_condition.h).
 #include "pg/planner/row_condition.h"
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/query_admission.h"
 #include "pg/guard.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/nodeFuncs.h"

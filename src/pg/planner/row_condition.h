@@ -3,7 +3,7 @@
 // never run on a stored row (callers evaluate it on declared domain points).
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/primnodes.h"

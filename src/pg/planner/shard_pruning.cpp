@@ -3,7 +3,9 @@
 
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_collation.h"

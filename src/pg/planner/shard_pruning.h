@@ -12,7 +12,7 @@
 // drop all weigh nothing, so the answer, its sensitivity and its charge are those of the full scan.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

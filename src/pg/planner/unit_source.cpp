@@ -5,6 +5,7 @@
 
 #include "pg/guard.h"
 #include "pg/planner/group_source.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

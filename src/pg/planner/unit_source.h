@@ -1,7 +1,7 @@
 // Privacy units: the row source of a query on a table with a privacy unit, bounded per unit.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 #include "pg/planner/group_keys.h"
 
 #include "core/unit_bound.h"

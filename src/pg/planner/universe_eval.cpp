@@ -2,6 +2,9 @@
 #include "pg/planner/universe_eval.h"
 
 #include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/metadata/policy.h"
+#include "pg/metadata/policy_domain.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,7 +1,7 @@
 // Evaluating query expressions at every point of a sub-universe (data-independent, no table scan).
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "nodes/primnodes.h"

@@ -8,7 +8,9 @@
 // 'median:<id>', and the session counts them: if a charged answer's state change is lost (crash or
 // cancel before commit), the counts differ and the session refuses every further query, so that a
 // sparse-vector run that has ended is never continued.
-#include "pg/dxpriv.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
 #include "pg/guard.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/metadata/catalog.h"

@@ -8,6 +8,7 @@
 #include "pg/guard.h"
 #include "pg/planner/row_condition.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -3,7 +3,8 @@
 // the epsilon once through the ledger (durable, outside the caller's transaction), then read the
 // table by mapping rows to domain points, run the mechanism, create the target and record the
 // release. Nothing is written or returned when a check or the charge fails.
-#include "pg/dxpriv.h"
+#include "pg/executor/noise_source.h"
+#include "pg/ledger/charge.h"
 #include "pg/guard.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/release/synthetic_release.h"

@@ -7,6 +7,8 @@
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/protected_rows.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -26,6 +28,7 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include <cmath>
 #include <set>
 
 namespace dxpriv::pg {

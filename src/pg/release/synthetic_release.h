@@ -3,7 +3,7 @@
 // stored rows to their domain points, the target table and the catalog record.
 #pragma once
 
-#include "pg/dxpriv.h"
+#include "pg/metadata/policy.h"
 
 #include <string>
 #include <vector>

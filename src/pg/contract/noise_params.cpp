@@ -1,5 +1,5 @@
 // Encoding and decoding of the noisy aggregates' constant parameter array.
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 #include "pg/guard.h"
 

@@ -11,7 +11,8 @@
 // expression), each row is mapped to its point of the declared domain by the same indexer as every
 // other dxpriv aggregate, and weighed by the point's value. The answer leaves only after the
 // ledger worker has committed the charge.
-#include "pg/executor/attribute_release.h"
+#include "pg/release/attribute_release.h"
+#include "pg/planner/explain.h"
 #include "pg/executor/attribute_policy.h"
 #include "pg/guard.h"
 #include "pg/ledger/ledger_queue.h"
@@ -20,6 +21,11 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/row_condition.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
+#include "pg/executor/noise_source.h"
 
 #include "core/attribute_privacy.h"
 #include "core/binary_conditional.h"
@@ -631,6 +637,12 @@ name_arg(FunctionCallInfo fcinfo, int n)
 	return NameStr(*PG_GETARG_NAME(n));
 }
 
+} // namespace
+
+namespace {
+// dx.explain (planner/explain.cpp) reaches explain_attribute_calls through this registration: the
+// release layer sits above the planner, which includes nothing of it (src/pg/LAYERS.md).
+const bool attribute_explain_registered = (register_attribute_explain(dxpriv::pg::explain_attribute_calls), true);
 } // namespace
 
 // See attribute_release.h.

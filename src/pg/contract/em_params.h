@@ -10,7 +10,7 @@
 #pragma once
 
 #include "pg/guard.h"
-#include "pg/executor/noise_params.h"
+#include "pg/contract/noise_params.h"
 
 #include "core/domain.h"
 #include "core/exponential_mechanism.h"

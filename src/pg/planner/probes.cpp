@@ -1,9 +1,11 @@
 // Zero-row probes and declared-value drop-downs of analysts (probes.h).
-#include "pg/analyst/probes.h"
+#include "pg/planner/probes.h"
 
 #include "pg/guard.h"
+#include "pg/analyst/query_admission.h"
 #include "pg/planner/group_source.h"
-#include "pg/planner/node_build.h"
+#include "pg/node_build.h"
+#include "pg/metadata/policy.h"
 
 extern "C" {
 #include "access/relation.h"

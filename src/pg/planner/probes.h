@@ -4,7 +4,7 @@
 // GROUP BY zip`) over columns with an enumerated domain, whose declared values are policy, not data.
 #pragma once
 
-#include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"

@@ -1,0 +1,286 @@
+// The pipeline: installs each PostgreSQL hook exactly once and calls dxpriv's stages in order.
+//
+// Who runs when (top to bottom within one hook; "next" = the hook installed before dxpriv, or
+// PostgreSQL's standard function). This order is the one the separate hooks had when each module
+// installed its own (it depended on the order of the calls in _PG_init); it is now written here.
+//
+//  hook                 | order of the stages                                        | why this order
+//  ---------------------+------------------------------------------------------------+------------------------------
+//  shmem_request        | next; answer cache; ledger queue                           | sizes only; independent
+//  shmem_startup        | next; answer cache; ledger queue                           | attach after PostgreSQL's own
+//  post_parse_analyze   | next; PARSE-ANALYSIS (planner/analyzer.h)                  | rewrite what others analysed
+//  ProcessUtility       | ledger stop_workers_for; sealed_note_utility;              | DROP DATABASE must not wait
+//                       | analysis_enter_utility; next; analysis_leave_utility       |   for our worker; the marks
+//                       |   (leave in PG_FINALLY)                                    |   must bracket next exactly
+//  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
+//                       |   next (sealed settings), expose releases                  |   precedes planning
+//  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
+//                       | CHARGE; statement::enter; ELEVATED start (owner, point     |   before any row is read;
+//                       |   tables), next as owner; statement::leave                 |   ship only what was paid
+//  ExecutorRun/Finish   | statement::enter; next as owner (ELEVATED);                | nested statements of a
+//                       | statement::leave                                           |   running one are its part
+//  ExecutorEnd          | RELEASE (error-bar NOTICE); statement::forget_charges;     | report before the plan is
+//                       | ELEVATED end: next as owner                                |   freed
+//  emit_log             | analyst log filter; next                                   | hide before others print
+//  xact end (one cb)    | END-OF-STATEMENT CLEANUP: every stage's reset (see on_xact)|
+//  subxact abort        | statement::reset_subtransaction                            | a failed nested statement
+//  (ELEVATED = planner/distributed_hooks.h: the executor runs as the table owner through
+//   sealed_call for analysts' distributed releases, unchanged otherwise.)
+// Adding a hook or a stage: see doc/incoming/pipeline.md.
+#include "pg/hooks.h"
+
+#include "pg/analyst/analyst_guard.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/executor/release_log.h"
+#include "pg/guard.h"
+#include "pg/ledger/answer_cache.h"
+#include "pg/ledger/charge.h"
+#include "pg/ledger/ledger_queue.h"
+#include "pg/planner/analyzer.h"
+#include "pg/planner/distributed_hooks.h"
+#include "pg/planner/explain.h"
+#include "pg/planner/parameters.h"
+#include "pg/planner/public_joins.h"
+#include "pg/statement/statement_context.h"
+
+extern "C" {
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "optimizer/planner.h"
+#include "parser/analyze.h"
+#include "storage/ipc.h"
+#include "tcop/utility.h"
+#include "utils/elog.h"
+}
+
+namespace dxpriv::pg {
+
+namespace {
+
+shmem_request_hook_type prev_shmem_request = nullptr;
+shmem_startup_hook_type prev_shmem_startup = nullptr;
+post_parse_analyze_hook_type prev_post_parse_analyze = nullptr;
+ProcessUtility_hook_type prev_process_utility = nullptr;
+planner_hook_type prev_planner = nullptr;
+ExecutorStart_hook_type prev_executor_start = nullptr;
+ExecutorRun_hook_type prev_executor_run = nullptr;
+ExecutorFinish_hook_type prev_executor_finish = nullptr;
+ExecutorEnd_hook_type prev_executor_end = nullptr;
+emit_log_hook_type prev_emit_log = nullptr;
+
+// Runs f as `owner` (when valid) through the sealed path (sealed_execution.h); f unchanged otherwise.
+template <class F>
+void
+as_owner(Oid owner, F &&f)
+{
+	if (!OidIsValid(owner)) {
+		f();
+		return;
+	}
+	sealed_call(owner, f);
+}
+
+// True for statements of the client's backend that dxpriv admits and charges (not a parallel
+// worker, not dxpriv's own SQL, not the ledger worker).
+bool
+charges_here()
+{
+	return !IsParallelWorker() && !in_internal_query() && !ledger::am_worker();
+}
+
+extern "C" void
+dx_shmem_request(void)
+{
+	if (prev_shmem_request)
+		prev_shmem_request();
+	answer_cache_request_shmem();
+	ledger::request_shmem();
+}
+
+extern "C" void
+dx_shmem_startup(void)
+{
+	if (prev_shmem_startup)
+		prev_shmem_startup();
+	answer_cache_startup();
+	ledger::startup_shmem();
+}
+
+extern "C" void
+dx_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+	analysis_post_parse(pstate, query); // PARSE-ANALYSIS
+}
+
+extern "C" void
+dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_tree, ProcessUtilityContext context,
+                   ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node *stmt = pstmt->utilityStmt;
+	ledger::stop_workers_for(stmt);
+	sealed_note_utility(stmt);
+	const UtilityMarks marks = analysis_enter_utility(stmt);
+	PG_TRY();
+	{
+		if (prev_process_utility)
+			prev_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		analysis_leave_utility(marks);
+	}
+	PG_END_TRY();
+}
+
+PlannedStmt *
+plan_next(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
+{
+	return prev_planner ? prev_planner(parse, query_string, cursor_options, params)
+	                    : standard_planner(parse, query_string, cursor_options, params);
+}
+
+extern "C" PlannedStmt *
+dx_planner(Query *parse, const char *query_string, int cursor_options, ParamListInfo params)
+{
+	return plan_statement(parse, query_string, cursor_options, params, plan_next); // PLAN
+}
+
+extern "C" void
+dx_executor_start(QueryDesc *qd, int eflags)
+{
+	if (charges_here())
+		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
+	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
+		guarded([&] { charge_statement(qd); }); // CHARGE
+	statement::enter(qd);
+	const Oid owner = elevated_start(qd, eflags); // ELEVATED
+	as_owner(owner, [&] {
+		if (prev_executor_start)
+			prev_executor_start(qd, eflags);
+		else
+			standard_ExecutorStart(qd, eflags);
+	});
+	statement::leave(qd);
+}
+
+extern "C" void
+dx_executor_run(QueryDesc *qd, ScanDirection direction, uint64 count, bool execute_once)
+{
+	statement::enter(qd);
+	as_owner(statement::owner(qd), [&] {
+		if (prev_executor_run)
+			prev_executor_run(qd, direction, count, execute_once);
+		else
+			standard_ExecutorRun(qd, direction, count, execute_once);
+	});
+	statement::leave(qd);
+}
+
+extern "C" void
+dx_executor_finish(QueryDesc *qd)
+{
+	statement::enter(qd);
+	as_owner(statement::owner(qd), [&] {
+		if (prev_executor_finish)
+			prev_executor_finish(qd);
+		else
+			standard_ExecutorFinish(qd);
+	});
+	statement::leave(qd);
+}
+
+extern "C" void
+dx_executor_end(QueryDesc *qd)
+{
+	release_log_report(qd); // RELEASE
+	statement::forget_charges(qd);
+	as_owner(statement::take_owner(qd), [&] { // ELEVATED
+		if (prev_executor_end)
+			prev_executor_end(qd);
+		else
+			standard_ExecutorEnd(qd);
+	});
+}
+
+extern "C" void
+dx_emit_log(ErrorData *edata)
+{
+	analyst_filter_log(edata);
+	if (prev_emit_log)
+		prev_emit_log(edata);
+}
+
+// END-OF-STATEMENT CLEANUP: every stage forgets its backend-local state when the top-level
+// transaction ends, on commit as on abort (an error skips the stages' own cleanup).
+void
+on_xact(XactEvent event, void *)
+{
+	const bool top_end = event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE;
+	const bool parallel_end = event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT;
+	if (!top_end && !parallel_end)
+		return;
+	statement::reset_transaction();
+	answer_cache_reset_statement_state();
+	release_log_end_transaction();
+	sealed_reset_transaction();
+	if (!top_end)
+		return;
+	statement::reset_owners();
+	// analysis globals: set and cleared within one statement's analysis on every path but a
+	// longjmp; nothing is being analysed when the top-level transaction ends
+	analysis_reset();
+	public_join_reset();
+	explain_capture_reset();
+	set_analyst_mode(false);
+	set_client_statement_text(false);
+	if (!ledger::am_worker()) // the worker commits and aborts inside its own scopes
+		internal_scope_reset();
+}
+
+// A statement that fails inside a subtransaction never reaches ExecutorEnd: forget what was running.
+void
+on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		statement::reset_subtransaction();
+}
+
+} // namespace
+
+// See hooks.h.
+void
+install_hooks()
+{
+	prev_shmem_request = shmem_request_hook;
+	shmem_request_hook = dx_shmem_request;
+	prev_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = dx_shmem_startup;
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = dx_post_parse_analyze;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = dx_process_utility;
+	prev_planner = planner_hook;
+	planner_hook = dx_planner;
+	install_catalog_cache_invalidation(); // a relcache callback, not a hook
+	prev_emit_log = emit_log_hook;
+	emit_log_hook = dx_emit_log;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = dx_executor_start;
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = dx_executor_run;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = dx_executor_finish;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = dx_executor_end;
+	RegisterXactCallback(on_xact, nullptr);
+	RegisterSubXactCallback(on_subxact, nullptr);
+}
+
+} // namespace dxpriv::pg

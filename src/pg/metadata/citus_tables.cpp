@@ -1,0 +1,69 @@
+// How Citus holds a table: its metadata read through the sealed SPI path (citus_tables.h).
+#include "pg/metadata/citus_tables.h"
+
+#include "pg/guard.h"
+#include "pg/metadata/catalog.h"
+#include "pg/metadata/extension_objects.h"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
+}
+
+#include <string>
+
+namespace dxpriv::pg {
+
+// True when Citus's metadata exists in this database (a syscache lookup).
+bool
+citus_installed()
+{
+	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE));
+}
+
+// Citus's view of relid; not a Citus table when Citus is not installed in this database.
+CitusTable
+citus_table(const ExtensionObjects &ext, Oid relid)
+{
+	CitusTable t;
+	if (!citus_installed())
+		return t;
+	InternalSpi spi(ext.schema_owner);
+	if (spi.exec("SELECT p.partmethod::pg_catalog.text, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard s "
+	             "WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
+	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
+		return t;
+	t.citus = true;
+	t.method = spi.text(0, 0).empty() ? 0 : spi.text(0, 0)[0];
+	t.shards = DatumGetInt64(spi.value(0, 1));
+	return t;
+}
+
+// See citus_tables.h.
+bool
+citus_distributed_table(Oid relid)
+{
+	const ExtensionObjects *ext = extension_objects();
+	return ext && citus_table(*ext, relid).citus;
+}
+
+// Refuses a Citus table that Citus answers on a single node (reference, single-shard, one shard).
+void
+refuse_single_node(const CitusTable &t, Oid relid)
+{
+	if (!t.citus || (t.method != 'n' && t.shards >= 2))
+		return;
+	const char *name = get_rel_name(relid);
+	fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+	     std::string("dx aggregates cannot run on Citus table \"") + (name ? name : "?") +
+	         "\", which Citus answers on a single node",
+	     "Citus sends a query on a reference table, a single-shard table or a table with one shard whole to "
+	     "one node, and dxpriv releases answers only on the coordinator that charged them. Distribute the "
+	     "table by a column over several shards (create_distributed_table), or undistribute it "
+	     "(undistribute_table).");
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,26 @@
+// How Citus holds a table (pg_dist_partition, pg_dist_shard); no effect without Citus.
+#pragma once
+
+#include "pg/metadata/extension_objects.h"
+
+namespace dxpriv::pg {
+
+// How Citus holds a table (pg_dist_partition, pg_dist_shard).
+struct CitusTable {
+	bool citus = false;
+	char method = 0;  // 'h' hash, 'r' range, 'a' append, 'n' none (reference, single-shard, local)
+	int64 shards = 0;
+};
+
+// True when Citus's metadata exists in this database (a syscache lookup).
+bool citus_installed();
+// Citus's view of relid; not a Citus table when Citus is not installed in this database. Runs SQL
+// as the extension owner (sealed SPI).
+CitusTable citus_table(const ExtensionObjects &ext, Oid relid);
+// True when relid is a Citus table (any kind); false when Citus is not installed in this database.
+bool citus_distributed_table(Oid relid);
+// Refuses a Citus table that Citus answers on a single node (reference, single-shard, one shard):
+// raises (feature not supported) with a hint; returns for other tables and non-Citus tables.
+void refuse_single_node(const CitusTable &t, Oid relid);
+
+} // namespace dxpriv::pg

@@ -1,0 +1,54 @@
+// The OIDs of the installed extension's objects in the current database, looked up lazily.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+namespace dxpriv::pg {
+
+struct ExtensionObjects {
+	Oid extension = InvalidOid;
+	Oid schema_owner = InvalidOid;
+	Oid count_star = InvalidOid, count_any = InvalidOid, count_any_eps = InvalidOid;
+	Oid sum_any = InvalidOid, sum_any_eps = InvalidOid;
+	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
+	// privacy units (sql/12_privacy_units.sql): dx.count_units markers and the row-ranking hash
+	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
+	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
+	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
+	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
+	// type and the coordinator's release functions
+	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
+	Oid release_count = InvalidOid, release_sum = InvalidOid, release_avg = InvalidOid;
+	bool is_release(Oid f) const { return f == release_count || f == release_sum || f == release_avg; }
+	// native partial sums of distributed releases (sql/50_distributed.sql)
+	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
+	// per-point tables travelling by digest (executor/point_table_cache.h)
+	Oid weigh_cached = InvalidOid, weigh_int_cached = InvalidOid, store_point_table = InvalidOid;
+	Oid indicator = InvalidOid;
+	// execution by lookup (point_lookup.h): a row's weight from the per-point table at its point
+	Oid weigh = InvalidOid, weigh_int = InvalidOid, group_key = InvalidOid;
+	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
+	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
+	Oid median_any = InvalidOid, median_any_eps = InvalidOid;
+	Oid em_select = InvalidOid, em_point_range = InvalidOid, em_point_enum = InvalidOid;
+	bool is_marker(Oid f) const
+	{
+		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
+		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps || f == mode_any ||
+		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
+		       f == median_any_eps || f == count_units || f == count_units_eps;
+	}
+	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
+	bool is_internal(Oid f) const
+	{
+		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
+		       f == partial;
+	}
+};
+// The extension's objects in the current database, or nullptr when dxpriv is not installed
+// (or is being created). Never errors.
+const ExtensionObjects *extension_objects();
+
+} // namespace dxpriv::pg

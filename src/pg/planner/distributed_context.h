@@ -1,0 +1,34 @@
+// The state one Citus split carries through the query tree (distributed.cpp and its stages).
+#pragma once
+
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/citus_tables.h"
+
+extern "C" {
+#include "nodes/primnodes.h"
+}
+
+#include <map>
+#include <set>
+
+namespace dxpriv::pg::dist {
+
+struct SplitContext {
+	const ExtensionObjects *ext;
+	List *releases = NIL;
+	List *shipments = NIL; // dx._store_point_table(digest, table) markers, one per large table
+	std::map<Oid, CitusTable> tables;
+	std::set<const FuncExpr *> every_row; // releases whose weight is never NULL: count(*) counts their rows
+	bool single_level = false; // the statement is one query level on the Citus table (shard pruning)
+	int depth = 0;
+};
+
+// Citus's view of relid, read once per split.
+const CitusTable &table_of(SplitContext &c, Oid relid);
+
+// Mutator of a partial aggregate's arguments (ctx: SplitContext): a per-point table of
+// kShipThreshold bytes or more is replaced by its SHA-256 (dx._weigh_cached), the table travelling
+// once per worker instead of in every shard's task query; the table is added to c.shipments.
+Node *by_digest_mutator(Node *node, void *ctx);
+
+} // namespace dxpriv::pg::dist

@@ -1,0 +1,229 @@
+// The exponential-mechanism split of a Citus query: candidate counts on the workers, the draw on the coordinator.
+#include "pg/planner/distributed_em.h"
+
+#include "pg/planner/distributed_nodes.h"
+#include "pg/contract/param_consts.h"
+#include "pg/contract/noise_params.h"
+#include "pg/guard.h"
+#include "pg/node_build.h"
+#include "pg/metadata/extension_objects.h"
+
+#include "core/linear_query.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_proc.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+#include <set>
+#include <string>
+
+namespace dxpriv::pg::dist {
+
+namespace {
+
+// The exponential-mechanism aggregates of one query level (not inside sublinks' queries).
+bool
+collect_level_em(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	auto *found = static_cast<std::pair<const ExtensionObjects *, std::vector<Aggref *>> *>(ctx);
+	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == found->first->em_select &&
+	    castNode(Aggref, node)->agglevelsup == 0) {
+		for (Aggref *seen : found->second)
+			if (equal(seen, node))
+				return false;
+		found->second.push_back(castNode(Aggref, node));
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_level_em), ctx);
+}
+
+struct EmOuterContext {
+	const std::vector<Aggref *> *ems;
+	Node *group_index = nullptr; // grouped: the row's output group, read from column 1 of the first subquery
+	bool stray_var = false;
+};
+
+// Mutator of the outer query: each dx._em_select(...) becomes the chosen index of its subquery
+// (column `sel`: 1 ungrouped, 2 grouped), the group index expression that subquery's group.
+Node *
+em_outer_mutator(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *c = static_cast<EmOuterContext *>(ctx);
+	if (IsA(node, Aggref))
+		for (size_t j = 0; j < c->ems->size(); ++j)
+			if (equal(node, (*c->ems)[j]))
+				return (Node *) makeVar(static_cast<int>(j + 1), c->group_index ? 2 : 1, INT4OID, -1, InvalidOid, 0);
+	if (c->group_index && equal(node, c->group_index))
+		return (Node *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0);
+	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0)
+		c->stray_var = true;
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(em_outer_mutator), ctx);
+}
+
+// The middle level of a grouped exponential mechanism on a Citus table: every declared group's
+// state, empty ones included (a group without rows meets a NULL candidate, which creates its state):
+// SELECT dx_groups.g, dx._em_collect(x.c, dx_groups.g, params, x.n) AS sel
+//   FROM generate_series(0, G - 1) dx_groups(g) LEFT JOIN (<counts>) x ON x.g = dx_groups.g
+//   GROUP BY dx_groups.g
+Query *
+em_every_group(Query *counts, int groups, Const *params, const ExtensionObjects &ext, Aggref *&collect)
+{
+	Query *mid = makeNode(Query);
+	mid->commandType = CMD_SELECT;
+	mid->querySource = QSRC_ORIGINAL;
+	RangeTblEntry *series = groups_rte(groups);
+	RangeTblEntry *x = subquery_rte(counts, "dx_counts", list_make3(makeString(pstrdup("g")), makeString(pstrdup("c")),
+	                                                              makeString(pstrdup("n"))));
+	RangeTblEntry *join = makeNode(RangeTblEntry);
+	join->rtekind = RTE_JOIN;
+	join->jointype = JOIN_LEFT;
+	join->joinmergedcols = 0;
+	join->joinaliasvars = list_make4(makeVar(1, 1, INT4OID, -1, InvalidOid, 0), makeVar(2, 1, INT4OID, -1, InvalidOid, 0),
+	                                 makeVar(2, 2, INT4OID, -1, InvalidOid, 0), makeVar(2, 3, INT8OID, -1, InvalidOid, 0));
+	join->joinleftcols = list_make1_int(1);
+	join->joinrightcols = list_make3_int(1, 2, 3);
+	join->eref = makeAlias("unnamed_join", list_make4(makeString(pstrdup("g")), makeString(pstrdup("g")),
+	                                                 makeString(pstrdup("c")), makeString(pstrdup("n"))));
+	join->inFromCl = true;
+	mid->rtable = list_make3(series, x, join);
+	JoinExpr *je = makeNode(JoinExpr);
+	je->jointype = JOIN_LEFT;
+	RangeTblRef *l = makeNode(RangeTblRef), *r = makeNode(RangeTblRef);
+	l->rtindex = 1;
+	r->rtindex = 2;
+	je->larg = (Node *) l;
+	je->rarg = (Node *) r;
+	je->quals = (Node *) int4_equal((Expr *) makeVar(2, 1, INT4OID, -1, InvalidOid, 0),
+	                                (Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0));
+	je->rtindex = 3;
+	mid->jointree = makeFromExpr(list_make1(je), nullptr);
+	collect = internal_aggref(ext.em_collect, INT4OID,
+	                          {{(Expr *) makeVar(2, 2, INT4OID, -1, InvalidOid, 0), INT4OID},
+	                           {(Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), INT4OID},
+	                           {(Expr *) copy_node(params), FLOAT8ARRAYOID},
+	                           {(Expr *) makeVar(2, 3, INT8OID, -1, InvalidOid, 0), INT8OID}});
+	TargetEntry *g = makeTargetEntry((Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), 1, pstrdup("g"), false);
+	g->ressortgroupref = 1;
+	mid->targetList = list_make2(g, makeTargetEntry((Expr *) collect, 2, pstrdup("sel"), false));
+	mid->groupClause = list_make1(int4_group_clause(1));
+	mid->hasAggs = true;
+	return mid;
+}
+
+} // namespace
+
+// A query level without GROUP BY whose dx aggregates are dx.mode/quantile/median on a Citus table
+// (the analyzer allows no other dx aggregate beside them):
+// SELECT ... dx._em_point(dx._em_select(c(row), 0, params), ...) ... FROM t
+// becomes
+// SELECT ... dx._em_point(s1.sel, ...) ... FROM (SELECT dx._em_collect(x.c, 0, params, x.n) AS sel
+//   FROM (SELECT c(row) AS c, count(*) AS n FROM t GROUP BY 1) x) s1, ...
+// so the workers count the rows of each candidate with PostgreSQL's own grouped count, and the
+// exponential mechanism draws on the coordinator, from the counts, for the statement it charged.
+Query *
+em_from_counts(Query *q, SplitContext &c)
+{
+	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{c.ext, {}};
+	collect_level_em((Node *) q->targetList, &found);
+	collect_level_em(q->havingQual, &found);
+	if (found.second.empty())
+		return q;
+	Const *k0 = aggref_params_const(found.second.front());
+	if (!k0 || !table_of(c, parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).relid).citus)
+		return q;
+	if (q->groupingSets != NIL || list_length(q->rtable) != 1 ||
+	    linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION || q->hasWindowFuncs || q->hasTargetSRFs ||
+	    q->cteList != NIL)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this dx.mode, dx.quantile or dx.median query cannot run on a Citus table yet",
+		     "On a distributed table, ask for them without GROUPING SETS, window functions or set-returning functions "
+		     "in the same query level; wrap the query in a subquery for post-processing.");
+	const bool grouped = q->groupClause != NIL;
+	const std::vector<Aggref *> &ems = found.second;
+	Node *group_index = (Node *) lsecond_node(TargetEntry, ems.front()->args)->expr;
+	List *rtable = NIL, *from = NIL;
+	Node *same_group = nullptr; // grouped: every subquery's group equals the first one's
+	for (size_t j = 0; j < ems.size(); ++j) {
+		Aggref *em = ems[j];
+		Const *params = aggref_params_const(em);
+		Node *group = (Node *) lsecond_node(TargetEntry, em->args)->expr;
+		if (!params || IsA(group, Const) == grouped || (grouped && !equal(group, group_index)))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv exponential mechanism parameters are not constants");
+		// innermost: the candidate of each row (its table by digest when large) and its row count,
+		// per output group when grouped (the group index by digest as well)
+		Node *candidate = by_digest_mutator(copy_node((Node *) linitial_node(TargetEntry, em->args)->expr), &c);
+		Query *mid;
+		Aggref *collect;
+		if (grouped) {
+			Node *g = by_digest_mutator(copy_node(group), &c);
+			Query *counts = grouped_by_first(q,
+			                                 list_make3(makeTargetEntry((Expr *) g, 1, pstrdup("g"), false),
+			                                            makeTargetEntry((Expr *) candidate, 2, pstrdup("c"), false),
+			                                            makeTargetEntry((Expr *) count_star(), 3, pstrdup("n"), false)),
+			                                 2);
+			mid = em_every_group(counts, parse_noise_params(DatumGetArrayTypeP(params->constvalue)).groups, params,
+			                     *c.ext, collect);
+		} else {
+			Query *inner = grouped_by_first(q, list_make2(makeTargetEntry((Expr *) candidate, 1, pstrdup("c"), false),
+			                                              makeTargetEntry((Expr *) count_star(), 2, pstrdup("n"), false)));
+			// middle: the exponential mechanism's state from the counts, its draw in the final function
+			mid = aggregate_over(
+			    subquery_rte(inner, "dx_counts", list_make2(makeString(pstrdup("c")), makeString(pstrdup("n")))));
+			collect = internal_aggref(c.ext->em_collect, INT4OID,
+			                          {{(Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), INT4OID},
+			                           {(Expr *) copy_node(group), INT4OID},
+			                           {(Expr *) copy_node(params), FLOAT8ARRAYOID},
+			                           {(Expr *) makeVar(1, 2, INT8OID, -1, InvalidOid, 0), INT8OID}});
+			mid->targetList = list_make1(makeTargetEntry((Expr *) collect, 1, pstrdup("sel"), false));
+		}
+		c.releases = lappend(c.releases, copy_node(collect)); // charged and exposed like a release
+		List *cols = grouped ? list_make2(makeString(pstrdup("g")), makeString(pstrdup("sel")))
+		                     : list_make1(makeString(pstrdup("sel")));
+		rtable = lappend(rtable, subquery_rte(mid, psprintf("dx_em%zu", j + 1), cols));
+		RangeTblRef *r = makeNode(RangeTblRef);
+		r->rtindex = static_cast<int>(j + 1);
+		from = lappend(from, r);
+		if (grouped && j > 0) {
+			Expr *eq = int4_equal((Expr *) makeVar(static_cast<int>(j + 1), 1, INT4OID, -1, InvalidOid, 0),
+			                      (Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0));
+			same_group = same_group ? (Node *) make_andclause(list_make2(same_group, eq)) : (Node *) eq;
+		}
+	}
+	EmOuterContext oc{&ems, grouped ? group_index : nullptr};
+	Query *outer = copy_node(q);
+	outer->targetList = (List *) em_outer_mutator((Node *) q->targetList, &oc);
+	Node *having = em_outer_mutator(q->havingQual, &oc);
+	if (oc.stray_var)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the aggregates of a distributed query");
+	if (same_group)
+		having = having ? (Node *) make_andclause(list_make2(same_group, having)) : same_group;
+	outer->rtable = rtable;
+	outer->jointree = makeFromExpr(from, having);
+	outer->havingQual = nullptr;
+	outer->groupClause = NIL;
+	outer->hasAggs = false;
+	return outer;
+}
+
+} // namespace dxpriv::pg::dist

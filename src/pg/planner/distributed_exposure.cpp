@@ -1,0 +1,124 @@
+// Where a Citus plan's releases are: exposing them to the charge step and finding the owner to run as.
+#include "pg/planner/distributed_exposure.h"
+
+#include "pg/analyst/analyst_context.h"
+#include "pg/metadata/citus_tables.h"
+#include "pg/analyst/analyst_guard.h"
+#include "pg/contract/param_consts.h"
+#include "pg/contract/noise_params.h"
+#include "pg/guard.h"
+#include "pg/plan_walk.h"
+#include "pg/metadata/extension_objects.h"
+
+#include "core/linear_query.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_proc.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+#include <set>
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace dist {
+
+bool
+release_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	auto *s = static_cast<ReleaseScan *>(ctx);
+	Const *k = release_params_const(node, *s->ext);
+	if (!k && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == s->ext->em_collect)
+		k = aggref_params_const(castNode(Aggref, node));
+	if (k) {
+		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		s->charge_ids.insert(p.charge_id);
+		if (!OidIsValid(s->relid))
+			s->relid = p.relid;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(release_walker), ctx);
+}
+
+ReleaseScan
+scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt)
+{
+	ReleaseScan s{&ext, {}};
+	walk_plan_expressions(
+	    stmt, [&](Node *n) { release_walker(n, &s); }, [&](CustomScan *cs) { s.custom = cs; });
+	return s;
+}
+
+} // namespace dist
+
+using namespace dist;
+
+// See distributed.h.
+void
+expose_releases(PlannedStmt *stmt, List *releases)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || releases == NIL)
+		return;
+	ReleaseScan seen = scan_statement(*ext, stmt);
+	List *missing = NIL;
+	ListCell *lc;
+	foreach (lc, releases) {
+		if (castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table) { // tables to ship: only here
+			missing = lappend(missing, lfirst(lc));
+			continue;
+		}
+		ReleaseScan one{ext, {}};
+		release_walker((Node *) lfirst(lc), &one);
+		for (int64 id : one.charge_ids)
+			if (!seen.charge_ids.count(id)) {
+				missing = lappend(missing, lfirst(lc));
+				break;
+			}
+	}
+	if (missing == NIL)
+		return;
+	if (!seen.custom)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot find where Citus runs a distributed release",
+		     "Nothing was charged or released. Report this query to the dxpriv maintainers.");
+	seen.custom->custom_exprs = list_concat(seen.custom->custom_exprs, missing);
+}
+
+// See distributed.h.
+Oid
+distributed_run_as(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT || !citus_installed())
+		return InvalidOid; // (releases are placed only for Citus tables: no plan walk without Citus)
+	ReleaseScan s = scan_statement(*ext, stmt);
+	if (!OidIsValid(s.relid) || !load_analyst_context(*ext).analyst)
+		return InvalidOid;
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s.relid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	const Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,318 @@
+// Release rewrite: replaces analysed aggregates by their noisy internal aggregates over per-point tables.
+#include "pg/planner/release_rewrite.h"
+#include "pg/planner/release_analysis.h"
+#include "pg/planner/release_identity.h"
+#include "pg/planner/release_allocation.h"
+#include "pg/planner/release_wrappers.h"
+#include "pg/planner/release_grouping_sets.h"
+#include "pg/settings.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/elevated/sealed_execution.h"
+#include "pg/metadata/policy.h"
+#include "pg/contract/param_consts.h"
+#include "pg/analyst/analyst_guard.h"
+#include "pg/planner/probes.h"
+#include "pg/planner/attr_rewrite.h"
+#include "pg/planner/em_rewrite.h"
+#include "pg/planner/explain.h"
+#include "pg/planner/group_keys.h"
+#include "pg/planner/group_source.h"
+#include "pg/planner/grouping_sets.h"
+#include "pg/planner/join_cells.h"
+#include "pg/guard.h"
+#include "pg/metadata/catalog.h"
+#include "pg/metadata/citus_tables.h"
+#include "pg/node_build.h"
+#include "pg/planner/parameters.h"
+#include "pg/planner/point_lookup.h"
+#include "pg/planner/public_joins.h"
+#include "pg/planner/shard_pruning.h"
+#include "pg/contract/noise_params.h"
+#include "pg/planner/universe_eval.h"
+#include "pg/planner/unit_source.h"
+#include "pg/executor/release_log.h"
+
+#include "core/allocation.h"
+#include "core/approximate_dp.h"
+#include "core/linear_query.h"
+#include "core/release_interval.h"
+#include "core/work_estimate.h"
+#include "core/sensitivity.h"
+#include "core/unit_bound.h"
+
+extern "C" {
+#include "access/relation.h"
+#include "access/transam.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "commands/defrem.h"
+#include "tcop/tcopprot.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_coerce.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "optimizer/tlist.h"
+#include "tcop/utility.h"
+#include "utils/array.h"
+#include "utils/fmgroids.h"
+#include "utils/builtins.h"
+#include "utils/acl.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+}
+
+#include <algorithm>
+#include <functional>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace dxpriv::pg::analysis {
+
+
+// See planner/release_rewrite.h.
+ReleaseText
+rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const MultiLinearPlan &plan,
+                size_t offset, NoiseFamily family, double delta, const SetIdentity *set)
+{
+	const GroupKeys &keys = a.keys;
+	const std::vector<AggSpec> &specs = a.specs;
+	const PublicRows *join = a.join;
+	const bool public_keys = a.public_keys;
+	const JoinCells &jc = a.jc;
+	const size_t slots = jc.slots;
+	const size_t groups = keys.groups;
+	const Oid relid = a.relid;
+	const std::vector<const ColumnPolicy *> &cols = a.cols;
+	ReleaseText text{describe_releases(specs, relid), {}};
+	for (size_t g = 0; g < groups && !explain_capture_active(); ++g)
+		if (keys.grouped())
+			text.labels.push_back(keys.label(g));
+		else if (set)
+			text.labels.push_back("()"); // the empty grouping set
+	const bool grouped = keys.grouped();
+	std::vector<Expr *> distinct_weights; // count_units: the per-point weights read by the bounded source
+	// a grouped query on a Citus table gets every group from one state per aggregate when it is
+	// planned (planner/distributed.h), not from an empty row per group in its source
+	const bool distributed = citus_distributed_table(relid);
+	if (distributed && !a.em.specs.empty() && !specs.empty())
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
+		     "dx.avg or dx.linear yet",
+		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median in a query of their own (the linear "
+		     "aggregates in another).");
+	if (distributed && join && public_keys)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables grouped by public columns cannot run on Citus tables yet",
+		     "Group a join of a distributed table by its declared columns, or join with the public table in a query "
+		     "on a local copy.");
+	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
+	// or none); an empty-group row carries its group in the slot column
+	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
+	Expr *group_index = public_keys ? nullptr : group_index_expr(keys, ext);
+	if (public_keys) {
+		CaseWhen *when = makeNode(CaseWhen);
+		when->expr = (Expr *) present_flag_var();
+		when->result = weigh_expr(cols, jc.group_of_slot, true, ext, slot, slots);
+		when->location = -1;
+		CaseExpr *ce = makeNode(CaseExpr);
+		ce->casetype = INT4OID;
+		ce->args = list_make1(when);
+		ce->defresult = (Expr *) slot_var();
+		ce->location = -1;
+		group_index = (Expr *) ce;
+	}
+	for (size_t j = 0; j < specs.size(); ++j) {
+		const AggSpec &s = specs[j];
+		NoiseParams p;
+		p.components = s.components;
+		p.epsilon = s.epsilon;
+		p.relid = relid;
+		p.charge_id = 0; // stamped once the whole statement is rewritten
+		p.agg_index = set ? static_cast<int>(j) * set->sets + set->set : static_cast<int>(j);
+		p.agg_count = static_cast<int>(specs.size()) * (set ? set->sets : 1);
+		p.epsilon_id = 0; // stamped with the charge ids (shared by the sets' copies of the aggregate)
+		p.sets = set ? set->sets : 1;
+		p.lo = a.lo[j];
+		p.hi = a.hi[j];
+		p.groups = static_cast<int>(groups);
+		p.family = static_cast<int>(family);
+		p.delta = delta; // the query's delta, carried by each of its aggregates
+		if (a.policy.unit.present()) { // the ledger records the unit and the bound
+			const ContributionBound b = unit_bound_of(a);
+			p.unit_attnum = a.policy.unit.attnum;
+			p.unit_rows = static_cast<int>(b.max_rows);
+			const bool limits = grouped && (b.max_groups < b.max_rows || b.max_rows_per_group < b.max_rows);
+			p.unit_groups = limits ? static_cast<int>(b.max_groups) : 0; // 0: no group limit (for_query)
+			p.unit_rows_per_group = limits ? static_cast<int>(b.max_rows_per_group) : 0;
+		}
+		for (size_t g = 0; g < groups; ++g)
+			for (int c = 0; c < s.components; ++c) {
+				const LinearNoisePlan &cell = plan.cells[offset + a.cell(j, g, c)];
+				p.cells.push_back(cell.grid);
+				p.cells.push_back(cell.scale);
+				p.cells.push_back(cell.bound);
+			}
+		// a value's table does not depend on the GROUP BY columns, a count's often on none: the
+		// lookup maps only the columns its table depends on (not with slots or privacy units)
+		Expr *weight = slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
+		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots)
+		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
+		if (grouped && !distributed && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+			weight = real_rows_only(weight, FLOAT8OID, nullptr);
+		Aggref *agg = s.aggref;
+		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
+		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
+			distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
+			weight = unit_count_weight(distinct_weights.size() - 1, grouped);
+		}
+		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
+		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
+		                                        : ext.noisy_sum;
+		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
+		agg->aggfnoid = internal;
+		agg->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
+		agg->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
+		                     makeTargetEntry((Expr *) copy_node(group_index), 2, nullptr, false),
+		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
+		if (pair_avg) {
+			Expr *pairs = weigh_expr(cols, a.count_tables[j], false, ext, copy_node(slot), slots);
+			if (grouped && !distributed) // (as the weight above)
+				pairs = real_rows_only(pairs, FLOAT8OID, nullptr);
+			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
+			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
+		}
+		agg->aggstar = false;
+		agg->aggvariadic = false;
+		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row
+		agg->aggfilter = nullptr;
+		agg->inputcollid = InvalidOid;
+		agg->location = kRewrittenLocation;
+	}
+	for (auto &[dup, rep] : a.duplicates) {
+		const Aggref *r = specs[rep].aggref;
+		dup->aggfnoid = r->aggfnoid;
+		dup->aggargtypes = list_copy(r->aggargtypes);
+		dup->args = static_cast<List *>(copyObjectImpl(r->args));
+		dup->aggstar = r->aggstar;
+		dup->aggdistinct = NIL;
+		dup->aggvariadic = r->aggvariadic;
+		dup->aggfilter = static_cast<Expr *>(copyObjectImpl(r->aggfilter));
+		dup->inputcollid = r->inputcollid;
+		dup->location = r->location;
+	}
+
+	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/planner/em_rewrite.h) ----
+	if (!a.em.specs.empty()) {
+		std::vector<Aggref *> linear_aggrefs;
+		for (const AggSpec &s : specs)
+			linear_aggrefs.push_back(s.aggref);
+		if (!keys.plain_columns)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by expressions yet",
+			     "Group them by declared columns, or run the linear aggregates (count, sum, avg) with the "
+			     "expression alone.");
+		rewrite_em_aggregates(q, a.em,
+		                      EmRewriteInput{relid, &a.policy, &ext, a.where, &keys, group_index, kRewrittenLocation,
+		                                     linear_aggrefs, distributed});
+	}
+	// ---- end of exponential mechanism dispatch ----
+
+	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
+	// outside the aggregates read the values the analysis computed per group. On a Citus table, the
+	// conjuncts `distribution column = constant` that hold on a row exactly when they hold at its
+	// point stay, so that Citus can prune shards (planner/shard_pruning.h; grouped statements are
+	// planned through subqueries that Citus cannot prune).
+	q->jointree->quals = distributed && !grouped ? shard_pruning_quals(a.where, relid, a.policy) : nullptr;
+	auto check_no_public_column = [&] {
+		if (join && any_exec_param((Node *) q, nullptr))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
+	};
+	if (a.policy.unit.present()) { // the bounded rows of each unit (README "Privacy units")
+		if (grouped)
+			replace_group_keys(q, keys, group_index, ext);
+		UnitSource source;
+		source.policy = &a.policy;
+		source.columns.assign(a.attnos.begin(), a.attnos.end());
+		source.bound = unit_bound_of(a);
+		source.keys = grouped ? &keys : nullptr;
+		source.group_index = grouped ? group_index : nullptr;
+		source.distinct_weights = distinct_weights;
+		const std::map<AttrNumber, AttrNumber> mapping = replace_with_unit_source(q, source);
+		q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
+		q->havingQual = remap_vars(q->havingQual, mapping);
+		return text;
+	}
+	if (!grouped) {
+		check_no_public_column();
+		return text;
+	}
+	replace_group_keys(q, keys, group_index, ext);
+	if (distributed) { // every group comes from one state per aggregate (planner/distributed.h)
+		check_no_public_column();
+		return text;
+	}
+	// GROUP BY: read from the table plus one empty row per group
+	em_collect_attnos(a.em, a.policy, a.attnos); // (exponential mechanism dispatch: the columns they read)
+	std::vector<AttrNumber> columns(a.attnos.begin(), a.attnos.end());
+	std::map<AttrNumber, AttrNumber> mapping;
+	if (public_keys) { // rows of a point without a group (no slot) are not read
+		NullTest *nt = makeNode(NullTest);
+		nt->arg = (Expr *) copy_node(group_index);
+		nt->nulltesttype = IS_NOT_NULL;
+		nt->argisrow = false;
+		nt->location = -1;
+		q->jointree->quals = (Node *) nt;
+		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups);
+	} else {
+		mapping = replace_with_group_source(q, a.policy, columns, keys);
+	}
+	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
+	q->havingQual = remap_vars(q->havingQual, mapping);
+	q->jointree->quals = remap_vars(q->jointree->quals, mapping);
+	return text;
+}
+
+// See planner/release_rewrite.h.
+void
+rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only)
+{
+	ReleaseAnalysis a;
+	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only))
+		return;
+	AllocationRequest request = start_request(a.specs, a.cells());
+	add_to_request(a, 0, request);
+	double query_delta = 0;
+	const NoiseFamily family = linear_noise_family(a, query_delta);
+	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+	const MultiLinearPlan plan = plan_release(a, query_delta, family, request);
+	const double delta = any_noisy(plan) ? query_delta : 0;
+	if (explain_capture_active()) { // dx.explain: what each cell would cost, without running anything
+		capture_statement(a, a.eps_total, request.strategy, family, delta, a.sub, a.q_cells);
+		for (size_t j = 0; j < a.specs.size(); ++j)
+			capture_cells(a, plan, 0, j, "");
+	}
+	ReleaseText text = rewrite_release(q, ext, a, plan, 0, family, delta, nullptr);
+	// the allocation: the linear cells' epsilon and every exponential-mechanism aggregate's own
+	AllocationIdentity allocation{a.eps_total, delta};
+	for (const EmSpec &s : a.em.specs)
+		allocation.epsilon += s.epsilon;
+	const std::map<int, int64> ids = stamp_identities(q, ext, allocation);
+	register_releases(a.specs, ids, std::move(text.descriptions), std::move(text.labels));
+}
+
+} // namespace dxpriv::pg::analysis
