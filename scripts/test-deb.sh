@@ -12,6 +12,7 @@ deb=$root/build/deb/postgresql-15-dxpriv_${version}_amd64.deb
 [ -f "$deb" ] || { echo "test-deb: $deb is missing: run 'make deb' first" >&2; exit 1; }
 bindir=/usr/lib/postgresql/15/bin                       # Debian's server, where the package installs
 libdir=$($bindir/pg_config --pkglibdir) extdir=$($bindir/pg_config --sharedir)/extension
+docdir=$($bindir/pg_config --docdir)/extension/dxpriv   # doc/*.md (PGXS DOCS)
 started=$(date +%s)
 
 # what `make install` may have put there: saved, and restored when the package is removed
@@ -33,7 +34,8 @@ trap restore EXIT
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null
 dpkg-query -W -f='${Package} ${Version} ${Status}\n' postgresql-15-dxpriv
 files=$(dpkg -L postgresql-15-dxpriv)
-for f in "$libdir/dxpriv.so" "$extdir/dxpriv.control" "$extdir/dxpriv--$version.sql" "$extdir/dxpriv--0.1.0--$version.sql"; do
+for f in "$libdir/dxpriv.so" "$extdir/dxpriv.control" "$extdir/dxpriv--$version.sql" "$extdir/dxpriv--0.1.0--$version.sql" \
+	"$docdir/reference.md" "$docdir/dba-guide.md"; do
 	grep -qx "$f" <<<"$files" || { echo "test-deb: the package does not install $f" >&2; exit 1; }
 done
 # the demo against the packaged files (Debian's pg_config first on PATH)
