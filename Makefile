@@ -12,7 +12,7 @@ MODULEDIR = extension
 OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 DATA = extension/dxpriv.control $(wildcard sql/upgrade/dxpriv--*--*.sql)
 DATA_built = sql/dxpriv--$(EXTVERSION).sql
-# the documentation (README.md's guides and reference; doc/incoming/ holds drafts, not installed)
+# the documentation (README.md's guides and reference)
 DOCS = $(sort $(wildcard doc/*.md))
 EXTRA_CLEAN = sql/dxpriv--$(EXTVERSION).sql
 

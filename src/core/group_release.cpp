@@ -288,7 +288,7 @@ workload_groups(const Workload &w, const std::vector<int> *user_labels)
 	return groups;
 }
 
-// See group_release.h. The rule (doc/incoming/synth.md; experiment: test/bench/group_rounds.cpp
+// See group_release.h. The rule (doc/analyst-guide.md "Group releases"; experiment: test/bench/group_rounds.cpp
 // on 100,000 rows): T = ceil(G^0.6 (1 + epsilon)) selected groups, and the joint measurement
 // instead when T >= 0.8 G (selection would measure nearly everything anyway) or T >= joint_ratio
 // (the joint measurement gives every group at least the budget one of T rounds would). Measured

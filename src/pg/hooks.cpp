@@ -29,7 +29,7 @@
 //  subxact abort        | statement::reset_subtransaction                            | a failed nested statement
 //  (ELEVATED = planner/distributed_hooks.h: the executor runs as the table owner through
 //   sealed_call for analysts' distributed releases, unchanged otherwise.)
-// Adding a hook or a stage: see doc/incoming/pipeline.md.
+// Adding a hook or a stage: see doc/development.md ("The pipeline").
 #include "pg/hooks.h"
 
 #include "pg/analyst/analyst_guard.h"

@@ -1,6 +1,6 @@
 """Free post-processing measured (dxpriv.postprocess): the error of consistent vs raw ROLLUP
 releases and of clamped vs raw counts over >= 200 releases each, against the true values the table
-owner knows. Prints the RMSE numbers (doc/incoming/bi.md quotes them) and asserts that the
+owner knows. Prints the RMSE numbers (doc/analyst-guide.md quotes them) and asserts that the
 post-processed answers are never worse and that the projection actually helps the totals.
 
 Run alone: scripts/run-e2e.sh with DXPRIV_E2E_ONLY=test_bi_postprocess."""
