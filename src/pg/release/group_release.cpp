@@ -100,22 +100,6 @@ read_group_args(FunctionCallInfo fcinfo, bool with_target)
 	return a;
 }
 
-Workload
-group_workload(const ReleaseSource &src, const GroupArgs &a)
-{
-	if (a.predicates)
-		return predicate_workload(src, a.predicates);
-	return a.weights ? array_workload(src, a.weights) : text_workload(src, a.workload_text);
-}
-
-std::string
-group_workload_label(const GroupArgs &a, const Workload &w)
-{
-	if (a.predicates)
-		return "predicates:" + std::to_string(w.queries.size());
-	return a.weights ? "weights:" + std::to_string(w.queries.size()) : a.workload_text;
-}
-
 // Laplace: E X^2 = 2 b^2; P(|X| > b ln 20) = 0.05.
 double
 rmse_of(double scale)
@@ -139,7 +123,7 @@ DX_FUNCTION(dx_release_synthetic)
 	load_release_source(a.relid, a.columns, src);
 	const char *entry = "dx.release_synthetic";
 	require_row_level_table(a.relid, entry); // before the charge (charge_release checks it too)
-	const Workload w = group_workload(src, a);
+	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
 	const GroupPlan plan = plan_group_release(src.sub, w, a.epsilon, a.rounds, a.has_groups ? &a.groups : nullptr);
 	const std::string target = check_release_target(a.target);
 	pg_call([] { CHECK_FOR_INTERRUPTS(); }); // a cancel while planning: nothing charged yet
@@ -153,7 +137,7 @@ DX_FUNCTION(dx_release_synthetic)
 	    run_group_release(src.sub, w, plan, counts, backend_random(), [&](int done, int total) { progress.round(done, total); });
 	ReleaseRecord rec;
 	rec.mechanism = "synthetic";
-	rec.workload = group_workload_label(a, w);
+	rec.workload = workload_label({a.workload_text, a.weights, a.predicates}, w);
 	rec.epsilon = a.epsilon;
 	rec.queries = static_cast<int>(w.queries.size());
 	rec.iterations = plan.rounds;
@@ -182,7 +166,7 @@ DX_FUNCTION(dx_release_synthetic_error)
 	load_release_source(a.relid, a.columns, src);
 	// refused where the release would be (a privacy unit): its numbers would not apply
 	require_row_level_table(a.relid, "dx.release_synthetic_error");
-	const Workload w = group_workload(src, a);
+	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
 	const GroupPlan plan = plan_group_release(src.sub, w, a.epsilon, a.rounds, a.has_groups ? &a.groups : nullptr);
 	const double direct_epsilon = a.epsilon / static_cast<double>(plan.groups.size());
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);

@@ -77,22 +77,6 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 	return a;
 }
 
-Workload
-workload_of(const ReleaseSource &src, const ReleaseArgs &a)
-{
-	if (a.predicates)
-		return predicate_workload(src, a.predicates);
-	return a.weights ? array_workload(src, a.weights) : text_workload(src, a.workload_text);
-}
-
-std::string
-workload_label(const ReleaseArgs &a, const Workload &w)
-{
-	if (a.predicates)
-		return "predicates:" + std::to_string(w.queries.size());
-	return a.weights ? "weights:" + std::to_string(w.queries.size()) : a.workload_text;
-}
-
 // The shared pipeline: validate (check(w)), charge once, read the histogram, run (run(src, w,
 // counts) -> the weights and the record), write the target, record the release.
 template <class Check, class Run>
@@ -104,7 +88,7 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	load_release_source(a.relid, a.columns, src);
 	const std::string entry = std::string("dx.release_") + mechanism;
 	require_row_level_table(a.relid, entry.c_str()); // before the charge (charge_release checks it too)
-	const Workload w = workload_of(src, a);
+	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
 	check(w, a);
 	const std::string target = check_release_target(a.target);
 
@@ -114,7 +98,7 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	const std::vector<std::int64_t> counts = read_histogram(src, entry.c_str());
 	ReleaseRecord rec;
 	rec.mechanism = mechanism;
-	rec.workload = workload_label(a, w);
+	rec.workload = workload_label({a.workload_text, a.weights, a.predicates}, w);
 	rec.epsilon = a.epsilon;
 	rec.queries = static_cast<int>(w.queries.size());
 	const std::vector<double> weights = run(src, w, a, counts, rec);

@@ -266,4 +266,22 @@ statement_text()
 	return text;
 }
 
+// See synthetic_release.h.
+Workload
+workload_of(const ReleaseSource &src, const WorkloadArgument &arg)
+{
+	if (arg.predicates)
+		return predicate_workload(src, arg.predicates);
+	return arg.weights ? array_workload(src, arg.weights) : text_workload(src, arg.text);
+}
+
+// See synthetic_release.h.
+std::string
+workload_label(const WorkloadArgument &arg, const Workload &w)
+{
+	if (arg.predicates)
+		return "predicates:" + std::to_string(w.queries.size());
+	return arg.weights ? "weights:" + std::to_string(w.queries.size()) : arg.text;
+}
+
 } // namespace dxpriv::pg

@@ -45,6 +45,18 @@ std::vector<std::vector<double>> predicate_weights(const ReleaseSource &src, Arr
                                                    std::vector<std::string> &labels);
 Workload predicate_workload(const ReleaseSource &src, ArrayType *predicates);
 
+// The workload argument of the release functions, one of three spellings: predicates (text[]),
+// weights (float8[][]) or the text spec (used when both arrays are null).
+struct WorkloadArgument {
+	const std::string &text;
+	ArrayType *weights;
+	ArrayType *predicates;
+};
+// The workload the argument names (the three parsers above) and its label in dx.releases
+// ("predicates:N", "weights:N" or the text spec).
+Workload workload_of(const ReleaseSource &src, const WorkloadArgument &arg);
+std::string workload_label(const WorkloadArgument &arg, const Workload &w);
+
 // Refuses (before anything is charged) a target that already exists or cannot be created by the
 // current role in its creation schema; returns the quoted, schema-qualified target name. The
 // target is "table" (created in the first schema of search_path, as CREATE TABLE does) or
