@@ -473,7 +473,7 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 
 } // namespace
 
-// See dxpriv.h.
+// See ledger/charge.h.
 void
 charge_release(Oid relid, double epsilon, const std::string &mechanism, const std::vector<double> &scales,
                const std::string &fingerprint_text, const std::string &query_text)
@@ -499,7 +499,7 @@ charge_statement(QueryDesc *qd)
 	return paid;
 }
 
-// See dxpriv.h.
+// See ledger/charge.h.
 bool
 releases_in_workers(PlannedStmt *stmt)
 {
@@ -534,7 +534,7 @@ holds_noisy_walker(Node *node, void *ctx)
 
 } // namespace
 
-// See dxpriv.h.
+// See ledger/charge.h.
 bool
 holds_noisy_aggregates(Query *q)
 {
