@@ -250,8 +250,10 @@ analysis_memo_key(Query *q)
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext || explain_capture_active() || !ActiveSnapshotSet())
 		return 0;
+	// grouping sets: their analysis registers the consistent-totals state of the release
+	// (consistent_register, executor/consistent_release.h), which a memo hit would not register again
 	if (q->commandType != CMD_SELECT || q->utilityStmt || !q->hasAggs || q->hasSubLinks || q->cteList ||
-	    q->setOperations || list_length(q->rtable) != 1)
+	    q->setOperations || q->groupingSets || list_length(q->rtable) != 1)
 		return 0;
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	if (rte->rtekind != RTE_RELATION)
