@@ -99,6 +99,7 @@ test: deps
 	$(MAKE) e2e
 	$(MAKE) test-upgrade
 	$(MAKE) doc-test
+	./scripts/demo.sh >/dev/null  # the walk-through of make demo (fails when an expected answer or SQLSTATE drifts)
 
 # every SQL example of README.md and doc/*.md, run against a throwaway cluster with the demo data
 # and its output checked; then the reference's completeness (test/docs/, doc/development.md)
