@@ -74,18 +74,6 @@ ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
 
-// Runs f as `owner` (when valid) through the sealed path (sealed_execution.h); f unchanged otherwise.
-template <class F>
-void
-as_owner(Oid owner, F &&f)
-{
-	if (!OidIsValid(owner)) {
-		f();
-		return;
-	}
-	sealed_call(owner, f);
-}
-
 // True for statements of the client's backend that dxpriv admits and charges (not a parallel
 // worker, not dxpriv's own SQL, not the ledger worker).
 bool

@@ -108,6 +108,19 @@ sealed_call(Oid user, F &&f)
 	sealed_call_leave(state);
 }
 
+// Runs f as `owner` through sealed_call when owner is valid (an analyst's distributed release run
+// as the table owner); f runs unchanged, with no user switch or forced settings, otherwise.
+template <class F>
+void
+as_owner(Oid owner, F &&f)
+{
+	if (!OidIsValid(owner)) {
+		f();
+		return;
+	}
+	sealed_call(owner, f);
+}
+
 // True after the session propagated SET LOCAL/RESET commands to the Citus workers in the current
 // transaction (citus.propagate_set_commands = 'local'): statements sent to workers would then run
 // under settings the analyst chose. refuse_propagated_settings() raises the refusal (42501).

@@ -42,19 +42,6 @@ namespace dxpriv::pg {
 namespace {
 
 
-// Runs f as `owner` (when valid) through the sealed path (forced settings, restored afterwards);
-// f runs unchanged for statements that are not analysts' distributed releases.
-template <class F>
-void
-as_owner(Oid owner, F &&f)
-{
-	if (!OidIsValid(owner)) {
-		f();
-		return;
-	}
-	sealed_call(owner, f);
-}
-
 // Stores the large per-point tables of a distributed statement on the workers (once per session);
 // runs after the statement was charged, before Citus starts it.
 void

@@ -36,9 +36,7 @@ namespace {
 struct GroupArgs {
 	Oid relid = InvalidOid;
 	ArrayType *columns = nullptr;
-	std::string workload_text;
-	ArrayType *weights = nullptr;
-	ArrayType *predicates = nullptr;
+	WorkloadArgument workload; // text spec, weight vectors or WHERE predicates
 	double epsilon = 0;
 	const char *target = nullptr;
 	int rounds = 0;
@@ -63,13 +61,7 @@ read_group_args(FunctionCallInfo fcinfo, bool with_target)
 	pg_call([&] {
 		a.relid = PG_GETARG_OID(0);
 		a.columns = PG_GETARG_ARRAYTYPE_P(1);
-		const Oid workload_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
-		if (workload_type == FLOAT8ARRAYOID)
-			a.weights = PG_GETARG_ARRAYTYPE_P(2);
-		else if (workload_type == TEXTARRAYOID)
-			a.predicates = PG_GETARG_ARRAYTYPE_P(2);
-		else
-			a.workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		a.workload = read_workload_argument(fcinfo, 2);
 		a.epsilon = PG_GETARG_FLOAT8(3);
 		if (with_target)
 			a.target = NameStr(*PG_GETARG_NAME(4));
@@ -123,7 +115,7 @@ DX_FUNCTION(dx_release_synthetic)
 	load_release_source(a.relid, a.columns, src);
 	const char *entry = "dx.release_synthetic";
 	require_row_level_table(a.relid, entry); // before the charge (charge_release checks it too)
-	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
+	const Workload w = workload_of(src, a.workload);
 	const GroupPlan plan = plan_group_release(src.sub, w, a.epsilon, a.rounds, a.has_groups ? &a.groups : nullptr);
 	const std::string target = check_release_target(a.target);
 	pg_call([] { CHECK_FOR_INTERRUPTS(); }); // a cancel while planning: nothing charged yet
@@ -137,7 +129,7 @@ DX_FUNCTION(dx_release_synthetic)
 	    run_group_release(src.sub, w, plan, counts, backend_random(), [&](int done, int total) { progress.round(done, total); });
 	ReleaseRecord rec;
 	rec.mechanism = "synthetic";
-	rec.workload = workload_label({a.workload_text, a.weights, a.predicates}, w);
+	rec.workload = workload_label(a.workload, w);
 	rec.epsilon = a.epsilon;
 	rec.queries = static_cast<int>(w.queries.size());
 	rec.iterations = plan.rounds;
@@ -166,7 +158,7 @@ DX_FUNCTION(dx_release_synthetic_error)
 	load_release_source(a.relid, a.columns, src);
 	// refused where the release would be (a privacy unit): its numbers would not apply
 	require_row_level_table(a.relid, "dx.release_synthetic_error");
-	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
+	const Workload w = workload_of(src, a.workload);
 	const GroupPlan plan = plan_group_release(src.sub, w, a.epsilon, a.rounds, a.has_groups ? &a.groups : nullptr);
 	const double direct_epsilon = a.epsilon / static_cast<double>(plan.groups.size());
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);

@@ -177,21 +177,15 @@ DX_FUNCTION(dx_median_session_open)
 			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "source, columns, workload and epsilon_hard must not be null",
 			     "Example: SELECT dx.median_session_open('patients', ARRAY['sex', 'diagnosis'], 'marginals:1', 0.5).");
 	Oid relid = InvalidOid;
-	ArrayType *columns = nullptr, *weights = nullptr, *predicates = nullptr;
-	std::string workload_text;
+	ArrayType *columns = nullptr;
+	WorkloadArgument workload;
 	double eps_hard = 0, alpha = 0.05;
 	int size = 0, max_hard = 0;
 	bool size_given = false, max_given = false;
 	pg_call([&] {
 		relid = PG_GETARG_OID(0);
 		columns = PG_GETARG_ARRAYTYPE_P(1);
-		const Oid workload_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
-		if (workload_type == FLOAT8ARRAYOID)
-			weights = PG_GETARG_ARRAYTYPE_P(2);
-		else if (workload_type == TEXTARRAYOID)
-			predicates = PG_GETARG_ARRAYTYPE_P(2);
-		else
-			workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		workload = read_workload_argument(fcinfo, 2);
 		eps_hard = PG_GETARG_FLOAT8(3);
 		if (!PG_ARGISNULL(4))
 			alpha = PG_GETARG_FLOAT8(4);
@@ -210,13 +204,13 @@ DX_FUNCTION(dx_median_session_open)
 	ReleaseSource src;
 	load_release_source(relid, columns, src);
 	require_row_level_table(relid, "dx.median_session_open"); // before the charge
-	if (predicates) {
+	if (workload.predicates) {
 		// evaluated once, at open, on the declared points: the session keeps them as weight vectors
 		std::vector<std::string> labels;
-		weights = weight_array(predicate_weights(src, predicates, labels));
-		workload_text = "predicates";
+		workload.weights = weight_array(predicate_weights(src, workload.predicates, labels));
+		workload.text = "predicates";
 	}
-	const Workload w = weights ? array_workload(src, weights) : text_workload(src, workload_text);
+	const Workload w = workload.weights ? array_workload(src, workload.weights) : text_workload(src, workload.text);
 	check_median_arguments(w, eps_hard, alpha, size);
 	const double open_eps = eps_hard / 2 * (count_is_public(src.sub) ? 1 : 2);
 
@@ -244,7 +238,7 @@ DX_FUNCTION(dx_median_session_open)
 		memcpy(VARDATA(b), bytes.data(), bytes.size());
 		state = PointerGetDatum(b);
 		cols_text = CStringGetTextDatum(cols.c_str());
-		wl = CStringGetTextDatum(predicates ? "predicates" : weights ? "weights" : workload_text.c_str());
+		wl = CStringGetTextDatum(workload.predicates ? "predicates" : workload.weights ? "weights" : workload.text.c_str());
 	});
 	InternalSpi spi(ext.schema_owner);
 	spi.exec("INSERT INTO dx.median_sessions (id, role, source, columns, workload, weights, epsilon_hard, alpha, size, "
@@ -255,7 +249,7 @@ DX_FUNCTION(dx_median_session_open)
 	          {OIDOID, ObjectIdGetDatum(relid)},
 	          {TEXTOID, cols_text},
 	          {TEXTOID, wl},
-	          {FLOAT8ARRAYOID, weights ? PointerGetDatum(weights) : (Datum) 0, weights == nullptr},
+	          {FLOAT8ARRAYOID, workload.weights ? PointerGetDatum(workload.weights) : (Datum) 0, workload.weights == nullptr},
 	          {FLOAT8OID, Float8GetDatum(eps_hard)},
 	          {FLOAT8OID, Float8GetDatum(alpha)}},
 	         false);

@@ -31,9 +31,7 @@ namespace {
 struct ReleaseArgs {
 	Oid relid = InvalidOid;
 	ArrayType *columns = nullptr;
-	std::string workload_text; // empty for a weight array or predicates
-	ArrayType *weights = nullptr;
-	ArrayType *predicates = nullptr; // text[] of WHERE predicates
+	WorkloadArgument workload; // text spec, weight vectors or WHERE predicates
 	double epsilon = 0;
 	const char *target = nullptr;
 	int extra = 0; // iterations / size; 0 = default
@@ -52,13 +50,7 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 	pg_call([&] {
 		a.relid = PG_GETARG_OID(0);
 		a.columns = PG_GETARG_ARRAYTYPE_P(1);
-		const Oid workload_type = get_fn_expr_argtype(fcinfo->flinfo, 2);
-		if (workload_type == FLOAT8ARRAYOID)
-			a.weights = PG_GETARG_ARRAYTYPE_P(2);
-		else if (workload_type == TEXTARRAYOID)
-			a.predicates = PG_GETARG_ARRAYTYPE_P(2);
-		else
-			a.workload_text = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		a.workload = read_workload_argument(fcinfo, 2);
 		a.epsilon = PG_GETARG_FLOAT8(3);
 		a.target = NameStr(*PG_GETARG_NAME(4));
 		if (PG_NARGS() > 5 && !PG_ARGISNULL(5)) {
@@ -88,7 +80,7 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	load_release_source(a.relid, a.columns, src);
 	const std::string entry = std::string("dx.release_") + mechanism;
 	require_row_level_table(a.relid, entry.c_str()); // before the charge (charge_release checks it too)
-	const Workload w = workload_of(src, {a.workload_text, a.weights, a.predicates});
+	const Workload w = workload_of(src, a.workload);
 	check(w, a);
 	const std::string target = check_release_target(a.target);
 
@@ -98,7 +90,7 @@ release(FunctionCallInfo fcinfo, const char *mechanism, const char *extra_name, 
 	const std::vector<std::int64_t> counts = read_histogram(src, entry.c_str());
 	ReleaseRecord rec;
 	rec.mechanism = mechanism;
-	rec.workload = workload_label({a.workload_text, a.weights, a.predicates}, w);
+	rec.workload = workload_label(a.workload, w);
 	rec.epsilon = a.epsilon;
 	rec.queries = static_cast<int>(w.queries.size());
 	const std::vector<double> weights = run(src, w, a, counts, rec);

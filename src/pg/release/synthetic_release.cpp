@@ -267,6 +267,21 @@ statement_text()
 }
 
 // See synthetic_release.h.
+WorkloadArgument
+read_workload_argument(FunctionCallInfo fcinfo, int argno)
+{
+	WorkloadArgument arg;
+	const Oid type = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	if (type == FLOAT8ARRAYOID)
+		arg.weights = PG_GETARG_ARRAYTYPE_P(argno);
+	else if (type == TEXTARRAYOID)
+		arg.predicates = PG_GETARG_ARRAYTYPE_P(argno);
+	else
+		arg.text = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	return arg;
+}
+
+// See synthetic_release.h.
 Workload
 workload_of(const ReleaseSource &src, const WorkloadArgument &arg)
 {

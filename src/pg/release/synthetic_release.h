@@ -5,6 +5,10 @@
 
 #include "pg/metadata/policy.h"
 
+extern "C" {
+#include "fmgr.h"
+}
+
 #include <string>
 #include <vector>
 
@@ -48,10 +52,13 @@ Workload predicate_workload(const ReleaseSource &src, ArrayType *predicates);
 // The workload argument of the release functions, one of three spellings: predicates (text[]),
 // weights (float8[][]) or the text spec (used when both arrays are null).
 struct WorkloadArgument {
-	const std::string &text;
-	ArrayType *weights;
-	ArrayType *predicates;
+	std::string text;
+	ArrayType *weights = nullptr;
+	ArrayType *predicates = nullptr;
 };
+// Reads argument argno of the calling SQL function by its declared type (float8[] weights, text[]
+// predicates, otherwise the text spec). A PostgreSQL frame: call inside pg_call.
+WorkloadArgument read_workload_argument(FunctionCallInfo fcinfo, int argno);
 // The workload the argument names (the three parsers above) and its label in dx.releases
 // ("predicates:N", "weights:N" or the text spec).
 Workload workload_of(const ReleaseSource &src, const WorkloadArgument &arg);
