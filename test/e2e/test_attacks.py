@@ -713,6 +713,64 @@ def _copy_release(ctx, conn, attempt):
 
 
 attack(C, "copy_aggregate_query", "COPY (SELECT count(*) FROM people) TO STDOUT", Custom(_copy_release))
+
+
+def _row_count_of_declared_groups(ctx, conn, attempt):
+    """SELECT count(*) FROM (<release grouped by a declared column>) s (issue 24: SQLAlchemy/knex/
+    Superset row counts): the number of declared groups is public, so it is answered without a
+    charge, and it is that number whatever the rows are (never the number of groups with rows)."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    with conn.cursor() as cur:
+        cur.execute(attempt.sql)
+        rows = cur.fetchall()
+    assert rows == [(len(ZIPS),)], f"row count {rows}, declared zips {len(ZIPS)}"
+    assert ctx.ledger_since(before) == [], "a public row count was charged"
+    return f"answered free: {len(ZIPS)} declared groups"
+
+
+def _row_count_over_noisy_values(ctx, conn, attempt):
+    """A row count whose groups depend on noisy values (HAVING on the count) is not public: it is
+    answered from the release and charged, or refused; never answered free."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(attempt.sql)
+            cur.fetchall()
+    except psycopg2.Error as e:
+        conn.rollback()
+        assert e.pgcode in SHAPE, f"unexpected SQLSTATE {e.pgcode}: {e}"
+        assert_no_secret(e)
+        return f"refused {e.pgcode}"
+    charges = ctx.ledger_since(before)
+    assert charges and all(eps > 0 for eps, _ in charges), f"data-dependent row count answered free: {charges}"
+    return f"answered from the release, charged {sum(eps for eps, _ in charges):g}"
+
+
+def _consistent_rollup(ctx, conn, attempt):
+    """A ROLLUP release made consistent by post-processing (issue 24) is charged once for all its
+    cells, and its total is the sum of its parts (post-processing of the noisy cells, not the rows)."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    with conn.cursor() as cur:
+        cur.execute(attempt.sql)
+        rows = cur.fetchall()
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and charges[0][0] > 0, f"ROLLUP charges {charges}"
+    total = [n for sex, n in rows if sex is None]
+    parts = [n for sex, n in rows if sex is not None]
+    assert len(total) == 1 and len(parts) == 2 and total[0] == sum(parts), rows
+    return f"charged {charges[0][0]:g} once, total {total[0]} = sum of parts"
+
+
+attack(C, "row_count_of_declared_groups", "SELECT count(*) FROM (SELECT zip, count(*) FROM people GROUP BY zip) s",
+       Custom(_row_count_of_declared_groups))
+attack(C, "row_count_over_noisy_having",
+       "SELECT count(*) FROM (SELECT zip, count(*) FROM people GROUP BY zip HAVING count(*) > 100) s",
+       Custom(_row_count_over_noisy_values))
+attack(C, "consistent_rollup_charged_once", "SELECT sex, count(*) FROM people GROUP BY ROLLUP (sex)",
+       Custom(_consistent_rollup))
 attack(C, "copy_wrapper_without_aggregates", "COPY (SELECT zip FROM (SELECT zip, count(*) FROM people GROUP BY zip) s) TO STDOUT",
        Reject(PRIV))
 attack(C, "copy_to_file", "COPY (SELECT count(*) FROM people) TO '/tmp/dxpriv_attack_copy'", Reject(PRIV))
