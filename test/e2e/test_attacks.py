@@ -300,8 +300,49 @@ def test_distinct_and_other_aggregates():
 
 C = "windows_ctes_subqueries_setops"
 attack(C, "window_count_over", "SELECT count(*) OVER () FROM people", Reject(*SHAPE))
+# a window next to the aggregates runs over the released rows (issue 24: window_split.h)
 attack(C, "window_over_groups", "SELECT sex, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY sex",
+       Noised(min_scale=1.0, rows=2))
+
+
+def window_charged_like_release(ctx, conn, attempt):
+    """A window next to the aggregates costs exactly what the release alone costs (one charge, same
+    epsilon, same noise scales) and returns one row per declared group."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    windowed = ctx.ledger_since(before)
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "SELECT zip, count(*) FROM people GROUP BY zip")
+    alone = ctx.ledger_since(before)
+    assert len(windowed) == 1 and len(alone) == 1, f"charges {windowed} vs {alone}"
+    assert abs(windowed[0][0] - alone[0][0]) < 1e-12 and sorted(windowed[0][1]) == sorted(alone[0][1]), \
+        f"windowed {windowed} vs alone {alone}"
+    assert len(rows) == len(ZIPS), f"{len(rows)} rows"
+    return f"charged {windowed[0][0]:g} like the release alone"
+
+
+attack(C, "window_share_charged_like_release",
+       "SELECT zip, count(*), count(*) * 1.0 / sum(count(*)) OVER () AS share, "
+       "sum(count(*)) OVER (ORDER BY zip) AS cum FROM people GROUP BY zip", Custom(window_charged_like_release))
+attack(C, "window_in_cte_top3", "WITH w AS (SELECT zip, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) AS r "
+       "FROM people GROUP BY zip) SELECT zip, n FROM w WHERE r <= 3", Noised(min_scale=1.0))
+# windows that would see stored rows: PostgreSQL's grouping rules (42803) or dxpriv refuse them
+attack(C, "window_over_raw_column", "SELECT sex, count(*), max(name) OVER () FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_partition_raw_column", "SELECT sex, count(*), sum(count(*)) OVER (PARTITION BY name) "
+       "FROM people GROUP BY sex", Reject("42803", hint=False))
+attack(C, "window_partition_undeclared_group", "SELECT sex, name, count(*), sum(count(*)) OVER (PARTITION BY name) "
+       "FROM people GROUP BY sex, name", Reject(*SHAPE))
+attack(C, "window_inside_aggregate", "SELECT sex, sum(row_number() OVER ()) FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_filter_raw_column", "SELECT sex, count(*) FILTER (WHERE name = 'x') OVER () FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_frame_subquery", "SELECT zip, count(*), sum(count(*)) OVER (ORDER BY zip ROWS BETWEEN "
+       "(SELECT count(*) FROM people WHERE name LIKE 'Z%') PRECEDING AND CURRENT ROW) FROM people GROUP BY zip",
        Reject(*SHAPE))
+attack(C, "window_on_ungrouped_level", "SELECT name, count(*) OVER (PARTITION BY sex) FROM people", Reject(*SHAPE))
 attack(C, "window_row_number", "SELECT age, row_number() OVER () FROM people", Reject(*SHAPE))
 attack(C, "cte_raw", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
 # a CTE around a release only post-processes it (see the wrappers category)

@@ -13,6 +13,7 @@
 #include "pg/planner/release_wrappers.h"
 #include "pg/planner/release_grouping_sets.h"
 #include "pg/planner/row_count.h"
+#include "pg/planner/window_split.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -168,6 +169,13 @@ analyze(Query *top)
 	bool joined = false;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
+	// windows next to a release's aggregates: a wrapper over the release (window_split.h)
+	if (d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) {
+		const bool plain_explain = d.plain_explain;
+		d = Discovery{ext};
+		d.plain_explain = plain_explain;
+		query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	}
 	if (ac.analyst) {
 		substitute_catalog_views(top, *ext); // before the deny list: pg_stat_user_tables becomes a safe view
 		if (q != top)

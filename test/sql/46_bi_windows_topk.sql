@@ -1,0 +1,72 @@
+-- Window functions next to a release's aggregates (issue 24): post-processing of the released rows,
+-- charged exactly like the release alone; windows that would see stored rows are refused.
+CREATE TABLE bw (id int, age int, sex text, city text);
+INSERT INTO bw SELECT i, 20 + (i * 7) % 60, (ARRAY['M','F'])[1 + i % 2], (ARRAY['a','b','c','d'])[1 + (i * i) % 4]
+FROM generate_series(1, 800) AS i;
+SELECT dx.protect_table('bw', 1);
+SELECT dx.set_column('bw', 'age', '{"min": 0, "max": 100, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT dx.set_column('bw', 'sex', '{"values": ["M", "F"]}', '{"type": "discrete", "weight": 2}');
+SELECT dx.set_column('bw', 'city', '{"values": ["a", "b", "c", "d"]}', '{"type": "discrete", "weight": 1}');
+CREATE ROLE bw_analyst;
+SELECT dx.add_analyst('bw_analyst');
+SELECT dx.grant_budget('bw_analyst', 'bw', 100);
+SET dxpriv.cache_lifetime = 0;
+SET ROLE bw_analyst;
+CREATE TEMP TABLE w0 AS SELECT coalesce(sum(epsilon), 0) AS e, count(*) AS n FROM dx.my_ledger;
+
+-- 1. share of total: one release (4 cells at the session epsilon), the window over its answers
+SELECT count(*) AS rows, abs(sum(share) - 1) < 1e-9 AS shares_add_up,
+       bool_and(abs(share * total - n) < 1e-6) AS share_of_released, sum(n) AS released_total
+FROM (SELECT city, count(*) AS n, sum(count(*)) OVER () AS total, count(*) * 1.0 / sum(count(*)) OVER () AS share
+      FROM bw GROUP BY city) s \gset
+SELECT :rows AS rows, :'shares_add_up' AS shares_add_up, :'share_of_released' AS share_of_released;
+SELECT count(*) - (SELECT n FROM w0) AS charges, round((sum(epsilon) - (SELECT e FROM w0))::numeric, 6) AS spent
+FROM dx.my_ledger;
+-- the window's input is the release: dx.last_release() lists its 4 cells, which sum to the total
+SELECT count(*) AS cells, sum(answer) = :released_total AS same_answers FROM dx.last_release();
+
+-- 2. cumulative sums, rank over the released value, PARTITION BY a GROUP BY key, LIMIT after the window
+SELECT bool_and(cum = sum_before) AS cumulative
+FROM (SELECT cum, sum(n) OVER (ORDER BY city) AS sum_before
+      FROM (SELECT city, count(*) AS n, sum(count(*)) OVER (ORDER BY city) AS cum FROM bw GROUP BY city) s) t;
+SELECT bool_and(r = 1 + (SELECT count(*) FROM unnest(ns) AS x WHERE x > n)) AS ranks_of_released
+FROM (SELECT n, r, array_agg(n) OVER () AS ns
+      FROM (SELECT city, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) AS r FROM bw GROUP BY city) s) t;
+SELECT count(*) AS rows, count(DISTINCT sex) AS partitions
+FROM (SELECT sex, city, sum(age), row_number() OVER (PARTITION BY sex ORDER BY sum(age) DESC) AS rn
+      FROM bw GROUP BY sex, city) s WHERE rn <= 2;
+SELECT count(*) AS limited FROM (SELECT city, count(*) FROM bw GROUP BY city
+                                 ORDER BY sum(count(*)) OVER (ORDER BY city) DESC LIMIT 2) s;
+-- no GROUP BY, HAVING kept in the release, a WITH, and a parameter of a prepared statement
+SELECT n = total AS one_row FROM (SELECT count(*) AS n, sum(count(*)) OVER () AS total FROM bw) s;
+SELECT count(*) <= 4 AS having_kept FROM (SELECT city, count(*), sum(count(*)) OVER () FROM bw GROUP BY city
+                                          HAVING count(*) > -1000000) s;
+WITH w AS (SELECT city, count(*) AS n, lag(count(*)) OVER (ORDER BY city) AS prev FROM bw GROUP BY city)
+SELECT count(*) AS with_rows, count(prev) AS with_lags FROM w;
+PREPARE wp(int) AS SELECT count(*) AS rows, abs(sum(share) - 1) < 1e-9 AS shares_add_up
+FROM (SELECT city, count(*) * 1.0 / sum(count(*)) OVER () AS share FROM bw WHERE age > $1 GROUP BY city) s;
+EXECUTE wp(30);
+EXECUTE wp(50);
+DEALLOCATE wp;
+-- what it costs before running: dx.explain sees the release under the window
+SELECT count(*) AS explained_cells FROM dx.explain('SELECT city, count(*), sum(count(*)) OVER () FROM bw GROUP BY city');
+SELECT count(*) - (SELECT n FROM w0) AS charges_total FROM dx.my_ledger;
+
+-- 3. attacks: a window that would see stored rows is refused, and charges nothing
+CREATE TEMP TABLE w1 AS SELECT count(*) AS n FROM dx.my_ledger;
+-- a window over a column outside the aggregates
+SELECT city, count(*), sum(age) OVER () FROM bw GROUP BY city;
+SELECT city, count(*), first_value(age) OVER (ORDER BY count(*)) FROM bw GROUP BY city;
+-- PARTITION BY an undeclared column (PostgreSQL wants it grouped; dxpriv refuses the group)
+SELECT city, count(*), count(*) OVER (PARTITION BY id) FROM bw GROUP BY city;
+SELECT city, id, count(*), sum(count(*)) OVER (PARTITION BY id) FROM bw GROUP BY city, id;
+-- a window inside the aggregate's argument, and a window without an aggregate
+SELECT city, sum(rank() OVER ()) FROM bw GROUP BY city;
+SELECT age, count(*) OVER () FROM bw;
+SELECT city, count(*) OVER (PARTITION BY id) FROM bw GROUP BY city, id;
+-- a window FILTER on a stored column, a frame bound that is a subquery over the table
+SELECT city, count(*) FILTER (WHERE age > 30) OVER () FROM bw GROUP BY city;
+SELECT city, count(*), sum(count(*)) OVER (ORDER BY city ROWS BETWEEN (SELECT count(*) FROM bw) PRECEDING AND CURRENT ROW)
+FROM bw GROUP BY city;
+SELECT count(*) - (SELECT n FROM w1) AS charges_of_refused FROM dx.my_ledger;
+RESET ROLE;
