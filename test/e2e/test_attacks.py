@@ -369,6 +369,47 @@ def test_windows_ctes_subqueries_and_set_operations():
     run_category("windows_ctes_subqueries_setops")
 
 
+# ================================================================ dx.top_k (issue 24)
+
+C = "top_k"
+
+
+def top_k_charged_once(ctx, conn, attempt):
+    """dx.top_k returns k distinct declared values and no number, charges its epsilon once, with one
+    exponential-mechanism temperature 2 S k / epsilon per round (zip: discrete weight 1, presence 1,
+    so S = 1)."""
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1, f"charges {charges}"
+    epsilon, scales = charges[0]
+    assert abs(epsilon - 0.5) < 1e-12, epsilon
+    assert len(scales) == 3 and all(abs(x - 2 * 1 * 3 / 0.5) < 1e-9 for x in scales), scales
+    assert [r[0] for r in rows] == [1, 2, 3], rows
+    values = [r[1] for r in rows]
+    assert len(set(values)) == 3 and set(values) <= set(ZIPS), values
+    return f"charged {epsilon:g} once, {len(scales)} rounds at temperature {scales[0]:g}"
+
+
+attack(C, "top_k_charged_once", "SELECT rank, value FROM dx.top_k('people', 'zip', 3, 0.5)",
+       Custom(top_k_charged_once))
+attack(C, "top_k_undeclared_candidate", "SELECT * FROM dx.top_k('people', 'name', 1, 1.0)", Reject(PRIV))
+attack(C, "top_k_condition_on_undeclared", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, "
+       "'name = ''Zebulon''', ARRAY['name'])", Reject(PRIV))
+attack(C, "top_k_condition_subquery", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, "
+       "'zip IN (SELECT zip FROM people WHERE name LIKE ''Z%'')')", Reject("22023", *SHAPE))
+attack(C, "top_k_condition_volatile", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, 'random() < 0.5')",
+       Reject("22023", *SHAPE))
+attack(C, "top_k_condition_column_not_listed", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, 'age > 30')",
+       Reject("22023", *SHAPE))
+attack(C, "top_k_k_beyond_domain", "SELECT * FROM dx.top_k('people', 'sex', 3, 1.0)", Reject("22023"))
+attack(C, "top_k_zero_epsilon", "SELECT * FROM dx.top_k('people', 'zip', 1, 0)", Reject("22023"))
+
+
+def test_top_k():
+    run_category("top_k")
+
+
 # ================================================================ joins, LATERAL, set-returning functions
 # zips is not declared public in this category (dx.set_public): every join is refused. Joins with
 # public tables are the public_joins category.
@@ -2604,7 +2645,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins"}
+               "last_release", "spellings_own_use", "public_joins", "top_k"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

@@ -70,3 +70,40 @@ SELECT city, count(*), sum(count(*)) OVER (ORDER BY city ROWS BETWEEN (SELECT co
 FROM bw GROUP BY city;
 SELECT count(*) - (SELECT n FROM w1) AS charges_of_refused FROM dx.my_ledger;
 RESET ROLE;
+
+-- 4. dx.top_k: the exponential mechanism's top-k under d_X (values only, charged once)
+CREATE TABLE tk (grade text, age int, note text);
+INSERT INTO tk SELECT g, 20 + i % 50, 'n' || i
+FROM (VALUES ('p', 50), ('q', 40), ('r', 30), ('s', 20), ('t', 10)) AS v(g, n), generate_series(1, n) AS i;
+SELECT dx.protect_table('tk', 1);
+SELECT dx.set_column('tk', 'grade', '{"values": ["p", "q", "r", "s", "t", "u"]}', '{"type": "discrete", "weight": 1}');
+SELECT dx.set_column('tk', 'age', '{"min": 0, "max": 100, "step": 1}', '{"type": "absolute", "scale": 1}');
+SELECT dx.grant_budget('bw_analyst', 'tk', 100000);
+SET ROLE bw_analyst;
+CREATE TEMP TABLE t0 AS SELECT coalesce(max(id), 0) AS id FROM dx.my_ledger;
+-- a huge epsilon ranks the true top 3 (gaps of 10 rows at beta = 1e4 / 6 per round)
+SELECT * FROM dx.top_k('tk', 'grade', 3, 10000);
+-- charged once: the whole epsilon, one scale per round (2 S k / epsilon, S = 1: a row's presence or
+-- grade change moves one count by 1 at distance 1)
+SELECT epsilon, scales, mechanism FROM dx.my_ledger WHERE id > (SELECT id FROM t0) ORDER BY id;
+-- a small epsilon: still k distinct declared values
+SELECT count(*) AS k, count(DISTINCT value) AS distinct_values, bool_and(value IN ('p', 'q', 'r', 's', 't', 'u')) AS declared,
+       array_agg(rank ORDER BY rank) AS ranks
+FROM dx.top_k('tk', 'grade', 4, 0.01);
+-- a condition over declared columns, evaluated on the declared points (ages 60..69: p 10 rows, q 1)
+SELECT * FROM dx.top_k('tk', 'grade', 2, 10000, 'age >= 60', ARRAY['age']);
+SELECT round(epsilon::numeric, 6) AS epsilon, scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
+-- refusals, nothing charged: an undeclared column (candidate or condition), a condition with a
+-- subquery or a volatile function, a condition on a column not listed, k out of range, bad epsilon
+CREATE TEMP TABLE t1 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT * FROM dx.top_k('tk', 'note', 2, 1.0);
+SELECT * FROM dx.top_k('tk', 'grade', 2, 1.0, 'note = ''n1''', ARRAY['note']);
+SELECT * FROM dx.top_k('tk', 'grade', 2, 1.0, 'grade IN (SELECT note FROM tk)');
+SELECT * FROM dx.top_k('tk', 'grade', 2, 1.0, 'random() < 0.5');
+SELECT * FROM dx.top_k('tk', 'grade', 2, 1.0, 'age > 30');
+SELECT * FROM dx.top_k('tk', 'grade', 7, 1.0);
+SELECT * FROM dx.top_k('tk', 'grade', 0, 1.0);
+SELECT * FROM dx.top_k('tk', 'grade', 2, 'NaN');
+SELECT * FROM dx.top_k('tk', 'grade', NULL, 1.0);
+SELECT count(*) - (SELECT n FROM t1) AS charges_of_refused FROM dx.my_ledger;
+RESET ROLE;
