@@ -292,6 +292,28 @@ attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
 attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
 
 
+def tableau_one_cell(ctx, conn, attempt):
+    """Tableau's SUM(1) ... HAVING COUNT(1) > 0 is count(*) once: one charge, the epsilon and noise
+    scales of SELECT zip, count(*) alone (not two cells at half the budget each)."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, attempt.sql)
+    tab = ctx.ledger_since(before)
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "SELECT zip, count(*) FROM people GROUP BY zip")
+    alone = ctx.ledger_since(before)
+    assert len(tab) == 1 and abs(tab[0][0] - alone[0][0]) < 1e-12 and sorted(tab[0][1]) == sorted(alone[0][1]), \
+        f"Tableau shape {tab} vs count(*) alone {alone}"
+    return f"one cell per group, charged {tab[0][0]:g}"
+
+
+attack(C, "tableau_sum_one_having_count_one", 'SELECT "people"."zip" AS "zip", SUM(1) AS "cnt:people:ok" '
+       'FROM "public"."people" "people" GROUP BY 1 HAVING (COUNT(1) > 0)', Custom(tableau_one_cell))
+attack(C, "sum_of_two_is_not_count", "SELECT sum(2), count(*) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "count_null_constant", "SELECT count(NULL::int) FROM people", Reject("22004"))  # data-independent
+
+
 def test_distinct_and_other_aggregates():
     run_category("distinct_and_aggregates")
 

@@ -107,3 +107,30 @@ SELECT * FROM dx.top_k('tk', 'grade', 2, 'NaN');
 SELECT * FROM dx.top_k('tk', 'grade', NULL, 1.0);
 SELECT count(*) - (SELECT n FROM t1) AS charges_of_refused FROM dx.my_ledger;
 RESET ROLE;
+
+-- 5. What BI tools send
+SET ROLE bw_analyst;
+-- Tableau: SUM(1) ... HAVING (COUNT(1) > 0): both are count(*), one cell per group, charged once
+CREATE TEMP TABLE t2 AS SELECT coalesce(sum(epsilon), 0) AS e, count(*) AS n FROM dx.my_ledger;
+SELECT count(*) AS groups_kept FROM (SELECT "bw"."city" AS "city", SUM(1) AS "cnt:bw:ok" FROM "public"."bw" "bw"
+                                     GROUP BY 1 HAVING (COUNT(1) > -1000000)) s;
+SELECT count(*) AS cells, count(DISTINCT aggregate) AS aggregates, min(kind) AS kind, max(release_epsilon) AS release_epsilon
+FROM dx.last_release();
+SELECT count(*) - (SELECT n FROM t2) AS charges, round((sum(epsilon) - (SELECT e FROM t2))::numeric, 6) AS spent
+FROM dx.my_ledger;
+-- the HAVING reads the same noisy cell the select list shows: a group kept iff its answer is > 0
+SELECT bool_and(n > 0) AS having_on_shown_value FROM (SELECT city, SUM(1) AS n FROM bw GROUP BY city HAVING COUNT(1) > 0) s;
+-- count(<constant>) and sum(1) with a FILTER stay one filtered cell; sum(2) is a different query
+SELECT count(1) FILTER (WHERE age > 30) = sum(1) FILTER (WHERE age > 30) AS same_answer FROM bw;
+SELECT count(*) AS cells FROM dx.last_release();
+SELECT sum(2) IS NOT NULL AS s2, count(*) IS NOT NULL AS c FROM bw;
+SELECT count(*) AS cells FROM dx.last_release();
+-- LIMIT $1 with a bound parameter (Superset, psycopg 3): post-processing of the release
+PREPARE lp(int) AS SELECT count(*) AS rows FROM (SELECT city, count(*) FROM bw GROUP BY city ORDER BY 2 DESC LIMIT $1) s;
+CREATE TEMP TABLE t3 AS SELECT count(*) AS n FROM dx.my_ledger;
+EXECUTE lp(2);
+EXECUTE lp(3);
+SELECT count(*) - (SELECT n FROM t3) AS limit_param_charges FROM dx.my_ledger;
+SELECT count(*) AS cells_released FROM dx.last_release();
+DEALLOCATE lp;
+RESET ROLE;
