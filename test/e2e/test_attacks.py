@@ -1381,6 +1381,41 @@ attack(C, "release_joined_with_raw", "SELECT * FROM (SELECT count(*) AS n FROM p
 attack(C, "cte_of_raw_rows_counted", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
 
 
+def series_limit_two_releases(ctx, conn, attempt):
+    """Superset's series-limit join: answered from two releases (the outer aggregation over every
+    declared (sex, zip) group and the top-3 subquery), paid together in one ledger row at twice the
+    session epsilon; only zips of the released top 3 appear."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - 2 * EPS) < 1e-12, f"charges {charges}"
+    assert len(charges[0][1]) == 2 * len(ZIPS) + len(ZIPS), f"{len(charges[0][1])} cells paid"
+    assert min(charges[0][1]) > 0
+    zips = {r[1] for r in rows}
+    assert len(zips) <= 3 and zips <= set(ZIPS), zips
+    return f"two releases, charged {charges[0][0]:g}, {len(zips)} zips shown"
+
+
+SERIES_INNER = "(SELECT zip AS zip__, count(*) AS mme_inner__ FROM people GROUP BY zip ORDER BY mme_inner__ DESC LIMIT 3)"
+attack(C, "superset_series_limit_join",
+       f"SELECT sex AS sex, zip AS zip, count(*) AS count FROM people JOIN {SERIES_INNER} AS series_limit "
+       "ON zip = zip__ GROUP BY sex, zip ORDER BY count DESC LIMIT 100", Custom(series_limit_two_releases))
+# joins that would filter stored rows by something else than a released key stay refused
+attack(C, "series_limit_join_on_undeclared", f"SELECT sex, zip, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ AND name = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_join_not_on_group_key", f"SELECT sex, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ GROUP BY sex", Reject(*SHAPE))
+attack(C, "series_limit_reads_inner_value", f"SELECT sex, zip, max(mme_inner__), count(*) FROM people "
+       f"JOIN {SERIES_INNER} s ON zip = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_joins_raw_rows", "SELECT sex, zip, count(*) FROM people JOIN (SELECT zip AS z FROM people "
+       "WHERE name LIKE 'Z%') s ON zip = z GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_left_join", f"SELECT sex, zip, count(*) FROM people LEFT JOIN {SERIES_INNER} s "
+       "ON zip = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_or_condition", f"SELECT sex, zip, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ OR sex = 'F' GROUP BY sex, zip", Reject(*SHAPE))
+
+
 def test_post_processing_wrappers():
     run_category("wrappers")
 

@@ -134,3 +134,37 @@ SELECT count(*) - (SELECT n FROM t3) AS limit_param_charges FROM dx.my_ledger;
 SELECT count(*) AS cells_released FROM dx.last_release();
 DEALLOCATE lp;
 RESET ROLE;
+
+-- 6. Superset's series-limit join: the main release joined back to its top-N release. Both are
+-- releases (charged in one ledger row: the outer one over every declared group, the top-N one);
+-- the top-N's released keys filter the released rows (post-processing)
+SET ROLE bw_analyst;
+CREATE TEMP TABLE t4 AS SELECT coalesce(sum(epsilon), 0) AS e, count(*) AS n FROM dx.my_ledger;
+SELECT count(*) AS rows, count(DISTINCT city) AS cities
+FROM (SELECT sex AS sex, city AS city, count(*) AS count FROM bw
+      JOIN (SELECT city AS city__, count(*) AS mme_inner__ FROM bw GROUP BY city ORDER BY mme_inner__ DESC LIMIT 2)
+           AS series_limit ON city = city__
+      GROUP BY sex, city ORDER BY count DESC LIMIT 100) s;
+SELECT count(*) AS cells, count(*) FILTER (WHERE group_key LIKE 'sex=%') AS outer_cells,
+       count(*) FILTER (WHERE group_key NOT LIKE 'sex=%') AS top_n_cells FROM dx.last_release();
+SELECT count(*) - (SELECT n FROM t4) AS charges, round((sum(epsilon) - (SELECT e FROM t4))::numeric, 6) AS spent
+FROM dx.my_ledger;
+-- a comma join with the condition in WHERE and a filter on the protected table
+SELECT count(*) <= 2 AS at_most_two_groups, count(a) >= 0 AS answered FROM (SELECT bw.sex, bw.city, avg(age) AS a FROM bw,
+       (SELECT city AS c, count(*) AS n FROM bw WHERE age > 30 GROUP BY city ORDER BY n DESC LIMIT 1) s
+       WHERE bw.city = s.c AND bw.age < 90 GROUP BY bw.sex, bw.city) t;
+-- attacks: a join that is not on a released key, or reads the subquery's values or raw rows, stays refused
+CREATE TEMP TABLE t5 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT sex, count(*) FROM bw JOIN (SELECT city AS c, count(*) AS n FROM bw GROUP BY city ORDER BY n DESC LIMIT 2) s
+ON city = c GROUP BY sex;
+SELECT sex, city, count(*) FROM bw JOIN (SELECT city AS c, count(*) AS n FROM bw GROUP BY city) s
+ON city = c AND id = n GROUP BY sex, city;
+SELECT sex, city, max(n), count(*) FROM bw JOIN (SELECT city AS c, count(*) AS n FROM bw GROUP BY city) s
+ON city = c GROUP BY sex, city;
+SELECT sex, city, count(*) FROM bw JOIN (SELECT city AS c FROM bw) s ON city = c GROUP BY sex, city;
+SELECT sex, city, count(*) FROM bw LEFT JOIN (SELECT city AS c, count(*) n FROM bw GROUP BY city) s ON city = c
+GROUP BY sex, city;
+SELECT sex, city, count(*) FROM bw JOIN (SELECT city AS c, count(*) n FROM bw GROUP BY city) s ON city = c OR sex = 'M'
+GROUP BY sex, city;
+SELECT count(*) - (SELECT n FROM t5) AS charges_of_refused FROM dx.my_ledger;
+RESET ROLE;

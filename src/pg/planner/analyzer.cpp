@@ -14,6 +14,7 @@
 #include "pg/planner/release_grouping_sets.h"
 #include "pg/planner/row_count.h"
 #include "pg/planner/window_split.h"
+#include "pg/planner/series_limit_join.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -169,8 +170,10 @@ analyze(Query *top)
 	bool joined = false;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
-	// windows next to a release's aggregates: a wrapper over the release (window_split.h)
-	if (d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) {
+	// windows next to a release's aggregates: a wrapper over the release (window_split.h); a
+	// release joined back to a top-N release (Superset's series limit): two releases (series_limit_join.h)
+	if ((d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) ||
+	    split_series_limit_join(q, *ext, ac.analyst ? &ac : nullptr)) {
 		const bool plain_explain = d.plain_explain;
 		d = Discovery{ext};
 		d.plain_explain = plain_explain;

@@ -6,6 +6,7 @@
 #include "pg/planner/release_rewrite.h"
 #include "pg/planner/release_grouping_sets.h"
 #include "pg/planner/window_split.h"
+#include "pg/planner/series_limit_join.h"
 #include "pg/settings.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/elevated/sealed_execution.h"
@@ -250,7 +251,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		if (cte->cterecursive && reads_or_releases((Node *) sub, &search))
 			fail(refused, "a recursive WITH cannot hold a dx query",
 			     "Use a plain WITH around the aggregate query.");
-		if (split_window_level(sub, ext, ac)) { // windows next to its aggregates (window_split.h)
+		if (split_window_level(sub, ext, ac) || split_series_limit_join(sub, ext, ac)) { // window_split.h, series_limit_join.h
 			found += rewrite_wrapped_releases(sub, ext, ac);
 			cte->ctematerialized = CTEMaterializeAlways;
 		} else if (is_release_level(sub, ext, ac)) {
@@ -268,7 +269,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		if (rte->lateral && reads_or_releases((Node *) rte->subquery, &search))
 			fail(refused, "a LATERAL subquery cannot hold a dx query",
 			     "Put the aggregate query in FROM without LATERAL or in a WITH clause.");
-		if (split_window_level(rte->subquery, ext, ac)) { // windows next to its aggregates (window_split.h)
+		if (split_window_level(rte->subquery, ext, ac) || split_series_limit_join(rte->subquery, ext, ac)) {
 			found += rewrite_wrapped_releases(rte->subquery, ext, ac);
 		} else if (is_release_level(rte->subquery, ext, ac)) {
 			rewrite_nested_release(rte->subquery, ext, ac);

@@ -9,6 +9,7 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/tlist.h"
+#include "rewrite/rewriteManip.h"
 }
 
 #include <string>
@@ -107,14 +108,11 @@ outer_mutator(Node *node, void *ctx)
 } // namespace
 
 // See window_split.h.
-bool
-split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
+Query *
+extract_release(Query *q, List *rtable, FromExpr *jointree, int rtindex, bool &raw)
 {
-	if (q->commandType != CMD_SELECT || !q->hasAggs || !q->hasWindowFuncs || q->cteList || q->hasSubLinks ||
-	    q->setOperations || q->hasTargetSRFs || q->rowMarks || q->utilityStmt || !releases_here(q, ext, ac))
-		return false;
 	Split s;
-	// the release: q's FROM, WHERE, GROUP BY and HAVING, with the GROUP BY keys as its first columns
+	// the release: FROM, WHERE, q's GROUP BY and HAVING, with the GROUP BY keys as its first columns
 	ListCell *lc;
 	foreach (lc, q->groupClause) {
 		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
@@ -127,19 +125,19 @@ split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *
 		s.keys.push_back((Node *) key->expr);
 	}
 	List *outer_tlist = (List *) outer_mutator((Node *) copy_node(q->targetList), &s);
-	if (s.raw) {
-		const int code = ac ? ERRCODE_INSUFFICIENT_PRIVILEGE : ERRCODE_FEATURE_NOT_SUPPORTED;
-		fail(code, "a window function next to dx aggregates can read only GROUP BY keys and aggregates",
-		     "Windows run over the released rows: PARTITION BY and ORDER BY a GROUP BY key or an aggregate, e.g. "
-		     "SELECT k, count(*), sum(count(*)) OVER (ORDER BY k) FROM t GROUP BY k.");
-	}
+	raw = s.raw;
+	if (raw)
+		return nullptr;
+	// the outer level reads the release at range-table index rtindex
+	if (rtindex != 1)
+		ChangeVarNodes((Node *) outer_tlist, 1, rtindex, 0);
 
 	Query *inner = makeNode(Query);
 	inner->commandType = CMD_SELECT;
 	inner->querySource = QSRC_ORIGINAL;
 	inner->canSetTag = true;
-	inner->rtable = q->rtable;
-	inner->jointree = q->jointree;
+	inner->rtable = rtable;
+	inner->jointree = jointree;
 	inner->targetList = s.inner_tlist;
 	inner->groupClause = q->groupClause;
 	inner->groupingSets = q->groupingSets;
@@ -148,8 +146,23 @@ split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *
 	inner->hasAggs = true;
 	inner->constraintDeps = q->constraintDeps;
 
+	q->targetList = outer_tlist;
+	q->groupClause = NIL;
+	q->groupingSets = NIL;
+	q->groupDistinct = false;
+	q->havingQual = nullptr;
+	q->hasAggs = false;
+	q->constraintDeps = NIL;
+	return inner;
+}
+
+// See window_split.h.
+RangeTblEntry *
+release_rte(Query *inner)
+{
 	List *colnames = NIL;
-	foreach (lc, s.inner_tlist)
+	ListCell *lc;
+	foreach (lc, inner->targetList)
 		colnames = lappend(colnames, makeString(pstrdup(lfirst_node(TargetEntry, lc)->resname)));
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 	rte->rtekind = RTE_SUBQUERY;
@@ -157,19 +170,29 @@ split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *
 	rte->alias = makeAlias("dx_release", NIL);
 	rte->eref = makeAlias("dx_release", colnames);
 	rte->inFromCl = true;
+	return rte;
+}
+
+// See window_split.h.
+bool
+split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
+{
+	if (q->commandType != CMD_SELECT || !q->hasAggs || !q->hasWindowFuncs || q->cteList || q->hasSubLinks ||
+	    q->setOperations || q->hasTargetSRFs || q->rowMarks || q->utilityStmt || !releases_here(q, ext, ac))
+		return false;
+	bool raw = false;
+	Query *inner = extract_release(q, q->rtable, q->jointree, 1, raw);
+	if (raw) {
+		const int code = ac ? ERRCODE_INSUFFICIENT_PRIVILEGE : ERRCODE_FEATURE_NOT_SUPPORTED;
+		fail(code, "a window function next to dx aggregates can read only GROUP BY keys and aggregates",
+		     "Windows run over the released rows: PARTITION BY and ORDER BY a GROUP BY key or an aggregate, e.g. "
+		     "SELECT k, count(*), sum(count(*)) OVER (ORDER BY k) FROM t GROUP BY k.");
+	}
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
-
 	// the post-processing level: q's windows, ORDER BY, LIMIT and DISTINCT over the released columns
-	q->targetList = outer_tlist;
-	q->rtable = list_make1(rte);
+	q->rtable = list_make1(release_rte(inner));
 	q->jointree = makeFromExpr(list_make1(ref), nullptr);
-	q->groupClause = NIL;
-	q->groupingSets = NIL;
-	q->groupDistinct = false;
-	q->havingQual = nullptr;
-	q->hasAggs = false;
-	q->constraintDeps = NIL;
 	return true;
 }
 

@@ -26,4 +26,13 @@ namespace dxpriv::pg {
 // UPDATE is left unchanged (the release analysis then refuses its window as before).
 bool split_window_level(Query *q, const ExtensionObjects &ext, const AnalystContext *ac);
 
+// The step shared with series_limit_join.h: builds the release SELECT <q's GROUP BY keys>,
+// <each distinct aggregate of q> FROM rtable/jointree GROUP BY <q's> HAVING <q's> and rewrites q's
+// target list to read those columns from range-table index rtindex (q loses its GROUP BY, HAVING
+// and aggregates). Vars of q's target list must already use the numbering of `rtable`. Sets raw and
+// returns nullptr (q unchanged) when q's target list reads a column outside a key or an aggregate.
+Query *extract_release(Query *q, List *rtable, FromExpr *jointree, int rtindex, bool &raw);
+// A FROM entry for a release built by extract_release (alias dx_release).
+RangeTblEntry *release_rte(Query *inner);
+
 } // namespace dxpriv::pg
