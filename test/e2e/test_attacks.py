@@ -1416,6 +1416,32 @@ attack(C, "series_limit_or_condition", f"SELECT sex, zip, count(*) FROM people J
        "ON zip = zip__ OR sex = 'F' GROUP BY sex, zip", Reject(*SHAPE))
 
 
+def union_one_consistent_release(ctx, conn, attempt):
+    """A UNION ALL of a total and its parts is one GROUPING SETS release: one ledger row at the
+    session epsilon (not one per branch) and a total equal to the sum of its parts."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - EPS) < 1e-12, f"charges {charges}"
+    assert len(charges[0][1]) == 1 + len(ZIPS) and min(charges[0][1]) > 0, charges[0][1]
+    total = [r[1] for r in rows if r[0] is None]
+    parts = sum(r[1] for r in rows if r[0] is not None)
+    assert len(total) == 1 and total[0] == parts, f"total {total} parts {parts}"
+    return f"one release, charged {charges[0][0]:g}, total = parts = {parts}"
+
+
+attack(C, "union_all_total_and_parts", "SELECT NULL::text AS zip, count(*) AS n FROM people UNION ALL "
+       "SELECT zip, count(*) FROM people GROUP BY zip", Custom(union_one_consistent_release))
+# not a grouping-sets release: each branch stays its own release, charged
+attack(C, "union_all_different_where", "SELECT NULL::text AS zip, count(*) AS n FROM people WHERE age > 30 "
+       "UNION ALL SELECT zip, count(*) FROM people GROUP BY zip", Noised(min_scale=1.0, rows=1 + len(ZIPS)))
+attack(C, "union_all_different_keys", "SELECT zip, count(*) FROM people GROUP BY zip UNION ALL "
+       "SELECT sex, count(*) FROM people GROUP BY sex", Noised(min_scale=1.0, rows=len(ZIPS) + 2))
+attack(C, "union_all_key_against_undeclared", "SELECT NULL::text AS k, count(*) FROM people UNION ALL "
+       "SELECT name, count(*) FROM people GROUP BY name", Reject(*SHAPE))
+
+
 def test_post_processing_wrappers():
     run_category("wrappers")
 

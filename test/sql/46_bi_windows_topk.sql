@@ -168,3 +168,34 @@ SELECT sex, city, count(*) FROM bw JOIN (SELECT city AS c, count(*) n FROM bw GR
 GROUP BY sex, city;
 SELECT count(*) - (SELECT n FROM t5) AS charges_of_refused FROM dx.my_ledger;
 RESET ROLE;
+
+-- 7. A UNION ALL of a total and its parts is GROUPING SETS ((), (city)): one release, one
+-- allocation at the session epsilon, and a total equal to the sum of its parts (dxpriv.postprocess)
+SET ROLE bw_analyst;
+CREATE TEMP TABLE t6 AS SELECT coalesce(sum(epsilon), 0) AS e, count(*) AS n FROM dx.my_ledger;
+SELECT count(*) AS rows, sum(n) FILTER (WHERE city IS NULL) = sum(n) FILTER (WHERE city IS NOT NULL) AS total_is_sum
+FROM (SELECT NULL::text AS city, count(*) AS n FROM bw UNION ALL SELECT city, count(*) FROM bw GROUP BY city) s;
+SELECT count(*) - (SELECT n FROM t6) AS charges, round((sum(epsilon) - (SELECT e FROM t6))::numeric, 6) AS spent
+FROM dx.my_ledger;
+SELECT count(*) AS cells, min(postprocessing) AS postprocessing FROM dx.last_release();
+-- three levels, an untyped NULL, a WHERE shared by every branch, ORDER BY on the union
+WITH r AS (SELECT NULL AS city, NULL AS sex, count(*) AS n FROM bw WHERE age > 30
+           UNION ALL SELECT city, NULL, count(*) FROM bw WHERE age > 30 GROUP BY city
+           UNION ALL SELECT city, sex, count(*) FROM bw WHERE age > 30 GROUP BY city, sex ORDER BY 1, 2)
+SELECT (SELECT count(*) FROM r) AS rows,
+       bool_and(p.n = c.s) AS cities_are_sums,
+       (SELECT sum(n) FROM r WHERE city IS NULL) = (SELECT sum(n) FROM r WHERE city IS NOT NULL AND sex IS NULL) AS total_is_sum
+FROM r p JOIN (SELECT city, sum(n) AS s FROM r WHERE sex IS NOT NULL GROUP BY city) c ON c.city = p.city
+WHERE p.sex IS NULL;
+SELECT count(*) AS cells, count(DISTINCT postprocessing) AS one_postprocessing FROM dx.last_release();
+-- not the same release: different WHERE clauses, or the same grouping twice, stay separate releases
+CREATE TEMP TABLE t7 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT count(n) AS rows FROM (SELECT NULL::text AS city, count(*) AS n FROM bw WHERE age > 30
+                              UNION ALL SELECT city, count(*) FROM bw GROUP BY city) s;
+SELECT count(*) AS cells, count(*) FILTER (WHERE postprocessing = 'consistent totals') AS consistent FROM dx.last_release();
+SELECT count(n) AS rows FROM (SELECT city, count(*) AS n FROM bw GROUP BY city
+                              UNION ALL SELECT city, count(*) FROM bw GROUP BY city) s;
+SELECT count(*) - (SELECT n FROM t7) AS charges_of_separate_releases FROM dx.my_ledger;
+-- a branch without aggregates is a raw read: refused
+SELECT * FROM (SELECT NULL::text AS city, count(*)::text AS n FROM bw UNION ALL SELECT city, sex FROM bw) s;
+RESET ROLE;

@@ -15,6 +15,7 @@
 #include "pg/planner/row_count.h"
 #include "pg/planner/window_split.h"
 #include "pg/planner/series_limit_join.h"
+#include "pg/planner/union_grouping_sets.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -172,8 +173,10 @@ analyze(Query *top)
 	set_analyst_mode(ac.analyst);
 	// windows next to a release's aggregates: a wrapper over the release (window_split.h); a
 	// release joined back to a top-N release (Superset's series limit): two releases (series_limit_join.h)
+	// a UNION ALL of a total and its parts: one GROUPING SETS release (union_grouping_sets.h)
 	if ((d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) ||
-	    split_series_limit_join(q, *ext, ac.analyst ? &ac : nullptr)) {
+	    split_series_limit_join(q, *ext, ac.analyst ? &ac : nullptr) ||
+	    merge_union_into_grouping_sets(q, *ext, ac.analyst ? &ac : nullptr)) {
 		const bool plain_explain = d.plain_explain;
 		d = Discovery{ext};
 		d.plain_explain = plain_explain;
