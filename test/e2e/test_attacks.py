@@ -428,6 +428,49 @@ attack(C, "top_k_k_beyond_domain", "SELECT * FROM dx.top_k('people', 'sex', 3, 1
 attack(C, "top_k_zero_epsilon", "SELECT * FROM dx.top_k('people', 'zip', 1, 0)", Reject("22023"))
 
 
+def top_k_setting_rewrite(ctx, conn, attempt):
+    """Under dxpriv.top_k = 'exponential', ORDER BY count(*) DESC LIMIT 3 costs the session epsilon
+    split in two ledger rows: dx.top_k's choice (3 rounds) and the count release (every zip), each at
+    epsilon / 2; at most 3 rows, all declared zips."""
+    execute(conn, "SET dxpriv.top_k = 'exponential'")
+    try:
+        ctx.clear_answer_cache()
+        before = ctx.last_ledger_id()
+        rows = run_fetch(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+    finally:
+        execute(conn, "RESET dxpriv.top_k")
+    assert len(charges) == 2 and all(abs(e - EPS / 2) < 1e-12 for e, _ in charges), f"charges {charges}"
+    assert sorted(len(s) for _, s in charges) == sorted([3, len(ZIPS)]), charges
+    assert all(min(s) > 0 for _, s in charges)
+    assert len(rows) <= 3 and {r[0] for r in rows} <= set(ZIPS), rows
+    return f"two charges of {EPS / 2:g}, {len(rows)} rows"
+
+
+attack(C, "top_k_setting_order_by_limit", "SELECT zip, count(*) FROM people GROUP BY zip ORDER BY count(*) DESC LIMIT 3",
+       Custom(top_k_setting_rewrite))
+
+
+def top_k_setting_keeps_checks(ctx, conn, attempt):
+    """The rewrite keeps the release's checks: a WHERE on the undeclared name is refused, uncharged."""
+    execute(conn, "SET dxpriv.top_k = 'exponential'")
+    try:
+        before = ctx.last_ledger_id()
+        err = run_expect_error(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+    finally:
+        execute(conn, "RESET dxpriv.top_k")
+    assert err.pgcode in SHAPE and err.diag.message_hint, (err.pgcode, err.diag.message_primary)
+    assert not charges, charges
+    return f"rejected {err.pgcode}, nothing charged"
+
+
+attack(C, "top_k_setting_undeclared_where", "SELECT zip, count(*) FROM people WHERE name LIKE 'Z%' GROUP BY zip "
+       "ORDER BY count(*) DESC LIMIT 3", Custom(top_k_setting_keeps_checks))
+attack(C, "top_k_setting_group_by_undeclared", "SELECT name, count(*) FROM people GROUP BY name "
+       "ORDER BY count(*) DESC LIMIT 3", Custom(top_k_setting_keeps_checks))
+
+
 def test_top_k():
     run_category("top_k")
 

@@ -199,3 +199,26 @@ SELECT count(*) - (SELECT n FROM t7) AS charges_of_separate_releases FROM dx.my_
 -- a branch without aggregates is a raw read: refused
 SELECT * FROM (SELECT NULL::text AS city, count(*)::text AS n FROM bw UNION ALL SELECT city, sex FROM bw) s;
 RESET ROLE;
+
+-- 8. dxpriv.top_k = 'exponential': ORDER BY count(*) DESC LIMIT k over one GROUP BY column is
+-- answered by dx.top_k at half the epsilon (the choice) and an independent count release at the
+-- other half (the values, without selection bias). At epsilon 2000 both are exact here.
+SET ROLE bw_analyst;
+SET dxpriv.top_k = 'exponential';
+SET dxpriv.epsilon = 2000;
+CREATE TEMP TABLE t8 AS SELECT coalesce(max(id), 0) AS id FROM dx.my_ledger;
+SELECT grade, count(*) FROM tk GROUP BY grade ORDER BY count(*) DESC LIMIT 3;
+SELECT mechanism, epsilon, array_length(scales, 1) AS cells FROM dx.my_ledger WHERE id > (SELECT id FROM t8) ORDER BY mechanism;
+-- with a WHERE on another declared column (ages 60..69: p 10 rows, q 1) and output names kept
+SELECT grade AS g, count(*) AS n FROM tk WHERE age >= 60 GROUP BY grade ORDER BY 2 DESC LIMIT 2;
+-- other shapes are left alone: two aggregates, ascending order
+SELECT count(*) AS rows FROM (SELECT grade, count(*), avg(age) FROM tk GROUP BY grade ORDER BY count(*) DESC LIMIT 2) s;
+SELECT count(*) AS rows FROM (SELECT grade, count(*) FROM tk GROUP BY grade ORDER BY count(*) LIMIT 2) s;
+-- attacks: the rewrite keeps every check (an undeclared column in WHERE is refused, nothing charged)
+CREATE TEMP TABLE t9 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT grade, count(*) FROM tk WHERE note = 'n1' GROUP BY grade ORDER BY count(*) DESC LIMIT 2;
+SELECT grade, count(*) FROM tk WHERE grade IN (SELECT note FROM tk) GROUP BY grade ORDER BY count(*) DESC LIMIT 2;
+SELECT count(*) - (SELECT n FROM t9) AS charges_of_refused FROM dx.my_ledger;
+RESET dxpriv.epsilon;
+RESET dxpriv.top_k;
+RESET ROLE;

@@ -16,6 +16,7 @@
 #include "pg/planner/window_split.h"
 #include "pg/planner/series_limit_join.h"
 #include "pg/planner/union_grouping_sets.h"
+#include "pg/planner/top_k_rewrite.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -171,6 +172,9 @@ analyze(Query *top)
 	bool joined = false;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
+	// ORDER BY count(*) DESC LIMIT k under dxpriv.top_k = 'exponential': analysed as its rewrite
+	if (rewrite_top_k_order(q, *ext, ac.analyst ? &ac : nullptr))
+		return;
 	// windows next to a release's aggregates: a wrapper over the release (window_split.h); a
 	// release joined back to a top-N release (Superset's series limit): two releases (series_limit_join.h)
 	// a UNION ALL of a total and its parts: one GROUPING SETS release (union_grouping_sets.h)
