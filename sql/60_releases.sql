@@ -175,3 +175,13 @@ CREATE FUNCTION dx.median_session_queries(session bigint)
 RETURNS TABLE (query int, label text, answer float8, hard boolean)
 LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'dx_median_session_queries';
 COMMENT ON FUNCTION dx.median_session_queries(bigint) IS 'the workload queries of a median-mechanism session with the answers given so far';
+
+-- Top-k (issue 24): the k most frequent declared values of a column, ranked, by the exponential
+-- mechanism's top-k under d_X (k peeling rounds at epsilon / k each; doc/mechanisms.md "Top-k
+-- under d_X"). condition: an optional WHERE predicate over column_name and condition_columns,
+-- evaluated on the declared points. Returns values only, never a count. Charges epsilon once to
+-- the caller's budget on source before reading it.
+CREATE FUNCTION dx.top_k(source regclass, column_name text, k int, epsilon float8, condition text DEFAULT NULL,
+                         condition_columns text[] DEFAULT NULL)
+RETURNS TABLE (rank int, value text) LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_top_k';
+COMMENT ON FUNCTION dx.top_k(regclass, text, int, float8, text, text[]) IS 'd_X-private top-k most frequent declared values of a column (exponential mechanism, one-shot top-k); charges epsilon once';

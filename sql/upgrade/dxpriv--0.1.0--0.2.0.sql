@@ -729,3 +729,9 @@ LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic_error';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text, float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (K-way marginals); free';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], float8[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (weight vectors); free';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (WHERE predicates); free';
+
+-- sql/60_releases.sql: dx.top_k (issue 24), the exponential mechanism's top-k under d_X.
+CREATE FUNCTION dx.top_k(source regclass, column_name text, k int, epsilon float8, condition text DEFAULT NULL,
+                         condition_columns text[] DEFAULT NULL)
+RETURNS TABLE (rank int, value text) LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_top_k';
+COMMENT ON FUNCTION dx.top_k(regclass, text, int, float8, text, text[]) IS 'd_X-private top-k most frequent declared values of a column (exponential mechanism, one-shot top-k); charges epsilon once';

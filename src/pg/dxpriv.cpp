@@ -24,6 +24,7 @@ double guc_epsilon = 0.1;
 int guc_test_seed = -1;
 int guc_allocation = 0;
 int guc_noise = 0;
+int guc_top_k = 0;
 int guc_analysis_time_limit = 30000;
 int guc_analysis_memory_limit = 16384;
 } // namespace dxpriv::pg
@@ -34,6 +35,8 @@ static const struct config_enum_entry allocation_options[] = {
 	{"relative", 0, false},    {"min_total_variance", 1, false}, {"optimal", 1, true}, // old name, hidden
 	{"algorithm3", 2, false},  {"equal_scale", 3, false},        {"equal_split", 4, false},
 	{nullptr, 0, false}};
+
+static const struct config_enum_entry top_k_options[] = {{"noisy", 0, false}, {"exponential", 1, false}, {nullptr, 0, false}};
 
 static const struct config_enum_entry noise_options[] = {
 	{"laplace", 0, false}, {"gaussian", 1, false}, {"truncated_laplace", 2, false}, {nullptr, 0, false}};
@@ -83,6 +86,10 @@ _PG_init(void)
 	                         "laplace (default; pure epsilon), gaussian (discrete Gaussian) or truncated_laplace "
 	                         "(bounded noise); the last two spend the table's per-query delta (dx.set_delta).",
 	                         &guc_noise, 0, noise_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomEnumVariable("dxpriv.top_k", "How ORDER BY count(*) DESC LIMIT k over one GROUP BY column is answered.",
+	                         "noisy (default: the k largest noisy counts, post-processing) or exponential (the k "
+	                         "groups chosen by dx.top_k at half the epsilon, their counts released at the other half).",
+	                         &guc_top_k, 0, top_k_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 	DefineCustomIntVariable("dxpriv.cache_lifetime", "Seconds an answered query's noisy answers are reused.",
 	                        "An identical query by the same role within this time gets the stored answers "
 	                        "without spending budget. 0 disables reuse.",

@@ -292,6 +292,28 @@ attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
 attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
 
 
+def tableau_one_cell(ctx, conn, attempt):
+    """Tableau's SUM(1) ... HAVING COUNT(1) > 0 is count(*) once: one charge, the epsilon and noise
+    scales of SELECT zip, count(*) alone (not two cells at half the budget each)."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, attempt.sql)
+    tab = ctx.ledger_since(before)
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "SELECT zip, count(*) FROM people GROUP BY zip")
+    alone = ctx.ledger_since(before)
+    assert len(tab) == 1 and abs(tab[0][0] - alone[0][0]) < 1e-12 and sorted(tab[0][1]) == sorted(alone[0][1]), \
+        f"Tableau shape {tab} vs count(*) alone {alone}"
+    return f"one cell per group, charged {tab[0][0]:g}"
+
+
+attack(C, "tableau_sum_one_having_count_one", 'SELECT "people"."zip" AS "zip", SUM(1) AS "cnt:people:ok" '
+       'FROM "public"."people" "people" GROUP BY 1 HAVING (COUNT(1) > 0)', Custom(tableau_one_cell))
+attack(C, "sum_of_two_is_not_count", "SELECT sum(2), count(*) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "count_null_constant", "SELECT count(NULL::int) FROM people", Reject("22004"))  # data-independent
+
+
 def test_distinct_and_other_aggregates():
     run_category("distinct_and_aggregates")
 
@@ -300,8 +322,49 @@ def test_distinct_and_other_aggregates():
 
 C = "windows_ctes_subqueries_setops"
 attack(C, "window_count_over", "SELECT count(*) OVER () FROM people", Reject(*SHAPE))
+# a window next to the aggregates runs over the released rows (issue 24: window_split.h)
 attack(C, "window_over_groups", "SELECT sex, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY sex",
+       Noised(min_scale=1.0, rows=2))
+
+
+def window_charged_like_release(ctx, conn, attempt):
+    """A window next to the aggregates costs exactly what the release alone costs (one charge, same
+    epsilon, same noise scales) and returns one row per declared group."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    windowed = ctx.ledger_since(before)
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "SELECT zip, count(*) FROM people GROUP BY zip")
+    alone = ctx.ledger_since(before)
+    assert len(windowed) == 1 and len(alone) == 1, f"charges {windowed} vs {alone}"
+    assert abs(windowed[0][0] - alone[0][0]) < 1e-12 and sorted(windowed[0][1]) == sorted(alone[0][1]), \
+        f"windowed {windowed} vs alone {alone}"
+    assert len(rows) == len(ZIPS), f"{len(rows)} rows"
+    return f"charged {windowed[0][0]:g} like the release alone"
+
+
+attack(C, "window_share_charged_like_release",
+       "SELECT zip, count(*), count(*) * 1.0 / sum(count(*)) OVER () AS share, "
+       "sum(count(*)) OVER (ORDER BY zip) AS cum FROM people GROUP BY zip", Custom(window_charged_like_release))
+attack(C, "window_in_cte_top3", "WITH w AS (SELECT zip, count(*) AS n, rank() OVER (ORDER BY count(*) DESC) AS r "
+       "FROM people GROUP BY zip) SELECT zip, n FROM w WHERE r <= 3", Noised(min_scale=1.0))
+# windows that would see stored rows: PostgreSQL's grouping rules (42803) or dxpriv refuse them
+attack(C, "window_over_raw_column", "SELECT sex, count(*), max(name) OVER () FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_partition_raw_column", "SELECT sex, count(*), sum(count(*)) OVER (PARTITION BY name) "
+       "FROM people GROUP BY sex", Reject("42803", hint=False))
+attack(C, "window_partition_undeclared_group", "SELECT sex, name, count(*), sum(count(*)) OVER (PARTITION BY name) "
+       "FROM people GROUP BY sex, name", Reject(*SHAPE))
+attack(C, "window_inside_aggregate", "SELECT sex, sum(row_number() OVER ()) FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_filter_raw_column", "SELECT sex, count(*) FILTER (WHERE name = 'x') OVER () FROM people GROUP BY sex",
+       Reject("42803", hint=False))
+attack(C, "window_frame_subquery", "SELECT zip, count(*), sum(count(*)) OVER (ORDER BY zip ROWS BETWEEN "
+       "(SELECT count(*) FROM people WHERE name LIKE 'Z%') PRECEDING AND CURRENT ROW) FROM people GROUP BY zip",
        Reject(*SHAPE))
+attack(C, "window_on_ungrouped_level", "SELECT name, count(*) OVER (PARTITION BY sex) FROM people", Reject(*SHAPE))
 attack(C, "window_row_number", "SELECT age, row_number() OVER () FROM people", Reject(*SHAPE))
 attack(C, "cte_raw", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
 # a CTE around a release only post-processes it (see the wrappers category)
@@ -326,6 +389,90 @@ attack(C, "except", "SELECT zip FROM zips EXCEPT SELECT zip FROM people", Reject
 
 def test_windows_ctes_subqueries_and_set_operations():
     run_category("windows_ctes_subqueries_setops")
+
+
+# ================================================================ dx.top_k (issue 24)
+
+C = "top_k"
+
+
+def top_k_charged_once(ctx, conn, attempt):
+    """dx.top_k returns k distinct declared values and no number, charges its epsilon once, with one
+    exponential-mechanism temperature 2 S k / epsilon per round (zip: discrete weight 1, presence 1,
+    so S = 1)."""
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1, f"charges {charges}"
+    epsilon, scales = charges[0]
+    assert abs(epsilon - 0.5) < 1e-12, epsilon
+    assert len(scales) == 3 and all(abs(x - 2 * 1 * 3 / 0.5) < 1e-9 for x in scales), scales
+    assert [r[0] for r in rows] == [1, 2, 3], rows
+    values = [r[1] for r in rows]
+    assert len(set(values)) == 3 and set(values) <= set(ZIPS), values
+    return f"charged {epsilon:g} once, {len(scales)} rounds at temperature {scales[0]:g}"
+
+
+attack(C, "top_k_charged_once", "SELECT rank, value FROM dx.top_k('people', 'zip', 3, 0.5)",
+       Custom(top_k_charged_once))
+attack(C, "top_k_undeclared_candidate", "SELECT * FROM dx.top_k('people', 'name', 1, 1.0)", Reject(PRIV))
+attack(C, "top_k_condition_on_undeclared", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, "
+       "'name = ''Zebulon''', ARRAY['name'])", Reject(PRIV))
+attack(C, "top_k_condition_subquery", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, "
+       "'zip IN (SELECT zip FROM people WHERE name LIKE ''Z%'')')", Reject("22023", *SHAPE))
+attack(C, "top_k_condition_volatile", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, 'random() < 0.5')",
+       Reject("22023", *SHAPE))
+attack(C, "top_k_condition_column_not_listed", "SELECT * FROM dx.top_k('people', 'zip', 1, 1.0, 'age > 30')",
+       Reject("22023", *SHAPE))
+attack(C, "top_k_k_beyond_domain", "SELECT * FROM dx.top_k('people', 'sex', 3, 1.0)", Reject("22023"))
+attack(C, "top_k_zero_epsilon", "SELECT * FROM dx.top_k('people', 'zip', 1, 0)", Reject("22023"))
+
+
+def top_k_setting_rewrite(ctx, conn, attempt):
+    """Under dxpriv.top_k = 'exponential', ORDER BY count(*) DESC LIMIT 3 costs the session epsilon
+    split in two ledger rows: dx.top_k's choice (3 rounds) and the count release (every zip), each at
+    epsilon / 2; at most 3 rows, all declared zips."""
+    execute(conn, "SET dxpriv.top_k = 'exponential'")
+    try:
+        ctx.clear_answer_cache()
+        before = ctx.last_ledger_id()
+        rows = run_fetch(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+    finally:
+        execute(conn, "RESET dxpriv.top_k")
+    assert len(charges) == 2 and all(abs(e - EPS / 2) < 1e-12 for e, _ in charges), f"charges {charges}"
+    assert sorted(len(s) for _, s in charges) == sorted([3, len(ZIPS)]), charges
+    assert all(min(s) > 0 for _, s in charges)
+    assert len(rows) <= 3 and {r[0] for r in rows} <= set(ZIPS), rows
+    return f"two charges of {EPS / 2:g}, {len(rows)} rows"
+
+
+attack(C, "top_k_setting_order_by_limit", "SELECT zip, count(*) FROM people GROUP BY zip ORDER BY count(*) DESC LIMIT 3",
+       Custom(top_k_setting_rewrite))
+
+
+def top_k_setting_keeps_checks(ctx, conn, attempt):
+    """The rewrite keeps the release's checks: a WHERE on the undeclared name is refused, uncharged."""
+    execute(conn, "SET dxpriv.top_k = 'exponential'")
+    try:
+        before = ctx.last_ledger_id()
+        err = run_expect_error(conn, attempt.sql)
+        charges = ctx.ledger_since(before)
+    finally:
+        execute(conn, "RESET dxpriv.top_k")
+    assert err.pgcode in SHAPE and err.diag.message_hint, (err.pgcode, err.diag.message_primary)
+    assert not charges, charges
+    return f"rejected {err.pgcode}, nothing charged"
+
+
+attack(C, "top_k_setting_undeclared_where", "SELECT zip, count(*) FROM people WHERE name LIKE 'Z%' GROUP BY zip "
+       "ORDER BY count(*) DESC LIMIT 3", Custom(top_k_setting_keeps_checks))
+attack(C, "top_k_setting_group_by_undeclared", "SELECT name, count(*) FROM people GROUP BY name "
+       "ORDER BY count(*) DESC LIMIT 3", Custom(top_k_setting_keeps_checks))
+
+
+def test_top_k():
+    run_category("top_k")
 
 
 # ================================================================ joins, LATERAL, set-returning functions
@@ -1275,6 +1422,67 @@ attack(C, "union_release_and_raw", "SELECT count(*)::text FROM people UNION ALL 
 attack(C, "release_joined_with_raw", "SELECT * FROM (SELECT count(*) AS n FROM people) s JOIN people p ON true",
        Reject(PRIV))
 attack(C, "cte_of_raw_rows_counted", "WITH x AS (SELECT * FROM people) SELECT count(*) FROM x", Reject(*SHAPE))
+
+
+def series_limit_two_releases(ctx, conn, attempt):
+    """Superset's series-limit join: answered from two releases (the outer aggregation over every
+    declared (sex, zip) group and the top-3 subquery), paid together in one ledger row at twice the
+    session epsilon; only zips of the released top 3 appear."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - 2 * EPS) < 1e-12, f"charges {charges}"
+    assert len(charges[0][1]) == 2 * len(ZIPS) + len(ZIPS), f"{len(charges[0][1])} cells paid"
+    assert min(charges[0][1]) > 0
+    zips = {r[1] for r in rows}
+    assert len(zips) <= 3 and zips <= set(ZIPS), zips
+    return f"two releases, charged {charges[0][0]:g}, {len(zips)} zips shown"
+
+
+SERIES_INNER = "(SELECT zip AS zip__, count(*) AS mme_inner__ FROM people GROUP BY zip ORDER BY mme_inner__ DESC LIMIT 3)"
+attack(C, "superset_series_limit_join",
+       f"SELECT sex AS sex, zip AS zip, count(*) AS count FROM people JOIN {SERIES_INNER} AS series_limit "
+       "ON zip = zip__ GROUP BY sex, zip ORDER BY count DESC LIMIT 100", Custom(series_limit_two_releases))
+# joins that would filter stored rows by something else than a released key stay refused
+attack(C, "series_limit_join_on_undeclared", f"SELECT sex, zip, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ AND name = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_join_not_on_group_key", f"SELECT sex, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ GROUP BY sex", Reject(*SHAPE))
+attack(C, "series_limit_reads_inner_value", f"SELECT sex, zip, max(mme_inner__), count(*) FROM people "
+       f"JOIN {SERIES_INNER} s ON zip = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_joins_raw_rows", "SELECT sex, zip, count(*) FROM people JOIN (SELECT zip AS z FROM people "
+       "WHERE name LIKE 'Z%') s ON zip = z GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_left_join", f"SELECT sex, zip, count(*) FROM people LEFT JOIN {SERIES_INNER} s "
+       "ON zip = zip__ GROUP BY sex, zip", Reject(*SHAPE))
+attack(C, "series_limit_or_condition", f"SELECT sex, zip, count(*) FROM people JOIN {SERIES_INNER} s "
+       "ON zip = zip__ OR sex = 'F' GROUP BY sex, zip", Reject(*SHAPE))
+
+
+def union_one_consistent_release(ctx, conn, attempt):
+    """A UNION ALL of a total and its parts is one GROUPING SETS release: one ledger row at the
+    session epsilon (not one per branch) and a total equal to the sum of its parts."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - EPS) < 1e-12, f"charges {charges}"
+    assert len(charges[0][1]) == 1 + len(ZIPS) and min(charges[0][1]) > 0, charges[0][1]
+    total = [r[1] for r in rows if r[0] is None]
+    parts = sum(r[1] for r in rows if r[0] is not None)
+    assert len(total) == 1 and total[0] == parts, f"total {total} parts {parts}"
+    return f"one release, charged {charges[0][0]:g}, total = parts = {parts}"
+
+
+attack(C, "union_all_total_and_parts", "SELECT NULL::text AS zip, count(*) AS n FROM people UNION ALL "
+       "SELECT zip, count(*) FROM people GROUP BY zip", Custom(union_one_consistent_release))
+# not a grouping-sets release: each branch stays its own release, charged
+attack(C, "union_all_different_where", "SELECT NULL::text AS zip, count(*) AS n FROM people WHERE age > 30 "
+       "UNION ALL SELECT zip, count(*) FROM people GROUP BY zip", Noised(min_scale=1.0, rows=1 + len(ZIPS)))
+attack(C, "union_all_different_keys", "SELECT zip, count(*) FROM people GROUP BY zip UNION ALL "
+       "SELECT sex, count(*) FROM people GROUP BY sex", Noised(min_scale=1.0, rows=len(ZIPS) + 2))
+attack(C, "union_all_key_against_undeclared", "SELECT NULL::text AS k, count(*) FROM people UNION ALL "
+       "SELECT name, count(*) FROM people GROUP BY name", Reject(*SHAPE))
 
 
 def test_post_processing_wrappers():
@@ -2563,7 +2771,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins"}
+               "last_release", "spellings_own_use", "public_joins", "top_k"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

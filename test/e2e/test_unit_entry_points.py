@@ -39,6 +39,8 @@ REFUSED = {
         "SELECT dx.release_smalldb('{t}', ARRAY['female'], ARRAY[[1,0],[0,1]]::float8[], 0.5, '{ws}', 3)",
     "dx.release_smalldb(regclass,text[],text[],double precision,name,integer)":
         "SELECT dx.release_smalldb('{t}', ARRAY['female'], ARRAY['female = 1'], 0.5, '{ws}', 3)",
+    "dx.top_k(regclass,text,integer,double precision,text,text[])":
+        "SELECT count(*) FROM dx.top_k('{t}', 'age', 2, 0.5)",
     "dx.release_synthetic(regclass,text[],text,double precision,name,integer,integer[])":
         "SELECT dx.release_synthetic('{t}', ARRAY['age'], 'marginals:1', 0.5, '{ws}')",
     "dx.release_synthetic(regclass,text[],double precision[],double precision,name,integer,integer[])":

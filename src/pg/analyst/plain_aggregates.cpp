@@ -120,6 +120,33 @@ counts_every_row(Query *q, Aggref *a)
 	return notnull;
 }
 
+// count(<non-null constant>) and sum(1) (Tableau's SUM(1) ... HAVING COUNT(1) > 0): every row
+// weighs 1, which is count(*); spelled as count(*), equal occurrences are one cell, charged once.
+bool
+counts_rows_by_constant(Aggref *a, const std::string &fn)
+{
+	if (a->aggstar || a->aggdistinct || list_length(a->args) != 1)
+		return false;
+	Node *e = strip_implicit_coercions(first_arg(a));
+	if (!e || !IsA(e, Const) || castNode(Const, e)->constisnull)
+		return false;
+	if (fn == "count")
+		return true;
+	const Const *c = castNode(Const, e);
+	if (fn != "sum")
+		return false;
+	switch (c->consttype) {
+	case INT2OID:
+		return DatumGetInt16(c->constvalue) == 1;
+	case INT4OID:
+		return DatumGetInt32(c->constvalue) == 1;
+	case INT8OID:
+		return DatumGetInt64(c->constvalue) == 1;
+	default:
+		return false;
+	}
+}
+
 // count(DISTINCT unit) on the privacy unit column of the table q reads: the number of units, which
 // dx.count_units answers (README "Privacy units").
 bool
@@ -290,7 +317,7 @@ standard_spelling(Aggref *a, PlainAggRewrite &c)
 		return marker_call(a, ext.count_units, args(), ext);
 	if (a->aggdistinct && reads_table)
 		refuse_plain_aggregate(c.q, a, name);
-	if (fn == "count" && (a->aggstar || counts_every_row(c.q, a)))
+	if ((fn == "count" && (a->aggstar || counts_every_row(c.q, a))) || counts_rows_by_constant(a, fn))
 		return marker_call(a, ext.count_star, NIL, ext);
 	return marker_call(a, fn == "count" ? ext.count_any : fn == "sum" ? ext.sum_any : ext.avg_any, args(), ext);
 }

@@ -13,6 +13,10 @@
 #include "pg/planner/release_wrappers.h"
 #include "pg/planner/release_grouping_sets.h"
 #include "pg/planner/row_count.h"
+#include "pg/planner/window_split.h"
+#include "pg/planner/series_limit_join.h"
+#include "pg/planner/union_grouping_sets.h"
+#include "pg/planner/top_k_rewrite.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
 #include "pg/planner/attr_rewrite.h"
@@ -168,6 +172,20 @@ analyze(Query *top)
 	bool joined = false;
 	const AnalystContext ac = load_analyst_context(*ext);
 	set_analyst_mode(ac.analyst);
+	// ORDER BY count(*) DESC LIMIT k under dxpriv.top_k = 'exponential': analysed as its rewrite
+	if (rewrite_top_k_order(q, *ext, ac.analyst ? &ac : nullptr))
+		return;
+	// windows next to a release's aggregates: a wrapper over the release (window_split.h); a
+	// release joined back to a top-N release (Superset's series limit): two releases (series_limit_join.h)
+	// a UNION ALL of a total and its parts: one GROUPING SETS release (union_grouping_sets.h)
+	if ((d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) ||
+	    split_series_limit_join(q, *ext, ac.analyst ? &ac : nullptr) ||
+	    merge_union_into_grouping_sets(q, *ext, ac.analyst ? &ac : nullptr)) {
+		const bool plain_explain = d.plain_explain;
+		d = Discovery{ext};
+		d.plain_explain = plain_explain;
+		query_tree_walker(q, reinterpret_cast<bool (*)()>(discover), &d, 0);
+	}
 	if (ac.analyst) {
 		substitute_catalog_views(top, *ext); // before the deny list: pg_stat_user_tables becomes a safe view
 		if (q != top)

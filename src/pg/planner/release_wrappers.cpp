@@ -5,6 +5,9 @@
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_rewrite.h"
 #include "pg/planner/release_grouping_sets.h"
+#include "pg/planner/window_split.h"
+#include "pg/planner/series_limit_join.h"
+#include "pg/planner/union_grouping_sets.h"
 #include "pg/settings.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/elevated/sealed_execution.h"
@@ -249,7 +252,11 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		if (cte->cterecursive && reads_or_releases((Node *) sub, &search))
 			fail(refused, "a recursive WITH cannot hold a dx query",
 			     "Use a plain WITH around the aggregate query.");
-		if (is_release_level(sub, ext, ac)) {
+		if (split_window_level(sub, ext, ac) || split_series_limit_join(sub, ext, ac) ||
+		    merge_union_into_grouping_sets(sub, ext, ac)) { // window_split.h, series_limit_join.h, union_grouping_sets.h
+			found += rewrite_wrapped_releases(sub, ext, ac);
+			cte->ctematerialized = CTEMaterializeAlways;
+		} else if (is_release_level(sub, ext, ac)) {
 			rewrite_nested_release(sub, ext, ac);
 			cte->ctematerialized = CTEMaterializeAlways; // one execution, however often it is referenced
 			found++;
@@ -264,7 +271,10 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 		if (rte->lateral && reads_or_releases((Node *) rte->subquery, &search))
 			fail(refused, "a LATERAL subquery cannot hold a dx query",
 			     "Put the aggregate query in FROM without LATERAL or in a WITH clause.");
-		if (is_release_level(rte->subquery, ext, ac)) {
+		if (split_window_level(rte->subquery, ext, ac) || split_series_limit_join(rte->subquery, ext, ac) ||
+		    merge_union_into_grouping_sets(rte->subquery, ext, ac)) {
+			found += rewrite_wrapped_releases(rte->subquery, ext, ac);
+		} else if (is_release_level(rte->subquery, ext, ac)) {
 			rewrite_nested_release(rte->subquery, ext, ac);
 			found++;
 		} else {
