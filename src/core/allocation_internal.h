@@ -70,5 +70,10 @@ bool presence_prefilter();
 // (default true; false gives the exhaustive reference, for the equality tests).
 void set_repeat_shortcut(bool on);
 
+// Whether build_constraints computes the rows of a query of at most 16 cells directly from the
+// weights, assembling only the rows that differ from the previous edge's (default true; false
+// gives the per-point reference, for the equality tests and dxpriv.exhaustive_analysis).
+void set_direct_rows(bool on);
+
 } // namespace detail
 } // namespace dxpriv
