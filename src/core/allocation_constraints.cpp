@@ -3,6 +3,7 @@
 #include "core/allocation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -82,6 +83,7 @@ throw_work_limit()
 bool presence_on = true; // detail::set_presence_prefilter
 bool repeat_on = true;   // detail::set_repeat_shortcut
 bool direct_on = true;   // detail::set_direct_rows
+bool lag_on = true;      // detail::set_insert_lag
 
 struct PointCells {
 	std::vector<std::size_t> start;
@@ -361,7 +363,7 @@ public:
 			clear();
 			throw_infinite();
 		}
-		insert(hash_finish(h), 3 * nnz > 2 * m_, nullptr);
+		enqueue(hash_finish(h), 3 * nnz > 2 * m_, nullptr);
 		clear();
 	}
 
@@ -426,17 +428,20 @@ public:
 			for (std::size_t k = 0; k < m_; k++)
 				if (r[k] != 0)
 					push(k, r[k]);
-			insert(hash_finish(h), false, nullptr);
+			enqueue(hash_finish(h), false, nullptr);
 			clear();
 			return;
 		}
-		insert(hash_finish(h), true, r);
+		enqueue(hash_finish(h), true, r);
 	}
 
 	// Drops rows with a single non-zero entry below its column maximum (dominated by the row that
 	// attains the maximum), compacts the storage and returns the set.
 	ConstraintSet finish()
 	{
+		while (queued_ > 0)
+			drain_one();
+		clear();
 		ConstraintSet &c = set_;
 		std::vector<double> colmax(m_, 0);
 		for (std::size_t e = 0; e < c.count(); e++)
@@ -510,9 +515,51 @@ private:
 			const double rows_kept = static_cast<double>(hashes_.size()) / static_cast<double>(kSampleRows);
 			const double entries_per_row =
 			    static_cast<double>(set_.values.size()) / std::max<double>(1.0, static_cast<double>(hashes_.size()));
-			reserve_for(static_cast<double>(hashes_.size()) + 1.05 * rows_kept * (expected_ - kSampleRows) + 16,
-			            entries_per_row);
+			const double rows = static_cast<double>(hashes_.size()) + 1.05 * rows_kept * (expected_ - kSampleRows) + 16;
+			reserve_for(rows, entries_per_row);
+			// and the slot table at once, at most half full (instead of doubling through every size)
+			std::size_t slots = slots_.size();
+			while (static_cast<double>(slots) < 2 * std::min(rows, static_cast<double>(kMaxConstraintEntries)))
+				slots *= 2;
+			if (slots > slots_.size())
+				resize_slots(slots);
 		}
+	}
+
+	// Queues a hashed row for insert() (the pending entries, or dense_row when given) and prefetches
+	// its slot; the row queued kLag rows earlier is inserted now. Rows are inserted in the order
+	// they are offered, so the set (first occurrences, in order) is the one of inserting at once;
+	// the lag only hides the cache miss of the probe. The pending entries are taken (idx_ and val_
+	// are left with stale contents for the caller to clear).
+	void enqueue(std::uint64_t h, bool dense, const double *dense_row)
+	{
+		Pending &p = ring_[(head_ + queued_) % ring_.size()];
+		p.h = h;
+		p.dense = dense;
+		p.has_row = dense_row != nullptr;
+		if (dense_row) {
+			p.val.assign(dense_row, dense_row + m_);
+		} else {
+			std::swap(p.idx, idx_);
+			std::swap(p.val, val_);
+		}
+		__builtin_prefetch(&slots_[static_cast<std::size_t>(h) & (slots_.size() - 1)]);
+		if (++queued_ > (lag_on ? kLag : 0))
+			drain_one();
+	}
+
+	// Inserts the oldest queued row.
+	void drain_one()
+	{
+		Pending &p = ring_[head_];
+		head_ = (head_ + 1) % ring_.size();
+		queued_--;
+		clear();
+		std::swap(p.idx, idx_);
+		std::swap(p.val, val_);
+		insert(p.h, p.dense, p.has_row ? val_.data() : nullptr);
+		std::swap(p.idx, idx_);
+		std::swap(p.val, val_);
 	}
 
 	// Stores the row with hash h unless present: from dense_row (m entries) when given, else from
@@ -596,9 +643,12 @@ private:
 	}
 
 	// Doubles the slot table.
-	void rehash()
+	void rehash() { resize_slots(slots_.size() * 2); }
+
+	// Rebuilds the slot table with `size` slots (a power of two above twice the stored rows).
+	void resize_slots(std::size_t size)
 	{
-		slots_.assign(slots_.size() * 2, 0);
+		slots_.assign(size, 0);
 		const std::size_t mask = slots_.size() - 1;
 		for (std::size_t idx = 0; idx < hashes_.size(); idx++) {
 			const std::uint64_t h = hashes_[idx];
@@ -618,6 +668,16 @@ private:
 	std::vector<std::uint32_t> idx_;
 	std::vector<double> val_;
 	ConstraintSet set_;
+	// Rows hashed but not yet inserted (enqueue): a ring of kLag + 1 entries from head_.
+	struct Pending {
+		std::uint64_t h = 0;
+		bool dense = false, has_row = false;
+		std::vector<std::uint32_t> idx;
+		std::vector<double> val;
+	};
+	static constexpr std::size_t kLag = 12;
+	std::array<Pending, kLag + 1> ring_;
+	std::size_t head_ = 0, queued_ = 0;
 	std::vector<std::uint64_t> hashes_; // per stored row (for rehashing)
 	std::vector<std::uint64_t> slots_;  // high 32 bits of the hash | (row index + 1); 0 = empty
 };
@@ -805,6 +865,13 @@ void
 detail::set_direct_rows(bool on)
 {
 	direct_on = on;
+}
+
+// See allocation_internal.h.
+void
+detail::set_insert_lag(bool on)
+{
+	lag_on = on;
 }
 
 // Constraints of several cells over a sub-universe (presence and one-column edges).

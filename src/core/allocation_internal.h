@@ -75,5 +75,10 @@ void set_repeat_shortcut(bool on);
 // gives the per-point reference, for the equality tests and dxpriv.exhaustive_analysis).
 void set_direct_rows(bool on);
 
+// Whether build_constraints inserts each hashed row a few rows after it was offered, with its
+// hash slot prefetched in between (default true; false inserts at once, for the equality tests
+// and dxpriv.exhaustive_analysis). Rows are inserted in the order offered either way.
+void set_insert_lag(bool on);
+
 } // namespace detail
 } // namespace dxpriv

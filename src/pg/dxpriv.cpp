@@ -31,6 +31,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 {
 	dxpriv::detail::set_direct_rows(!newval);
 	dxpriv::detail::set_repeat_shortcut(!newval);
+	dxpriv::detail::set_insert_lag(!newval);
 }
 int guc_allocation = 0;
 int guc_noise = 0;
@@ -114,8 +115,8 @@ _PG_init(void)
 	DefineCustomBoolVariable("dxpriv.exhaustive_analysis",
 	                         "Builds privacy constraints by the per-point reference paths (tests only).",
 	                         "Off (default): rows computed directly from the weights, only at their breakpoints, "
-	                         "and repeats dropped unhashed; on: every row through the per-point lists and the hash "
-	                         "set. Both give the same constraints, scales and answers. Only superusers may set it.",
+	                         "repeats dropped unhashed, hash probes prefetched; on: every row through the per-point "
+	                         "lists and the hash set at once. Both give the same constraints, scales and answers. Only superusers may set it.",
 	                         &guc_exhaustive_analysis, false, PGC_SUSET, 0, nullptr, assign_exhaustive_analysis,
 	                         nullptr);
 	define_release_progress_guc();

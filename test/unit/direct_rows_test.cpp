@@ -3,7 +3,8 @@
 // piecewise-linear weights) give exactly the per-point reference: the same rows in the same order
 // and the same scales, sensitivities, grids and epsilon shares (errors too), on hundreds of random
 // policies (range steps, absolute/discrete/per-value/none/l1/l2 metrics, 1-3 columns, finite and
-// infinite presence) and queries (values, clamps, FILTER ranges, slopes, indicators, tiny weights).
+// infinite presence) and queries (values, clamps, FILTER ranges, slopes, indicators, tiny weights);
+// the reference also inserts every hashed row at once (no lagged, prefetched insert).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +31,7 @@ struct SwitchGuard {
 	{
 		detail::set_direct_rows(true);
 		detail::set_repeat_shortcut(true);
+		detail::set_insert_lag(true);
 	}
 };
 
@@ -45,8 +47,9 @@ expect_same(const SubUniverse &sub, const Matrix &q, double epsilon, const Alloc
 		MultiLinearPlan plan;
 		std::string set_error, plan_error; // empty: no error
 	};
-	auto run = [&](bool direct) {
+	auto run = [&](bool direct) { // the reference: per-point rows, each inserted at once
 		detail::set_direct_rows(direct);
+		detail::set_insert_lag(direct);
 		Outcome o;
 		try {
 			o.set = build_constraints(sub, q);
@@ -234,6 +237,36 @@ TEST(DirectRowsTest, UnderflowingEntryIsNotARepeat)
 	q[1][5] = 1e-310;
 	EXPECT_GT(expect_same(sub, q, 0.5, AllocationRequest{}, true), 0u);
 	EXPECT_GT(expect_same(sub, q, 0.5, AllocationRequest{}, false), 0u);
+}
+
+// Five aggregates over 950 l2 points (451,725 pairs, almost all rows distinct): the lagged,
+// prefetched inserts store the same rows in the same order as inserting at once.
+TEST(DirectRowsTest, FiveAggregatesOverL2Points)
+{
+	std::mt19937_64 rng(950);
+	std::uniform_real_distribution<double> lon(-124.7, -67.0), lat(25.1, 49.4);
+	std::vector<double> c;
+	for (int i = 0; i < 950; i++) {
+		c.push_back(std::round(lon(rng) * 1e4) / 1e4);
+		c.push_back(std::round(lat(rng) * 1e4) / 1e4);
+	}
+	SubUniverse sub;
+	sub.domains.push_back(Domain::points(2, c));
+	sub.metrics.push_back(ColumnMetric::lp(2, 1));
+	sub.presence = 1;
+	Matrix q(6, std::vector<double>(950));
+	for (std::size_t i = 0; i < 950; i++) {
+		const double x = c[2 * i], y = c[2 * i + 1];
+		q[0][i] = 1;
+		q[1][i] = y > 40;
+		q[2][i] = y;
+		q[3][i] = x;
+		q[4][i] = 1;
+		q[5][i] = x < -100;
+	}
+	AllocationRequest request;
+	request.estimates.push_back(Estimate{{3, 4}, {1.0, 8100.0}});
+	EXPECT_GT(expect_same(sub, q, 0.1, request, true), 400000u);
 }
 
 // A zero distance between two points with different weights is refused the same way.
