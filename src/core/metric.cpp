@@ -877,10 +877,15 @@ ColumnMetric::for_each_edge(const Domain &dom,
 	case MetricKind::Theta2:
 		all_pairs();
 		return;
-	case MetricKind::Absolute:
-		for (std::size_t i = 0; i + 1 < k; i++)
-			fn(i, i + 1, distance(dom, i, i + 1));
+	case MetricKind::Absolute: { // distance(dom, i, i + 1), each ordinal computed once
+		double here = k > 0 ? dom.ordinal(0) : 0;
+		for (std::size_t i = 0; i + 1 < k; i++) {
+			const double next = dom.ordinal(i + 1);
+			fn(i, i + 1, std::fabs(here - next) / param_);
+			here = next;
+		}
 		return;
+	}
 	case MetricKind::L1:
 	case MetricKind::L2:
 	case MetricKind::LInf: {

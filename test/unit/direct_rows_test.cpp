@@ -269,6 +269,27 @@ TEST(DirectRowsTest, FiveAggregatesOverL2Points)
 	EXPECT_GT(expect_same(sub, q, 0.1, request, true), 400000u);
 }
 
+// The edges of an absolute column carry exactly distance(i, i + 1) (each ordinal computed once).
+TEST(DirectRowsTest, AbsoluteEdgesAreTheDistances)
+{
+	std::mt19937_64 rng(11);
+	std::uniform_real_distribution<double> lo(-1e6, 1e6), scale(1e-3, 1e3);
+	const double steps[] = {1, 0.1, 0.25, 3, 1e-7, 12345.678};
+	for (int t = 0; t < 60; t++) {
+		const double step = steps[t % 6];
+		const double a = lo(rng) * step;
+		const Domain dom = Domain::range(a, a + 997 * step, step);
+		const ColumnMetric metric = ColumnMetric::absolute(scale(rng));
+		std::size_t seen = 0;
+		metric.for_each_edge(dom, [&](std::size_t i, std::size_t j, double d) {
+			EXPECT_EQ(j, i + 1);
+			EXPECT_EQ(d, metric.distance(dom, i, j)) << "edge " << i;
+			seen++;
+		});
+		EXPECT_EQ(seen, dom.size() - 1);
+	}
+}
+
 // A zero distance between two points with different weights is refused the same way.
 TEST(DirectRowsTest, ErrorsAreTheSame)
 {
