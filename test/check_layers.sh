@@ -20,6 +20,8 @@ TOP_FILES = {
     "settings.h": "base",                            # GUC variables (defined in dxpriv.cpp)
     "plan_walk.h": "base", "plan_walk.cpp": "base",  # walks plan trees, knows no dxpriv object
     "node_build.h": "base",                          # query-tree node builders
+    "progress.h": "base", "progress.cpp": "base",    # progress notices and cancel of long work
+    "analysis_heap.h": "base", "analysis_heap.cpp": "base",  # malloc thresholds during an analysis
     "dxpriv.cpp": "hooks", "hooks.h": "hooks", "hooks.cpp": "hooks",
 }
 

@@ -478,7 +478,9 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 	plan.strategy = s;
 	plan.cells.resize(m);
 	plan.epsilon_share.assign(m, 0.0);
+	// the grid-rounded weights: q_grid[k] when rounding is needed, else q[k] itself (not copied)
 	std::vector<std::vector<double>> q_grid(m);
+	std::vector<const std::vector<double> *> rounded_q(m);
 	bool unchanged = true; // every weight already lies on its grid (e.g. integer weights, grid 1)
 	for (std::size_t k = 0; k < m; k++) {
 		LinearNoisePlan &cell = plan.cells[k];
@@ -487,16 +489,22 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		if (t > 0)
 			t = std::max(t, std::numeric_limits<double>::min()); // never let a positive scale underflow to 0
 		cell.grid = choose_grid(t, q[k], cell.integer_weights);
-		if (cell.integer_weights && cell.grid == 1) { // integers below 2^53 lie on the unit grid
-			q_grid[k] = q[k];
+		rounded_q[k] = &q[k];
+		if (cell.integer_weights && cell.grid == 1) // integers below 2^53 lie on the unit grid
 			continue;
-		}
 		q_grid[k].resize(q[k].size());
 		for (std::size_t u = 0; u < q[k].size(); u++) {
 			q_grid[k][u] = static_cast<double>(to_grid_units(q[k][u], cell.grid)) * cell.grid;
 			unchanged &= q_grid[k][u] == q[k][u];
 		}
+		rounded_q[k] = &q_grid[k];
 	}
+	if (!unchanged) // the rounded set is built on whole vectors: copy the cells rounding kept
+		for (std::size_t k = 0; k < m; k++)
+			if (rounded_q[k] == &q[k]) {
+				q_grid[k] = q[k];
+				rounded_q[k] = &q_grid[k];
+			}
 
 	// Calibrate on exactly what is summed: the grid-rounded weights (the raw constraints and
 	// scales when rounding changed nothing).
@@ -509,7 +517,7 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		if (!(fin[k] > 0))
 			continue; // constant on every finite-distance edge after rounding: exact answer
 		if (lone[k]) {
-			cell.sensitivity = generalized_sensitivity(sub, q_grid[k]);
+			cell.sensitivity = generalized_sensitivity(sub, *rounded_q[k]);
 			cell.scale = cell.sensitivity / budget_of(k);
 		} else {
 			cell.scale = fin[k];

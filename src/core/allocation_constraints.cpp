@@ -3,6 +3,7 @@
 #include "core/allocation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "core/allocation_internal.h"
 #include "core/error.h"
+#include "core/progress.h"
 
 namespace dxpriv {
 
@@ -80,6 +82,8 @@ throw_work_limit()
 // with weights weight[...]. GROUP BY cells are non-zero only on the points of their group.
 bool presence_on = true; // detail::set_presence_prefilter
 bool repeat_on = true;   // detail::set_repeat_shortcut
+bool direct_on = true;   // detail::set_direct_rows
+bool lag_on = true;      // detail::set_insert_lag
 
 struct PointCells {
 	std::vector<std::size_t> start;
@@ -232,6 +236,33 @@ column_edges(const SubUniverse &sub, std::size_t n, double per_edge, std::vector
 	return edges;
 }
 
+// Counts the edges a loop over the constraint edge set visits and reports them (progress.h)
+// every kProgressEvery edges: a cancel may stop the loop between two edges.
+class EdgeProgress {
+public:
+	EdgeProgress(const SubUniverse &sub, std::size_t n, const std::vector<std::size_t> &counts)
+	    : total_(std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0)
+	{
+		for (std::size_t c = 0; c < counts.size(); c++)
+			total_ += static_cast<double>(counts[c]) * static_cast<double>(n / sub.domains[c].size());
+	}
+	// One more edge visited.
+	void step()
+	{
+		if (++left_ < kEvery)
+			return;
+		done_ += static_cast<double>(left_);
+		left_ = 0;
+		report_progress("privacy constraints over edges", done_, total_);
+	}
+
+private:
+	static constexpr std::size_t kEvery = static_cast<std::size_t>(kProgressEvery);
+	double total_;
+	double done_ = 0;
+	std::size_t left_ = 0;
+};
+
 // Calls f(u, v, d) for every edge of the constraint edge set of sub (n points): presence edges
 // as (u, n, presence) when the presence distance is finite, then the column edges of every line
 // (edges/counts from column_edges).
@@ -240,9 +271,12 @@ void
 visit_edges(const SubUniverse &sub, std::size_t n, const std::vector<std::vector<ColumnEdge>> &edges,
             const std::vector<std::size_t> &counts, F &&f)
 {
+	EdgeProgress progress(sub, n, counts);
 	if (std::isfinite(sub.presence))
-		for (std::size_t u = 0; u < n; u++)
+		for (std::size_t u = 0; u < n; u++) {
+			progress.step();
 			f(u, n, sub.presence);
+		}
 	// Lines along column c: all points equal except column c, which moves by `stride`.
 	std::size_t stride = n;
 	for (std::size_t c = 0; c < sub.domains.size(); c++) {
@@ -254,7 +288,10 @@ visit_edges(const SubUniverse &sub, std::size_t n, const std::vector<std::vector
 		for (std::size_t outer = 0; outer < n; outer += block)
 			for (std::size_t off = 0; off < stride; off++) {
 				const std::size_t base = outer + off;
-				auto visit = [&](std::size_t i, std::size_t j, double d) { f(base + i * stride, base + j * stride, d); };
+				auto visit = [&](std::size_t i, std::size_t j, double d) {
+					progress.step();
+					f(base + i * stride, base + j * stride, d);
+				};
 				if (!edges[c].empty())
 					for (const ColumnEdge &e : edges[c])
 						visit(e.i, e.j, e.d);
@@ -326,7 +363,7 @@ public:
 			clear();
 			throw_infinite();
 		}
-		insert(hash_finish(h), 3 * nnz > 2 * m_, nullptr);
+		enqueue(hash_finish(h), 3 * nnz > 2 * m_, nullptr);
 		clear();
 	}
 
@@ -391,17 +428,20 @@ public:
 			for (std::size_t k = 0; k < m_; k++)
 				if (r[k] != 0)
 					push(k, r[k]);
-			insert(hash_finish(h), false, nullptr);
+			enqueue(hash_finish(h), false, nullptr);
 			clear();
 			return;
 		}
-		insert(hash_finish(h), true, r);
+		enqueue(hash_finish(h), true, r);
 	}
 
 	// Drops rows with a single non-zero entry below its column maximum (dominated by the row that
 	// attains the maximum), compacts the storage and returns the set.
 	ConstraintSet finish()
 	{
+		while (queued_ > 0)
+			drain_one();
+		clear();
 		ConstraintSet &c = set_;
 		std::vector<double> colmax(m_, 0);
 		for (std::size_t e = 0; e < c.count(); e++)
@@ -475,9 +515,51 @@ private:
 			const double rows_kept = static_cast<double>(hashes_.size()) / static_cast<double>(kSampleRows);
 			const double entries_per_row =
 			    static_cast<double>(set_.values.size()) / std::max<double>(1.0, static_cast<double>(hashes_.size()));
-			reserve_for(static_cast<double>(hashes_.size()) + 1.05 * rows_kept * (expected_ - kSampleRows) + 16,
-			            entries_per_row);
+			const double rows = static_cast<double>(hashes_.size()) + 1.05 * rows_kept * (expected_ - kSampleRows) + 16;
+			reserve_for(rows, entries_per_row);
+			// and the slot table at once, at most half full (instead of doubling through every size)
+			std::size_t slots = slots_.size();
+			while (static_cast<double>(slots) < 2 * std::min(rows, static_cast<double>(kMaxConstraintEntries)))
+				slots *= 2;
+			if (slots > slots_.size())
+				resize_slots(slots);
 		}
+	}
+
+	// Queues a hashed row for insert() (the pending entries, or dense_row when given) and prefetches
+	// its slot; the row queued kLag rows earlier is inserted now. Rows are inserted in the order
+	// they are offered, so the set (first occurrences, in order) is the one of inserting at once;
+	// the lag only hides the cache miss of the probe. The pending entries are taken (idx_ and val_
+	// are left with stale contents for the caller to clear).
+	void enqueue(std::uint64_t h, bool dense, const double *dense_row)
+	{
+		Pending &p = ring_[(head_ + queued_) % ring_.size()];
+		p.h = h;
+		p.dense = dense;
+		p.has_row = dense_row != nullptr;
+		if (dense_row) {
+			p.val.assign(dense_row, dense_row + m_);
+		} else {
+			std::swap(p.idx, idx_);
+			std::swap(p.val, val_);
+		}
+		__builtin_prefetch(&slots_[static_cast<std::size_t>(h) & (slots_.size() - 1)]);
+		if (++queued_ > (lag_on ? kLag : 0))
+			drain_one();
+	}
+
+	// Inserts the oldest queued row.
+	void drain_one()
+	{
+		Pending &p = ring_[head_];
+		head_ = (head_ + 1) % ring_.size();
+		queued_--;
+		clear();
+		std::swap(p.idx, idx_);
+		std::swap(p.val, val_);
+		insert(p.h, p.dense, p.has_row ? val_.data() : nullptr);
+		std::swap(p.idx, idx_);
+		std::swap(p.val, val_);
 	}
 
 	// Stores the row with hash h unless present: from dense_row (m entries) when given, else from
@@ -561,9 +643,12 @@ private:
 	}
 
 	// Doubles the slot table.
-	void rehash()
+	void rehash() { resize_slots(slots_.size() * 2); }
+
+	// Rebuilds the slot table with `size` slots (a power of two above twice the stored rows).
+	void resize_slots(std::size_t size)
 	{
-		slots_.assign(slots_.size() * 2, 0);
+		slots_.assign(size, 0);
 		const std::size_t mask = slots_.size() - 1;
 		for (std::size_t idx = 0; idx < hashes_.size(); idx++) {
 			const std::uint64_t h = hashes_[idx];
@@ -583,6 +668,16 @@ private:
 	std::vector<std::uint32_t> idx_;
 	std::vector<double> val_;
 	ConstraintSet set_;
+	// Rows hashed but not yet inserted (enqueue): a ring of kLag + 1 entries from head_.
+	struct Pending {
+		std::uint64_t h = 0;
+		bool dense = false, has_row = false;
+		std::vector<std::uint32_t> idx;
+		std::vector<double> val;
+	};
+	static constexpr std::size_t kLag = 12;
+	std::array<Pending, kLag + 1> ring_;
+	std::size_t head_ = 0, queued_ = 0;
 	std::vector<std::uint64_t> hashes_; // per stored row (for rehashing)
 	std::vector<std::uint64_t> slots_;  // high 32 bits of the hash | (row index + 1); 0 = empty
 };
@@ -594,9 +689,15 @@ constexpr double kEdgeOverhead = 32;
 // Work units of one edge for the work cap: a fixed overhead plus the cells it touches (at most
 // the two points' non-zero cells).
 double
+work_per_edge(std::size_t max_per_point, std::size_t m)
+{
+	return kEdgeOverhead + static_cast<double>(std::min(m, 2 * max_per_point));
+}
+
+double
 work_per_edge(const PointCells &pc, std::size_t m)
 {
-	return kEdgeOverhead + static_cast<double>(std::min(m, 2 * pc.max_per_point));
+	return work_per_edge(pc.max_per_point, m);
 }
 
 // Largest number of cells for which presence rows are pre-filtered (the check costs O(m) per
@@ -690,6 +791,89 @@ ConstraintSet::row(std::size_t i) const
 	return out;
 }
 
+namespace {
+
+// Largest number of cells for which build_constraints computes each row directly from the
+// cell-major weights (m differences per edge) instead of through the per-point lists.
+constexpr std::size_t kMaxDirectCells = 16;
+
+// The largest number of non-zero cells of one point (PointCells::max_per_point without the lists).
+std::size_t
+max_cells_per_point(const Matrix &q, std::size_t n)
+{
+	std::vector<std::uint8_t> nz(n, 0); // m <= kMaxDirectCells < 256
+	for (const auto &cell : q)
+		for (std::size_t u = 0; u < n; u++)
+			nz[u] += cell[u] != 0;
+	return n == 0 ? 0 : *std::max_element(nz.begin(), nz.end());
+}
+
+// build_constraints for m <= kMaxDirectCells: the same edges in the same order, each row offered
+// to the same collector calls with the same entries as the per-point path (a sparse row: the
+// cells whose weights differ, |q_k(u) - q_k(v)| / d ascending; a dense row: all m entries), so
+// the set is identical row for row. What it saves: the per-point lists, and the whole row
+// assembly of an edge whose row (values and non-zero pattern) equals the row offered just
+// before, which the collector would drop as a repeat: along a line under piecewise-linear weights
+// only the rows at the breakpoints are assembled and hashed.
+ConstraintSet
+build_constraints_direct(const SubUniverse &sub, const Matrix &q, std::size_t n)
+{
+	const std::size_t m = q.size();
+	const std::size_t max_per_point = max_cells_per_point(q, n);
+	std::vector<std::size_t> counts;
+	const std::vector<std::vector<ColumnEdge>> edges = column_edges(sub, n, work_per_edge(max_per_point, m), counts);
+	double expected = std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0;
+	for (std::size_t c = 0; c < counts.size(); c++)
+		expected += static_cast<double>(counts[c]) * static_cast<double>(n / sub.domains[c].size());
+	RowCollector rows(m, expected, std::min(m, 2 * max_per_point));
+	const std::vector<char> skip = dominated_presence(sub, q, n);
+	const bool dense = 3 * max_per_point > 2 * m;
+	double r[kMaxDirectCells], last[kMaxDirectCells];
+	bool nz[kMaxDirectCells], last_nz[kMaxDirectCells];
+	bool has_last = false;
+	visit_edges(sub, n, edges, counts, [&](std::size_t u, std::size_t v, double d) {
+		if (v == n && !skip.empty() && skip[u])
+			return;
+		bool same = has_last;
+		for (std::size_t k = 0; k < m; k++) {
+			const double a = v == n ? std::fabs(q[k][u]) : std::fabs(q[k][u] - q[k][v]);
+			nz[k] = a != 0;
+			r[k] = d > 0 ? a / d : (nz[k] ? kInfinity : 0.0);
+			same = same && r[k] == last[k] && nz[k] == last_nz[k];
+		}
+		if (same && d > 0) // the collector would drop it as a repeat of the previous row
+			return;
+		if (dense) {
+			rows.add_dense_repeating(r);
+		} else {
+			for (std::size_t k = 0; k < m; k++)
+				if (nz[k])
+					rows.push(k, r[k]);
+			rows.add_repeating();
+		}
+		std::copy(r, r + m, last);
+		std::copy(nz, nz + m, last_nz);
+		has_last = true;
+	});
+	return rows.finish();
+}
+
+} // namespace
+
+// See allocation_internal.h.
+void
+detail::set_direct_rows(bool on)
+{
+	direct_on = on;
+}
+
+// See allocation_internal.h.
+void
+detail::set_insert_lag(bool on)
+{
+	lag_on = on;
+}
+
 // Constraints of several cells over a sub-universe (presence and one-column edges).
 ConstraintSet
 build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>> &q)
@@ -697,6 +881,8 @@ build_constraints(const SubUniverse &sub, const std::vector<std::vector<double>>
 	const std::size_t n = check_sub_universe(sub);
 	check_cells(q, n);
 	const std::size_t m = q.size();
+	if (direct_on && m <= kMaxDirectCells)
+		return build_constraints_direct(sub, q, n);
 	const PointCells pc = point_cells(q, n);
 	std::vector<std::size_t> counts;
 	const std::vector<std::vector<ColumnEdge>> edges = column_edges(sub, n, work_per_edge(pc, m), counts);
@@ -749,7 +935,8 @@ build_constraints_dense(const std::vector<std::vector<double>> &d, const std::ve
 	RowCollector rows(m, pairs, std::min(m, 2 * pc.max_per_point));
 	const bool dense_weights = 3 * pc.max_per_point > 2 * m;
 	std::vector<double> r(dense_weights ? m : 0);
-	for (std::size_t i = 0; i < n; i++)
+	for (std::size_t i = 0; i < n; i++) {
+		report_progress("privacy constraints over pairs of points", static_cast<double>(i), static_cast<double>(n));
 		for (std::size_t j = i + 1; j < n; j++) {
 			const double dij = d[i][j];
 			if (!(dij < kInfinity))
@@ -765,6 +952,7 @@ build_constraints_dense(const std::vector<std::vector<double>> &d, const std::ve
 				for_each_difference(pc, n, i, j, [&rows](std::size_t k, double) { rows.push(k, kInfinity); });
 			rows.add();
 		}
+	}
 	return rows.finish();
 }
 
@@ -849,7 +1037,9 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 	const double per_pair = 1.0 + static_cast<double>(std::min(m, 2 * max_per_point));
 	if (0.5 * nd * nd * per_pair <= kMaxBaselineWork) {
 		const PointCells pc = point_cells(q, n);
-		for (std::size_t u = 0; u < n; u++)
+		for (std::size_t u = 0; u < n; u++) {
+			if ((u & 1023) == 0)
+				report_progress("plain-DP baseline over pairs of points", static_cast<double>(u), nd);
 			for (std::size_t v = u + 1; v <= n; v++) {
 				if (v == n && !bottom)
 					break;
@@ -857,6 +1047,7 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 				for_each_difference(pc, n, u, v, [&s](std::size_t, double a) { s += a; });
 				delta = std::max(delta, s);
 			}
+		}
 	} else if (m <= 30 && std::ldexp(nd * md, static_cast<int>(m) - 1) <= kMaxBaselineWork) {
 		// ||a - b||_1 = max over sign vectors sigma of sigma . (a - b); fix sigma_0 = +1 by symmetry.
 		for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << (m - 1)); mask++) {

@@ -70,5 +70,15 @@ bool presence_prefilter();
 // (default true; false gives the exhaustive reference, for the equality tests).
 void set_repeat_shortcut(bool on);
 
+// Whether build_constraints computes the rows of a query of at most 16 cells directly from the
+// weights, assembling only the rows that differ from the previous edge's (default true; false
+// gives the per-point reference, for the equality tests and dxpriv.exhaustive_analysis).
+void set_direct_rows(bool on);
+
+// Whether build_constraints inserts each hashed row a few rows after it was offered, with its
+// hash slot prefetched in between (default true; false inserts at once, for the equality tests
+// and dxpriv.exhaustive_analysis). Rows are inserted in the order offered either way.
+void set_insert_lag(bool on);
+
 } // namespace detail
 } // namespace dxpriv

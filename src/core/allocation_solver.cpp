@@ -12,6 +12,7 @@
 #include <Eigen/Sparse>
 
 #include "core/allocation_internal.h"
+#include "core/progress.h"
 
 namespace dxpriv {
 namespace detail {
@@ -331,6 +332,7 @@ weighted_inverse(const ConstraintSet &c, const std::vector<double> &colmax, cons
 	BarrierResult res;
 	double max_v = 0;
 	for (std::size_t round = 0; round < 1000; round++) {
+		report_progress("allocation: cutting-plane rounds", static_cast<double>(round), 1000); // may throw (cancel)
 		sync_matrix();
 		res = barrier_solve(A, cw, l, z, mu, 1e-10);
 		if (stats) {

@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/point_set.h"
 
 namespace dxpriv {
@@ -111,7 +112,14 @@ double
 pair_max(const double *const *ax, std::size_t k, const double *q, double floor)
 {
 	double s = 0;
+	const double total = 0.5 * static_cast<double>(k) * static_cast<double>(k - 1);
+	double done = 0, next = kProgressEvery;
 	for (std::size_t i = 0; i + 1 < k; i++) {
+		done += static_cast<double>(k - 1 - i);
+		if (done >= next) { // a cancel may stop a long all-pairs scan here (nothing is half-built)
+			report_progress("sensitivity over pairs of points", done, total);
+			next = done + kProgressEvery;
+		}
 		double xi[D];
 		for (int d = 0; d < D; d++)
 			xi[d] = ax[d][i];
@@ -869,10 +877,15 @@ ColumnMetric::for_each_edge(const Domain &dom,
 	case MetricKind::Theta2:
 		all_pairs();
 		return;
-	case MetricKind::Absolute:
-		for (std::size_t i = 0; i + 1 < k; i++)
-			fn(i, i + 1, distance(dom, i, i + 1));
+	case MetricKind::Absolute: { // distance(dom, i, i + 1), each ordinal computed once
+		double here = k > 0 ? dom.ordinal(0) : 0;
+		for (std::size_t i = 0; i + 1 < k; i++) {
+			const double next = dom.ordinal(i + 1);
+			fn(i, i + 1, std::fabs(here - next) / param_);
+			here = next;
+		}
 		return;
+	}
 	case MetricKind::L1:
 	case MetricKind::L2:
 	case MetricKind::LInf: {

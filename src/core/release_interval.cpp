@@ -123,6 +123,10 @@ project_to_relevant_columns(const SubUniverse &sub, const std::vector<std::vecto
 			out.sub.domains.push_back(sub.domains[c]);
 			out.sub.metrics.push_back(sub.metrics[c]);
 		}
+	if (out.kept.size() == dims) { // every column matters: the cells as they are
+		out.q = q;
+		return out;
+	}
 	out.q.assign(q.size(), {});
 	for (std::size_t u = 0; u < n; ++u) {
 		bool at_zero = true; // every dropped column at its first point

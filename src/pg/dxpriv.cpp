@@ -1,6 +1,6 @@
 // Module entry: GUC definitions, then hooks.cpp installs the pipeline (requires shared_preload_libraries).
 #include "pg/settings.h"
-#include "pg/release/release_progress.h"
+#include "pg/progress.h"
 #include "pg/executor/noise_source.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/consistent_release.h"
@@ -8,6 +8,7 @@
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
+#include "core/allocation_internal.h"
 
 #include <climits>
 
@@ -22,6 +23,16 @@ void _PG_init(void);
 namespace dxpriv::pg {
 double guc_epsilon = 0.1;
 int guc_test_seed = -1;
+static bool guc_exhaustive_analysis = false;
+
+// dxpriv.exhaustive_analysis: the per-point reference paths of build_constraints (core/allocation_internal.h).
+static void
+assign_exhaustive_analysis(bool newval, void *extra)
+{
+	dxpriv::detail::set_direct_rows(!newval);
+	dxpriv::detail::set_repeat_shortcut(!newval);
+	dxpriv::detail::set_insert_lag(!newval);
+}
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -108,6 +119,13 @@ _PG_init(void)
 	                        "error 54000. Only superusers may change it.",
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.exhaustive_analysis",
+	                         "Builds privacy constraints by the per-point reference paths (tests only).",
+	                         "Off (default): rows computed directly from the weights, only at their breakpoints, "
+	                         "repeats dropped unhashed, hash probes prefetched; on: every row through the per-point "
+	                         "lists and the hash set at once. Both give the same constraints, scales and answers. Only superusers may set it.",
+	                         &guc_exhaustive_analysis, false, PGC_SUSET, 0, nullptr, assign_exhaustive_analysis,
+	                         nullptr);
 	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();

@@ -23,6 +23,10 @@ measure, median_ms, min_ms, cpu_median_ms, runs, rows) and, with --goals, the go
 issue 23 with their verdict; --plot also writes analysis_bench.png (matplotlib).
 
   python3 test/bench/analysis_bench.py --rows 100000 --runs 5 --plot
+
+Before/after on one machine: run it with the earlier dxpriv.so installed (--out ..._before.csv),
+install the new one, restart the cluster and run it again with --before ..._before.csv --skip-setup:
+the goal rows then show both CPU medians and the plot puts both bars side by side.
 """
 
 import argparse
@@ -153,6 +157,7 @@ def main():
     ap.add_argument("--skip-setup", action="store_true")
     ap.add_argument("--goals", action="store_true", help="print the issue-23 goal rows with a verdict")
     ap.add_argument("--plot", action="store_true", help="also write a PNG next to the CSV")
+    ap.add_argument("--before", help="CSV of an earlier run (e.g. the previous dxpriv.so) to compare with")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "analysis_bench.csv"))
     a = ap.parse_args()
@@ -194,32 +199,52 @@ def main():
         for r in results:
             w.writerow([r[0], r[1]] + ["" if x is None else "%.3f" % x for x in r[2:5]] + [r[5], r[6]])
         w.writerow(["# load average start/end", " ".join(load), " ".join(load_end), "", "", "", ""])
+    before = {}
+    if a.before:
+        with open(a.before) as f:
+            for row in csv.reader(f):
+                if len(row) >= 5 and not row[0].startswith("#") and row[0] != "statement":
+                    before[(row[0], row[1])] = float(row[4]) if row[4] else None
     if a.goals:
-        print("\ngoal rows (issue 23): wall median / backend CPU median against the goal")
+        print("\ngoal rows (issue 23): wall median / backend CPU median against the goal"
+              + (" (before: CPU median of --before)" if before else ""))
         by = {(r[0], r[1]): r for r in results}
         for stmt, measure, goal, what in GOALS:
             r = by.get((stmt, measure))
+            was = before.get((stmt, measure))
+            was_text = (" before %s" % ("refused" if was is None else "%9.2f ms CPU" % was)) if (stmt, measure) in before else ""
             if not r or r[2] is None:
-                print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: refused")
+                print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: refused{was_text}")
                 continue
             verdict = "met" if r[2] <= goal else ("met in CPU" if r[4] <= goal else "NOT met")
-            print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: {r[2]:9.2f} ms wall, {r[4]:9.2f} ms CPU  {verdict}")
+            print(f"  {stmt:28s} {what:24s} goal <= {goal:6g} ms: {r[2]:9.2f} ms wall, {r[4]:9.2f} ms CPU  {verdict}{was_text}")
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         measures = ["native", "dx_explain", "dx_analysis", "dx_cached", "dx_cached_new_session"]
-        fig, ax = plt.subplots(figsize=(11, 5))
-        width = 0.16
-        for j, meas in enumerate(measures):
-            ys = [next((r[4] for r in results if r[0] == s[0] and r[1] == meas and r[4] is not None), 0)
-                  for s in STATEMENTS]
-            ax.bar([i + j * width for i in range(len(STATEMENTS))], ys, width, label=meas)
-        ax.set_xticks([i + 2 * width for i in range(len(STATEMENTS))])
+        series = [(meas, {(r[0], r[1]): r[4] for r in results}) for meas in measures]
+        if before:  # before/after of the analysis measures, side by side
+            series = []
+            for meas in ["dx_explain", "dx_analysis", "dx_cached_new_session"]:
+                series.append((meas + " before", before))
+                series.append((meas, {(r[0], r[1]): r[4] for r in results}))
+        fig, ax = plt.subplots(figsize=(12, 5))
+        width = 0.8 / len(series)
+        for j, (label, values) in enumerate(series):
+            meas = label.replace(" before", "")
+            ys = [values.get((s[0], meas)) or 0 for s in STATEMENTS]
+            ax.bar([i + j * width for i in range(len(STATEMENTS))], ys, width, label=label,
+                   hatch="//" if label.endswith("before") else None)
+        for stmt, measure, goal, what in GOALS:
+            if measure == "dx_explain":
+                i = [s[0] for s in STATEMENTS].index(stmt)
+                ax.hlines(goal, i - width / 2, i + 0.8 - width / 2, colors="red", linestyles="dashed")
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(STATEMENTS))])
         ax.set_xticklabels([s[0] for s in STATEMENTS], fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("backend CPU ms (median)")
-        ax.set_title(f"dxpriv analysis (load {' '.join(load)})")
+        ax.set_title(f"dxpriv analysis, backend CPU (load {' '.join(load)}; red: dx_explain goal)")
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(os.path.splitext(a.out)[0] + ".png", dpi=110)

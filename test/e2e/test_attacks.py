@@ -1632,6 +1632,11 @@ attack(C, "noisy_count_forged_on_public_table", f"SELECT dx._noisy_count(1.0, 0,
        Reject(PRIV))
 attack(C, "set_test_seed", "SET dxpriv.test_seed = 1", Reject(PRIV, hint=False))  # superuser-only GUC
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
+# the per-point reference paths of the analysis (same constraints, slower): superusers only, so an
+# analyst cannot make every statement's analysis slower for the other sessions' shared machine
+attack(C, "set_exhaustive_analysis", "SET dxpriv.exhaustive_analysis = on", Reject(PRIV, hint=False))
+attack(C, "set_config_exhaustive_analysis", "SELECT set_config('dxpriv.exhaustive_analysis', 'on', false)",
+       Reject(PRIV, hint=False))
 attack(C, "reset_own_spent", "UPDATE dx.budget_grants SET spent = 0", Reject(PRIV, hint=False))
 attack(C, "raise_own_grant", "UPDATE dx.budget_grants SET granted = 1e12 WHERE role = 'mallory'::regrole",
        Reject(PRIV, hint=False))

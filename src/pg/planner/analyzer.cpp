@@ -36,6 +36,8 @@
 #include "pg/planner/shard_pruning.h"
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
+#include "pg/progress.h"
+#include "pg/analysis_heap.h"
 #include "pg/planner/unit_source.h"
 #include "pg/executor/release_log.h"
 
@@ -337,6 +339,8 @@ analysis_post_parse(ParseState *pstate, Query *query)
 	                                             strcmp(pstate->p_sourcetext, debug_query_string) == 0);
 	if (!in_internal_query())
 		guarded([&] {
+			CoreProgress progress("dxpriv analysis"); // a long analysis: cancel and NOTICEs (pg/progress.h)
+			AnalysisHeap heap;                        // large vectors reuse mapped pages (pg/analysis_heap.h)
 			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
 			const uint64 memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : 0;
 			if (!analysis_memo_replay(memo, query)) {

@@ -8,7 +8,7 @@
 #include "pg/ledger/charge.h"
 #include "pg/guard.h"
 #include "pg/metadata/protected_rows.h"
-#include "pg/release/release_progress.h"
+#include "pg/progress.h"
 #include "pg/release/synthetic_release.h"
 
 #include "core/group_release.h"
