@@ -288,9 +288,13 @@ def test_large_point_tables_travel_once_per_worker_by_digest():
             raise AssertionError("a tampered cached table was used")
         except psycopg2.Error as e:
             assert "does not match its digest" in str(e), str(e)
-        # a new session stores it again: the verified bytes replace the tampered ones
+        # a new session stores it again: the verified bytes replace the tampered ones; the
+        # shipment reports its progress (issue 28) once the interval has passed
         fresh = connect("coord", db)
+        execute(fresh, "SET dxpriv.progress_interval = 0.001")
         assert math.isclose(scalar(fresh, q), want, rel_tol=1e-12)
+        assert any("dxpriv Citus shipment: per-point tables stored on the workers, 1 of 1" in n
+                   for n in fresh.notices), fresh.notices
         fresh.close()
         # eviction: tables not stored for a day go when another table is stored; a session that
         # needs one again stores it again

@@ -7,6 +7,7 @@
 #include "pg/executor/point_table_cache.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
+#include "pg/progress.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/metadata/extension_objects.h"
 
@@ -61,10 +62,14 @@ ship_point_tables(PlannedStmt *stmt)
 			    if (IsA(lfirst(lc), FuncExpr) && castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table)
 				    found.push_back(castNode(FuncExpr, lfirst(lc)));
 	    });
-	for (FuncExpr *f : found) {
-		Const *d = castNode(Const, linitial(f->args));
-		Const *t = castNode(Const, lsecond(f->args));
+	// a shipment of large tables honours a cancel and reports progress between tables (issue 28)
+	ReleaseProgress progress("dxpriv Citus shipment");
+	const double total = static_cast<double>(found.size());
+	for (size_t i = 0; i < found.size(); i++) {
+		Const *d = castNode(Const, linitial(found[i]->args));
+		Const *t = castNode(Const, lsecond(found[i]->args));
 		ship_point_table(DatumGetByteaPP(d->constvalue), DatumGetByteaPP(t->constvalue));
+		progress.step("per-point tables stored on the workers", static_cast<double>(i + 1), total);
 	}
 }
 
