@@ -12,6 +12,7 @@ extern "C" {
 #include <climits>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace dxpriv::pg {
 
@@ -197,10 +198,29 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_
 	}
 }
 
+// Charge ids of releases grouped by an open key (answer_cache_exclude).
+static std::set<int64> excluded_charges;
+
+// See answer_cache.h.
+void
+answer_cache_exclude(int64 charge_id)
+{
+	excluded_charges.insert(charge_id);
+}
+
+// See answer_cache.h.
+bool
+answer_cache_excluded(int64 charge_id)
+{
+	return excluded_charges.count(charge_id) > 0;
+}
+
 // See answer_cache.h.
 bool
 answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 {
+	if (answer_cache_excluded(charge_id))
+		return false;
 	// a release already drawn in this execution of the statement (the same aggregate run again: a
 	// rescan, a second copy of a subquery) gets the same answer: one charge, one noise draw
 	auto done = released.find({charge_id, group});
@@ -231,6 +251,8 @@ answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 void
 answer_cache_note(int64 charge_id, int group, double answer, const double *parts)
 {
+	if (answer_cache_excluded(charge_id))
+		return;
 	released[{charge_id, group}] = Released{answer, {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};
 	auto slot = record_slots.find(charge_id);
 	if (slot == record_slots.end())
