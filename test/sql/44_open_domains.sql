@@ -98,3 +98,19 @@ SELECT spent > 0 AS charged, delta_spent > 0 AS delta_charged FROM dx.budgets WH
 -- dx.last_release lists no cell of a release grouped by an open key (several partitions share one)
 SELECT count(*) AS logged_cells FROM dx.last_release();
 RESET ROLE;
+-- the released rows come in the order of the keys whatever ORDER BY leaves open (a hash
+-- aggregate's order would depend on the partitions it did not release); HAVING of the analyst is
+-- evaluated only on kept partitions
+SELECT city, ward FROM visits_open GROUP BY ward, city HAVING dx.count(*) > 0;
+-- (the noisy count of 'solo' or 'pair' divided by 100 is 0: evaluated there, this would fail)
+SELECT city FROM visits_open GROUP BY city HAVING 1 / (dx.count(*) / 100) > 0;
+-- plans show the column, never a value
+CREATE FUNCTION explain_text(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r record; t text := '';
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (VERBOSE) ' || q LOOP t := t || r."QUERY PLAN" || E'\n'; END LOOP;
+	RETURN t;
+END $$;
+SELECT explain_text('SELECT city, dx.count(*) FROM visits_open GROUP BY city') ~ 'Sort Key: visits_open.city' AS sorted,
+       explain_text('SELECT city, dx.count(*) FROM visits_open GROUP BY city') !~ '(big|solo|pair)' AS no_values;
+SELECT err($$SELECT DISTINCT city, dx.count(*) FROM visits_open GROUP BY city$$);

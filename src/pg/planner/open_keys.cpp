@@ -199,6 +199,10 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " can only be grouped on in a release of its own",
 		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly: not inside a subquery, CTE, UNION, "
 		     "GROUPING SETS, ROLLUP or CUBE.");
+	if (q->distinctClause != NIL || q->hasWindowFuncs || q->hasTargetSRFs)
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "SELECT DISTINCT, window functions and set-returning functions cannot be used "
+		                                    "with " + col,
+		     "Group by the open key in a plain release; its released rows are the partitions the selection kept.");
 	if (list_length(q->rtable) != 1)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins cannot group by " + col,
 		     "Group the protected table alone by its open key.");
@@ -312,6 +316,7 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a release grouped by an open key needs count, sum, avg or linear",
 		     kBareHint);
 	restore_open_keys(q, plan);
+	ListCell *lc;
 
 	// the selection's budget: a record moves between partitions by changing an open key or a
 	// declared GROUP BY column, or by being added or removed
@@ -377,8 +382,42 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	agg->aggno = -1;
 	agg->aggtransno = -1;
 	agg->location = kRewrittenLocation;
-	q->havingQual = q->havingQual ? make_and_qual(q->havingQual, (Node *) agg) : (Node *) agg;
+	// the analyst's HAVING is evaluated only on kept partitions (CASE evaluates its condition first),
+	// so that nothing it computes (an error, a slow expression) depends on a partition not released
+	if (q->havingQual) {
+		CaseWhen *when = makeNode(CaseWhen);
+		when->expr = (Expr *) agg;
+		when->result = (Expr *) q->havingQual;
+		when->location = -1;
+		CaseExpr *ce = makeNode(CaseExpr);
+		ce->casetype = BOOLOID;
+		ce->casecollid = InvalidOid;
+		ce->args = list_make1(when);
+		ce->defresult = (Expr *) makeBoolConst(false, false);
+		ce->location = -1;
+		q->havingQual = (Node *) ce;
+	} else {
+		q->havingQual = (Node *) agg;
+	}
 	q->hasAggs = true;
+	// the order of the released rows must not depend on the partitions that were not (a hash
+	// aggregate returns its groups in an order that depends on every group it held): the GROUP BY
+	// keys complete the ORDER BY, so the order is a function of the released rows alone
+	foreach (lc, q->groupClause) {
+		SortGroupClause *g = lfirst_node(SortGroupClause, lc);
+		bool sorted = false;
+		ListCell *sc;
+		foreach (sc, q->sortClause)
+			sorted = sorted || lfirst_node(SortGroupClause, sc)->tleSortGroupRef == g->tleSortGroupRef;
+		if (sorted)
+			continue;
+		if (!OidIsValid(g->sortop))
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "the GROUP BY keys of a release grouped by an open key must be sortable",
+			     "Group by columns of types with an ordering (text, numbers, dates).");
+		SortGroupClause *copy = copy_node(g);
+		copy->hashable = false;
+		q->sortClause = lappend(q->sortClause, copy);
+	}
 	return plan.epsilon;
 }
 
