@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 namespace dxpriv {
 
@@ -73,6 +74,50 @@ optimal_keep_probability_reference(double epsilon, double delta, std::uint64_t n
 	for (std::uint64_t i = 1; i <= n && p < 1; ++i)
 		p = std::min({up * p + delta, 1.0 - down * (1.0 - p - delta), 1.0});
 	return p;
+}
+
+double
+partition_count_sensitivity(const SubUniverse &sub, const std::vector<double> &counted,
+                            const std::vector<std::size_t> &group_of_point)
+{
+	const std::size_t n = sub.size();
+	if (counted.size() != n || group_of_point.size() != n)
+		throw CoreError(ErrorKind::InvalidParameter, "partition counts do not match the sub-universe");
+	double s = 0;
+	for (std::size_t u = 0; u < n; ++u) // presence edges: one partition changes by counted[u]
+		s = std::max(s, std::fabs(counted[u]) / sub.presence);
+	// strides of the row-major flat index (last column fastest)
+	const std::size_t k = sub.domains.size();
+	std::vector<std::size_t> stride(k, 1);
+	for (std::size_t c = k; c-- > 1;)
+		stride[c - 1] = stride[c] * sub.domains[c].size();
+	double work = 0;
+	for (std::size_t c = 0; c < k; ++c) {
+		const std::size_t size_c = sub.domains[c].size();
+		const std::size_t lines = n / size_c;
+		std::vector<std::tuple<std::size_t, std::size_t, double>> edges;
+		sub.metrics[c].for_each_edge(sub.domains[c], [&](std::size_t i, std::size_t j, double d) {
+			if (std::isfinite(d))
+				edges.emplace_back(i, j, d);
+		});
+		work += static_cast<double>(edges.size()) * static_cast<double>(lines);
+		if (work > 5e7)
+			throw CoreError(ErrorKind::ProgramLimit, "the partition counts have too many edges to bound",
+			                "Group by fewer or coarser declared columns beside the open key.");
+		for (std::size_t line = 0; line < lines; ++line) {
+			// the flat index of (line with coordinate c = 0): split line into the coordinates before
+			// and after c
+			const std::size_t before = line / stride[c], after = line % stride[c];
+			const std::size_t base = before * stride[c] * size_c + after;
+			for (const auto &[i, j, d] : edges) {
+				const std::size_t u = base + i * stride[c], v = base + j * stride[c];
+				const double delta = group_of_point[u] == group_of_point[v] ? std::fabs(counted[u] - counted[v])
+				                                                             : std::fabs(counted[u]) + std::fabs(counted[v]);
+				s = std::max(s, delta / d);
+			}
+		}
+	}
+	return s;
 }
 
 PartitionSelector::PartitionSelector(SelectionMechanism mechanism, double epsilon, double delta)

@@ -22,6 +22,7 @@
 
 #include "core/random.h"
 #include "core/samplers.h"
+#include "core/sensitivity.h"
 
 namespace dxpriv {
 
@@ -48,6 +49,15 @@ struct PartitionBudget {
 // is not in range, or k == 0.
 PartitionBudget partition_budget(double eps_sel, double delta, double presence, double cross_distance,
                                  std::uint64_t k);
+
+// The l1 sensitivity of the vector of partition counts over a sub-universe: the largest
+// sum_g |c_g(u) - c_g(v)| / d(u, v) over the edges of sub's record metric (one-column changes and
+// presence edges, presence = sub.presence), where a row at point u adds counted[u] (0 or 1: the
+// WHERE clause at u) to partition group_of_point[u]. Because d is the path metric of these edges,
+// it bounds the ratio for every pair of records. Throws CoreError(ProgramLimit) beyond 5e7 edge
+// evaluations, (InvalidParameter) on sizes that do not match sub.
+double partition_count_sensitivity(const SubUniverse &sub, const std::vector<double> &counted,
+                                   const std::vector<std::size_t> &group_of_point);
 
 // The selection of one statement: per-partition (epsilon, delta) and a mechanism.
 class PartitionSelector {

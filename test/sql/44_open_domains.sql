@@ -58,6 +58,11 @@ SELECT city, dx.sum(cost) IS NOT NULL AS summed FROM visits_open GROUP BY city O
 -- dx.explain: the selection row, its epsilon and the statement's delta
 SELECT kind, group_key, component, epsilon, query_epsilon, query_delta
 FROM dx.explain('SELECT city, dx.count(*) FROM visits_open GROUP BY city');
+-- a row crossing the WHERE boundary (cost 49 -> 50, distance 0.1) moves a partition's count by 1:
+-- the selection's sensitivity is 10 there, so each partition gets epsilon 0.1
+SELECT component FROM dx.explain('SELECT city, dx.count(*) FROM visits_open WHERE cost < 50 GROUP BY city') WHERE kind = 'selection';
+-- a declared key beside the open key: moving between wards (distance 1) moves two partitions
+SELECT component FROM dx.explain('SELECT city, ward, dx.count(*) FROM visits_open GROUP BY city, ward') WHERE kind = 'selection';
 SET dxpriv.partition_selection = 'laplace';
 SELECT kind, component FROM dx.explain('SELECT city, dx.count(*) FROM visits_open GROUP BY city') WHERE kind = 'selection';
 RESET dxpriv.partition_selection;

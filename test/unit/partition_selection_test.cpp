@@ -144,3 +144,61 @@ TEST(PartitionSelection, Budgets)
 
 } // namespace
 } // namespace dxpriv
+
+namespace dxpriv {
+namespace {
+
+// Brute force over all pairs of points (and bottom) with Floyd–Warshall distances of the record metric.
+TEST(PartitionSelection, CountSensitivityMatchesBruteForce)
+{
+	for (int shape = 0; shape < 4; ++shape) {
+		SubUniverse sub;
+		sub.domains = {Domain::range(0, 4, 1), Domain::enumerated({"a", "b", "c"})};
+		sub.metrics = {ColumnMetric::absolute(shape == 1 ? 0.5 : 10), ColumnMetric::discrete(shape == 2 ? 0.3 : 1)};
+		sub.presence = shape == 3 ? INFINITY : 1.0;
+		const size_t n = sub.size();
+		std::vector<double> counted(n);
+		std::vector<size_t> group(n);
+		for (size_t u = 0; u < n; ++u) {
+			const auto p = sub.unflatten(u);
+			counted[u] = p[0] < 3 ? 1 : 0;            // WHERE x < 3
+			group[u] = shape == 0 ? p[1] : p[1] % 2; // GROUP BY the enumerated column (or a bucket of it)
+		}
+		const double s = partition_count_sensitivity(sub, counted, group);
+		// all-pairs distances: points 0..n-1 and bottom n
+		std::vector<std::vector<double>> d(n + 1, std::vector<double>(n + 1, INFINITY));
+		for (size_t u = 0; u <= n; ++u)
+			d[u][u] = 0;
+		for (size_t u = 0; u < n; ++u) {
+			d[u][n] = d[n][u] = sub.presence;
+			for (size_t v = 0; v < n; ++v) {
+				const auto a = sub.unflatten(u), b = sub.unflatten(v);
+				if (a[0] != b[0] && a[1] == b[1])
+					d[u][v] = sub.metrics[0].distance(sub.domains[0], a[0], b[0]);
+				if (a[1] != b[1] && a[0] == b[0])
+					d[u][v] = sub.metrics[1].distance(sub.domains[1], a[1], b[1]);
+			}
+		}
+		for (size_t m = 0; m <= n; ++m)
+			for (size_t u = 0; u <= n; ++u)
+				for (size_t v = 0; v <= n; ++v)
+					d[u][v] = std::min(d[u][v], d[u][m] + d[m][v]);
+		double brute = 0;
+		for (size_t u = 0; u <= n; ++u)
+			for (size_t v = 0; v <= n; ++v) {
+				if (u == v || !std::isfinite(d[u][v]))
+					continue;
+				double l1;
+				const double cu = u < n ? counted[u] : 0, cv = v < n ? counted[v] : 0;
+				if (u < n && v < n && group[u] == group[v])
+					l1 = std::fabs(cu - cv);
+				else
+					l1 = cu + cv;
+				brute = std::max(brute, l1 / d[u][v]);
+			}
+		EXPECT_NEAR(s, brute, 1e-12) << "shape " << shape;
+	}
+}
+
+} // namespace
+} // namespace dxpriv

@@ -41,7 +41,6 @@ Oid analysing_relid = InvalidOid;
 double analysing_presence = 0; // min(p0, w/2)
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr size_t kMaxEdgeScan = 3000; // domain size up to which the smallest distance is found by scanning edges
 
 const char *kBareHint = "Group by the open column itself and select it as it is. Its values are never enumerated, so "
                         "conditions, expressions, aggregates and HAVING on it cannot be analysed; conditions on "
@@ -83,37 +82,6 @@ relation_name(Oid relid)
 {
 	char *n = get_rel_name(relid);
 	return n ? n : "?";
-}
-
-// The smallest distance between two values of a declared GROUP BY column (a lower bound on the
-// distance between two records in different declared groups: they differ in some key column).
-double
-smallest_distance(const ColumnPolicy &c)
-{
-	const size_t n = c.domain.size();
-	if (n < 2)
-		return kInf;
-	switch (c.metric.kind()) {
-	case MetricKind::None:
-		return kInf;
-	case MetricKind::Discrete:
-		return c.metric.distance(c.domain, 0, 1);
-	case MetricKind::Absolute: { // ordinals are increasing: neighbours are closest
-		double m = kInf;
-		for (size_t i = 0; i + 1 < n; ++i)
-			m = std::min(m, c.metric.distance(c.domain, i, i + 1));
-		return m;
-	}
-	default:
-		break;
-	}
-	if (n > kMaxEdgeScan)
-		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-		     "column \"" + c.name + "\" has too many values to be grouped on beside an open key",
-		     "Group by the open key with columns of at most 3000 values, or with discrete or absolute metrics.");
-	double m = kInf;
-	c.metric.for_each_edge(c.domain, [&](size_t, size_t, double d) { m = std::min(m, d); });
-	return m;
 }
 
 // Renumbers the aggregate count of the release's noisy aggregates (one more: the selection).
@@ -318,13 +286,21 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	restore_open_keys(q, plan);
 	ListCell *lc;
 
-	// the selection's budget: a record moves between partitions by changing an open key or a
-	// declared GROUP BY column, or by being added or removed
-	double cross = plan.distance;
-	for (const ColumnPolicy *c : a.keys.cols)
-		cross = std::min(cross, smallest_distance(*c));
+	// the selection's budget: S = the l1 sensitivity of the partitions' counts of rows passing
+	// WHERE, on the analysis' sub-universe with presence min(p0, w/2) (which covers a change of open
+	// key: two partitions, at distance >= min(w, 2 p0)); a partition's count moves by at most 1
+	std::vector<double> counted(a.where_table.size(), 0.0);
+	for (size_t u = 0; u < counted.size(); ++u)
+		counted[u] = a.where_table[u] ? 1.0 : 0.0;
+	const double sensitivity = partition_count_sensitivity(a.sub, counted, a.group_of_point);
 	plan.epsilon = guc_epsilon;
-	const PartitionBudget b = partition_budget(plan.epsilon, plan.delta, plan.presence, cross, 1);
+	PartitionBudget b;
+	b.sensitivity = sensitivity;
+	// a smaller per-partition epsilon is always safe: 50 caps the case of counts that never move
+	b.epsilon = sensitivity > 0 ? std::min(50.0, plan.epsilon / sensitivity) : 50.0;
+	// two partitions move when a record changes open key or declared group; else one
+	b.max_changed = std::isfinite(plan.distance) || a.keys.grouped() ? 2 : 1;
+	b.delta = plan.delta / static_cast<double>(b.max_changed);
 	const int mech = selection_mechanism_code();
 	const PartitionSelector sel(mech == 0 ? SelectionMechanism::Optimal : SelectionMechanism::Laplace, b.epsilon,
 	                            b.delta);

@@ -742,6 +742,7 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 			}
 		}
 	}
+	a.group_of_point = group_of;
 	if (!current_public_join()) { // the rows a WHERE keeps (partition selection, planner/open_keys.h)
 		a.where_table.assign(n, std::nullopt);
 		for (size_t u = 0; u < n; ++u)
