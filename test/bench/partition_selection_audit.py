@@ -14,6 +14,8 @@ which draws keep decisions from the production CSPRNG with the extension's own s
 Exits 1 when an empirical count is more than 5 standard deviations from its exact expectation, or
 when the empirical rate of one-contributor keys exceeds delta by more than 5 standard deviations.
 Usage: partition_selection_audit.py [epsilon delta draws_for_n1]   (default 0.5 1e-5 2e7)
+       partition_selection_audit.py --from-csv [epsilon delta]  (checks and plots the last CSV again)
+Run it with /usr/bin/python3 (Debian's python3-matplotlib).
 """
 import csv
 import io
@@ -23,11 +25,15 @@ import subprocess
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-args = sys.argv[1:] or ["0.5", "1e-5", "2e7"]
-binary = root / "build/core/dxpriv_partition_audit"
-out = subprocess.run([str(binary), *args], check=True, capture_output=True, text=True).stdout
 results = root / "test/bench/results"
-(results / "partition_selection_audit.csv").write_text(out)
+if sys.argv[1:2] == ["--from-csv"]:
+    args = sys.argv[2:] or ["0.5", "1e-5"]
+    out = (results / "partition_selection_audit.csv").read_text()
+else:
+    args = sys.argv[1:] or ["0.5", "1e-5", "2e7"]
+    binary = root / "build/core/dxpriv_partition_audit"
+    out = subprocess.run([str(binary), *args], check=True, capture_output=True, text=True).stdout
+    (results / "partition_selection_audit.csv").write_text(out)
 rows = list(csv.DictReader(io.StringIO(out)))
 eps, delta = float(args[0]), float(args[1])
 bad = []

@@ -99,6 +99,13 @@ SELECT err($$SELECT city, count(*) FROM visits_open WHERE city IN ('solo', 'pair
 SELECT err($$SELECT city, count(*) FROM visits_open GROUP BY city HAVING count(*) > 0 AND min(city) > 'a'$$);
 SELECT err($$SELECT max(city) FROM visits_open$$);
 SELECT err($$SELECT city, count(*) FROM visits_open GROUP BY 1 ORDER BY city LIMIT 1$$) AS ordered_limit;
+-- bound parameters (analysed when executed) and cursors: the same release
+PREPARE open_p(int) AS SELECT city, count(*) > 100 AS big FROM visits_open WHERE cost >= $1 GROUP BY city;
+EXECUTE open_p(0);
+BEGIN;
+DECLARE open_c CURSOR FOR SELECT city, count(*) > 100 AS big FROM visits_open GROUP BY city;
+FETCH 2 FROM open_c;
+COMMIT;
 SELECT spent > 0 AS charged, delta_spent > 0 AS delta_charged FROM dx.budgets WHERE "table" = 'visits_open'::regclass;
 -- dx.last_release lists no cell of a release grouped by an open key (several partitions share one)
 SELECT count(*) AS logged_cells FROM dx.last_release();
