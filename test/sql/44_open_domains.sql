@@ -45,6 +45,11 @@ SELECT mechanism, epsilon, delta, array_length(scales, 1) AS cells FROM dx.ledge
 SELECT delta_spent FROM dx.budgets WHERE "table" = 'visits_open'::regclass;
 -- declared group columns beside the open key: selection per combination (200 rows each)
 SELECT city, ward, abs(dx.count(*) - 200) < 30 AS count_close FROM visits_open GROUP BY city, ward ORDER BY 1, 2;
+-- an expression over declared columns (a bucket, like a time bucket) beside the open key: a row
+-- moving from cost 49 to 50 (distance 0.1) moves two partitions, so S = 20 and each partition gets
+-- epsilon 0.05: partitions of 200 rows are now rarely kept (a coarser metric keeps more)
+SELECT city, cost / 50 AS half, abs(dx.count(*) - 200) < 30 AS count_close FROM visits_open GROUP BY cost / 50, city ORDER BY 1, 2;
+SELECT component FROM dx.explain('SELECT city, cost / 50, dx.count(*) FROM visits_open GROUP BY cost / 50, city') WHERE kind = 'selection';
 -- WHERE on declared columns: the selection counts the rows the WHERE keeps: 200 rows per big city
 -- below 50 (kept), 8 at 98 or more (the optimal mechanism keeps 8 contributors with probability
 -- about 2e-5 here)
