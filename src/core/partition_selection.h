@@ -39,6 +39,9 @@ struct PartitionBudget {
 	std::uint64_t max_changed = 0; // m: most partitions one neighbouring pair changes
 };
 
+// Closed form of the per-partition budget when the partition counts move only by presence and by
+// changes of partition at distance >= cross_distance (no WHERE on finely declared columns); the
+// planner uses partition_count_sensitivity below, which also covers WHERE boundaries.
 // The per-partition budget of a selection run at statement epsilon `eps_sel` and delta `delta`:
 // S = max(k / presence, 2 / cross_distance), eps_part = eps_sel / S; m = k when cross_distance is
 // infinite, else 2k; delta_part = delta / m. `presence` is the record metric's d(x, bottom) (may be
