@@ -61,7 +61,10 @@ partition_budget(double eps_sel, double delta, double presence, double cross_dis
 	const double kd = static_cast<double>(k);
 	b.sensitivity = std::max(std::isfinite(presence) ? kd / presence : 0.0, cross ? 2.0 / cross_distance : 0.0);
 	b.epsilon = eps_sel / b.sensitivity;
-	b.max_changed = cross ? 2 * k : k;
+	// a changed record leaves its partitions and enters others: a neighbouring pair at a finite
+	// distance (<= 2 p0 through bottom, or cross_distance), so 2k partitions move even when the
+	// open metric is infinite
+	b.max_changed = 2 * k;
 	b.delta = delta / static_cast<double>(b.max_changed);
 	return b;
 }

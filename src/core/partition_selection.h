@@ -43,8 +43,9 @@ struct PartitionBudget {
 // changes of partition at distance >= cross_distance (no WHERE on finely declared columns); the
 // planner uses partition_count_sensitivity below, which also covers WHERE boundaries.
 // The per-partition budget of a selection run at statement epsilon `eps_sel` and delta `delta`:
-// S = max(k / presence, 2 / cross_distance), eps_part = eps_sel / S; m = k when cross_distance is
-// infinite, else 2k; delta_part = delta / m. `presence` is the record metric's d(x, bottom) (may be
+// S = max(k / presence, 2 / cross_distance), eps_part = eps_sel / S; m = 2k (a changed record moves
+// its partitions out and others in, at a finite distance whenever presence or cross_distance is
+// finite); delta_part = delta / m. `presence` is the record metric's d(x, bottom) (may be
 // +inf), `cross_distance` the smallest record distance between two records of different partitions
 // (+inf when no finite change moves a record between partitions), `k` the most partitions that one
 // record (privacy unit) contributes to (1 for a row). Throws CoreError(InvalidParameter) when both

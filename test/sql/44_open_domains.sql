@@ -72,6 +72,25 @@ SET dxpriv.partition_selection = 'laplace';
 SELECT kind, component FROM dx.explain('SELECT city, dx.count(*) FROM visits_open GROUP BY city') WHERE kind = 'selection';
 RESET dxpriv.partition_selection;
 
+-- the open metric enters the selection: 'none' leaves only presence (epsilon 1 per partition; a
+-- changed key still moves two partitions at distance 2, so delta / 2); per_value uses its smallest
+-- weight (0.25: S = 8)
+CREATE TABLE metric_open (k text, v int);
+INSERT INTO metric_open SELECT 'k' || (i % 3), i % 10 FROM generate_series(1, 300) AS i;
+SELECT dx.protect_table('metric_open', 1.0);
+SELECT dx.set_column('metric_open', 'v', '{"min": 0, "max": 9}', '{"type": "discrete"}');
+SELECT dx.set_delta('metric_open', 1e-6);
+SELECT dx.grant_budget(current_user::regrole, 'metric_open', 100, delta => 1e-3);
+SELECT dx.set_column('metric_open', 'k', '{"open": true}', '{"type": "none"}');
+SELECT component FROM dx.explain('SELECT k, dx.count(*) FROM metric_open GROUP BY k') WHERE kind = 'selection';
+SELECT dx.set_column('metric_open', 'k', '{"open": true}', '{"type": "per_value", "weights": {"k1": 0.25}, "default": 1}');
+SELECT component FROM dx.explain('SELECT k, dx.count(*) FROM metric_open GROUP BY k') WHERE kind = 'selection';
+-- a privacy unit: not yet (0A000, nothing charged)
+ALTER TABLE metric_open ADD COLUMN person int;
+SELECT dx.set_privacy_unit('metric_open', 'person', 5);
+SELECT err($$SELECT k, dx.count(*) FROM metric_open GROUP BY k$$);
+SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'metric_open'::regclass;
+
 -- refusals: nothing but the bare key reads an open column
 SELECT err($$SELECT city, dx.count(*) FROM visits_open WHERE city = 'solo' GROUP BY city$$);
 SELECT err($$SELECT dx.count(*) FROM visits_open WHERE city = 'solo'$$);

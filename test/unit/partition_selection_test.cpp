@@ -124,10 +124,12 @@ TEST(PartitionSelection, Budgets)
 	EXPECT_DOUBLE_EQ(0.5, b.epsilon);
 	EXPECT_EQ(2u, b.max_changed);
 	EXPECT_DOUBLE_EQ(5e-7, b.delta);
-	// key metric 'none' (infinite): only presence, one partition
+	// key metric 'none' (infinite): epsilon from presence only, but a changed key (at distance
+	// 2 p0 through bottom) still moves two partitions: delta / 2
 	b = partition_budget(1.0, 1e-6, 1.0, INFINITY, 1);
 	EXPECT_DOUBLE_EQ(1.0, b.epsilon);
-	EXPECT_DOUBLE_EQ(1e-6, b.delta);
+	EXPECT_EQ(2u, b.max_changed);
+	EXPECT_DOUBLE_EQ(5e-7, b.delta);
 	// key weight 4 >= 2 p0: presence dominates (a change is at most 2 p0 apart anyway)
 	b = partition_budget(1.0, 1e-6, 1.0, 4.0, 1);
 	EXPECT_DOUBLE_EQ(1.0, b.epsilon);

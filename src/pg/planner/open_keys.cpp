@@ -298,8 +298,9 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	b.sensitivity = sensitivity;
 	// a smaller per-partition epsilon is always safe: 50 caps the case of counts that never move
 	b.epsilon = sensitivity > 0 ? std::min(50.0, plan.epsilon / sensitivity) : 50.0;
-	// two partitions move when a record changes open key or declared group; else one
-	b.max_changed = std::isfinite(plan.distance) || a.keys.grouped() ? 2 : 1;
+	// a changed record leaves one partition and enters another: with a finite presence that pair
+	// is at distance <= 2 p0 even when the open metric is 'none', so delta is shared by two
+	b.max_changed = 2;
 	b.delta = plan.delta / static_cast<double>(b.max_changed);
 	const int mech = selection_mechanism_code();
 	const PartitionSelector sel(mech == 0 ? SelectionMechanism::Optimal : SelectionMechanism::Laplace, b.epsilon,
