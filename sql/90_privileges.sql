@@ -4,7 +4,7 @@
 --
 -- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
 --   dx._noisy_count, dx._noisy_sum, dx._noisy_avg (both), dx._em_select (aggregates), dx._weigh,
---   dx._weigh_int, dx._group_key,
+--   dx._weigh_int, dx._group_key, dx._partition_select (aggregate; sql/27_open_domains.sql revokes its support functions),
 --   dx._indicator, dx._em_point, dx._unit_rank: placed by the analyzer in the statements it rewrites, which run as
 --   the analyst; an analyst who writes them herself is refused by the analyzer (42501).
 --   dx._partial (aggregate), dx._release_count/_sum/_avg, dx._linear_partial_in/_out: the same on

@@ -735,3 +735,29 @@ CREATE FUNCTION dx.top_k(source regclass, column_name text, k int, epsilon float
                          condition_columns text[] DEFAULT NULL)
 RETURNS TABLE (rank int, value text) LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_top_k';
 COMMENT ON FUNCTION dx.top_k(regclass, text, int, float8, text, text[]) IS 'd_X-private top-k most frequent declared values of a column (exponential mechanism, one-shot top-k); charges epsilon once';
+-- issue 26: private partition selection for open GROUP BY keys (sql/27_open_domains.sql)
+-- Private partition selection for GROUP BY keys of open domains (src/pg/executor/partition_select.cpp,
+-- src/pg/planner/open_keys.h): placed by the analyzer in HAVING, never written by analysts.
+CREATE FUNCTION dx._partition_select_transfn(internal, float8, int4, float8[], float8[]) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_transfn';
+CREATE FUNCTION dx._partition_select_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_combinefn';
+CREATE FUNCTION dx._partition_select_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_serialize';
+CREATE FUNCTION dx._partition_select_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_deserialize';
+CREATE FUNCTION dx._partition_select_finalfn(internal) RETURNS boolean
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_finalfn';
+CREATE AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) (
+	SFUNC = dx._partition_select_transfn, STYPE = internal,
+	FINALFUNC = dx._partition_select_finalfn,
+	COMBINEFUNC = dx._partition_select_combinefn, SERIALFUNC = dx._partition_select_serialize,
+	DESERIALFUNC = dx._partition_select_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (private partition selection of an open GROUP BY key)';
+-- the aggregate stays executable by PUBLIC (analysts' rewritten statements call it); its support
+-- functions are checked against the aggregate's owner
+REVOKE EXECUTE ON FUNCTION dx._partition_select_transfn(internal, float8, int4, float8[], float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_finalfn(internal) FROM PUBLIC;

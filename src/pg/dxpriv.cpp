@@ -36,6 +36,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
+int guc_partition_selection = 0;
 int guc_analysis_time_limit = 30000;
 int guc_analysis_memory_limit = 16384;
 } // namespace dxpriv::pg
@@ -51,6 +52,8 @@ static const struct config_enum_entry top_k_options[] = {{"noisy", 0, false}, {"
 
 static const struct config_enum_entry noise_options[] = {
 	{"laplace", 0, false}, {"gaussian", 1, false}, {"truncated_laplace", 2, false}, {nullptr, 0, false}};
+static const struct config_enum_entry selection_options[] = {
+	{"optimal", 0, false}, {"laplace", 1, false}, {nullptr, 0, false}};
 
 // Rejects a non-positive default epsilon.
 static bool
@@ -101,6 +104,12 @@ _PG_init(void)
 	                         "noisy (default: the k largest noisy counts, post-processing) or exponential (the k "
 	                         "groups chosen by dx.top_k at half the epsilon, their counts released at the other half).",
 	                         &guc_top_k, 0, top_k_options, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomEnumVariable("dxpriv.partition_selection",
+	                         "Mechanism that chooses which keys of an open GROUP BY column are released.",
+	                         "optimal (default: the largest keep probabilities at the statement's epsilon and delta, "
+	                         "Desfontaines et al. 2022) or laplace (noisy count above a threshold).",
+	                         &guc_partition_selection, 0, selection_options, PGC_USERSET, 0, nullptr, nullptr,
+	                         nullptr);
 	DefineCustomIntVariable("dxpriv.cache_lifetime", "Seconds an answered query's noisy answers are reused.",
 	                        "An identical query by the same role within this time gets the stored answers "
 	                        "without spending budget. 0 disables reuse.",

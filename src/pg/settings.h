@@ -13,6 +13,7 @@ extern int guc_allocation;   // dxpriv.allocation: 0 relative, 1 min_total_varia
                              // 2 algorithm3, 3 equal_scale, 4 equal_split
 extern int guc_top_k;        // dxpriv.top_k: 0 noisy, 1 exponential (planner/top_k_rewrite.h)
 extern int guc_noise;        // dxpriv.noise: 0 laplace, 1 gaussian, 2 truncated_laplace (core NoiseFamily order)
+extern int guc_partition_selection; // dxpriv.partition_selection: 0 optimal, 1 laplace (open GROUP BY keys)
 extern int guc_analysis_time_limit;   // dxpriv.analysis_time_limit (ms): one evaluation pass over the domain points
 extern int guc_analysis_memory_limit; // dxpriv.analysis_memory_limit (kB): memory of one point's evaluation
 

@@ -1630,6 +1630,14 @@ attack(C, "noisy_avg_forged_zero_scale", f"SELECT dx._noisy_avg(age::float8, 0, 
        Reject(PRIV))
 attack(C, "noisy_count_forged_on_public_table", f"SELECT dx._noisy_count(1.0, 0, {FORGED}) FROM zips",
        Reject(PRIV))
+# the partition selection of open GROUP BY keys (issue 26): a forged call could test a key's presence
+attack(C, "partition_select_forged", f"SELECT dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5]) FROM people",
+       Reject(PRIV))
+attack(C, "partition_select_forged_grouped",
+       f"SELECT zip FROM people GROUP BY zip HAVING dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5])",
+       Reject(PRIV))
+attack(C, "partition_select_forged_on_public_table",
+       f"SELECT dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5]) FROM zips", Reject(PRIV))
 attack(C, "set_test_seed", "SET dxpriv.test_seed = 1", Reject(PRIV, hint=False))  # superuser-only GUC
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
 # the per-point reference paths of the analysis (same constraints, slower): superusers only, so an
@@ -2489,7 +2497,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
                       "_indicator", "_em_point", "_period", "_analyst_can_see",
                       # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
                       # relation or tablespace holds protected rows

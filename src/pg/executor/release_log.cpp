@@ -5,6 +5,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/executor/consistent_release.h"
 #include "pg/guard.h"
+#include "pg/ledger/answer_cache.h"
 #include "pg/statement/statement_context.h"
 
 #include "core/accuracy.h"
@@ -250,6 +251,8 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 {
 	if (IsParallelWorker())
 		return; // final functions run in the leader; never record elsewhere
+	if (answer_cache_excluded(charge_id))
+		return; // grouped by an open key: the cells of unreleased partitions must not show
 	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
 	if (!c) {
 		const statement::ChargeState *st = statement::find_charge_state(charge_id);
@@ -285,6 +288,8 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 void
 release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1)
 {
+	if (answer_cache_excluded(charge_id))
+		return;
 	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
 	if (!c || IsParallelWorker())
 		return;

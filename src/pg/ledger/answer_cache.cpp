@@ -12,6 +12,8 @@ extern "C" {
 }
 
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace dxpriv::pg {
 
@@ -179,10 +181,29 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_
 	}
 }
 
+// Charge ids of releases grouped by an open key (answer_cache_exclude).
+static std::set<int64> excluded_charges;
+
+// See answer_cache.h.
+void
+answer_cache_exclude(int64 charge_id)
+{
+	excluded_charges.insert(charge_id);
+}
+
+// See answer_cache.h.
+bool
+answer_cache_excluded(int64 charge_id)
+{
+	return excluded_charges.count(charge_id) > 0;
+}
+
 // See answer_cache.h.
 bool
 answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 {
+	if (answer_cache_excluded(charge_id)) // grouped by an open key: partitions share its groups
+		return false;
 	const statement::ChargeState *c = statement::find_charge_state(charge_id);
 	if (!c)
 		return false;
@@ -215,6 +236,8 @@ answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 void
 answer_cache_note(int64 charge_id, int group, double answer, const double *parts)
 {
+	if (answer_cache_excluded(charge_id))
+		return;
 	statement::ChargeState &c = statement::charge_state(charge_id);
 	c.released[group] =
 		statement::ReleasedAnswer{answer, {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};

@@ -50,6 +50,11 @@ void answer_cache_new_execution(int64 charge_id);
 // aggregate run again returns the same noisy answer) or the aggregate replays the cache; false
 // otherwise. parts (when given) receives the two stored parts of an average.
 bool answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts = nullptr);
+// Marks charge_id as a release grouped by an open key (planner/open_keys.h): several partitions
+// share one group's cells, so its answers are never reused, replayed, stored nor logged per cell
+// (answer_cache_replayed returns false and answer_cache_note does nothing for it). Backend-local.
+void answer_cache_exclude(int64 charge_id);
+bool answer_cache_excluded(int64 charge_id);
 // Records a freshly released answer for this execution and, for the cache if the aggregate records,
 // the answer and, for an average, its two parts.
 void answer_cache_note(int64 charge_id, int group, double answer, const double *parts = nullptr);

@@ -56,6 +56,7 @@ struct Charge {
 	int aggno;
 	bool exponential; // dx.mode/quantile/median: the scale is 2·S_EM/eps of the exponential mechanism
 	int seq = 0;      // order in which the plan walk first met the aggregate
+	bool selection = false; // dx._partition_select: private partition selection of an open key
 };
 
 struct PlanScan {
@@ -158,6 +159,7 @@ collect_aggrefs(Node *node, void *ctx)
 			                                                   : static_cast<int>(scan->charges.size());
 			scan->charges[p.charge_id] =
 			    Charge{p, a->aggno, a->aggfnoid == scan->ext->em_select || a->aggfnoid == scan->ext->em_collect, seq};
+			scan->charges[p.charge_id].selection = a->aggfnoid == scan->ext->partition_select;
 		}
 	}
 	// a release of a distributed table (planner/distributed.h): its parameters are the second argument
@@ -437,6 +439,8 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 				members += a.members;
 			}
 		it.mechanism = mechanism_name(kv.second) + unit_suffix(kv.first, kv.second);
+		if (std::any_of(kv.second.begin(), kv.second.end(), [](const Charge &c) { return c.selection; }))
+			it.mechanism += "+partition_selection"; // an open GROUP BY key (planner/open_keys.h)
 		if (kept < members)
 			it.mechanism += " (" + std::to_string(kept) + " of " + std::to_string(members) + " aggregates released)";
 		for (const Charge &c : kv.second) // aggregate by aggregate, group by group, component by component

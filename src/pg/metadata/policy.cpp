@@ -4,6 +4,7 @@
 #include "pg/metadata/policy_domain.h"
 #include "pg/metadata/policy_json.h"
 #include "pg/metadata/policy_metric.h"
+#include "pg/metadata/open_column.h"
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
@@ -46,6 +47,8 @@ bool notice_matrix_closure = false;
 ColumnPolicy
 parse_column_policy(Oid type, int32 typmod, Jsonb *domain_json, Jsonb *metric_json)
 {
+	if (is_open_domain(domain_json))
+		return parse_open_column(type, typmod, domain_json, metric_json);
 	ColumnPolicy col;
 	col.type = type;
 	col.typmod = typmod;
@@ -72,6 +75,16 @@ TablePolicy::find(AttrNumber attnum) const
 {
 	for (const ColumnPolicy &c : columns)
 		if (c.member(attnum))
+			return &c;
+	return nullptr;
+}
+
+// See policy.h.
+const ColumnPolicy *
+TablePolicy::find_open(AttrNumber attnum) const
+{
+	for (const ColumnPolicy &c : open_columns)
+		if (c.attnum == attnum)
 			return &c;
 	return nullptr;
 }
@@ -149,7 +162,7 @@ load_table_policy(Oid relid, TablePolicy &out)
 		col.attnum = DatumGetInt16(spi.value(r, 3));
 		col.collation = DatumGetObjectId(spi.value(r, 6));
 		col.members.push_back(ColumnPolicy::Member{col.name, col.attnum, col.type, col.typmod, col.collation});
-		out.columns.push_back(std::move(col));
+		(col.open ? out.open_columns : out.columns).push_back(std::move(col));
 	}
 	// column groups: members in declaration order
 	n = spi.exec("SELECT g.domain, g.metric, array_to_string(g.columns, ','), "

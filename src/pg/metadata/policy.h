@@ -34,6 +34,11 @@ struct ColumnPolicy {
 	std::vector<Member> members;     // one entry for a single column
 	Domain domain = Domain::enumerated({"_"});
 	ColumnMetric metric = ColumnMetric::none();
+	// open domain ({"open": true}, metadata/open_column.h): values are never enumerated; the
+	// smallest distance between two distinct values (+inf for metric "none") is all the analysis
+	// uses, and domain/metric above stay unused
+	bool open = false;
+	double open_distance = 0;
 
 	bool is_group() const { return members.size() > 1; }
 	const Member *member(AttrNumber att) const;
@@ -58,7 +63,9 @@ struct TablePolicy {
 	double presence = 1.0;
 	double delta = 0;  // per-query delta allowed for (epsilon, delta) noise; 0 = pure epsilon only
 	std::vector<ColumnPolicy> columns;
+	std::vector<ColumnPolicy> open_columns; // open domains: never in `columns`, so never analysed as declared
 	const ColumnPolicy *find(AttrNumber attnum) const;
+	const ColumnPolicy *find_open(AttrNumber attnum) const;
 };
 
 // Parses and validates a column declaration for a column of the given type. Throws UserError

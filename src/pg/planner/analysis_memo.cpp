@@ -185,7 +185,10 @@ stored_walker(Node *node, void *ctx)
 	const ExtensionObjects &e = *s->ext;
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
-		if (a->aggfnoid == e.partial || a->aggfnoid == e.collect || a->aggfnoid == e.em_collect)
+		// (a release grouped by an open key is not memoized: its charge ids must stay registered as
+		// uncacheable, planner/open_keys.h)
+		if (a->aggfnoid == e.partial || a->aggfnoid == e.collect || a->aggfnoid == e.em_collect ||
+		    a->aggfnoid == e.partition_select)
 			s->other = true;
 		else if (e.is_internal(a->aggfnoid)) {
 			Const *k = aggref_params_const(a);

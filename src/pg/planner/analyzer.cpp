@@ -5,6 +5,7 @@
 #include "pg/metadata/policy.h"
 #include "pg/contract/param_consts.h"
 #include "pg/planner/analyzer.h"
+#include "pg/planner/open_keys.h"
 #include "pg/planner/analysis_memo.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_identity.h"
@@ -234,7 +235,10 @@ analyze(Query *top)
 					return;
 				refuse_unaggregated_read(q, ac);
 			}
-			rewrite_query(q, *ext, d);
+			{
+				analysis::OpenKeysAllowed open_keys; // a top-level release may group by an open key
+				rewrite_query(q, *ext, d);
+			}
 			if (count_protected_refs(q, ac) != 1)
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
 				     analyst_hint(hint_rel));
@@ -260,7 +264,10 @@ analyze(Query *top)
 		joined = take == JoinTake::Taken;
 	}
 	JoinScope join_scope(joined ? &join_rows : nullptr);
-	rewrite_query(q, *ext, d);
+	{
+		analysis::OpenKeysAllowed open_keys; // a top-level release may group by an open key
+		rewrite_query(q, *ext, d);
+	}
 }
 
 } // namespace
@@ -289,7 +296,10 @@ analyze_bound_query(Query *q)
 	PublicRows join_rows; // a join with public tables, read now, at this execution's analysis
 	const bool joined = is_join_query(q) && !has_lateral(q) && take_public_join(q, *ext, join_rows);
 	JoinScope join_scope(joined ? &join_rows : nullptr);
-	rewrite_query(q, *ext, d);
+	{
+		analysis::OpenKeysAllowed open_keys; // a top-level release may group by an open key
+		rewrite_query(q, *ext, d);
+	}
 	if (ac.analyst) {
 		if (count_protected_refs(q, ac) != 1)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",

@@ -69,6 +69,18 @@ has_unsplit_release(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_unsplit_release), ctx);
 }
 
+// True when node holds the partition selection of an open GROUP BY key (planner/open_keys.h):
+// such a level groups the table itself on purpose (a partition with no row is never released).
+bool
+has_partition_select(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == static_cast<const ExtensionObjects *>(ctx)->partition_select)
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_partition_select), ctx);
+}
+
 // True when the query holds an internal dx aggregate at any level.
 bool
 has_internal_aggref(Node *node, void *ctx)
@@ -99,7 +111,8 @@ split_mutator(Node *node, void *ctx)
 			q->jointree->quals = nullptr; // shard-pruning conjuncts only where Citus can prune (shard_pruning.h)
 		if (q->groupClause != NIL && list_length(q->rtable) == 1 &&
 		    linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
-		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)))
+		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)) &&
+		    !has_partition_select(q->havingQual, const_cast<ExtensionObjects *>(c->ext)))
 			// analysed for a Citus table (no empty row per group in its source), planned for one that is not
 			fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 			     "the table of this grouped dx query is no longer distributed by Citus",

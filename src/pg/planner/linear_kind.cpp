@@ -120,7 +120,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		Expr *weight = r.slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
 		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(r.slot), slots)
 		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
-		if (grouped && !r.distributed && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+		if (grouped && !r.distributed && !a.open && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;
 		const bool pair_avg = a.join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs

@@ -2,6 +2,7 @@
 #include "pg/executor/consistent_release.h"
 #include "pg/planner/group_pruning.h"
 #include "pg/planner/release_analysis.h"
+#include "pg/planner/open_keys.h"
 #include "pg/planner/release_kind.h"
 #include "pg/planner/em_kind.h"
 #include "pg/statement/statement_context.h"
@@ -254,6 +255,12 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 		if (!policy.find(v->varattno)) {
 			char *name = get_attname(policy.relid, v->varattno, true);
 			char *rel = get_rel_name(policy.relid);
+			if (policy.find_open(v->varattno)) // (planner/open_keys.h)
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
+				     std::string("open column \"") + (name ? name : "?") + "\" of table \"" + (rel ? rel : "?") +
+				         "\" can only be a bare GROUP BY key",
+				     "Group by the open column itself and select it as it is; its values are never enumerated, so "
+				     "conditions, expressions and aggregates on it cannot be analysed.");
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 			     std::string("column \"") + (name ? name : "?") + "\" of protected table \"" + (rel ? rel : "?") +
 			         "\" is not declared",
@@ -530,6 +537,7 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 		fail(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, std::string("table \"") + (rel ? rel : "?") + "\" is not protected by dxpriv",
 		     "The table owner can protect it with dx.protect_table and declare its columns with dx.set_column.");
 	}
+	apply_open_key_presence(policy); // grouped by an open key: presence min(p0, w/2) (planner/open_keys.h)
 	a.where = q->jointree->quals;
 	Node *where = a.where;
 	check_row_expression(where, policy, "WHERE clauses");
@@ -699,6 +707,13 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 				hi[j] = jc.pair_hi[j];
 			}
 		}
+	}
+	a.group_of_point = group_of;
+	if (!current_public_join()) { // the rows a WHERE keeps (partition selection, planner/open_keys.h)
+		a.where_table.assign(n, std::nullopt);
+		for (size_t u = 0; u < n; ++u)
+			if (vals.value[0][u] != 0)
+				a.where_table[u] = 1.0;
 	}
 	for (size_t j = 0; j < specs.size() && !current_public_join(); ++j) {
 		const std::vector<double> &filt = vals.value[1 + 2 * j];

@@ -90,6 +90,9 @@ struct ReleaseAnalysis {
 	bool public_keys = false;                              // GROUP BY public columns (slots)
 	JoinCells jc;                                          // a join's sums per point and slot
 	std::vector<std::vector<std::optional<double>>> count_tables; // a join's pair counts (avg)
+	std::vector<std::optional<double>> where_table;        // 1 where the WHERE clause holds, else none (not in joins)
+	bool open = false;                                     // grouped by an open key (planner/open_keys.h)
+	std::vector<size_t> group_of_point;                    // per point of sub: its output group
 
 	size_t cells() const { return q_cells.size(); }
 	// Cell of aggregate j, group g, component c.

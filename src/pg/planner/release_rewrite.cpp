@@ -8,6 +8,7 @@
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_wrappers.h"
 #include "pg/planner/release_grouping_sets.h"
+#include "pg/planner/open_keys.h"
 #include "pg/settings.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/elevated/sealed_execution.h"
@@ -185,7 +186,8 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		return text;
 	}
 	replace_group_keys(q, keys, group_index, ext);
-	if (distributed) { // every group comes from one state per aggregate (planner/distributed.h)
+	// open keys: a partition with no row is never released, so no empty-group rows (open_keys.h)
+	if (distributed || a.open) { // every group comes from one state per aggregate (planner/distributed.h)
 		check_no_public_column();
 		return text;
 	}
@@ -216,8 +218,17 @@ void
 rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool shape_only)
 {
 	ReleaseAnalysis a;
-	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only))
+	OpenKeyPlan open = shape_only ? OpenKeyPlan{} : detach_open_keys(q, ext); // GROUP BY an open key
+	struct EndAnalysis {
+		bool on;
+		~EndAnalysis() { if (on) end_open_key_analysis(); }
+	} end_analysis{open.active};
+	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only)) {
+		if (open.active) // (parameters: analysed again when planned; put the keys back)
+			restore_open_keys(q, open);
 		return;
+	}
+	a.open = open.active;
 	// the allocation: the linear cells (in the request) and epsilon, every exponential-mechanism
 	// aggregate's own epsilon (release_kind.h)
 	AllocationRequest request = start_request(a.specs, a.cells());
@@ -236,7 +247,13 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	}
 	ReleaseText text = rewrite_release(q, ext, a, plan, 0, family, delta, nullptr);
 	allocation.delta = delta;
+	if (open.active) { // and the partition selection's epsilon, with the table's delta
+		allocation.epsilon += attach_open_keys(q, ext, a, open);
+		allocation.delta = open.delta;
+	}
 	const std::map<int, int64> ids = stamp_identities(q, ext, allocation);
+	if (open.active)
+		register_open_release(ids, open, a.specs.size());
 	register_releases(a.specs, ids, std::move(text.descriptions), std::move(text.labels));
 }
 

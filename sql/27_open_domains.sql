@@ -1,0 +1,25 @@
+-- Private partition selection for GROUP BY keys of open domains (src/pg/executor/partition_select.cpp,
+-- src/pg/planner/open_keys.h): placed by the analyzer in HAVING, never written by analysts.
+CREATE FUNCTION dx._partition_select_transfn(internal, float8, int4, float8[], float8[]) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_transfn';
+CREATE FUNCTION dx._partition_select_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_combinefn';
+CREATE FUNCTION dx._partition_select_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_serialize';
+CREATE FUNCTION dx._partition_select_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_deserialize';
+CREATE FUNCTION dx._partition_select_finalfn(internal) RETURNS boolean
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_finalfn';
+CREATE AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) (
+	SFUNC = dx._partition_select_transfn, STYPE = internal,
+	FINALFUNC = dx._partition_select_finalfn,
+	COMBINEFUNC = dx._partition_select_combinefn, SERIALFUNC = dx._partition_select_serialize,
+	DESERIALFUNC = dx._partition_select_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (private partition selection of an open GROUP BY key)';
+-- the aggregate stays executable by PUBLIC (analysts' rewritten statements call it); its support
+-- functions are checked against the aggregate's owner
+REVOKE EXECUTE ON FUNCTION dx._partition_select_transfn(internal, float8, int4, float8[], float8[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._partition_select_finalfn(internal) FROM PUBLIC;

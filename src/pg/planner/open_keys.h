@@ -1,0 +1,90 @@
+// Open GROUP BY keys: a release grouped by a column of an open domain (metadata/open_column.h).
+//
+// SELECT key, count(*), sum(x), avg(x) FROM t [WHERE ...] GROUP BY [declared keys,] key, with key
+// a bare open column. The release is analysed WITHOUT the open key (detach_open_keys): its cells
+// are the declared groups, calibrated with the presence distance min(p0, w/2) (w: the smallest
+// distance between two values of an open key), which makes every partition (key value x declared
+// group) eps*d-private although the keys are never enumerated (proof: doc/mechanisms.md, "Open
+// domains"). After the rewrite (attach_open_keys) the stored column is grouped on directly (no
+// expression of the analyst runs on it), and HAVING gets dx._partition_select(...): a partition is
+// released only when the private partition selection keeps it. The selection spends dxpriv.epsilon
+// and the table's per-query delta in the same allocation as the aggregates.
+//
+// Refused (0A000 unless stated): an open column anywhere but as a bare GROUP BY key and bare
+// output column (42501: WHERE, HAVING, aggregate arguments, expressions, DISTINCT aggregates),
+// joins, subquery/CTE wrappers and grouping sets (open keys are allowed only where the analyzer
+// opens an OpenKeysAllowed scope: a top-level release), privacy units, non-Laplace noise, and a
+// table without a per-query delta (55000).
+#pragma once
+
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
+#include "pg/planner/release_analysis.h"
+
+extern "C" {
+#include "nodes/parsenodes.h"
+}
+
+#include <string>
+#include <vector>
+
+namespace dxpriv::pg::analysis {
+
+// Open keys are accepted only while such a scope is open (the analyzer's top-level releases).
+class OpenKeysAllowed {
+public:
+	OpenKeysAllowed();
+	~OpenKeysAllowed();
+	OpenKeysAllowed(const OpenKeysAllowed &) = delete;
+	OpenKeysAllowed &operator=(const OpenKeysAllowed &) = delete;
+
+private:
+	bool previous_;
+};
+
+// What detach_open_keys took out of a query, to put back after the rewrite.
+struct OpenKeyPlan {
+	bool active = false;
+	Oid relid = InvalidOid;
+	std::vector<AttrNumber> attnums;   // the open key columns
+	std::vector<std::string> names;
+	double distance = 0;               // smallest distance between two values of an open key
+	double presence = 0;               // the table's presence distance p0
+	double delta = 0;                  // the table's per-query delta
+	std::vector<TargetEntry *> entries; // target entries that are a bare open key (as detached)
+	std::vector<AttrNumber> resnos;     // their positions (the rewrite copies target entries)
+	std::vector<Expr *> exprs;          // their expressions
+	std::vector<SortGroupClause *> clauses; // the GROUP BY items taken out
+	// set by attach_open_keys
+	double epsilon = 0;                // the selection's epsilon
+	std::string mechanism;             // describe() of the selector
+	double part_epsilon = 0, part_delta = 0;
+};
+
+// Called first by rewrite_query. When q groups by a bare open column of its table, validates the
+// statement (refusals above), takes the open keys out of GROUP BY and the output (a NULL constant
+// stands in for them during the analysis) and returns an active plan, which also makes
+// open_key_presence() apply to the analysis of q. Otherwise returns an inactive plan and changes
+// nothing.
+OpenKeyPlan detach_open_keys(Query *q, const ExtensionObjects &ext);
+
+// Puts the detached keys back into q's output and GROUP BY (as they were).
+void restore_open_keys(Query *q, const OpenKeyPlan &plan);
+
+// Ends the effect of the active plan on the analysis (also on error, see OpenKeyScope).
+void end_open_key_analysis();
+
+// Applied by analyse_release to the policy it loaded: with an active plan for that table, the
+// presence distance becomes min(p0, w/2).
+void apply_open_key_presence(TablePolicy &policy);
+
+// After rewrite_release and before the identities are stamped: puts the open keys back (stored
+// column, grouped on), adds dx._partition_select to HAVING with its parameters, renumbers the
+// aggregates' count, and returns the selection's epsilon (added to the allocation).
+double attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan);
+
+// After stamping: the statement's answers are neither cached nor replayed nor logged per cell
+// (several partitions share one declared group's cells), and dx.explain shows the selection.
+void register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan &plan, size_t aggregates);
+
+} // namespace dxpriv::pg::analysis

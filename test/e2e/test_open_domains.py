@@ -1,0 +1,208 @@
+"""Open GROUP BY keys (issue 26): private partition selection, attacked by an analyst.
+
+* test_selection_rates: 200 releases of a table holding 1000 keys of one person each and keys of
+  2..16 persons, with the test seed off: the empirical release rate of the one-person keys stays
+  within 5 binomial standard errors of (and below the bound) delta per partition, and the keys of n
+  persons are released at the optimal mechanism's predicted pi(n) (also for dxpriv.partition_selection
+  = laplace and its predicted curve);
+* test_values_never_leak: the fixture's `name` (row 5 holds SECRET_NAME, every other row a unique
+  "<first> PersonN") declared open: no error message, hint, NOTICE, plan (EXPLAIN, EXPLAIN VERBOSE),
+  dx.explain row, dx.last_release row or the shared answer cache of another role ever holds a name;
+  the statement is charged its aggregates' and the selection's epsilon and the table's delta;
+* test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
+  min/max/string_agg, joins, subqueries, CTEs, grouping sets, windows: refused with a SQLSTATE and
+  a hint, or answered without any one-person key.
+"""
+import math
+
+import psycopg2
+
+from attack_fixture import ANALYST, SECRET_NAME, analyst_conn, attack_db
+from e2e_common import execute, scalar
+
+FIRST = ["Ada", "Bram", "Cleo", "Dov", "Edith", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kemal", "Lena"]
+
+
+def optimal_pi(eps, delta, n):
+    p = 0.0
+    for _ in range(n):
+        p = min(math.exp(eps) * p + delta, 1 - math.exp(-eps) * (1 - p - delta), 1.0)
+    return p
+
+
+def laplace_pi(scale, tau, n):
+    q = math.exp(-1 / scale)
+    k = tau - n
+    return q ** k / (1 + q) if k >= 1 else 1 - q ** (1 - k) / (1 + q)
+
+
+def within(count, trials, p, what):
+    sd = math.sqrt(trials * p * (1 - p))
+    assert abs(count - trials * p) <= 5 * sd + 1e-9, f"{what}: {count} of {trials}, expected p={p:.6g}"
+
+
+def open_people(admin):
+    execute(admin, "SELECT dx.set_column('people', 'name', '{\"open\": true}', '{\"type\": \"discrete\", \"weight\": 1}')")
+    execute(admin, "SELECT dx.set_delta('people', 1e-6)")
+    execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'people', 100000, delta => 1)")
+
+
+def test_selection_rates():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE keys (k text, v int);
+            INSERT INTO keys SELECT 'solo' || i, i % 10 FROM generate_series(1, 1000) AS i;
+            INSERT INTO keys SELECT 'k' || n || '_' || j, n FROM unnest(ARRAY[2, 4, 8, 12, 16]) AS n,
+                generate_series(1, 20) AS j, generate_series(1, n) AS r;
+            SELECT dx.protect_table('keys', 1.0);
+            SELECT dx.set_column('keys', 'v', '{"min": 0, "max": 20}', '{"type": "absolute", "scale": 1}');
+            SELECT dx.set_column('keys', 'k', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('keys', 0.001);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'keys', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 1")
+        # per partition: S = max(1/p0, 2/w) = 2, eps 0.5; a key change moves two partitions, delta/2
+        eps, delta = 0.5, 0.0005
+        for mechanism in ("optimal", "laplace"):
+            execute(conn, f"SET dxpriv.partition_selection = '{mechanism}'")
+            sel = scalar(conn, "SELECT component FROM dx.explain('SELECT k, count(*) FROM keys GROUP BY k') "
+                               "WHERE kind = 'selection'")
+            runs = 200 if mechanism == "optimal" else 100
+            solo = 0
+            kept = {n: 0 for n in (2, 4, 8, 12, 16)}
+            for _ in range(runs):
+                with conn.cursor() as cur:
+                    cur.execute("SELECT k, count(*) FROM keys GROUP BY k")
+                    for (k, _c) in cur.fetchall():
+                        if k.startswith("solo"):
+                            solo += 1
+                        else:
+                            kept[int(k[1:k.index("_")])] += 1
+            if mechanism == "optimal":
+                predicted = {n: optimal_pi(eps, delta, n) for n in kept}
+                p1 = optimal_pi(eps, delta, 1)
+            else:
+                scale = float(sel.split("scale=")[1].split(",")[0])
+                tau = int(sel.split("threshold=")[1].split(")")[0])
+                predicted = {n: laplace_pi(scale, tau, n) for n in kept}
+                p1 = laplace_pi(scale, tau, 1)
+            assert p1 <= delta * (1 + 1e-9), (mechanism, p1)
+            within(solo, 1000 * runs, p1, f"{mechanism}: one-person keys")
+            for n, c in kept.items():
+                within(c, 20 * runs, predicted[n], f"{mechanism}: keys of {n} persons")
+            print(f"  {mechanism}: one-person keys released {solo} of {1000 * runs} (bound {delta}), "
+                  + ", ".join(f"n={n}: {kept[n] / (20 * runs):.3f} vs {predicted[n]:.3f}" for n in kept))
+
+
+def test_values_never_leak():
+    with attack_db() as (db, admin):
+        open_people(admin)
+        execute(admin, "CREATE ROLE open_other LOGIN" if not scalar(
+            admin, "SELECT count(*) FROM pg_roles WHERE rolname = 'open_other'") else "SELECT 1")
+        execute(admin, "SELECT dx.add_analyst('open_other')")
+        execute(admin, "SELECT dx.grant_budget('open_other', 'people', 1000, delta => 1)")
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 3600")  # answer reuse on
+        conn = analyst_conn(db)
+        notices = []
+        texts = []
+
+        def run(sql):
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(sql)
+                    rows = cur.fetchall() if cur.description else []
+                    texts.extend(str(r) for r in rows)
+                    return rows
+            except psycopg2.Error as e:
+                texts.extend([str(e.pgerror), str(e.diag.message_hint), str(e.diag.message_detail),
+                              str(e.diag.context)])
+                return None
+            finally:
+                notices.extend(conn.notices)
+                del conn.notices[:]
+
+        released = run("SELECT name, count(*) FROM people GROUP BY name")
+        # every name is held by one person: none is released (probability ~ 2000 * 5e-7)
+        assert released == [], released
+        run("EXPLAIN SELECT name, count(*) FROM people GROUP BY name")
+        run("EXPLAIN VERBOSE SELECT name, count(*), avg(age) FROM people WHERE age > 30 GROUP BY name, sex")
+        run("SELECT * FROM dx.explain('SELECT name, count(*) FROM people GROUP BY name')")
+        run("SELECT * FROM dx.last_release()")
+        run(f"SELECT name, count(*) FROM people WHERE name = '{SECRET_NAME}' GROUP BY name")
+        run("SELECT name, count(*) FROM people GROUP BY name HAVING name > 'Z'")
+        run("SELECT name::int, count(*) FROM people GROUP BY name")
+        run("SELECT count(*) FROM people GROUP BY name ORDER BY name::int")
+        # the statement was charged: count's epsilon, the selection's epsilon and the table's delta
+        row = scalar(admin, "SELECT array[epsilon, delta] FROM dx.ledger WHERE role = 'mallory'::regrole "
+                            "AND query LIKE '%GROUP BY name' ORDER BY id LIMIT 1")
+        eps = scalar(conn, "SHOW dxpriv.epsilon")
+        assert abs(row[0] - 2 * float(eps)) < 1e-9 and row[1] == 1e-6, row
+        # the same statement again is a new release (charged): open releases are never cached
+        mine = scalar(admin, "SELECT spent FROM dx.budgets WHERE role = 'mallory'::regrole AND \"table\" = 'people'::regclass")
+        run("SELECT name, count(*) FROM people GROUP BY name")
+        assert scalar(admin, "SELECT spent FROM dx.budgets WHERE role = 'mallory'::regrole AND \"table\" = 'people'::regclass") > mine
+        # another role's releases: nothing cached for the open statement, so nothing replayed
+        other = analyst_conn(db, user="open_other")
+        before = scalar(admin, "SELECT coalesce(sum(spent), 0) FROM dx.budgets WHERE role = 'open_other'::regrole")
+        with other.cursor() as cur:
+            cur.execute("SELECT name, count(*) FROM people GROUP BY name")
+            texts.extend(str(r) for r in cur.fetchall())
+        after = scalar(admin, "SELECT coalesce(sum(spent), 0) FROM dx.budgets WHERE role = 'open_other'::regrole")
+        assert after > before, "the other role's statement must be charged (no replay)"
+        for t in texts + notices:
+            assert SECRET_NAME not in t and "Person" not in t and not any(f + " " in t for f in FIRST), t
+
+
+def test_shapes_refused_or_safe():
+    with attack_db() as (db, admin):
+        open_people(admin)
+        conn = analyst_conn(db)
+        refused = {
+            "where_key": f"SELECT name, count(*) FROM people WHERE name = '{SECRET_NAME}' GROUP BY name",
+            "where_key_ungrouped": f"SELECT count(*) FROM people WHERE name = '{SECRET_NAME}'",
+            "where_like": "SELECT count(*) FROM people WHERE name LIKE 'Z%'",
+            "having_key": "SELECT name, count(*) FROM people GROUP BY name HAVING name = 'x'",
+            "expression": "SELECT lower(name), count(*) FROM people GROUP BY lower(name)",
+            "expression_output": "SELECT name || '', count(*) FROM people GROUP BY name",
+            "substring_key": "SELECT substr(name, 1, 1), count(*) FROM people GROUP BY 1",
+            "count_distinct": "SELECT count(DISTINCT name) FROM people",
+            "min": "SELECT min(name) FROM people",
+            "string_agg": "SELECT string_agg(name, ',') FROM people",
+            "sum_length": "SELECT name, sum(length(name)) FROM people GROUP BY name",
+            "case_key": f"SELECT sum(CASE WHEN name = '{SECRET_NAME}' THEN age END) FROM people",
+            "subquery": "SELECT * FROM (SELECT name, count(*) FROM people GROUP BY name) s",
+            "cte": "WITH s AS (SELECT name, count(*) FROM people GROUP BY name) SELECT * FROM s",
+            "union": "SELECT name, count(*) FROM people GROUP BY name UNION ALL SELECT 'x', 1",
+            "rollup": "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)",
+            "join_public": "SELECT p.name, count(*) FROM people p JOIN zips z ON z.zip = p.zip GROUP BY p.name",
+            "join_on_key": "SELECT count(*) FROM people p JOIN zips z ON z.city = p.name",
+            "window": "SELECT name, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY name",
+            "distinct": "SELECT DISTINCT name, count(*) FROM people GROUP BY name",
+            "raw": "SELECT name FROM people",
+            "group_only": "SELECT name FROM people GROUP BY name",
+            "in_list": "SELECT name, count(*) FROM people WHERE name IN ('a', 'b') GROUP BY name",
+            "whole_row": "SELECT count(p) FROM people p GROUP BY name",
+        }
+        failures = []
+        for label, sql in refused.items():
+            try:
+                execute(conn, sql)
+                failures.append(f"{label}: answered")
+            except psycopg2.Error as e:
+                if not e.pgcode or not e.diag.message_hint:
+                    failures.append(f"{label}: {e.pgcode} without hint")
+                if SECRET_NAME in str(e.pgerror) + str(e.diag.message_hint):
+                    failures.append(f"{label}: quotes the secret")
+        assert not failures, failures
+        # safe: post-processing of the released rows; no one-person key is ever in them
+        safe = [
+            "SELECT name, count(*) FROM people GROUP BY name ORDER BY name LIMIT 1",
+            "SELECT name, count(*) FROM people GROUP BY name ORDER BY count(*) DESC LIMIT 1",
+            "SELECT name, sex, count(*) FROM people GROUP BY name, sex",
+            "SELECT name, count(*) FROM people WHERE age = 30 AND zip = '10007' GROUP BY name",
+            "SELECT count(*) FROM people GROUP BY name",
+        ]
+        for sql in safe:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                rows = cur.fetchall()
+            assert all(SECRET_NAME not in str(r) and "Person" not in str(r) for r in rows), (sql, rows)
