@@ -355,22 +355,24 @@ REVOKE EXECUTE ON FUNCTION dx._stats_hidden(oid) FROM PUBLIC;
 -- relies on holds (README, "Citus: operator checklist"). One row per check; ok is false when the
 -- check failed and NULL when it does not apply. Run as a superuser (it reads pg_hba_file_rules on
 -- the workers through run_command_on_workers). Nothing here names a Citus object statically.
--- Called by dx.set_privacy_unit: distributed tables cannot bound a unit's contribution (its rows
--- span shards), so a unit is refused on a Citus table when it is declared, not at every query.
+-- Called by dx.set_privacy_unit: a unit is bounded on the workers when the table is distributed by
+-- the unit column, through an intermediate result otherwise (planner/unit_source.h); append- and
+-- range-distributed tables (which dxpriv does not split) are refused when the unit is declared.
 CREATE FUNCTION dx._refuse_distributed_unit(rel regclass)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	distributed boolean;
+	method text;
 BEGIN
 	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
 		RETURN;
 	END IF;
-	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
-		INTO distributed USING rel;
-	IF distributed THEN
-		RAISE EXCEPTION 'table % is a Citus table and cannot have a privacy unit', rel USING ERRCODE = '0A000',
-			HINT = 'Privacy units are not supported on distributed tables yet: keep the table local (or '
-			       'undistribute it with undistribute_table) to declare a unit.';
+	EXECUTE 'SELECT p.partmethod::text FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1'
+		INTO method USING rel;
+	IF method IN ('a', 'r') THEN
+		RAISE EXCEPTION 'table % is an append- or range-distributed Citus table and cannot have a privacy unit', rel
+			USING ERRCODE = '0A000',
+			HINT = 'Privacy units are supported on hash-distributed tables (best distributed by the unit column), '
+			       'reference tables and single-shard tables.';
 	END IF;
 END $$;
 REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;

@@ -5,7 +5,7 @@ analyst's session state may shape it:
     name (each shadow raises when called) on her search_path;
   * SET LOCAL search_path propagated to the workers (citus.propagate_set_commands = 'local');
   * citus.max_intermediate_result_size = 1 as a presence oracle;
-plus dx.set_privacy_unit refused on a distributed table at declaration, the message when a worker
+plus dx.set_privacy_unit on distributed tables (append-distributed ones refused), the message when a worker
 is down, and dx.check_citus_setup()."""
 import os
 import subprocess
@@ -213,13 +213,18 @@ def test_intermediate_result_size_is_no_presence_oracle():
         a.close()
 
 
-def test_privacy_unit_refused_on_distributed_table():
+def test_privacy_unit_on_distributed_tables():
+    """A unit is declared on a hash-distributed table (issue 27); an append-distributed one refuses."""
     with citus_db() as db:
         _setup(db)
         c = connect("coord", db)
-        e = _refused(c, "SELECT dx.set_privacy_unit('people', 'id', 1)", code="0A000")
-        assert "citus table" in e.pgerror.lower() and e.diag.message_hint, e.pgerror
-        assert scalar(c, "SELECT count(*) FROM dx.privacy_units") == 0
+        execute(c, "SELECT dx.set_privacy_unit('people', 'id', 1)")
+        assert scalar(c, "SELECT count(*) FROM dx.privacy_units") == 1
+        execute(c, "CREATE TABLE appended (id int, age int)")
+        execute(c, "SELECT create_distributed_table('appended', 'id', 'append')")
+        execute(c, "SELECT dx.protect_table('appended', 1.0)")
+        e = _refused(c, "SELECT dx.set_privacy_unit('appended', 'id', 1)", code="0A000")
+        assert "append" in e.pgerror.lower() and e.diag.message_hint, e.pgerror
         c.close()
 
 

@@ -82,6 +82,27 @@ has_internal_aggref(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_internal_aggref), ctx);
 }
 
+// Notes a table that Citus answers on one node (distributed.h, `prune`).
+void
+note_single_node(SplitContext &c, Oid relid)
+{
+	const CitusTable &t = table_of(c, relid);
+	if (!answered_on_one_node(t))
+		return;
+	c.single_node = true;
+	if (!t.on_coordinator)
+		c.remote_single_node = relid;
+}
+
+// True when q is one query level that reads one table and nothing else (Citus's multi-shard
+// planner plans it without the router planner).
+bool
+one_table_level(const Query *q)
+{
+	return list_length(q->rtable) == 1 && linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
+	       !q->hasSubLinks && q->cteList == NIL && !q->setOperations;
+}
+
 // Mutator behind split_distributed_releases.
 Node *
 split_mutator(Node *node, void *ctx)
@@ -115,8 +136,7 @@ split_mutator(Node *node, void *ctx)
 	}
 	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
 		if (Const *k = aggref_params_const(castNode(Aggref, node)))
-			refuse_single_node(table_of(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid),
-			                   parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
+			note_single_node(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	}
 	if (is_linear_release_aggref(*c->ext, node)) {
 		Aggref *a = castNode(Aggref, node);
@@ -127,7 +147,7 @@ split_mutator(Node *node, void *ctx)
 		const CitusTable &t = table_of(*c, p.relid);
 		if (!t.citus)
 			return node;
-		refuse_single_node(t, p.relid);
+		note_single_node(*c, p.relid);
 		Aggref *part = copy_node(a);
 		part->args = (List *) by_digest_mutator((Node *) part->args, c);
 		part->aggfnoid = c->ext->partial;
@@ -175,8 +195,25 @@ split_distributed_releases(Query *parse, bool &prune)
 	if (load_analyst_context(*ext).analyst) {
 		require_owner_safe(split, c.releases, ext);
 	}
+	// A table Citus answers on one node: one query level is planned without the router planner (the
+	// partial sums go to the shard's node, the release stays here); a statement of several levels
+	// (GROUP BY, dx.mode/median, privacy units, wrappers) needs the router planner, which sends it
+	// whole to the shard's node: allowed only when that node is the coordinator (Citus executes it
+	// here, in this backend, which charged), refused before anything is charged otherwise.
+	const bool one_level = one_table_level(split);
+	if (c.single_node && !one_level && OidIsValid(c.remote_single_node)) {
+		const char *name = get_rel_name(c.remote_single_node);
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     std::string("this dx query cannot run on Citus table \"") + (name ? name : "?") +
+		         "\", whose only shard is on a worker",
+		     "Citus sends a statement of several query levels (GROUP BY, dx.mode, dx.median, dx.quantile, privacy "
+		     "units, subqueries) on a single-shard table whole to the node of its shard, and dxpriv releases "
+		     "answers only on the coordinator that charged them. Ask without GROUP BY, make it a reference table "
+		     "(create_reference_table), distribute it over several shards, or place its shard on the coordinator "
+		     "(citus_move_shard_placement). Nothing was charged.");
+	}
 	*parse = *split;
-	prune = c.single_level && parse->jointree && parse->jointree->quals;
+	prune = one_level && ((c.single_level && parse->jointree && parse->jointree->quals) || c.single_node);
 	return list_concat(c.releases, c.shipments);
 }
 

@@ -179,7 +179,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
 		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
 			distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
-			weight = unit_count_weight(distinct_weights.size() - 1, grouped);
+			weight = unit_count_weight(distinct_weights.size() - 1, grouped && !distributed);
 		}
 		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
 		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
@@ -250,6 +250,9 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		source.columns.assign(a.attnos.begin(), a.attnos.end());
 		source.bound = unit_bound_of(a);
 		source.keys = grouped ? &keys : nullptr;
+		source.empty_groups = !distributed; // Citus: every group from one state (planner/distributed.h)
+		if (distributed)
+			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
 		const std::map<AttrNumber, AttrNumber> mapping = replace_with_unit_source(q, source);
