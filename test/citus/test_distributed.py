@@ -468,7 +468,7 @@ def test_joins_with_public_tables():
     """A distributed table joined with a public table: the public rows are read at analysis and folded
     into the per-point tables, the workers read only the distributed table; count, sum and the
     average over the joined pairs equal native SQL on a noiseless table, inner and LEFT joins,
-    grouped by declared columns. Grouping by a public column is refused (0A000)."""
+    grouped by declared columns or by public columns (of a plain or a reference table)."""
     with citus_db() as db:
         conn = connect("coord", db)
         _exact_table(conn, "exact", 16)
@@ -495,8 +495,28 @@ def test_joins_with_public_tables():
         plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + cases[2][0]))
         task = [line for line in plan.split("\n") if "Query: " in line][0]
         assert "zones" not in task and "sum(dx._units(" in task, task  # the workers read the protected table only
-        _refused(conn, "SELECT z.zone, dx.count(*) FROM exact e JOIN zones z ON z.region = e.region GROUP BY z.zone",
-                 "0A000", "public columns")
+        # grouped by public columns (issue 27), the dimension a plain or a reference table: each row is
+        # read once per group of its point (a cross join with the slots on the workers), every group
+        # comes from one state on the coordinator
+        execute(conn, "CREATE TABLE zones_ref AS SELECT * FROM zones")
+        execute(conn, "SELECT create_reference_table('zones_ref')")
+        execute(conn, "SELECT dx.set_public('zones_ref')")
+        for z in ("zones", "zones_ref"):
+            for dx_sql, native_sql in [
+                (f"SELECT z.zone, dx.count(*), dx.sum(e.income), round(dx.avg(e.income)::numeric, 6) FROM exact e "
+                 f"JOIN {z} z ON z.region = e.region WHERE e.age > 30 GROUP BY z.zone ORDER BY 1",
+                 f"SELECT z.zone, count(*), sum(e.income), round(avg(e.income)::numeric, 6) FROM exact e "
+                 f"JOIN {z} z ON z.region = e.region WHERE e.age > 30 GROUP BY z.zone ORDER BY 1"),
+                (f"SELECT z.zone, e.sex, dx.count(*) FROM exact e LEFT JOIN {z} z ON z.region = e.region "
+                 f"GROUP BY 1, 2 ORDER BY 1, 2",
+                 f"SELECT z.zone, e.sex, count(*) FROM exact e LEFT JOIN {z} z ON z.region = e.region "
+                 f"GROUP BY 1, 2 ORDER BY 1, 2"),
+            ]:
+                got = [tuple(float(v) if not isinstance(v, str) and v is not None else v for v in r)
+                       for r in rows(conn, dx_sql)]
+                want = [tuple(float(v) if not isinstance(v, str) and v is not None else v for v in r)
+                        for r in rows(conn, native_sql)]
+                assert got == want, (dx_sql, got, want)
         # an analyst: one ledger row per statement
         fx.build(db, rows=2000, shards=4)
         a = connect("coord", db, user=fx.ANALYST)
@@ -504,6 +524,11 @@ def test_joins_with_public_tables():
         before = scalar(conn, "SELECT count(*) FROM dx.ledger")
         scalar(a, "SELECT dx.avg(p.income) FROM people p JOIN zones z ON z.region = p.region")
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
+        execute(conn, f"GRANT SELECT ON zones_ref TO {fx.ANALYST}")
+        got = rows(a, "SELECT z.zone, dx.count(*) FROM people p JOIN zones_ref z ON z.region = p.region GROUP BY 1")
+        assert sorted(r[0] for r in got) == ["cold", "mild", "polar", "warm"], got
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 2
+        assert rows(conn, "SELECT array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 1") == [(4,)]
         a.close()
         conn.close()
 

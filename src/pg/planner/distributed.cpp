@@ -103,6 +103,13 @@ one_table_level(const Query *q)
 	       !q->hasSubLinks && q->cteList == NIL && !q->setOperations;
 }
 
+// True when q's first range table entry is a table (not a source subquery placed by the analyzer).
+bool
+reads_table(const Query *q)
+{
+	return q->rtable != NIL && linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION;
+}
+
 // Mutator behind split_distributed_releases.
 Node *
 split_mutator(Node *node, void *ctx)
@@ -116,8 +123,10 @@ split_mutator(Node *node, void *ctx)
 		c->depth--;
 		GroupedReleases here{c->ext, {}};
 		collect_level_releases((Node *) q->targetList, &here);
-		if (!here.releases.empty() && q->jointree && (c->depth > 0 || !c->single_level))
-			q->jointree->quals = nullptr; // shard-pruning conjuncts only where Citus can prune (shard_pruning.h)
+		// shard-pruning conjuncts only where Citus can prune (shard_pruning.h); a level that reads a
+		// source subquery (a join grouped by public columns) keeps its filter of rows without a group
+		if (!here.releases.empty() && q->jointree && (c->depth > 0 || !c->single_level) && reads_table(q))
+			q->jointree->quals = nullptr;
 		if (q->groupClause != NIL && list_length(q->rtable) == 1 &&
 		    linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
 		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)))

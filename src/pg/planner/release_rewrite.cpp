@@ -117,10 +117,6 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		     "dx.avg or dx.linear yet",
 		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median in a query of their own (the linear "
 		     "aggregates in another).");
-	if (distributed && join && public_keys)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables grouped by public columns cannot run on Citus tables yet",
-		     "Group a join of a distributed table by its declared columns, or join with the public table in a query "
-		     "on a local copy.");
 	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
 	// or none); an empty-group row carries its group in the slot column
 	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
@@ -265,7 +261,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		return text;
 	}
 	replace_group_keys(q, keys, group_index, ext);
-	if (distributed) { // every group comes from one state per aggregate (planner/distributed.h)
+	if (distributed && !public_keys) { // every group comes from one state per aggregate (planner/distributed.h)
 		check_no_public_column();
 		return text;
 	}
@@ -280,7 +276,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		nt->argisrow = false;
 		nt->location = -1;
 		q->jointree->quals = (Node *) nt;
-		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups);
+		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups, !distributed);
 	} else {
 		mapping = replace_with_group_source(q, a.policy, columns, keys);
 	}
