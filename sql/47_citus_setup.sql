@@ -24,6 +24,40 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
 
+-- Called by dx.add_analyst on a Citus coordinator: the analyst becomes a member of the NOLOGIN group
+-- role dx_analysts (created here; Citus propagates the role and the membership to the workers), so
+-- that one pg_hba.conf block on every worker rejects every analyst, present and future:
+--   host all +dx_analysts 0.0.0.0/0 reject
+--   host all +dx_analysts ::/0 reject
+-- (at the top of the file). The group holds no privilege. A NOTICE repeats the block.
+CREATE FUNCTION dx._citus_analyst_group(analyst regrole)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_node') IS NULL THEN
+		RETURN;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN
+		CREATE ROLE dx_analysts NOLOGIN;
+	END IF;
+	IF NOT pg_catalog.pg_has_role(analyst, 'dx_analysts', 'MEMBER') THEN
+		EXECUTE format('GRANT dx_analysts TO %s', analyst);
+	END IF;
+	-- Citus propagates the membership only of roles it distributed: the same on every worker, by hand
+	-- (a worker without the analyst's role has nothing to reject)
+	EXECUTE format('SELECT pg_catalog.array_agg(success) FROM pg_catalog.run_command_on_workers(%L)',
+		format($c$DO $d$ BEGIN PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+		IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN
+			CREATE ROLE dx_analysts NOLOGIN; END IF;
+		IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %L)
+		   AND NOT pg_catalog.pg_has_role(%L, 'dx_analysts', 'MEMBER') THEN GRANT dx_analysts TO %I; END IF;
+		END $d$ $c$, analyst::text, analyst::text, analyst::text));
+	RAISE NOTICE 'analyst % is a member of role dx_analysts, which every Citus worker must reject', analyst
+		USING HINT = 'Once per worker, at the top of its pg_hba.conf, then SELECT pg_reload_conf() there: '
+		             '"host all +dx_analysts 0.0.0.0/0 reject" and "host all +dx_analysts ::/0 reject" '
+		             '(dx.check_citus_setup() checks it).';
+END $$;
+REVOKE ALL ON FUNCTION dx._citus_analyst_group(regrole) FROM PUBLIC;
+
 -- Called by dx.protect_table: a Citus table whose privileges (table or column) reach PUBLIC or a role
 -- an analyst has the privileges of is refused, because Citus copies those grants onto every shard,
 -- where an analyst who reaches a worker reads raw rows. (A grant made after protection is refused by
@@ -105,7 +139,8 @@ BEGIN
 			format($c$SELECT CASE WHEN NOT coalesce((SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = %1$L), false)
 			           THEN 'nologin'
 			           WHEN (SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
-			                 WHERE auth_method = 'reject' AND %1$L = ANY (user_name))
+			                 WHERE auth_method = 'reject' AND (%1$L = ANY (user_name) OR ('+dx_analysts' = ANY (user_name)
+			                       AND pg_catalog.pg_has_role(%1$L, 'dx_analysts', 'MEMBER'))))
 			                < coalesce((SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
 			                            WHERE auth_method <> 'reject' AND (user_name && ARRAY['all', %1$L])), 2147483647)
 			           THEN 'rejected' ELSE 'accepted' END$c$, a::text)) LOOP
@@ -114,7 +149,7 @@ BEGIN
 			END IF;
 		END LOOP;
 		ok := bad IS NULL;
-		detail := coalesce('may log in on ' || bad || ': add "host all ' || a::text || ' 0.0.0.0/0 reject" (and ::/0) '
+		detail := coalesce('may log in on ' || bad || ': add "host all +dx_analysts 0.0.0.0/0 reject" (and ::/0) '
 		                   'at the top of the worker''s pg_hba.conf, or ALTER ROLE ... NOLOGIN on the worker',
 		                   'no worker accepts the role');
 		RETURN NEXT;

@@ -334,3 +334,56 @@ def test_zz_worker_down_message():
             _worker_ctl("w2", "start")
         a.close()
         c.close()
+
+
+def test_add_analyst_maintains_the_worker_login_block():
+    """dx.add_analyst on a Citus coordinator makes the analyst a member of the NOLOGIN group
+    dx_analysts on every node (one pg_hba.conf block on the workers rejects them all) and says so;
+    dx.check_citus_setup() accepts a `+dx_analysts` reject line."""
+    role = "sealed_group_analyst"
+    create_role(role)
+    with citus_db() as db:
+        c = connect("coord", db)
+        c.notices.clear()
+        execute(c, "SELECT dx.add_analyst(%s::regrole)", (role,))
+        assert any("+dx_analysts" in n or "dx_analysts" in n for n in c.notices), c.notices
+        for node in ("coord", "w1", "w2"):
+            n = connect(node, db)
+            assert rows(n, "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'dx_analysts'") == [(False,)], node
+            assert scalar(n, "SELECT pg_has_role(%s, 'dx_analysts', 'MEMBER')", (role,)), node
+            n.close()
+        # the group holds no privilege on a protected table and is no analyst itself
+        assert scalar(c, "SELECT count(*) FROM dx.analysts WHERE role = 'dx_analysts'::regrole") == 0
+        work = os.environ.get("DXPRIV_CITUS_WORK")
+        hbas = {n: os.path.join(work, n, "data", "pg_hba.conf") for n in ("w1", "w2")} if work else {}
+        if hbas and all(os.access(h, os.W_OK) for h in hbas.values()):
+            name = f"workers reject logins of analyst {role}"
+            checks = dict((n, ok) for n, ok, _ in rows(c, "SELECT * FROM dx.check_citus_setup()"))
+            assert checks.get(name) is False, checks
+            originals = {n: open(h).read() for n, h in hbas.items()}
+
+            def reload(node):
+                w = connect(node)
+                execute(w, "SELECT pg_reload_conf()")
+                w.close()
+            try:
+                for n, h in hbas.items():
+                    with open(h, "w") as f:  # the block the NOTICE gives, at the top
+                        f.write("host all +dx_analysts 0.0.0.0/0 reject\nhost all +dx_analysts ::/0 reject\n" + originals[n])
+                    reload(n)
+                time.sleep(0.5)
+                for n in hbas:
+                    try:
+                        psycopg2.connect(host="127.0.0.1", port=int(os.environ["DXPRIV_CITUS_" + n.upper()]), user=role,
+                                         dbname=db).close()
+                        raise AssertionError(f"worker {n} accepted an analyst")
+                    except psycopg2.OperationalError as e:
+                        assert "reject" in str(e), e
+                after = dict((n, ok) for n, ok, _ in rows(c, "SELECT * FROM dx.check_citus_setup()"))
+                assert after.get(name) is True, after
+            finally:
+                for n, h in hbas.items():
+                    with open(h, "w") as f:
+                        f.write(originals[n])
+                    reload(n)
+        c.close()
