@@ -391,8 +391,8 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
     """dx.mode, dx.quantile and dx.median on a distributed table: the workers count rows per candidate
     (PostgreSQL's grouped count; per output group and candidate with GROUP BY), the coordinator draws
     once per group for the charged statement, every declared group answered. Exact on a noiseless
-    table, the seeded draw equals the local table's, one ledger row per statement; statements mixing
-    them with linear aggregates are refused with a hint; hand-written dx._em_collect is refused."""
+    table, the seeded draw equals the local table's, one ledger row per statement, also beside linear
+    aggregates (issue 27); hand-written dx._em_collect is refused."""
     with citus_db() as db:
         fx.build(db, rows=20000)
         conn = connect("coord", db)
@@ -453,9 +453,33 @@ def test_mode_quantile_median_count_candidates_on_the_workers():
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") - before == 3
         assert scalar(conn, "SELECT array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 1") == 2
         assert scalar(conn, "SELECT mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1") == "exponential"
-        # refused with a hint, nothing charged
+        # beside count/sum/avg in one statement (issue 27): the linear releases come from one more
+        # subquery joined on the group; one ledger row; seeded answers equal the local table's
         before = scalar(conn, "SELECT count(*) FROM dx.ledger")
-        _refused(a, "SELECT dx.count(*), dx.median(age) FROM people", "0A000", "cannot share a query")
+        got = rows(a, "SELECT region, dx.count(*), dx.median(age), dx.avg(income) FROM people GROUP BY region ORDER BY 1")
+        assert [r[0] for r in got] == ["east", "none", "north", "south", "west"], got
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
+        # (the distributed plan draws the linear noise first: equal draws when they come first locally too)
+        for q in ["SELECT dx.count(*), dx.sum(income), dx.median(age), dx.mode(region) FROM {t} WHERE age > 30",
+                  "SELECT dx.avg(age), dx.quantile(income, 0.25) FROM {t}"]:
+            answers = []
+            for t in ("people", "people_local"):
+                execute(conn, "SET dxpriv.test_seed = 12")
+                answers.append(rows(conn, q.format(t=t)))
+            assert answers[0] == answers[1], (q, answers)
+        execute(conn, "RESET dxpriv.test_seed")
+        got = rows(conn, "SELECT dx.count(*), dx.sum(income), dx.median(age) FROM exact WHERE age > 30")
+        want = rows(conn, "SELECT count(*), sum(income) FROM exact WHERE age > 30")
+        assert [float(v) for v in got[0][:2]] == [float(v) for v in want[0]], (got, want)
+        got = rows(conn, "SELECT region, dx.count(*), dx.sum(income), dx.mode(sex) FROM exact GROUP BY region ORDER BY 1")
+        want = dict((r, (float(n), float(t))) for r, n, t in
+                    rows(conn, "SELECT region, count(*), sum(income) FROM exact GROUP BY region"))
+        for region, n, total, mode in got:
+            assert (float(n), float(total)) == want.get(region, (0.0, 0.0)), (region, got, want)
+            if region != "none":
+                assert mode == scalar(conn, f"SELECT mode() WITHIN GROUP (ORDER BY sex) FROM exact WHERE region = '{region}'")
+        # refused, nothing charged
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
         params = "'{4,1,1,1,5,0,120,1,0,0,0,1,0,0,0,1,5,1,0,1,1,0}'::float8[]"
         _refused(a, f"SELECT dx._em_collect(1, 0, {params}, 5::bigint)", "42501")
         _refused(a, f"SELECT dx._em_collect(age, 0, {params}, 1::bigint) FROM people", "42501")

@@ -111,12 +111,6 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && !a.em.specs.empty() && !specs.empty())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
-		     "dx.avg or dx.linear yet",
-		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median in a query of their own (the linear "
-		     "aggregates in another).");
 	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
 	// or none); an empty-group row carries its group in the slot column
 	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
