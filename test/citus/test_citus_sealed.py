@@ -63,6 +63,12 @@ RESET ROLE;
 """
 
 
+UNIT_QUERIES = [
+    "SELECT dx.count(*), dx.sum(age) FROM {t}",
+    "SELECT region, dx.count(*), dx.count(DISTINCT person) FROM {t} GROUP BY region ORDER BY 1",
+]
+
+
 def _setup(db, analyst=ANALYST):
     create_role(analyst)
     c = connect("coord", db)
@@ -123,6 +129,17 @@ def test_shadow_schema_on_the_search_path():
         execute(c, "SELECT dx.protect_table('wide', 'Infinity')")
         execute(c, """SELECT dx.set_column('wide', 'score', '{"min": 0, "max": 100000}', '{"type": "none"}')""")
         execute(c, "SELECT dx.grant_budget(%s::regrole, 'wide', 1000)", (ANALYST,))
+        # privacy units (issue 27): co-located (bounded on the workers) and not (on the coordinator)
+        for t, by in (("units_by_unit", "person"), ("units_by_id", "id")):
+            execute(c, f"CREATE TABLE {t} (id int, person int, age int, region text)")
+            execute(c, f"SELECT create_distributed_table('{t}', '{by}', shard_count := 4)")
+            execute(c, f"INSERT INTO {t} SELECT i, i % 50, 18 + i % 70, (ARRAY['north', 'south'])[1 + i % 2] "
+                       "FROM generate_series(1, 300) i")
+            execute(c, f"SELECT dx.protect_table('{t}', 1.0)")
+            execute(c, f"""SELECT dx.set_column('{t}', 'age', '{{"min": 0, "max": 120}}', '{{"type": "absolute", "scale": 10}}')""")
+            execute(c, f"""SELECT dx.set_column('{t}', 'region', '{{"values": ["north", "south"]}}', '{{"type": "discrete", "weight": 1}}')""")
+            execute(c, f"SELECT dx.set_privacy_unit('{t}', 'person', 2)")
+            execute(c, f"SELECT dx.grant_budget(%s::regrole, '{t}', 1000)", (ANALYST,))
         c.close()
         _shadow_everywhere(db)
         a = connect("coord", db, user=ANALYST)
@@ -132,7 +149,7 @@ def test_shadow_schema_on_the_search_path():
         # a large per-point table: stored on every worker first (sealed run_command_on_workers)
         assert scalar(a, "SELECT dx.linear(score::pg_catalog.float8 OPERATOR(pg_catalog.*) score "
                          "OPERATOR(pg_catalog./) 1e6) FROM wide") is not None
-        for sql in QUERIES:
+        for sql in QUERIES + [q.format(t=t) for t in ("units_by_unit", "units_by_id") for q in UNIT_QUERIES]:
             got = rows(a, sql)
             assert got and all(v is not None for r in got for v in r), (sql, got)
         # the same inside a transaction block, with her settings changed too
