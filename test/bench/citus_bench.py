@@ -111,7 +111,8 @@ def build_extra(conn, n):
         execute(conn, f"SELECT dx.protect_table('{t}', 1.0)")
         execute(conn, f"""SELECT dx.set_column('{t}', 'income', '{{"min": 0, "max": 200000, "step": 100}}', '{{"type": "none"}}')""")
         execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 100000)")
-    execute(conn, f"""SELECT dx.set_column('keyed', 'id', '{{"min": 0, "max": {n + 1}}}', '{{"type": "none"}}')""")
+    # (a declared range holds at most 1,000,000 points)
+    execute(conn, f"""SELECT dx.set_column('keyed', 'id', '{{"min": 0, "max": {min(n + 1, 999999)}}}', '{{"type": "none"}}')""")
     execute(conn, """SELECT dx.set_column('g70', 'k', '{"min": 0, "max": 69}', '{"type": "absolute", "scale": 10}')""")
     for t in ("visits_by_unit", "visits_by_id", "keyed", "g70"):
         execute(conn, f"ANALYZE {t}")
