@@ -25,25 +25,32 @@ END $$;
 REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
 
 -- Called by dx.add_analyst on a Citus coordinator: the analyst becomes a member of the NOLOGIN group
--- role dx_analysts (created here; Citus propagates the role and the membership to the workers), so
+-- role dx_analysts (created here and on every worker, with the membership), so
 -- that one pg_hba.conf block on every worker rejects every analyst, present and future:
 --   host all +dx_analysts 0.0.0.0/0 reject
 --   host all +dx_analysts ::/0 reject
 -- (at the top of the file). The group holds no privilege. A NOTICE repeats the block.
 CREATE FUNCTION dx._citus_analyst_group(analyst regrole)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	propagation text;
 BEGIN
 	IF to_regclass('pg_catalog.pg_dist_node') IS NULL THEN
 		RETURN;
 	END IF;
+	-- here without Citus's propagation (a propagated CREATE ROLE would hold the workers' catalog
+	-- until this transaction ends, and the statement below, on its own connections, would wait for
+	-- it), then the same on every worker by hand: Citus propagates the membership only of roles it
+	-- distributed (a worker without the analyst's role has nothing to reject)
+	propagation := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
+	PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
 	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN
 		CREATE ROLE dx_analysts NOLOGIN;
 	END IF;
 	IF NOT pg_catalog.pg_has_role(analyst, 'dx_analysts', 'MEMBER') THEN
 		EXECUTE format('GRANT dx_analysts TO %s', analyst);
 	END IF;
-	-- Citus propagates the membership only of roles it distributed: the same on every worker, by hand
-	-- (a worker without the analyst's role has nothing to reject)
+	PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', coalesce(propagation, 'on'), true);
 	EXECUTE format('SELECT pg_catalog.array_agg(success) FROM pg_catalog.run_command_on_workers(%L)',
 		format($c$DO $d$ BEGIN PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
 		IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN

@@ -78,6 +78,17 @@ def test_single_node_tables_noiseless_equal_native_and_one_ledger_row():
                     except psycopg2.Error as e:
                         assert e.pgcode == "0A000" and "only shard is on a worker" in e.pgerror, e.pgerror
                 assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1, t
+        # without Citus's local execution the reference table's statement would reach the coordinator
+        # through a new connection, where the release refuses after the charge: refused before it
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        execute(conn, "SET citus.enable_local_execution = off")
+        try:
+            rows(conn, SEVERAL_LEVELS[0][0].format(t="ref"))
+            raise AssertionError("not refused without local execution")
+        except psycopg2.Error as e:
+            assert e.pgcode == "0A000" and "enable_local_execution" in e.pgerror, e.pgerror
+        execute(conn, "RESET citus.enable_local_execution")
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
         # the shard moved to the coordinator: several levels run there
         shard = scalar(conn, "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'single'::regclass")
         node = rows(conn, "SELECT nodename, nodeport FROM citus_shards WHERE shardid = %s", (shard,))[0]

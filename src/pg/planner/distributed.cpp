@@ -31,6 +31,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/guc.h"
 }
 
 #include <limits>
@@ -220,6 +221,16 @@ split_distributed_releases(Query *parse, bool &prune)
 		     "answers only on the coordinator that charged them. Ask without GROUP BY, make it a reference table "
 		     "(create_reference_table), distribute it over several shards, or place its shard on the coordinator "
 		     "(citus_move_shard_placement). Nothing was charged.");
+	}
+	if (c.single_node && !one_level) {
+		// run here only through Citus's local execution: otherwise Citus would connect to this node
+		// again, where the release refuses (after the charge)
+		const char *local = GetConfigOption("citus.enable_local_execution", true, false);
+		if (local && strcmp(local, "on") != 0)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     "this dx query on a Citus reference or single-shard table needs citus.enable_local_execution",
+			     "Citus runs it whole on the coordinator's placement, in this backend, which charged it: SET "
+			     "citus.enable_local_execution = on (the default). Nothing was charged.");
 	}
 	*parse = *split;
 	prune = one_level && ((c.single_level && parse->jointree && parse->jointree->quals) || c.single_node);
