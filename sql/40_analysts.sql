@@ -45,6 +45,7 @@ BEGIN
 	              AND g.oid <> (SELECT c.relowner FROM pg_class c WHERE c.oid = p.relid) ORDER BY 1, 2 LOOP
 		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, r);
 	END LOOP;
+	PERFORM dx._citus_analyst_group(role); -- on Citus: the group every worker's pg_hba.conf rejects
 END $$;
 
 -- Removes a role from the analysts (privileges are not granted back).

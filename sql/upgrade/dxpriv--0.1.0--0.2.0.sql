@@ -306,6 +306,7 @@ BEGIN
 	              AND g.oid <> (SELECT c.relowner FROM pg_class c WHERE c.oid = p.relid) ORDER BY 1, 2 LOOP
 		EXECUTE format('REVOKE ALL ON TABLE %s FROM %I', t, r);
 	END LOOP;
+	PERFORM dx._citus_analyst_group(role); -- on Citus: the group every worker's pg_hba.conf rejects
 END $$;
 
 DROP VIEW dx.analyst_stat_user_tables;
@@ -355,25 +356,68 @@ REVOKE EXECUTE ON FUNCTION dx._stats_hidden(oid) FROM PUBLIC;
 -- relies on holds (README, "Citus: operator checklist"). One row per check; ok is false when the
 -- check failed and NULL when it does not apply. Run as a superuser (it reads pg_hba_file_rules on
 -- the workers through run_command_on_workers). Nothing here names a Citus object statically.
--- Called by dx.set_privacy_unit: distributed tables cannot bound a unit's contribution (its rows
--- span shards), so a unit is refused on a Citus table when it is declared, not at every query.
+-- Called by dx.set_privacy_unit: a unit is bounded on the workers when the table is distributed by
+-- the unit column, through an intermediate result otherwise (planner/unit_source.h); append- and
+-- range-distributed tables (which dxpriv does not split) are refused when the unit is declared.
 CREATE FUNCTION dx._refuse_distributed_unit(rel regclass)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	distributed boolean;
+	method text;
 BEGIN
 	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
 		RETURN;
 	END IF;
-	EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1)'
-		INTO distributed USING rel;
-	IF distributed THEN
-		RAISE EXCEPTION 'table % is a Citus table and cannot have a privacy unit', rel USING ERRCODE = '0A000',
-			HINT = 'Privacy units are not supported on distributed tables yet: keep the table local (or '
-			       'undistribute it with undistribute_table) to declare a unit.';
+	EXECUTE 'SELECT p.partmethod::text FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1'
+		INTO method USING rel;
+	IF method IN ('a', 'r') THEN
+		RAISE EXCEPTION 'table % is an append- or range-distributed Citus table and cannot have a privacy unit', rel
+			USING ERRCODE = '0A000',
+			HINT = 'Privacy units are supported on hash-distributed tables (best distributed by the unit column), '
+			       'reference tables and single-shard tables.';
 	END IF;
 END $$;
 REVOKE ALL ON FUNCTION dx._refuse_distributed_unit(regclass) FROM PUBLIC;
+
+-- Called by dx.add_analyst on a Citus coordinator: the analyst becomes a member of the NOLOGIN group
+-- role dx_analysts (created here and on every worker, with the membership), so
+-- that one pg_hba.conf block on every worker rejects every analyst, present and future:
+--   host all +dx_analysts 0.0.0.0/0 reject
+--   host all +dx_analysts ::/0 reject
+-- (at the top of the file). The group holds no privilege. A NOTICE repeats the block.
+CREATE FUNCTION dx._citus_analyst_group(analyst regrole)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	propagation text;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_node') IS NULL THEN
+		RETURN;
+	END IF;
+	-- here without Citus's propagation (a propagated CREATE ROLE would hold the workers' catalog
+	-- until this transaction ends, and the statement below, on its own connections, would wait for
+	-- it), then the same on every worker by hand: Citus propagates the membership only of roles it
+	-- distributed (a worker without the analyst's role has nothing to reject)
+	propagation := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
+	PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN
+		CREATE ROLE dx_analysts NOLOGIN;
+	END IF;
+	IF NOT pg_catalog.pg_has_role(analyst, 'dx_analysts', 'MEMBER') THEN
+		EXECUTE format('GRANT dx_analysts TO %s', analyst);
+	END IF;
+	PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', coalesce(propagation, 'on'), true);
+	EXECUTE format('SELECT pg_catalog.array_agg(success) FROM pg_catalog.run_command_on_workers(%L)',
+		format($c$DO $d$ BEGIN PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+		IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'dx_analysts') THEN
+			CREATE ROLE dx_analysts NOLOGIN; END IF;
+		IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %L)
+		   AND NOT pg_catalog.pg_has_role(%L, 'dx_analysts', 'MEMBER') THEN GRANT dx_analysts TO %I; END IF;
+		END $d$ $c$, analyst::text, analyst::text, analyst::text));
+	RAISE NOTICE 'analyst % is a member of role dx_analysts, which every Citus worker must reject', analyst
+		USING HINT = 'Once per worker, at the top of its pg_hba.conf, then SELECT pg_reload_conf() there: '
+		             '"host all +dx_analysts 0.0.0.0/0 reject" and "host all +dx_analysts ::/0 reject" '
+		             '(dx.check_citus_setup() checks it).';
+END $$;
+REVOKE ALL ON FUNCTION dx._citus_analyst_group(regrole) FROM PUBLIC;
 
 -- Called by dx.protect_table: a Citus table whose privileges (table or column) reach PUBLIC or a role
 -- an analyst has the privileges of is refused, because Citus copies those grants onto every shard,
@@ -456,7 +500,8 @@ BEGIN
 			format($c$SELECT CASE WHEN NOT coalesce((SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = %1$L), false)
 			           THEN 'nologin'
 			           WHEN (SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
-			                 WHERE auth_method = 'reject' AND %1$L = ANY (user_name))
+			                 WHERE auth_method = 'reject' AND (%1$L = ANY (user_name) OR ('+dx_analysts' = ANY (user_name)
+			                       AND pg_catalog.pg_has_role(%1$L, 'dx_analysts', 'MEMBER'))))
 			                < coalesce((SELECT min(line_number) FROM pg_catalog.pg_hba_file_rules
 			                            WHERE auth_method <> 'reject' AND (user_name && ARRAY['all', %1$L])), 2147483647)
 			           THEN 'rejected' ELSE 'accepted' END$c$, a::text)) LOOP
@@ -465,7 +510,7 @@ BEGIN
 			END IF;
 		END LOOP;
 		ok := bad IS NULL;
-		detail := coalesce('may log in on ' || bad || ': add "host all ' || a::text || ' 0.0.0.0/0 reject" (and ::/0) '
+		detail := coalesce('may log in on ' || bad || ': add "host all +dx_analysts 0.0.0.0/0 reject" (and ::/0) '
 		                   'at the top of the worker''s pg_hba.conf, or ALTER ROLE ... NOLOGIN on the worker',
 		                   'no worker accepts the role');
 		RETURN NEXT;

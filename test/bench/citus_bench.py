@@ -55,8 +55,67 @@ def same_answers(native, dx):
 
 def task_bytes(conn, sql):
     plan = [r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + sql)]
-    q = [line.split("Query: ", 1)[1] for line in plan if "Query: " in line and "FROM public.people_" in line]
+    q = [line.split("Query: ", 1)[1] for line in plan if "Query: " in line and "FROM public." in line]
     return len(q[0].encode()) if q else 0
+
+
+# issue 27 rows: privacy units (distributed by the unit: bounded on the workers; by id: through an
+# intermediate result), a join with a reference table grouped by its public column; issue 23's goal
+# rows: a pruned single-shard query (goal <= 2x native) and GROUP BY a 70-value key (goal <= 1.2x).
+EXTRA = [
+    ("units co-located: count, sum (k=3)", "SELECT count(*), sum(income) FROM visits_by_unit",
+     "SELECT dx.count(*), dx.sum(income) FROM visits_by_unit", None),
+    ("units not co-located: count, sum (k=3)", "SELECT count(*), sum(income) FROM visits_by_id",
+     "SELECT dx.count(*), dx.sum(income) FROM visits_by_id", None),
+    ("units co-located: GROUP BY region count(DISTINCT person)",
+     "SELECT region, count(DISTINCT person) FROM visits_by_unit GROUP BY region",
+     "SELECT region, dx.count(DISTINCT person) FROM visits_by_unit GROUP BY region", None),
+    ("reference-table join GROUP BY zone", "SELECT z.zone, count(*), sum(p.income) FROM people p JOIN zones z "
+     "ON z.region = p.region GROUP BY z.zone",
+     "SELECT z.zone, dx.count(*), dx.sum(p.income) FROM people p JOIN zones z ON z.region = p.region GROUP BY z.zone",
+     "exact"),
+    # (a sum WHERE id = 5 analyses id x income: over 2,000,000 combinations at these sizes, refused)
+    ("pruned single shard: count WHERE id = 5 (goal <= 2x)", "SELECT count(*) FROM keyed WHERE id = 5",
+     "SELECT dx.count(*) FROM keyed WHERE id = 5", "keyed"),
+    ("GROUP BY a 70-value key: count (goal <= 1.2x)", "SELECT k, count(*) FROM g70 GROUP BY k",
+     "SELECT k, dx.count(*) FROM g70 GROUP BY k", "g70"),
+    ("GROUP BY a 70-value key: count, sum (goal <= 1.2x)", "SELECT k, count(*), sum(income) FROM g70 GROUP BY k",
+     "SELECT k, dx.count(*), dx.sum(income) FROM g70 GROUP BY k", "g70"),
+]
+
+
+def build_extra(conn, n):
+    """The tables of EXTRA: units tables (person p holds 1 + p % 5 rows), zones (a reference table),
+    keyed (id declared, metric none: prunable) and g70 (k = id % 70); noiseless twins *_exact where
+    the dx answer is compared with native SQL."""
+    persons = n // 3
+    for t, by in (("visits_by_unit", "person"), ("visits_by_id", "id")):
+        execute(conn, f"CREATE TABLE {t} (id bigint, person int, age int, region text, income int)")
+        execute(conn, f"SELECT create_distributed_table('{t}', '{by}', shard_count => 32)")
+        execute(conn, f"""INSERT INTO {t} SELECT row_number() OVER (), p, 18 + (p * 37 + k) % 73,
+            (ARRAY['north','south','east','west'])[1 + (p * 7 + k) % 4], ((p::bigint * 7919 + k) % 2000) * 100
+            FROM generate_series(1, {persons}) p, generate_series(1, 5) k WHERE k <= 1 + p % 5""")
+        execute(conn, f"SELECT dx.protect_table('{t}', 1.0)")
+        for col, domain, metric in fx.COLUMNS:
+            if col != "sex":
+                execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (t, col, domain, metric))
+        execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 100000)")
+        execute(conn, f"SELECT dx.set_privacy_unit('{t}', 'person', 3)")
+    execute(conn, "CREATE TABLE zones (region text, zone text)")
+    execute(conn, "INSERT INTO zones VALUES ('north', 'cold'), ('north', 'polar'), ('south', 'warm'), ('west', 'mild')")
+    execute(conn, "SELECT create_reference_table('zones')")
+    execute(conn, "SELECT dx.set_public('zones')")
+    for t, sql in (("keyed", "SELECT id, income FROM people"), ("g70", "SELECT id, (id % 70)::int AS k, income FROM people")):
+        execute(conn, f"CREATE TABLE {t} AS {sql}")
+        execute(conn, f"SELECT create_distributed_table('{t}', 'id', shard_count => 32)")
+        execute(conn, f"SELECT dx.protect_table('{t}', 1.0)")
+        execute(conn, f"""SELECT dx.set_column('{t}', 'income', '{{"min": 0, "max": 200000, "step": 100}}', '{{"type": "none"}}')""")
+        execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 100000)")
+    # (a declared range holds at most 1,000,000 points)
+    execute(conn, f"""SELECT dx.set_column('keyed', 'id', '{{"min": 0, "max": {min(n + 1, 999999)}}}', '{{"type": "none"}}')""")
+    execute(conn, """SELECT dx.set_column('g70', 'k', '{"min": 0, "max": 69}', '{"type": "absolute", "scale": 10}')""")
+    for t in ("visits_by_unit", "visits_by_id", "keyed", "g70"):
+        execute(conn, f"ANALYZE {t}")
 
 
 def main(sizes):
@@ -91,6 +150,20 @@ def main(sizes):
                     f.flush()
                     print(n, name, f"native {nat:.1f} ms, dx {dxt:.1f} ms, ratio {dxt / nat:.2f}, "
                           f"noiseless equal {equal}", flush=True)
+                build_extra(conn, n)
+                for name, native, dx, exact_on in EXTRA:
+                    timed(conn, native, 1)
+                    timed(conn, dx, 1)
+                    nat, dxt = timed(conn, native), timed(conn, dx)
+                    equal = ""
+                    if exact_on == "exact":  # the noiseless copy of people
+                        want = sorted(rows(conn, native.replace("people", "exact")), key=str)
+                        got = sorted(rows(conn, dx.replace("people", "exact")), key=str)
+                        equal = same_answers([tuple(float(v) if not isinstance(v, str) else v for v in r) for r in want],
+                                             [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in got])
+                    w.writerow([n, 32, name, f"{nat:.1f}", f"{dxt:.1f}", f"{dxt / nat:.2f}", task_bytes(conn, dx), equal])
+                    f.flush()
+                    print(n, name, f"native {nat:.1f} ms, dx {dxt:.1f} ms, ratio {dxt / nat:.2f}", flush=True)
                 conn.close()
     print("wrote", out)
 

@@ -5,7 +5,7 @@ analyst's session state may shape it:
     name (each shadow raises when called) on her search_path;
   * SET LOCAL search_path propagated to the workers (citus.propagate_set_commands = 'local');
   * citus.max_intermediate_result_size = 1 as a presence oracle;
-plus dx.set_privacy_unit refused on a distributed table at declaration, the message when a worker
+plus dx.set_privacy_unit on distributed tables (append-distributed ones refused), the message when a worker
 is down, and dx.check_citus_setup()."""
 import os
 import subprocess
@@ -61,6 +61,12 @@ BEGIN
 END $d$;
 RESET ROLE;
 """
+
+
+UNIT_QUERIES = [
+    "SELECT dx.count(*), dx.sum(age) FROM {t}",
+    "SELECT region, dx.count(*), dx.count(DISTINCT person) FROM {t} GROUP BY region ORDER BY 1",
+]
 
 
 def _setup(db, analyst=ANALYST):
@@ -123,6 +129,17 @@ def test_shadow_schema_on_the_search_path():
         execute(c, "SELECT dx.protect_table('wide', 'Infinity')")
         execute(c, """SELECT dx.set_column('wide', 'score', '{"min": 0, "max": 100000}', '{"type": "none"}')""")
         execute(c, "SELECT dx.grant_budget(%s::regrole, 'wide', 1000)", (ANALYST,))
+        # privacy units (issue 27): co-located (bounded on the workers) and not (on the coordinator)
+        for t, by in (("units_by_unit", "person"), ("units_by_id", "id")):
+            execute(c, f"CREATE TABLE {t} (id int, person int, age int, region text)")
+            execute(c, f"SELECT create_distributed_table('{t}', '{by}', shard_count := 4)")
+            execute(c, f"INSERT INTO {t} SELECT i, i % 50, 18 + i % 70, (ARRAY['north', 'south'])[1 + i % 2] "
+                       "FROM generate_series(1, 300) i")
+            execute(c, f"SELECT dx.protect_table('{t}', 1.0)")
+            execute(c, f"""SELECT dx.set_column('{t}', 'age', '{{"min": 0, "max": 120}}', '{{"type": "absolute", "scale": 10}}')""")
+            execute(c, f"""SELECT dx.set_column('{t}', 'region', '{{"values": ["north", "south"]}}', '{{"type": "discrete", "weight": 1}}')""")
+            execute(c, f"SELECT dx.set_privacy_unit('{t}', 'person', 2)")
+            execute(c, f"SELECT dx.grant_budget(%s::regrole, '{t}', 1000)", (ANALYST,))
         c.close()
         _shadow_everywhere(db)
         a = connect("coord", db, user=ANALYST)
@@ -132,7 +149,7 @@ def test_shadow_schema_on_the_search_path():
         # a large per-point table: stored on every worker first (sealed run_command_on_workers)
         assert scalar(a, "SELECT dx.linear(score::pg_catalog.float8 OPERATOR(pg_catalog.*) score "
                          "OPERATOR(pg_catalog./) 1e6) FROM wide") is not None
-        for sql in QUERIES:
+        for sql in QUERIES + [q.format(t=t) for t in ("units_by_unit", "units_by_id") for q in UNIT_QUERIES]:
             got = rows(a, sql)
             assert got and all(v is not None for r in got for v in r), (sql, got)
         # the same inside a transaction block, with her settings changed too
@@ -213,13 +230,18 @@ def test_intermediate_result_size_is_no_presence_oracle():
         a.close()
 
 
-def test_privacy_unit_refused_on_distributed_table():
+def test_privacy_unit_on_distributed_tables():
+    """A unit is declared on a hash-distributed table (issue 27); an append-distributed one refuses."""
     with citus_db() as db:
         _setup(db)
         c = connect("coord", db)
-        e = _refused(c, "SELECT dx.set_privacy_unit('people', 'id', 1)", code="0A000")
-        assert "citus table" in e.pgerror.lower() and e.diag.message_hint, e.pgerror
-        assert scalar(c, "SELECT count(*) FROM dx.privacy_units") == 0
+        execute(c, "SELECT dx.set_privacy_unit('people', 'id', 1)")
+        assert scalar(c, "SELECT count(*) FROM dx.privacy_units") == 1
+        execute(c, "CREATE TABLE appended (id int, age int)")
+        execute(c, "SELECT create_distributed_table('appended', 'id', 'append')")
+        execute(c, "SELECT dx.protect_table('appended', 1.0)")
+        e = _refused(c, "SELECT dx.set_privacy_unit('appended', 'id', 1)", code="0A000")
+        assert "append" in e.pgerror.lower() and e.diag.message_hint, e.pgerror
         c.close()
 
 
@@ -328,4 +350,57 @@ def test_zz_worker_down_message():
         finally:
             _worker_ctl("w2", "start")
         a.close()
+        c.close()
+
+
+def test_add_analyst_maintains_the_worker_login_block():
+    """dx.add_analyst on a Citus coordinator makes the analyst a member of the NOLOGIN group
+    dx_analysts on every node (one pg_hba.conf block on the workers rejects them all) and says so;
+    dx.check_citus_setup() accepts a `+dx_analysts` reject line."""
+    role = "sealed_group_analyst"
+    create_role(role)
+    with citus_db() as db:
+        c = connect("coord", db)
+        c.notices.clear()
+        execute(c, "SELECT dx.add_analyst(%s::regrole)", (role,))
+        assert any("+dx_analysts" in n or "dx_analysts" in n for n in c.notices), c.notices
+        for node in ("coord", "w1", "w2"):
+            n = connect(node, db)
+            assert rows(n, "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'dx_analysts'") == [(False,)], node
+            assert scalar(n, "SELECT pg_has_role(%s, 'dx_analysts', 'MEMBER')", (role,)), node
+            n.close()
+        # the group holds no privilege on a protected table and is no analyst itself
+        assert scalar(c, "SELECT count(*) FROM dx.analysts WHERE role = 'dx_analysts'::regrole") == 0
+        work = os.environ.get("DXPRIV_CITUS_WORK")
+        hbas = {n: os.path.join(work, n, "data", "pg_hba.conf") for n in ("w1", "w2")} if work else {}
+        if hbas and all(os.access(h, os.W_OK) for h in hbas.values()):
+            name = f"workers reject logins of analyst {role}"
+            checks = dict((n, ok) for n, ok, _ in rows(c, "SELECT * FROM dx.check_citus_setup()"))
+            assert checks.get(name) is False, checks
+            originals = {n: open(h).read() for n, h in hbas.items()}
+
+            def reload(node):
+                w = connect(node)
+                execute(w, "SELECT pg_reload_conf()")
+                w.close()
+            try:
+                for n, h in hbas.items():
+                    with open(h, "w") as f:  # the block the NOTICE gives, at the top
+                        f.write("host all +dx_analysts 0.0.0.0/0 reject\nhost all +dx_analysts ::/0 reject\n" + originals[n])
+                    reload(n)
+                time.sleep(0.5)
+                for n in hbas:
+                    try:
+                        psycopg2.connect(host="127.0.0.1", port=int(os.environ["DXPRIV_CITUS_" + n.upper()]), user=role,
+                                         dbname=db).close()
+                        raise AssertionError(f"worker {n} accepted an analyst")
+                    except psycopg2.OperationalError as e:
+                        assert "reject" in str(e), e
+                after = dict((n, ok) for n, ok, _ in rows(c, "SELECT * FROM dx.check_citus_setup()"))
+                assert after.get(name) is True, after
+            finally:
+                for n, h in hbas.items():
+                    with open(h, "w") as f:
+                        f.write(originals[n])
+                    reload(n)
         c.close()

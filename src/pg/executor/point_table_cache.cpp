@@ -18,6 +18,7 @@ extern "C" {
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <vector>
 
 namespace dxpriv::pg {
 
@@ -28,6 +29,30 @@ namespace {
 // not stored for a day, so an entry in use is never older than kReshipAfter.
 std::map<std::string, TimestampTz> shipped;
 constexpr int64 kReshipAfter = INT64CONST(3600) * USECS_PER_SEC;
+
+// The tables this session stored on the workers, kept here too (TopMemoryContext, the last
+// kLocalTables): a statement whose lookups Citus runs on the coordinator (a bounded privacy-unit
+// source read through an intermediate result) reads them from this node.
+std::map<std::string, bytea *> local_tables;
+std::vector<std::string> local_order;
+constexpr size_t kLocalTables = 16;
+
+void
+keep_locally(const std::string &key, bytea *table)
+{
+	if (local_tables.count(key))
+		return;
+	bytea *copy = nullptr;
+	pg_call([&] { copy = static_cast<bytea *>(MemoryContextAlloc(TopMemoryContext, VARSIZE_ANY(table))); });
+	memcpy(copy, table, VARSIZE_ANY(table));
+	local_tables[key] = copy;
+	local_order.push_back(key);
+	if (local_order.size() > kLocalTables) {
+		pfree(local_tables[local_order.front()]);
+		local_tables.erase(local_order.front());
+		local_order.erase(local_order.begin());
+	}
+}
 
 // The session's key of a table stored in this database's workers.
 std::string
@@ -75,7 +100,13 @@ cached_point_table(bytea *digest)
 	if (!ext)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv is not installed on this node");
 	bytea *table = nullptr;
-	{
+	auto here = local_tables.find(key_of(digest));
+	if (here != local_tables.end()) {
+		pg_call([&] {
+			table = static_cast<bytea *>(MemoryContextAlloc(TopTransactionContext, VARSIZE_ANY(here->second)));
+			memcpy(table, here->second, VARSIZE_ANY(here->second));
+		});
+	} else {
 		InternalSpi spi(ext->schema_owner);
 		if (spi.exec("SELECT bytes FROM dx._point_table_cache WHERE digest = $1", {{BYTEAOID, PointerGetDatum(digest)}},
 		             true) == 1) {
@@ -101,6 +132,7 @@ void
 ship_point_table(bytea *digest, bytea *table)
 {
 	const std::string key = key_of(digest);
+	keep_locally(key, table);
 	const TimestampTz now = GetCurrentTimestamp();
 	auto it = shipped.find(key);
 	if (it != shipped.end() && now - it->second < kReshipAfter)

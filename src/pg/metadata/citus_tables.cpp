@@ -32,13 +32,17 @@ citus_table(const ExtensionObjects &ext, Oid relid)
 		return t;
 	InternalSpi spi(ext.schema_owner);
 	if (spi.exec("SELECT p.partmethod::pg_catalog.text, (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard s "
-	             "WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid), EXISTS (SELECT 1 FROM "
+	             "pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement pl ON pl.shardid OPERATOR(pg_catalog.=) "
+	             "s.shardid WHERE s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid AND pl.groupid "
+	             "OPERATOR(pg_catalog.=) 0) FROM pg_catalog.pg_dist_partition p "
 	             "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
 	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
 		return t;
 	t.citus = true;
 	t.method = spi.text(0, 0).empty() ? 0 : spi.text(0, 0)[0];
 	t.shards = DatumGetInt64(spi.value(0, 1));
+	t.on_coordinator = DatumGetBool(spi.value(0, 2));
 	return t;
 }
 
@@ -50,20 +54,11 @@ citus_distributed_table(Oid relid)
 	return ext && citus_table(*ext, relid).citus;
 }
 
-// Refuses a Citus table that Citus answers on a single node (reference, single-shard, one shard).
-void
-refuse_single_node(const CitusTable &t, Oid relid)
+// See citus_tables.h.
+bool
+answered_on_one_node(const CitusTable &t)
 {
-	if (!t.citus || (t.method != 'n' && t.shards >= 2))
-		return;
-	const char *name = get_rel_name(relid);
-	fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-	     std::string("dx aggregates cannot run on Citus table \"") + (name ? name : "?") +
-	         "\", which Citus answers on a single node",
-	     "Citus sends a query on a reference table, a single-shard table or a table with one shard whole to "
-	     "one node, and dxpriv releases answers only on the coordinator that charged them. Distribute the "
-	     "table by a column over several shards (create_distributed_table), or undistribute it "
-	     "(undistribute_table).");
+	return t.citus && (t.method == 'n' || t.shards < 2);
 }
 
 } // namespace dxpriv::pg

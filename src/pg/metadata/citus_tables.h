@@ -10,6 +10,7 @@ struct CitusTable {
 	bool citus = false;
 	char method = 0;  // 'h' hash, 'r' range, 'a' append, 'n' none (reference, single-shard, local)
 	int64 shards = 0;
+	bool on_coordinator = false; // a placement of one of its shards is on the coordinator (group 0)
 };
 
 // True when Citus's metadata exists in this database (a syscache lookup).
@@ -19,8 +20,9 @@ bool citus_installed();
 CitusTable citus_table(const ExtensionObjects &ext, Oid relid);
 // True when relid is a Citus table (any kind); false when Citus is not installed in this database.
 bool citus_distributed_table(Oid relid);
-// Refuses a Citus table that Citus answers on a single node (reference, single-shard, one shard):
-// raises (feature not supported) with a hint; returns for other tables and non-Citus tables.
-void refuse_single_node(const CitusTable &t, Oid relid);
+// True for a Citus table that Citus answers on a single node (reference, single-shard or
+// schema-based-sharding table, or one shard): its router planner would send the whole statement,
+// releases included, to that node, so such statements are planned without it (planner/distributed.h).
+bool answered_on_one_node(const CitusTable &t);
 
 } // namespace dxpriv::pg

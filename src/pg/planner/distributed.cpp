@@ -31,6 +31,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/guc.h"
 }
 
 #include <limits>
@@ -94,6 +95,34 @@ has_internal_aggref(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(has_internal_aggref), ctx);
 }
 
+// Notes a table that Citus answers on one node (distributed.h, `prune`).
+void
+note_single_node(SplitContext &c, Oid relid)
+{
+	const CitusTable &t = table_of(c, relid);
+	if (!answered_on_one_node(t))
+		return;
+	c.single_node = true;
+	if (!t.on_coordinator)
+		c.remote_single_node = relid;
+}
+
+// True when q is one query level that reads one table and nothing else (Citus's multi-shard
+// planner plans it without the router planner).
+bool
+one_table_level(const Query *q)
+{
+	return list_length(q->rtable) == 1 && linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
+	       !q->hasSubLinks && q->cteList == NIL && !q->setOperations;
+}
+
+// True when q's first range table entry is a table (not a source subquery placed by the analyzer).
+bool
+reads_table(const Query *q)
+{
+	return q->rtable != NIL && linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION;
+}
+
 // Mutator behind split_distributed_releases.
 Node *
 split_mutator(Node *node, void *ctx)
@@ -107,8 +136,10 @@ split_mutator(Node *node, void *ctx)
 		c->depth--;
 		GroupedReleases here{c->ext, {}};
 		collect_level_releases((Node *) q->targetList, &here);
-		if (!here.releases.empty() && q->jointree && (c->depth > 0 || !c->single_level))
-			q->jointree->quals = nullptr; // shard-pruning conjuncts only where Citus can prune (shard_pruning.h)
+		// shard-pruning conjuncts only where Citus can prune (shard_pruning.h); a level that reads a
+		// source subquery (a join grouped by public columns) keeps its filter of rows without a group
+		if (!here.releases.empty() && q->jointree && (c->depth > 0 || !c->single_level) && reads_table(q))
+			q->jointree->quals = nullptr;
 		if (q->groupClause != NIL && list_length(q->rtable) == 1 &&
 		    linitial_node(RangeTblEntry, q->rtable)->rtekind == RTE_RELATION &&
 		    expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(has_unsplit_release), const_cast<ExtensionObjects *>(c->ext)) &&
@@ -128,8 +159,7 @@ split_mutator(Node *node, void *ctx)
 	}
 	if (IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == c->ext->em_select) {
 		if (Const *k = aggref_params_const(castNode(Aggref, node)))
-			refuse_single_node(table_of(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid),
-			                   parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
+			note_single_node(*c, parse_noise_params(DatumGetArrayTypeP(k->constvalue)).relid);
 	}
 	if (is_linear_release_aggref(*c->ext, node)) {
 		Aggref *a = castNode(Aggref, node);
@@ -140,7 +170,7 @@ split_mutator(Node *node, void *ctx)
 		const CitusTable &t = table_of(*c, p.relid);
 		if (!t.citus)
 			return node;
-		refuse_single_node(t, p.relid);
+		note_single_node(*c, p.relid);
 		Aggref *part = copy_node(a);
 		part->args = (List *) by_digest_mutator((Node *) part->args, c);
 		part->aggfnoid = c->ext->partial;
@@ -188,8 +218,35 @@ split_distributed_releases(Query *parse, bool &prune)
 	if (load_analyst_context(*ext).analyst) {
 		require_owner_safe(split, c.releases, ext);
 	}
+	// A table Citus answers on one node: one query level is planned without the router planner (the
+	// partial sums go to the shard's node, the release stays here); a statement of several levels
+	// (GROUP BY, dx.mode/median, privacy units, wrappers) needs the router planner, which sends it
+	// whole to the shard's node: allowed only when that node is the coordinator (Citus executes it
+	// here, in this backend, which charged), refused before anything is charged otherwise.
+	const bool one_level = one_table_level(split);
+	if (c.single_node && !one_level && OidIsValid(c.remote_single_node)) {
+		const char *name = get_rel_name(c.remote_single_node);
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     std::string("this dx query cannot run on Citus table \"") + (name ? name : "?") +
+		         "\", whose only shard is on a worker",
+		     "Citus sends a statement of several query levels (GROUP BY, dx.mode, dx.median, dx.quantile, privacy "
+		     "units, subqueries) on a single-shard table whole to the node of its shard, and dxpriv releases "
+		     "answers only on the coordinator that charged them. Ask without GROUP BY, make it a reference table "
+		     "(create_reference_table), distribute it over several shards, or place its shard on the coordinator "
+		     "(citus_move_shard_placement). Nothing was charged.");
+	}
+	if (c.single_node && !one_level) {
+		// run here only through Citus's local execution: otherwise Citus would connect to this node
+		// again, where the release refuses (after the charge)
+		const char *local = GetConfigOption("citus.enable_local_execution", true, false);
+		if (local && strcmp(local, "on") != 0)
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     "this dx query on a Citus reference or single-shard table needs citus.enable_local_execution",
+			     "Citus runs it whole on the coordinator's placement, in this backend, which charged it: SET "
+			     "citus.enable_local_execution = on (the default). Nothing was charged.");
+	}
 	*parse = *split;
-	prune = c.single_level && parse->jointree && parse->jointree->quals;
+	prune = one_level && ((c.single_level && parse->jointree && parse->jointree->quals) || c.single_node);
 	return list_concat(c.releases, c.shipments);
 }
 

@@ -27,15 +27,14 @@ extern "C" {
 namespace dxpriv::pg {
 
 // Before Citus plans `parse` (already analysed and rewritten by dxpriv): splits every noisy
-// aggregate on a Citus table as above. Refuses
-// Citus tables that Citus answers on one node (reference, single-shard or one-shard tables: the
-// release would run where nothing was charged), and, for analysts, post-processing with functions
+// aggregate on a Citus table as above. Refuses, for analysts, post-processing with functions
 // that are neither built-in nor dxpriv's (the statement runs as the owner). Returns the release
 // expressions placed (NIL when the query reads no Citus table). Sets `prune` when the statement is
-// one query level that kept shard-pruning conjuncts (shard_pruning.h): it must then be planned with
-// Citus's router planner off, which would send the whole statement, releases included, to the
-// shard's node; Citus's multi-shard planner prunes the partial sums to that shard and leaves the
-// release on the coordinator. Elsewhere the conjuncts are removed.
+// one query level that kept shard-pruning conjuncts (shard_pruning.h), or reads a table Citus
+// answers on one node (reference, single-shard, schema-based-sharding or one-shard tables): it must
+// then be planned with Citus's router planner off, which would send the whole statement, releases
+// included, to the shard's node; Citus's multi-shard planner sends the partial sums to that shard
+// and leaves the release on the coordinator, which charged. Elsewhere the conjuncts are removed.
 List *split_distributed_releases(Query *parse, bool &prune);
 
 } // namespace dxpriv::pg

@@ -20,6 +20,8 @@ struct SplitContext {
 	std::map<Oid, CitusTable> tables;
 	std::set<const FuncExpr *> every_row; // releases whose weight is never NULL: count(*) counts their rows
 	bool single_level = false; // the statement is one query level on the Citus table (shard pruning)
+	bool single_node = false;  // a table Citus answers on one node (reference, single-shard, one shard)
+	Oid remote_single_node = InvalidOid; // such a table without a placement on the coordinator
 	int depth = 0;
 };
 

@@ -2,6 +2,7 @@
 #include "pg/planner/distributed_em.h"
 
 #include "pg/planner/distributed_nodes.h"
+#include "pg/planner/distributed_linear.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
@@ -61,6 +62,9 @@ struct EmOuterContext {
 	const std::vector<Aggref *> *ems;
 	Node *group_index = nullptr; // grouped: the row's output group, read from column 1 of the first subquery
 	bool stray_var = false;
+	const std::vector<FuncExpr *> *linear = nullptr; // the level's linear releases, read from subquery lin_rt
+	int lin_rt = 0;
+	size_t em_base = 0; // range table entries before the first exponential-mechanism subquery
 };
 
 // Mutator of the outer query: each dx._em_select(...) becomes the chosen index of its subquery
@@ -71,10 +75,16 @@ em_outer_mutator(Node *node, void *ctx)
 	if (!node)
 		return nullptr;
 	auto *c = static_cast<EmOuterContext *>(ctx);
+	if (c->linear && IsA(node, FuncExpr))
+		for (size_t j = 0; j < c->linear->size(); ++j)
+			if (equal(node, (*c->linear)[j]))
+				return (Node *) makeVar(c->lin_rt, static_cast<AttrNumber>((c->group_index ? 2 : 1) + j),
+				                        castNode(FuncExpr, node)->funcresulttype, -1, InvalidOid, 0);
 	if (IsA(node, Aggref))
 		for (size_t j = 0; j < c->ems->size(); ++j)
 			if (equal(node, (*c->ems)[j]))
-				return (Node *) makeVar(static_cast<int>(j + 1), c->group_index ? 2 : 1, INT4OID, -1, InvalidOid, 0);
+				return (Node *) makeVar(static_cast<int>(c->em_base + j + 1), c->group_index ? 2 : 1, INT4OID, -1,
+				                        InvalidOid, 0);
 	if (c->group_index && equal(node, c->group_index))
 		return (Node *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0);
 	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0)
@@ -132,10 +142,40 @@ em_every_group(Query *counts, int groups, Const *params, const ExtensionObjects 
 	return mid;
 }
 
+// The linear releases (dx.count/sum/avg/linear) of a level that also holds exponential-mechanism
+// aggregates, as one more subquery of the outer level: without GROUP BY
+//   SELECT r1, ..., rK FROM t                (each release over dx._state_of of native sums)
+// and with GROUP BY every declared group from one state (distributed_linear.h)
+//   SELECT g, r1, ..., rK FROM (<partials>) dx_partials, generate_series(0, G - 1) dx_groups(g)
+// joined with the exponential mechanism's subqueries on g.
+Query *
+linear_beside(Query *q, const std::vector<FuncExpr *> &releases, Node *group_index, bool grouped, SplitContext &c)
+{
+	Query *lin = copy_node(q);
+	List *targets = NIL;
+	AttrNumber col = 1;
+	if (grouped)
+		targets = lappend(targets, makeTargetEntry((Expr *) copy_node(group_index), col++, pstrdup("g"), false));
+	for (size_t j = 0; j < releases.size(); ++j)
+		targets = lappend(targets, makeTargetEntry((Expr *) copy_node(releases[j]), col++, psprintf("r%zu", j + 1), false));
+	lin->targetList = targets;
+	lin->havingQual = nullptr;
+	lin->sortClause = NIL;
+	lin->distinctClause = NIL;
+	lin->hasDistinctOn = false;
+	lin->limitCount = nullptr;
+	lin->limitOffset = nullptr;
+	if (!grouped) {
+		lin->targetList = (List *) native_ungrouped_mutator((Node *) lin->targetList, &c);
+		return lin;
+	}
+	return every_group_from_one_state(lin, c);
+}
+
 } // namespace
 
-// A query level without GROUP BY whose dx aggregates are dx.mode/quantile/median on a Citus table
-// (the analyzer allows no other dx aggregate beside them):
+// A query level whose exponential-mechanism aggregates (dx.mode/quantile/median) read a Citus table
+// (its linear releases, if any, become one more subquery: linear_beside above), without GROUP BY:
 // SELECT ... dx._em_point(dx._em_select(c(row), 0, params), ...) ... FROM t
 // becomes
 // SELECT ... dx._em_point(s1.sel, ...) ... FROM (SELECT dx._em_collect(x.c, 0, params, x.n) AS sel
@@ -164,6 +204,22 @@ em_from_counts(Query *q, SplitContext &c)
 	Node *group_index = (Node *) lsecond_node(TargetEntry, ems.front()->args)->expr;
 	List *rtable = NIL, *from = NIL;
 	Node *same_group = nullptr; // grouped: every subquery's group equals the first one's
+	// the level's linear releases beside them: one more subquery, first (its noise is drawn first, as
+	// on a local table), joined with the others on the group
+	GroupedReleases linear{c.ext, {}};
+	collect_level_releases((Node *) q->targetList, &linear);
+	collect_level_releases(q->havingQual, &linear);
+	if (!linear.releases.empty()) {
+		Query *lin = linear_beside(q, linear.releases, group_index, grouped, c);
+		List *cols = grouped ? list_make1(makeString(pstrdup("g"))) : NIL;
+		for (size_t j = 0; j < linear.releases.size(); ++j)
+			cols = lappend(cols, makeString(psprintf("r%zu", j + 1)));
+		rtable = lappend(rtable, subquery_rte(lin, "dx_linear", cols));
+		RangeTblRef *r = makeNode(RangeTblRef);
+		r->rtindex = 1;
+		from = lappend(from, r);
+	}
+	const size_t base = static_cast<size_t>(list_length(rtable));
 	for (size_t j = 0; j < ems.size(); ++j) {
 		Aggref *em = ems[j];
 		Const *params = aggref_params_const(em);
@@ -202,15 +258,20 @@ em_from_counts(Query *q, SplitContext &c)
 		                     : list_make1(makeString(pstrdup("sel")));
 		rtable = lappend(rtable, subquery_rte(mid, psprintf("dx_em%zu", j + 1), cols));
 		RangeTblRef *r = makeNode(RangeTblRef);
-		r->rtindex = static_cast<int>(j + 1);
+		r->rtindex = static_cast<int>(base + j + 1);
 		from = lappend(from, r);
-		if (grouped && j > 0) {
-			Expr *eq = int4_equal((Expr *) makeVar(static_cast<int>(j + 1), 1, INT4OID, -1, InvalidOid, 0),
+		if (grouped && base + j > 0) {
+			Expr *eq = int4_equal((Expr *) makeVar(static_cast<int>(base + j + 1), 1, INT4OID, -1, InvalidOid, 0),
 			                      (Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0));
 			same_group = same_group ? (Node *) make_andclause(list_make2(same_group, eq)) : (Node *) eq;
 		}
 	}
 	EmOuterContext oc{&ems, grouped ? group_index : nullptr};
+	oc.em_base = base;
+	if (!linear.releases.empty()) {
+		oc.linear = &linear.releases;
+		oc.lin_rt = 1;
+	}
 	Query *outer = copy_node(q);
 	outer->targetList = (List *) em_outer_mutator((Node *) q->targetList, &oc);
 	Node *having = em_outer_mutator(q->havingQual, &oc);

@@ -344,7 +344,10 @@ every_group_from_one_state(Query *q, const SplitContext &c)
 	collect_level_releases(q->havingQual, &found);
 	if (found.releases.empty())
 		return q;
-	if (list_length(q->rtable) != 1 || linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION ||
+	// one source: the table, or its rows bounded per privacy unit (planner/unit_source.h)
+	if (list_length(q->rtable) != 1 ||
+	    (linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION &&
+	     linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_SUBQUERY) ||
 	    q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs || q->cteList != NIL)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this grouped query cannot run on a Citus table yet",
 		     "Group a distributed table's dx aggregates by declared columns or expressions of them, without "

@@ -85,7 +85,8 @@ grouped_by_first(Query *q, List *targets, int keys)
 	inner->hasAggs = true;
 	inner->hasSubLinks = false;
 	inner->canSetTag = false;
-	if (inner->jointree)
+	// (a source subquery's filter, placed by the analyzer, stays: release_rewrite.cpp)
+	if (inner->jointree && inner->rtable != NIL && linitial_node(RangeTblEntry, inner->rtable)->rtekind == RTE_RELATION)
 		inner->jointree->quals = nullptr;
 	return inner;
 }

@@ -230,7 +230,7 @@ replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector
 // See group_source.h.
 std::map<AttrNumber, AttrNumber>
 replace_with_slot_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
-                               size_t slots, size_t groups)
+                               size_t slots, size_t groups, bool empty_groups)
 {
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	const std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
@@ -246,8 +246,9 @@ replace_with_slot_group_source(Query *q, const TablePolicy &policy, const std::v
 	                        (slots > 1 ? "s.dx_slot FROM " + table + " CROSS JOIN pg_catalog.generate_series(0, " +
 	                                         std::to_string(slots - 1) + ") AS s(dx_slot)"
 	                                   : "0 AS dx_slot FROM " + table) +
-	                        " UNION ALL " + empty + "false, g.dx_slot FROM pg_catalog.generate_series(0, " +
-	                        std::to_string(groups - 1) + ") AS g(dx_slot)";
+	                        (empty_groups ? " UNION ALL " + empty + "false, g.dx_slot FROM pg_catalog.generate_series(0, " +
+	                                            std::to_string(groups - 1) + ") AS g(dx_slot)"
+	                                      : std::string());
 	colnames = lappend(colnames, makeString(pstrdup("dx_present")));
 	mapping[kPresentPlaceholder] = next++;
 	colnames = lappend(colnames, makeString(pstrdup("dx_slot")));

@@ -54,11 +54,12 @@ std::string empty_group_rows_sql(const TablePolicy &policy, const std::vector<At
 // table (range table entry 1 of q) by the subquery
 //   SELECT <columns>, true, s FROM <table>, generate_series(0, slots - 1) s
 //   UNION ALL SELECT <NULLs>, false, g FROM generate_series(0, groups - 1) g
-// (without the generate_series for one slot: s = 0). Returns the new attribute number of each
-// column and of kPresentPlaceholder and kSlotPlaceholder.
+// (without the generate_series for one slot: s = 0; without the UNION ALL when !empty_groups, for
+// a Citus table, whose groups come from one state: planner/distributed.h). Returns the new
+// attribute number of each column and of kPresentPlaceholder and kSlotPlaceholder.
 std::map<AttrNumber, AttrNumber> replace_with_slot_group_source(Query *q, const TablePolicy &policy,
                                                                 const std::vector<AttrNumber> &columns, size_t slots,
-                                                                size_t groups);
+                                                                size_t groups, bool empty_groups = true);
 
 // Replaces range table entry 1 of q by the subquery `sql` (dxpriv's own SQL, analysed without the
 // hooks) with output column names colnames.

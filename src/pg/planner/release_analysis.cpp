@@ -27,7 +27,6 @@
 #include "pg/planner/join_cells.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
-#include "pg/metadata/citus_tables.h"
 #include "pg/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
@@ -517,10 +516,6 @@ refuse_for_privacy_unit(Oid relid, bool em, bool join, bool grouping_set)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
 		     "GROUPING SETS, ROLLUP and CUBE cannot be used on table " + name + ", which has a privacy unit",
 		     "Run one query per grouping set.");
-	if (citus_distributed_table(relid))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "table " + name + " is distributed and has a privacy unit",
-		     "Contribution bounding runs on one node only: query a local copy of the table, or remove the privacy "
-		     "unit with dx.unset_privacy_unit.");
 }
 
 // See planner/release_analysis.h.

@@ -114,16 +114,6 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && em_kind().present(a) && linear_kind().present(a)) // a rule across kinds
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
-		     "dx.avg or dx.linear yet",
-		     "On a distributed table, ask for dx.mode, dx.quantile and dx.median in a query of their own (the linear "
-		     "aggregates in another).");
-	if (distributed && join && public_keys)
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins with public tables grouped by public columns cannot run on Citus tables yet",
-		     "Group a join of a distributed table by its declared columns, or join with the public table in a query "
-		     "on a local copy.");
 	// GROUP BY public columns: a row is read once per slot of its point (its point's slot-th group,
 	// or none); an empty-group row carries its group in the slot column
 	Expr *slot = public_keys ? (Expr *) slot_var() : nullptr;
@@ -174,6 +164,9 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		source.columns.assign(a.attnos.begin(), a.attnos.end());
 		source.bound = unit_bound_of(a);
 		source.keys = grouped ? &keys : nullptr;
+		source.empty_groups = !distributed; // Citus: every group from one state (planner/distributed.h)
+		if (distributed)
+			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
 		const std::map<AttrNumber, AttrNumber> mapping = replace_with_unit_source(q, source);
@@ -186,8 +179,10 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		return text;
 	}
 	replace_group_keys(q, keys, group_index, ext);
-	// open keys: a partition with no row is never released, so no empty-group rows (open_keys.h)
-	if (distributed || a.open) { // every group comes from one state per aggregate (planner/distributed.h)
+	// open keys: a partition with no row is never released, so no empty-group rows (open_keys.h);
+	// Citus: every group comes from one state per aggregate (planner/distributed.h), except groups
+	// of a public join's keys (one slot per group)
+	if ((distributed && !public_keys) || a.open) {
 		check_no_public_column();
 		return text;
 	}
@@ -203,7 +198,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		nt->argisrow = false;
 		nt->location = -1;
 		q->jointree->quals = (Node *) nt;
-		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups);
+		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups, !distributed);
 	} else {
 		mapping = replace_with_group_source(q, a.policy, columns, keys);
 	}

@@ -79,6 +79,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the table has no privacy unit");
 	const ContributionBound &b = spec.bound;
 	const bool grouped = spec.keys != nullptr;
+	const bool empty_rows = grouped && spec.empty_groups;
 	// the rule of unit_kept_rows (core/unit_bound.h): the max_rows rows of smallest rank, no group limit
 	if (b.max_rows_per_group < b.max_rows || (b.max_groups < b.max_rows && b.max_groups > 1))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded row source keeps rows by rank only");
@@ -137,7 +138,8 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 	AttrNumber next = 1;
 	for (size_t i = 0; i < spec.columns.size(); ++i) {
 		const ColumnPolicy::Member *mem = policy.find(spec.columns[i])->member(spec.columns[i]);
-		out += "dx_c" + std::to_string(i) + ", ";
+		// named as the column: Citus deparses the outer levels' references by these names
+		out += "dx_c" + std::to_string(i) + " AS " + quote_identifier(mem->name.c_str()) + ", ";
 		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
 		mapping[spec.columns[i]] = next++;
 	}
@@ -148,7 +150,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		colnames = lappend(colnames, makeString(pstrdup(("dx_d" + std::to_string(j)).c_str())));
 		mapping[static_cast<AttrNumber>(kUnitFirstPlaceholder + j)] = next++;
 	}
-	if (grouped) {
+	if (empty_rows) {
 		sql = out + "true AS dx_present FROM (" + sql + ") AS dx_bounded UNION ALL " +
 		      empty_group_rows_sql(policy, spec.columns, *spec.keys, empty_flags);
 		colnames = lappend(colnames, makeString(pstrdup("dx_present")));

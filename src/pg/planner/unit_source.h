@@ -23,7 +23,7 @@ constexpr AttrNumber kUnitFirstPlaceholder = 32100;
 Var *unit_first_var(size_t j);
 
 // The weight of count_units aggregate j in the rewritten query: 1 on the row flagged as its unit's
-// first counted row of its group (and, grouped, a real row), else NULL.
+// first counted row of its group (and, grouped with empty-group rows, a real row), else NULL.
 Expr *unit_count_weight(size_t j, bool grouped);
 
 // What replace_with_unit_source builds.
@@ -32,6 +32,8 @@ struct UnitSource {
 	std::vector<AttrNumber> columns;       // attributes the rewritten query reads, in this order
 	ContributionBound bound;               // the query's effective bound (ContributionBound::for_query)
 	const GroupKeys *keys = nullptr;       // GROUP BY: also one empty row per group (nullptr: none)
+	bool empty_groups = true;              // GROUP BY: add the empty-group rows (false on a Citus table,
+	                                       // whose groups come from one state: planner/distributed.h)
 	Expr *group_index = nullptr;           // GROUP BY: the row's group, over Vars of the table
 	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
 };

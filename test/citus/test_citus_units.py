@@ -1,0 +1,186 @@
+"""Privacy units on Citus tables (issue 27): each unit's rows are bounded (dx._unit_rank, the rule of
+core/unit_bound.h) on the workers when the table is distributed by the unit column (a unit's rows
+are on one shard), through an intermediate result on the coordinator otherwise; the noise is drawn
+once on the coordinator. Noiseless answers equal native SQL, seeded answers equal the local table's,
+one ledger row per statement on the coordinator, and an analyst on a worker reads no shard and
+releases nothing."""
+import psycopg2
+
+from citus_common import citus_db, connect, create_role, execute, rows, scalar
+
+ANALYST = "units_analyst"
+COLUMNS = [
+    ("age", '{"min": 0, "max": 120}', '{"type": "absolute", "scale": 10}'),
+    ("region", '{"values": ["north", "south", "east", "west", "none"]}', '{"type": "discrete", "weight": 1}'),
+    ("income", '{"min": 0, "max": 200000, "step": 100}', '{"type": "none"}'),
+]
+NOISELESS = [(c, d, '{"type": "none"}') for c, d, _ in COLUMNS]
+
+
+def rows_sql(persons, most=3):
+    """Person p has 1 + p % most rows (at most `most`), each with its own age, region and income."""
+    return f"""SELECT row_number() OVER (), p, 18 + (p * 37 + k * 11) % 73,
+                      (ARRAY['north','south','east','west'])[1 + (p * 7 + k) % 4], ((p::bigint * 7919 + k * 101) % 2000) * 100
+               FROM generate_series(1, {persons}) p, generate_series(1, {most}) k WHERE k <= 1 + p % {most}"""
+
+
+def make_table(conn, name, by, persons=3000, most=3, k=3, presence="1.0", columns=COLUMNS, shards=8, analyst=None):
+    """A visits table distributed by `by` ('person': co-located with the unit; 'id': not; None: local)."""
+    execute(conn, f"CREATE TABLE {name} (id bigint, person int, age int, region text, income int)")
+    if by:
+        execute(conn, f"SELECT create_distributed_table('{name}', '{by}', shard_count => {shards})")
+    execute(conn, f"INSERT INTO {name} {rows_sql(persons, most)}")
+    execute(conn, f"SELECT dx.protect_table('{name}', '{presence}')")
+    for col, domain, metric in columns:
+        execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (name, col, domain, metric))
+    execute(conn, f"SELECT dx.set_privacy_unit('{name}', 'person', {k})")
+    execute(conn, f"SELECT dx.grant_budget('postgres', '{name}', 100000)")
+    if analyst:
+        execute(conn, f"SELECT dx.grant_budget(%s::regrole, '{name}', 1000)", (analyst,))
+
+
+def norm(rs):
+    return [tuple(round(float(v), 6) if not isinstance(v, str) and v is not None else v for v in r) for r in rs]
+
+
+EXACT = [  # dx on the noiseless table, native on the same rows (every unit holds at most k rows)
+    ("SELECT dx.count(*) FROM {t}", "SELECT count(*) FROM {t}"),
+    ("SELECT dx.sum(income) FROM {t} WHERE age > 40", "SELECT sum(income) FROM {t} WHERE age > 40"),
+    ("SELECT round(dx.avg(age)::numeric, 6) FROM {t} WHERE region = 'east'",
+     "SELECT round(avg(age)::numeric, 6) FROM {t} WHERE region = 'east'"),
+    ("SELECT dx.count(DISTINCT person) FROM {t}", "SELECT count(DISTINCT person) FROM {t}"),
+    ("SELECT dx.count_units(person) FROM {t} WHERE age < 50", "SELECT count(DISTINCT person) FROM {t} WHERE age < 50"),
+    ("SELECT region, dx.count(*), dx.sum(income) FROM {t} GROUP BY region ORDER BY 1",
+     "SELECT r, count(v.id), coalesce(sum(v.income), 0) FROM unnest(ARRAY['east','none','north','south','west']) r "
+     "LEFT JOIN {t} v ON v.region = r GROUP BY r ORDER BY 1"),
+    ("SELECT region, dx.count(DISTINCT person) FROM {t} WHERE age > 30 GROUP BY region ORDER BY 1",
+     "SELECT r, count(DISTINCT v.person) FROM unnest(ARRAY['east','none','north','south','west']) r "
+     "LEFT JOIN {t} v ON v.region = r AND v.age > 30 GROUP BY r ORDER BY 1"),
+]
+
+
+def test_units_noiseless_answers_equal_native_sql():
+    """Co-located (distributed by the unit) and not (by id): exact answers equal PostgreSQL's; the
+    bound is applied (a table whose units hold up to 6 rows, k = 3: the count is sum(least(n, 3)))."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_table(conn, "by_unit", "person", presence="Infinity", columns=NOISELESS)
+        make_table(conn, "by_id", "id", presence="Infinity", columns=NOISELESS)
+        make_table(conn, "heavy", "person", persons=2000, most=6, presence="Infinity", columns=NOISELESS)
+        make_table(conn, "heavy_by_id", "id", persons=2000, most=6, presence="Infinity", columns=NOISELESS)
+        for t in ("by_unit", "by_id"):
+            for dx_sql, native in EXACT:
+                got, want = norm(rows(conn, dx_sql.format(t=t))), norm(rows(conn, native.format(t=t)))
+                assert got == want, (t, dx_sql, got, want)
+        for t in ("heavy", "heavy_by_id"):
+            bounded = scalar(conn, f"SELECT sum(least(n, 3)) FROM (SELECT count(*) n FROM {t} GROUP BY person) s")
+            assert bounded < scalar(conn, f"SELECT count(*) FROM {t}")
+            assert float(scalar(conn, f"SELECT dx.count(*) FROM {t}")) == float(bounded), t
+            assert float(scalar(conn, f"SELECT dx.count(DISTINCT person) FROM {t}")) == 2000.0, t
+            # grouped: each unit keeps 3 of its rows, in whatever groups they are
+            got = rows(conn, f"SELECT region, dx.count(*) FROM {t} GROUP BY region")
+            assert sum(float(n) for _, n in got) == float(bounded), (t, got)
+        conn.close()
+
+
+def test_units_bounded_on_the_workers_when_co_located():
+    """Distributed by the unit column: the shards' task queries hold the ranking (the window of the
+    bound runs on the workers) and the coordinator only releases; distributed by another column, the
+    bound reads the rows through an intermediate result."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_table(conn, "by_unit", "person", persons=300)
+        make_table(conn, "by_id", "id", persons=300)
+        for q in ("SELECT dx.count(*) FROM {t}", "SELECT region, dx.sum(income) FROM {t} GROUP BY region"):
+            plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q.format(t="by_unit")))
+            tasks = [line for line in plan.splitlines() if "Query: " in line and "by_unit_" in line]
+            assert tasks and all("row_number() OVER" in t and "_unit_rank" in t for t in tasks), plan
+            plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q.format(t="by_id")))
+            assert "intermediate_result" in plan, plan
+        conn.close()
+
+
+def test_units_seeded_answers_equal_the_local_table():
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_table(conn, "by_unit", "person")
+        make_table(conn, "by_id", "id")
+        make_table(conn, "local_copy", None)
+        for q in ["SELECT dx.count(*) FROM {t}",
+                  "SELECT dx.count(*), dx.sum(income), dx.avg(age) FROM {t} WHERE age > 30",
+                  "SELECT dx.count(DISTINCT person) FROM {t}",
+                  "SELECT region, dx.count(*), dx.avg(income) FROM {t} WHERE age > 60 GROUP BY region ORDER BY 1",
+                  "SELECT region, dx.count_units(person) FROM {t} GROUP BY region ORDER BY 1"]:
+            answers = []
+            for t in ("by_unit", "by_id", "local_copy"):
+                execute(conn, "SET dxpriv.test_seed = 5")
+                answers.append(rows(conn, q.format(t=t)))
+            if "GROUP BY" in q:  # a distributed plan draws the groups' noise in another order (as without units)
+                assert [r[0] for r in answers[0]] == [r[0] for r in answers[2]] == [r[0] for r in answers[1]], answers
+            else:
+                assert answers[0] == answers[2] and answers[1] == answers[2], (q, answers)
+        conn.close()
+
+
+def test_units_one_ledger_row_on_the_coordinator():
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
+        make_table(conn, "by_unit", "person", persons=500, analyst=ANALYST)
+        make_table(conn, "by_id", "id", persons=500, analyst=ANALYST)
+        a = connect("coord", db, user=ANALYST)
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        for t in ("by_unit", "by_id"):
+            scalar(a, f"SELECT dx.count(*) FROM {t} WHERE age > 30")
+            rows(a, f"SELECT region, dx.count(*), dx.count(DISTINCT person) FROM {t} GROUP BY region")
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") - before == 4
+        led = rows(conn, "SELECT role::text, array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 2")
+        assert led == [(ANALYST, 10), (ANALYST, 1)], led
+        for w in ("w1", "w2"):
+            wc = connect(w, db)
+            if scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'"):
+                assert scalar(wc, "SELECT count(*) FROM dx.ledger") == 0
+            wc.close()
+        a.close()
+        conn.close()
+
+
+def _refused(conn, sql, code=None):
+    try:
+        rows(conn, sql)
+    except psycopg2.Error as e:
+        assert code is None or e.pgcode == code, f"{sql}: {e.pgcode} {e.pgerror}"
+        return e
+    raise AssertionError(f"not refused: {sql}")
+
+
+def test_units_attacks_on_the_coordinator_and_the_workers():
+    """The analyst reads no row on the coordinator, cannot call the ranking or a release herself, and
+    on a worker (where operators reject her in pg_hba.conf; here she logs in) reads no shard and
+    cannot run the workers' share of a statement (the rank, the units' window) to skip the charge."""
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
+        make_table(conn, "by_unit", "person", persons=300, analyst=ANALYST)
+        a = connect("coord", db, user=ANALYST)
+        _refused(a, "SELECT * FROM by_unit", "42501")
+        _refused(a, "SELECT person, count(*) FROM by_unit GROUP BY person", "42501")
+        _refused(a, "SELECT dx._unit_rank(tableoid, ctid) FROM by_unit", "42501")
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        shards = [r[0] for r in rows(conn, "SELECT shard_name FROM citus_shards WHERE table_name = 'by_unit'::regclass")]
+        for node in ("w1", "w2"):
+            w = connect(node, db, user=ANALYST)
+            local = [s for s in shards if scalar(w, "SELECT to_regclass(%s) IS NOT NULL", (s,))]
+            assert local, node
+            for s in local:
+                _refused(w, f"SELECT count(*) FROM {s}", "42501")
+                _refused(w, f"SELECT person, count(*) FROM {s} GROUP BY person", "42501")
+                _refused(w, f"SELECT sum(dx._units(1.0, 1.0)) FROM {s}")
+                _refused(w, f"SELECT dx._unit_rank(tableoid, ctid) FROM {s}")
+                _refused(w, f"SELECT dx.count(*) FROM {s}")
+            w.close()
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
+        a.close()
+        conn.close()
