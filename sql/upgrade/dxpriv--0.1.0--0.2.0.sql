@@ -729,3 +729,24 @@ LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'dx_release_synthetic_error';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text, float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (K-way marginals); free';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], float8[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (weight vectors); free';
 COMMENT ON FUNCTION dx.release_synthetic_error(regclass, text[], text[], float8, int, int[]) IS 'expected noise of dx.release_synthetic and of direct answers per workload query (WHERE predicates); free';
+
+-- Analysts' stddev, variance, covar, corr and regr_* (src/pg/analyst/dispersion_spelling.h): each is
+-- computed from linear parts (count and centred sums of x, y, x², y², xy), released with the
+-- statement's other linear aggregates. dx._noisy_part releases one part as {answer, noise
+-- variance, charge id (two 32-bit halves), group, weight lo, weight hi, noise kurtosis};
+-- dx._dispersion computes
+-- the statistic from its parts with a delta-method error bar (dx.last_release).
+CREATE FUNCTION dx._linear_part_finalfn(internal) RETURNS float8[]
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_part_finalfn';
+COMMENT ON FUNCTION dx._linear_part_finalfn(internal) IS 'noisy sum with its noise variance and identity, for dx._dispersion';
+CREATE AGGREGATE dx._noisy_part(float8, int4, float8[]) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_part_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_part(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_*)';
+CREATE FUNCTION dx._dispersion(kind int4, label text, cx float8, cy float8, n float8[], sx float8[], sy float8[],
+                               sxx float8[], syy float8[], sxy float8[]) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_dispersion';
+COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[], float8[], float8[], float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (stddev, variance, covar, corr, regr_* from released parts)';
+REVOKE EXECUTE ON FUNCTION dx._linear_part_finalfn(internal) FROM PUBLIC;

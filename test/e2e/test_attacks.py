@@ -288,7 +288,8 @@ attack(C, "json_agg", "SELECT json_agg(p) FROM people p", Reject(*SHAPE))
 # mode() WITHIN GROUP is dx.mode (issue 12): one noisy declared value, charged (see the spellings category)
 attack(C, "mode_within_group", "SELECT mode() WITHIN GROUP (ORDER BY age) FROM people", Noised(rows=1))
 attack(C, "bool_or", "SELECT bool_or(age = 30 AND zip = '10007') FROM people", Reject(*SHAPE))
-attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
+# stddev is computed from noisy linear parts (issue 24; the dispersion category)
+attack(C, "stddev", "SELECT stddev(income) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
 
 
@@ -2551,6 +2552,83 @@ def test_standard_spellings_sizes_and_own_use_views():
     run_category("spellings_own_use", admin_setup=SPELLINGS_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
 
 
+# ================================================================ dispersion statistics (issue 24)
+
+C = "dispersion"
+# answered from noisy parts: charged, every part noised at least at the count's presence scale
+attack(C, "stddev_declared", "SELECT stddev(income) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "corr_declared", "SELECT corr(income, age) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "variance_targeted_where", "SELECT var_pop(income) FROM people WHERE zip = '10007' AND sex = 'F'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "stddev_grouped_filter", "SELECT sex, stddev(age) FILTER (WHERE diagnosis = 'yes') FROM people GROUP BY sex",
+       Noised(min_scale=1.0, rows=2))
+attack(C, "regr_rollup", "SELECT sex, regr_slope(income, age) FROM people GROUP BY ROLLUP (sex)",
+       Noised(min_scale=1.0, rows=3))
+attack(C, "stddev_in_wrapper", "SELECT s * 2 FROM (SELECT stddev(income) AS s FROM people) t", Noised(min_scale=1.0, rows=1))
+# no sensitivity computed for other values: undeclared columns, in the argument or the FILTER
+attack(C, "stddev_undeclared", "SELECT stddev(id) FROM people", Reject(PRIV))
+attack(C, "corr_undeclared", "SELECT corr(id, income) FROM people", Reject(PRIV))
+attack(C, "filter_undeclared", "SELECT stddev(income) FILTER (WHERE name = 'Zebulon Quixote') FROM people", Reject(PRIV))
+attack(C, "where_undeclared", "SELECT stddev(income) FROM people WHERE length(name) > 3", Reject(PRIV))
+attack(C, "stddev_volatile", "SELECT stddev(income * random()) FROM people", Reject(*SHAPE))
+attack(C, "stddev_distinct", "SELECT stddev(DISTINCT income) FROM people", Reject(*SHAPE))
+attack(C, "stddev_text", "SELECT stddev(length(zip)) FROM people WHERE name IS NOT NULL", Reject(PRIV))
+# the internal spelling written by hand: refused like the internal aggregates
+attack(C, "dispersion_by_hand",
+       "SELECT dx._dispersion(3, 'income', 0, 0, NULL, NULL, NULL, NULL, NULL, NULL) FROM people", Reject(PRIV))
+attack(C, "noisy_part_by_hand", "SELECT dx._noisy_part(income, 0, '{}'::float8[]) FROM people", Reject(PRIV))
+attack(C, "forged_parts_no_table",
+       "SELECT dx._dispersion(3, 'x', 0, 0, '{5,0,0,0,0,0,1}', '{1,0,0,0,0,0,1}', NULL, '{9,0,0,0,0,0,1}', NULL, NULL)",
+       Reject(PRIV))
+
+
+def shared_parts_one_charge(ctx, conn, attempt):
+    """Two statistics of one column and a correlation in one statement: one ledger row, the shared
+    parts released and charged once (3 one-column parts at a third of the session epsilon each, 6
+    two-column parts at a sixth: twice the session epsilon, 9 cells), every cell noised."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    assert len(rows) == 1 and all(v is not None for v in rows[0]), rows
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1, charges
+    eps, scales = charges[0]
+    assert abs(eps - 2 * EPS) < 1e-9, eps
+    assert len(scales) == 9 and min(scales) > 0, scales
+    released = run_fetch(conn, "SELECT kind, component, interval_method, noise_scale, ci95_half_width "
+                               "FROM dx.last_release()")
+    stats = [r for r in released if r[2] == "delta_method"]
+    parts = [r for r in released if r[0] == "part"]
+    assert sorted(r[0] for r in stats) == ["corr", "stddev_samp", "var_samp"], stats
+    assert len(parts) == 9 and all(r[3] > 0 for r in parts), parts
+    assert all(r[4] is None or r[4] > 0 for r in stats), stats
+    return f"one charge of {eps:g}, {len(scales)} cells"
+
+
+attack(C, "shared_parts_one_charge", "SELECT stddev(income), variance(income), corr(income, age) FROM people",
+       Custom(shared_parts_one_charge))
+
+
+def hand_call_adds_no_release_row(ctx, conn, attempt):
+    """After a real release, a hand-written dx._dispersion (refused) leaves dx.last_release as it was."""
+    run_fetch(conn, "SELECT stddev(age) FROM people")
+    before = run_fetch(conn, "SELECT * FROM dx.last_release()")
+    err = run_expect_error(conn, attempt.sql)
+    assert err.pgcode == PRIV, err.pgcode
+    after = run_fetch(conn, "SELECT * FROM dx.last_release()")
+    assert before == after
+    return "log unchanged"
+
+
+attack(C, "hand_call_after_release",
+       "SELECT dx._dispersion(3, 'x', 0, 0, '{5,0,0,0,0,0,1}', '{1,0,0,0,0,0,1}', NULL, '{9,0,0,0,0,0,1}', NULL, NULL)"
+       " FROM people", Custom(hand_call_adds_no_release_row))
+
+
+def test_dispersion_statistics():
+    run_category("dispersion")
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -2563,7 +2641,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins"}
+               "last_release", "spellings_own_use", "public_joins", "dispersion"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

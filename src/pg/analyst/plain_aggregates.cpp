@@ -1,6 +1,7 @@
 // Analysts' plain aggregates (count, sum, avg, ...) rewritten to dx aggregates, or refused.
 #include "pg/analyst/plain_aggregates.h"
 
+#include "pg/analyst/dispersion_spelling.h"
 #include "pg/analyst/refusals.h"
 
 #include "pg/guard.h"
@@ -284,6 +285,8 @@ standard_spelling(Aggref *a, PlainAggRewrite &c)
 	const bool reads_table = OidIsValid(read_table(c.q));
 	if ((fn == "min" || fn == "max") && reads_table)
 		refuse_plain_aggregate(c.q, a, name);
+	if (Node *d = dispersion_spelling(a, fn, c.q, ext)) // stddev, variance, corr, regr_* (dispersion_spelling.h)
+		return d;
 	if (fn != "count" && fn != "sum" && fn != "avg")
 		return nullptr;
 	if (fn == "count" && reads_table && counts_units(c.q, a))

@@ -74,6 +74,7 @@ struct Row {
 	bool delta_method;
 	std::string post = {};    // free post-processing applied (dx.last_release's postprocessing)
 	bool projected = false; // half_width is that of a consistent projection
+	std::string kind = {}, expression = {}; // a statistic computed from parts (release_log_statistic)
 };
 
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
@@ -150,6 +151,13 @@ notice_text()
 	for (const auto &[key, row] : current.rows) {
 		if (row.component == "sum" || row.component == "count") // parts of an average
 			continue;
+		{ // parts of a dispersion statistic: the statistic's row stands for them
+			const Charged *owner = charged_aggregate(std::get<0>(key));
+			const std::vector<std::string> *labels = nullptr;
+			const ReleaseDescription *d = owner ? find_description(owner->charge_id, &labels) : nullptr;
+			if (row.kind.empty() && d && d->kind == "part")
+				continue;
+		}
 		++total;
 		if (shown == kNoticeRows)
 			continue;
@@ -162,7 +170,8 @@ notice_text()
 		else
 			snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
 		const std::string group = group_text(c->charge_id, std::get<1>(key));
-		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + (group.empty() ? "" : " [" + group + "]") + buf;
+		const std::string what = row.kind.empty() ? aggregate_text(*c) : row.kind + "(" + row.expression + ")";
+		text += (text.empty() ? "" : "; ") + what + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
 	}
 	if (total > shown)
@@ -311,6 +320,22 @@ release_log_annotate(int64 charge_id, int group, const std::string &note, double
 
 // See release_log.h.
 void
+release_log_statistic(int64 charge_id, int group, int order, const std::string &kind, const std::string &expression,
+                      double answer, double half_width, const std::string &note)
+{
+	if (IsParallelWorker() || !current.statement || !current.recorded.count({charge_id, group}))
+		return; // only next to a part this statement released (a call written by hand adds nothing)
+	const Charged *c = find_charged(*current.statement, charge_id);
+	if (!c)
+		return;
+	Row row{0, kind, answer, LinearNoisePlan{}, half_width, true, note};
+	row.kind = kind;
+	row.expression = expression;
+	current.rows[{c->first_cell, group, -100 + order}] = row;
+}
+
+// See release_log.h.
+void
 release_log_end_transaction()
 {
 	statement_of.clear();
@@ -354,10 +379,10 @@ DX_FUNCTION(dx_last_release)
 			Out o;
 			o.cell = row.cell;
 			o.aggregate = c->aggregate();
-			o.has_kind = d || c->components == 2;
-			o.kind = d ? d->kind : "avg";
-			o.has_expression = d != nullptr;
-			o.expression = d ? d->expression : "";
+			o.has_kind = d || c->components == 2 || !row.kind.empty();
+			o.kind = !row.kind.empty() ? row.kind : d ? d->kind : "avg";
+			o.has_expression = d != nullptr || !row.kind.empty();
+			o.expression = !row.kind.empty() ? row.expression : d ? d->expression : "";
 			o.group = group_text(c->charge_id, std::get<1>(key));
 			o.component = row.component;
 			o.answer = row.answer;

@@ -56,6 +56,14 @@ void release_log_record(int64 charge_id, int group, int components, const Linear
 // projected cells (component 0 and 1; NaN: unchanged, interval_method `projected` otherwise).
 void release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1);
 
+// A statistic computed from parts this statement released (stddev, corr, ...: executor dispersion):
+// one row of dx.last_release next to the part (charge_id, group) already recorded, with kind and
+// expression (the statistic's name and arguments), its answer (NaN: NULL), its delta-method
+// half-width and what post-processing did. order tells apart statistics sharing that part. Does
+// nothing when that part was not recorded by the log's statement.
+void release_log_statistic(int64 charge_id, int group, int order, const std::string &kind, const std::string &expression,
+                           double answer, double half_width, const std::string &note);
+
 // Forgets the per-transaction mapping of charge ids to statements (transaction end).
 void release_log_end_transaction();
 

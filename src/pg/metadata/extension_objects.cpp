@@ -62,6 +62,10 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
 	const Oid linear_pairs[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8OID};
 	o.noisy_avg_pairs = lookup("_noisy_avg", 4, linear_pairs);
+	o.noisy_part = lookup("_noisy_part", 3, linear);
+	const Oid dispersion_args[] = {INT4OID,        TEXTOID,        FLOAT8OID,      FLOAT8OID,      FLOAT8ARRAYOID,
+	                               FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
+	o.dispersion = lookup("_dispersion", 10, dispersion_args);
 	o.partial = lookup("_partial", 3, linear);
 	{
 		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
@@ -117,7 +121,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
-	                   o.count_units_eps, o.unit_rank};
+	                   o.count_units_eps, o.unit_rank, o.noisy_part, o.dispersion};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

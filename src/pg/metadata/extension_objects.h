@@ -17,6 +17,9 @@ struct ExtensionObjects {
 	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
+	// analysts' stddev/variance/covar/corr/regr_* (analyst/dispersion_spelling.h): a linear part
+	// released with its noise variance, and the statistic computed from the parts
+	Oid noisy_part = InvalidOid, dispersion = InvalidOid;
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -44,7 +47,7 @@ struct ExtensionObjects {
 	bool is_internal(Oid f) const
 	{
 		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
-		       f == partial;
+		       f == partial || f == noisy_part;
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed
