@@ -750,3 +750,14 @@ CREATE FUNCTION dx._dispersion(kind int4, label text, cx float8, cy float8, n fl
 LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_dispersion';
 COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[], float8[], float8[], float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (stddev, variance, covar, corr, regr_* from released parts)';
 REVOKE EXECUTE ON FUNCTION dx._linear_part_finalfn(internal) FROM PUBLIC;
+
+-- dx.count_distinct(col): the number of declared values of a column that have a counted row,
+-- with discrete Laplace noise of scale S/epsilon, S the d_X sensitivity of dx.mode over the same
+-- column, WHERE, FILTER and GROUP BY (src/core/exponential_mechanism.h, count_distinct). Analysts'
+-- COUNT(DISTINCT col) of a declared column is spelled this way. Markers like dx.count.
+CREATE AGGREGATE dx.count_distinct("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count_distinct("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.count_distinct("any") IS 'd_X-private number of distinct declared values of a column present in the rows, at the session epsilon';
+COMMENT ON AGGREGATE dx.count_distinct("any", float8) IS 'd_X-private number of distinct declared values of a column present in the rows, at the given epsilon';

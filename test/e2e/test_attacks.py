@@ -279,7 +279,8 @@ attack(C, "distinct_raw", "SELECT DISTINCT zip FROM people",
        Custom(lambda ctx, conn, a: declared_values([(z,) for z in ZIPS])(ctx, conn, a)))
 attack(C, "distinct_on", "SELECT DISTINCT ON (zip) zip, name FROM people", Reject(*SHAPE))
 attack(C, "distinct_with_group", "SELECT DISTINCT age, count(*) FROM people GROUP BY age", Reject(*SHAPE))
-attack(C, "count_distinct", "SELECT count(DISTINCT age) FROM people", Reject(*SHAPE))
+# the number of declared ages present, with noise (issue 24; the dispersion category)
+attack(C, "count_distinct", "SELECT count(DISTINCT age) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "min", "SELECT min(age) FROM people", Reject(*SHAPE))
 attack(C, "max_targeted", "SELECT max(income) FROM people WHERE zip = '10007' AND age = 30", Reject(*SHAPE))
 attack(C, "string_agg", "SELECT string_agg(name, ',') FROM people", Reject(*SHAPE))
@@ -2573,6 +2574,33 @@ attack(C, "where_undeclared", "SELECT stddev(income) FROM people WHERE length(na
 attack(C, "stddev_volatile", "SELECT stddev(income * random()) FROM people", Reject(*SHAPE))
 attack(C, "stddev_distinct", "SELECT stddev(DISTINCT income) FROM people", Reject(*SHAPE))
 attack(C, "stddev_text", "SELECT stddev(length(zip)) FROM people WHERE name IS NOT NULL", Reject(PRIV))
+# COUNT(DISTINCT col) of a declared column: noised at S_EM / epsilon; anything else refused
+attack(C, "count_distinct_declared", "SELECT count(DISTINCT zip) FROM people WHERE age = 30", Noised(min_scale=1.0, rows=1))
+attack(C, "count_distinct_grouped", "SELECT sex, count(DISTINCT zip) FROM people GROUP BY sex", Noised(min_scale=1.0, rows=2))
+attack(C, "count_distinct_undeclared", "SELECT count(DISTINCT name) FROM people", Reject(PRIV))
+attack(C, "count_distinct_expression", "SELECT count(DISTINCT age / 10) FROM people", Reject(PRIV))
+attack(C, "count_distinct_filter_undeclared",
+       "SELECT count(DISTINCT zip) FILTER (WHERE name LIKE 'Zeb%') FROM people", Reject(PRIV))
+attack(C, "count_distinct_id_probe", "SELECT count(DISTINCT id) FROM people WHERE zip = '10007'", Reject(PRIV))
+
+
+def distinct_count_scale_is_the_mode_sensitivity(ctx, conn, attempt):
+    """count(DISTINCT age): age's absolute metric (scale 10, step 1) and presence 1.0 give
+    S = max(1/1, 1/(1/10)) = 10 per epsilon: the ledger's scale is at least S / epsilon = 100 at the
+    session epsilon 0.1, and the statement is charged that epsilon once."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    assert len(rows) == 1 and 0 <= rows[0][0] <= 121, rows
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - EPS) < 1e-9, charges
+    assert min(charges[0][1]) >= 100 - 1e-9, charges[0][1]
+    return f"scale {charges[0][1][0]:g}"
+
+
+attack(C, "count_distinct_scale", "SELECT count(DISTINCT age) FROM people",
+       Custom(distinct_count_scale_is_the_mode_sensitivity))
+
 # the internal spelling written by hand: refused like the internal aggregates
 attack(C, "dispersion_by_hand",
        "SELECT dx._dispersion(3, 'income', 0, 0, NULL, NULL, NULL, NULL, NULL, NULL) FROM people", Reject(PRIV))

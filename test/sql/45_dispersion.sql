@@ -120,4 +120,44 @@ SELECT dx._noisy_part(age, 0, '{}'::float8[]) FROM disp;
 -- none of the refusals was charged
 SELECT count(*) AS charges FROM dx.my_ledger WHERE "table" = 'disp'::regclass;
 RESET ROLE;
+
+-- 4. COUNT(DISTINCT col) of a declared column: the number of its declared values present, with
+-- discrete Laplace noise of scale S/epsilon, S the d_X sensitivity of dx.mode over the same column
+-- (a record moves the count by at most 1, and only across an edge that changes its value or
+-- whether it is counted).
+-- exact where the sensitivity is 0: PostgreSQL's own answer
+CREATE TEMP TABLE native_total AS SELECT count(DISTINCT x) AS n, count(DISTINCT g) AS ng FROM disp_exact;
+GRANT SELECT ON native_total TO disp_analyst;
+SET ROLE disp_analyst;
+SELECT d.n = t.n AS equal_total, d.ng = t.ng AS equal_enumerated
+FROM (SELECT count(DISTINCT x) AS n, count(DISTINCT g) AS ng FROM disp_exact) d, native_total t;
+RESET ROLE;
+CREATE TEMP TABLE native_distinct AS
+SELECT g, count(DISTINCT x) AS nx, count(DISTINCT y) FILTER (WHERE x > 5) AS ny FROM disp_exact WHERE y < 40 GROUP BY g;
+GRANT SELECT ON native_distinct TO disp_analyst;
+SET ROLE disp_analyst;
+SELECT d.g, d.nx = n.nx AS nx_equal, d.ny = n.ny AS ny_equal, pg_typeof(d.nx) AS type
+FROM (SELECT g, count(DISTINCT x) AS nx, count(DISTINCT y) FILTER (WHERE x > 5) AS ny FROM disp_exact WHERE y < 40 GROUP BY g) d
+JOIN native_distinct n USING (g) ORDER BY d.g;
+-- noisy: ages 20..79 present of 0..100; absolute metric with step 1 and presence 1: S = 1, scale 10
+SELECT count(DISTINCT age) BETWEEN 0 AND 101 AS in_range FROM disp;
+SELECT round(epsilon::numeric, 9) AS epsilon, scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
+-- grouped: a change of sex moves a record between two groups at distance 2, so S stays 1
+SELECT sex, count(DISTINCT ward) BETWEEN 0 AND 3 AS in_range FROM disp GROUP BY sex ORDER BY sex;
+SELECT scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
+-- with a stddev in the same statement: one charge for both
+SELECT count(DISTINCT ward) >= 0 AS wards, stddev(age) IS NOT NULL AS sd FROM disp;
+SELECT count(*) AS charges_of_last_statement, round(epsilon::numeric, 9) AS epsilon
+FROM dx.my_ledger WHERE id = (SELECT max(id) FROM dx.my_ledger) GROUP BY epsilon;
+-- what dx.explain says of it, free
+SELECT kind, component, noise, noise_scale, ci95_half_width FROM dx.explain('SELECT count(DISTINCT age) FROM disp');
+-- refused: an expression, an undeclared column (in the argument or FILTER), DISTINCT of other aggregates
+SELECT count(DISTINCT age / 10) FROM disp;
+SELECT count(DISTINCT secret) FROM disp;
+SELECT count(DISTINCT age) FILTER (WHERE secret > 5) FROM disp;
+SELECT sum(DISTINCT age) FROM disp;
+RESET ROLE;
+-- the owner's dx spelling
+SELECT dx.grant_budget(current_user::regrole, 'disp', 10);
+SELECT dx.count_distinct(ward) BETWEEN 0 AND 3 AS owner_in_range FROM disp;
 RESET dxpriv.test_seed;

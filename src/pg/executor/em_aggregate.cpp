@@ -11,12 +11,14 @@
 #include "pg/ledger/charge.h"
 #include "pg/statement/statement_context.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/executor/consistent_release.h"
 #include "pg/contract/em_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/contract/noise_params.h"
 
 #include "core/exponential_mechanism.h"
+#include "core/error.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -29,6 +31,8 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -218,7 +222,8 @@ DX_FUNCTION(dx_em_deserialize)
 	s->relid = pq_getmsgint(&buf, 4);
 	s->charge_id = pq_getmsgint64(&buf);
 	const uint32 nonzero = pq_getmsgint(&buf, 4);
-	if ((s->kind != static_cast<int32>(EmKind::Mode) && s->kind != static_cast<int32>(EmKind::Quantile)) ||
+	if ((s->kind != static_cast<int32>(EmKind::Mode) && s->kind != static_cast<int32>(EmKind::Quantile) &&
+	     s->kind != static_cast<int32>(EmKind::Distinct)) ||
 	    s->p_num > kQuantileOne || s->beta_num > kEmMaxBetaNum || nonzero > candidates ||
 	    buf.len - buf.cursor != static_cast<int>(nonzero) * 12)
 		corrupted();
@@ -238,12 +243,30 @@ DX_FUNCTION(dx_em_deserialize)
 DX_FUNCTION(dx_em_finalfn)
 {
 	EmState *s = PG_ARGISNULL(0) ? state_from_aggref(fcinfo) : reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
+	const bool distinct = s->kind == static_cast<int32>(EmKind::Distinct);
 	if (!s->released) {
 		double cached;
 		if (answer_cache_replayed(s->charge_id, s->group, cached)) {
-			if (!(cached >= 0 && cached < s->candidates) || cached != static_cast<double>(static_cast<int32>(cached)))
+			if (!(cached >= (distinct ? -2147483648.0 : 0) && cached < (distinct ? 2147483648.0 : s->candidates)) ||
+			    cached != static_cast<double>(static_cast<int32>(cached)))
 				fail(ERRCODE_INTERNAL_ERROR, "cached dxpriv answer is not a candidate");
 			s->answer = static_cast<int32>(cached);
+		} else if (distinct) { // count_distinct: the values present plus discrete Laplace noise
+			if (!statement::paid(s->charge_id))
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
+				     "Run the query directly; dx aggregates are charged when the statement starts.");
+			const std::vector<int64_t> counts(s->counts(), s->counts() + s->candidates);
+			int64 noisy = 0;
+			try {
+				noisy = em_distinct_release(backend_random(), counts, s->beta());
+			} catch (const CoreError &e) {
+				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.what(), e.hint());
+			}
+			// post-processing: a number of declared values lies in [0, candidates]; without it, the
+			// raw value (kept within int4)
+			const int64 lo = guc_postprocess ? 0 : INT32_MIN, hi = guc_postprocess ? s->candidates : INT32_MAX;
+			s->answer = static_cast<int32>(std::clamp<int64>(noisy, lo, hi));
+			answer_cache_note(s->charge_id, s->group, static_cast<double>(s->answer));
 		} else {
 			if (!statement::paid(s->charge_id))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",

@@ -35,13 +35,15 @@ struct ExtensionObjects {
 	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
 	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
 	Oid median_any = InvalidOid, median_any_eps = InvalidOid;
+	Oid count_distinct = InvalidOid, count_distinct_eps = InvalidOid; // analysed like dx.mode (em_rewrite.h)
 	Oid em_select = InvalidOid, em_point_range = InvalidOid, em_point_enum = InvalidOid;
 	bool is_marker(Oid f) const
 	{
 		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
 		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps || f == mode_any ||
 		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
-		       f == median_any_eps || f == count_units || f == count_units_eps;
+		       f == median_any_eps || f == count_units || f == count_units_eps || f == count_distinct ||
+		       f == count_distinct_eps;
 	}
 	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
 	bool is_internal(Oid f) const
