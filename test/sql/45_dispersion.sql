@@ -142,6 +142,10 @@ JOIN native_distinct n USING (g) ORDER BY d.g;
 -- noisy: ages 20..79 present of 0..100; absolute metric with step 1 and presence 1: S = 1, scale 10
 SELECT count(DISTINCT age) BETWEEN 0 AND 101 AS in_range FROM disp;
 SELECT round(epsilon::numeric, 9) AS epsilon, scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
+-- its row in dx.last_release: the exact interval of its discrete Laplace noise
+SELECT aggregate, kind, expression IS NULL AS no_text, component, noise, round(noise_scale::numeric, 3) AS scale,
+       ci95_half_width, interval_method, ci95_high - ci95_low = 2 * ci95_half_width AS symmetric
+FROM dx.last_release();
 -- grouped: a change of sex moves a record between two groups at distance 2, so S stays 1
 SELECT sex, count(DISTINCT ward) BETWEEN 0 AND 3 AS in_range FROM disp GROUP BY sex ORDER BY sex;
 SELECT scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
@@ -149,6 +153,19 @@ SELECT scales FROM dx.my_ledger ORDER BY id DESC LIMIT 1;
 SELECT count(DISTINCT ward) >= 0 AS wards, stddev(age) IS NOT NULL AS sd FROM disp;
 SELECT count(*) AS charges_of_last_statement, round(epsilon::numeric, 9) AS epsilon
 FROM dx.my_ledger WHERE id = (SELECT max(id) FROM dx.my_ledger) GROUP BY epsilon;
+SELECT kind, component, interval_method FROM dx.last_release() WHERE kind = 'count_distinct';
+-- 5. Quantiles, mode and median get their interval in dx.last_release too: the 95% bound on the
+-- utility they lose (rows below the top count, rows away from the target rank), which depends on
+-- epsilon, the sensitivity and the number of candidates only; their value is what the client got
+SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) BETWEEN 0 AND 100 AS median_answered,
+       mode() WITHIN GROUP (ORDER BY ward) IS NOT NULL AS mode_answered, count(*) > 0 AS counted FROM disp;
+SELECT aggregate, kind, component, answer IS NULL AS value_not_logged, noise, interval_method,
+       ci95_half_width > 0 AS has_bound
+FROM dx.last_release() ORDER BY aggregate;
+-- the bound is the one dx.explain announces
+SELECT abs(l.ci95_half_width - e.ci95_half_width) < 1e-9 AS as_explained
+FROM dx.last_release() l, dx.explain('SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) FROM disp') e
+WHERE l.kind = 'quantile';
 -- what dx.explain says of it, free
 SELECT kind, component, noise, noise_scale, ci95_half_width FROM dx.explain('SELECT count(DISTINCT age) FROM disp');
 -- refused: an expression, an undeclared column (in the argument or FILTER), DISTINCT of other aggregates

@@ -12,11 +12,13 @@
 #include "pg/statement/statement_context.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/executor/consistent_release.h"
+#include "pg/executor/release_log.h"
 #include "pg/contract/em_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/contract/noise_params.h"
 
+#include "core/accuracy.h"
 #include "core/exponential_mechanism.h"
 #include "core/error.h"
 
@@ -32,6 +34,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -238,6 +241,33 @@ DX_FUNCTION(dx_em_deserialize)
 	PG_RETURN_POINTER(s);
 }
 
+namespace {
+
+// dx.last_release's row of one exponential-mechanism state: count_distinct's Laplace interval, or
+// for dx.mode/quantile/median the 95% bound of Theorem 4 on the utility lost (rows: how far below
+// the top count a mode's count, or how many rows away from the target rank a quantile's rank, can
+// be), which depends on beta and the number of candidates only.
+void
+log_exponential_release(const EmState &s)
+{
+	const EmBeta beta = s.beta();
+	if (s.kind == static_cast<int32>(EmKind::Distinct)) {
+		LinearNoisePlan plan;
+		plan.grid = 1;
+		plan.scale = em_distinct_scale(beta);
+		release_log_exponential(s.charge_id, s.group, "count_distinct", "value", static_cast<double>(s.answer),
+		                        confidence_half_width(plan), "exact", plan.scale);
+		return;
+	}
+	const bool mode = s.kind == static_cast<int32>(EmKind::Mode);
+	const double temperature = beta.infinite ? 0.0 : beta.num == 0 ? std::nan("") : std::ldexp(1.0, kEmBetaBits) / beta.num;
+	release_log_exponential(s.charge_id, s.group, mode ? "mode" : "quantile", mode ? "count_below_top" : "rank_distance",
+	                        std::nan(""), em_utility_loss_bound(beta, s.candidates, std::log(20.0)), "exponential_bound",
+	                        temperature);
+}
+
+} // namespace
+
 // dx._em_finalfn(state) -> int4: the index of the chosen candidate, drawn once per state and
 // replayed from the answer cache when the statement reuses a stored answer.
 DX_FUNCTION(dx_em_finalfn)
@@ -279,6 +309,7 @@ DX_FUNCTION(dx_em_finalfn)
 			answer_cache_note(s->charge_id, s->group, static_cast<double>(s->answer));
 		}
 		s->released = true;
+		log_exponential_release(*s);
 	}
 	PG_RETURN_INT32(s->answer);
 }

@@ -64,6 +64,14 @@ void release_log_annotate(int64 charge_id, int group, const std::string &note, d
 void release_log_statistic(int64 charge_id, int group, int order, const std::string &kind, const std::string &expression,
                            double answer, double half_width, const std::string &note);
 
+// What an exponential-mechanism aggregate of the log's statement released for (charge_id, group):
+// kind (mode, quantile, count_distinct), component, answer (NaN: NULL, e.g. a mode's value, which
+// the log does not hold), its 95% half-width, interval_method ("exponential_bound": Theorem 4's
+// utility-loss bound in rows; "exact": count_distinct's Laplace law) and noise scale (NaN: none).
+// Recording the same (charge_id, group) twice keeps the first.
+void release_log_exponential(int64 charge_id, int group, const std::string &kind, const std::string &component,
+                             double answer, double half_width, const std::string &method, double noise_scale);
+
 // Forgets the per-transaction mapping of charge ids to statements (transaction end).
 void release_log_end_transaction();
 
