@@ -50,7 +50,30 @@ JOIN native_grouped n USING (g) ORDER BY d.g;
 SELECT round(s::numeric, 6) = round((SELECT sd FROM native)::numeric, 6) AS wrapped_equal
 FROM (SELECT stddev(x) AS s FROM disp_exact) t;
 SELECT g FROM disp_exact GROUP BY g HAVING stddev(x) > 0 ORDER BY g;
+-- a prepared statement with a bound parameter (analysed when planned with its value), a cursor
+PREPARE disp_p(int) AS SELECT stddev(x) AS sd, corr(y, x) AS r FROM disp_exact WHERE x < $1;
+EXECUTE disp_p(30);
+BEGIN;
+DECLARE disp_c CURSOR FOR SELECT g, var_pop(x) AS v FROM disp_exact GROUP BY g ORDER BY g;
+FETCH ALL FROM disp_c;
+COMMIT;
 RESET ROLE;
+-- (PostgreSQL's own, for the owner: the same numbers)
+SELECT stddev(x) FILTER (WHERE x < 30) AS sd, corr(y, x) FILTER (WHERE x < 30) AS r FROM disp_exact;
+SELECT g, var_pop(x) AS v FROM disp_exact GROUP BY g ORDER BY g;
+-- a parallel plan: the parts' partial states are combined exactly, the statistic computed in the leader
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET ROLE disp_analyst;
+SELECT abs(d.sd - n.sd) < 1e-9 AS parallel_sd, abs(d.r - n.r) < 1e-12 AS parallel_r
+FROM (SELECT stddev(x) AS sd, corr(y, x) AS r FROM disp_exact) d, native n;
+RESET ROLE;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
 
 -- 2. Noisy releases: one charge for every part, the statistic's error bar in dx.last_release.
 CREATE TABLE disp (age int, income int, sex text, ward text, secret int);
@@ -102,6 +125,10 @@ WHERE interval_method = 'delta_method' ORDER BY group_key;
 -- ROLLUP: the sets share one allocation and one charge
 SELECT sex, GROUPING(sex) AS gs, stddev(age) IS NOT NULL AS answered FROM disp GROUP BY ROLLUP (sex) ORDER BY gs, sex;
 SELECT count(*) FILTER (WHERE interval_method = 'delta_method') AS statistics FROM dx.last_release();
+-- dx.explain, free: the parts' cells (their scales and exact intervals) before anything is spent
+SELECT cell, aggregate, kind, component, round(epsilon::numeric, 6) AS epsilon, noise_scale > 0 AS noised,
+       round(query_epsilon::numeric, 6) AS query_epsilon
+FROM dx.explain('SELECT stddev(age) FROM disp') ORDER BY cell;
 -- what PostgreSQL answers as NULL stays NULL without post-processing only where undefined
 SET dxpriv.postprocess = off;
 SELECT corr(income, age) IS NOT NULL AS raw_corr_answered FROM disp;
