@@ -2565,6 +2565,10 @@ attack(C, "stddev_grouped_filter", "SELECT sex, stddev(age) FILTER (WHERE diagno
        Noised(min_scale=1.0, rows=2))
 attack(C, "regr_rollup", "SELECT sex, regr_slope(income, age) FROM people GROUP BY ROLLUP (sex)",
        Noised(min_scale=1.0, rows=3))
+attack(C, "stddev_public_join", "SELECT z.city, stddev(p.income) FROM people p JOIN zips z ON p.zip = z.zip GROUP BY z.city",
+       Reject(*SHAPE))
+attack(C, "stddev_having_targeted",
+       "SELECT sex FROM people WHERE zip = '10007' GROUP BY sex HAVING stddev(income) > 1000", Noised(min_scale=1.0))
 attack(C, "stddev_in_wrapper", "SELECT s * 2 FROM (SELECT stddev(income) AS s FROM people) t", Noised(min_scale=1.0, rows=1))
 # no sensitivity computed for other values: undeclared columns, in the argument or the FILTER
 attack(C, "stddev_undeclared", "SELECT stddev(id) FROM people", Reject(PRIV))
