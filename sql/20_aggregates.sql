@@ -99,6 +99,26 @@ COMMENT ON AGGREGATE dx._noisy_count(float8, int4, float8[]) IS 'internal: place
 COMMENT ON AGGREGATE dx._noisy_sum(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON AGGREGATE dx._noisy_avg(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only';
 
+-- Analysts' stddev, variance, covar, corr and regr_* (src/pg/analyst/dispersion_spelling.h): each is
+-- computed from linear parts (count and centred sums of x, y, x², y², xy), released with the
+-- statement's other linear aggregates. dx._noisy_part releases one part as {answer, noise
+-- variance, charge id (two 32-bit halves), group, weight lo, weight hi, noise kurtosis};
+-- dx._dispersion computes
+-- the statistic from its parts with a delta-method error bar (dx.last_release).
+CREATE FUNCTION dx._linear_part_finalfn(internal) RETURNS float8[]
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_part_finalfn';
+COMMENT ON FUNCTION dx._linear_part_finalfn(internal) IS 'noisy sum with its noise variance and identity, for dx._dispersion';
+CREATE AGGREGATE dx._noisy_part(float8, int4, float8[]) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_part_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_part(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_*)';
+CREATE FUNCTION dx._dispersion(kind int4, label text, cx float8, cy float8, n float8[], sx float8[], sy float8[],
+                               sxx float8[], syy float8[], sxy float8[]) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_dispersion';
+COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[], float8[], float8[], float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (stddev, variance, covar, corr, regr_* from released parts)';
+
 -- 1 for a non-null value, 0 for null: the per-row weight of count(expr), evaluated at analysis on
 -- the declared points (rows are mapped to points by dx._weigh below).
 CREATE FUNCTION dx._indicator("any") RETURNS float8

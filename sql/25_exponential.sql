@@ -70,3 +70,14 @@ CREATE FUNCTION dx._em_point(int4, anyelement, text[]) RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_em_point_enum';
 COMMENT ON FUNCTION dx._em_point(int4, anyelement, float8, float8, float8) IS 'point of a range domain with the given index (second argument: NULL of the column type)';
 COMMENT ON FUNCTION dx._em_point(int4, anyelement, text[]) IS 'point of an enumerated domain with the given index (second argument: NULL of the column type)';
+
+-- dx.count_distinct(col): the number of declared values of a column that have a counted row,
+-- with discrete Laplace noise of scale S/epsilon, S the d_X sensitivity of dx.mode over the same
+-- column, WHERE, FILTER and GROUP BY (src/core/exponential_mechanism.h, count_distinct). Analysts'
+-- COUNT(DISTINCT col) of a declared column is spelled this way. Markers like dx.count.
+CREATE AGGREGATE dx.count_distinct("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count_distinct("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.count_distinct("any") IS 'd_X-private number of distinct declared values of a column present in the rows, at the session epsilon';
+COMMENT ON AGGREGATE dx.count_distinct("any", float8) IS 'd_X-private number of distinct declared values of a column present in the rows, at the given epsilon';

@@ -806,3 +806,34 @@ REVOKE EXECUTE ON FUNCTION dx._partition_select_combinefn(internal, internal) FR
 REVOKE EXECUTE ON FUNCTION dx._partition_select_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._partition_select_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._partition_select_finalfn(internal) FROM PUBLIC;
+-- Analysts' stddev, variance, covar, corr and regr_* (src/pg/analyst/dispersion_spelling.h): each is
+-- computed from linear parts (count and centred sums of x, y, x², y², xy), released with the
+-- statement's other linear aggregates. dx._noisy_part releases one part as {answer, noise
+-- variance, charge id (two 32-bit halves), group, weight lo, weight hi, noise kurtosis};
+-- dx._dispersion computes
+-- the statistic from its parts with a delta-method error bar (dx.last_release).
+CREATE FUNCTION dx._linear_part_finalfn(internal) RETURNS float8[]
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_linear_part_finalfn';
+COMMENT ON FUNCTION dx._linear_part_finalfn(internal) IS 'noisy sum with its noise variance and identity, for dx._dispersion';
+CREATE AGGREGATE dx._noisy_part(float8, int4, float8[]) (
+	SFUNC = dx._linear_transfn, STYPE = internal,
+	FINALFUNC = dx._linear_part_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._linear_combinefn, SERIALFUNC = dx._linear_serialize,
+	DESERIALFUNC = dx._linear_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_part(float8, int4, float8[]) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_*)';
+CREATE FUNCTION dx._dispersion(kind int4, label text, cx float8, cy float8, n float8[], sx float8[], sy float8[],
+                               sxx float8[], syy float8[], sxy float8[]) RETURNS float8
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_dispersion';
+COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[], float8[], float8[], float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (stddev, variance, covar, corr, regr_* from released parts)';
+REVOKE EXECUTE ON FUNCTION dx._linear_part_finalfn(internal) FROM PUBLIC;
+
+-- dx.count_distinct(col): the number of declared values of a column that have a counted row,
+-- with discrete Laplace noise of scale S/epsilon, S the d_X sensitivity of dx.mode over the same
+-- column, WHERE, FILTER and GROUP BY (src/core/exponential_mechanism.h, count_distinct). Analysts'
+-- COUNT(DISTINCT col) of a declared column is spelled this way. Markers like dx.count.
+CREATE AGGREGATE dx.count_distinct("any") (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+CREATE AGGREGATE dx.count_distinct("any", float8) (SFUNC = dx._marker_transfn, STYPE = internal,
+	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx.count_distinct("any") IS 'd_X-private number of distinct declared values of a column present in the rows, at the session epsilon';
+COMMENT ON AGGREGATE dx.count_distinct("any", float8) IS 'd_X-private number of distinct declared values of a column present in the rows, at the given epsilon';

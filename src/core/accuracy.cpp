@@ -92,4 +92,18 @@ confidence_half_width(const LinearNoisePlan &plan, double confidence)
 	return laplace_steps(t, miss) * plan.grid;
 }
 
+// See accuracy.h.
+double
+noise_variance(const LinearNoisePlan &plan)
+{
+	if (!(plan.scale > 0))
+		return 0;
+	if (plan.family == NoiseFamily::Gaussian)
+		return plan.scale * plan.scale;
+	const double grid = plan.grid > 0 ? plan.grid : 1;
+	const double a = std::exp(-grid / plan.scale);
+	const double one_minus_a = -std::expm1(-grid / plan.scale);
+	return grid * grid * 2 * a / (one_minus_a * one_minus_a);
+}
+
 } // namespace dxpriv

@@ -13,4 +13,9 @@ namespace dxpriv {
 // 0 when the plan adds no noise. confidence in (0,1).
 double confidence_half_width(const LinearNoisePlan &plan, double confidence = 0.95);
 
+// Variance of the noise the plan adds (answer units): Laplace grid² · 2a/(1-a)², a = exp(-grid/scale)
+// (the discrete Laplace; 2·scale² in the limit); Gaussian scale²; TruncatedLaplace the Laplace
+// value (an upper bound: truncation only removes tail mass). 0 when the plan adds no noise.
+double noise_variance(const LinearNoisePlan &plan);
+
 } // namespace dxpriv

@@ -42,7 +42,7 @@ quantile_numerator(double p)
 std::uint64_t
 em_utility_denominator(const EmUtility &u)
 {
-	return u.kind == EmKind::Mode ? 1 : kQuantileOne;
+	return u.kind == EmKind::Quantile ? kQuantileOne : 1;
 }
 
 // See exponential_mechanism.h.
@@ -62,7 +62,7 @@ em_utilities(const EmUtility &u, const std::vector<std::int64_t> &counts)
 		total += c;
 	}
 	std::vector<i128> out(counts.size());
-	if (u.kind == EmKind::Mode) {
+	if (u.kind != EmKind::Quantile) {
 		for (std::size_t r = 0; r < counts.size(); ++r)
 			out[r] = counts[r];
 		return out;
@@ -84,6 +84,8 @@ em_utilities(const EmUtility &u, const std::vector<std::int64_t> &counts)
 double
 em_row_bound(const EmUtility &u, std::size_t candidates)
 {
+	if (u.kind == EmKind::Distinct)
+		return 1; // D is 0 or 1 even with a single candidate
 	if (candidates <= 1)
 		return 0;
 	if (u.kind == EmKind::Mode)
@@ -317,6 +319,34 @@ em_utility_loss_bound(EmBeta beta, std::size_t candidates, double t)
 		return kInfinity;
 	const double b = std::ldexp(static_cast<double>(beta.num), -kEmBetaBits);
 	return (std::log(static_cast<double>(std::max<std::size_t>(candidates, 1))) + t) / b;
+}
+
+// See exponential_mechanism.h.
+double
+em_distinct_scale(EmBeta beta)
+{
+	if (beta.infinite)
+		return 0;
+	if (beta.num == 0)
+		throw CoreError(ErrorKind::ProgramLimit, "the noise of this distinct count would exceed its limit",
+		                "Raise epsilon or declare a coarser metric: the count's sensitivity over epsilon is above 2^19.");
+	return std::ldexp(1.0, 19) / static_cast<double>(beta.num);
+}
+
+// See exponential_mechanism.h.
+std::int64_t
+em_distinct_release(RandomSource &rng, const std::vector<std::int64_t> &counts, EmBeta beta)
+{
+	std::int64_t present = 0;
+	for (std::int64_t c : counts) {
+		if (c < 0)
+			throw CoreError(ErrorKind::InvalidParameter, "candidate counts must be non-negative");
+		present += c > 0 ? 1 : 0;
+	}
+	em_distinct_scale(beta); // refuses beta.num == 0
+	if (beta.infinite)
+		return present;
+	return present + discrete_laplace(rng, Rational{std::uint64_t{1} << 19, beta.num});
 }
 
 } // namespace dxpriv

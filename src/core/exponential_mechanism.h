@@ -38,7 +38,9 @@
 
 namespace dxpriv {
 
-enum class EmKind { Mode, Quantile };
+// Distinct: not an exponential mechanism but the same analysis (count_distinct): the number of
+// candidates with a counted row, released with discrete Laplace noise (em_distinct_release).
+enum class EmKind { Mode, Quantile, Distinct };
 
 // Quantile levels are p_num / 2^20.
 constexpr int kQuantileBits = 20;
@@ -112,6 +114,22 @@ std::vector<long double> em_probabilities(const std::vector<__int128> &utilities
 // Theorem 4: P[u(output) <= OPT - (ln K + t) / beta] <= exp(-t). Returns (ln K + t) / beta in
 // utility units (rows), 0 for an infinite beta and +inf for beta == 0. t >= 0.
 double em_utility_loss_bound(EmBeta beta, std::size_t candidates, double t);
+
+// count_distinct (EmKind::Distinct): D_g = #{r : counts_g[r] > 0}, the number of declared values
+// with a counted row in group g. One record moving from point x to point y (or appearing, y = ⊥)
+// changes counts_g[r] by at most 1 in absolute value for every (g, r), and D_g only when some
+// count crosses 0, which needs |Δ counts_g[r]| = 1 for that r: |ΔD_g| <= max_r |Δ counts_g[r]|,
+// so Σ_g |ΔD_g| <= L(x, y), the pseudometric of dx.mode above (row bound 1, also with a single
+// candidate: D is then 0 or 1). Hence Σ_g |ΔD_g| <= S_EM · d(x, y) with S_EM the mode utility
+// sensitivity, and adding discrete Laplace noise of scale S_EM / epsilon to every D_g is
+// epsilon·d_X-private for the grouped release (the L1 Laplace mechanism).
+// The scale used is 1 / (2 beta) = 2^19 / beta.num, beta = em_beta(epsilon, S_EM) rounded down, so
+// at least S_EM / epsilon; 0 for an infinite beta (S_EM = 0, exact). Throws
+// CoreError(ProgramLimit) when beta.num is 0 (a noise scale beyond 2^19).
+double em_distinct_scale(EmBeta beta);
+// D for one group's counts plus that noise (exact discrete Laplace, CKS). CoreError as above and
+// (InvalidParameter) for a negative count.
+std::int64_t em_distinct_release(RandomSource &rng, const std::vector<std::int64_t> &counts, EmBeta beta);
 
 // Bernoulli(exp(-num/den)) for a 128-bit numerator (exact; CKS Algorithm 1 by integer parts).
 bool bernoulli_exp_minus_wide(RandomSource &rng, unsigned __int128 num, std::uint64_t den);

@@ -279,7 +279,8 @@ attack(C, "distinct_raw", "SELECT DISTINCT zip FROM people",
        Custom(lambda ctx, conn, a: declared_values([(z,) for z in ZIPS])(ctx, conn, a)))
 attack(C, "distinct_on", "SELECT DISTINCT ON (zip) zip, name FROM people", Reject(*SHAPE))
 attack(C, "distinct_with_group", "SELECT DISTINCT age, count(*) FROM people GROUP BY age", Reject(*SHAPE))
-attack(C, "count_distinct", "SELECT count(DISTINCT age) FROM people", Reject(*SHAPE))
+# the number of declared ages present, with noise (issue 24; the dispersion category)
+attack(C, "count_distinct", "SELECT count(DISTINCT age) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "min", "SELECT min(age) FROM people", Reject(*SHAPE))
 attack(C, "max_targeted", "SELECT max(income) FROM people WHERE zip = '10007' AND age = 30", Reject(*SHAPE))
 attack(C, "string_agg", "SELECT string_agg(name, ',') FROM people", Reject(*SHAPE))
@@ -288,7 +289,8 @@ attack(C, "json_agg", "SELECT json_agg(p) FROM people p", Reject(*SHAPE))
 # mode() WITHIN GROUP is dx.mode (issue 12): one noisy declared value, charged (see the spellings category)
 attack(C, "mode_within_group", "SELECT mode() WITHIN GROUP (ORDER BY age) FROM people", Noised(rows=1))
 attack(C, "bool_or", "SELECT bool_or(age = 30 AND zip = '10007') FROM people", Reject(*SHAPE))
-attack(C, "stddev", "SELECT stddev(income) FROM people", Reject(*SHAPE))
+# stddev is computed from noisy linear parts (issue 24; the dispersion category)
+attack(C, "stddev", "SELECT stddev(income) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "count_plus_min", "SELECT count(*), min(age) FROM people", Reject(*SHAPE))
 
 
@@ -2498,6 +2500,9 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
 NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
+                      # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
+                      # written by hand they are refused (the dispersion attack category)
+                      "_noisy_part", "_dispersion",
                       "_indicator", "_em_point", "_period", "_analyst_can_see",
                       # called by the dx.analyst_*_size functions (issue 12); they tell only whether a
                       # relation or tablespace holds protected rows
@@ -2772,6 +2777,114 @@ def test_standard_spellings_sizes_and_own_use_views():
     run_category("spellings_own_use", admin_setup=SPELLINGS_ADMIN_SETUP, analyst_setup=INTERNAL_ANALYST_SETUP)
 
 
+# ================================================================ dispersion statistics (issue 24)
+
+C = "dispersion"
+# answered from noisy parts: charged, every part noised at least at the count's presence scale
+attack(C, "stddev_declared", "SELECT stddev(income) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "corr_declared", "SELECT corr(income, age) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "variance_targeted_where", "SELECT var_pop(income) FROM people WHERE zip = '10007' AND sex = 'F'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "stddev_grouped_filter", "SELECT sex, stddev(age) FILTER (WHERE diagnosis = 'yes') FROM people GROUP BY sex",
+       Noised(min_scale=1.0, rows=2))
+attack(C, "regr_rollup", "SELECT sex, regr_slope(income, age) FROM people GROUP BY ROLLUP (sex)",
+       Noised(min_scale=1.0, rows=3))
+attack(C, "stddev_public_join", "SELECT z.city, stddev(p.income) FROM people p JOIN zips z ON p.zip = z.zip GROUP BY z.city",
+       Reject(*SHAPE))
+attack(C, "stddev_having_targeted",
+       "SELECT sex FROM people WHERE zip = '10007' GROUP BY sex HAVING stddev(income) > 1000", Noised(min_scale=1.0))
+attack(C, "stddev_in_wrapper", "SELECT s * 2 FROM (SELECT stddev(income) AS s FROM people) t", Noised(min_scale=1.0, rows=1))
+# no sensitivity computed for other values: undeclared columns, in the argument or the FILTER
+attack(C, "stddev_undeclared", "SELECT stddev(id) FROM people", Reject(PRIV))
+attack(C, "corr_undeclared", "SELECT corr(id, income) FROM people", Reject(PRIV))
+attack(C, "filter_undeclared", "SELECT stddev(income) FILTER (WHERE name = 'Zebulon Quixote') FROM people", Reject(PRIV))
+attack(C, "where_undeclared", "SELECT stddev(income) FROM people WHERE length(name) > 3", Reject(PRIV))
+attack(C, "stddev_volatile", "SELECT stddev(income * random()) FROM people", Reject(*SHAPE))
+attack(C, "stddev_distinct", "SELECT stddev(DISTINCT income) FROM people", Reject(*SHAPE))
+attack(C, "stddev_text", "SELECT stddev(length(zip)) FROM people WHERE name IS NOT NULL", Reject(PRIV))
+# COUNT(DISTINCT col) of a declared column: noised at S_EM / epsilon; anything else refused
+attack(C, "count_distinct_declared", "SELECT count(DISTINCT zip) FROM people WHERE age = 30", Noised(min_scale=1.0, rows=1))
+attack(C, "count_distinct_grouped", "SELECT sex, count(DISTINCT zip) FROM people GROUP BY sex", Noised(min_scale=1.0, rows=2))
+attack(C, "count_distinct_undeclared", "SELECT count(DISTINCT name) FROM people", Reject(PRIV))
+attack(C, "count_distinct_expression", "SELECT count(DISTINCT age / 10) FROM people", Reject(PRIV))
+attack(C, "count_distinct_filter_undeclared",
+       "SELECT count(DISTINCT zip) FILTER (WHERE name LIKE 'Zeb%') FROM people", Reject(PRIV))
+attack(C, "count_distinct_id_probe", "SELECT count(DISTINCT id) FROM people WHERE zip = '10007'", Reject(PRIV))
+
+
+def distinct_count_scale_is_the_mode_sensitivity(ctx, conn, attempt):
+    """count(DISTINCT age): age's absolute metric (scale 10, step 1) and presence 1.0 give
+    S = max(1/1, 1/(1/10)) = 10 per epsilon: the ledger's scale is at least S / epsilon = 100 at the
+    session epsilon 0.1, and the statement is charged that epsilon once."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    assert len(rows) == 1 and 0 <= rows[0][0] <= 121, rows
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - EPS) < 1e-9, charges
+    assert min(charges[0][1]) >= 100 - 1e-9, charges[0][1]
+    return f"scale {charges[0][1][0]:g}"
+
+
+attack(C, "count_distinct_scale", "SELECT count(DISTINCT age) FROM people",
+       Custom(distinct_count_scale_is_the_mode_sensitivity))
+
+# the internal spelling written by hand: refused like the internal aggregates
+attack(C, "dispersion_by_hand",
+       "SELECT dx._dispersion(3, 'income', 0, 0, NULL, NULL, NULL, NULL, NULL, NULL) FROM people", Reject(PRIV))
+attack(C, "noisy_part_by_hand", "SELECT dx._noisy_part(income, 0, '{}'::float8[]) FROM people", Reject(PRIV))
+attack(C, "forged_parts_no_table",
+       "SELECT dx._dispersion(3, 'x', 0, 0, '{5,0,0,0,0,0,1}', '{1,0,0,0,0,0,1}', NULL, '{9,0,0,0,0,0,1}', NULL, NULL)",
+       Reject(PRIV))
+
+
+def shared_parts_one_charge(ctx, conn, attempt):
+    """Two statistics of one column and a correlation in one statement: one ledger row, the shared
+    parts released and charged once (3 one-column parts at a third of the session epsilon each, 6
+    two-column parts at a sixth: twice the session epsilon, 9 cells), every cell noised."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    assert len(rows) == 1 and all(v is not None for v in rows[0]), rows
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1, charges
+    eps, scales = charges[0]
+    assert abs(eps - 2 * EPS) < 1e-9, eps
+    assert len(scales) == 9 and min(scales) > 0, scales
+    released = run_fetch(conn, "SELECT kind, component, interval_method, noise_scale, ci95_half_width "
+                               "FROM dx.last_release()")
+    stats = [r for r in released if r[2] == "delta_method"]
+    parts = [r for r in released if r[0] == "part"]
+    assert sorted(r[0] for r in stats) == ["corr", "stddev_samp", "var_samp"], stats
+    assert len(parts) == 9 and all(r[3] > 0 for r in parts), parts
+    assert all(r[4] is None or r[4] > 0 for r in stats), stats
+    return f"one charge of {eps:g}, {len(scales)} cells"
+
+
+attack(C, "shared_parts_one_charge", "SELECT stddev(income), variance(income), corr(income, age) FROM people",
+       Custom(shared_parts_one_charge))
+
+
+def hand_call_adds_no_release_row(ctx, conn, attempt):
+    """After a real release, a hand-written dx._dispersion (refused) leaves dx.last_release as it was."""
+    run_fetch(conn, "SELECT stddev(age) FROM people")
+    before = run_fetch(conn, "SELECT * FROM dx.last_release()")
+    err = run_expect_error(conn, attempt.sql)
+    assert err.pgcode == PRIV, err.pgcode
+    after = run_fetch(conn, "SELECT * FROM dx.last_release()")
+    assert before == after
+    return "log unchanged"
+
+
+attack(C, "hand_call_after_release",
+       "SELECT dx._dispersion(3, 'x', 0, 0, '{5,0,0,0,0,0,1}', '{1,0,0,0,0,0,1}', NULL, '{9,0,0,0,0,0,1}', NULL, NULL)"
+       " FROM people", Custom(hand_call_adds_no_release_row))
+
+
+def test_dispersion_statistics():
+    run_category("dispersion")
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -2784,7 +2897,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins", "top_k"}
+               "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

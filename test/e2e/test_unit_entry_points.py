@@ -73,7 +73,8 @@ BOUNDED = ["dx.count()", 'dx.count("any")', 'dx.count("any",double precision)', 
 # Exponential-mechanism aggregates: refused by the analyzer on a unit table (0A000, nothing charged).
 REFUSED_AGG = ["dx.mode(anyelement)", "dx.mode(anyelement,double precision)", "dx.quantile(anyelement,double precision)",
                "dx.quantile(anyelement,double precision,double precision)", "dx.median(anyelement)",
-               "dx.median(anyelement,double precision)"]
+               "dx.median(anyelement,double precision)", 'dx.count_distinct("any")',
+               'dx.count_distinct("any",double precision)']
 BOUNDED_SQL = {
     "dx.count()": "SELECT dx.count(*) FROM {t}",
     'dx.count("any")': "SELECT dx.count(age) FROM {t}",
@@ -92,6 +93,8 @@ BOUNDED_SQL = {
     "dx.quantile(anyelement,double precision,double precision)": "SELECT dx.quantile(age, 0.5, 0.5) FROM {t}",
     "dx.median(anyelement)": "SELECT dx.median(age) FROM {t}",
     "dx.median(anyelement,double precision)": "SELECT dx.median(age, 0.5) FROM {t}",
+    'dx.count_distinct("any")': "SELECT dx.count_distinct(age) FROM {t}",
+    'dx.count_distinct("any",double precision)': "SELECT dx.count_distinct(age, 0.5) FROM {t}",
 }
 # Owner or superuser functions (SECURITY DEFINER, checked in their body): never read rows for an analyst.
 DBA = ["dx.protect_table(regclass,double precision,double precision)", "dx.unprotect_table(regclass)",

@@ -50,7 +50,7 @@ SELECT count(note) FROM people;
 -- refused, with hints naming dx.quantile / dx.mode
 SELECT min(age) FROM people;
 SELECT max(income) FROM people WHERE sex = 'F';
-SELECT count(DISTINCT age) FROM people;
+SELECT count(DISTINCT age / 2) FROM people;
 SELECT percentile_cont(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY age) FROM people;
 SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY age / 2) FROM people;
 SELECT string_agg(sex, ',') FROM people;

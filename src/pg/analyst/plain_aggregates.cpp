@@ -1,6 +1,7 @@
 // Analysts' plain aggregates (count, sum, avg, ...) rewritten to dx aggregates, or refused.
 #include "pg/analyst/plain_aggregates.h"
 
+#include "pg/analyst/dispersion_spelling.h"
 #include "pg/analyst/refusals.h"
 
 #include "pg/guard.h"
@@ -164,6 +165,26 @@ counts_units(Query *q, Aggref *a)
 	       v->varattno == policy.unit.attnum;
 }
 
+// count(DISTINCT col) on a declared column of the table q reads (one column, not a member of a
+// column group, on a table without a privacy unit): the number of its declared values present,
+// which dx.count_distinct answers (core/exponential_mechanism.h, count_distinct).
+bool
+counts_declared_values(Query *q, Aggref *a)
+{
+	if (!a->aggdistinct || list_length(a->args) != 1 || a->aggorder)
+		return false;
+	Node *e = strip_implicit_coercions(first_arg(a));
+	const Oid rel = read_table(q);
+	if (!e || !IsA(e, Var) || !OidIsValid(rel))
+		return false;
+	Var *v = castNode(Var, e);
+	TablePolicy policy;
+	if (v->varlevelsup != 0 || v->varno != 1 || !load_table_policy(rel, policy) || policy.unit.present())
+		return false;
+	const ColumnPolicy *c = policy.find(v->varattno);
+	return c && !c->is_group();
+}
+
 // Refusals of built-in aggregates that have no private counterpart, with what to write instead.
 [[noreturn]] void
 refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
@@ -191,9 +212,11 @@ refuse_plain_aggregate(Query *q, Aggref *a, const char *name)
 	}
 	if (a->aggdistinct)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
-		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted,
-		     "The number of distinct values is not a sum over rows and has no noisy counterpart. SELECT " + col +
-		         ", count(*) FROM " + table + " GROUP BY " + col +
+		     fn + "(DISTINCT ...) cannot be used by analysts on protected table " + quoted +
+		         (fn == "count" ? " except count(DISTINCT <declared column>)" : ""),
+		     "count(DISTINCT <declared column>) counts the declared values present (with noise); the distinct "
+		     "values of an expression or of an undeclared column have no sensitivity dxpriv can bound. SELECT " +
+		         col + ", count(*) FROM " + table + " GROUP BY " + col +
 		         " counts the rows of every declared value; dx.mode(" + col +
 		         ") gives the most frequent value and dx.quantile(" + col + ", 0.5) the median.");
 	fail(ERRCODE_INSUFFICIENT_PRIVILEGE, fn + " WITHIN GROUP with an array of levels cannot be used by analysts",
@@ -236,7 +259,7 @@ marker_call(Aggref *a, Oid marker, List *exprs, const ExtensionObjects &ext)
 		m->args = lappend(m->args, makeTargetEntry(e, static_cast<AttrNumber>(list_length(m->args) + 1), nullptr, false));
 		m->aggargtypes = lappend_oid(m->aggargtypes, exprType((Node *) e));
 	}
-	if (marker == ext.count_star || marker == ext.count_any || marker == ext.count_units)
+	if (marker == ext.count_star || marker == ext.count_any || marker == ext.count_units || marker == ext.count_distinct)
 		m->aggtype = INT8OID;
 	else if (marker == ext.sum_any || marker == ext.avg_any)
 		m->aggtype = FLOAT8OID;
@@ -311,10 +334,14 @@ standard_spelling(Aggref *a, PlainAggRewrite &c)
 	const bool reads_table = OidIsValid(read_table(c.q));
 	if ((fn == "min" || fn == "max") && reads_table)
 		refuse_plain_aggregate(c.q, a, name);
+	if (Node *d = dispersion_spelling(a, fn, c.q, ext)) // stddev, variance, corr, regr_* (dispersion_spelling.h)
+		return d;
 	if (fn != "count" && fn != "sum" && fn != "avg")
 		return nullptr;
 	if (fn == "count" && reads_table && counts_units(c.q, a))
 		return marker_call(a, ext.count_units, args(), ext);
+	if (fn == "count" && reads_table && counts_declared_values(c.q, a))
+		return marker_call(a, ext.count_distinct, list_make1(strip_implicit_coercions(first_arg(a))), ext);
 	if (a->aggdistinct && reads_table)
 		refuse_plain_aggregate(c.q, a, name);
 	if ((fn == "count" && (a->aggstar || counts_every_row(c.q, a))) || counts_rows_by_constant(a, fn))

@@ -11,12 +11,16 @@
 #include "pg/ledger/charge.h"
 #include "pg/statement/statement_context.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/executor/consistent_release.h"
+#include "pg/executor/release_log.h"
 #include "pg/contract/em_params.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 #include "pg/contract/noise_params.h"
 
+#include "core/accuracy.h"
 #include "core/exponential_mechanism.h"
+#include "core/error.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -29,6 +33,9 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -218,7 +225,8 @@ DX_FUNCTION(dx_em_deserialize)
 	s->relid = pq_getmsgint(&buf, 4);
 	s->charge_id = pq_getmsgint64(&buf);
 	const uint32 nonzero = pq_getmsgint(&buf, 4);
-	if ((s->kind != static_cast<int32>(EmKind::Mode) && s->kind != static_cast<int32>(EmKind::Quantile)) ||
+	if ((s->kind != static_cast<int32>(EmKind::Mode) && s->kind != static_cast<int32>(EmKind::Quantile) &&
+	     s->kind != static_cast<int32>(EmKind::Distinct)) ||
 	    s->p_num > kQuantileOne || s->beta_num > kEmMaxBetaNum || nonzero > candidates ||
 	    buf.len - buf.cursor != static_cast<int>(nonzero) * 12)
 		corrupted();
@@ -233,17 +241,62 @@ DX_FUNCTION(dx_em_deserialize)
 	PG_RETURN_POINTER(s);
 }
 
+namespace {
+
+// dx.last_release's row of one exponential-mechanism state: count_distinct's Laplace interval, or
+// for dx.mode/quantile/median the 95% bound of Theorem 4 on the utility lost (rows: how far below
+// the top count a mode's count, or how many rows away from the target rank a quantile's rank, can
+// be), which depends on beta and the number of candidates only.
+void
+log_exponential_release(const EmState &s)
+{
+	const EmBeta beta = s.beta();
+	if (s.kind == static_cast<int32>(EmKind::Distinct)) {
+		LinearNoisePlan plan;
+		plan.grid = 1;
+		plan.scale = em_distinct_scale(beta);
+		release_log_exponential(s.charge_id, s.group, "count_distinct", "value", static_cast<double>(s.answer),
+		                        confidence_half_width(plan), "exact", plan.scale);
+		return;
+	}
+	const bool mode = s.kind == static_cast<int32>(EmKind::Mode);
+	const double temperature = beta.infinite ? 0.0 : beta.num == 0 ? std::nan("") : std::ldexp(1.0, kEmBetaBits) / beta.num;
+	release_log_exponential(s.charge_id, s.group, mode ? "mode" : "quantile", mode ? "count_below_top" : "rank_distance",
+	                        std::nan(""), em_utility_loss_bound(beta, s.candidates, std::log(20.0)), "exponential_bound",
+	                        temperature);
+}
+
+} // namespace
+
 // dx._em_finalfn(state) -> int4: the index of the chosen candidate, drawn once per state and
 // replayed from the answer cache when the statement reuses a stored answer.
 DX_FUNCTION(dx_em_finalfn)
 {
 	EmState *s = PG_ARGISNULL(0) ? state_from_aggref(fcinfo) : reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
+	const bool distinct = s->kind == static_cast<int32>(EmKind::Distinct);
 	if (!s->released) {
 		double cached;
 		if (answer_cache_replayed(s->charge_id, s->group, cached)) {
-			if (!(cached >= 0 && cached < s->candidates) || cached != static_cast<double>(static_cast<int32>(cached)))
+			if (!(cached >= (distinct ? -2147483648.0 : 0) && cached < (distinct ? 2147483648.0 : s->candidates)) ||
+			    cached != static_cast<double>(static_cast<int32>(cached)))
 				fail(ERRCODE_INTERNAL_ERROR, "cached dxpriv answer is not a candidate");
 			s->answer = static_cast<int32>(cached);
+		} else if (distinct) { // count_distinct: the values present plus discrete Laplace noise
+			if (!statement::paid(s->charge_id))
+				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
+				     "Run the query directly; dx aggregates are charged when the statement starts.");
+			const std::vector<int64_t> counts(s->counts(), s->counts() + s->candidates);
+			int64 noisy = 0;
+			try {
+				noisy = em_distinct_release(backend_random(), counts, s->beta());
+			} catch (const CoreError &e) {
+				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.what(), e.hint());
+			}
+			// post-processing: a number of declared values lies in [0, candidates]; without it, the
+			// raw value (kept within int4)
+			const int64 lo = guc_postprocess ? 0 : INT32_MIN, hi = guc_postprocess ? s->candidates : INT32_MAX;
+			s->answer = static_cast<int32>(std::clamp<int64>(noisy, lo, hi));
+			answer_cache_note(s->charge_id, s->group, static_cast<double>(s->answer));
 		} else {
 			if (!statement::paid(s->charge_id))
 				fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
@@ -256,6 +309,7 @@ DX_FUNCTION(dx_em_finalfn)
 			answer_cache_note(s->charge_id, s->group, static_cast<double>(s->answer));
 		}
 		s->released = true;
+		log_exponential_release(*s);
 	}
 	PG_RETURN_INT32(s->answer);
 }

@@ -228,6 +228,7 @@ release_linear_state(LinearState *s, LinearRelease kind)
 	std::string note; // what free post-processing did (dx.last_release)
 	if (answer_cache_replayed(s->charge_id, s->group, cached, parts)) {
 		s->answer = cached;
+		s->part_variance = noise_variance(s->plan[0]); // (a replay keeps no projected variance)
 	} else {
 		switch (kind) {
 		case LinearRelease::Count:
@@ -242,6 +243,12 @@ release_linear_state(LinearState *s, LinearRelease kind)
 			}
 			break;
 		}
+		case LinearRelease::Part:
+			s->answer = release_component(s, 0, var[0]);
+			s->part_variance = std::isfinite(var[0]) ? var[0] : noise_variance(s->plan[0]);
+			if (std::isfinite(var[0]))
+				note = "consistent totals";
+			break;
 		case LinearRelease::Avg: {
 			// post-processing of two d_X-private releases, so no further privacy cost
 			parts[0] = release_component(s, 0, var[0]);

@@ -31,10 +31,15 @@ struct LinearState {
 	bool memo_valid[2];
 	double memo_w[2];
 	__int128 memo_units[2];
+	// a part of a dispersion statistic (LinearRelease::Part): the variance of its released noise
+	// (projected in a consistent release), set by its release (not serialised)
+	double part_variance;
 };
 
 // What a final function releases from a state.
-enum class LinearRelease { Count, Sum, Avg };
+// Part: a component of stddev/variance/corr/... (dispersion_spelling.h), released raw (never
+// clamped: the statistic's own post-processing applies) with its noise variance.
+enum class LinearRelease { Count, Sum, Avg, Part };
 
 // A zeroed, 16-byte aligned state in mcxt.
 LinearState *new_state(MemoryContext mcxt);

@@ -51,6 +51,7 @@ struct Charged {
 	int first_cell; // 0-based position of its first cell in the ledger's scales
 	int sets;       // grouping sets allocated together (agg_index = aggregate * sets + set)
 	double release_epsilon; // its allocation's total: what the statement was charged for its release
+	bool exponential = false; // dx.mode/quantile/median/count_distinct (release_log_exponential)
 
 	// 1-based position of the aggregate among the statement's dx aggregates
 	int aggregate() const { return agg_index / sets + 1; }
@@ -78,6 +79,8 @@ struct Row {
 	bool delta_method;
 	std::string post = {};    // free post-processing applied (dx.last_release's postprocessing)
 	bool projected = false; // half_width is that of a consistent projection
+	std::string kind = {}, expression = {}; // a statistic computed from parts (release_log_statistic)
+	std::string method = {};                // interval_method when neither exact nor delta_method
 };
 
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
@@ -153,6 +156,13 @@ notice_text()
 	for (const auto &[key, row] : current.rows) {
 		if (row.component == "sum" || row.component == "count") // parts of an average
 			continue;
+		{ // parts of a dispersion statistic: the statistic's row stands for them
+			const Charged *owner = charged_aggregate(std::get<0>(key));
+			const std::vector<std::string> *labels = nullptr;
+			const ReleaseDescription *d = owner ? find_description(owner->charge_id, &labels) : nullptr;
+			if (row.kind.empty() && d && d->kind == "part")
+				continue;
+		}
 		++total;
 		if (shown == kNoticeRows)
 			continue;
@@ -160,12 +170,17 @@ notice_text()
 		if (!c)
 			continue;
 		char buf[96];
-		if (std::isnan(row.answer)) // an average withheld by post-processing
+		if (row.method == "exponential_bound") // dx.mode/quantile/median: the utility interval only
+			snprintf(buf, sizeof buf, " %s within %.4g rows", row.component.c_str(), row.half_width);
+		else if (std::isnan(row.answer)) // an average withheld by post-processing
 			snprintf(buf, sizeof buf, " = NULL");
 		else
 			snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
 		const std::string group = group_text(c->charge_id, std::get<1>(key));
-		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + (group.empty() ? "" : " [" + group + "]") + buf;
+		const std::string what = row.kind.empty()       ? aggregate_text(*c)
+		                         : row.expression.empty() ? row.kind
+		                                                  : row.kind + "(" + row.expression + ")";
+		text += (text.empty() ? "" : "; ") + what + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
 	}
 	if (total > shown)
@@ -229,9 +244,8 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	int cell = 0;
 	for (size_t i = 0; i < aggregates.size(); ++i) { // in aggregate order, as the ledger's scales
 		const NoiseParams &p = aggregates[i];
-		if (!exponential[i])
-			s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell,
-			                                p.sets, p.alloc_epsilon});
+		s->aggregates.push_back(Charged{p.charge_id, p.agg_index, p.components, p.groups, p.family, p.epsilon, p.delta, cell,
+		                                p.sets, p.alloc_epsilon, exponential[i]});
 		cell += p.groups * p.components;
 	}
 	for (const Charged &c : s->aggregates) // a cursor FETCHed later finds its statement (release_log_record)
@@ -311,6 +325,49 @@ release_log_annotate(int64 charge_id, int group, const std::string &note, double
 
 // See release_log.h.
 void
+release_log_statistic(int64 charge_id, int group, int order, const std::string &kind, const std::string &expression,
+                      double answer, double half_width, const std::string &note)
+{
+	if (IsParallelWorker() || !current.statement || !current.recorded.count({charge_id, group}))
+		return; // only next to a part this statement released (a call written by hand adds nothing)
+	const Charged *c = find_charged(*current.statement, charge_id);
+	if (!c)
+		return;
+	Row row{0, kind, answer, LinearNoisePlan{}, half_width, true, note};
+	row.kind = kind;
+	row.expression = expression;
+	current.rows[{c->first_cell, group, -100 + order}] = row;
+}
+
+// See release_log.h.
+void
+release_log_exponential(int64 charge_id, int group, const std::string &kind, const std::string &component,
+                        double answer, double half_width, const std::string &method, double noise_scale)
+{
+	if (IsParallelWorker())
+		return;
+	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
+	if (!c) {
+		const statement::ChargeState *st = statement::find_charge_state(charge_id);
+		if (!st || !st->logged) // a cursor of an earlier statement: the log is now its
+			return;
+		current = Log();
+		current.statement = st->logged;
+		c = find_charged(*current.statement, charge_id);
+	}
+	if (!c || !c->exponential || !current.recorded.insert({charge_id, group}).second)
+		return;
+	current.unreported = true;
+	LinearNoisePlan plan;
+	plan.scale = noise_scale;
+	Row row{c->first_cell + group + 1, component, answer, plan, half_width, false};
+	row.kind = kind;
+	row.method = method;
+	current.rows[{c->first_cell, group, 0}] = row;
+}
+
+// See release_log.h.
+void
 release_log_end_transaction()
 {
 	// (which statement each charge id belongs to is in the statement context, reset with it)
@@ -354,19 +411,21 @@ DX_FUNCTION(dx_last_release)
 			Out o;
 			o.cell = row.cell;
 			o.aggregate = c->aggregate();
-			o.has_kind = d || c->components == 2;
-			o.kind = d ? d->kind : "avg";
-			o.has_expression = d != nullptr;
-			o.expression = d ? d->expression : "";
+			o.has_kind = d || c->components == 2 || !row.kind.empty();
+			o.kind = !row.kind.empty() ? row.kind : d ? d->kind : "avg";
+			o.has_expression = d != nullptr || !row.expression.empty();
+			o.expression = !row.kind.empty() ? row.expression : d ? d->expression : "";
 			o.group = group_text(c->charge_id, std::get<1>(key));
 			o.component = row.component;
 			o.answer = row.answer;
-			o.noise = noise_family_name(static_cast<NoiseFamily>(c->family));
-			o.has_scale = !row.delta_method;
+			o.noise = !c->exponential                  ? noise_family_name(static_cast<NoiseFamily>(c->family))
+			          : row.method == "exponential_bound" ? "exponential"
+			                                              : "laplace";
+			o.has_scale = !row.delta_method && std::isfinite(row.plan.scale);
 			o.scale = row.plan.scale;
 			o.has_half = std::isfinite(row.half_width);
 			o.half = row.half_width;
-			o.method = row.projected ? "projected" : row.delta_method ? "delta_method" : "exact";
+			o.method = !row.method.empty() ? row.method : row.projected ? "projected" : row.delta_method ? "delta_method" : "exact";
 			o.post = row.post;
 			o.epsilon = c->epsilon;
 			o.delta = c->delta;

@@ -58,6 +58,22 @@ void release_log_record(int64 charge_id, int group, int components, const Linear
 // projected cells (component 0 and 1; NaN: unchanged, interval_method `projected` otherwise).
 void release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1);
 
+// A statistic computed from parts this statement released (stddev, corr, ...: executor dispersion):
+// one row of dx.last_release next to the part (charge_id, group) already recorded, with kind and
+// expression (the statistic's name and arguments), its answer (NaN: NULL), its delta-method
+// half-width and what post-processing did. order tells apart statistics sharing that part. Does
+// nothing when that part was not recorded by the log's statement.
+void release_log_statistic(int64 charge_id, int group, int order, const std::string &kind, const std::string &expression,
+                           double answer, double half_width, const std::string &note);
+
+// What an exponential-mechanism aggregate of the log's statement released for (charge_id, group):
+// kind (mode, quantile, count_distinct), component, answer (NaN: NULL, e.g. a mode's value, which
+// the log does not hold), its 95% half-width, interval_method ("exponential_bound": Theorem 4's
+// utility-loss bound in rows; "exact": count_distinct's Laplace law) and noise scale (NaN: none).
+// Recording the same (charge_id, group) twice keeps the first.
+void release_log_exponential(int64 charge_id, int group, const std::string &kind, const std::string &component,
+                             double answer, double half_width, const std::string &method, double noise_scale);
+
 // Transaction end: the consistent releases' state (consistent_release.h). Which charged statement
 // each charge id belongs to and the descriptions are kept in the statement context
 // (statement/statement_context.h: ChargeState::logged, freed at transaction end; describe/described,

@@ -62,6 +62,10 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
 	const Oid linear_pairs[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8OID};
 	o.noisy_avg_pairs = lookup("_noisy_avg", 4, linear_pairs);
+	o.noisy_part = lookup("_noisy_part", 3, linear);
+	const Oid dispersion_args[] = {INT4OID,        TEXTOID,        FLOAT8OID,      FLOAT8OID,      FLOAT8ARRAYOID,
+	                               FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
+	o.dispersion = lookup("_dispersion", 10, dispersion_args);
 	o.partial = lookup("_partial", 3, linear);
 	const Oid select_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
 	o.partition_select = lookup("_partition_select", 4, select_args);
@@ -108,6 +112,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.quantile_any_eps = lookup("quantile", 3, elem_f8_f8);
 	o.median_any = lookup("median", 1, elem1);
 	o.median_any_eps = lookup("median", 2, elem_f8);
+	o.count_distinct = lookup("count_distinct", 1, any1);
+	o.count_distinct_eps = lookup("count_distinct", 2, any_eps);
 	o.em_select = lookup("_em_select", 3, em_select);
 	o.em_point_range = lookup("_em_point", 5, em_point_range);
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
@@ -119,7 +125,8 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
-	                   o.count_units_eps, o.unit_rank, o.partition_select};
+	                   o.count_units_eps, o.unit_rank, o.partition_select, o.noisy_part, o.dispersion,
+	                   o.count_distinct, o.count_distinct_eps};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

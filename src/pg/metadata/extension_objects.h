@@ -18,6 +18,9 @@ struct ExtensionObjects {
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	Oid partition_select = InvalidOid; // dx._partition_select: open GROUP BY keys (planner/open_keys.h)
+	// analysts' stddev/variance/covar/corr/regr_* (analyst/dispersion_spelling.h): a linear part
+	// released with its noise variance, and the statistic computed from the parts
+	Oid noisy_part = InvalidOid, dispersion = InvalidOid;
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -33,19 +36,21 @@ struct ExtensionObjects {
 	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
 	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
 	Oid median_any = InvalidOid, median_any_eps = InvalidOid;
+	Oid count_distinct = InvalidOid, count_distinct_eps = InvalidOid; // analysed like dx.mode (em_rewrite.h)
 	Oid em_select = InvalidOid, em_point_range = InvalidOid, em_point_enum = InvalidOid;
 	bool is_marker(Oid f) const
 	{
 		return f == count_star || f == count_any || f == count_any_eps || f == sum_any || f == sum_any_eps ||
 		       f == avg_any || f == avg_any_eps || f == linear_any || f == linear_any_eps || f == mode_any ||
 		       f == mode_any_eps || f == quantile_any || f == quantile_any_eps || f == median_any ||
-		       f == median_any_eps || f == count_units || f == count_units_eps;
+		       f == median_any_eps || f == count_units || f == count_units_eps || f == count_distinct ||
+		       f == count_distinct_eps;
 	}
 	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
 	bool is_internal(Oid f) const
 	{
 		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
-		       f == partial || f == partition_select;
+		       f == partial || f == partition_select || f == noisy_part;
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed

@@ -14,6 +14,8 @@
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"
 
+#include "core/accuracy.h"
+#include "core/error.h"
 #include "core/exponential_mechanism.h"
 #include "core/sensitivity.h"
 
@@ -24,6 +26,7 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 }
 
@@ -69,6 +72,10 @@ describe(Aggref *a, int position, const TablePolicy &policy, const ExtensionObje
 		const double p = constant_argument(a, 1, "quantile level of dx.quantile", "dx.quantile(age, 0.9)");
 		s.utility.p_num = quantile_numerator(p);
 		eps_arg = f == ext.quantile_any_eps ? 2 : -1;
+	} else if (f == ext.count_distinct || f == ext.count_distinct_eps) {
+		s.name = "count_distinct";
+		s.utility.kind = EmKind::Distinct;
+		eps_arg = f == ext.count_distinct_eps ? 1 : -1;
 	} else {
 		s.name = "median";
 		s.utility.kind = EmKind::Quantile;
@@ -89,6 +96,10 @@ describe(Aggref *a, int position, const TablePolicy &policy, const ExtensionObje
 		     "Use a value such as 0.1; smaller values give more randomness and spend less budget.");
 
 	Expr *arg = linitial_node(TargetEntry, a->args)->expr;
+	if (s.utility.kind == EmKind::Distinct && !IsA(arg, Var))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.count_distinct accepts only a declared column, not an expression",
+		     "The number of distinct values of an expression has no sensitivity dxpriv can bound here; count the "
+		     "distinct values of a declared column (COUNT(DISTINCT age)), or GROUP BY the expression with count(*).");
 	if (!IsA(arg, Var))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " accepts only a declared column, not an expression",
 		     "Its answer is one of the column's declared values; transform the answer instead, e.g. " + fn +
@@ -207,7 +218,7 @@ bool
 is_em_marker(const ExtensionObjects &ext, Oid f)
 {
 	return f == ext.mode_any || f == ext.mode_any_eps || f == ext.quantile_any || f == ext.quantile_any_eps ||
-	       f == ext.median_any || f == ext.median_any_eps;
+	       f == ext.median_any || f == ext.median_any_eps || f == ext.count_distinct || f == ext.count_distinct_eps;
 }
 
 // See em_rewrite.h.
@@ -276,8 +287,16 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 			fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 			     std::string("dx.") + s.name + " over \"" + col.name + "\" would hold more than 4000000 candidate counts",
 			     "Declare a coarser domain for the column or group by fewer or coarser columns.");
-		const EmPlan plan = plan_one(s, in);
+		EmPlan plan = plan_one(s, in);
 		eps_total += s.epsilon;
+		const bool distinct = s.utility.kind == EmKind::Distinct;
+		if (distinct) { // Laplace noise of scale 1/(2 beta) >= S_EM / epsilon (exponential_mechanism.h)
+			try {
+				plan.scale = em_distinct_scale(plan.beta);
+			} catch (const CoreError &e) {
+				fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, e.what(), e.hint());
+			}
+		}
 
 		NoiseParams p;
 		p.components = 1;
@@ -318,10 +337,13 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 		a->aggfilter = nullptr;
 		a->location = in.rewritten_location;
 
-		// the chosen index back to the column's value: dx._em_point(index, NULL::type, domain)
+		// the chosen index back to the column's value: dx._em_point(index, NULL::type, domain); a
+		// distinct count is the final function's number itself, as bigint
 		List *args = lcons(a, lcons(makeNullConst(col.type, col.typmod, col.collation), domain_arg_tail(col.domain)));
-		replacement[a] = (Expr *) makeFuncExpr(enumerated ? ext.em_point_enum : ext.em_point_range, col.type, args,
-		                                       result_collation, col.collation, COERCE_EXPLICIT_CALL);
+		replacement[a] = distinct ? (Expr *) makeFuncExpr(F_INT8_INT4, INT8OID, list_make1(a), InvalidOid, InvalidOid,
+		                                                  COERCE_IMPLICIT_CAST)
+		                          : (Expr *) makeFuncExpr(enumerated ? ext.em_point_enum : ext.em_point_range, col.type,
+		                                                  args, result_collation, col.collation, COERCE_EXPLICIT_CALL);
 		for (Aggref *alias : s.aliases) // equal copies: the planner computes them once (one state, one draw)
 			replacement[alias] = copy_node(replacement[a]);
 
@@ -332,10 +354,13 @@ rewrite_em_aggregates(Query *q, const EmQuery &em, const EmRewriteInput &in)
 			lp.grid = 1;
 			lp.integer_weights = true;
 			for (size_t g = 0; g < groups; ++g) {
-				ExplainCell cell{s.position + 1, s.name, grouped ? in.keys->label(g) : "", "choice",
+				ExplainCell cell{s.position + 1, s.name, grouped ? in.keys->label(g) : "", distinct ? "value" : "choice",
 				                 s.epsilon, lp};
-				cell.reported_half_width = em_utility_loss_bound(plan.beta, k, std::log(20.0));
+				cell.reported_half_width = distinct ? confidence_half_width(lp)
+				                                    : em_utility_loss_bound(plan.beta, k, std::log(20.0));
 				cell.linear = false;
+				if (distinct)
+					cell.noise = "laplace"; // discrete Laplace, whatever dxpriv.noise says
 				cells.push_back(cell);
 			}
 		}

@@ -130,7 +130,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		}
 		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
 		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
-		                                        : ext.noisy_sum;
+		                                        : s.part ? ext.noisy_part : ext.noisy_sum;
 		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
 		agg->aggfnoid = internal;
 		agg->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);

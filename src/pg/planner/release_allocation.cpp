@@ -211,7 +211,7 @@ capture_cells(const ReleaseAnalysis &a, const MultiLinearPlan &plan, size_t offs
 		for (int c = 0; c < s.components; ++c) {
 			const size_t k = offset + a.cell(j, g, c);
 			const LinearNoisePlan &p = plan.cells[k];
-			cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, kind_name(s.kind), label,
+			cap.cells.push_back(ExplainCell{static_cast<int>(j) + 1, s.part ? "part" : kind_name(s.kind), label,
 			                                s.kind == AggKind::Avg ? (c == 0 ? "sum" : "count") : "value",
 			                                plan.epsilon_share[k], p}); // what the cell received
 			if (k < cap.unit_factor.size())

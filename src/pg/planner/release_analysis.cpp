@@ -3,6 +3,7 @@
 #include "pg/planner/group_pruning.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/open_keys.h"
+#include "pg/analyst/dispersion_spelling.h"
 #include "pg/planner/release_kind.h"
 #include "pg/planner/em_kind.h"
 #include "pg/statement/statement_context.h"
@@ -119,6 +120,10 @@ discover(Node *node, void *ctx)
 	// the coordinator stores per-point tables on the workers with it; analysts never call it
 	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->store_point_table &&
 	    load_analyst_context(*d->ext).analyst)
+		d->internal++;
+	// dx._dispersion only where dispersion_spelling placed it (an analyst's own call is refused)
+	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->dispersion &&
+	    castNode(FuncExpr, node)->location != kDispersionLocation)
 		d->internal++;
 	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		Const *k = release_params_const(node, *d->ext);
@@ -377,6 +382,10 @@ describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects 
 		                                             COERCE_IMPLICIT_CAST, -1);
 	}
 	spec.components = spec.kind == AggKind::Avg ? 2 : 1;
+	// a part of stddev/corr/... (dispersion_spelling.h): its epsilon is the statistic's share of the
+	// session epsilon, allocated jointly like a session-default one
+	spec.part = spec.kind == AggKind::Linear && a->aggtype == FLOAT8ARRAYOID;
+	spec.explicit_epsilon = spec.explicit_epsilon && !spec.part;
 	check_row_expression((Node *) spec.weight, policy, "aggregate arguments");
 	check_row_expression((Node *) spec.filter, policy, "FILTER clauses");
 	return spec;
@@ -456,7 +465,7 @@ describe_releases(const std::vector<AggSpec> &specs, Oid relid)
 	for (size_t j = 0; j < specs.size(); ++j) {
 		ReleaseDescription d;
 		d.aggregate = static_cast<int>(j) + 1;
-		d.kind = kind_name(specs[j].kind);
+		d.kind = specs[j].part ? "part" : kind_name(specs[j].kind);
 		const Aggref *a = specs[j].aggref;
 		if (a->aggstar || list_length(a->args) == 0) {
 			d.expression = "*";

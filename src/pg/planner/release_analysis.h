@@ -65,6 +65,7 @@ struct AggSpec {
 	int components;   // 2 for avg (sum and count), else 1
 	int first_cell;   // offset of this aggregate's components in a group's cells
 	bool explicit_epsilon = false; // epsilon given as the aggregate's argument
+	bool part = false; // a part of stddev/corr/... (analyst/dispersion_spelling.h): released by dx._noisy_part
 };
 
 // What the analysis of one release (a SELECT with dx aggregates over one table) found before its
