@@ -112,11 +112,13 @@ counts_every_row(Query *q, Aggref *a)
 	if (!load_table_policy(rel, policy) || policy.find(v->varattno))
 		return false; // not a directly protected table (children are refused elsewhere), or declared
 	bool notnull = false;
-	HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rel), Int16GetDatum(v->varattno));
-	if (HeapTupleIsValid(tup)) {
-		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
-		ReleaseSysCache(tup);
-	}
+	pg_call([&] {
+		HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rel), Int16GetDatum(v->varattno));
+		if (HeapTupleIsValid(tup)) {
+			notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+			ReleaseSysCache(tup);
+		}
+	});
 	return notnull;
 }
 

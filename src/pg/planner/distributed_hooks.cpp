@@ -64,7 +64,8 @@ ship_point_tables(PlannedStmt *stmt)
 	for (FuncExpr *f : found) {
 		Const *d = castNode(Const, linitial(f->args));
 		Const *t = castNode(Const, lsecond(f->args));
-		ship_point_table(DatumGetByteaPP(d->constvalue), DatumGetByteaPP(t->constvalue));
+		ship_point_table(pg_value([&] { return DatumGetByteaPP(d->constvalue); }),
+		                 pg_value([&] { return DatumGetByteaPP(t->constvalue); }));
 	}
 }
 

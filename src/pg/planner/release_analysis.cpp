@@ -480,7 +480,7 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 		Const *k = aggref_params_const(specs[j].aggref);
 		if (!k)
 			return; // not described: dx.last_release shows the aggregate without kind and text
-		const NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		const NoiseParams p = parse_noise_params(pg_value([&] { return DatumGetArrayTypeP(k->constvalue); }));
 		auto id = charge_ids.find(p.agg_index);
 		if (id == charge_ids.end())
 			return;
