@@ -17,13 +17,15 @@
 #     raise an ERROR only when memory runs out or PostgreSQL's own state is inconsistent, e.g.
 #     "cache lookup failed"), the errmsg/errhint/... arguments of ereport, and ereport/elog at a
 #     level below ERROR; a name dxpriv defines itself is dxpriv's;
+#   * temporaries: a std::string, std::to_string, std::vector, std::map or std::set built earlier in
+#     the same statement (closed before the call, and not in the other branch of a ?:), e.g.
+#     `std::string("type ") + format_type_be(t)`;
 #   * guarded: the lambda passed to pg_call or pg_value, except for objects declared inside that
 #     lambda (its own frame is skipped by the longjmp too).
 # Not covered (documented gaps, not checked): C++ objects of the callers (the check is within one
 # function: a helper holding no object that calls PostgreSQL unguarded, called by a function that
-# holds one, is not found; `-v --callers` counts such call sites by name), temporaries (a
-# std::string built in the same full-expression), variables declared with `auto`, objects held
-# through members of `this`, and out-of-memory.
+# holds one, is not found; `-v --callers` counts such call sites by name), temporaries of other
+# types, variables declared with `auto`, objects held through members of `this`, and out-of-memory.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -244,6 +246,20 @@ def check(path, raising):
             if not guarded:
                 fn_raises[fn_name] = True
             live = [d for fr in (guarded or frames) for d in fr[1]]
+            if not live:  # a temporary built earlier in the statement (not one whose argument this is)
+                stmt = t[stmt_start:i]
+                for tm in re.finditer(r"std::(?:string|to_string|vector|map|set)\b\s*(?:<[^;]*?>)?\s*[({]", stmt):
+                    depth, j = 0, tm.end() - 1
+                    while j < len(stmt):
+                        depth += {"(": 1, "{": 1, ")": -1, "}": -1}.get(stmt[j], 0)
+                        if depth == 0:
+                            break
+                        j += 1
+                    # closed before the call (not in the other branch of a ?: ): alive at the call
+                    if j < len(stmt) and not re.search(r"(?<!:):(?!:)", stmt[j:]):
+                        live = [("a temporary " + tm.group(0).rstrip("({") + " of the same statement",
+                                 line_of(stmt_start + tm.start()))]
+                        break
             if live:
                 out.append((line_of(i), word, pg_raise, live[-1]))
         i += len(word)

@@ -226,7 +226,8 @@ marker_call(Aggref *a, Oid marker, List *exprs, const ExtensionObjects &ext)
 	                                   COERCE_IMPLICIT_CAST, -1);
 	if (!cast)
 		fail(ERRCODE_DATATYPE_MISMATCH,
-		     std::string("the answer of ") + format_type_be(m->aggtype) + " cannot be cast to " + format_type_be(a->aggtype),
+		     std::string("the answer of ") + pg_value([&] { return format_type_be(m->aggtype); }) +
+		         " cannot be cast to " + pg_value([&] { return format_type_be(a->aggtype); }),
 		     "Write dx.quantile(column, p) or dx.mode(column) directly.");
 	return cast;
 }

@@ -122,7 +122,7 @@ key_values_const(const GroupKeys &keys, size_t k)
 	const Oid array_type = get_array_type(type);
 	if (!OidIsValid(array_type))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     std::string("GROUP BY keys of type ") + format_type_be(type) + " cannot be used in a query with dx aggregates",
+		     std::string("GROUP BY keys of type ") + pg_value([&] { return format_type_be(type); }) + " cannot be used in a query with dx aggregates",
 		     "Group by an expression of a built-in scalar type.");
 	int16 typlen;
 	bool typbyval;
