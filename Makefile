@@ -86,6 +86,7 @@ unit: core-tests
 regress: all
 	./test/check_sealed_paths.sh
 	./test/check_layers.sh
+	./test/check_guarded_calls.sh
 	$(MAKE) install
 	./scripts/run-regress.sh
 

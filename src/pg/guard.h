@@ -94,6 +94,15 @@ void pg_call(Call &&call) {
 		std::rethrow_exception(cpp_error);
 }
 
+// pg_call for a PostgreSQL call that returns a value: `ArrayType *a = pg_value([&] { return
+// PG_GETARG_ARRAYTYPE_P(1); });`. The lambda must construct no C++ object (test/check_guarded_calls.sh).
+template <class Call>
+auto pg_value(Call &&call) -> decltype(call()) {
+	decltype(call()) out{};
+	pg_call([&] { out = call(); });
+	return out;
+}
+
 } // namespace dxpriv::pg
 
 // Declares an SQL-callable C function whose body `name##_impl` runs inside the outer guard.

@@ -123,16 +123,16 @@ load_analyst_context(const ExtensionObjects &ext)
 	// The current role and the session's login role both count: SET ROLE to a group that holds
 	// privileges, or a SECURITY DEFINER function, does not shed the analyst restrictions.
 	for (Oid who : {GetUserId(), GetSessionUserId()})
-		if (!superuser_arg(who))
+		if (!pg_value([&] { return superuser_arg(who); }))
 			for (Oid a : catalog_cache.analysts)
-				if (has_privs_of_role(who, a))
+				if (pg_value([&] { return has_privs_of_role(who, a); }))
 					ac.analyst = true;
 	note_analyst_session(ac.analyst);
 	if (ac.analyst) {
 		refuse_client_auto_explain();
 		// both roles: SET ROLE from an analyst's session to a role holding one does not help either
 		for (Oid who : {GetUserId(), GetSessionUserId()})
-			if (!superuser_arg(who))
+			if (!pg_value([&] { return superuser_arg(who); }))
 				refuse_bypass_roles(who);
 	}
 	return ac;

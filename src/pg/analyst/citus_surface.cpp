@@ -350,7 +350,7 @@ check_citus_grant(GrantStmt *stmt)
 		}
 	} else if (stmt->targtype == ACL_TARGET_ALL_IN_SCHEMA) {
 		foreach (lc, stmt->objects) {
-			const Oid nsp = get_namespace_oid(strVal(lfirst(lc)), true);
+			const Oid nsp = pg_value([&] { return get_namespace_oid(strVal(lfirst(lc)), true); });
 			for (Oid rel : ac.protected_rels)
 				if (get_rel_namespace(rel) == nsp)
 					rels.push_back(rel);
@@ -362,7 +362,7 @@ check_citus_grant(GrantStmt *stmt)
 		foreach (lc, stmt->grantees) {
 			RoleSpec *spec = lfirst_node(RoleSpec, lc);
 			const bool reaches = spec->roletype == ROLESPEC_PUBLIC ||
-			                     grantee_reaches_analyst(get_rolespec_oid(spec, true), analysts);
+			                     grantee_reaches_analyst(pg_value([&] { return get_rolespec_oid(spec, true); }), analysts);
 			if (!reaches)
 				continue;
 			const char *name = get_rel_name(rel);

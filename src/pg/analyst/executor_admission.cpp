@@ -304,7 +304,7 @@ enforce_executor_admission(PlannedStmt *stmt)
 	// Citus runs parts of a charged distributed statement as nested statements, as the table's owner
 	// (planner/distributed.cpp); an analyst's own function running inside a statement is not one
 	auto part_of_running = [&](Oid policy) {
-		return statement::part_of_running(policy) && pg_class_ownercheck(policy, GetUserId());
+		return statement::part_of_running(policy) && pg_value([&] { return pg_class_ownercheck(policy, GetUserId()); });
 	};
 	auto refuse = [&](Oid rel) {
 		const char *name = get_rel_name(rel);

@@ -113,11 +113,13 @@ counts_every_row(Query *q, Aggref *a)
 	if (!load_table_policy(rel, policy) || policy.find(v->varattno))
 		return false; // not a directly protected table (children are refused elsewhere), or declared
 	bool notnull = false;
-	HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rel), Int16GetDatum(v->varattno));
-	if (HeapTupleIsValid(tup)) {
-		notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
-		ReleaseSysCache(tup);
-	}
+	pg_call([&] {
+		HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rel), Int16GetDatum(v->varattno));
+		if (HeapTupleIsValid(tup)) {
+			notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+			ReleaseSysCache(tup);
+		}
+	});
 	return notnull;
 }
 
@@ -274,7 +276,8 @@ marker_call(Aggref *a, Oid marker, List *exprs, const ExtensionObjects &ext)
 	                                   COERCE_IMPLICIT_CAST, -1);
 	if (!cast)
 		fail(ERRCODE_DATATYPE_MISMATCH,
-		     std::string("the answer of ") + format_type_be(m->aggtype) + " cannot be cast to " + format_type_be(a->aggtype),
+		     std::string("the answer of ") + pg_value([&] { return format_type_be(m->aggtype); }) +
+		         " cannot be cast to " + pg_value([&] { return format_type_be(a->aggtype); }),
 		     "Write dx.quantile(column, p) or dx.mode(column) directly.");
 	return cast;
 }

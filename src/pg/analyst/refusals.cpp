@@ -464,7 +464,7 @@ check_grouped_references(Query *q)
 		RangeTblEntry *rte = rt_fetch(u.offender->varno, q->rtable);
 		if (rte->rtekind == RTE_RELATION) {
 			table = relation_for_hint(rte->relid);
-			char *att = get_attname(rte->relid, u.offender->varattno, true);
+			char *att = pg_value([&] { return get_attname(rte->relid, u.offender->varattno, true); });
 			column = att ? att : "?";
 		}
 	}
@@ -472,7 +472,7 @@ check_grouped_references(Query *q)
 		Var *k = linitial_node(Var, u.group_exprs);
 		RangeTblEntry *rte = rt_fetch(k->varno, q->rtable);
 		if (rte->rtekind == RTE_RELATION) {
-			char *att = get_attname(rte->relid, k->varattno, true);
+			char *att = pg_value([&] { return get_attname(rte->relid, k->varattno, true); });
 			key = att ? att : "?";
 		}
 	}

@@ -193,8 +193,10 @@ size_function_swaps()
 	};
 	std::map<Oid, Oid> out;
 	for (const Swap &sw : swaps) {
-		Oid fn = LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup(sw.name))), sw.nargs,
-		                        sw.args, true);
+		const Oid fn = pg_value([&] {
+			return LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup(sw.name))), sw.nargs,
+			                      sw.args, true);
+		});
 		if (OidIsValid(fn))
 			out[sw.builtin] = fn;
 	}

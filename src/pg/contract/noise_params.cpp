@@ -85,8 +85,10 @@ build_noise_params(const NoiseParams &p)
 	if (p.unit_attnum > 0)
 		for (int x : {p.unit_attnum, p.unit_rows, p.unit_groups, p.unit_rows_per_group})
 			d.push_back(Float8GetDatum(static_cast<double>(x)));
-	return construct_array(d.data(), static_cast<int>(d.size()), FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
-	                       TYPALIGN_DOUBLE);
+	return pg_value([&] {
+		return construct_array(d.data(), static_cast<int>(d.size()), FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
+		                       TYPALIGN_DOUBLE);
+	});
 }
 
 } // namespace dxpriv::pg

@@ -55,7 +55,7 @@ text_array_strings(ArrayType *array)
 	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	std::vector<std::string> out;
 	for (int i = 0; i < n; ++i)
-		out.emplace_back(nulls[i] ? "" : text_to_cstring(DatumGetTextPP(elems[i])));
+		out.emplace_back(nulls[i] ? "" : pg_value([&] { return text_to_cstring(DatumGetTextPP(elems[i])); }));
 	return out;
 }
 

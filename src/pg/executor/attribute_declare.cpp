@@ -51,6 +51,13 @@ non_null_elements(ArrayType *a, Oid type, int len, bool byval, char align, const
 	return out;
 }
 
+// Argument n of an SQL function as an array, detoasted inside the guard (detoasting can raise).
+ArrayType *
+array_arg(FunctionCallInfo fcinfo, int n)
+{
+	return pg_value([&] { return PG_GETARG_ARRAYTYPE_P(n); });
+}
+
 std::vector<std::string>
 text_array(ArrayType *a)
 {
@@ -107,8 +114,8 @@ check_columns(Oid relid, const std::vector<std::string> &names, bool numeric, co
 DX_FUNCTION(dx_check_gaussian_model)
 {
 	const Oid relid = PG_GETARG_OID(0);
-	const std::vector<std::string> attributes = name_array(PG_GETARG_ARRAYTYPE_P(1));
-	const std::vector<double> flat = float_array(PG_GETARG_ARRAYTYPE_P(2));
+	const std::vector<std::string> attributes = name_array(array_arg(fcinfo, 1));
+	const std::vector<double> flat = float_array(array_arg(fcinfo, 2));
 	const int matrices = PG_GETARG_INT32(3);
 	check_columns(relid, attributes, true, "A Gaussian model describes numeric columns (integer, numeric or floating point).");
 	const size_t m = attributes.size();
@@ -154,14 +161,10 @@ namespace {
 ArrayType *
 names_array(const std::vector<std::string> &all, const std::vector<int> &idx)
 {
-	ArrayType *out = nullptr;
-	pg_call([&] {
-		std::vector<Datum> d;
-		for (int i : idx)
-			d.push_back(CStringGetTextDatum(all[static_cast<size_t>(i)].c_str()));
-		out = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false, TYPALIGN_INT);
-	});
-	return out;
+	std::vector<Datum> d; // outside the guarded lambda: a longjmp out of it would skip its destructor
+	for (int i : idx)
+		d.push_back(CStringGetTextDatum(all[static_cast<size_t>(i)].c_str()));
+	return pg_value([&] { return construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false, TYPALIGN_INT); });
 }
 
 } // namespace
@@ -170,13 +173,13 @@ names_array(const std::vector<std::string> &all, const std::vector<int> &idx)
 DX_FUNCTION(dx_markov_quilt_scale)
 {
 	AttributeNetwork net;
-	net.names = text_array(PG_GETARG_ARRAYTYPE_P(0));
-	const std::vector<std::string> edges = text_array(PG_GETARG_ARRAYTYPE_P(1));
-	const std::vector<std::string> sensitive = text_array(PG_GETARG_ARRAYTYPE_P(2));
-	const std::vector<std::string> queried = text_array(PG_GETARG_ARRAYTYPE_P(3));
-	const std::vector<std::string> infl_attr = text_array(PG_GETARG_ARRAYTYPE_P(4));
-	const std::vector<std::string> infl_quilt = text_array(PG_GETARG_ARRAYTYPE_P(5));
-	const std::vector<double> infl_value = float_array(PG_GETARG_ARRAYTYPE_P(6));
+	net.names = text_array(array_arg(fcinfo, 0));
+	const std::vector<std::string> edges = text_array(array_arg(fcinfo, 1));
+	const std::vector<std::string> sensitive = text_array(array_arg(fcinfo, 2));
+	const std::vector<std::string> queried = text_array(array_arg(fcinfo, 3));
+	const std::vector<std::string> infl_attr = text_array(array_arg(fcinfo, 4));
+	const std::vector<std::string> infl_quilt = text_array(array_arg(fcinfo, 5));
+	const std::vector<double> infl_value = float_array(array_arg(fcinfo, 6));
 	const double records = PG_GETARG_FLOAT8(7), epsilon = PG_GETARG_FLOAT8(8);
 	if (!(records >= 0) || !std::isfinite(records))
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "records must be finite and non-negative",
@@ -220,10 +223,10 @@ DX_FUNCTION(dx_check_network_model)
 	const Oid relid = PG_GETARG_OID(0);
 	const std::string attribute = NameStr(*PG_GETARG_NAME(1));
 	AttributeNetwork net;
-	net.names = name_array(PG_GETARG_ARRAYTYPE_P(2));
-	const std::vector<std::string> edges = name_array(PG_GETARG_ARRAYTYPE_P(3));
-	const std::vector<std::string> quilts = text_array(PG_GETARG_ARRAYTYPE_P(4));
-	const std::vector<double> influences = float_array(PG_GETARG_ARRAYTYPE_P(5));
+	net.names = name_array(array_arg(fcinfo, 2));
+	const std::vector<std::string> edges = name_array(array_arg(fcinfo, 3));
+	const std::vector<std::string> quilts = text_array(array_arg(fcinfo, 4));
+	const std::vector<double> influences = float_array(array_arg(fcinfo, 5));
 	check_columns(relid, net.names, false, "");
 	validate_network(net); // names first
 	if (edges.size() % 2 != 0)
@@ -247,7 +250,7 @@ DX_FUNCTION(dx_check_network_model)
 DX_FUNCTION(dx_max_influence)
 {
 	const int rows = PG_GETARG_INT32(0);
-	const std::vector<double> flat = float_array(PG_GETARG_ARRAYTYPE_P(1));
+	const std::vector<double> flat = float_array(array_arg(fcinfo, 1));
 	if (rows < 2 || flat.size() % static_cast<size_t>(rows) != 0)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "a parameter table needs at least two rows of equal length",
 		     "One row per value of the sensitive parameter: [P(phi_Q = k | phi_i = a), ...].");
@@ -271,8 +274,8 @@ DX_FUNCTION(dx_max_influence)
 DX_FUNCTION(dx_check_binary_model)
 {
 	const Oid relid = PG_GETARG_OID(0);
-	const std::vector<std::string> attributes = name_array(PG_GETARG_ARRAYTYPE_P(1));
-	const std::vector<double> theta = float_array(PG_GETARG_ARRAYTYPE_P(2));
+	const std::vector<std::string> attributes = name_array(array_arg(fcinfo, 1));
+	const std::vector<double> theta = float_array(array_arg(fcinfo, 2));
 	check_columns(relid, attributes, true, "The binary conditional model describes two 0/1 columns (integer or numeric).");
 	if (attributes.size() != 2 || theta.size() != 5)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "a binary conditional model needs one released and one protected column",

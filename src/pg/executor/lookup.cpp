@@ -144,7 +144,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 			need(2);
 			c.value_arg = arg;
 			c.members = 1;
-			c.indexer = DomainIndexer::create(mcxt, Domain::enumerated(text_array_strings(PG_GETARG_ARRAYTYPE_P(arg + 1))),
+			c.indexer = DomainIndexer::create(mcxt, Domain::enumerated(text_array_strings(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(arg + 1); }))),
 			                                  get_fn_expr_argtype(fcinfo->flinfo, arg), arg_typmod(fcinfo, arg));
 			arg += 2;
 		} else if (kind == 'r') {
@@ -158,7 +158,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 		} else if (kind == 'p') {
 			if (arg + 2 > PG_NARGS() || PG_ARGISNULL(arg) || PG_ARGISNULL(arg + 1))
 				bad_layout();
-			ArrayType *coords = PG_GETARG_ARRAYTYPE_P(arg);
+			ArrayType *coords = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(arg); });
 			const int dims = PG_GETARG_INT32(arg + 1);
 			if (ARR_HASNULL(coords) || ARR_ELEMTYPE(coords) != FLOAT8OID || dims < 1 ||
 			    dims > static_cast<int>(kMaxPointDims) || arg + 2 + dims > PG_NARGS())

@@ -1,6 +1,8 @@
 // Contents version of a protected table, read under a statement's snapshot (answer-cache freshness).
 #include "pg/ledger/contents_version.h"
 
+#include "pg/guard.h"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -85,10 +87,14 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 	uint64 h = 0;
 	ListCell *lc;
 	foreach (lc, members) {
-		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
-		const uint64 trigger = version_trigger(rel, name, function);
-		const Oid node = rel->rd_node.relNode;
-		table_close(rel, AccessShareLock);
+		uint64 trigger = 0;
+		Oid node = InvalidOid;
+		pg_call([&] { // (name is alive: a PostgreSQL error must not longjmp over it)
+			Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+			trigger = version_trigger(rel, name, function);
+			node = rel->rd_node.relNode;
+			table_close(rel, AccessShareLock);
+		});
 		if (trigger == 0)
 			return false;
 		h = hash_combine64(h, hash_combine64(trigger, hash_bytes_uint32_extended(lfirst_oid(lc), node)));
@@ -96,19 +102,21 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 
 	// committed writing transactions visible to the snapshot (sum of n: rows may later be merged)
 	int64 writes = 0;
-	Relation r = table_open(changes, AccessShareLock);
-	ScanKeyData key;
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);
-	HeapTuple tup;
-	while ((tup = systable_getnext(scan)) != nullptr) {
-		bool isnull = false;
-		Datum n = heap_getattr(tup, 3, RelationGetDescr(r), &isnull);
-		if (!isnull)
-			writes += DatumGetInt64(n);
-	}
-	systable_endscan(scan);
-	table_close(r, AccessShareLock);
+	pg_call([&] {
+		Relation r = table_open(changes, AccessShareLock);
+		ScanKeyData key;
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+		SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);
+		HeapTuple tup;
+		while ((tup = systable_getnext(scan)) != nullptr) {
+			bool isnull = false;
+			Datum n = heap_getattr(tup, 3, RelationGetDescr(r), &isnull);
+			if (!isnull)
+				writes += DatumGetInt64(n);
+		}
+		systable_endscan(scan);
+		table_close(r, AccessShareLock);
+	});
 	*version = hash_combine64(h, hash_bytes_uint32_extended(static_cast<uint32>(writes),
 	                                                        static_cast<uint64>(writes) >> 32));
 	return true;

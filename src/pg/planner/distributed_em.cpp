@@ -191,7 +191,7 @@ em_from_counts(Query *q, SplitContext &c)
 	if (found.second.empty())
 		return q;
 	Const *k0 = aggref_params_const(found.second.front());
-	if (!k0 || !table_of(c, parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).relid).citus)
+	if (!k0 || !table_of(c, parse_noise_params(pg_value([&] { return DatumGetArrayTypeP(k0->constvalue); })).relid).citus)
 		return q;
 	if (q->groupingSets != NIL || list_length(q->rtable) != 1 ||
 	    linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION || q->hasWindowFuncs || q->hasTargetSRFs ||
@@ -238,7 +238,7 @@ em_from_counts(Query *q, SplitContext &c)
 			                                            makeTargetEntry((Expr *) candidate, 2, pstrdup("c"), false),
 			                                            makeTargetEntry((Expr *) count_star(), 3, pstrdup("n"), false)),
 			                                 2);
-			mid = em_every_group(counts, parse_noise_params(DatumGetArrayTypeP(params->constvalue)).groups, params,
+			mid = em_every_group(counts, parse_noise_params(pg_value([&] { return DatumGetArrayTypeP(params->constvalue); })).groups, params,
 			                     *c.ext, collect);
 		} else {
 			Query *inner = grouped_by_first(q, list_make2(makeTargetEntry((Expr *) candidate, 1, pstrdup("c"), false),

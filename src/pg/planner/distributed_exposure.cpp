@@ -113,11 +113,14 @@ distributed_run_as(PlannedStmt *stmt)
 	ReleaseScan s = scan_statement(*ext, stmt);
 	if (!OidIsValid(s.relid) || !load_analyst_context(*ext).analyst)
 		return InvalidOid;
-	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s.relid));
-	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	const Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
+	Oid owner = InvalidOid;
+	pg_call([&] {
+		HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s.relid));
+		if (HeapTupleIsValid(tup)) {
+			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+			ReleaseSysCache(tup);
+		}
+	});
 	return owner;
 }
 

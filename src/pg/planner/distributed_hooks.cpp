@@ -68,7 +68,8 @@ ship_point_tables(PlannedStmt *stmt)
 	for (size_t i = 0; i < found.size(); i++) {
 		Const *d = castNode(Const, linitial(found[i]->args));
 		Const *t = castNode(Const, lsecond(found[i]->args));
-		ship_point_table(DatumGetByteaPP(d->constvalue), DatumGetByteaPP(t->constvalue));
+		ship_point_table(pg_value([&] { return DatumGetByteaPP(d->constvalue); }),
+		                 pg_value([&] { return DatumGetByteaPP(t->constvalue); }));
 		progress.step("per-point tables stored on the workers", static_cast<double>(i + 1), total);
 	}
 }

@@ -218,8 +218,10 @@ units_sum(const ExtensionObjects &ext, const NativePartial &n)
 		std::vector<Datum> grids;
 		for (int g = 0; g < n.p.groups; ++g)
 			grids.push_back(Float8GetDatum(n.p.grid(g, 0)));
-		ArrayType *arr = construct_array(grids.data(), static_cast<int>(grids.size()), FLOAT8OID, sizeof(float8),
-		                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+		ArrayType *arr = pg_value([&] {
+			return construct_array(grids.data(), static_cast<int>(grids.size()), FLOAT8OID, sizeof(float8),
+			                       FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+		});
 		Const *c = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
 		u = makeFuncExpr(ext.units_by_group, INT8OID, list_make3(copy_node(n.weight), copy_node(n.group), c),
 		                 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
@@ -355,7 +357,7 @@ every_group_from_one_state(Query *q, const SplitContext &c)
 		     "query in a subquery for post-processing.");
 	Node *group_index = static_cast<Node *>(lthird(found.releases.front()->args));
 	Const *k0 = release_params_const((Node *) found.releases.front(), ext);
-	const int groups = parse_noise_params(DatumGetArrayTypeP(k0->constvalue)).groups;
+	const int groups = parse_noise_params(pg_value([&] { return DatumGetArrayTypeP(k0->constvalue); })).groups;
 
 	Query *inner = native_grouped_partials(q, found.releases, c);
 	if (!inner) // (the releases of one level share its group index)

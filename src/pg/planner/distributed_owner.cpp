@@ -63,7 +63,7 @@ check_owner_safe_function(Oid fn, void *ctx)
 	                   "answers in a separate statement.";
 	if (fn >= FirstNormalObjectId)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "function " + shown + " cannot be used in analysts' queries on distributed tables", hint);
-	if (pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	if (pg_value([&] { return pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE); }) != ACLCHECK_OK)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for function " + shown, hint);
 	const char volatility = func_volatile(fn);
 	if (volatility == PROVOLATILE_VOLATILE || (volatility == PROVOLATILE_STABLE && kRunsAsCurrentUser.count(shown)))

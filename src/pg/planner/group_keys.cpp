@@ -38,10 +38,11 @@ key_tuple_runs(const std::vector<TargetEntry *> &keys, const UniverseDatums &d, 
 	std::vector<Oid> collation(keys.size());
 	for (size_t k = 0; k < keys.size(); ++k) {
 		const Oid type = exprType((Node *) keys[k]->expr);
-		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_CMP_PROC_FINFO);
+		TypeCacheEntry *tc = pg_value([&] { return lookup_type_cache(type, TYPECACHE_CMP_PROC_FINFO); });
 		if (!OidIsValid(tc->cmp_proc))
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-			     std::string("GROUP BY keys of type ") + format_type_be(type) + " cannot be used in a query with dx aggregates",
+			     std::string("GROUP BY keys of type ") + pg_value([&] { return format_type_be(type); }) +
+			         " cannot be used in a query with dx aggregates",
 			     "Group by an expression with an ordered type (text, numbers, dates, timestamps, booleans).");
 		cmp[k] = &tc->cmp_proc_finfo;
 		collation[k] = exprCollation((Node *) keys[k]->expr);
@@ -62,7 +63,9 @@ key_tuple_runs(const std::vector<TargetEntry *> &keys, const UniverseDatums &d, 
 		}
 		return 0;
 	};
-	pg_call([&] { std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return compare(a, b) < 0; }); });
+	// std::sort allocates nothing (std::stable_sort's buffer would leak if a comparison raised); equal
+	// tuples get one run whatever their order, so run_of is the same
+	pg_call([&] { std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return compare(a, b) < 0; }); });
 	// number the runs of equal tuples in sorted order
 	std::vector<size_t> run_of(n);
 	size_t run = 0;
@@ -119,7 +122,7 @@ key_values_const(const GroupKeys &keys, size_t k)
 	const Oid array_type = get_array_type(type);
 	if (!OidIsValid(array_type))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     std::string("GROUP BY keys of type ") + format_type_be(type) + " cannot be used in a query with dx aggregates",
+		     std::string("GROUP BY keys of type ") + pg_value([&] { return format_type_be(type); }) + " cannot be used in a query with dx aggregates",
 		     "Group by an expression of a built-in scalar type.");
 	int16 typlen;
 	bool typbyval;
@@ -155,10 +158,13 @@ GroupKeys::label(size_t g) const
 			}
 			text = c->domain.label(pos);
 		} else if (!is_null[k][g]) {
-			Oid output;
-			bool varlena;
-			getTypeOutputInfo(exprType((Node *) keys[k]->expr), &output, &varlena);
-			text = OidOutputFunctionCall(output, value[k][g]);
+			const char *shown = pg_value([&] {
+				Oid output;
+				bool varlena;
+				getTypeOutputInfo(exprType((Node *) keys[k]->expr), &output, &varlena);
+				return OidOutputFunctionCall(output, value[k][g]);
+			});
+			text = shown;
 		}
 		out += (k ? ", " : "") + names[k] + "=" + text;
 	}

@@ -184,7 +184,8 @@ declared_values_sql(const ColumnPolicy &col, const std::vector<std::string> &lab
 	for (size_t i = 0; i < labels.size(); ++i)
 		arr += (i ? "," : "") + array_element(labels[i]);
 	arr += "}";
-	return quote_literal_cstr(arr.c_str()) + std::string("::") + format_type_with_typemod(col.type, col.typmod) + "[]";
+	const char *type = pg_value([&] { return format_type_with_typemod(col.type, col.typmod); });
+	return quote_literal_cstr(arr.c_str()) + std::string("::") + type + "[]";
 }
 
 // See group_source.h.
@@ -203,7 +204,7 @@ empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &c
 		if (key_pos >= 0)
 			empty += "g.v" + std::to_string(key_pos) + ", ";
 		else
-			empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
+			empty += std::string("NULL::") + pg_value([&] { return format_type_with_typemod(mem->type, mem->typmod); }) + ", ";
 	}
 	return empty + extra + "false FROM " + group_points_sql(keys);
 }
@@ -240,7 +241,7 @@ replace_with_slot_group_source(Query *q, const TablePolicy &policy, const std::v
 	AttrNumber next = list_columns(policy, columns, real, colnames, mapping);
 	for (AttrNumber att : columns) {
 		const ColumnPolicy::Member *mem = policy.find(att)->member(att);
-		empty += std::string("NULL::") + format_type_with_typemod(mem->type, mem->typmod) + ", ";
+		empty += std::string("NULL::") + pg_value([&] { return format_type_with_typemod(mem->type, mem->typmod); }) + ", ";
 	}
 	const std::string sql = real + "true AS dx_present, " +
 	                        (slots > 1 ? "s.dx_slot FROM " + table + " CROSS JOIN pg_catalog.generate_series(0, " +

@@ -30,7 +30,7 @@ public:
 			TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_CMP_PROC_FINFO);
 			if (!OidIsValid(tc->cmp_proc))
 				fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-				     std::string("GROUP BY keys of type ") + format_type_be(type) +
+				     std::string("GROUP BY keys of type ") + pg_value([&] { return format_type_be(type); }) +
 				         " cannot be used in a query with dx aggregates",
 				     "Group by an expression with an ordered type (text, numbers, dates, timestamps, booleans).");
 			cmp_[k] = &tc->cmp_proc_finfo;

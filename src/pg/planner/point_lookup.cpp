@@ -78,8 +78,10 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 			for (size_t i = 0; i < c->domain.size(); ++i)
 				for (size_t d = 0; d < dims; ++d)
 					coords.push_back(Float8GetDatum(c->domain.coordinate(i, d)));
-			ArrayType *arr = construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
-			                                 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+			ArrayType *arr = pg_value([&] {
+				return construct_array(coords.data(), static_cast<int>(coords.size()), FLOAT8OID, sizeof(float8),
+				                       FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+			});
 			args = lappend(args, makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false));
 			args = lappend(args, int4_const(static_cast<int32>(dims)));
 			for (const ColumnPolicy::Member &m : c->members)

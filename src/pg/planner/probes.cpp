@@ -94,7 +94,8 @@ admit_zero_row_probe(Query *q)
 			Form_pg_attribute a = TupleDescAttr(td, i);
 			if (a->attisdropped)
 				continue;
-			select += std::string(select.empty() ? "SELECT " : ", ") + "NULL::" + format_type_with_typemod(a->atttypid, a->atttypmod);
+			const char *type = pg_value([&] { return format_type_with_typemod(a->atttypid, a->atttypmod); });
+			select += std::string(select.empty() ? "SELECT " : ", ") + "NULL::" + type;
 			colnames = lappend(colnames, makeString(pstrdup(NameStr(a->attname))));
 			mapping[a->attnum] = static_cast<AttrNumber>(list_length(colnames));
 		}

@@ -321,7 +321,7 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bool re
 			continue;
 		RangeTblEntry *rte = rt_fetch(i, q->rtable);
 		const std::string name = qualified_relation_name(rte->relid);
-		if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		if (pg_value([&] { return pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT); }) != ACLCHECK_OK)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "permission denied for public table \"" + name + "\"",
 			     "A join reads the public table with your own privileges: its owner can GRANT SELECT ON " + name +
 			         " to you.");
@@ -333,7 +333,7 @@ take_public_join(Query *q, const ExtensionObjects &ext, PublicRows &out, bool re
 		for (size_t k = 0; k < map.param_var.size(); ++k)
 			if (static_cast<int>(map.param_var[k]->varno) == i) {
 				step.params.push_back(static_cast<int>(k));
-				char *att = get_attname(rte->relid, map.param_var[k]->varattno, false);
+				char *att = pg_value([&] { return get_attname(rte->relid, map.param_var[k]->varattno, false); });
 				list += (list.empty() ? "" : ", ") + std::string(quote_identifier(att));
 			}
 		if (!read_rows) {

@@ -235,7 +235,7 @@ check_row_expression(Node *expr, const TablePolicy &policy, const char *where)
 	if (analyst_mode() && user_type_walker(expr, &user_typed))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 		     std::string("casts to user-defined types and domains cannot be used in ") + where + " by analysts (type " +
-		         format_type_be(exprType(user_typed.found)) + ")",
+		         pg_value([&] { return format_type_be(exprType(user_typed.found)); }) + ")",
 		     "Compare declared columns with built-in types only, e.g. WHERE age >= 30 AND sex = 'F'.");
 	// Stable functions (now(), current_date, date -> timestamptz casts, date_trunc on timestamptz)
 	// are evaluated once, at analysis, on the declared points: their value is fixed for the
@@ -376,7 +376,7 @@ describe_aggregate(Aggref *a, const TablePolicy &policy, const ExtensionObjects 
 		Oid t = exprType((Node *) value);
 		if (t != INT2OID && t != INT4OID && t != INT8OID && t != FLOAT4OID && t != FLOAT8OID && t != NUMERICOID)
 			fail(ERRCODE_DATATYPE_MISMATCH,
-			     std::string("dx aggregates cannot sum or average values of type ") + format_type_be(t),
+			     std::string("dx aggregates cannot sum or average values of type ") + pg_value([&] { return format_type_be(t); }),
 			     "Use a numeric expression (integer, numeric or floating point).");
 		spec.weight = (Expr *) coerce_to_target_type(nullptr, (Node *) value, t, FLOAT8OID, -1, COERCION_EXPLICIT,
 		                                             COERCE_IMPLICIT_CAST, -1);
@@ -495,7 +495,7 @@ register_releases(const std::vector<AggSpec> &specs, const std::map<int, int64> 
 		Const *k = aggref_params_const(specs[j].aggref);
 		if (!k)
 			return; // not described: dx.last_release shows the aggregate without kind and text
-		const NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
+		const NoiseParams p = parse_noise_params(pg_value([&] { return DatumGetArrayTypeP(k->constvalue); }));
 		auto id = charge_ids.find(p.agg_index);
 		if (id == charge_ids.end())
 			return;

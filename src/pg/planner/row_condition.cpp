@@ -85,7 +85,7 @@ parse_row_condition(Oid relid, const TablePolicy &policy, const std::string &tex
 	if (depth.max > kMaxConditionDepth)
 		fail(ERRCODE_STATEMENT_TOO_COMPLEX, label + " is nested too deeply",
 		     "Write the condition with at most 1000 levels of nesting, e.g. with IN lists instead of chains of OR.");
-	if (contain_mutable_functions((Node *) e))
+	if (pg_value([&] { return contain_mutable_functions((Node *) e); }))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, label + " cannot call functions whose value may change (now(), random(), ...)",
 		     hint);
 	require_builtin_immutable((Node *) e, label.c_str());

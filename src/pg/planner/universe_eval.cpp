@@ -115,6 +115,9 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 	}
 	std::vector<size_t> idx(cols.size(), 0);
 	const TimestampTz started = GetCurrentTimestamp();
+	// outside the guarded lambda: an error at a point longjmps out of it, over what it declares
+	std::vector<ExprState *> states, on_states;
+	std::function<void(size_t)> descend;
 	try {
 	pg_call([&] {
 		Relation rel = relation_open(relid, AccessShareLock);
@@ -127,16 +130,15 @@ for_each_point_value(Oid relid, const std::vector<const ColumnPolicy *> &cols, c
 		}
 		ExprContext *econtext = GetPerTupleExprContext(estate);
 		TupleTableSlot *slot = MakeSingleTupleTableSlot(td, &TTSOpsVirtual);
-		std::vector<ExprState *> states(exprs.size(), nullptr);
+		states.assign(exprs.size(), nullptr);
 		for (size_t e = 0; e < exprs.size(); ++e)
 			if (exprs[e])
 				states[e] = ExecPrepareExpr(exprs[e], estate);
-		std::vector<ExprState *> on_states;
 		for (size_t s = 0; inner && s < inner->steps.size(); ++s)
 			on_states.push_back(inner->steps[s].on ? ExecPrepareExpr(inner->steps[s].on, estate) : nullptr);
 		size_t flat = 0;
 		// the public tables from `step` on, for the combination of earlier rows in params
-		std::function<void(size_t)> descend = [&](size_t step) {
+		descend = [&](size_t step) {
 			if (!inner || step == inner->steps.size()) {
 				ResetExprContext(econtext);
 				for (size_t e = 0; e < states.size(); ++e) {

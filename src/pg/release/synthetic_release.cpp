@@ -273,11 +273,11 @@ read_workload_argument(FunctionCallInfo fcinfo, int argno)
 	WorkloadArgument arg;
 	const Oid type = get_fn_expr_argtype(fcinfo->flinfo, argno);
 	if (type == FLOAT8ARRAYOID)
-		arg.weights = PG_GETARG_ARRAYTYPE_P(argno);
+		arg.weights = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(argno); });
 	else if (type == TEXTARRAYOID)
-		arg.predicates = PG_GETARG_ARRAYTYPE_P(argno);
+		arg.predicates = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(argno); });
 	else
-		arg.text = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+		arg.text = pg_value([&] { return text_to_cstring(PG_GETARG_TEXT_PP(argno)); });
 	return arg;
 }
 
