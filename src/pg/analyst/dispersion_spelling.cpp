@@ -203,10 +203,13 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 	call->location = kDispersionLocation;
 	if (a->aggtype == FLOAT8OID)
 		return (Node *) call;
-	Node *cast = coerce_to_target_type(nullptr, (Node *) call, FLOAT8OID, a->aggtype, -1, COERCION_EXPLICIT,
-	                                   COERCE_IMPLICIT_CAST, -1);
+	Node *cast = pg_value([&] {
+		return coerce_to_target_type(nullptr, (Node *) call, FLOAT8OID, a->aggtype, -1, COERCION_EXPLICIT,
+		                             COERCE_IMPLICIT_CAST, -1);
+	});
 	if (!cast)
-		fail(ERRCODE_DATATYPE_MISMATCH, "the answer of " + fn + " cannot be cast to " + format_type_be(a->aggtype),
+		fail(ERRCODE_DATATYPE_MISMATCH,
+		     "the answer of " + fn + " cannot be cast to " + pg_value([&] { return format_type_be(a->aggtype); }),
 		     "Cast the argument to double precision.");
 	return cast;
 }

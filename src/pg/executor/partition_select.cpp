@@ -72,8 +72,8 @@ DX_FUNCTION(dx_partition_select_transfn)
 		MemoryContext aggctx = require_aggregate_context(fcinfo, "dx._partition_select");
 		if (PG_ARGISNULL(3) || PG_ARGISNULL(4))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv partition selection parameters must not be null");
-		const NoiseParams p = parse_noise_params(PG_GETARG_ARRAYTYPE_P(3));
-		ArrayType *sel = PG_GETARG_ARRAYTYPE_P(4);
+		const NoiseParams p = parse_noise_params(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(3); }));
+		ArrayType *sel = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(4); });
 		if (ARR_NDIM(sel) != 1 || ARR_HASNULL(sel) || ARR_ELEMTYPE(sel) != FLOAT8OID || ARR_DIMS(sel)[0] != 3)
 			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
 		const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(sel));

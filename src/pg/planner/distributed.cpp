@@ -238,7 +238,7 @@ split_distributed_releases(Query *parse, bool &prune)
 	if (c.single_node && !one_level) {
 		// run here only through Citus's local execution: otherwise Citus would connect to this node
 		// again, where the release refuses (after the charge)
-		const char *local = GetConfigOption("citus.enable_local_execution", true, false);
+		const char *local = pg_value([&] { return GetConfigOption("citus.enable_local_execution", true, false); });
 		if (local && strcmp(local, "on") != 0)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
 			     "this dx query on a Citus reference or single-shard table needs citus.enable_local_execution",

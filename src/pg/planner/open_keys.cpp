@@ -339,7 +339,7 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	agg->aggcollid = InvalidOid;
 	agg->inputcollid = InvalidOid;
 	agg->aggtranstype = InvalidOid;
-	agg->aggargtypes = list_make4_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID);
+	agg->aggargtypes = pg_value([&] { return list_make4_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID); });
 	agg->aggdirectargs = NIL;
 	agg->args = list_make4(
 	    makeTargetEntry(weight, 1, nullptr, false), makeTargetEntry(group_index_expr(a.keys, ext), 2, nullptr, false),

@@ -189,14 +189,16 @@ split_series_limit_join(Query *q, const ExtensionObjects &ext, const AnalystCont
 	// renumber P to 1 in what moves into the release
 	Query *probe = copy_node(q);
 	if (p != 1) {
-		ChangeVarNodes((Node *) probe->targetList, p, 1, 0);
-		ChangeVarNodes(probe->havingQual, p, 1, 0);
+		pg_call([&] {
+			ChangeVarNodes((Node *) probe->targetList, p, 1, 0);
+			ChangeVarNodes(probe->havingQual, p, 1, 0);
+		});
 	}
 	List *pquals = NIL;
 	for (Node *c : p_conds) {
 		Node *copy = copy_node(c);
 		if (p != 1)
-			ChangeVarNodes(copy, p, 1, 0);
+			pg_call([&] { ChangeVarNodes(copy, p, 1, 0); });
 		pquals = lappend(pquals, copy);
 	}
 	std::vector<Node *> keys;
@@ -219,7 +221,7 @@ split_series_limit_join(Query *q, const ExtensionObjects &ext, const AnalystCont
 	for (Node *c : key_conds) {
 		Node *copy = copy_node(c);
 		if (p != 1)
-			ChangeVarNodes(copy, p, 1, 0);
+			pg_call([&] { ChangeVarNodes(copy, p, 1, 0); });
 		Node *m = key_mutator(copy, &kr);
 		if (kr.bad || !reads(m, 1) || !reads(m, 2))
 			return false; // `<P column that is no GROUP BY key> = S.col`: not a filter on released keys

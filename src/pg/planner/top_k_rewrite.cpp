@@ -107,7 +107,7 @@ rewrite_top_k_order(Query *q, const ExtensionObjects &ext, const AnalystContext 
 	SortGroupClause *sort = linitial_node(SortGroupClause, q->sortClause);
 	bool reverse = false;
 	if (sort->tleSortGroupRef != count->ressortgroupref || count->ressortgroupref == 0 ||
-	    !OidIsValid(get_equality_op_for_ordering_op(sort->sortop, &reverse)) || !reverse)
+	    !OidIsValid(pg_value([&] { return get_equality_op_for_ordering_op(sort->sortop, &reverse); })) || !reverse)
 		return false;
 	const Const *limit = folded_const(q->limitCount); // LIMIT 5 is int8(5) until folded
 	if (!limit || limit->constisnull || limit->consttype != INT8OID)

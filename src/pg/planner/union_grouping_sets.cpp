@@ -97,12 +97,14 @@ merge_union_into_grouping_sets(Query *q, const ExtensionObjects &ext, const Anal
 			TargetEntry *t = castNode(TargetEntry, list_nth(branches[bi]->targetList, i));
 			if (t->resjunk)
 				return false;
-			if (t->ressortgroupref && get_sortgroupref_clause_noerr(t->ressortgroupref, branches[bi]->groupClause)) {
+			if (t->ressortgroupref && pg_value([&] {
+				    return get_sortgroupref_clause_noerr(t->ressortgroupref, branches[bi]->groupClause);
+			    })) {
 				if (key && !equal(key->expr, t->expr))
 					return false;
 				if (!key) {
 					key = t;
-					key_sgc = get_sortgroupref_clause(t->ressortgroupref, branches[bi]->groupClause);
+					key_sgc = pg_value([&] { return get_sortgroupref_clause(t->ressortgroupref, branches[bi]->groupClause); });
 				}
 				branch_keys[bi].push_back(i + 1);
 			} else if (!is_null_const((Node *) t->expr)) {
@@ -142,13 +144,15 @@ merge_union_into_grouping_sets(Query *q, const ExtensionObjects &ext, const Anal
 		List *refs = NIL;
 		for (int k : branch_keys[bi])
 			refs = lappend_int(refs, k);
-		sets = lappend(sets, refs ? makeGroupingSet(GROUPING_SET_SIMPLE, refs, -1)
-		                          : makeGroupingSet(GROUPING_SET_EMPTY, NIL, -1));
+		sets = lappend(sets, pg_value([&] {
+			               return refs ? makeGroupingSet(GROUPING_SET_SIMPLE, refs, -1)
+			                           : makeGroupingSet(GROUPING_SET_EMPTY, NIL, -1);
+		               }));
 	}
 	Query *merged = copy_node(first);
 	merged->targetList = tlist;
 	merged->groupClause = group_clause;
-	merged->groupingSets = list_make1(makeGroupingSet(GROUPING_SET_SETS, sets, -1));
+	merged->groupingSets = list_make1(pg_value([&] { return makeGroupingSet(GROUPING_SET_SETS, sets, -1); }));
 
 	// q reads the merged release in place of its set operation
 	int leftmost = leaves.front();
@@ -161,7 +165,7 @@ merge_union_into_grouping_sets(Query *q, const ExtensionObjects &ext, const Anal
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
 	if (leftmost != 1)
-		ChangeVarNodes((Node *) q->targetList, leftmost, 1, 0);
+		pg_call([&] { ChangeVarNodes((Node *) q->targetList, leftmost, 1, 0); });
 	q->rtable = list_make1(rte);
 	q->jointree = makeFromExpr(list_make1(ref), nullptr);
 	q->setOperations = nullptr;

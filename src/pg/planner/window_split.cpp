@@ -130,7 +130,7 @@ extract_release(Query *q, List *rtable, FromExpr *jointree, int rtindex, bool &r
 		return nullptr;
 	// the outer level reads the release at range-table index rtindex
 	if (rtindex != 1)
-		ChangeVarNodes((Node *) outer_tlist, 1, rtindex, 0);
+		pg_call([&] { ChangeVarNodes((Node *) outer_tlist, 1, rtindex, 0); });
 
 	Query *inner = makeNode(Query);
 	inner->commandType = CMD_SELECT;

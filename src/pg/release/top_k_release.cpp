@@ -39,10 +39,10 @@ ArrayType *
 text_array(const std::vector<std::string> &items)
 {
 	ArrayType *a = nullptr;
+	std::vector<Datum> d(items.size());
 	pg_call([&] {
-		std::vector<Datum> d;
-		for (const std::string &s : items)
-			d.push_back(CStringGetTextDatum(s.c_str()));
+		for (size_t i = 0; i < items.size(); i++)
+			d[i] = CStringGetTextDatum(items[i].c_str());
 		a = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false, TYPALIGN_INT);
 	});
 	return a;
