@@ -24,6 +24,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # ccache (Debian's, installed by make deps) when present: rebuilds of unchanged files are cache hits.
 # CCACHE= on the command line disables it (debian/rules does).
 CCACHE ?= $(shell command -v ccache 2>/dev/null)
+# the unit tests use a precompiled header (CMakeLists.txt): ccache caches such objects only with this
+export CCACHE_SLOPPINESS = pch_defines,time_macros,include_file_mtime,include_file_ctime
 # debug information: -g1 (line tables: backtraces and perf keep file:line) by default, because full
 # -g makes the build about 40% slower; `make DXPRIV_DEBUG=-g` for gdb's variables (debian/rules does).
 DXPRIV_DEBUG ?= -g1
