@@ -152,19 +152,29 @@ counts_rows_by_constant(Aggref *a, const std::string &fn)
 
 // count(DISTINCT unit) on the privacy unit column of the table q reads: the number of units, which
 // dx.count_units answers (README "Privacy units").
-bool
-counts_units(Query *q, Aggref *a)
+// The column of count(DISTINCT <column>) when it is a column of the protected table q reads (at
+// its first range-table entry), with that table's policy in *policy; nullptr otherwise.
+static Var *
+distinct_table_column(Query *q, Aggref *a, TablePolicy *policy)
 {
 	if (!a->aggdistinct || list_length(a->args) != 1)
-		return false;
+		return nullptr;
 	Node *e = strip_implicit_coercions(first_arg(a));
 	const Oid rel = read_table(q);
 	if (!e || !IsA(e, Var) || !OidIsValid(rel))
-		return false;
+		return nullptr;
 	Var *v = castNode(Var, e);
+	if (v->varlevelsup != 0 || v->varno != 1 || !load_table_policy(rel, *policy))
+		return nullptr;
+	return v;
+}
+
+bool
+counts_units(Query *q, Aggref *a)
+{
 	TablePolicy policy;
-	return v->varlevelsup == 0 && v->varno == 1 && load_table_policy(rel, policy) && policy.unit.present() &&
-	       v->varattno == policy.unit.attnum;
+	const Var *v = distinct_table_column(q, a, &policy);
+	return v && policy.unit.present() && v->varattno == policy.unit.attnum;
 }
 
 // count(DISTINCT col) on a declared column of the table q reads (one column, not a member of a
@@ -173,15 +183,11 @@ counts_units(Query *q, Aggref *a)
 bool
 counts_declared_values(Query *q, Aggref *a)
 {
-	if (!a->aggdistinct || list_length(a->args) != 1 || a->aggorder)
+	if (a->aggorder)
 		return false;
-	Node *e = strip_implicit_coercions(first_arg(a));
-	const Oid rel = read_table(q);
-	if (!e || !IsA(e, Var) || !OidIsValid(rel))
-		return false;
-	Var *v = castNode(Var, e);
 	TablePolicy policy;
-	if (v->varlevelsup != 0 || v->varno != 1 || !load_table_policy(rel, policy) || policy.unit.present())
+	const Var *v = distinct_table_column(q, a, &policy);
+	if (!v || policy.unit.present())
 		return false;
 	const ColumnPolicy *c = policy.find(v->varattno);
 	return c && !c->is_group();

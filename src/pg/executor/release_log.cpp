@@ -258,6 +258,23 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	current.statement = s;
 }
 
+// The charged entry of charge_id in the log being written, switching the log to the statement
+// that charge belongs to (a cursor of an earlier statement: the log is now its); nullptr when no
+// logged statement knows it.
+static const Charged *
+charged_in_log(int64 charge_id)
+{
+	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
+	if (c)
+		return c;
+	const statement::ChargeState *st = statement::find_charge_state(charge_id);
+	if (!st || !st->logged)
+		return nullptr;
+	current = Log();
+	current.statement = st->logged;
+	return find_charged(*current.statement, charge_id);
+}
+
 // See release_log.h.
 void
 release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
@@ -267,15 +284,7 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 		return; // final functions run in the leader; never record elsewhere
 	if (answer_cache_excluded(charge_id))
 		return; // grouped by an open key: the cells of unreleased partitions must not show
-	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
-	if (!c) {
-		const statement::ChargeState *st = statement::find_charge_state(charge_id);
-		if (!st || !st->logged) // a cursor of an earlier statement: the log is now its
-			return;
-		current = Log();
-		current.statement = st->logged;
-		c = find_charged(*current.statement, charge_id);
-	}
+	const Charged *c = charged_in_log(charge_id);
 	if (!c || !current.recorded.insert({charge_id, group}).second)
 		return;
 	current.unreported = true;
@@ -346,15 +355,7 @@ release_log_exponential(int64 charge_id, int group, const std::string &kind, con
 {
 	if (IsParallelWorker())
 		return;
-	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
-	if (!c) {
-		const statement::ChargeState *st = statement::find_charge_state(charge_id);
-		if (!st || !st->logged) // a cursor of an earlier statement: the log is now its
-			return;
-		current = Log();
-		current.statement = st->logged;
-		c = find_charged(*current.statement, charge_id);
-	}
+	const Charged *c = charged_in_log(charge_id);
 	if (!c || !c->exponential || !current.recorded.insert({charge_id, group}).second)
 		return;
 	current.unreported = true;
