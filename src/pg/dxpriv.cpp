@@ -22,6 +22,7 @@ void _PG_init(void);
 namespace dxpriv::pg {
 double guc_epsilon = 0.1;
 int guc_test_seed = -1;
+bool guc_one_pass = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_analysis_time_limit = 30000;
@@ -101,6 +102,13 @@ _PG_init(void)
 	                        "error 54000. Only superusers may change it.",
 	                        &guc_analysis_memory_limit, 16384, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.one_pass",
+	                         "Computes a statement's linear aggregates in one pass over its rows (one shared transition).",
+	                         "On (default): each row is mapped to its point once and counted in one histogram per "
+	                         "group, every aggregate weighing the histogram at the end. Off: one lookup and one "
+	                         "transition per row and aggregate (the previous plan; same answers). Only superusers may "
+	                         "change it.",
+	                         &guc_one_pass, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();

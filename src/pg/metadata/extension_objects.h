@@ -17,6 +17,9 @@ struct ExtensionObjects {
 	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
+	// one pass over the rows (executor/one_pass.cpp): the statement's aggregates share one transition
+	Oid onepass_count = InvalidOid, onepass_sum = InvalidOid, onepass_avg = InvalidOid;
+	bool is_one_pass(Oid f) const { return f == onepass_count || f == onepass_sum || f == onepass_avg; }
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -44,7 +47,7 @@ struct ExtensionObjects {
 	bool is_internal(Oid f) const
 	{
 		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
-		       f == partial;
+		       f == partial || is_one_pass(f);
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed

@@ -25,6 +25,7 @@
 #include "pg/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
+#include "pg/planner/one_pass.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/shard_pruning.h"
 #include "pg/contract/noise_params.h"
@@ -137,6 +138,11 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		ce->location = -1;
 		group_index = (Expr *) ce;
 	}
+	// one pass over the rows (planner/one_pass.h): the linear aggregates read by lookup share one transition
+	const bool one_pass = guc_one_pass && !distributed && !slot && !join && !set && a.em.specs.empty();
+	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(group_index),
+	                                        grouped ? (Expr *) present_flag_var() : nullptr)
+	                        : NIL;
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -170,10 +176,12 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			}
 		// a value's table does not depend on the GROUP BY columns, a count's often on none: the
 		// lookup maps only the columns its table depends on (not with slots or privacy units)
-		Expr *weight = slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
+		const bool in_one_pass = one_pass && s.kind != AggKind::CountUnits; // (its arguments are the shared ones)
+		Expr *weight = in_one_pass ? (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid)
+		               : slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
 		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots)
 		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
-		if (grouped && !distributed && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+		if (grouped && !distributed && s.kind != AggKind::CountUnits && !in_one_pass) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;
 		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
@@ -197,6 +205,9 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
 			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
 		}
+		if (in_one_pass)
+			make_one_pass(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
+			              a.tables[j], ext);
 		agg->aggstar = false;
 		agg->aggvariadic = false;
 		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row
@@ -209,6 +220,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		dup->aggfnoid = r->aggfnoid;
 		dup->aggargtypes = list_copy(r->aggargtypes);
 		dup->args = static_cast<List *>(copyObjectImpl(r->args));
+		dup->aggdirectargs = static_cast<List *>(copyObjectImpl(r->aggdirectargs));
 		dup->aggstar = r->aggstar;
 		dup->aggdistinct = NIL;
 		dup->aggvariadic = r->aggvariadic;
