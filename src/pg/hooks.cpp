@@ -224,8 +224,7 @@ on_xact(XactEvent event, void *)
 	const bool parallel_end = event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT;
 	if (!top_end && !parallel_end)
 		return;
-	statement::reset_transaction();
-	answer_cache_reset_statement_state();
+	statement::reset_transaction(); // also the answer cache's and the release log's per-charge state
 	release_log_end_transaction();
 	sealed_reset_transaction();
 	if (!top_end)

@@ -5,6 +5,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/executor/consistent_release.h"
 #include "pg/guard.h"
+#include "pg/statement/statement_context.h"
 
 #include "core/accuracy.h"
 #include "core/error.h"
@@ -21,30 +22,25 @@ extern "C" {
 
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <map>
 #include <memory>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 namespace dxpriv::pg {
 
 bool guc_show_error_bars = false;
 
-namespace {
-
-constexpr size_t kMaxDescribedStatements = 256; // analysed statements whose descriptions are kept
-constexpr size_t kNoticeRows = 8;               // answers listed in one NOTICE
-
-// Descriptions of one analysed statement.
-struct Described {
+// Descriptions of one analysed statement (registered in the statement context by its charge ids).
+struct DescribedStatement {
 	std::vector<int64> charge_ids;
 	std::vector<ReleaseDescription> aggregates; // same order as charge_ids
 	std::vector<std::string> group_labels;
 };
-std::deque<std::shared_ptr<Described>> described;                              // oldest first
-std::unordered_map<int64, std::pair<std::shared_ptr<Described>, size_t>> described_by_charge;
+
+namespace {
+
+constexpr size_t kNoticeRows = 8; // answers listed in one NOTICE
 
 // One aggregate of a charged statement, from its noise parameters.
 struct Charged {
@@ -58,11 +54,18 @@ struct Charged {
 	// 1-based position of the aggregate among the statement's dx aggregates
 	int aggregate() const { return agg_index / sets + 1; }
 };
-struct Statement {
+
+} // namespace
+
+// A charged statement whose releases the log shows (each of its charge ids points to it through
+// the statement context's ChargeState::logged until the transaction ends).
+struct LoggedStatement {
 	const void *plan = nullptr; // its PlannedStmt
 	std::vector<Charged> aggregates;
 	bool reused = false;
 };
+
+namespace {
 
 // One released value.
 struct Row {
@@ -78,7 +81,7 @@ struct Row {
 
 // The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
 struct Log {
-	std::shared_ptr<Statement> statement;
+	std::shared_ptr<LoggedStatement> statement;
 	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
 	std::set<std::pair<int64, int>> recorded;
 	bool unreported = false;
@@ -96,12 +99,11 @@ charged_aggregate(int first_cell)
 			return &a;
 	return nullptr;
 }
-std::unordered_map<int64, std::shared_ptr<Statement>> statement_of; // charge ids of this transaction
 
 
 // The charged aggregate of the log's statement with this charge id, or nullptr.
 const Charged *
-find_charged(const Statement &s, int64 charge_id)
+find_charged(const LoggedStatement &s, int64 charge_id)
 {
 	for (const Charged &c : s.aggregates)
 		if (c.charge_id == charge_id)
@@ -113,11 +115,11 @@ find_charged(const Statement &s, int64 charge_id)
 const ReleaseDescription *
 find_description(int64 charge_id, const std::vector<std::string> **labels)
 {
-	auto it = described_by_charge.find(charge_id);
-	if (it == described_by_charge.end())
+	const auto [d, i] = statement::described(charge_id); // (the context keeps d alive)
+	if (!d)
 		return nullptr;
-	*labels = &it->second.first->group_labels;
-	return &it->second.first->aggregates[it->second.second];
+	*labels = &d->group_labels;
+	return &d->aggregates[i];
 }
 
 // "kind(expression)" for messages.
@@ -191,20 +193,13 @@ void
 release_log_describe(const std::vector<int64> &charge_ids, std::vector<ReleaseDescription> descriptions,
                      std::vector<std::string> group_labels)
 {
-	auto d = std::make_shared<Described>();
+	auto d = std::make_shared<DescribedStatement>();
 	d->charge_ids = charge_ids;
 	d->aggregates = std::move(descriptions);
 	d->group_labels = std::move(group_labels);
 	if (d->aggregates.size() != d->charge_ids.size())
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv release descriptions do not match the aggregates");
-	while (described.size() >= kMaxDescribedStatements) {
-		for (int64 id : described.front()->charge_ids)
-			described_by_charge.erase(id);
-		described.pop_front();
-	}
-	described.push_back(d);
-	for (size_t i = 0; i < d->charge_ids.size(); ++i)
-		described_by_charge[d->charge_ids[i]] = {d, i};
+	statement::describe(d->charge_ids, d);
 }
 
 // See release_log.h.
@@ -212,10 +207,10 @@ bool
 release_log_described(int64 charge_id, std::vector<int64> &charge_ids, std::vector<ReleaseDescription> &descriptions,
                       std::vector<std::string> &group_labels)
 {
-	auto it = described_by_charge.find(charge_id);
-	if (it == described_by_charge.end())
+	const auto found = statement::described(charge_id);
+	if (!found.first)
 		return false;
-	const Described &d = *it->second.first;
+	const DescribedStatement &d = *found.first;
 	charge_ids = d.charge_ids;
 	descriptions = d.aggregates;
 	group_labels = d.group_labels;
@@ -227,7 +222,7 @@ void
 release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, const std::vector<bool> &exponential,
                   bool reused)
 {
-	auto s = std::make_shared<Statement>();
+	auto s = std::make_shared<LoggedStatement>();
 	s->plan = plan;
 	s->reused = reused;
 	int cell = 0;
@@ -238,8 +233,8 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 			                                p.sets, p.alloc_epsilon});
 		cell += p.groups * p.components;
 	}
-	for (const Charged &c : s->aggregates)
-		statement_of[c.charge_id] = s;
+	for (const Charged &c : s->aggregates) // a cursor FETCHed later finds its statement (release_log_record)
+		statement::charge_state(c.charge_id).logged = s;
 	std::vector<int64> ids; // consistent releases draw their noise anew (consistent_release.h)
 	for (const NoiseParams &p : aggregates)
 		ids.push_back(p.charge_id);
@@ -257,11 +252,11 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 		return; // final functions run in the leader; never record elsewhere
 	const Charged *c = current.statement ? find_charged(*current.statement, charge_id) : nullptr;
 	if (!c) {
-		auto it = statement_of.find(charge_id); // a cursor of an earlier statement: the log is now its
-		if (it == statement_of.end())
+		const statement::ChargeState *st = statement::find_charge_state(charge_id);
+		if (!st || !st->logged) // a cursor of an earlier statement: the log is now its
 			return;
 		current = Log();
-		current.statement = it->second;
+		current.statement = st->logged;
 		c = find_charged(*current.statement, charge_id);
 	}
 	if (!c || !current.recorded.insert({charge_id, group}).second)
@@ -313,7 +308,7 @@ release_log_annotate(int64 charge_id, int group, const std::string &note, double
 void
 release_log_end_transaction()
 {
-	statement_of.clear();
+	// (which statement each charge id belongs to is in the statement context, reset with it)
 	consistent_end_transaction(); // consistent_release.h
 }
 

@@ -1,6 +1,8 @@
 // The error bars of what a session just received (dx.last_release, dxpriv.show_error_bars).
 //
-// Backend-local. The analyzer describes each linear dx aggregate it rewrites (kind, argument text,
+// Backend-local. The log itself (the last statement that released answers) lives here; what is
+// looked up by charge id (descriptions, the statement a charge id belongs to) lives in the statement
+// context. The analyzer describes each linear dx aggregate it rewrites (kind, argument text,
 // group labels) under its charge id; charging (or replaying from the answer cache) starts a new
 // statement in the log; the final functions record every answer they release with its noise law.
 // dx.last_release() lists the releases of the last statement that released answers; nothing is
@@ -56,7 +58,10 @@ void release_log_record(int64 charge_id, int group, int components, const Linear
 // projected cells (component 0 and 1; NaN: unchanged, interval_method `projected` otherwise).
 void release_log_annotate(int64 charge_id, int group, const std::string &note, double half_width0, double half_width1);
 
-// Forgets the per-transaction mapping of charge ids to statements (transaction end).
+// Transaction end: the consistent releases' state (consistent_release.h). Which charged statement
+// each charge id belongs to and the descriptions are kept in the statement context
+// (statement/statement_context.h: ChargeState::logged, freed at transaction end; describe/described,
+// the last kMaxDescribedStatements analysed statements).
 void release_log_end_transaction();
 
 // Stage "release" (ExecutorEnd, first): after a statement that released answers, one NOTICE with

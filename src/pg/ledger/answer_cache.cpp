@@ -1,6 +1,8 @@
 // Shared-memory answer cache and the per-statement replay/record bookkeeping.
 #include "pg/ledger/answer_cache.h"
 
+#include "pg/statement/statement_context.h"
+
 extern "C" {
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -9,9 +11,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include <climits>
 #include <cmath>
-#include <map>
 
 namespace dxpriv::pg {
 
@@ -40,35 +40,9 @@ struct CacheShared {
 
 CacheShared *shared = nullptr;
 
-// Per-statement state (backend-local).
-struct Replay {
-	std::vector<double> answers;
-	std::vector<double> parts;
-	size_t offset; // of the aggregate's group 0 in answers
-};
-struct Recording {
-	uint64 key;
-	Oid role;
-	Oid relid;
-	int expected;
-	std::vector<double> answers;
-	std::vector<double> parts;
-	std::vector<char> filled;
-	int filled_count = 0;
-};
-struct RecordSlot {
-	uint64 key;
-	size_t offset; // of the aggregate's group 0 in the recording
-};
-std::map<int64, Replay> replays;          // charge id -> cached answers
-std::map<int64, RecordSlot> record_slots; // charge id -> where its answers go
-std::map<uint64, Recording> recordings;   // cache key -> answers being collected
-struct Released {
-	double answer;
-	double parts[2]; // an average's sum and count
-	bool has_parts;
-};
-std::map<std::pair<int64, int>, Released> released; // (charge id, group) -> answer of the current execution
+// The per-statement state (which aggregate replays, which records, what this execution released)
+// is not here: it is the ChargeState of each charge id and the CacheRecording of each cache key in
+// the statement context (statement/statement_context.h), freed at transaction end.
 
 // True when an entry is still fresh.
 bool
@@ -169,7 +143,8 @@ answer_cache_clear(Oid relid)
 void
 answer_cache_new_execution(int64 charge_id)
 {
-	released.erase(released.lower_bound({charge_id, INT_MIN}), released.upper_bound({charge_id, INT_MAX}));
+	if (statement::ChargeState *c = statement::find_charge_state(charge_id))
+		c->released.clear();
 }
 
 // See answer_cache.h.
@@ -177,15 +152,22 @@ void
 answer_cache_plan_replay(int64 charge_id, const std::vector<double> &answers, const std::vector<double> &parts,
                          size_t offset)
 {
-	replays[charge_id] = Replay{answers, parts, offset};
+	statement::ChargeState &c = statement::charge_state(charge_id);
+	c.replays = true;
+	c.replay_answers = answers;
+	c.replay_parts = parts;
+	c.replay_offset = offset;
 }
 
 // See answer_cache.h.
 void
 answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_t offset, size_t total)
 {
-	record_slots[charge_id] = RecordSlot{key, offset};
-	Recording &r = recordings[key];
+	statement::ChargeState &c = statement::charge_state(charge_id);
+	c.records = true;
+	c.record_key = key;
+	c.record_offset = offset;
+	statement::CacheRecording &r = statement::cache_recording(key);
 	if (r.answers.empty()) {
 		r.key = key;
 		r.role = role;
@@ -201,10 +183,13 @@ answer_cache_plan_record(int64 charge_id, uint64 key, Oid role, Oid relid, size_
 bool
 answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 {
+	const statement::ChargeState *c = statement::find_charge_state(charge_id);
+	if (!c)
+		return false;
 	// a release already drawn in this execution of the statement (the same aggregate run again: a
 	// rescan, a second copy of a subquery) gets the same answer: one charge, one noise draw
-	auto done = released.find({charge_id, group});
-	if (done != released.end()) {
+	auto done = c->released.find(group);
+	if (done != c->released.end()) {
 		answer = done->second.answer;
 		if (parts && done->second.has_parts) {
 			parts[0] = done->second.parts[0];
@@ -212,17 +197,16 @@ answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 		}
 		return true;
 	}
-	auto it = replays.find(charge_id);
-	if (it == replays.end())
+	if (!c->replays)
 		return false;
-	const size_t pos = it->second.offset + static_cast<size_t>(group);
-	if (pos >= it->second.answers.size())
+	const size_t pos = c->replay_offset + static_cast<size_t>(group);
+	if (pos >= c->replay_answers.size())
 		return false;
-	answer = it->second.answers[pos];
+	answer = c->replay_answers[pos];
 	if (parts) {
-		const bool stored = 2 * pos + 1 < it->second.parts.size();
-		parts[0] = stored ? it->second.parts[2 * pos] : std::nan("");
-		parts[1] = stored ? it->second.parts[2 * pos + 1] : std::nan("");
+		const bool stored = 2 * pos + 1 < c->replay_parts.size();
+		parts[0] = stored ? c->replay_parts[2 * pos] : std::nan("");
+		parts[1] = stored ? c->replay_parts[2 * pos + 1] : std::nan("");
 	}
 	return true;
 }
@@ -231,15 +215,16 @@ answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts)
 void
 answer_cache_note(int64 charge_id, int group, double answer, const double *parts)
 {
-	released[{charge_id, group}] = Released{answer, {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};
-	auto slot = record_slots.find(charge_id);
-	if (slot == record_slots.end())
+	statement::ChargeState &c = statement::charge_state(charge_id);
+	c.released[group] =
+		statement::ReleasedAnswer{answer, {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};
+	if (!c.records)
 		return;
-	auto rec = recordings.find(slot->second.key);
-	if (rec == recordings.end())
+	statement::CacheRecording *rec = statement::find_cache_recording(c.record_key);
+	if (!rec)
 		return;
-	Recording &r = rec->second;
-	const size_t pos = slot->second.offset + static_cast<size_t>(group);
+	statement::CacheRecording &r = *rec;
+	const size_t pos = c.record_offset + static_cast<size_t>(group);
 	if (pos >= r.answers.size() || r.filled[pos])
 		return;
 	r.answers[pos] = answer;
@@ -250,18 +235,8 @@ answer_cache_note(int64 charge_id, int group, double answer, const double *parts
 	r.filled[pos] = 1;
 	if (++r.filled_count == r.expected) {
 		answer_cache_store(r.key, r.role, r.relid, r.answers, r.parts);
-		recordings.erase(rec);
+		statement::forget_cache_recording(c.record_key);
 	}
-}
-
-// See answer_cache.h.
-void
-answer_cache_reset_statement_state()
-{
-	replays.clear();
-	record_slots.clear();
-	recordings.clear();
-	released.clear();
 }
 
 } // namespace dxpriv::pg

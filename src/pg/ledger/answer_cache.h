@@ -33,7 +33,9 @@ void answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<doubl
 // Drops every entry (relid InvalidOid) or those of one table; returns how many were dropped.
 int answer_cache_clear(Oid relid);
 
-// Per-statement replay and recording, keyed by the aggregates' charge ids.
+// Per-statement replay and recording, by the aggregates' charge ids; the state lives in the
+// statement context (statement/statement_context.h: ChargeState, CacheRecording), which frees it
+// at transaction end.
 // replay: the aggregate's answers come from the cache; record: its answers are collected and
 // stored once every answer of the query has been released. offset: position of the aggregate's
 // group 0 among the statement's answers (aggregate after aggregate, group after group); total: the
@@ -51,7 +53,5 @@ bool answer_cache_replayed(int64 charge_id, int group, double &answer, double *p
 // Records a freshly released answer for this execution and, for the cache if the aggregate records,
 // the answer and, for an average, its two parts.
 void answer_cache_note(int64 charge_id, int group, double answer, const double *parts = nullptr);
-// Forgets per-statement state (transaction end).
-void answer_cache_reset_statement_state();
 
 } // namespace dxpriv::pg

@@ -1,5 +1,5 @@
 // Query analysis for the exponential-mechanism aggregates dx.mode, dx.quantile and dx.median,
-// called from the analyzer (analyzer.cpp, "exponential mechanism dispatch" blocks).
+// called through the exponential-mechanism release kind (planner/em_kind.cpp, release_kind.h).
 //
 // Each such aggregate spends its own epsilon (it is not part of the linear allocation), has its
 // own exact utility sensitivity S_EM over the columns it reads (its candidate column, WHERE,
@@ -54,7 +54,7 @@ struct EmQuery {
 	int total = 0;                     // number of distinct dx aggregates in the query
 };
 
-// Analyzer helpers the exponential mechanism reuses (they stay private to analyzer.cpp).
+// Analyzer helpers the exponential mechanism reuses (passed in by planner/em_kind.cpp).
 struct EmAnalyzerHooks {
 	std::function<void(Node *, const char *)> check_row_expression; // declared columns, immutable, ...
 };

@@ -176,7 +176,7 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 	cap.strategy = strategy_name(strategy);
 	cap.noise = noise_family_name(family);
 	cap.delta = delta;
-	// (exponential mechanism dispatch: no linear cell, no baseline; a privacy unit: the row-level
+	// (no linear cell, e.g. exponential-mechanism aggregates alone: no baseline; a privacy unit: the row-level
 	// baseline does not apply, dx.explain's unit_noise_factor tells the bound's cost instead)
 	if (!a.specs.empty() && !a.policy.unit.present()) {
 		// over the columns the cells depend on, so that it does not depend on the query's text
@@ -275,7 +275,7 @@ unit_bound_text(const ReleaseAnalysis &a, const ContributionBound &b)
 MultiLinearPlan
 plan_release(const ReleaseAnalysis &a, double query_delta, NoiseFamily family, const AllocationRequest &request)
 {
-	if (a.specs.empty()) // (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+	if (a.specs.empty()) // exponential-mechanism aggregates alone: no linear cell
 		return MultiLinearPlan{};
 	if (!a.policy.unit.present())
 		return plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);

@@ -2,6 +2,8 @@
 #include "pg/executor/consistent_release.h"
 #include "pg/planner/group_pruning.h"
 #include "pg/planner/release_analysis.h"
+#include "pg/planner/release_kind.h"
+#include "pg/planner/em_kind.h"
 #include "pg/statement/statement_context.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
@@ -565,47 +567,11 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 	std::pair<const ExtensionObjects *, std::vector<Aggref *>> found{&ext, {}};
 	collect_markers((Node *) q->targetList, &found);
 	collect_markers(q->havingQual, &found);
-	// ---- exponential mechanism dispatch (dx.mode, dx.quantile, dx.median; src/pg/planner/em_rewrite.h) ----
-	// Their markers leave found.second here: they spend their own epsilon outside the linear
-	// allocation and are rewritten by rewrite_em_aggregates() after the linear aggregates.
-	EmAnalyzerHooks em_hooks;
-	em_hooks.check_row_expression = [&policy](Node *e, const char *where_text) {
-		check_row_expression(e, policy, where_text);
-	};
-	a.em = take_em_markers(found.second, policy, ext, em_hooks);
-	if (current_public_join() && !a.em.specs.empty())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be used in joins yet",
-		     "Use dx.count, dx.sum, dx.avg or dx.linear in a join with public tables.");
-	if (grouping_set && !a.em.specs.empty())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "dx.mode, dx.quantile and dx.median cannot be used with GROUPING SETS, ROLLUP or CUBE yet",
-		     "Their sets would not share the statement's epsilon: run them in one query per grouping set, or use "
-		     "dx.count, dx.sum, dx.avg or dx.linear.");
-	// ---- end of exponential mechanism dispatch ----
-	if (policy.unit.present())
-		refuse_for_privacy_unit(relid, !a.em.specs.empty(), join != nullptr, grouping_set);
-	// Identical aggregates (a HAVING repeat of a SELECT aggregate; BETWEEN, which the parser turns
-	// into two copies of its operand) are one release: one noise draw, charged once.
-	std::vector<Aggref *> originals; // unmodified copies of the representatives
-	std::vector<Aggref *> unique;
-	for (Aggref *m : found.second) {
-		size_t rep = 0;
-		while (rep < originals.size() && !equal(originals[rep], m))
-			++rep;
-		if (rep < originals.size()) {
-			a.duplicates.emplace_back(m, rep);
-			continue;
-		}
-		originals.push_back(copy_node(m));
-		unique.push_back(m);
-	}
+	// each kind takes and validates its aggregates (release_kind.h: the exponential mechanism first,
+	// since it numbers every dx aggregate; the linear kind takes the rest)
+	for (auto k = release_kinds().rbegin(); k != release_kinds().rend(); ++k)
+		(*k)->analyse(found.second, a, ext, grouping_set);
 	std::vector<AggSpec> &specs = a.specs;
-	for (Aggref *m : unique) {
-		specs.push_back(describe_aggregate(m, policy, ext));
-		specs.back().first_cell = a.cells_per_group;
-		a.cells_per_group += specs.back().components;
-		a.eps_total += specs.back().epsilon;
-	}
 	const int cells_per_group = a.cells_per_group;
 
 	// sub-universe: every referenced column
@@ -760,7 +726,7 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 		if (specs[j].weight && (specs[j].kind == AggKind::Count ? !nonzero : !seen))
 			refuse_null_argument(specs[j], j);
 	}
-	if (guc_postprocess && !join && keys.grouped() && a.em.specs.empty() && !policy.unit.present())
+	if (guc_postprocess && !join && keys.grouped() && !em_kind().present(a) && !policy.unit.present())
 		prune_groups_without_rows(keys, q_cells, cells_per_group, group_of, vals.value[0]); // group_pruning.h
 	return true;
 }

@@ -201,6 +201,8 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	for (const auto &p : parts)
 		for (std::vector<double> &c : p->q_cells)
 			cells.push_back(std::move(c));
+	// (linear cells only: the exponential-mechanism kind refuses grouping sets at analysis,
+	// release_kind.h; the statement's epsilon is one set's, so the identity is built below)
 	AllocationRequest request = start_request(first.specs, total);
 	for (size_t s = 0; s < parts.size(); ++s)
 		add_to_request(*parts[s], offset[s], request);

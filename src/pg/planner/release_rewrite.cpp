@@ -1,6 +1,9 @@
 // Release rewrite: replaces analysed aggregates by their noisy internal aggregates over per-point tables.
 #include "pg/planner/release_rewrite.h"
 #include "pg/planner/release_analysis.h"
+#include "pg/planner/release_kind.h"
+#include "pg/planner/em_kind.h"
+#include "pg/planner/linear_kind.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_wrappers.h"
@@ -25,7 +28,6 @@
 #include "pg/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
-#include "pg/planner/one_pass.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/shard_pruning.h"
 #include "pg/contract/noise_params.h"
@@ -108,11 +110,10 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		else if (set)
 			text.labels.push_back("()"); // the empty grouping set
 	const bool grouped = keys.grouped();
-	std::vector<Expr *> distinct_weights; // count_units: the per-point weights read by the bounded source
 	// a grouped query on a Citus table gets every group from one state per aggregate when it is
 	// planned (planner/distributed.h), not from an empty row per group in its source
 	const bool distributed = citus_distributed_table(relid);
-	if (distributed && !a.em.specs.empty() && !specs.empty())
+	if (distributed && em_kind().present(a) && linear_kind().present(a)) // a rule across kinds
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
 		     "dx.mode, dx.quantile and dx.median on a Citus table cannot share a query with dx.count, dx.sum, "
 		     "dx.avg or dx.linear yet",
@@ -138,111 +139,21 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		ce->location = -1;
 		group_index = (Expr *) ce;
 	}
-	// one pass over the rows (planner/one_pass.h): the linear aggregates read by lookup share one transition
-	const bool one_pass = guc_one_pass && !distributed && !slot && !join && !set && a.em.specs.empty();
-	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(group_index),
-	                                        grouped ? (Expr *) present_flag_var() : nullptr)
-	                        : NIL;
-	for (size_t j = 0; j < specs.size(); ++j) {
-		const AggSpec &s = specs[j];
-		NoiseParams p;
-		p.components = s.components;
-		p.epsilon = s.epsilon;
-		p.relid = relid;
-		p.charge_id = 0; // stamped once the whole statement is rewritten
-		p.agg_index = set ? static_cast<int>(j) * set->sets + set->set : static_cast<int>(j);
-		p.agg_count = static_cast<int>(specs.size()) * (set ? set->sets : 1);
-		p.epsilon_id = 0; // stamped with the charge ids (shared by the sets' copies of the aggregate)
-		p.sets = set ? set->sets : 1;
-		p.lo = a.lo[j];
-		p.hi = a.hi[j];
-		p.groups = static_cast<int>(groups);
-		p.family = static_cast<int>(family);
-		p.delta = delta; // the query's delta, carried by each of its aggregates
-		if (a.policy.unit.present()) { // the ledger records the unit and the bound
-			const ContributionBound b = unit_bound_of(a);
-			p.unit_attnum = a.policy.unit.attnum;
-			p.unit_rows = static_cast<int>(b.max_rows);
-			const bool limits = grouped && (b.max_groups < b.max_rows || b.max_rows_per_group < b.max_rows);
-			p.unit_groups = limits ? static_cast<int>(b.max_groups) : 0; // 0: no group limit (for_query)
-			p.unit_rows_per_group = limits ? static_cast<int>(b.max_rows_per_group) : 0;
-		}
-		for (size_t g = 0; g < groups; ++g)
-			for (int c = 0; c < s.components; ++c) {
-				const LinearNoisePlan &cell = plan.cells[offset + a.cell(j, g, c)];
-				p.cells.push_back(cell.grid);
-				p.cells.push_back(cell.scale);
-				p.cells.push_back(cell.bound);
-			}
-		// a value's table does not depend on the GROUP BY columns, a count's often on none: the
-		// lookup maps only the columns its table depends on (not with slots or privacy units)
-		const bool in_one_pass = one_pass && s.kind != AggKind::CountUnits; // (its arguments are the shared ones)
-		Expr *weight = in_one_pass ? (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid)
-		               : slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
-		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(slot), slots)
-		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
-		if (grouped && !distributed && s.kind != AggKind::CountUnits && !in_one_pass) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
-			weight = real_rows_only(weight, FLOAT8OID, nullptr);
-		Aggref *agg = s.aggref;
-		const bool pair_avg = join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
-		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
-			distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
-			weight = unit_count_weight(distinct_weights.size() - 1, grouped);
-		}
-		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
-		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)
-		                                        : ext.noisy_sum;
-		Const *params = makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false);
-		agg->aggfnoid = internal;
-		agg->aggargtypes = list_make3_oid(FLOAT8OID, INT4OID, FLOAT8ARRAYOID);
-		agg->args = list_make3(makeTargetEntry(weight, 1, nullptr, false),
-		                     makeTargetEntry((Expr *) copy_node(group_index), 2, nullptr, false),
-		                     makeTargetEntry((Expr *) params, 3, nullptr, false));
-		if (pair_avg) {
-			Expr *pairs = weigh_expr(cols, a.count_tables[j], false, ext, copy_node(slot), slots);
-			if (grouped && !distributed) // (as the weight above)
-				pairs = real_rows_only(pairs, FLOAT8OID, nullptr);
-			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
-			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
-		}
-		if (in_one_pass)
-			make_one_pass(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
-			              a.tables[j], ext);
-		agg->aggstar = false;
-		agg->aggvariadic = false;
-		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row
-		agg->aggfilter = nullptr;
-		agg->inputcollid = InvalidOid;
-		agg->location = kRewrittenLocation;
-	}
-	for (auto &[dup, rep] : a.duplicates) {
-		const Aggref *r = specs[rep].aggref;
-		dup->aggfnoid = r->aggfnoid;
-		dup->aggargtypes = list_copy(r->aggargtypes);
-		dup->args = static_cast<List *>(copyObjectImpl(r->args));
-		dup->aggdirectargs = static_cast<List *>(copyObjectImpl(r->aggdirectargs));
-		dup->aggstar = r->aggstar;
-		dup->aggdistinct = NIL;
-		dup->aggvariadic = r->aggvariadic;
-		dup->aggfilter = static_cast<Expr *>(copyObjectImpl(r->aggfilter));
-		dup->inputcollid = r->inputcollid;
-		dup->location = r->location;
-	}
-
-	// ---- exponential mechanism dispatch: sensitivity, parameters and rewrite (src/pg/planner/em_rewrite.h) ----
-	if (!a.em.specs.empty()) {
-		std::vector<Aggref *> linear_aggrefs;
-		for (const AggSpec &s : specs)
-			linear_aggrefs.push_back(s.aggref);
-		if (!keys.plain_columns)
-			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by expressions yet",
-			     "Group them by declared columns, or run the linear aggregates (count, sum, avg) with the "
-			     "expression alone.");
-		rewrite_em_aggregates(q, a.em,
-		                      EmRewriteInput{relid, &a.policy, &ext, a.where, &keys, group_index, kRewrittenLocation,
-		                                     linear_aggrefs, distributed});
-	}
-	// ---- end of exponential mechanism dispatch ----
+	// each kind rewrites its aggregates (release_kind.h: linear first, the exponential mechanism
+	// renumbers them among all dx aggregates)
+	KindRewrite r;
+	r.ext = &ext;
+	r.plan = &plan;
+	r.offset = offset;
+	r.family = family;
+	r.delta = delta;
+	r.set = set;
+	r.group_index = group_index;
+	r.slot = slot;
+	r.distributed = distributed;
+	for (const ReleaseKind *k : release_kinds())
+		k->rewrite(q, a, r);
+	const std::vector<Expr *> &distinct_weights = r.distinct_weights; // count_units: read by the bounded source
 
 	// the WHERE clause is in every aggregate's table and is not evaluated on rows; GROUP BY keys
 	// outside the aggregates read the values the analysis computed per group. On a Citus table, the
@@ -279,7 +190,8 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		return text;
 	}
 	// GROUP BY: read from the table plus one empty row per group
-	em_collect_attnos(a.em, a.policy, a.attnos); // (exponential mechanism dispatch: the columns they read)
+	for (const ReleaseKind *k : release_kinds()) // the columns every kind's aggregates read
+		k->add_source_attnos(a, a.attnos);
 	std::vector<AttrNumber> columns(a.attnos.begin(), a.attnos.end());
 	std::map<AttrNumber, AttrNumber> mapping;
 	if (public_keys) { // rows of a point without a group (no slot) are not read
@@ -306,11 +218,15 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 	ReleaseAnalysis a;
 	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only))
 		return;
+	// the allocation: the linear cells (in the request) and epsilon, every exponential-mechanism
+	// aggregate's own epsilon (release_kind.h)
 	AllocationRequest request = start_request(a.specs, a.cells());
-	add_to_request(a, 0, request);
+	AllocationIdentity allocation;
+	for (const ReleaseKind *k : release_kinds())
+		k->allocate(a, 0, request, allocation);
 	double query_delta = 0;
 	const NoiseFamily family = linear_noise_family(a, query_delta);
-	// (exponential mechanism dispatch: a query may hold no linear aggregate at all)
+	// (a release of exponential-mechanism aggregates alone has no linear cell: an empty plan)
 	const MultiLinearPlan plan = plan_release(a, query_delta, family, request);
 	const double delta = any_noisy(plan) ? query_delta : 0;
 	if (explain_capture_active()) { // dx.explain: what each cell would cost, without running anything
@@ -319,10 +235,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 			capture_cells(a, plan, 0, j, "");
 	}
 	ReleaseText text = rewrite_release(q, ext, a, plan, 0, family, delta, nullptr);
-	// the allocation: the linear cells' epsilon and every exponential-mechanism aggregate's own
-	AllocationIdentity allocation{a.eps_total, delta};
-	for (const EmSpec &s : a.em.specs)
-		allocation.epsilon += s.epsilon;
+	allocation.delta = delta;
 	const std::map<int, int64> ids = stamp_identities(q, ext, allocation);
 	register_releases(a.specs, ids, std::move(text.descriptions), std::move(text.labels));
 }

@@ -12,7 +12,9 @@ extern "C" {
 }
 
 #include <cstdlib>
+#include <deque>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <tuple>
 #include <unordered_set>
@@ -35,6 +37,11 @@ std::map<const QueryDesc *, int> executing;
 // (PlannedStmt, plan_node_id of a finalize-phase Agg, aggno) -> params of its partial aggregate
 std::map<std::tuple<const void *, int, int>, NoiseParams> params_by_agg;
 std::map<const QueryDesc *, Oid> run_as_owner; // set at every ExecutorStart, so never stale
+std::unordered_map<int64, ChargeState> charge_states; // charge id -> what the answer cache and release log keep
+std::map<uint64, CacheRecording> cache_recordings;    // cache key -> answers being collected
+// release descriptions: the registrations, oldest first, and where each charge id's is
+std::deque<std::pair<std::vector<int64>, std::shared_ptr<const DescribedStatement>>> descriptions;
+std::unordered_map<int64, std::pair<std::shared_ptr<const DescribedStatement>, size_t>> description_of;
 
 // dxpriv.charged_releases: the charge ids paid by the statements this backend runs now, as text.
 // Parallel workers receive the leader's settings (PostgreSQL serialises them when it launches them)
@@ -180,6 +187,60 @@ take_owner(const QueryDesc *qd)
 	return o;
 }
 
+ChargeState &
+charge_state(int64 charge_id)
+{
+	return charge_states[charge_id];
+}
+
+ChargeState *
+find_charge_state(int64 charge_id)
+{
+	auto it = charge_states.find(charge_id);
+	return it == charge_states.end() ? nullptr : &it->second;
+}
+
+CacheRecording &
+cache_recording(uint64 key)
+{
+	return cache_recordings[key];
+}
+
+CacheRecording *
+find_cache_recording(uint64 key)
+{
+	auto it = cache_recordings.find(key);
+	return it == cache_recordings.end() ? nullptr : &it->second;
+}
+
+void
+forget_cache_recording(uint64 key)
+{
+	cache_recordings.erase(key);
+}
+
+void
+describe(const std::vector<int64> &charge_ids, std::shared_ptr<const DescribedStatement> d)
+{
+	while (descriptions.size() >= kMaxDescribedStatements) {
+		for (int64 id : descriptions.front().first)
+			description_of.erase(id);
+		descriptions.pop_front();
+	}
+	descriptions.emplace_back(charge_ids, d);
+	for (size_t i = 0; i < charge_ids.size(); ++i)
+		description_of[charge_ids[i]] = {d, i};
+}
+
+std::pair<std::shared_ptr<const DescribedStatement>, size_t>
+described(int64 charge_id)
+{
+	auto it = description_of.find(charge_id);
+	if (it == description_of.end())
+		return {nullptr, 0};
+	return it->second;
+}
+
 void
 publish_to_workers()
 {
@@ -211,6 +272,8 @@ reset_transaction()
 	params_by_agg.clear();
 	running_charges.clear();
 	executing.clear();
+	charge_states.clear();
+	cache_recordings.clear();
 }
 
 void
