@@ -3,7 +3,7 @@
 # Starts a cluster with dxpriv preloaded on port $DXPRIV_BENCH_PORT (default 55498), runs
 # test/bench/sql_bench.py (extra arguments are passed on, e.g. --rows 200000 --runs 3) and
 # writes test/bench/results/sql_bench.csv (+ _details.csv, _plans.txt, _env.txt), then runs
-# test/bench/unit_bench.py (privacy units), test/bench/plot_rowspeed.py (the per-row goal table:
+# test/bench/unit_bench.py (privacy units), test/bench/dashboard_bench.py (8 BI tiles), test/bench/plot_rowspeed.py (the per-row goal table:
 # rowspeed_goals.csv + .png), test/bench/ledger_bench.py (charging throughput and latency, test/bench/results/ledger_bench.csv)
 # and build/core/dxpriv_noise_families (noise of each family per query shape, noise_families.csv).
 # Needs the extension installed (make install) and python3 with psycopg2 (make deps).
@@ -44,6 +44,8 @@ start_cluster "$work" "$port"
 # privacy units (k = 10) on ~2.4M visits, serial and parallel (unit_bench.csv), then the per-row goal
 # table of issue 23 (rowspeed_goals.csv and .png: dx/native of every per-row goal row)
 "$py" "$root/test/bench/unit_bench.py" --out "$root/test/bench/results/unit_bench.csv"
+# the 8-tile BI dashboard, first refresh (analysis, charge, rows) and cached refresh (dashboard_bench.csv)
+"$py" "$root/test/bench/dashboard_bench.py" --out "$root/test/bench/results/dashboard_bench.csv"
 "$py" "$root/test/bench/plot_rowspeed.py" --results "$root/test/bench/results"
 # charged queries/s and latency vs native, 1/8/32 clients, fsync off and on (ledger_bench.csv)
 "$py" "$root/test/bench/ledger_bench.py" --out-dir "$root/test/bench/results"

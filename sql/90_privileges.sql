@@ -3,7 +3,8 @@
 -- executable by PUBLIC without appearing in its list of exceptions below.
 --
 -- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
---   dx._noisy_count, dx._noisy_sum, dx._noisy_avg (both), dx._noisy_part, dx._em_select (aggregates),
+--   dx._noisy_count, dx._noisy_sum, dx._noisy_avg (both), dx._noisy_part, dx._onepass_count/_sum/_avg,
+--   dx._em_select (aggregates),
 --   dx._dispersion (it only computes a statistic from released parts; one written by an analyst is
 --   refused by the analyzer like the aggregates), dx._weigh,
 --   dx._weigh_int, dx._group_key, dx._partition_select (aggregate; sql/27_open_domains.sql revokes its support functions),
@@ -78,6 +79,13 @@ REVOKE EXECUTE ON FUNCTION dx._linear_count_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_sum_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_avg_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_part_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any") FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_count_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_sum_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_avg_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_transfn(internal, int4, int4, float8[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_combinefn(internal, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_serialize(internal) FROM PUBLIC;

@@ -837,3 +837,57 @@ CREATE AGGREGATE dx.count_distinct("any", float8) (SFUNC = dx._marker_transfn, S
 	FINALFUNC = dx._marker_count_finalfn, PARALLEL = SAFE);
 COMMENT ON AGGREGATE dx.count_distinct("any") IS 'd_X-private number of distinct declared values of a column present in the rows, at the session epsilon';
 COMMENT ON AGGREGATE dx.count_distinct("any", float8) IS 'd_X-private number of distinct declared values of a column present in the rows, at the given epsilon';
+-- One pass over the rows (issue 23): the shared transition of a statement's linear aggregates.
+-- One pass over the rows (src/pg/executor/one_pass.cpp, planner/one_pass.h): the linear aggregates
+-- of a statement share one transition, which maps the row to its point once (the layout's columns
+-- and domain constants, as dx._weigh) and counts it in a histogram of its output group; each
+-- aggregate's final function weighs the histogram with its own per-point table. Arguments:
+-- layout, dense histogram, output group, "row is real" flag, then the columns' values and domain
+-- constants (equal for every aggregate of the statement); the analyzer adds each aggregate's
+-- parameters, table and shape as direct arguments (they reach the final function).
+CREATE FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, VARIADIC "any") RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_transfn';
+CREATE FUNCTION dx._onepass_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_combinefn';
+CREATE FUNCTION dx._onepass_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_serialize';
+CREATE FUNCTION dx._onepass_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_deserialize';
+CREATE FUNCTION dx._onepass_count_finalfn(internal) RETURNS bigint
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_count_finalfn';
+CREATE FUNCTION dx._onepass_sum_finalfn(internal) RETURNS float8
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_sum_finalfn';
+CREATE FUNCTION dx._onepass_avg_finalfn(internal) RETURNS float8
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_avg_finalfn';
+COMMENT ON FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any") IS 'counts one row at its point in its group''s histogram';
+COMMENT ON FUNCTION dx._onepass_combinefn(internal, internal) IS 'adds two histograms of one group';
+COMMENT ON FUNCTION dx._onepass_serialize(internal) IS 'self-describing serialisation of a histogram';
+COMMENT ON FUNCTION dx._onepass_deserialize(bytea, internal) IS 'inverse of dx._onepass_serialize';
+COMMENT ON FUNCTION dx._onepass_count_finalfn(internal) IS 'noisy count weighed from the histogram, rounded to an integer';
+COMMENT ON FUNCTION dx._onepass_sum_finalfn(internal) IS 'noisy sum weighed from the histogram';
+COMMENT ON FUNCTION dx._onepass_avg_finalfn(internal) IS 'noisy sum over noisy count weighed from the histogram, clamped';
+CREATE AGGREGATE dx._onepass_count(text, bool, int4, bool, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal,
+	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._onepass_sum(text, bool, int4, bool, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal,
+	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._onepass_avg(text, bool, int4, bool, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal,
+	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._onepass_count(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_sum(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_avg(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any") FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_count_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_sum_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_avg_finalfn(internal) FROM PUBLIC;

@@ -170,6 +170,20 @@ GridSum::add(double w, double grid)
 	merge(row);
 }
 
+// count rows of one weight: units(w) * count, the exact total of count calls of add().
+void
+GridSum::add_repeated(double w, double grid, std::int64_t count)
+{
+	if (count < 0)
+		throw CoreError(ErrorKind::Internal, "negative row count");
+	GridSum rows_of_w;
+	if (__builtin_mul_overflow(to_grid_units(w, grid), static_cast<__int128>(count), &rows_of_w.units))
+		throw CoreError(ErrorKind::DataException, "sum of the query weights overflows",
+		                "Narrow the domain of the aggregated column or aggregate fewer rows.");
+	rows_of_w.rows = count;
+	merge(rows_of_w);
+}
+
 // Combines another partial sum into this one (order-independent).
 void
 GridSum::merge(const GridSum &other)

@@ -63,6 +63,9 @@ struct GridSum {
 	std::int64_t rows = 0;
 	// Adds one row's weight. Throws CoreError(DataException) on overflow.
 	void add(double w, double grid);
+	// Adds `count` rows of weight w (count >= 0): the same units and rows as `count` calls of
+	// add(w, grid), in one overflow-checked multiplication. Throws CoreError(DataException) on overflow.
+	void add_repeated(double w, double grid, std::int64_t count);
 	void merge(const GridSum &other);
 	// Noisy release: grid * (units + Z) with Z from plan.family (DLap(scale/grid), N_Z(0,
 	// (scale/grid)^2) or DLap(scale/grid) truncated to [-bound/grid, bound/grid]); exact when

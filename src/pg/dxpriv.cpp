@@ -33,6 +33,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 	dxpriv::detail::set_repeat_shortcut(!newval);
 	dxpriv::detail::set_insert_lag(!newval);
 }
+bool guc_one_pass = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -135,6 +136,13 @@ _PG_init(void)
 	                         "lists and the hash set at once. Both give the same constraints, scales and answers. Only superusers may set it.",
 	                         &guc_exhaustive_analysis, false, PGC_SUSET, 0, nullptr, assign_exhaustive_analysis,
 	                         nullptr);
+	DefineCustomBoolVariable("dxpriv.one_pass",
+	                         "Computes a statement's linear aggregates in one pass over its rows (one shared transition).",
+	                         "On (default): each row is mapped to its point once and counted in one histogram per "
+	                         "group, every aggregate weighing the histogram at the end. Off: one lookup and one "
+	                         "transition per row and aggregate (the previous plan; same answers). Only superusers may "
+	                         "change it.",
+	                         &guc_one_pass, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Per-row goal table of issue 23: dx against native for every per-row goal row, serial and parallel.
 
-Reads results/sql_bench.csv (sql_bench.py) and results/unit_bench.csv (unit_bench.py) and writes
+Reads results/sql_bench.csv (sql_bench.py), results/unit_bench.csv (unit_bench.py) and
+results/dashboard_bench.csv (dashboard_bench.py; mode "default": PostgreSQL's default settings) and writes
 results/rowspeed_goals.csv (goal, query, mode, native_ms, dx_ms, ratio, goal_ratio, met) and
 results/rowspeed_goals.png (one bar per row: dx/native, the goal as a marker). With --before DIR
 (a results directory of an earlier run of the same benchmarks), the earlier ratio is written next
@@ -24,6 +25,10 @@ SQL_GOALS = [
     ("GROUP BY 2", "GROUP BY sex [2 groups]: count(*), sum(qty)", 1.10),
     ("GROUP BY 73", "GROUP BY g73 [73 groups]: count(*), sum(qty)", 1.10),
     ("10 aggregates, 10 groups", "10 aggregates GROUP BY grp [10 groups]", 0.80),
+]
+DASHBOARD_GOALS = [
+    ("dashboard first", "first", 2.0),
+    ("dashboard cached", "cached", 1.2),
 ]
 UNIT_GOALS = [
     ("unit count", "count(*)", 2.0),
@@ -61,6 +66,12 @@ def goal_rows(results_dir):
             if r["query"] == label:
                 mode = "serial" if r.get("max_parallel_workers_per_gather", "0") in ("0", "") else "parallel"
                 out[(goal, mode)] = (label, number(r["native_ms"]), number(r["dx_ms"]), number(r["ratio"]), g)
+    dash = read(os.path.join(results_dir, "dashboard_bench.csv"))
+    for goal, label, g in DASHBOARD_GOALS:
+        for r in dash:
+            if r["refresh"] == label:
+                out[(goal, "default")] = ("8-tile refresh, " + label, number(r["native_ms"]), number(r["dx_ms"]),
+                                          number(r["ratio"]), g)
     return out
 
 
@@ -72,8 +83,8 @@ def main():
     args = ap.parse_args()
     rows = goal_rows(args.results)
     before = goal_rows(args.before) if args.before else {}
-    order = [(goal, mode) for goal, _, _ in SQL_GOALS + UNIT_GOALS for mode in ("serial", "parallel")
-             if (goal, mode) in rows]
+    order = [(goal, mode) for goal, _, _ in SQL_GOALS + UNIT_GOALS + DASHBOARD_GOALS
+             for mode in ("serial", "parallel", "default") if (goal, mode) in rows]
     with open(os.path.join(args.results, "rowspeed_goals.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["goal", "query", "mode", "native_ms", "dx_ms", "ratio", "goal_ratio", "met", "before_ratio"])

@@ -285,6 +285,9 @@ def main():
     ap.add_argument("--no-server", action="store_true", help="client-side round trips only (no EXPLAIN ANALYZE runs)")
     ap.add_argument("--only", default=None, help="run only the pairs whose label contains this text")
     ap.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for the session (repeatable), e.g. dxpriv.one_pass=off for the previous plan")
+    ap.add_argument("--no-setup", action="store_true", help="reuse the bench and tiny tables of an earlier run")
     args = ap.parse_args()
     started = time.perf_counter()
 
@@ -295,7 +298,16 @@ def main():
     # cost-threshold flip between a native query and its (costlier) rewritten dx query cannot
     # distort a ratio.
     cur.execute("SET jit = off")
-    table_size = setup(cur, args.rows)
+    # every dx run reads its rows: no replay from the answer cache (doc/performance.md)
+    cur.execute("SET dxpriv.cache_lifetime = 0")
+    for setting in args.set:
+        name, _, value = setting.partition("=")
+        cur.execute("SELECT set_config(%s, %s, false)", (name.strip(), value.strip()))
+    if args.no_setup:
+        cur.execute("SELECT pg_size_pretty(pg_table_size('bench'))")
+        table_size = cur.fetchone()[0]
+    else:
+        table_size = setup(cur, args.rows)
 
     results = []  # dicts, one per (query, mode)
     plans = []
@@ -366,7 +378,7 @@ def main():
     settings = {}
     for name in ("max_parallel_workers_per_gather", "max_parallel_workers", "max_worker_processes",
                  "parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size",
-                 "shared_buffers", "work_mem", "jit", "dxpriv.epsilon"):
+                 "shared_buffers", "work_mem", "jit", "dxpriv.epsilon", "dxpriv.one_pass", "dxpriv.cache_lifetime"):
         cur.execute("SELECT current_setting(%s)", (name,))
         settings[name] = cur.fetchone()[0]
     cur.execute("SELECT count(*), sum(epsilon) FROM dx.ledger")

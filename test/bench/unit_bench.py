@@ -70,6 +70,8 @@ def main():
     ap.add_argument("--workers", default="0,2",
                     help="max_parallel_workers_per_gather values to run every query under (serial, parallel)")
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a session setting (repeatable), e.g. dxpriv.one_pass=off for the previous plan")
     args = ap.parse_args()
     admin = psycopg2.connect(dbname="postgres")
     admin.autocommit = True
@@ -82,6 +84,9 @@ def main():
     cur.execute("CREATE EXTENSION dxpriv")
     if args.work_mem:
         cur.execute(f"SET work_mem = '{args.work_mem}'")
+    for setting in args.set:
+        name, _, value = setting.partition("=")
+        cur.execute("SELECT set_config(%s, %s, false)", (name.strip(), value.strip()))
     cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
     cur.execute(f"""INSERT INTO bench_visits
         SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001

@@ -257,6 +257,13 @@ attack(C, "row_to_json", "SELECT row_to_json(p) FROM people p", Reject(PRIV))
 # column stays refused (the spellings category)
 attack(C, "count_undeclared_column", "SELECT count(name) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "where_undeclared_column", "SELECT count(*) FROM people WHERE name = 'Zebulon Quixote'", Reject(PRIV))
+# one pass over the rows: many FILTERed aggregates of one statement share one transition; each is
+# still charged and noised at its declared scale, and a FILTER on an undeclared column stays refused
+attack(C, "one_pass_filters_grouped",
+       "SELECT sex, count(*), count(*) FILTER (WHERE age > 40), sum(income) FILTER (WHERE age > 60), "
+       "avg(age), avg(income) FILTER (WHERE age < 30) FROM people GROUP BY sex", Noised(min_scale=1.0, rows=2))
+attack(C, "one_pass_filter_undeclared",
+       "SELECT count(*), count(*) FILTER (WHERE name = 'Zebulon Quixote') FROM people", Reject(PRIV))
 attack(C, "whole_row_reference", "SELECT count(p) FROM people p", Reject(*SHAPE))
 attack(C, "system_column_ctid", "SELECT count(*) FROM people WHERE ctid = '(0,5)'", Reject(*SHAPE))
 attack(C, "tablesample", "SELECT count(*) FROM people TABLESAMPLE SYSTEM (50)", Reject(*SHAPE))
@@ -1641,6 +1648,14 @@ attack(C, "partition_select_forged_grouped",
 attack(C, "partition_select_forged_on_public_table",
        f"SELECT dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5]) FROM zips", Reject(PRIV))
 attack(C, "set_test_seed", "SET dxpriv.test_seed = 1", Reject(PRIV, hint=False))  # superuser-only GUC
+# one pass over the rows (issue 23): the shared aggregates, written by hand (their parameters and
+# tables are direct arguments SQL cannot write), and the superuser-only switch to the old plan
+ONEPASS_AGE = "'r', true, 0, true, age, 0::float8, 120::float8, 1::float8"
+attack(C, "onepass_count_by_hand", f"SELECT dx._onepass_count({ONEPASS_AGE}) FROM people", Reject(PRIV))
+attack(C, "onepass_sum_by_hand_grouped", f"SELECT sex, dx._onepass_sum({ONEPASS_AGE}) FROM people GROUP BY sex",
+       Reject(PRIV))
+attack(C, "onepass_avg_on_public_table", "SELECT dx._onepass_avg('', true, 0, true, 0) FROM zips", Reject(PRIV))
+attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
 # the per-point reference paths of the analysis (same constraints, slower): superusers only, so an
 # analyst cannot make every statement's analysis slower for the other sessions' shared machine
@@ -2499,7 +2514,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",

@@ -483,6 +483,26 @@ TEST(LinearQuery, ExactAnswersWhenScaleIsZero)
 	EXPECT_EQ(s.release(rng, p), 6.5);
 }
 
+TEST(LinearQuery, RepeatedRowsEqualSingleRows)
+{
+	// add_repeated(w, grid, c) is c calls of add(w, grid): the one-pass final step (executor/one_pass.cpp)
+	for (double grid : {1.0, 0.001, 0.25, 3.0}) {
+		for (double w : {0.0, 1.0, -2.5, 0.1, 0.0005, 0.0015, 12345.678}) {
+			for (std::int64_t c : {0, 1, 7, 1000}) {
+				GridSum one, many;
+				for (std::int64_t i = 0; i < c; ++i)
+					one.add(w, grid);
+				many.add_repeated(w, grid, c);
+				EXPECT_TRUE(one.units == many.units) << grid << " " << w << " " << c;
+				EXPECT_EQ(one.rows, many.rows);
+			}
+		}
+	}
+	GridSum big;
+	EXPECT_THROW(big.add_repeated(1e25, 1.0, std::int64_t(1) << 62), CoreError);
+	EXPECT_THROW(big.add_repeated(1.0, 1.0, -1), CoreError);
+}
+
 TEST(LinearQuery, HugeWeightsBesideSmallNoise)
 {
 	// Weights of 1e30 on an unprotected column next to a count protected at scale 1: the grid

@@ -3,6 +3,8 @@
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 }
 
@@ -12,6 +14,13 @@ namespace dxpriv::pg {
 Const *
 aggref_params_const(Aggref *aggref)
 {
+	// a one-pass aggregate: (parameters, point table, shape) as direct arguments, its arguments shared
+	if (aggref->aggkind == AGGKIND_NORMAL && list_length(aggref->aggdirectargs) == 3) {
+		Node *e = (Node *) linitial(aggref->aggdirectargs);
+		return IsA(e, Const) && !castNode(Const, e)->constisnull && castNode(Const, e)->consttype == FLOAT8ARRAYOID
+		           ? castNode(Const, e)
+		           : nullptr;
+	}
 	if (list_length(aggref->args) < 3) // (weight, group, parameters [, count weight])
 		return nullptr;
 	Node *e = (Node *) castNode(TargetEntry, lthird(aggref->args))->expr;

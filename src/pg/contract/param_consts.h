@@ -11,8 +11,9 @@ extern "C" {
 
 namespace dxpriv::pg {
 
-// The constant parameter array of a rewritten noisy Aggref (its third argument), or nullptr when
-// the arguments were replaced (finalize phase of a parallel plan) or are not constants.
+// The constant parameter array of a rewritten noisy Aggref (its third argument; the first direct
+// argument of a one-pass aggregate, also in the finalize phase), or nullptr when the arguments were
+// replaced (finalize phase of a parallel plan) or are not constants.
 Const *aggref_params_const(Aggref *aggref);
 // The constant parameter array of a distributed release dx._release_*(state, params, group)
 // (planner/distributed.h), or nullptr when node is not one or its parameters are not constants.

@@ -5,6 +5,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/executor/domain_index.h"
 #include "pg/executor/point_table_cache.h"
+#include "pg/executor/row_point.h"
 #include "pg/guard.h"
 
 #include "core/point_table.h"
@@ -82,10 +83,11 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 
 } // namespace
 
-namespace {
+namespace dxpriv::pg {
 
-// The columns of a fused lookup (dx._weigh, dx._weigh_int): for each column, in point-index order,
-// its indexer and the positions of its arguments. Built once per call site in fn_mcxt.
+// The columns of a fused lookup (dx._weigh, dx._weigh_int, the one-pass transition): for each
+// column, in point-index order, its indexer and the positions of its arguments. Built once per
+// call site in fn_mcxt.
 struct RowPointMap {
 	struct Column {
 		DomainIndexer *indexer;
@@ -100,15 +102,32 @@ struct RowPointMap {
 	};
 	Column *columns;
 	int ncolumns;
+	size_t points; // product of the columns' sizes (saturating at SIZE_MAX)
 };
 
-// Type modifier of argument i at this call site.
+namespace {
+
+// Type modifier of argument i at this call site (a transition function's argument i is its
+// aggregate's argument i - 1: the executor's transition call carries no typmods).
 int32
 arg_typmod(FunctionCallInfo fcinfo, int i)
 {
-	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr))
+	if (fcinfo->flinfo->fn_expr && IsA(fcinfo->flinfo->fn_expr, FuncExpr) && !AggGetAggref(fcinfo))
 		return exprTypmod(static_cast<Node *>(list_nth(castNode(FuncExpr, fcinfo->flinfo->fn_expr)->args, i)));
+	if (Aggref *a = AggGetAggref(fcinfo); a && i >= 1 && i - 1 < list_length(a->args))
+		return exprTypmod((Node *) castNode(TargetEntry, list_nth(a->args, i - 1))->expr);
 	return -1;
+}
+
+// Type of argument i at this call site (a transition function's from its Aggref: the executor's
+// transition expression leaves out as many leading argument types as the aggregate has direct
+// arguments, which the one-pass aggregates have).
+Oid
+arg_type(FunctionCallInfo fcinfo, int i)
+{
+	if (Aggref *a = AggGetAggref(fcinfo); a && i >= 1 && i - 1 < list_length(a->args))
+		return exprType((Node *) castNode(TargetEntry, list_nth(a->args, i - 1))->expr);
+	return get_fn_expr_argtype(fcinfo->flinfo, i);
 }
 
 [[noreturn]] void
@@ -118,17 +137,21 @@ bad_layout()
 	     "Row layouts are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 }
 
-// Reads the layout (argument 1) and the domain constants after each column's value arguments:
+} // namespace
+
+// See row_point.h. The layout's letters give each column's arguments:
 //   'e': value, labels text[]       'r': value, lo, hi, step (float8)
 //   'p': coords float8[], dims int4, then dims member values (numeric types)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 {
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
-	const std::string layout = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (PG_ARGISNULL(layout_arg))
+		bad_layout();
+	const std::string layout = text_to_cstring(PG_GETARG_TEXT_PP(layout_arg));
 	auto *map = static_cast<RowPointMap *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap)));
 	map->columns = static_cast<RowPointMap::Column *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap::Column) * (layout.size() + 1)));
-	int arg = 2;
+	int arg = first_arg;
 	// n arguments from `arg` on: a value (may be NULL) and n - 1 domain constants (never NULL)
 	auto need = [&](int n) {
 		if (arg + n > PG_NARGS())
@@ -145,7 +168,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 			c.value_arg = arg;
 			c.members = 1;
 			c.indexer = DomainIndexer::create(mcxt, Domain::enumerated(text_array_strings(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(arg + 1); }))),
-			                                  get_fn_expr_argtype(fcinfo->flinfo, arg), arg_typmod(fcinfo, arg));
+			                                  arg_type(fcinfo, arg), arg_typmod(fcinfo, arg));
 			arg += 2;
 		} else if (kind == 'r') {
 			need(4);
@@ -153,7 +176,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 			c.members = 1;
 			c.indexer = DomainIndexer::create(
 			    mcxt, Domain::range(PG_GETARG_FLOAT8(arg + 1), PG_GETARG_FLOAT8(arg + 2), PG_GETARG_FLOAT8(arg + 3)),
-			    get_fn_expr_argtype(fcinfo->flinfo, arg), arg_typmod(fcinfo, arg));
+			    arg_type(fcinfo, arg), arg_typmod(fcinfo, arg));
 			arg += 4;
 		} else if (kind == 'p') {
 			if (arg + 2 > PG_NARGS() || PG_ARGISNULL(arg) || PG_ARGISNULL(arg + 1))
@@ -170,7 +193,7 @@ build_row_point_map(FunctionCallInfo fcinfo)
 			c.value_arg = arg + 2;
 			c.members = dims;
 			for (int m = 0; m < dims; ++m)
-				c.member_types[m] = get_fn_expr_argtype(fcinfo->flinfo, c.value_arg + m);
+				c.member_types[m] = arg_type(fcinfo, c.value_arg + m);
 			arg += 2 + dims;
 		} else {
 			bad_layout();
@@ -178,10 +201,12 @@ build_row_point_map(FunctionCallInfo fcinfo)
 	}
 	if (arg != PG_NARGS())
 		bad_layout();
+	map->points = 1;
 	for (int i = 0; i < map->ncolumns; ++i) {
 		RowPointMap::Column &c = map->columns[i];
 		const Domain &d = c.indexer->domain();
 		c.size = d.size();
+		map->points = c.size != 0 && map->points > SIZE_MAX / c.size ? SIZE_MAX : map->points * c.size;
 		c.type = c.indexer->type();
 		if (c.kind == 'r') {
 			c.lo = d.lo();
@@ -193,6 +218,15 @@ build_row_point_map(FunctionCallInfo fcinfo)
 	}
 	return map;
 }
+
+// See row_point.h.
+size_t
+row_point_count(const RowPointMap &map)
+{
+	return map.points;
+}
+
+namespace {
 
 // Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
 // arithmetic in the same order, so the same index (NaN: the default index 0).
@@ -229,7 +263,9 @@ ordinal_of(Datum value, Oid type)
 	}
 }
 
-// The flat index of the row's point (last column fastest), from the value arguments only.
+} // namespace
+
+// See row_point.h.
 size_t
 row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 {
@@ -259,6 +295,10 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 	return u;
 }
 
+} // namespace dxpriv::pg
+
+namespace {
+
 // The fused lookup: the table's value at the row's point; false when it contributes nothing.
 bool
 weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false)
@@ -267,7 +307,7 @@ weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false)
 	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
-		c->row_map = build_row_point_map(fcinfo);
+		c->row_map = build_row_point_map(fcinfo, 1, 2);
 		c->layout_source = PG_GETARG_DATUM(1);
 	}
 	const size_t u = row_point(fcinfo, *static_cast<RowPointMap *>(c->row_map));

@@ -69,6 +69,10 @@ load(Oid ext, ExtensionObjects &o)
 	o.partial = lookup("_partial", 3, linear);
 	const Oid select_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
 	o.partition_select = lookup("_partition_select", 4, select_args);
+	const Oid onepass[] = {TEXTOID, BOOLOID, INT4OID, BOOLOID, ANYOID};
+	o.onepass_count = lookup("_onepass_count", 5, onepass);
+	o.onepass_sum = lookup("_onepass_sum", 5, onepass);
+	o.onepass_avg = lookup("_onepass_avg", 5, onepass);
 	{
 		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
 		o.linear_partial_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(tname), true);
@@ -126,7 +130,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
 	                   o.count_units_eps, o.unit_rank, o.partition_select, o.noisy_part, o.dispersion,
-	                   o.count_distinct, o.count_distinct_eps};
+	                   o.count_distinct, o.count_distinct_eps, o.onepass_count, o.onepass_sum, o.onepass_avg};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

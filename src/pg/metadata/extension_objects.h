@@ -21,6 +21,9 @@ struct ExtensionObjects {
 	// analysts' stddev/variance/covar/corr/regr_* (analyst/dispersion_spelling.h): a linear part
 	// released with its noise variance, and the statistic computed from the parts
 	Oid noisy_part = InvalidOid, dispersion = InvalidOid;
+	// one pass over the rows (executor/one_pass.cpp): the statement's aggregates share one transition
+	Oid onepass_count = InvalidOid, onepass_sum = InvalidOid, onepass_avg = InvalidOid;
+	bool is_one_pass(Oid f) const { return f == onepass_count || f == onepass_sum || f == onepass_avg; }
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -50,7 +53,7 @@ struct ExtensionObjects {
 	bool is_internal(Oid f) const
 	{
 		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
-		       f == partial || f == partition_select || f == noisy_part;
+		       f == partial || f == partition_select || f == noisy_part || is_one_pass(f);
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed

@@ -5,7 +5,9 @@
 #include "pg/guard.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/node_build.h"
+#include "pg/settings.h"
 #include "pg/planner/group_source.h"
+#include "pg/planner/one_pass.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_analysis.h"
@@ -84,6 +86,13 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 	const bool grouped = a.keys.grouped();
 	const std::vector<const ColumnPolicy *> &cols = a.cols;
 	const size_t slots = a.jc.slots;
+	// one pass over the rows (planner/one_pass.h): the linear aggregates read by lookup share one
+	// transition (not on Citus, in joins, grouping sets or beside exponential-mechanism aggregates)
+	// (not for open keys: their groups come from the stored key, planner/open_keys.h)
+	const bool one_pass = guc_one_pass && !r.distributed && !r.slot && !a.join && !r.set && a.em.specs.empty() && !a.open;
+	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(r.group_index),
+	                                        grouped ? (Expr *) present_flag_var() : nullptr)
+	                        : NIL;
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
 		NoiseParams p;
@@ -117,10 +126,14 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 			}
 		// a value's table does not depend on the GROUP BY columns, a count's often on none: the
 		// lookup maps only the columns its table depends on (not with slots or privacy units)
-		Expr *weight = r.slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
+		// (count_units: its arguments are not the shared ones; a stddev/corr part keeps its own final
+		// function, which returns the part with its noise variance for dx._dispersion)
+		const bool in_one_pass = one_pass && s.kind != AggKind::CountUnits && !s.part;
+		Expr *weight = in_one_pass ? (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid)
+		               : r.slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
 		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(r.slot), slots)
 		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
-		if (grouped && !r.distributed && !a.open && s.kind != AggKind::CountUnits) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
+		if (grouped && !r.distributed && !a.open && s.kind != AggKind::CountUnits && !in_one_pass) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;
 		const bool pair_avg = a.join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
@@ -144,6 +157,9 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
 			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
 		}
+		if (in_one_pass)
+			make_one_pass(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
+			              a.tables[j], ext);
 		agg->aggstar = false;
 		agg->aggvariadic = false;
 		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row
@@ -156,6 +172,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		dup->aggfnoid = rp->aggfnoid;
 		dup->aggargtypes = list_copy(rp->aggargtypes);
 		dup->args = static_cast<List *>(copyObjectImpl(rp->args));
+		dup->aggdirectargs = static_cast<List *>(copyObjectImpl(rp->aggdirectargs));
 		dup->aggstar = rp->aggstar;
 		dup->aggdistinct = NIL;
 		dup->aggvariadic = rp->aggvariadic;

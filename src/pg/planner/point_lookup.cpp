@@ -52,23 +52,17 @@ domain_arg_tail(const Domain &d)
 }
 
 // See point_lookup.h.
-Expr *
-weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
-           bool integer, const ExtensionObjects &ext, Expr *slot, size_t slots)
+Const *
+point_table_constant(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims)
 {
-	const Oid type = integer ? INT4OID : FLOAT8OID;
-	if (cols.empty() && !slot) {
-		if (table.size() != 1)
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv point table of a query without columns must have one point");
-		if (!table[0])
-			return (Expr *) makeNullConst(type, -1, InvalidOid);
-		return (Expr *) (integer ? int4_const(static_cast<int32>(*table[0])) : float8_const(*table[0]));
-	}
-	std::vector<size_t> dims;
-	for (const ColumnPolicy *c : cols)
-		dims.push_back(c->domain.size());
-	std::string layout;
-	List *args = list_make2(point_table_const(table, dims), nullptr);
+	return point_table_const(values, dims);
+}
+
+// See point_lookup.h.
+List *
+row_layout_args(const std::vector<const ColumnPolicy *> &cols, std::string &layout)
+{
+	List *args = NIL;
 	for (const ColumnPolicy *c : cols) {
 		if (c->is_group()) {
 			// 'p': coords, dims, then the members' values (numeric types, validated at declaration)
@@ -93,6 +87,27 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 		args = lappend(args, makeVar(1, c->attnum, c->type, c->typmod, c->collation, 0));
 		args = list_concat(args, domain_arg_tail(c->domain));
 	}
+	return args;
+}
+
+// See point_lookup.h.
+Expr *
+weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std::optional<double>> &table,
+           bool integer, const ExtensionObjects &ext, Expr *slot, size_t slots)
+{
+	const Oid type = integer ? INT4OID : FLOAT8OID;
+	if (cols.empty() && !slot) {
+		if (table.size() != 1)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv point table of a query without columns must have one point");
+		if (!table[0])
+			return (Expr *) makeNullConst(type, -1, InvalidOid);
+		return (Expr *) (integer ? int4_const(static_cast<int32>(*table[0])) : float8_const(*table[0]));
+	}
+	std::vector<size_t> dims;
+	for (const ColumnPolicy *c : cols)
+		dims.push_back(c->domain.size());
+	std::string layout;
+	List *args = list_concat(list_make2(point_table_const(table, dims), nullptr), row_layout_args(cols, layout));
 	if (slot) { // a range 0 .. slots - 1, last and fastest
 		layout += 'r';
 		dims.push_back(slots);

@@ -18,6 +18,7 @@ extern "C" {
 }
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dxpriv::pg {
@@ -25,6 +26,14 @@ namespace dxpriv::pg {
 // The arguments after the value that describe a column's domain to dxpriv's clamp and index
 // functions: (labels) for enumerated domains, (lo, hi, step) for ranges and dates.
 List *domain_arg_tail(const Domain &d);
+
+// The bytea constant of a per-point table (core/point_table.h; nullopt: the point contributes
+// nothing) over a sub-universe of the given domain sizes.
+Const *point_table_constant(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims);
+
+// The value arguments of the columns with their domain constants, as dx._weigh takes them after
+// its table and layout; appends each column's layout letter ('e', 'r', 'p') to layout.
+List *row_layout_args(const std::vector<const ColumnPolicy *> &cols, std::string &layout);
 
 // dx._weigh(table, layout, <columns of cols with their domain constants>) (float8), or
 // dx._weigh_int(...) (int4): the row's value in `table` at its point of the sub-universe of `cols`

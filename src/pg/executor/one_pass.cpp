@@ -1,0 +1,424 @@
+// One pass over the rows: the shared transition of a statement's linear aggregates counts each row
+// once at its point (a histogram per output group), and each aggregate's final function weighs the
+// histogram with its own per-point table (planner/one_pass.h). Exact: count(u) rows of weight w(u)
+// add count(u) * units(w(u)), what count(u) transitions of dx._linear_transfn add.
+#include "pg/executor/agg_support.h"
+#include "pg/executor/linear_state.h"
+#include "pg/executor/row_point.h"
+#include "pg/guard.h"
+
+#include "core/linear_query.h"
+#include "core/point_table.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "libpq/pqformat.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+}
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+namespace {
+
+constexpr uint8 kVersion = 1;
+constexpr uint64 kDenseMaxPoints = uint64(1) << 24; // a dense histogram is never larger (planner: far less)
+
+// One output group's histogram of row points, and the final states its aggregates built from it.
+struct OnePassState {
+	MemoryContext mcxt;
+	int32 group;
+	bool dense;
+	uint64 points;
+	int64 *counts; // dense: counts[points]
+	uint64 *keys;  // sparse: point + 1 (0: empty slot), open addressing
+	int64 *vals;
+	uint64 cap, used;
+	int shift; // sparse: 64 - log2(cap)
+	// finalisation: the histogram's non-zero entries, and each aggregate's state (by agg_index)
+	bool compacted;
+	uint64 nentries;
+	uint64 *entry_point;
+	int64 *entry_count;
+	int nfinals, cap_finals;
+	int *final_index;
+	LinearState **final_state;
+};
+
+[[noreturn]] void
+corrupted()
+{
+	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
+	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
+}
+
+void
+sparse_alloc(OnePassState *s, uint64 cap)
+{
+	s->cap = cap;
+	s->used = 0;
+	s->shift = 64 - __builtin_ctzll(cap);
+	s->keys = static_cast<uint64 *>(MemoryContextAllocExtended(s->mcxt, cap * sizeof(uint64), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	s->vals = static_cast<int64 *>(MemoryContextAllocHuge(s->mcxt, cap * sizeof(int64)));
+}
+
+inline void sparse_add(OnePassState *s, uint64 point, int64 count);
+
+void
+sparse_grow(OnePassState *s)
+{
+	uint64 *keys = s->keys;
+	int64 *vals = s->vals;
+	const uint64 cap = s->cap;
+	sparse_alloc(s, cap * 2);
+	for (uint64 i = 0; i < cap; ++i)
+		if (keys[i] != 0)
+			sparse_add(s, keys[i] - 1, vals[i]);
+	pfree(keys);
+	pfree(vals);
+}
+
+inline void
+sparse_add(OnePassState *s, uint64 point, int64 count)
+{
+	const uint64 key = point + 1;
+	uint64 i = (key * 0x9E3779B97F4A7C15ull) >> s->shift;
+	const uint64 mask = s->cap - 1;
+	for (;;) {
+		if (s->keys[i] == key) {
+			s->vals[i] += count;
+			return;
+		}
+		if (s->keys[i] == 0)
+			break;
+		i = (i + 1) & mask;
+	}
+	if (2 * (s->used + 1) > s->cap) {
+		sparse_grow(s);
+		sparse_add(s, point, count);
+		return;
+	}
+	s->keys[i] = key;
+	s->vals[i] = count;
+	++s->used;
+}
+
+OnePassState *
+new_one_pass_state(MemoryContext mcxt, int32 group, bool dense, uint64 points)
+{
+	auto *s = static_cast<OnePassState *>(MemoryContextAllocZero(mcxt, sizeof(OnePassState)));
+	s->mcxt = mcxt;
+	s->group = group;
+	s->points = points;
+	s->dense = dense && points <= kDenseMaxPoints;
+	if (s->dense)
+		s->counts = static_cast<int64 *>(MemoryContextAllocExtended(mcxt, points * sizeof(int64), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	else
+		sparse_alloc(s, 64);
+	return s;
+}
+
+inline void
+add_count(OnePassState *s, uint64 point, int64 count)
+{
+	if (s->dense)
+		s->counts[point] += count;
+	else
+		sparse_add(s, point, count);
+}
+
+// Calls f(point, count) for every point met (count > 0).
+template <typename F>
+void
+for_each_entry(const OnePassState *s, F f)
+{
+	if (s->dense) {
+		for (uint64 u = 0; u < s->points; ++u)
+			if (s->counts[u] != 0)
+				f(u, s->counts[u]);
+	} else {
+		for (uint64 i = 0; i < s->cap; ++i)
+			if (s->keys[i] != 0)
+				f(s->keys[i] - 1, s->vals[i]);
+	}
+}
+
+// The decoded direct arguments of a final call (cached per call site in fn_extra).
+struct FinalCache {
+	Datum params_source, table_source, shape_source;
+	NoiseParams *params;
+	unsigned char *bytes;
+	PointTableView *view;
+	int ncols;
+	uint64 dims[64];
+	int nkept;
+	int kept[64];
+};
+
+void
+destroy_final_cache(void *arg)
+{
+	auto *c = static_cast<FinalCache *>(arg);
+	if (c->view)
+		c->view->~PointTableView();
+	if (c->params)
+		c->params->~NoiseParams();
+	c->view = nullptr;
+	c->params = nullptr;
+}
+
+[[noreturn]] void
+bad_arguments()
+{
+	fail(ERRCODE_INTERNAL_ERROR, "dxpriv one-pass aggregate parameters are not available",
+	     "One-pass aggregates are placed by dxpriv's analyzer; they cannot be called directly.");
+}
+
+// The final call's parameters (direct argument 1), table (2) and shape (3: ncols, sizes, kept columns).
+FinalCache &
+final_cache(FunctionCallInfo fcinfo)
+{
+	if (PG_NARGS() < 4 || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		bad_arguments();
+	auto *c = static_cast<FinalCache *>(fcinfo->flinfo->fn_extra);
+	if (c && c->params_source == PG_GETARG_DATUM(1) && c->table_source == PG_GETARG_DATUM(2) &&
+	    c->shape_source == PG_GETARG_DATUM(3))
+		return *c;
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	if (!c) {
+		c = static_cast<FinalCache *>(MemoryContextAllocZero(mcxt, sizeof(FinalCache)));
+		auto *cb = static_cast<MemoryContextCallback *>(MemoryContextAlloc(mcxt, sizeof(MemoryContextCallback)));
+		cb->func = destroy_final_cache;
+		cb->arg = c;
+		MemoryContextRegisterResetCallback(mcxt, cb);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	destroy_final_cache(c);
+	c->params = new (MemoryContextAlloc(mcxt, sizeof(NoiseParams))) NoiseParams(parse_noise_params(PG_GETARG_ARRAYTYPE_P(1)));
+	bytea *b = PG_GETARG_BYTEA_PP(2);
+	const size_t len = VARSIZE_ANY_EXHDR(b);
+	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
+	std::memcpy(c->bytes, VARDATA_ANY(b), len);
+	c->view = new (MemoryContextAlloc(mcxt, sizeof(PointTableView))) PointTableView(c->bytes, len);
+	ArrayType *shape = PG_GETARG_ARRAYTYPE_P(3);
+	if (ARR_ELEMTYPE(shape) != INT8OID || ARR_HASNULL(shape) || ARR_NDIM(shape) != 1)
+		bad_arguments();
+	const int n = ArrayGetNItems(ARR_NDIM(shape), ARR_DIMS(shape));
+	const int64 *v = reinterpret_cast<const int64 *>(ARR_DATA_PTR(shape));
+	if (n < 1 || v[0] < 0 || v[0] > 64 || n - 1 - v[0] < 0 || n - 1 - v[0] > v[0])
+		bad_arguments();
+	c->ncols = static_cast<int>(v[0]);
+	uint64 reduced = 1;
+	for (int i = 0; i < c->ncols; ++i) {
+		if (v[1 + i] < 1)
+			bad_arguments();
+		c->dims[i] = static_cast<uint64>(v[1 + i]);
+	}
+	c->nkept = n - 1 - c->ncols;
+	for (int k = 0; k < c->nkept; ++k) {
+		const int64 col = v[1 + c->ncols + k];
+		if (col < 0 || col >= c->ncols || (k > 0 && col <= c->kept[k - 1]))
+			bad_arguments();
+		c->kept[k] = static_cast<int>(col);
+		reduced *= c->dims[col];
+	}
+	if (reduced != c->view->size())
+		bad_arguments();
+	c->params_source = PG_GETARG_DATUM(1);
+	c->table_source = PG_GETARG_DATUM(2);
+	c->shape_source = PG_GETARG_DATUM(3);
+	return *c;
+}
+
+// The index in the reduced table of a point of the full sub-universe (last column fastest).
+inline uint64
+reduced_point(const FinalCache &c, uint64 u)
+{
+	uint64 idx[64];
+	for (int i = c.ncols - 1; i >= 0; --i) {
+		idx[i] = u % c.dims[i];
+		u /= c.dims[i];
+	}
+	uint64 r = 0;
+	for (int k = 0; k < c.nkept; ++k)
+		r = r * c.dims[c.kept[k]] + idx[c.kept[k]];
+	return r;
+}
+
+// The histogram's non-zero entries, listed once for every aggregate's final call.
+void
+compact(OnePassState *s)
+{
+	if (s->compacted)
+		return;
+	uint64 n = 0;
+	for_each_entry(s, [&](uint64, int64) { ++n; });
+	s->entry_point = static_cast<uint64 *>(MemoryContextAllocHuge(s->mcxt, (n > 0 ? n : 1) * sizeof(uint64)));
+	s->entry_count = static_cast<int64 *>(MemoryContextAllocHuge(s->mcxt, (n > 0 ? n : 1) * sizeof(int64)));
+	uint64 i = 0;
+	for_each_entry(s, [&](uint64 u, int64 count) {
+		s->entry_point[i] = u;
+		s->entry_count[i] = count;
+		++i;
+	});
+	s->nentries = n;
+	s->compacted = true;
+}
+
+// This aggregate's state of the group: built once from the histogram and its table.
+LinearState *
+aggregate_state(OnePassState *s, const FinalCache &c)
+{
+	const int index = c.params->agg_index;
+	for (int i = 0; i < s->nfinals; ++i)
+		if (s->final_index[i] == index)
+			return s->final_state[i];
+	compact(s);
+	LinearState *ls = state_for_group(s->mcxt, *c.params, s->group);
+	for (uint64 i = 0; i < s->nentries; ++i) {
+		if (s->entry_point[i] >= s->points)
+			corrupted();
+		double w;
+		if (!c.view->lookup(reduced_point(c, s->entry_point[i]), w))
+			continue; // the point contributes nothing (NULL weight)
+		ls->sum[0].add_repeated(w, ls->plan[0].grid, s->entry_count[i]);
+		if (ls->components == 2) // an average's count: 1 per row
+			ls->sum[1].add_repeated(1.0, ls->plan[1].grid, s->entry_count[i]);
+	}
+	if (s->nfinals == s->cap_finals) {
+		const int cap = s->cap_finals == 0 ? 8 : 2 * s->cap_finals;
+		int *idx = static_cast<int *>(MemoryContextAlloc(s->mcxt, cap * sizeof(int)));
+		auto **st = static_cast<LinearState **>(MemoryContextAlloc(s->mcxt, cap * sizeof(LinearState *)));
+		for (int i = 0; i < s->nfinals; ++i) {
+			idx[i] = s->final_index[i];
+			st[i] = s->final_state[i];
+		}
+		s->final_index = idx;
+		s->final_state = st;
+		s->cap_finals = cap;
+	}
+	s->final_index[s->nfinals] = index;
+	s->final_state[s->nfinals] = ls;
+	++s->nfinals;
+	return ls;
+}
+
+// The released answer of the final call's aggregate.
+double
+one_pass_release(FunctionCallInfo fcinfo, LinearRelease kind)
+{
+	const FinalCache &c = final_cache(fcinfo);
+	if (PG_ARGISNULL(0)) // no row (only without GROUP BY): as dx._linear_*_finalfn
+		return release_linear_state(state_for_group(CurrentMemoryContext, *c.params, 0), kind);
+	return release_linear_state(aggregate_state(reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0)), c), kind);
+}
+
+} // namespace
+
+// dx._onepass_transfn(state, layout text, dense bool, group int4, present bool, VARIADIC values):
+// counts the row at its point (nothing for an added empty-group row: present false); the state of
+// the group is created on its first row.
+DX_FUNCTION(dx_onepass_transfn)
+{
+	OnePassState *s;
+	if (!fcinfo->flinfo->fn_extra)
+		fcinfo->flinfo->fn_extra = build_row_point_map(fcinfo, 1, 5);
+	const RowPointMap &map = *static_cast<RowPointMap *>(fcinfo->flinfo->fn_extra);
+	if (PG_ARGISNULL(0)) {
+		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
+		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+		if (PG_GETARG_INT32(3) < 0)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
+		s = new_one_pass_state(aggctx, PG_GETARG_INT32(3), PG_GETARG_BOOL(2), row_point_count(map));
+	} else {
+		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	}
+	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
+		add_count(s, row_point(fcinfo, map), 1);
+	PG_RETURN_POINTER(s);
+}
+
+// dx._onepass_combinefn(state, state): the sum of two histograms of the same group.
+DX_FUNCTION(dx_onepass_combinefn)
+{
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
+	auto *other = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(1));
+	OnePassState *s = PG_ARGISNULL(0) ? new_one_pass_state(aggctx, other->group, other->dense, other->points)
+	                                  : reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	if (s->group != other->group || s->points != other->points || s->dense != other->dense || s->compacted)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine states of different queries or groups");
+	for_each_entry(other, [&](uint64 u, int64 count) { add_count(s, u, count); });
+	PG_RETURN_POINTER(s);
+}
+
+// dx._onepass_serialize(state) -> bytea: version, group, dense, points, then (point, count) pairs.
+DX_FUNCTION(dx_onepass_serialize)
+{
+	const auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	uint64 n = 0;
+	for_each_entry(s, [&](uint64, int64) { ++n; });
+	StringInfoData buf;
+	pq_begintypsend(&buf);
+	pq_sendbyte(&buf, kVersion);
+	pq_sendint32(&buf, s->group);
+	pq_sendbyte(&buf, s->dense ? 1 : 0);
+	pq_sendint64(&buf, static_cast<int64>(s->points));
+	pq_sendint64(&buf, static_cast<int64>(n));
+	for_each_entry(s, [&](uint64 u, int64 count) {
+		pq_sendint64(&buf, static_cast<int64>(u));
+		pq_sendint64(&buf, count);
+	});
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+// dx._onepass_deserialize(bytea, internal) -> state; refuses malformed bytes (data corrupted).
+DX_FUNCTION(dx_onepass_deserialize)
+{
+	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
+	if (buf.len < 1 + 4 + 1 + 8 + 8 || pq_getmsgbyte(&buf) != kVersion)
+		corrupted();
+	const int32 group = pq_getmsgint(&buf, 4);
+	const int dense = pq_getmsgbyte(&buf);
+	const int64 points = pq_getmsgint64(&buf);
+	const int64 n = pq_getmsgint64(&buf);
+	if (group < 0 || (dense != 0 && dense != 1) || points < 1 || n < 0 ||
+	    static_cast<uint64>(buf.len - buf.cursor) != static_cast<uint64>(n) * 16)
+		corrupted();
+	OnePassState *s = new_one_pass_state(aggregate_or_current_context(fcinfo), group, dense == 1, static_cast<uint64>(points));
+	for (int64 i = 0; i < n; ++i) {
+		const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
+		if (u < 0 || u >= points || count <= 0)
+			corrupted();
+		add_count(s, static_cast<uint64>(u), count);
+	}
+	PG_RETURN_POINTER(s);
+}
+
+// Final function of dx._onepass_count (direct arguments: parameters, table, shape): the noisy count.
+DX_FUNCTION(dx_onepass_count_finalfn)
+{
+	PG_RETURN_INT64(count_as_bigint(one_pass_release(fcinfo, LinearRelease::Count)));
+}
+
+// Final function of dx._onepass_sum: the noisy sum.
+DX_FUNCTION(dx_onepass_sum_finalfn)
+{
+	PG_RETURN_FLOAT8(one_pass_release(fcinfo, LinearRelease::Sum));
+}
+
+// Final function of dx._onepass_avg: the noisy average, NULL when post-processing withholds it.
+DX_FUNCTION(dx_onepass_avg_finalfn)
+{
+	const double v = one_pass_release(fcinfo, LinearRelease::Avg);
+	if (std::isnan(v))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(v);
+}

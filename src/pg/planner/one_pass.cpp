@@ -1,0 +1,94 @@
+// One pass over the rows, planner side: the shared arguments and the one-pass Aggrefs (one_pass.h).
+#include "pg/planner/one_pass.h"
+#include "pg/planner/point_lookup.h"
+
+#include "pg/guard.h"
+#include "pg/node_build.h"
+
+#include "core/error.h"
+#include "core/point_table.h"
+
+extern "C" {
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+}
+
+#include <string>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// A histogram array per output group when the points times the groups stay within 2^21 entries
+// (16 MB of counts), else a hash of the points met.
+constexpr double kDenseEntries = 2097152.0;
+
+Const *
+int8_array_const(const std::vector<int64> &v)
+{
+	std::vector<Datum> d;
+	for (int64 x : v)
+		d.push_back(Int64GetDatum(x));
+	ArrayType *arr = construct_array(d.data(), static_cast<int>(d.size()), INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+	                                 TYPALIGN_DOUBLE);
+	return makeConst(INT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+} // namespace
+
+// See one_pass.h.
+List *
+one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present)
+{
+	double points = 1;
+	for (const ColumnPolicy *c : cols)
+		points *= static_cast<double>(c->domain.size());
+	const bool dense = points * static_cast<double>(groups) <= kDenseEntries;
+	std::string layout;
+	List *values = row_layout_args(cols, layout);
+	Const *layout_const = makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
+	Const *dense_const = makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(dense), false, true);
+	Expr *real = present ? present : (Expr *) makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(true), false, true);
+	return list_concat(list_make4(layout_const, dense_const, group, real), values);
+}
+
+// See one_pass.h.
+void
+make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
+              std::vector<std::optional<double>> table, const ExtensionObjects &ext)
+{
+	std::vector<size_t> dims;
+	for (const ColumnPolicy *c : cols)
+		dims.push_back(c->domain.size());
+	std::vector<int64> shape{static_cast<int64>(dims.size())};
+	for (size_t d : dims)
+		shape.push_back(static_cast<int64>(d));
+	std::vector<size_t> kept;
+	try {
+		kept = drop_constant_dimensions(table, dims);
+	} catch (const CoreError &) {
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
+	}
+	for (size_t k : kept)
+		shape.push_back(static_cast<int64>(k));
+	agg->aggfnoid = kind == 0 ? ext.onepass_count : kind == 2 ? ext.onepass_avg : ext.onepass_sum;
+	agg->aggkind = AGGKIND_NORMAL;
+	agg->aggdirectargs = list_make3(params, point_table_constant(table, dims), int8_array_const(shape));
+	List *args = NIL;
+	List *types = NIL;
+	int i = 1;
+	ListCell *lc;
+	foreach (lc, shared_args) {
+		Expr *e = (Expr *) copyObjectImpl(lfirst(lc));
+		args = lappend(args, makeTargetEntry(e, static_cast<AttrNumber>(i++), nullptr, false));
+		types = lappend_oid(types, exprType((Node *) e));
+	}
+	agg->args = args;
+	agg->aggargtypes = types;
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,33 @@
+// One pass over the rows for every linear aggregate of a statement: the aggregates share one
+// transition (dx._onepass_*: the row's point counted once in a per-group histogram) and each
+// weighs the histogram with its own per-point table at the end (executor/one_pass.cpp).
+#pragma once
+
+#include "pg/metadata/extension_objects.h"
+#include "pg/metadata/policy.h"
+
+extern "C" {
+#include "nodes/primnodes.h"
+}
+
+#include <optional>
+#include <vector>
+
+namespace dxpriv::pg {
+
+// The arguments shared by every one-pass aggregate of a statement (equal nodes, so that the
+// planner gives them one transition state): (layout text, dense bool, group int4, present bool,
+// <the columns' values and domain constants>). group: the row's output group (an int4
+// expression); present: the "row is real" flag (false on added empty-group rows), or nullptr
+// (every row is real); dense: a histogram array per group when the points times the groups are few.
+List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present);
+
+// Turns a rewritten linear aggregate into its one-pass form: kind 0 count, 1 sum (and linear),
+// 2 avg; args: one_pass_args (copied); direct arguments: (params, its per-point table over cols
+// reduced to the columns it depends on, int8[] {ncols, the sizes of cols, the kept columns}).
+// The direct arguments make each aggregate distinct (its own final call); the PostgreSQL planner
+// shares the transition state of aggregates with equal arguments.
+void make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
+                   std::vector<std::optional<double>> table, const ExtensionObjects &ext);
+
+} // namespace dxpriv::pg
