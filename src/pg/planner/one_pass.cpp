@@ -33,8 +33,10 @@ int8_array_const(const std::vector<int64> &v)
 	std::vector<Datum> d;
 	for (int64 x : v)
 		d.push_back(Int64GetDatum(x));
-	ArrayType *arr = construct_array(d.data(), static_cast<int>(d.size()), INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-	                                 TYPALIGN_DOUBLE);
+	ArrayType *arr = pg_value([&] {
+		return construct_array(d.data(), static_cast<int>(d.size()), INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+		                       TYPALIGN_DOUBLE);
+	});
 	return makeConst(INT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
 }
 
