@@ -214,6 +214,20 @@ def test_explain_analyze_of_several_levels_refused_before_the_charge():
                 assert rows(c, "EXPLAIN " + sql)
                 assert rows(c, sql)
                 assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1, sql
+        # a statement prepared (and planned) before: refused when EXPLAIN ANALYZE executes it, too
+        execute(conn, "PREPARE p_grouped AS SELECT sex, dx.count(*) FROM people GROUP BY sex")
+        execute(conn, "PREPARE p_one AS SELECT dx.count(*) FROM people")
+        assert rows(conn, "EXECUTE p_grouped") and rows(conn, "EXECUTE p_one")
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        try:
+            rows(conn, "EXPLAIN ANALYZE EXECUTE p_grouped")
+        except psycopg2.Error as e:
+            assert e.pgcode == "0A000" and "EXPLAIN ANALYZE cannot run" in str(e), str(e)
+        else:
+            raise AssertionError("EXPLAIN ANALYZE EXECUTE p_grouped not refused")
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
+        assert "actual rows=" in "\n".join(r[0] for r in rows(conn, "EXPLAIN ANALYZE EXECUTE p_one"))
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1
         conn.close()
 
 

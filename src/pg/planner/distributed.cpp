@@ -1,6 +1,7 @@
 // Citus distributed tables: the split of a rewritten query's releases (distributed.h).
 #include "pg/planner/distributed.h"
 #include "pg/planner/analyzer.h"
+#include "pg/planner/distributed_exposure.h"
 
 #include "pg/planner/distributed_context.h"
 #include "pg/planner/distributed_em.h"
@@ -240,11 +241,7 @@ split_distributed_releases(Query *parse, bool &prune)
 	// privacy units, wrappers) over a new connection to this node, where nothing was charged and the
 	// release refuses: refused here, before the charge
 	if (!one_level && explain_analyze_active())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     "EXPLAIN ANALYZE cannot run this dx query on a Citus table",
-		     "Under EXPLAIN ANALYZE Citus runs a statement of several query levels (GROUP BY, dx.mode, dx.median, "
-		     "dx.quantile, privacy units, subqueries) over a new connection, where its charge is not known. Use "
-		     "EXPLAIN without ANALYZE (which charges nothing) or run the query itself. Nothing was charged.");
+		refuse_distributed_explain_analyze();
 	if (c.single_node && !one_level) {
 		// run here only through Citus's local execution: otherwise Citus would connect to this node
 		// again, where the release refuses (after the charge)
