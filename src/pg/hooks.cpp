@@ -41,6 +41,7 @@
 #include "pg/ledger/charge.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/planner/analyzer.h"
+#include "pg/planner/distributed_exposure.h"
 #include "pg/planner/distributed_hooks.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/parameters.h"
@@ -152,6 +153,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	note_replayed_plan(nullptr, {});
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] {
+			refuse_inner_releases_under_explain_analyze(qd->plannedstmt); // before the charge
 			const PaidRelease paid = charge_statement(qd); // CHARGE
 			if (paid.logged) // then the release log of what it paid for (or replayed)
 				release_log_begin(qd->plannedstmt, paid.aggregates, paid.exponential, paid.reused);

@@ -320,6 +320,28 @@ def tableau_one_cell(ctx, conn, attempt):
 attack(C, "tableau_sum_one_having_count_one", 'SELECT "people"."zip" AS "zip", SUM(1) AS "cnt:people:ok" '
        'FROM "public"."people" "people" GROUP BY 1 HAVING (COUNT(1) > 0)', Custom(tableau_one_cell))
 attack(C, "sum_of_two_is_not_count", "SELECT sum(2), count(*) FROM people", Noised(min_scale=1.0, rows=1))
+
+
+def having_beside_median_one_release(ctx, conn, attempt):
+    """GROUP BY with HAVING on a count beside dx.median (issue 27): the HAVING copy is the SELECT's
+    count (one draw: every shown count passes the test), one charge equal to the statement without
+    HAVING (not a second count, not an internal refusal)."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    got = run_fetch(conn, attempt.sql)
+    having = ctx.ledger_since(before)
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    run_fetch(conn, "SELECT sex, count(*), dx.median(age) FROM people GROUP BY sex")
+    alone = ctx.ledger_since(before)
+    assert all(r[1] > 5 for r in got), f"a shown count fails the HAVING test: {got}"
+    assert len(having) == 1 and abs(having[0][0] - alone[0][0]) < 1e-12 and \
+        sorted(having[0][1]) == sorted(alone[0][1]), f"HAVING beside median {having} vs without {alone}"
+    return f"{len(got)} groups, charged {having[0][0]:g} once"
+
+
+attack(C, "having_count_beside_median", "SELECT sex, count(*), dx.median(age) FROM people GROUP BY sex "
+       "HAVING count(*) > 5", Custom(having_beside_median_one_release))
 attack(C, "count_null_constant", "SELECT count(NULL::int) FROM people", Reject("22004"))  # data-independent
 
 

@@ -125,6 +125,13 @@ SELECT epsilon, scales FROM dx.ledger ORDER BY id DESC LIMIT 1;
 -- (S_EM 2 from age's grid, scale 2*2/0.5 = 8 per group)
 SELECT ward, dx.median(age, 0.5) BETWEEN 0 AND 100 AS in_domain FROM em_prot GROUP BY ward ORDER BY ward;
 SELECT epsilon, scales FROM dx.ledger ORDER BY id DESC LIMIT 1;
+-- GROUP BY with HAVING on a count beside a median (issue 27): the HAVING copy of the count is the
+-- SELECT's release (one draw: every shown count passes the HAVING test), charged once for 0.2 + 0.5
+CREATE TEMP TABLE em_having AS SELECT ward, dx.count(1, 0.2) AS n, dx.median(age, 0.5) AS m FROM em_prot
+	GROUP BY ward HAVING dx.count(1, 0.2) > 1;
+SELECT bool_and(n > 1) AS having_holds, bool_and(m BETWEEN 0 AND 100) AS in_domain FROM em_having;
+SELECT epsilon, scales FROM dx.ledger ORDER BY id DESC LIMIT 1;
+SELECT ward, dx.count(*) AS n, dx.median(age) AS median FROM em_exact GROUP BY ward HAVING dx.count(*) > 0 ORDER BY ward;
 -- WHERE on the location group: the candidate column and the location are both in S_EM's universe
 SELECT dx.median(age, 1) BETWEEN 0 AND 100 AS in_domain FROM em_prot WHERE lon < 5;
 SELECT epsilon, scales FROM dx.ledger ORDER BY id DESC LIMIT 1;

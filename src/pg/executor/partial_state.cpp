@@ -366,10 +366,14 @@ DX_FUNCTION(dx_release_sum)
 	PG_RETURN_FLOAT8(release_partial(fcinfo, LinearRelease::Sum));
 }
 
-// dx._release_avg(state, params, group): the noisy average of one cell.
+// dx._release_avg(state, params, group): the noisy average of one cell; NULL when post-processing
+// withholds it (NaN: its count is too noisy), as dx.avg's final function answers on a local table.
 DX_FUNCTION(dx_release_avg)
 {
-	PG_RETURN_FLOAT8(release_partial(fcinfo, LinearRelease::Avg));
+	const double v = release_partial(fcinfo, LinearRelease::Avg);
+	if (std::isnan(v))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(v);
 }
 
 namespace {

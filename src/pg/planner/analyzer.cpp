@@ -102,6 +102,7 @@ namespace {
 // Depth of EXPLAIN statements without ANALYZE being processed (their query is analysed again
 // while it is explained, without the EXPLAIN around it).
 int plain_explain_depth = 0;
+int explain_analyze_depth = 0; // > 0 while EXPLAIN ANALYZE runs (explain_analyze_active)
 int definition_depth = 0;   // > 0 while CREATE VIEW / RULE / MATERIALIZED VIEW / atomic function runs
 int copy_depth = 0;         // > 0 while COPY runs (its query is analysed inside the utility)
 int copy_out_depth = 0;     // of those, COPY (<query>) TO STDOUT: answered like the SELECT (issue 24)
@@ -390,6 +391,9 @@ analysis_enter_utility(Node *stmt)
 	m.plain_explain = is_plain_explain(stmt);
 	if (m.plain_explain)
 		plain_explain_depth++;
+	m.explain_analyze = IsA(stmt, ExplainStmt) && !m.plain_explain;
+	if (m.explain_analyze)
+		explain_analyze_depth++;
 	return m;
 }
 
@@ -405,7 +409,16 @@ analysis_leave_utility(const UtilityMarks &m)
 		copy_out_depth--;
 	if (m.plain_explain)
 		plain_explain_depth--;
+	if (m.explain_analyze)
+		explain_analyze_depth--;
 	leave_analyst_utility(m.analyst_scope);
+}
+
+// See planner/analyzer.h.
+bool
+explain_analyze_active()
+{
+	return explain_analyze_depth > 0;
 }
 
 // See planner/analyzer.h.
@@ -413,6 +426,7 @@ void
 analysis_reset()
 {
 	plain_explain_depth = 0;
+	explain_analyze_depth = 0;
 	definition_depth = 0;
 	copy_depth = 0;
 	copy_out_depth = 0;

@@ -21,6 +21,7 @@ struct UtilityMarks {
 	bool copies = false;        // COPY: its query is analysed inside the utility
 	bool copies_out = false; // COPY (<query>) TO STDOUT: answered like the SELECT (issue 24)
 	bool plain_explain = false; // EXPLAIN without ANALYZE: its query is analysed again while explained
+	bool explain_analyze = false; // EXPLAIN ANALYZE: its query runs (and is charged) under instrumentation
 	int analyst_scope = 0;      // enter_analyst_utility's result (analyst_guard.h)
 };
 
@@ -30,6 +31,9 @@ struct UtilityMarks {
 // (hooks.cpp calls it in a PG_FINALLY).
 UtilityMarks analysis_enter_utility(Node *stmt);
 void analysis_leave_utility(const UtilityMarks &marks);
+
+// True while an EXPLAIN ANALYZE statement is being processed (its query is planned and run).
+bool explain_analyze_active();
 
 // Forgets the utility nesting counters (end of the top-level transaction). They are zero there on
 // every path that went through analysis_leave_utility; this is the backstop.

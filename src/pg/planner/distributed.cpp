@@ -1,5 +1,7 @@
 // Citus distributed tables: the split of a rewritten query's releases (distributed.h).
 #include "pg/planner/distributed.h"
+#include "pg/planner/analyzer.h"
+#include "pg/planner/distributed_exposure.h"
 
 #include "pg/planner/distributed_context.h"
 #include "pg/planner/distributed_em.h"
@@ -235,6 +237,11 @@ split_distributed_releases(Query *parse, bool &prune)
 		     "(create_reference_table), distribute it over several shards, or place its shard on the coordinator "
 		     "(citus_move_shard_placement). Nothing was charged.");
 	}
+	// EXPLAIN ANALYZE: Citus runs a statement of several query levels (GROUP BY, dx.mode/median,
+	// privacy units, wrappers) over a new connection to this node, where nothing was charged and the
+	// release refuses: refused here, before the charge
+	if (!one_level && explain_analyze_active())
+		refuse_distributed_explain_analyze();
 	if (c.single_node && !one_level) {
 		// run here only through Citus's local execution: otherwise Citus would connect to this node
 		// again, where the release refuses (after the charge)

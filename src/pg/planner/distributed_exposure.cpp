@@ -8,6 +8,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
+#include "pg/planner/analyzer.h"
 #include "pg/metadata/extension_objects.h"
 
 #include "core/linear_query.h"
@@ -101,6 +102,35 @@ expose_releases(PlannedStmt *stmt, List *releases)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot find where Citus runs a distributed release",
 		     "Nothing was charged or released. Report this query to the dxpriv maintainers.");
 	seen.custom->custom_exprs = list_concat(seen.custom->custom_exprs, missing);
+}
+
+// See distributed_exposure.h.
+void
+refuse_distributed_explain_analyze()
+{
+	fail(ERRCODE_FEATURE_NOT_SUPPORTED, "EXPLAIN ANALYZE cannot run this dx query on a Citus table",
+	     "Under EXPLAIN ANALYZE Citus runs a statement of several query levels (GROUP BY, dx.mode, dx.median, "
+	     "dx.quantile, privacy units, subqueries) over a new connection, where its charge is not known. Use "
+	     "EXPLAIN without ANALYZE (which charges nothing) or run the query itself. Nothing was charged.");
+}
+
+// See distributed_exposure.h.
+void
+refuse_inner_releases_under_explain_analyze(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !stmt || stmt->commandType != CMD_SELECT || !explain_analyze_active() || !citus_installed())
+		return;
+	bool inner = false;
+	walk_plan_expressions(
+	    stmt, [](Node *) {},
+	    [&](CustomScan *cs) { // expose_releases attaches the releases of Citus's private plan here
+		    dist::ReleaseScan s{ext, {}};
+		    dist::release_walker((Node *) cs->custom_exprs, &s);
+		    inner = !s.charge_ids.empty();
+	    });
+	if (inner)
+		refuse_distributed_explain_analyze();
 }
 
 // See distributed.h.

@@ -34,6 +34,14 @@ ReleaseScan scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt);
 // the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none.
 void expose_releases(PlannedStmt *stmt, List *releases);
 
+// Under EXPLAIN ANALYZE (which runs and charges its statement): refuses, before the charge, a plan
+// whose releases sit inside Citus's private plan (a statement of several query levels: Citus runs it
+// over a new connection to this node, where its charge is not known). Also for a prepared statement
+// planned earlier (EXPLAIN ANALYZE EXECUTE). No-op otherwise.
+void refuse_inner_releases_under_explain_analyze(PlannedStmt *stmt);
+// The refusal itself (ERRCODE_FEATURE_NOT_SUPPORTED, with a hint); nothing was charged.
+[[noreturn]] void refuse_distributed_explain_analyze();
+
 // The owner of the Citus table a release in this plan reads, when the current role is an analyst
 // (the statement then runs as that owner after it is charged); InvalidOid otherwise.
 Oid distributed_run_as(PlannedStmt *stmt);

@@ -54,11 +54,18 @@ public:
 		std::vector<Aggref *> linear_aggrefs;
 		for (const AggSpec &s : a.specs)
 			linear_aggrefs.push_back(s.aggref);
+		// the repeats of linear aggregates (a HAVING copy) take their representative's place, so
+		// they stay one release with it
+		EmQuery em = a.em;
+		for (const auto &[dup, rep] : a.duplicates) {
+			linear_aggrefs.push_back(dup);
+			em.linear_positions.push_back(a.em.linear_positions.at(rep));
+		}
 		if (!a.keys.plain_columns)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by expressions yet",
 			     "Group them by declared columns, or run the linear aggregates (count, sum, avg) with the "
 			     "expression alone.");
-		rewrite_em_aggregates(q, a.em,
+		rewrite_em_aggregates(q, em,
 		                      EmRewriteInput{a.relid, &a.policy, r.ext, a.where, &a.keys, r.group_index,
 		                                     kRewrittenLocation, linear_aggrefs, r.distributed});
 	}

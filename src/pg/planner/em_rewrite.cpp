@@ -231,7 +231,10 @@ take_em_markers(std::vector<Aggref *> &markers, const TablePolicy &policy, const
 	int next = 0;
 	for (Aggref *a : markers) {
 		if (!is_em_marker(ext, a->aggfnoid)) {
-			em.linear_positions.push_back(next++);
+			// a repeat of an earlier linear aggregate (a HAVING copy) is the same release (linear_kind.h):
+			// no place of its own
+			if (std::none_of(rest.begin(), rest.end(), [a](const Aggref *r) { return equal(r, a); }))
+				em.linear_positions.push_back(next++);
 			rest.push_back(a);
 			continue;
 		}
