@@ -246,6 +246,15 @@ WITH __stage0 AS (
 SELECT sum("n__01") FILTER (WHERE group_set = 0) = sum("n__01") FILTER (WHERE group_set = 1) AS total_is_sum,
        count(*) AS rows
 FROM __stage0;
+-- three groupings (a total, by city, by city and sex), a key shared by two of them (IN), count and sum
+CREATE TEMP TABLE t12 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT group_set, count(*) AS rows, count(c) AS with_city, count(s) AS with_sex, count(n) AS with_n,
+       count(a) AS with_a, count(total) AS with_total
+FROM (SELECT group_set, CASE WHEN group_set IN (1,2) THEN city END AS c, CASE WHEN group_set=2 THEN sex END AS s,
+             CASE WHEN group_set=0 THEN count(*) END AS total,
+             CASE WHEN group_set IN (1,2) THEN sum(age) END AS n, CASE WHEN group_set=1 THEN count(*) END AS a
+      FROM bw CROSS JOIN generate_series(0, 2) AS group_set GROUP BY 1, 2, 3) s GROUP BY group_set ORDER BY 1;
+SELECT count(*) - (SELECT n FROM t12) AS charges FROM dx.my_ledger;
 -- not provably a GROUPING SETS release: refused as before, nothing charged
 CREATE TEMP TABLE t11 AS SELECT count(*) AS n FROM dx.my_ledger;
 SELECT CASE WHEN group_set=1 THEN bw.city END AS city, COUNT(1) AS n
