@@ -1516,6 +1516,53 @@ attack(C, "union_all_key_against_undeclared", "SELECT NULL::text AS k, count(*) 
        "SELECT name, count(*) FROM people GROUP BY name", Reject(*SHAPE))
 
 
+def malloy_one_consistent_release(ctx, conn, attempt):
+    """Malloy's group_set (CROSS JOIN generate_series(0, 1, 1)) is one GROUPING SETS release: one
+    ledger row at the session epsilon with 1 + len(ZIPS) cells (each row of people counted once, not
+    once per series value), and a total equal to the sum of its parts."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and abs(charges[0][0] - EPS) < 1e-12, f"charges {charges}"
+    assert len(charges[0][1]) == 1 + len(ZIPS) and min(charges[0][1]) > 0, charges[0][1]
+    assert sorted(r[0] for r in rows) == [0] + [1] * len(ZIPS), rows
+    total = [r[2] for r in rows if r[0] == 0]
+    parts = sum(r[3] for r in rows if r[0] == 1)
+    assert len(total) == 1 and total[0] == parts, f"total {total} parts {parts}"
+    assert all(r[1] is None and r[3] is None for r in rows if r[0] == 0), rows
+    assert all(r[1] is not None and r[2] is None for r in rows if r[0] == 1), rows
+    return f"one release, charged {charges[0][0]:g}, total = parts = {parts}"
+
+
+MALLOY_FROM = "FROM people AS base CROSS JOIN GENERATE_SERIES(0,1,1) AS group_set "
+attack(C, "malloy_group_set_total_and_parts", "SELECT group_set, CASE WHEN group_set=1 THEN base.zip END AS zip__1, "
+       "CASE WHEN group_set=0 THEN COUNT(1) END AS total__0, CASE WHEN group_set=1 THEN COUNT(1) END AS n__1 "
+       + MALLOY_FROM + "GROUP BY 1,2 ORDER BY 1,2", Custom(malloy_one_consistent_release))
+# a series that repeats rows: the same (empty) grouping for several k would be the total several
+# times over; a series not in GROUP BY would add the total to the NULL key's group (a raw multiple)
+attack(C, "malloy_group_set_repeats_rows", "SELECT group_set, count(*) FROM people "
+       "CROSS JOIN generate_series(0, 5) AS group_set GROUP BY group_set", Reject(*SHAPE))
+attack(C, "malloy_group_set_same_grouping_twice", "SELECT group_set, CASE WHEN group_set=1 THEN zip END, count(*) "
+       "FROM people CROSS JOIN generate_series(0, 2) AS group_set GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_not_grouped", "SELECT CASE WHEN group_set=1 THEN zip END AS zip, count(*) "
+       + MALLOY_FROM + "GROUP BY 1", Reject(*SHAPE))
+attack(C, "malloy_group_set_count_times_series", "SELECT group_set, CASE WHEN group_set=1 THEN zip END, "
+       "count(*) * group_set " + MALLOY_FROM + "GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_sum_of_series", "SELECT group_set, CASE WHEN group_set=1 THEN zip END, "
+       "sum(group_set) " + MALLOY_FROM + "GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_data_dependent_series", "SELECT group_set, CASE WHEN group_set=1 THEN zip END, "
+       "count(*) FROM people CROSS JOIN generate_series(0, people.age) AS group_set GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_series_in_where", "SELECT group_set, CASE WHEN group_set=1 THEN zip END, count(*) "
+       + MALLOY_FROM + "WHERE group_set = 1 OR age = 30 GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_undeclared_key", "SELECT group_set, CASE WHEN group_set=1 THEN name END, count(*) "
+       + MALLOY_FROM + "GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_else_branch", "SELECT group_set, CASE WHEN group_set=1 THEN zip ELSE name END, "
+       "count(*) " + MALLOY_FROM + "GROUP BY 1, 2", Reject(*SHAPE))
+attack(C, "malloy_group_set_key_on_data", "SELECT group_set, CASE WHEN group_set=1 AND age = 30 THEN zip END, "
+       "count(*) " + MALLOY_FROM + "GROUP BY 1, 2", Reject(*SHAPE))
+
+
 def test_post_processing_wrappers():
     run_category("wrappers")
 

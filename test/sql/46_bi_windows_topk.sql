@@ -222,3 +222,55 @@ SELECT count(*) - (SELECT n FROM t9) AS charges_of_refused FROM dx.my_ledger;
 RESET dxpriv.epsilon;
 RESET dxpriv.top_k;
 RESET ROLE;
+
+-- 9. Malloy's group_set pattern: CROSS JOIN generate_series(0, n, 1) AS group_set with
+-- CASE WHEN group_set = k THEN ... END keys and aggregates is GROUPING SETS written by hand: one
+-- release (group_set_series.h), charged once, the total equal to the sum of its parts
+SET ROLE bw_analyst;
+CREATE TEMP TABLE t10 AS SELECT coalesce(sum(epsilon), 0) AS e, count(*) AS n FROM dx.my_ledger;
+SELECT group_set, "city__1" IS NOT NULL AS has_city, "total__0" IS NOT NULL AS has_total, "n__1" IS NOT NULL AS has_n
+FROM (SELECT group_set, CASE WHEN group_set=1 THEN base."city" END AS "city__1",
+             CASE WHEN group_set=0 THEN COUNT(1) END AS "total__0",
+             CASE WHEN group_set=1 THEN COUNT(1) END AS "n__1"
+      FROM bw AS base CROSS JOIN GENERATE_SERIES(0,1,1) AS group_set
+      WHERE base.age > 30
+      GROUP BY 1,2 ORDER BY 1,2) s;
+SELECT count(*) - (SELECT n FROM t10) AS charges, round((sum(epsilon) - (SELECT e FROM t10))::numeric, 6) AS spent
+FROM dx.my_ledger;
+SELECT count(*) AS cells, min(postprocessing) AS postprocessing FROM dx.last_release();
+WITH __stage0 AS (
+  SELECT group_set, CASE WHEN group_set=1 THEN base."city" END AS "city__1",
+         CASE WHEN group_set IN (0,1) THEN COUNT(1) END AS "n__01"
+  FROM bw AS base CROSS JOIN GENERATE_SERIES(0,1,1) AS group_set
+  GROUP BY 1,2)
+SELECT sum("n__01") FILTER (WHERE group_set = 0) = sum("n__01") FILTER (WHERE group_set = 1) AS total_is_sum,
+       count(*) AS rows
+FROM __stage0;
+-- three groupings (a total, by city, by city and sex), a key shared by two of them (IN), count and sum
+CREATE TEMP TABLE t12 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT group_set, count(*) AS rows, count(c) AS with_city, count(s) AS with_sex, count(n) AS with_n,
+       count(a) AS with_a, count(total) AS with_total
+FROM (SELECT group_set, CASE WHEN group_set IN (1,2) THEN city END AS c, CASE WHEN group_set=2 THEN sex END AS s,
+             CASE WHEN group_set=0 THEN count(*) END AS total,
+             CASE WHEN group_set IN (1,2) THEN sum(age) END AS n, CASE WHEN group_set=1 THEN count(*) END AS a
+      FROM bw CROSS JOIN generate_series(0, 2) AS group_set GROUP BY 1, 2, 3) s GROUP BY group_set ORDER BY 1;
+SELECT count(*) - (SELECT n FROM t12) AS charges FROM dx.my_ledger;
+-- not provably a GROUPING SETS release: refused as before, nothing charged
+CREATE TEMP TABLE t11 AS SELECT count(*) AS n FROM dx.my_ledger;
+SELECT CASE WHEN group_set=1 THEN bw.city END AS city, COUNT(1) AS n
+FROM bw CROSS JOIN GENERATE_SERIES(0,1,1) AS group_set GROUP BY 1;
+SELECT group_set, count(*) FROM bw CROSS JOIN generate_series(0, 3) AS group_set GROUP BY group_set;
+SELECT group_set, CASE WHEN group_set=1 THEN city END AS c, count(*)
+FROM bw CROSS JOIN generate_series(0, 2) AS group_set GROUP BY 1, 2;
+SELECT group_set, CASE WHEN group_set=1 THEN city END AS c, count(*)
+FROM bw CROSS JOIN generate_series(1, 2) AS group_set GROUP BY 1, 2;
+SELECT group_set, CASE WHEN group_set=1 THEN city END AS c, count(*)
+FROM bw CROSS JOIN generate_series(0, 1) AS group_set WHERE group_set = 1 OR age > 30 GROUP BY 1, 2;
+SELECT group_set, CASE WHEN group_set=1 THEN city END AS c, sum(group_set)
+FROM bw CROSS JOIN generate_series(0, 1) AS group_set GROUP BY 1, 2;
+SELECT group_set, CASE WHEN group_set=1 THEN id END AS c, count(*)
+FROM bw CROSS JOIN generate_series(0, 1) AS group_set GROUP BY 1, 2;
+SELECT group_set, CASE WHEN group_set=1 THEN city ELSE sex END AS c, count(*)
+FROM bw CROSS JOIN generate_series(0, 1) AS group_set GROUP BY 1, 2;
+SELECT count(*) - (SELECT n FROM t11) AS charges_of_refused FROM dx.my_ledger;
+RESET ROLE;

@@ -17,6 +17,7 @@
 #include "pg/planner/window_split.h"
 #include "pg/planner/series_limit_join.h"
 #include "pg/planner/union_grouping_sets.h"
+#include "pg/planner/group_set_series.h"
 #include "pg/planner/top_k_rewrite.h"
 #include "pg/analyst/analyst_guard.h"
 #include "pg/planner/probes.h"
@@ -184,7 +185,8 @@ analyze(Query *top)
 	// a UNION ALL of a total and its parts: one GROUPING SETS release (union_grouping_sets.h)
 	if ((d.markers_nested == 0 && split_window_level(q, *ext, ac.analyst ? &ac : nullptr)) ||
 	    split_series_limit_join(q, *ext, ac.analyst ? &ac : nullptr) ||
-	    merge_union_into_grouping_sets(q, *ext, ac.analyst ? &ac : nullptr)) {
+	    merge_union_into_grouping_sets(q, *ext, ac.analyst ? &ac : nullptr) ||
+	    merge_group_set_series(q, *ext, ac.analyst ? &ac : nullptr)) { // Malloy's group_set: group_set_series.h
 		const bool plain_explain = d.plain_explain;
 		d = Discovery{ext};
 		d.plain_explain = plain_explain;

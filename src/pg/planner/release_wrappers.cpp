@@ -8,6 +8,7 @@
 #include "pg/planner/window_split.h"
 #include "pg/planner/series_limit_join.h"
 #include "pg/planner/union_grouping_sets.h"
+#include "pg/planner/group_set_series.h"
 #include "pg/settings.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/elevated/sealed_execution.h"
@@ -253,7 +254,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 			fail(refused, "a recursive WITH cannot hold a dx query",
 			     "Use a plain WITH around the aggregate query.");
 		if (split_window_level(sub, ext, ac) || split_series_limit_join(sub, ext, ac) ||
-		    merge_union_into_grouping_sets(sub, ext, ac)) { // window_split.h, series_limit_join.h, union_grouping_sets.h
+		    merge_union_into_grouping_sets(sub, ext, ac) || merge_group_set_series(sub, ext, ac)) { // window_split.h, series_limit_join.h, union_grouping_sets.h
 			found += rewrite_wrapped_releases(sub, ext, ac);
 			cte->ctematerialized = CTEMaterializeAlways;
 		} else if (is_release_level(sub, ext, ac)) {
@@ -272,7 +273,7 @@ rewrite_wrapped_releases(Query *q, const ExtensionObjects &ext, const AnalystCon
 			fail(refused, "a LATERAL subquery cannot hold a dx query",
 			     "Put the aggregate query in FROM without LATERAL or in a WITH clause.");
 		if (split_window_level(rte->subquery, ext, ac) || split_series_limit_join(rte->subquery, ext, ac) ||
-		    merge_union_into_grouping_sets(rte->subquery, ext, ac)) {
+		    merge_union_into_grouping_sets(rte->subquery, ext, ac) || merge_group_set_series(rte->subquery, ext, ac)) {
 			found += rewrite_wrapped_releases(rte->subquery, ext, ac);
 		} else if (is_release_level(rte->subquery, ext, ac)) {
 			rewrite_nested_release(rte->subquery, ext, ac);
