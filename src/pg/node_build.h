@@ -27,6 +27,19 @@ copy_node(T *node)
 	return static_cast<T *>(copyObjectImpl(node));
 }
 
+// `sub` as a FROM entry (a subquery in FROM) named `alias` with columns `colnames`.
+inline RangeTblEntry *
+subquery_rte(Query *sub, const char *alias, List *colnames)
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_SUBQUERY;
+	rte->subquery = sub;
+	rte->alias = makeAlias(alias, NIL);
+	rte->eref = makeAlias(alias, colnames);
+	rte->inFromCl = true;
+	return rte;
+}
+
 // expr reduced by eval_const_expressions (on a copy): the constant it folds to, or nullptr when it
 // does not fold to one (it names a column or a parameter, or calls a volatile function). Folding
 // runs the expression's immutable functions (1/0 raises): inside pg_call, so the error arrives as a

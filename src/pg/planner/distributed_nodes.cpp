@@ -91,19 +91,6 @@ grouped_by_first(Query *q, List *targets, int keys)
 	return inner;
 }
 
-// `sub` as a range table entry named `alias` with columns `colnames`.
-RangeTblEntry *
-subquery_rte(Query *sub, const char *alias, List *colnames)
-{
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = sub;
-	rte->alias = makeAlias(alias, NIL);
-	rte->eref = makeAlias(alias, colnames);
-	rte->inFromCl = true;
-	return rte;
-}
-
 // SELECT <targets> FROM <rte>: an aggregate level on the coordinator (targets added by the caller).
 Query *
 aggregate_over(RangeTblEntry *rte)

@@ -23,8 +23,6 @@ SortGroupClause *int4_group_clause(Index ref);
 // A copy of level q that returns `targets` grouped by the first `keys` of them (int4), without the
 // level's own HAVING, ORDER BY, DISTINCT, LIMIT or shard-pruning conjuncts: the workers' share.
 Query *grouped_by_first(Query *q, List *targets, int keys = 1);
-// `sub` as a range table entry named `alias` with columns `colnames`.
-RangeTblEntry *subquery_rte(Query *sub, const char *alias, List *colnames);
 // SELECT <targets> FROM <rte>: an aggregate level on the coordinator (targets added by the caller).
 Query *aggregate_over(RangeTblEntry *rte);
 // An internal aggregate fn(args...) over the given argument expressions, as the parser builds it.

@@ -372,12 +372,7 @@ merge_group_set_series(Query *q, const ExtensionObjects &ext, const AnalystConte
 		}
 		out = lappend(out, t);
 	}
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = inner;
-	rte->alias = makeAlias("dx_group_set", NIL);
-	rte->eref = makeAlias("dx_group_set", colnames);
-	rte->inFromCl = true;
+	RangeTblEntry *rte = subquery_rte(inner, "dx_group_set", colnames);
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
 	q->targetList = out;

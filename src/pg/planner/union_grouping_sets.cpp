@@ -156,12 +156,8 @@ merge_union_into_grouping_sets(Query *q, const ExtensionObjects &ext, const Anal
 
 	// q reads the merged release in place of its set operation
 	int leftmost = leaves.front();
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = merged;
-	rte->alias = makeAlias("dx_union", NIL);
-	rte->eref = copy_node(rt_fetch(leftmost, q->rtable)->eref);
-	rte->inFromCl = true;
+	RangeTblEntry *rte = subquery_rte(merged, "dx_union", NIL);
+	rte->eref = copy_node(rt_fetch(leftmost, q->rtable)->eref); // the set operation's own column names
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
 	if (leftmost != 1)

@@ -164,13 +164,7 @@ release_rte(Query *inner)
 	ListCell *lc;
 	foreach (lc, inner->targetList)
 		colnames = lappend(colnames, makeString(pstrdup(lfirst_node(TargetEntry, lc)->resname)));
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_SUBQUERY;
-	rte->subquery = inner;
-	rte->alias = makeAlias("dx_release", NIL);
-	rte->eref = makeAlias("dx_release", colnames);
-	rte->inFromCl = true;
-	return rte;
+	return subquery_rte(inner, "dx_release", colnames);
 }
 
 // See window_split.h.
