@@ -33,12 +33,7 @@ namespace {
 
 // (source regclass, columns text[], workload text | float8[][] | text[], epsilon float8, [target
 // name,] rounds int, groups int[]).
-struct GroupArgs {
-	Oid relid = InvalidOid;
-	ArrayType *columns = nullptr;
-	WorkloadArgument workload; // text spec, weight vectors or WHERE predicates
-	double epsilon = 0;
-	const char *target = nullptr;
+struct GroupArgs : ReleaseHead {
 	int rounds = 0;
 	bool has_groups = false;
 	std::vector<int> groups;
@@ -47,24 +42,13 @@ struct GroupArgs {
 GroupArgs
 read_group_args(FunctionCallInfo fcinfo, bool with_target)
 {
-	const int required = with_target ? 5 : 4;
-	for (int i = 0; i < required; ++i)
-		if (PG_ARGISNULL(i))
-			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED,
-			     std::string("source, columns, workload, epsilon") + (with_target ? " and target" : "") +
-			         " must not be null",
-			     "Example: SELECT dx.release_synthetic('patients', ARRAY['age', 'sex'], 'marginals:2', 1.0, "
-			     "'patients_syn').");
 	GroupArgs a;
+	static_cast<ReleaseHead &>(a) = read_release_head(
+	    fcinfo, with_target,
+	    "Example: SELECT dx.release_synthetic('patients', ARRAY['age', 'sex'], 'marginals:2', 1.0, 'patients_syn').");
 	const int rounds_arg = with_target ? 5 : 4;
 	ArrayType *groups = nullptr;
 	pg_call([&] {
-		a.relid = PG_GETARG_OID(0);
-		a.columns = PG_GETARG_ARRAYTYPE_P(1);
-		a.workload = read_workload_argument(fcinfo, 2);
-		a.epsilon = PG_GETARG_FLOAT8(3);
-		if (with_target)
-			a.target = NameStr(*PG_GETARG_NAME(4));
 		if (PG_NARGS() > rounds_arg && !PG_ARGISNULL(rounds_arg)) {
 			a.rounds = PG_GETARG_INT32(rounds_arg);
 			if (a.rounds < 1)
@@ -76,9 +60,7 @@ read_group_args(FunctionCallInfo fcinfo, bool with_target)
 	if (a.rounds < 0 || a.rounds > kMaxGroupRounds)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "rounds must be between 1 and " + std::to_string(kMaxGroupRounds),
 		     "Leave rounds out (NULL) to use the rule of the documentation.");
-	if (!(a.epsilon > 0) || !std::isfinite(a.epsilon))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
-		     "Give the release a positive privacy budget, e.g. 1.0.");
+	check_release_epsilon(a.epsilon);
 	if (groups) {
 		if (ARR_NDIM(groups) != 1 || ARR_HASNULL(groups) || ARR_ELEMTYPE(groups) != INT4OID)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "groups must be a one-dimensional integer array without nulls",

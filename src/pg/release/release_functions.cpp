@@ -28,12 +28,7 @@ namespace {
 
 // The arguments every release shares: (source regclass, columns text[], workload text|float8[],
 // epsilon float8, target name, [int]).
-struct ReleaseArgs {
-	Oid relid = InvalidOid;
-	ArrayType *columns = nullptr;
-	WorkloadArgument workload; // text spec, weight vectors or WHERE predicates
-	double epsilon = 0;
-	const char *target = nullptr;
+struct ReleaseArgs : ReleaseHead {
 	int extra = 0; // iterations / size; 0 = default
 	bool extra_given = false;
 	bool last_iterate = false; // MWEM: average => false
@@ -42,17 +37,10 @@ struct ReleaseArgs {
 ReleaseArgs
 read_args(FunctionCallInfo fcinfo, const char *what)
 {
-	for (int i = 0; i < 5; ++i)
-		if (PG_ARGISNULL(i))
-			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED, "source, columns, workload, epsilon and target must not be null",
-			     "Example: SELECT dx.release_mwem('patients', ARRAY['age', 'sex'], 'marginals:2', 1.0, 'patients_syn').");
 	ReleaseArgs a;
+	static_cast<ReleaseHead &>(a) = read_release_head(
+	    fcinfo, true, "Example: SELECT dx.release_mwem('patients', ARRAY['age', 'sex'], 'marginals:2', 1.0, 'patients_syn').");
 	pg_call([&] {
-		a.relid = PG_GETARG_OID(0);
-		a.columns = PG_GETARG_ARRAYTYPE_P(1);
-		a.workload = read_workload_argument(fcinfo, 2);
-		a.epsilon = PG_GETARG_FLOAT8(3);
-		a.target = NameStr(*PG_GETARG_NAME(4));
 		if (PG_NARGS() > 5 && !PG_ARGISNULL(5)) {
 			a.extra = PG_GETARG_INT32(5);
 			a.extra_given = true;
@@ -63,9 +51,7 @@ read_args(FunctionCallInfo fcinfo, const char *what)
 	if (a.extra_given && a.extra < 1)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, std::string(what) + " must be at least 1",
 		     std::string("Leave ") + what + " out (NULL) to use the default of MECHANISMS.md.");
-	if (!(a.epsilon > 0) || !std::isfinite(a.epsilon))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
-		     "Give the release a positive privacy budget, e.g. 1.0.");
+	check_release_epsilon(a.epsilon);
 	return a;
 }
 

@@ -299,4 +299,36 @@ workload_label(const WorkloadArgument &arg, const Workload &w)
 	return arg.weights ? "weights:" + std::to_string(w.queries.size()) : arg.text;
 }
 
+// See synthetic_release.h.
+ReleaseHead
+read_release_head(FunctionCallInfo fcinfo, bool with_target, const char *example)
+{
+	const int required = with_target ? 5 : 4;
+	for (int i = 0; i < required; ++i)
+		if (PG_ARGISNULL(i))
+			fail(ERRCODE_NULL_VALUE_NOT_ALLOWED,
+			     std::string("source, columns, workload, epsilon") + (with_target ? " and target" : "") +
+			         " must not be null",
+			     example);
+	ReleaseHead h;
+	pg_call([&] {
+		h.relid = PG_GETARG_OID(0);
+		h.columns = PG_GETARG_ARRAYTYPE_P(1);
+		h.workload = read_workload_argument(fcinfo, 2);
+		h.epsilon = PG_GETARG_FLOAT8(3);
+		if (with_target)
+			h.target = NameStr(*PG_GETARG_NAME(4));
+	});
+	return h;
+}
+
+// See synthetic_release.h.
+void
+check_release_epsilon(double epsilon)
+{
+	if (!(epsilon > 0) || !std::isfinite(epsilon))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite",
+		     "Give the release a positive privacy budget, e.g. 1.0.");
+}
+
 } // namespace dxpriv::pg

@@ -64,6 +64,21 @@ WorkloadArgument read_workload_argument(FunctionCallInfo fcinfo, int argno);
 Workload workload_of(const ReleaseSource &src, const WorkloadArgument &arg);
 std::string workload_label(const WorkloadArgument &arg, const Workload &w);
 
+// The arguments every release function starts with: (source regclass, columns text[], workload,
+// epsilon float8 [, target name]). The functions' own arguments follow them.
+struct ReleaseHead {
+	Oid relid = InvalidOid;
+	ArrayType *columns = nullptr;
+	WorkloadArgument workload; // text spec, weight vectors or WHERE predicates
+	double epsilon = 0;
+	const char *target = nullptr; // with_target only
+};
+// Refuses a null one of them (22004, hint `example`), then reads them.
+ReleaseHead read_release_head(FunctionCallInfo fcinfo, bool with_target, const char *example);
+// Refuses an epsilon that is not positive and finite (22023); the callers check it after their own
+// arguments, so that the first error reported stays the same.
+void check_release_epsilon(double epsilon);
+
 // Refuses (before anything is charged) a target that already exists or cannot be created by the
 // current role in its creation schema; returns the quoted, schema-qualified target name. The
 // target is "table" (created in the first schema of search_path, as CREATE TABLE does) or
