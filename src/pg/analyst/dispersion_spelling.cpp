@@ -23,9 +23,12 @@ extern "C" {
 #include "utils/ruleutils.h"
 }
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dxpriv::pg {
 
@@ -89,10 +92,10 @@ not_null(Expr *e)
 // The centre of a column's sums: the middle point of the declared range when the argument is a
 // declared range column (fixed by the declaration, not by the data), else 0.
 double
-centre_of(Expr *arg, const TablePolicy &policy)
+centre_of(Expr *arg, const TablePolicy &policy, int rtindex)
 {
 	Node *e = strip_implicit_coercions((Node *) arg);
-	if (!e || !IsA(e, Var) || castNode(Var, e)->varno != 1 || castNode(Var, e)->varlevelsup != 0)
+	if (!e || !IsA(e, Var) || static_cast<int>(castNode(Var, e)->varno) != rtindex || castNode(Var, e)->varlevelsup != 0)
 		return 0;
 	const ColumnPolicy *c = policy.find(castNode(Var, e)->varattno);
 	if (!c || c->is_group() || c->domain.kind() != DomainKind::Range || c->domain.size() == 0)
@@ -125,20 +128,84 @@ part_marker(Aggref *a, Expr *weight, double epsilon, const ExtensionObjects &ext
 	return (Node *) m;
 }
 
-// "y, x" as the analyst wrote the arguments, for dx.last_release.
+// In a join (a query with bound parameters, whose join is taken when it is planned): the
+// protected table's columns as columns of a one-table query, a public table's column as the
+// parameter $k (k-th distinct public column), as a taken join shows them (planner/public_joins.h).
+struct LabelVars {
+	int rtindex;
+	std::vector<std::pair<Index, AttrNumber>> public_columns;
+};
+
+Node *
+label_vars(Node *node, void *ctx)
+{
+	if (!node)
+		return nullptr;
+	auto *lv = static_cast<LabelVars *>(ctx);
+	if (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0) {
+		Var *v = copy_node(castNode(Var, node));
+		if (static_cast<int>(v->varno) == lv->rtindex) {
+			v->varno = v->varnosyn = 1;
+			return (Node *) v;
+		}
+		const auto key = std::make_pair(static_cast<Index>(v->varno), v->varattno);
+		auto it = std::find(lv->public_columns.begin(), lv->public_columns.end(), key);
+		const int id = static_cast<int>(it - lv->public_columns.begin());
+		if (it == lv->public_columns.end())
+			lv->public_columns.push_back(key);
+		Param *p = makeNode(Param);
+		p->paramkind = PARAM_EXEC;
+		p->paramid = id;
+		p->paramtype = v->vartype;
+		p->paramtypmod = v->vartypmod;
+		p->paramcollid = v->varcollid;
+		p->location = -1;
+		return (Node *) p;
+	}
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(label_vars), ctx);
+}
+
+// "y, x" as the analyst wrote the arguments, for dx.last_release (rtindex: the protected table's
+// range table entry; join: q's FROM is a join not taken yet).
 std::string
-label_of(Aggref *a, Oid relid)
+label_of(Aggref *a, Oid relid, int rtindex, bool join)
 {
 	std::string out;
+	LabelVars lv{rtindex, {}};
+	Node *args = join ? label_vars((Node *) copy_node(a->args), &lv) : (Node *) a->args;
 	pg_call([&] {
 		char *rel = get_rel_name(relid);
 		List *ctx = deparse_context_for(rel ? rel : "t", relid);
 		ListCell *lc;
-		foreach (lc, a->args)
+		foreach (lc, castNode(List, args))
 			out += (out.empty() ? "" : ", ") +
 			       std::string(deparse_expression((Node *) lfirst_node(TargetEntry, lc)->expr, ctx, false, false));
 	});
 	return out.size() > 200 ? out.substr(0, 197) + "..." : out;
+}
+
+// The range table index of the one protected table q reads directly: its only entry, or, in a join
+// (before the join is taken: a query with bound parameters), its one protected base table; 0 when
+// there is none or several (the join's own refusal names that). relid: that table.
+int
+protected_rtindex(Query *q, Oid &relid, TablePolicy &policy)
+{
+	int found = 0, index = 0;
+	ListCell *lc;
+	foreach (lc, q->rtable) {
+		++index;
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		TablePolicy p;
+		if (list_length(q->rtable) > 1 && !load_table_policy(rte->relid, p))
+			continue;
+		if (found)
+			return 0;
+		found = index;
+		relid = rte->relid;
+	}
+	return found && load_table_policy(relid, policy) ? found : 0;
 }
 
 } // namespace
@@ -150,11 +217,10 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 	Dispersion kind;
 	if (!dispersion_from_name(fn, kind) || a->aggkind != AGGKIND_NORMAL)
 		return nullptr;
-	if (list_length(q->rtable) != 1 || linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION)
-		return nullptr;
-	const Oid relid = linitial_node(RangeTblEntry, q->rtable)->relid;
+	Oid relid = InvalidOid;
 	TablePolicy policy;
-	if (!load_table_policy(relid, policy))
+	const int rtindex = protected_rtindex(q, relid, policy);
+	if (rtindex == 0)
 		return nullptr;
 	const bool two = dispersion_two_columns(kind);
 	if (list_length(a->args) != (two ? 2 : 1))
@@ -172,8 +238,8 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 	Expr *x = as_float8(two ? lsecond_node(TargetEntry, a->args)->expr : linitial_node(TargetEntry, a->args)->expr, fn);
 	Expr *y = two ? as_float8(linitial_node(TargetEntry, a->args)->expr, fn) : nullptr;
 	const double cx = centre_of(two ? lsecond_node(TargetEntry, a->args)->expr : linitial_node(TargetEntry, a->args)->expr,
-	                            policy);
-	const double cy = two ? centre_of(linitial_node(TargetEntry, a->args)->expr, policy) : 0;
+	                            policy, rtindex);
+	const double cy = two ? centre_of(linitial_node(TargetEntry, a->args)->expr, policy, rtindex) : 0;
 	Expr *guard = two ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(not_null(y), not_null(x)), -1) : not_null(x);
 	Expr *dx = centred(x, cx), *dy = two ? centred(y, cy) : nullptr;
 	std::array<Expr *, kParts> weights{};
@@ -185,7 +251,7 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 		weights[kPartSyy] = when(guard, float8_call(F_FLOAT8MUL, (Expr *) copy_node(dy), (Expr *) copy_node(dy)));
 		weights[kPartSxy] = when(guard, float8_call(F_FLOAT8MUL, (Expr *) copy_node(dx), (Expr *) copy_node(dy)));
 	}
-	const std::string label = label_of(a, relid);
+	const std::string label = label_of(a, relid, rtindex, list_length(q->rtable) > 1);
 	List *args = list_make4(int4_const(static_cast<int32>(kind)),
 	                        makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, CStringGetTextDatum(label.c_str()), false,
 	                                  false),

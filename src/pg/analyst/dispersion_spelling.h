@@ -15,7 +15,8 @@ namespace dxpriv::pg {
 // negative location other than -1): the analyzer refuses a call an analyst wrote herself.
 inline constexpr int kDispersionLocation = -7419;
 
-// For a built-in aggregate `a` named fn (already known to be in pg_catalog, at q's level) that is
+// For a built-in aggregate `a` named fn (already known to be in pg_catalog, at q's level, q reading
+// one protected table alone or joined with public tables, public_joins.h) that is
 // one of stddev, stddev_samp/pop, variance, var_samp/pop, covar_samp/pop, corr, regr_slope,
 // regr_intercept, regr_count, regr_avgx/avgy, regr_sxx/syy/sxy, regr_r2: the expression
 // dx._dispersion(kind, label, cx, cy, part_n, part_sx, part_sy, part_sxx, part_syy, part_sxy) cast

@@ -89,8 +89,10 @@ install_postprocess()
 void
 consistent_register(const ConsistentCells &cells)
 {
+	const bool given = !cells.systems.empty();
 	if (cells.charge_ids.size() < 2 || cells.groups.size() != cells.charge_ids.size() ||
-	    static_cast<int>(cells.q.size()) != cells.components || static_cast<int>(cells.plans.size()) != cells.components)
+	    static_cast<int>(given ? cells.systems.size() : cells.q.size()) != cells.components ||
+	    static_cast<int>(cells.plans.size()) != cells.components)
 		return;
 	for (int64 id : cells.charge_ids)
 		if (id == 0)
@@ -107,13 +109,19 @@ consistent_register(const ConsistentCells &cells)
 	for (int c = 0; c < cells.components; ++c) {
 		const auto &plans = cells.plans[c];
 		std::optional<Component> comp;
-		bool ok = plans.size() == total && cells.q[c].size() == total && total > 0;
+		bool ok = plans.size() == total && (given || cells.q[c].size() == total) && total > 0;
 		for (size_t k = 0; ok && k < total; ++k)
 			ok = plans[k].grid == plans[0].grid && plans[k].scale > 0 &&
 			     (plans[k].family == NoiseFamily::Laplace || plans[k].family == NoiseFamily::Gaussian);
 		if (ok) {
 			comp.emplace();
-			ok = consistent_system_from_weights(cells.q[c], comp->system);
+			if (given) {
+				ok = cells.systems[c] && cells.systems[c]->cells == total;
+				if (ok)
+					comp->system = *cells.systems[c];
+			} else {
+				ok = consistent_system_from_weights(cells.q[c], comp->system);
+			}
 			comp->plans = plans;
 		}
 		if (!ok)

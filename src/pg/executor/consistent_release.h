@@ -10,12 +10,14 @@
 // per execution and kept for all its cells, so a cell is never released both ways.
 #pragma once
 
+#include "core/consistent_projection.h"
 #include "core/linear_query.h"
 
 extern "C" {
 #include "postgres.h"
 }
 
+#include <optional>
 #include <vector>
 
 namespace dxpriv::pg {
@@ -33,6 +35,9 @@ struct ConsistentCells {
 	int components = 1;                      // 2 for avg (sum, count)
 	std::vector<std::vector<const std::vector<double> *>> q; // [component][cell]: weight at every point
 	std::vector<std::vector<LinearNoisePlan>> plans;          // [component][cell]: the cell's noise plan
+	// [component], when not empty: the system itself, instead of q (a join's grouping sets, whose
+	// atoms are not points: planner/join_grouping_sets.h); nullopt: that component is released raw
+	std::vector<std::optional<ConsistentSystem>> systems;
 };
 // Cells are in (set, group) order, set-major. Registers nothing for a component whose cells are not
 // sums over shared atoms or do not share one grid and a Laplace/Gaussian family. Bounded: the last

@@ -19,6 +19,7 @@
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
 #include "pg/planner/join_cells.h"
+#include "pg/planner/join_grouping_sets.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/citus_tables.h"
@@ -127,13 +128,35 @@ grouping_key_attnos(Query *q, const TablePolicy &policy)
 void
 rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContext *ac)
 {
+	auto admit = [&](Query *b) {
+		if (!ac)
+			return;
+		if (count_protected_refs(b, *ac) != 1)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
+			     analyst_hint(first_protected_ref(b, *ac)));
+		admit_protected_reads(b, *ac);
+	};
+	// over a join with public tables: the join taken once, for every set (join_grouping_sets.h)
+	PublicRows join_rows;
+	bool joined = false;
+	if (is_join_query(q) && !has_lateral(q)) {
+		if (contains_param((Node *) q, nullptr)) { // checked now, analysed when planned with its values
+			if (ac)
+				rewrite_plain_aggregates(q, ext);
+			check_grouping_sets_join(q, ext);
+			admit(q);
+			return;
+		}
+		joined = take_grouping_sets_join(q, ext, join_rows);
+	}
+	JoinScope join_scope(joined ? &join_rows : nullptr);
 	if (ac && list_length(q->rtable) == 1)
 		rewrite_plain_aggregates(q, ext);
 	Query *u = expand_grouping_sets_into_union(q);
 	if (!u)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a query with grouping sets has no grouping set");
 	const std::vector<Query *> branches = grouping_set_branches(u);
-	if (is_join_query(q)) { // over a join with public tables: each set still a release of its own
+	if (is_join_query(q)) { // a join without a protected table: each set a release of its own
 		*q = *u;
 		for (Query *b : branches)
 			rewrite_nested_release(b, ext, ac);
@@ -143,16 +166,11 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 		if (discovery_of(b, ext).markers_top == 0) {
 			if (ac)
 				refuse_unaggregated_read(b, *ac);
+			if (joined)
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a join with public tables needs count, sum, avg or dx aggregates",
+				     kShapeHint);
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a grouping set lost its dx aggregates");
 		}
-	auto admit = [&](Query *b) {
-		if (!ac)
-			return;
-		if (count_protected_refs(b, *ac) != 1)
-			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
-			     analyst_hint(first_protected_ref(b, *ac)));
-		admit_protected_reads(b, *ac);
-	};
 	if (branches.size() == 1) { // GROUP BY () or one set: the grouped query itself
 		*q = *u;
 		rewrite_query(q, ext, discovery_of(q, ext));
@@ -233,6 +251,13 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	for (size_t j = 0; j < first.specs.size() && !explain_capture_active(); ++j) { // consistent totals
 		ConsistentCells cc;
 		cc.components = first.specs[j].components;
+		if (joined) { // a point falls in several groups of a set: the finest set's groups are the atoms
+			std::vector<const ReleaseAnalysis *> analysed;
+			for (const auto &p : parts)
+				analysed.push_back(p.get());
+			for (int c = 0; c < cc.components; ++c)
+				cc.systems.push_back(join_consistent_system(analysed, offset, cells, plan, j, c));
+		}
 		cc.q.resize(cc.components);
 		cc.plans.resize(cc.components);
 		for (size_t s = 0; s < parts.size(); ++s) {

@@ -51,8 +51,9 @@ std::set<AttrNumber> grouping_key_attnos(Query *q, const TablePolicy &policy);
 // share one answer-cache key and, per aggregate, one epsilon id: the statement is charged its
 // aggregates' epsilons once (noise_params.h). One grouping set is an ordinary release. A query
 // with parameters is only checked and left as it is: analyze_bound_query analyses it with its
-// bound values. Over a join with public tables each set is still a release of its own (charged
-// its own epsilon; README). ac: the analyst's context (nullptr for a table owner).
+// bound values. Over a join with public tables the join is taken once for every set
+// (join_grouping_sets.h) and the sets are one release like a local one: one allocation over all
+// their cells, one charge, consistent totals. ac: the analyst's context (nullptr for a table owner).
 void rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContext *ac);
 
 } // namespace dxpriv::pg::analysis
