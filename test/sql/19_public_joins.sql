@@ -107,7 +107,7 @@ EXECUTE pj_p2(2);
 SELECT count(*) FROM pj p LEFT JOIN pj_multi m ON m.a = p.a AND m.a < 2;
 DEALLOCATE pj_p2;
 PREPARE pj_p3(int) AS SELECT dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r AND d.pop = p.v + $1;
--- GROUPING SETS over a join: one release per grouping set
+-- GROUPING SETS over a join: one release for all its grouping sets (53_join_rollup)
 SELECT d.zone, p.r, dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
 SELECT d.zone, p.r, count(*) FROM pj p JOIN pj_regions d ON d.r = p.r GROUP BY ROLLUP (d.zone, p.r) ORDER BY 1, 2;
 PREPARE pj_p4(int) AS SELECT d.zone, p.r, dx.count(*) FROM pj p JOIN pj_regions d ON d.r = p.r WHERE p.a >= $1
