@@ -727,6 +727,98 @@ def rls_policy_on_own_public_table(ctx, conn, attempt):
 
 
 attack(C, "rls_policy_on_own_public_table", "(own table with a policy)", Custom(rls_policy_on_own_public_table))
+
+# GROUPING SETS over a public join (issue 24): one allocation over every set's cells, one charge,
+# consistent totals (planner/join_grouping_sets.h)
+def join_rollup_charged_once(ctx, conn, attempt):
+    """A ROLLUP over a public join is one release: one ledger row at the statement's epsilon, every
+    answer in dx.last_release under its own group, and (post-processing) a total that is the sum
+    of its parts."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1 and charges[0][0] >= EPS * (1 - 1e-9), f"charges {charges}"
+    assert len(charges[0][1]) == len(rows) == len(ZIPS) + 1, f"{len(rows)} rows, {len(charges[0][1])} cells"
+    total = [n for city, n in rows if city is None]
+    parts = [n for city, n in rows if city is not None]
+    assert len(total) == 1 and total[0] == sum(parts), f"total {total} != sum of parts {sum(parts)}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*), count(DISTINCT group_key) FROM dx.last_release()")
+        answers, labels = cur.fetchone()
+    assert answers == labels == len(rows), f"dx.last_release: {answers} answers, {labels} labels for {len(rows)} rows"
+    return f"one charge of {charges[0][0]:g}, total {total[0]} = sum of parts, {answers} labelled answers"
+
+
+def join_rollup_fanout_private(ctx, conn, attempt):
+    """A row at age 30 joins 50 fanout rows: in ROLLUP (f.g) it moves 50 cells of the grouped set and
+    adds 50 pairs to the total. Moving it from age 30 to 31 (distance 0.1) changes the total by 49
+    and 51 group cells by 1: the sum over the statement's cells of |change| / noise scale stays within
+    0.1 epsilon, and the total set gets no noise below what its own sensitivity needs."""
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    rows = run_fetch(conn, attempt.sql)
+    assert len(rows) == 52, f"{len(rows)} rows, expected 51 groups and the total"
+    charges = ctx.ledger_since(before)
+    assert len(charges) == 1, f"{len(charges)} charges for one ROLLUP"
+    with conn.cursor() as cur:
+        cur.execute("SELECT group_key, noise_scale FROM dx.last_release()")
+        scales = dict(cur.fetchall())
+    assert len(scales) == 52 and min(scales.values()) > 0, scales
+    used = 49 / scales["()"] + sum(1 / v for k, v in scales.items() if k != "()")
+    assert used <= 0.1 * EPS * (1 + 1e-6), f"moving the fan-out row costs {used} > {0.1 * EPS}"
+    alone = explained_scale(conn, "SELECT count(*) FROM people p JOIN fanout f ON f.age = p.age")
+    assert scales["()"] >= alone * (1 - 1e-9), f"total noised at {scales['()']} < {alone} when asked alone"
+    return f"moving the fan-out row costs {used:g} <= {0.1 * EPS:g}; total scale {scales['()']:g} >= {alone:g}"
+
+
+def explained_scale(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute("SELECT min(noise_scale) FROM dx.explain(%s) WHERE cell IS NOT NULL", (sql,))
+        return float(cur.fetchone()[0])
+
+
+def join_rollup_prepared_charged_each_time(ctx, conn, attempt):
+    """A prepared ROLLUP over a public join with a bound parameter is analysed at every EXECUTE: each
+    is one charge, and each is consistent."""
+    execute(conn, "PREPARE jrp(int) AS SELECT z.city, count(*) FROM people p JOIN zips z ON z.zip = p.zip "
+                  "WHERE p.age >= $1 GROUP BY ROLLUP (z.city)")
+    try:
+        for age in (20, 40):
+            ctx.clear_answer_cache()
+            before = ctx.last_ledger_id()
+            rows = run_fetch(conn, f"EXECUTE jrp({age})")
+            charges = ctx.ledger_since(before)
+            assert len(charges) == 1 and charges[0][0] > 0, f"EXECUTE jrp({age}): charges {charges}"
+            total = [n for city, n in rows if city is None]
+            assert total == [sum(n for city, n in rows if city is not None)], rows
+    finally:
+        execute(conn, "DEALLOCATE jrp")
+    return "each EXECUTE charged once, consistent"
+
+
+attack(C, "join_rollup_charged_once", "SELECT z.city, count(*) FROM people p JOIN zips z USING (zip) "
+                                      "GROUP BY ROLLUP (z.city)", Custom(join_rollup_charged_once))
+attack(C, "join_rollup_fanout_private", "SELECT f.g, count(*) FROM people p JOIN fanout f ON f.age = p.age "
+                                        "GROUP BY ROLLUP (f.g)", Custom(join_rollup_fanout_private))
+attack(C, "join_rollup_prepared", "(prepared ROLLUP over a join)", Custom(join_rollup_prepared_charged_each_time))
+attack(C, "join_cube_weights_noised", "SELECT z.city, p.sex, sum(w.weight) FROM people p JOIN probe_weights w "
+                                      "ON w.age = p.age AND w.zip = p.zip JOIN zips z ON z.zip = p.zip "
+                                      "GROUP BY CUBE (z.city, p.sex)", Noised(min_scale=1e6 / EPS))
+attack(C, "join_rollup_public_outside_keys", "SELECT z.city, count(*) FROM people p JOIN zips z USING (zip) "
+                                            "GROUP BY ROLLUP (z.city) HAVING min(z.zip) = '10007'", Reject(*SHAPE))
+attack(C, "join_rollup_person_id", "SELECT d.label, count(*) FROM people p JOIN person_dim d ON d.id = p.id "
+                                   "GROUP BY ROLLUP (d.label)", Reject(PRIV))
+attack(C, "join_rollup_many_groups", "SELECT m.g, count(*) FROM people p JOIN many_groups m ON m.age = p.age "
+                                     "GROUP BY ROLLUP (m.g)", Reject("54000"))
+attack(C, "join_rollup_not_public", "SELECT l.label, count(*) FROM people p JOIN plain_lookup l ON l.zip = p.zip "
+                                    "GROUP BY ROLLUP (l.label)", Reject(PRIV))
+# stddev/corr over a public join: linear parts of one release, noised with the weights' sensitivity
+attack(C, "join_stddev_noised", "SELECT z.city, stddev(p.age) FROM people p JOIN zips z USING (zip) GROUP BY z.city",
+       Noised(rows=len(ZIPS)))
+attack(C, "join_corr_weights_noised", "SELECT corr(w.weight, p.age) FROM people p JOIN probe_weights w "
+                                      "ON w.age = p.age AND w.zip = p.zip", Noised(min_scale=1.0, rows=1))
+
 attack(C, "own_public_weights_noised", "(own table)", Custom(own_public_table_is_noised))
 
 
