@@ -813,6 +813,19 @@ attack(C, "join_rollup_many_groups", "SELECT m.g, count(*) FROM people p JOIN ma
                                      "GROUP BY ROLLUP (m.g)", Reject("54000"))
 attack(C, "join_rollup_not_public", "SELECT l.label, count(*) FROM people p JOIN plain_lookup l ON l.zip = p.zip "
                                     "GROUP BY ROLLUP (l.label)", Reject(PRIV))
+# dbplyr's inner_join then summarise: the join in a plain subquery is pulled up into the aggregate
+# query (flatten_plain_subquery), then analysed as the join itself
+attack(C, "join_subquery_dbplyr_noised", "SELECT city, COUNT(*) AS n FROM (SELECT people.*, city FROM people "
+                                         "INNER JOIN zips ON (people.zip = zips.zip)) q01 GROUP BY city",
+       Noised(min_scale=1.0, rows=len(ZIPS)))
+attack(C, "join_subquery_undeclared_outer", "SELECT s.id, count(*) FROM (SELECT p.*, z.city FROM people p "
+                                            "JOIN zips z USING (zip)) s GROUP BY s.id", Reject(PRIV))
+attack(C, "join_subquery_undeclared_inner", "SELECT count(*) FROM (SELECT p.*, z.city FROM people p JOIN zips z "
+                                            "USING (zip) WHERE p.name LIKE 'Z%') s", Reject(PRIV))
+attack(C, "join_subquery_not_public", "SELECT count(*) FROM (SELECT p.age FROM people p JOIN plain_lookup l "
+                                      "ON l.zip = p.zip) s", Reject(PRIV))
+attack(C, "join_subquery_volatile_column", "SELECT count(*) FROM (SELECT p.age, random() AS r FROM people p "
+                                           "JOIN zips z USING (zip)) s WHERE r < 0.5", Reject(*SHAPE))
 # stddev/corr over a public join: linear parts of one release, noised with the weights' sensitivity
 attack(C, "join_stddev_noised", "SELECT z.city, stddev(p.age) FROM people p JOIN zips z USING (zip) GROUP BY z.city",
        Noised(rows=len(ZIPS)))

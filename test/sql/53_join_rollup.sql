@@ -48,6 +48,38 @@ SELECT d.zone, count(*) AS n FROM jr j JOIN jr_regions d ON d.r = j.r WHERE j.a 
 SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'jr'::regclass;
 DEALLOCATE jr_p;
 
+-- dbplyr's inner_join before summarise: the join sits in a plain subquery, pulled up first
+SELECT zone, dx.count(*) AS n, round(dx.avg(a)::numeric, 9) AS m FROM (SELECT jr.*, zone FROM jr INNER JOIN jr_regions
+ON (jr.r = jr_regions.r)) q01 GROUP BY zone ORDER BY zone;
+SELECT zone, count(*) AS n, round(avg(a)::numeric, 9) AS m FROM jr INNER JOIN jr_regions ON (jr.r = jr_regions.r)
+GROUP BY zone ORDER BY zone;
+SELECT zone, dx.count(*) AS n FROM (SELECT jr.*, zone FROM jr INNER JOIN jr_regions ON (jr.r = jr_regions.r)) q01
+GROUP BY ROLLUP (zone) ORDER BY zone;
+
+-- an analyst's stddev/corr over the join (linear parts over the joined pairs), plain, in dbplyr's
+-- subquery, grouped with ROLLUP and with a bound parameter: PostgreSQL's answers (noiseless)
+CREATE ROLE jr_analyst;
+GRANT SELECT ON jr_regions, jr_tags TO jr_analyst;
+SELECT dx.add_analyst('jr_analyst');
+SELECT dx.grant_budget('jr_analyst', 'jr', 1000);
+CREATE TEMP TABLE native_sd AS SELECT d.zone, stddev(j.a) AS sd, corr(d.pop, j.a) AS r FROM jr j
+JOIN jr_regions d ON d.r = j.r GROUP BY ROLLUP (d.zone);
+GRANT SELECT ON native_sd TO jr_analyst;
+SET ROLE jr_analyst;
+SELECT x.zone, abs(x.sd - n.sd) < 1e-9 AS same_sd, abs(x.r - n.r) < 1e-9 AS same_corr
+FROM (SELECT d.zone, stddev(j.a) AS sd, corr(d.pop, j.a) AS r FROM jr j JOIN jr_regions d ON d.r = j.r
+      GROUP BY ROLLUP (d.zone)) x
+JOIN native_sd n ON n.zone IS NOT DISTINCT FROM x.zone ORDER BY 1;
+SELECT zone, round(STDDEV_SAMP(a)::numeric, 9) AS sd FROM (SELECT jr.*, zone FROM jr INNER JOIN jr_regions
+ON (jr.r = jr_regions.r)) q01 GROUP BY zone ORDER BY zone;
+PREPARE jr_sd(int) AS SELECT round(stddev(j.a)::numeric, 9) AS sd, round(corr(d.pop, j.a)::numeric, 9) AS r
+FROM jr j JOIN jr_regions d ON d.r = j.r WHERE j.a >= $1;
+EXECUTE jr_sd(0);
+SELECT kind, expression FROM dx.last_release() WHERE kind <> 'part' ORDER BY aggregate;
+DEALLOCATE jr_sd;
+RESET ROLE;
+SELECT round(sd::numeric, 9) AS sd, round(r::numeric, 9) AS r FROM native_sd WHERE zone IS NULL;
+
 -- 2. With noise (seeded): one charge at the statement's epsilon with the scales dx.explain
 -- announces, and totals that add up.
 CREATE TABLE jn (age int, sex text, city text);

@@ -126,9 +126,20 @@ flatten_plain_subquery(Query *q)
 	Query *sub = rte->subquery;
 	if (sub->commandType != CMD_SELECT || sub->hasAggs || sub->groupClause || sub->groupingSets || sub->havingQual ||
 	    sub->distinctClause || sub->limitCount || sub->limitOffset || sub->setOperations || sub->cteList ||
-	    sub->hasSubLinks || sub->hasTargetSRFs || sub->hasWindowFuncs || sub->rowMarks || list_length(sub->rtable) != 1 ||
-	    linitial_node(RangeTblEntry, sub->rtable)->rtekind != RTE_RELATION || list_length(sub->jointree->fromlist) != 1 ||
-	    !IsA(linitial(sub->jointree->fromlist), RangeTblRef))
+	    sub->hasSubLinks || sub->hasTargetSRFs || sub->hasWindowFuncs || sub->rowMarks || sub->jointree->fromlist == NIL)
+		return false;
+	// one table, or a join of tables (dbplyr's inner_join then summarise: SELECT zone, count(*) FROM
+	// (SELECT t.*, zone FROM t JOIN d ON ...) q01 GROUP BY zone), whose columns are not volatile
+	const bool join = list_length(sub->jointree->fromlist) != 1 || !IsA(linitial(sub->jointree->fromlist), RangeTblRef);
+	ListCell *rc;
+	foreach (rc, sub->rtable) {
+		RangeTblEntry *r = lfirst_node(RangeTblEntry, rc);
+		if (join && ((r->rtekind != RTE_RELATION && r->rtekind != RTE_JOIN) || r->lateral || r->tablesample))
+			return false;
+	}
+	if (!join && (list_length(sub->rtable) != 1 || linitial_node(RangeTblEntry, sub->rtable)->rtekind != RTE_RELATION))
+		return false;
+	if (join && pg_value([&] { return contain_volatile_functions((Node *) sub->targetList); }))
 		return false;
 	bool sublinks = false;
 	auto replace = [&](Node *n) {

@@ -43,9 +43,10 @@ JoinTake take_join(Query *q, const ExtensionObjects &ext, bool analyst, PublicRo
 
 // SQLAlchemy's query(P).filter(...).count() and other builders aggregate over a subquery of rows:
 // SELECT count(*) FROM (SELECT * FROM t WHERE c) AS anon_1. When the subquery only filters and
-// projects one table (no aggregate, grouping, DISTINCT, LIMIT, set operation, sublink, SRF or
-// window), it is merged into the aggregate query, as PostgreSQL's planner would pull it up:
-// SELECT count(*) FROM t WHERE c. Returns true when q was changed.
+// projects one table, or a join of tables without volatile output columns (dbplyr's inner_join
+// before summarise), with no aggregate, grouping, DISTINCT, LIMIT, set operation, sublink, SRF,
+// window, LATERAL or TABLESAMPLE, it is merged into the aggregate query, as PostgreSQL's planner
+// would pull it up: SELECT count(*) FROM t WHERE c. Returns true when q was changed.
 bool flatten_plain_subquery(Query *q);
 
 bool reads_or_releases(Node *node, void *ctx);
