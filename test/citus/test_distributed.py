@@ -620,7 +620,30 @@ def test_joins_with_public_tables():
         assert sorted(r[0] for r in got) == ["cold", "mild", "polar", "warm"], got
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 2
         assert rows(conn, "SELECT array_length(scales, 1) FROM dx.ledger ORDER BY id DESC LIMIT 1") == [(4,)]
+        # ROLLUP over the join (issue 24; Citus itself refuses ROLLUP on a distributed table): one
+        # release, one ledger row, every set's answers labelled, totals that add up
+        got = rows(a, "SELECT z.zone, p.sex, GROUPING(z.zone, p.sex), dx.count(*) FROM people p "
+                      "JOIN zones_ref z ON z.region = p.region GROUP BY ROLLUP (z.zone, p.sex)")
+        assert len(got) == 4 * 2 + 4 + 1, got
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 3
+        labels = rows(a, "SELECT count(*), count(DISTINCT group_key) FROM dx.last_release()")
+        assert labels == [(13, 13)], labels
+        by_set = {}
+        for _, _, g, n in got:
+            by_set[g] = by_set.get(g, 0) + n
+        assert len(set(by_set.values())) == 1, by_set  # consistent: every set adds up to the total
         a.close()
+        # noiseless: each set of the ROLLUP equals native SQL's GROUP BY of that set
+        got = rows(conn, "SELECT z.zone, e.sex, GROUPING(z.zone, e.sex), dx.count(*), dx.sum(e.income) FROM exact e "
+                         "JOIN zones z ON z.region = e.region GROUP BY ROLLUP (z.zone, e.sex) ORDER BY 3, 1, 2")
+        want = rows(conn, "SELECT z.zone, e.sex, 0, count(*), sum(e.income) FROM exact e JOIN zones z "
+                          "ON z.region = e.region GROUP BY 1, 2 UNION ALL SELECT z.zone, NULL, 1, count(*), "
+                          "sum(e.income) FROM exact e JOIN zones z ON z.region = e.region GROUP BY 1 UNION ALL "
+                          "SELECT NULL, NULL, 3, count(*), sum(e.income) FROM exact e JOIN zones z "
+                          "ON z.region = e.region ORDER BY 3, 1, 2")
+        norm = lambda rs: [tuple(float(v) if isinstance(v, (int, float)) or hasattr(v, "as_tuple") else v for v in r)
+                           for r in rs]
+        assert norm(got) == norm(want), (got, want)
         conn.close()
 
 
