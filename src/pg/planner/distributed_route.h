@@ -1,0 +1,38 @@
+// Statements of several query levels on a Citus table whose only shard is on a worker (issue 27):
+// planned so that the worker computes only the native sums and the release runs on the coordinator.
+//
+// Citus's router planner would send such a statement whole to the shard's node, releases included,
+// where nothing was charged. Instead the statement is planned with the router planner off, and every
+// query level below the top that reads the table gets OFFSET 0 (a no-op for PostgreSQL), which Citus's
+// subquery pushdown cannot push down: Citus's recursive planner plans each such level as a
+// distributed subplan (through the planner hook again), whose result reaches the coordinator as an
+// intermediate result. The first such nested planning turns the router planner back on for the rest of
+// the statement's planning (elevated/sealed_execution.h, routed_router_on), so the final query, which
+// now reads only intermediate results, is planned by the router planner on the coordinator and runs
+// there through Citus's local execution, in the backend that charged. A nested level that reads the
+// table and holds a release at the same level (a one-level query in a wrapper) is planned with the
+// router planner off, by Citus's multi-shard planner: its sums go to the shard's node, its release
+// stays in the coordinator's combine step. Should a release ever reach a worker, it refuses there
+// (nothing was charged in that backend): a routing mistake costs a charge, never a release.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "nodes/parsenodes.h"
+}
+
+#include <set>
+
+namespace dxpriv::pg {
+
+// Adds OFFSET 0 to every query level below the top of `split` that reads one of `tables` directly
+// (a level with its own LIMIT or OFFSET keeps it: Citus plans it as a subplan as well). Returns false,
+// changing nothing, when the top level itself reads one of them (it cannot become a subplan).
+bool mark_routed_levels(Query *split, const std::set<Oid> &tables);
+
+// For a query planned while a routed statement's planning is active (a subplan Citus's recursive
+// planner plans): true when it reads a Citus table at its own level and holds a dx release, so that it
+// must be planned with the router planner off (see above); false when the router planner may plan it.
+bool routed_subplan_needs_multi_shard(Query *q);
+
+} // namespace dxpriv::pg
