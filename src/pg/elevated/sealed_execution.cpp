@@ -117,6 +117,7 @@ apply_sealed_settings()
 
 bool propagated = false; // in the current top-level transaction
 int routed_level = 0;     // routed_planning_begin's GUC nest level, 0 when none
+int routed_subplans = 0;  // routed_router_on calls since routed_planning_begin
 
 } // namespace
 
@@ -163,13 +164,15 @@ void
 routed_planning_begin(int level)
 {
 	routed_level = level;
+	routed_subplans = 0;
 }
 
 // See sealed_execution.h.
-void
+int
 routed_planning_end()
 {
 	routed_level = 0;
+	return routed_subplans;
 }
 
 // See sealed_execution.h.
@@ -189,8 +192,10 @@ routed_subplan_active()
 void
 routed_router_on()
 {
-	if (routed_level > 0 && current_guc_level() == routed_level)
+	if (routed_level > 0 && current_guc_level() == routed_level) {
 		force("citus.enable_router_execution", "on");
+		routed_subplans++;
+	}
 }
 
 // See sealed_execution.h.

@@ -85,13 +85,14 @@ int push_plan_settings(std::initializer_list<SealedSetting> settings);
 void pop_sealed_settings(int level);
 // A statement planned with Citus's router planner off whose distributed subplans turn it back on
 // (planner/distributed_route.h): routed_planning_begin(level) records the GUC nest level its planning
-// opened (push_sealed_settings), routed_planning_end() forgets it (also at transaction end).
+// opened (push_sealed_settings), routed_planning_end() forgets it (also at transaction end) and
+// returns how many subplans turned the router planner back on meanwhile.
 // routed_subplan_active() is true while that statement's planning calls the planner again (Citus's
 // recursive planner planning a subplan), at or below its level; routed_router_on() then turns the
 // router planner back on at the statement's own level (closed, hence restored, by its pop), so that
 // Citus plans the final query over the intermediate results on the coordinator.
 void routed_planning_begin(int level);
-void routed_planning_end();
+int routed_planning_end();
 bool routed_subplan_active();
 void routed_router_on();
 // Sets one of dxpriv's own superuser-only settings for the rest of the transaction (a PostgreSQL

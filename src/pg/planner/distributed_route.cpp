@@ -5,6 +5,7 @@
 #include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/node_build.h"
+#include "pg/guard.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -94,6 +95,17 @@ routed_subplan_needs_multi_shard(Query *q)
 			citus = true;
 	}
 	return citus && holds_release((Node *) q, const_cast<ExtensionObjects *>(ext));
+}
+
+// See distributed_route.h.
+void
+refuse_unrouted_statement()
+{
+	fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this dx query cannot run on a Citus table whose only shard is on a worker",
+	     "Citus planned it without reading the table in a subquery of its own, so its answers would be released on "
+	     "the worker, where nothing was charged. Ask it without wrappers, make the table a reference table "
+	     "(create_reference_table), or place its shard on the coordinator (citus_move_shard_placement). Nothing "
+	     "was charged.");
 }
 
 } // namespace dxpriv::pg

@@ -35,4 +35,8 @@ bool mark_routed_levels(Query *split, const std::set<Oid> &tables);
 // must be planned with the router planner off (see above); false when the router planner may plan it.
 bool routed_subplan_needs_multi_shard(Query *q);
 
+// Raises (0A000, nothing charged) for a routed statement that Citus planned without any subplan: its
+// releases would be sent to the shard's node.
+[[noreturn]] void refuse_unrouted_statement();
+
 } // namespace dxpriv::pg

@@ -208,10 +208,11 @@ plan_statement(Query *parse, const char *query_string, int cursor_options, Param
 		result = next(again, query_string, cursor_options, params);
 		pop_sealed_settings(level);
 	}
-	if (route)
-		routed_planning_end();
+	const int routed_subplans = route ? routed_planning_end() : 0;
 	if (seal)
 		pop_sealed_settings(guc_level);
+	if (route && routed_subplans == 0) // Citus sent it without a subplan: its releases would reach the worker
+		guarded([&] { refuse_unrouted_statement(); });
 	if (subplan) // the rest of the routed statement: its final query is planned on the coordinator
 		routed_router_on();
 	if (releases != NIL)
