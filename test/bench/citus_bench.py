@@ -86,6 +86,8 @@ EXTRA = [
     ("single-shard table on a worker: median(age)",
      "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) FROM single_w",
      "SELECT dx.median(age) FROM single_w", None),
+    ("single-shard table on a worker, privacy unit: count, sum (k=3)", "SELECT count(*), sum(income) FROM single_wu",
+     "SELECT dx.count(*), dx.sum(income) FROM single_wu", None),
     ("GROUP BY a 70-value key: count (goal <= 1.2x)", "SELECT k, count(*) FROM g70 GROUP BY k",
      "SELECT k, dx.count(*) FROM g70 GROUP BY k", "g70"),
     ("GROUP BY a 70-value key: count, sum (goal <= 1.2x)", "SELECT k, count(*), sum(income) FROM g70 GROUP BY k",
@@ -132,7 +134,16 @@ def build_extra(conn, n):
         if col != "sex":
             execute(conn, "SELECT dx.set_column('single_w', %s, %s::jsonb, %s::jsonb)", (col, domain, metric))
     execute(conn, "SELECT dx.grant_budget('postgres', 'single_w', 100000)")
-    for t in ("visits_by_unit", "visits_by_id", "keyed", "g70", "single_w"):
+    # single_wu: the rows of visits_by_id (a privacy unit, k = 3) in one shard on a worker
+    execute(conn, "CREATE TABLE single_wu AS SELECT * FROM visits_by_id")
+    execute(conn, "SELECT create_distributed_table('single_wu', NULL)")
+    execute(conn, "SELECT dx.protect_table('single_wu', 1.0)")
+    for col, domain, metric in fx.COLUMNS:
+        if col != "sex":
+            execute(conn, "SELECT dx.set_column('single_wu', %s, %s::jsonb, %s::jsonb)", (col, domain, metric))
+    execute(conn, "SELECT dx.grant_budget('postgres', 'single_wu', 100000)")
+    execute(conn, "SELECT dx.set_privacy_unit('single_wu', 'person', 3)")
+    for t in ("visits_by_unit", "visits_by_id", "keyed", "g70", "single_w", "single_wu"):
         execute(conn, f"ANALYZE {t}")
 
 
