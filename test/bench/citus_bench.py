@@ -60,7 +60,8 @@ def task_bytes(conn, sql):
 
 
 # issue 27 rows: privacy units (distributed by the unit: bounded on the workers; by id: through an
-# intermediate result), a join with a reference table grouped by its public column; issue 23's goal
+# intermediate result), a join with a reference table grouped by its public column, a single-shard
+# table on a worker (several query levels); issue 23's goal
 # rows: a pruned single-shard query (goal <= 2x native) and GROUP BY a 70-value key (goal <= 1.2x).
 EXTRA = [
     ("units co-located: count, sum (k=3)", "SELECT count(*), sum(income) FROM visits_by_unit",
@@ -77,6 +78,16 @@ EXTRA = [
     # (a sum WHERE id = 5 analyses id x income: over 2,000,000 combinations at these sizes, refused)
     ("pruned single shard: count WHERE id = 5 (goal <= 2x)", "SELECT count(*) FROM keyed WHERE id = 5",
      "SELECT dx.count(*) FROM keyed WHERE id = 5", "keyed"),
+    # issue 27: a single-shard table whose shard is on a worker, several query levels (the levels that
+    # read it run on the worker as a Citus subplan, the release on the coordinator); noiseless table
+    ("single-shard table on a worker: GROUP BY region count, sum",
+     "SELECT region, count(*), sum(income) FROM single_w GROUP BY region",
+     "SELECT region, dx.count(*), dx.sum(income) FROM single_w GROUP BY region", "single_w"),
+    ("single-shard table on a worker: median(age)",
+     "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY age) FROM single_w",
+     "SELECT dx.median(age) FROM single_w", None),
+    ("single-shard table on a worker, privacy unit: count, sum (k=3)", "SELECT count(*), sum(income) FROM single_wu",
+     "SELECT dx.count(*), dx.sum(income) FROM single_wu", None),
     ("GROUP BY a 70-value key: count (goal <= 1.2x)", "SELECT k, count(*) FROM g70 GROUP BY k",
      "SELECT k, dx.count(*) FROM g70 GROUP BY k", "g70"),
     ("GROUP BY a 70-value key: count, sum (goal <= 1.2x)", "SELECT k, count(*), sum(income) FROM g70 GROUP BY k",
@@ -114,7 +125,25 @@ def build_extra(conn, n):
     # (a declared range holds at most 1,000,000 points)
     execute(conn, f"""SELECT dx.set_column('keyed', 'id', '{{"min": 0, "max": {min(n + 1, 999999)}}}', '{{"type": "none"}}')""")
     execute(conn, """SELECT dx.set_column('g70', 'k', '{"min": 0, "max": 69}', '{"type": "absolute", "scale": 10}')""")
-    for t in ("visits_by_unit", "visits_by_id", "keyed", "g70"):
+    # single_w: one shard (a NULL distribution key) placed on a worker, noiseless (presence Infinity,
+    # every metric none): its dx answers equal native SQL
+    execute(conn, "CREATE TABLE single_w AS SELECT id, age, region, income FROM people")
+    execute(conn, "SELECT create_distributed_table('single_w', NULL)")
+    execute(conn, "SELECT dx.protect_table('single_w', 'Infinity')")
+    for col, domain, metric in NOISELESS:
+        if col != "sex":
+            execute(conn, "SELECT dx.set_column('single_w', %s, %s::jsonb, %s::jsonb)", (col, domain, metric))
+    execute(conn, "SELECT dx.grant_budget('postgres', 'single_w', 100000)")
+    # single_wu: the rows of visits_by_id (a privacy unit, k = 3) in one shard on a worker
+    execute(conn, "CREATE TABLE single_wu AS SELECT * FROM visits_by_id")
+    execute(conn, "SELECT create_distributed_table('single_wu', NULL)")
+    execute(conn, "SELECT dx.protect_table('single_wu', 1.0)")
+    for col, domain, metric in fx.COLUMNS:
+        if col != "sex":
+            execute(conn, "SELECT dx.set_column('single_wu', %s, %s::jsonb, %s::jsonb)", (col, domain, metric))
+    execute(conn, "SELECT dx.grant_budget('postgres', 'single_wu', 100000)")
+    execute(conn, "SELECT dx.set_privacy_unit('single_wu', 'person', 3)")
+    for t in ("visits_by_unit", "visits_by_id", "keyed", "g70", "single_w", "single_wu"):
         execute(conn, f"ANALYZE {t}")
 
 
@@ -141,10 +170,10 @@ def main(sizes):
                     nat, dxt = timed(conn, native), timed(conn, dx)
                     exact = [tuple(round(float(v), 6) if not isinstance(v, str) else v for v in r)
                              for r in sorted(rows(conn, native.replace("people", "exact")), key=str)]
+                    # the empty declared group ('none') is answered too (its average withheld: NULL)
                     noiseless = [tuple(round(float(v), 6) if not isinstance(v, str) else v for v in r)
-                                 for r in sorted(rows(conn, dx.replace("people", "exact")), key=str)]
-                    if "GROUP BY" in name:  # the empty declared group ('none') is answered too
-                        noiseless = [r for r in noiseless if r[0] != "none"]
+                                 for r in sorted(rows(conn, dx.replace("people", "exact")), key=str)
+                                 if "GROUP BY" not in name or r[0] != "none"]
                     equal = same_answers(exact, noiseless)
                     w.writerow([n, 32, name, f"{nat:.1f}", f"{dxt:.1f}", f"{dxt / nat:.2f}", task_bytes(conn, dx), equal])
                     f.flush()
@@ -156,6 +185,11 @@ def main(sizes):
                     timed(conn, dx, 1)
                     nat, dxt = timed(conn, native), timed(conn, dx)
                     equal = ""
+                    if exact_on == "single_w":  # itself noiseless; dx answers the empty group 'none' too
+                        want = sorted(rows(conn, native), key=str)
+                        got = sorted((r for r in rows(conn, dx) if r[0] != "none"), key=str)
+                        equal = same_answers([tuple(float(v) if not isinstance(v, str) else v for v in r) for r in want],
+                                             [tuple(float(v) if not isinstance(v, str) else v for v in r) for r in got])
                     if exact_on == "exact":  # the noiseless copy of people
                         want = sorted(rows(conn, native.replace("people", "exact")), key=str)
                         got = sorted(rows(conn, dx.replace("people", "exact")), key=str)

@@ -116,6 +116,8 @@ apply_sealed_settings()
 // ---- SET commands propagated to Citus workers ----
 
 bool propagated = false; // in the current top-level transaction
+int routed_level = 0;     // routed_planning_begin's GUC nest level, 0 when none
+int routed_subplans = 0;  // routed_router_on calls since routed_planning_begin
 
 } // namespace
 
@@ -141,6 +143,59 @@ void
 sealed_reset_transaction()
 {
 	propagated = false;
+	routed_level = 0;
+}
+
+namespace {
+
+// The current GUC nest level (NewGUCNestLevel opens the next one; closing it at once restores it).
+int
+current_guc_level()
+{
+	const int next = NewGUCNestLevel();
+	AtEOXact_GUC(true, next);
+	return next - 1;
+}
+
+} // namespace
+
+// See sealed_execution.h.
+void
+routed_planning_begin(int level)
+{
+	routed_level = level;
+	routed_subplans = 0;
+}
+
+// See sealed_execution.h.
+int
+routed_planning_end()
+{
+	routed_level = 0;
+	return routed_subplans;
+}
+
+// See sealed_execution.h.
+bool
+routed_subplan_active()
+{
+	if (routed_level <= 0)
+		return false;
+	if (current_guc_level() < routed_level) { // its planning ended with an error: forgotten
+		routed_level = 0;
+		return false;
+	}
+	return true;
+}
+
+// See sealed_execution.h.
+void
+routed_router_on()
+{
+	if (routed_level > 0 && current_guc_level() == routed_level) {
+		force("citus.enable_router_execution", "on");
+		routed_subplans++;
+	}
 }
 
 // See sealed_execution.h.

@@ -83,6 +83,18 @@ int push_sealed_settings(std::initializer_list<SealedSetting> extra = {});
 // statement, e.g. to keep final functions in the leader); close it with pop_sealed_settings.
 int push_plan_settings(std::initializer_list<SealedSetting> settings);
 void pop_sealed_settings(int level);
+// A statement planned with Citus's router planner off whose distributed subplans turn it back on
+// (planner/distributed_route.h): routed_planning_begin(level) records the GUC nest level its planning
+// opened (push_sealed_settings), routed_planning_end() forgets it (also at transaction end) and
+// returns how many subplans turned the router planner back on meanwhile.
+// routed_subplan_active() is true while that statement's planning calls the planner again (Citus's
+// recursive planner planning a subplan), at or below its level; routed_router_on() then turns the
+// router planner back on at the statement's own level (closed, hence restored, by its pop), so that
+// Citus plans the final query over the intermediate results on the coordinator.
+void routed_planning_begin(int level);
+int routed_planning_end();
+bool routed_subplan_active();
+void routed_router_on();
 // Sets one of dxpriv's own superuser-only settings for the rest of the transaction (a PostgreSQL
 // frame: call inside pg_call), e.g. the charge ids the leader publishes to its parallel workers.
 void set_internal_setting_local(const char *name, const char *value);

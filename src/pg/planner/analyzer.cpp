@@ -424,6 +424,13 @@ explain_analyze_active()
 }
 
 // See planner/analyzer.h.
+bool
+plain_explain_active()
+{
+	return plain_explain_depth > 0;
+}
+
+// See planner/analyzer.h.
 void
 analysis_reset()
 {

@@ -34,6 +34,8 @@ void analysis_leave_utility(const UtilityMarks &marks);
 
 // True while an EXPLAIN ANALYZE statement is being processed (its query is planned and run).
 bool explain_analyze_active();
+// True while an EXPLAIN without ANALYZE is being processed (its query is planned, never run).
+bool plain_explain_active();
 
 // Forgets the utility nesting counters (end of the top-level transaction). They are zero there on
 // every path that went through analysis_leave_utility; this is the backstop.

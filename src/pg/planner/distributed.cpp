@@ -7,6 +7,7 @@
 #include "pg/planner/distributed_em.h"
 #include "pg/planner/distributed_linear.h"
 #include "pg/planner/distributed_owner.h"
+#include "pg/planner/distributed_route.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/analyst/analyst_context.h"
 #include "pg/contract/param_consts.h"
@@ -202,9 +203,10 @@ split_mutator(Node *node, void *ctx)
 
 // See distributed.h.
 List *
-split_distributed_releases(Query *parse, bool &prune)
+split_distributed_releases(Query *parse, bool &prune, bool &route)
 {
 	prune = false;
+	route = false;
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext || parse->commandType != CMD_SELECT ||
 	    !query_tree_walker(parse, reinterpret_cast<bool (*)()>(has_internal_aggref), const_cast<ExtensionObjects *>(ext), 0))
@@ -227,24 +229,33 @@ split_distributed_releases(Query *parse, bool &prune)
 	// here, in this backend, which charged), refused before anything is charged otherwise.
 	const bool one_level = one_table_level(split);
 	if (c.single_node && !one_level && OidIsValid(c.remote_single_node)) {
-		const char *name = get_rel_name(c.remote_single_node);
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-		     std::string("this dx query cannot run on Citus table \"") + (name ? name : "?") +
-		         "\", whose only shard is on a worker",
-		     "Citus sends a statement of several query levels (GROUP BY, dx.mode, dx.median, dx.quantile, privacy "
-		     "units, subqueries) on a single-shard table whole to the node of its shard, and dxpriv releases "
-		     "answers only on the coordinator that charged them. Ask without GROUP BY, make it a reference table "
-		     "(create_reference_table), distribute it over several shards, or place its shard on the coordinator "
-		     "(citus_move_shard_placement). Nothing was charged.");
+		// several levels on a table whose one shard is on a worker: the levels reading it become
+		// Citus subplans, the rest is planned on the coordinator (distributed_route.h)
+		std::set<Oid> one_node;
+		for (const auto &[relid, t] : c.tables)
+			if (answered_on_one_node(t))
+				one_node.insert(relid);
+		if (!mark_routed_levels(split, one_node)) {
+			const char *name = get_rel_name(c.remote_single_node);
+			fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+			     std::string("this dx query cannot run on Citus table \"") + (name ? name : "?") +
+			         "\", whose only shard is on a worker",
+			     "Its outermost query level reads the table beside another level, and Citus would send that level "
+			     "whole to the node of its shard, while dxpriv releases answers only on the coordinator that charged "
+			     "them. Move the other level into a subquery, make it a reference table (create_reference_table), or "
+			     "place its shard on the coordinator (citus_move_shard_placement). Nothing was charged.");
+		}
+		route = true;
 	}
 	// EXPLAIN ANALYZE: Citus runs a statement of several query levels (GROUP BY, dx.mode/median,
 	// privacy units, wrappers) over a new connection to this node, where nothing was charged and the
 	// release refuses: refused here, before the charge
 	if (!one_level && explain_analyze_active())
 		refuse_distributed_explain_analyze();
-	if (c.single_node && !one_level) {
+	if (c.single_node && !one_level && !plain_explain_active()) {
 		// run here only through Citus's local execution: otherwise Citus would connect to this node
-		// again, where the release refuses (after the charge)
+		// again, where the release refuses (after the charge); Citus turns it off for every EXPLAIN,
+		// and a plain EXPLAIN runs nothing
 		const char *local = pg_value([&] { return GetConfigOption("citus.enable_local_execution", true, false); });
 		if (local && strcmp(local, "on") != 0)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED,

@@ -35,6 +35,8 @@ namespace dxpriv::pg {
 // then be planned with Citus's router planner off, which would send the whole statement, releases
 // included, to the shard's node; Citus's multi-shard planner sends the partial sums to that shard
 // and leaves the release on the coordinator, which charged. Elsewhere the conjuncts are removed.
-List *split_distributed_releases(Query *parse, bool &prune);
+// Sets `route` for a statement of several levels on a table whose one shard is on a worker
+// (distributed_route.h): planned with the router planner off until its first subplan is planned.
+List *split_distributed_releases(Query *parse, bool &prune, bool &route);
 
 } // namespace dxpriv::pg

@@ -6,6 +6,7 @@
 #include "pg/guard.h"
 #include "pg/planner/distributed.h"
 #include "pg/planner/distributed_exposure.h"
+#include "pg/planner/distributed_route.h"
 #include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/ledger/charge.h"
@@ -165,23 +166,33 @@ bind_and_analyze(Query *&parse, ParamListInfo params, bool &generic)
 PlannedStmt *
 plan_statement(Query *parse, const char *query_string, int cursor_options, ParamListInfo params, PlannerStage next)
 {
-	bool generic = false, prune = false;
+	bool generic = false, prune = false, route = false;
 	List *releases = NIL; // releases split for Citus (distributed.h)
 	if (!in_internal_query())
 		guarded([&] {
 			bind_and_analyze(parse, params, generic);
 			substitute_citus_sizes(parse); // views expanded: citus_tables, citus_shards (analysts only)
-			releases = split_distributed_releases(parse, prune);
+			releases = split_distributed_releases(parse, prune, route);
 		});
+	// a subplan Citus's recursive planner plans for a routed statement (distributed_route.h)
+	const bool subplan = !in_internal_query() && routed_subplan_active();
+	bool subplan_off = false;
+	if (subplan)
+		guarded([&] { subplan_off = routed_subplan_needs_multi_shard(parse); });
 	bool exact = false;
 	guarded([&] { exact = needs_portable_constants(parse); });
 	// A statement with releases on a Citus table is planned (and deparsed for the workers) with the
 	// sealed settings (sealed_execution.h): the analyst's search_path, DateStyle, float digits or
 	// citus.* settings never shape the statements that run as the table owner on the workers. A pruned
 	// release is planned by Citus's multi-shard planner, which keeps the release here.
-	const bool seal = releases != NIL || prune || exact;
-	const int guc_level = !seal ? 0 : prune ? push_sealed_settings({{"citus.enable_router_execution", "off"}})
-	                                        : push_sealed_settings();
+	// A statement of several levels on a single-shard table on a worker (`route`) is planned with the
+	// router planner off until its first subplan is planned (distributed_route.h).
+	const bool seal = releases != NIL || prune || exact || route || subplan;
+	const char *router = prune || route || subplan_off ? "off" : subplan ? "on" : nullptr;
+	const int guc_level = !seal ? 0 : router ? push_sealed_settings({{"citus.enable_router_execution", router}})
+	                                         : push_sealed_settings();
+	if (route)
+		routed_planning_begin(guc_level);
 	// a copy to plan again when a noisy aggregate's final function would run in a parallel worker
 	Query *again = nullptr;
 	guarded([&] {
@@ -197,8 +208,13 @@ plan_statement(Query *parse, const char *query_string, int cursor_options, Param
 		result = next(again, query_string, cursor_options, params);
 		pop_sealed_settings(level);
 	}
+	const int routed_subplans = route ? routed_planning_end() : 0;
 	if (seal)
 		pop_sealed_settings(guc_level);
+	if (route && routed_subplans == 0) // Citus sent it without a subplan: its releases would reach the worker
+		guarded([&] { refuse_unrouted_statement(); });
+	if (subplan) // the rest of the routed statement: its final query is planned on the coordinator
+		routed_router_on();
 	if (releases != NIL)
 		guarded([&] { expose_releases(result, releases); });
 	if (generic && result->planTree) // never preferred by the plan cache; its markers refuse to run
