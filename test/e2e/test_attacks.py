@@ -2583,7 +2583,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank", "_unit_bound", "_unit_rows",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",

@@ -1,0 +1,649 @@
+// Privacy units without a sort: dx._unit_bound keeps, in one hash pass over the rows, each unit's
+// max_rows rows of smallest rank (the rule of core/unit_bound.h unit_kept_rows), combinable across
+// parallel workers; dx._unit_rows emits the kept rows' columns (planner/unit_source.h).
+#include "pg/executor/agg_support.h"
+#include "pg/guard.h"
+
+#include "core/random.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "libpq/pqformat.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+}
+
+#include <cstring>
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+namespace {
+
+constexpr uint8 kVersion = 1;
+constexpr int kMaxColumns = 1000;
+
+// One kept row: its rank, then ncols Datums and ncols null flags (UnitBound::row_size bytes).
+struct KeptRow {
+	int64 rank;
+	Datum vals[FLEXIBLE_ARRAY_MEMBER];
+};
+
+// One unit: its key (a copy of the unit value), its kept rows (a max-heap by rank once it holds
+// max_rows rows, sorted by rank after finalize).
+struct Unit {
+	uint64 hash;
+	Datum key;
+	bool key_null;
+	bool used;
+	uint32 n, cap;
+	char *rows; // cap * row_size bytes
+};
+
+// The state: the units met (open addressing on the unit's hash) and, after finalize, the kept rows
+// in emission order (by unit, then by rank).
+struct UnitBound {
+	MemoryContext mcxt;
+	int32 k;
+	int ncols;        // payload columns (the unit is not one of them)
+	Size row_size;
+	Oid unit_type;
+	Oid collation;
+	int16 unit_len;
+	bool unit_byval;
+	bool unit_fast;   // int2/int4/int8/oid: the Datum itself is the key (binary equality = equality)
+	FmgrInfo hash_fn, eq_fn;
+	Oid *col_type;
+	int16 *col_len;
+	bool *col_byval;
+	Unit *units;
+	uint64 cap, used;
+	char *tmp; // one row of scratch
+	// finalize
+	bool finalized;
+	uint64 handle;
+	uint64 nrows;
+	KeptRow **order;
+	uint64 *unit_start; // order index of the first row of each emitted row's unit
+};
+
+[[noreturn]] void
+corrupted()
+{
+	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
+	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
+}
+
+inline bool *
+row_nulls(const UnitBound *s, KeptRow *r)
+{
+	return reinterpret_cast<bool *>(r->vals + s->ncols);
+}
+
+inline KeptRow *
+unit_row(const UnitBound *s, const Unit *u, uint32 i)
+{
+	return reinterpret_cast<KeptRow *>(u->rows + static_cast<Size>(i) * s->row_size);
+}
+
+// The unit type's hash and equality (the default hash opclass: the equality of GROUP BY).
+void
+init_unit_type(UnitBound *s, Oid type, Oid collation)
+{
+	s->unit_type = type;
+	s->collation = collation;
+	get_typlenbyval(type, &s->unit_len, &s->unit_byval);
+	s->unit_fast = type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID;
+	if (s->unit_fast)
+		return;
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO | TYPECACHE_EQ_OPR_FINFO);
+	if (!OidIsValid(tc->hash_extended_proc) || !OidIsValid(tc->eq_opr))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "the privacy unit column's type has no hash function",
+		     "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).");
+	fmgr_info_cxt(tc->hash_extended_proc_finfo.fn_oid, &s->hash_fn, s->mcxt);
+	fmgr_info_cxt(tc->eq_opr_finfo.fn_oid, &s->eq_fn, s->mcxt);
+}
+
+UnitBound *
+new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_type, Oid collation)
+{
+	if (k < 1 || ncols < 0 || ncols > kMaxColumns)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received invalid parameters");
+	MemoryContext mcxt = AllocSetContextCreate(parent, "dxpriv unit bound", ALLOCSET_DEFAULT_SIZES);
+	auto *s = static_cast<UnitBound *>(MemoryContextAllocZero(mcxt, sizeof(UnitBound)));
+	s->mcxt = mcxt;
+	s->k = k;
+	s->ncols = ncols;
+	s->row_size = MAXALIGN(offsetof(KeptRow, vals) + ncols * sizeof(Datum) + ncols * sizeof(bool));
+	s->col_type = static_cast<Oid *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(Oid)));
+	s->col_len = static_cast<int16 *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(int16)));
+	s->col_byval = static_cast<bool *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(bool)));
+	for (int i = 0; i < ncols; ++i) {
+		s->col_type[i] = types[i];
+		get_typlenbyval(types[i], &s->col_len[i], &s->col_byval[i]);
+	}
+	s->tmp = static_cast<char *>(MemoryContextAlloc(mcxt, s->row_size));
+	init_unit_type(s, unit_type, collation);
+	s->cap = 1024;
+	s->units = static_cast<Unit *>(MemoryContextAllocExtended(mcxt, s->cap * sizeof(Unit), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	return s;
+}
+
+inline uint64
+mix(uint64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+inline uint64
+unit_hash(UnitBound *s, Datum key, bool isnull)
+{
+	if (isnull)
+		return 0x9E3779B97F4A7C15ULL;
+	if (s->unit_fast)
+		return mix(static_cast<uint64>(key));
+	return mix(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
+}
+
+inline bool
+unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
+{
+	if (u->hash != hash || u->key_null != isnull)
+		return false;
+	if (isnull)
+		return true;
+	if (s->unit_fast)
+		return u->key == key;
+	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->collation, u->key, key));
+}
+
+void grow(UnitBound *s);
+
+// The unit of key (created, with a copy of the key, when new).
+Unit *
+find_unit(UnitBound *s, Datum key, bool isnull)
+{
+	const uint64 hash = unit_hash(s, key, isnull);
+	const uint64 mask = s->cap - 1;
+	uint64 i = hash & mask;
+	for (;;) {
+		Unit *u = &s->units[i];
+		if (!u->used)
+			break;
+		if (unit_equal(s, u, hash, key, isnull))
+			return u;
+		i = (i + 1) & mask;
+	}
+	if (2 * (s->used + 1) > s->cap) {
+		grow(s);
+		return find_unit(s, key, isnull);
+	}
+	Unit *u = &s->units[i];
+	u->used = true;
+	u->hash = hash;
+	u->key_null = isnull;
+	// (the current context is the state's: offer's callers switch to it)
+	u->key = isnull || s->unit_byval ? key : datumCopy(key, false, s->unit_len);
+	++s->used;
+	return u;
+}
+
+void
+grow(UnitBound *s)
+{
+	Unit *old = s->units;
+	const uint64 cap = s->cap;
+	s->cap = cap * 2;
+	s->units = static_cast<Unit *>(MemoryContextAllocExtended(s->mcxt, s->cap * sizeof(Unit), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	const uint64 mask = s->cap - 1;
+	for (uint64 j = 0; j < cap; ++j) {
+		if (!old[j].used)
+			continue;
+		uint64 i = old[j].hash & mask;
+		while (s->units[i].used)
+			i = (i + 1) & mask;
+		s->units[i] = old[j];
+	}
+	pfree(old);
+}
+
+// Max-heap by rank over the unit's n rows (heap order once n == k).
+void
+sift_down(UnitBound *s, Unit *u, uint32 i)
+{
+	const uint32 n = u->n;
+	char *tmp = s->tmp;
+	for (;;) {
+		uint32 l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && unit_row(s, u, l)->rank > unit_row(s, u, m)->rank)
+			m = l;
+		if (r < n && unit_row(s, u, r)->rank > unit_row(s, u, m)->rank)
+			m = r;
+		if (m == i)
+			break;
+		std::memcpy(tmp, unit_row(s, u, i), s->row_size);
+		std::memcpy(unit_row(s, u, i), unit_row(s, u, m), s->row_size);
+		std::memcpy(unit_row(s, u, m), tmp, s->row_size);
+		i = m;
+	}
+}
+
+void
+heapify(UnitBound *s, Unit *u)
+{
+	for (uint32 i = u->n / 2; i-- > 0;)
+		sift_down(s, u, i);
+}
+
+void
+store_row(UnitBound *s, KeptRow *dst, int64 rank, const Datum *vals, const bool *nulls, bool copy)
+{
+	dst->rank = rank;
+	bool *dn = row_nulls(s, dst);
+	for (int c = 0; c < s->ncols; ++c) {
+		dn[c] = nulls[c];
+		dst->vals[c] = nulls[c] ? 0 : copy && !s->col_byval[c] ? datumCopy(vals[c], false, s->col_len[c]) : vals[c];
+	}
+}
+
+void
+free_row(UnitBound *s, KeptRow *r)
+{
+	bool *nulls = row_nulls(s, r);
+	for (int c = 0; c < s->ncols; ++c)
+		if (!nulls[c] && !s->col_byval[c])
+			pfree(DatumGetPointer(r->vals[c]));
+}
+
+// Offers one row to its unit: kept while the unit holds fewer than k rows, else it replaces the
+// kept row of largest rank when its rank is smaller (equal ranks, a 2^-64 event: the row kept first
+// stays). Which rows a unit keeps depends only on its rows' ranks, never on other units or order.
+void
+offer(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, const bool *nulls, bool copy)
+{
+	Unit *u = find_unit(s, key, key_null);
+	if (u->n < static_cast<uint32>(s->k)) {
+		if (u->n == u->cap) {
+			const uint32 cap = u->cap == 0 ? 1 : Min(2 * u->cap, static_cast<uint32>(s->k));
+			char *rows = static_cast<char *>(MemoryContextAllocHuge(s->mcxt, cap * s->row_size));
+			if (u->n > 0) {
+				std::memcpy(rows, u->rows, u->n * s->row_size);
+				pfree(u->rows);
+			}
+			u->rows = rows;
+			u->cap = cap;
+		}
+		store_row(s, unit_row(s, u, u->n), rank, vals, nulls, copy);
+		if (++u->n == static_cast<uint32>(s->k))
+			heapify(s, u);
+		return;
+	}
+	KeptRow *top = unit_row(s, u, 0);
+	if (rank >= top->rank)
+		return;
+	free_row(s, top);
+	store_row(s, top, rank, vals, nulls, copy);
+	sift_down(s, u, 0);
+}
+
+// Calls f(unit) for every unit met.
+template <typename F>
+void
+for_each_unit(const UnitBound *s, F f)
+{
+	for (uint64 i = 0; i < s->cap; ++i)
+		if (s->units[i].used)
+			f(&s->units[i]);
+}
+
+// The live final states of this backend, by handle (dx._unit_rows finds its state here; a state
+// leaves when its memory is released).
+struct Registered {
+	uint64 handle;
+	UnitBound *state;
+	Registered *prev, *next;
+};
+Registered *registry = nullptr;
+
+void
+unregister(void *arg)
+{
+	auto *r = static_cast<Registered *>(arg);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		registry = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+}
+
+UnitBound *
+registered(uint64 handle)
+{
+	for (Registered *r = registry; r; r = r->next)
+		if (r->handle == handle)
+			return r->state;
+	fail(ERRCODE_INTERNAL_ERROR, "dxpriv bounded rows are not available",
+	     "dx._unit_rows reads the rows dxpriv's analyzer bounds in the same statement; it cannot be called directly.");
+}
+
+// Sorts a unit's kept rows by rank (insertion sort: k is small in practice).
+void
+sort_unit(UnitBound *s, Unit *u)
+{
+	char *tmp = s->tmp;
+	for (uint32 i = 1; i < u->n; ++i) {
+		std::memcpy(tmp, unit_row(s, u, i), s->row_size);
+		const int64 r = reinterpret_cast<KeptRow *>(tmp)->rank;
+		uint32 j = i;
+		while (j > 0 && unit_row(s, u, j - 1)->rank > r) {
+			std::memcpy(unit_row(s, u, j), unit_row(s, u, j - 1), s->row_size);
+			--j;
+		}
+		std::memcpy(unit_row(s, u, j), tmp, s->row_size);
+	}
+}
+
+// The unit value and payload of a transition call: (state, k int4, rank int8, unit, payload...).
+UnitBound *
+transition_state(FunctionCallInfo fcinfo)
+{
+	if (!PG_ARGISNULL(0))
+		return reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv unit bound");
+	if (PG_NARGS() < 4 || PG_ARGISNULL(1))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received invalid parameters");
+	const int ncols = PG_NARGS() - 4;
+	Oid types[kMaxColumns];
+	if (ncols > kMaxColumns)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received invalid parameters");
+	for (int c = 0; c < ncols; ++c) {
+		types[c] = get_fn_expr_argtype(fcinfo->flinfo, 4 + c);
+		if (!OidIsValid(types[c]))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound cannot determine its argument types");
+	}
+	const Oid unit_type = get_fn_expr_argtype(fcinfo->flinfo, 3);
+	if (!OidIsValid(unit_type))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound cannot determine its argument types");
+	return new_state(aggctx, PG_GETARG_INT32(1), ncols, types, unit_type, PG_GET_COLLATION());
+}
+
+} // namespace
+
+// dx._unit_bound_transfn(state, k int4, rank int8, VARIADIC (unit, payload...)): offers the row to
+// its unit (a NULL rank, never produced by dx._unit_rank, is refused).
+DX_FUNCTION(dx_unit_bound_transfn)
+{
+	UnitBound *s = transition_state(fcinfo);
+	if (PG_ARGISNULL(2))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received a row without rank");
+	Datum vals[kMaxColumns];
+	bool nulls[kMaxColumns];
+	for (int c = 0; c < s->ncols; ++c) {
+		nulls[c] = PG_ARGISNULL(4 + c);
+		vals[c] = nulls[c] ? 0 : PG_GETARG_DATUM(4 + c);
+	}
+	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+	offer(s, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT64(2), vals, nulls, true);
+	MemoryContextSwitchTo(old);
+	PG_RETURN_POINTER(s);
+}
+
+// dx._unit_bound_combinefn(state, state): the k rows of smallest rank of the union, per unit (the k
+// smallest of two sets' k smallest are the union's k smallest: exact).
+DX_FUNCTION(dx_unit_bound_combinefn)
+{
+	MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv unit bound");
+	if (PG_ARGISNULL(1))
+		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
+	auto *other = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(1));
+	UnitBound *s = PG_ARGISNULL(0) ? new_state(aggctx, other->k, other->ncols, other->col_type, other->unit_type,
+	                                           other->collation)
+	                               : reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
+	if (s->k != other->k || s->ncols != other->ncols || s->unit_type != other->unit_type || s->finalized ||
+	    other->finalized)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine unit bounds of different queries");
+	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+	for_each_unit(other, [&](Unit *u) {
+		for (uint32 i = 0; i < u->n; ++i) {
+			KeptRow *r = unit_row(other, u, i);
+			offer(s, u->key, u->key_null, r->rank, r->vals, row_nulls(other, r), true);
+		}
+	});
+	MemoryContextSwitchTo(old);
+	PG_RETURN_POINTER(s);
+}
+
+// dx._unit_bound_serialize(state) -> bytea: version, k, ncols, unit type and collation, column
+// types, units; per unit its key (datumSerialize), rows and each row's rank and columns.
+DX_FUNCTION(dx_unit_bound_serialize)
+{
+	auto *s = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
+	Size size = 1 + 4 + 4 + 4 + 4 + 4 * s->ncols + 8;
+	for_each_unit(s, [&](Unit *u) {
+		size += datumEstimateSpace(u->key, u->key_null, s->unit_byval, s->unit_len) + 4;
+		for (uint32 i = 0; i < u->n; ++i) {
+			KeptRow *r = unit_row(s, u, i);
+			size += 8;
+			for (int c = 0; c < s->ncols; ++c)
+				size += datumEstimateSpace(r->vals[c], row_nulls(s, r)[c], s->col_byval[c], s->col_len[c]);
+		}
+	});
+	if (size + VARHDRSZ > MaxAllocSize)
+		fail(ERRCODE_PROGRAM_LIMIT_EXCEEDED, "the rows of a parallel worker's privacy units exceed 1 GB",
+		     "Set max_parallel_workers_per_gather = 0 for this statement, or dxpriv.unit_bounding = 'sort'.");
+	bytea *out = static_cast<bytea *>(palloc(size + VARHDRSZ));
+	SET_VARSIZE(out, size + VARHDRSZ);
+	char *p = VARDATA(out);
+	auto put = [&](const void *v, size_t n) {
+		std::memcpy(p, v, n);
+		p += n;
+	};
+	const uint32 nc = static_cast<uint32>(s->ncols);
+	const uint32 k = static_cast<uint32>(s->k);
+	put(&kVersion, 1);
+	put(&k, 4);
+	put(&nc, 4);
+	put(&s->unit_type, 4);
+	put(&s->collation, 4);
+	for (int c = 0; c < s->ncols; ++c)
+		put(&s->col_type[c], 4);
+	put(&s->used, 8);
+	for_each_unit(s, [&](Unit *u) {
+		datumSerialize(u->key, u->key_null, s->unit_byval, s->unit_len, &p);
+		put(&u->n, 4);
+		for (uint32 i = 0; i < u->n; ++i) {
+			KeptRow *r = unit_row(s, u, i);
+			put(&r->rank, 8);
+			for (int c = 0; c < s->ncols; ++c)
+				datumSerialize(r->vals[c], row_nulls(s, r)[c], s->col_byval[c], s->col_len[c], &p);
+		}
+	});
+	if (static_cast<Size>(p - VARDATA(out)) != size)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound serialisation has an unexpected size");
+	PG_RETURN_BYTEA_P(out);
+}
+
+// dx._unit_bound_deserialize(bytea, internal) -> state. The bytes come from dx._unit_bound_serialize
+// in a parallel worker of the same server (datumRestore images); malformed headers are refused.
+DX_FUNCTION(dx_unit_bound_deserialize)
+{
+	bytea *b = PG_GETARG_BYTEA_PP(0);
+	char *cur = VARDATA_ANY(b);
+	const char *end = cur + VARSIZE_ANY_EXHDR(b);
+	auto get = [&](void *v, size_t n) {
+		if (static_cast<size_t>(end - cur) < n)
+			corrupted();
+		std::memcpy(v, cur, n);
+		cur += n;
+	};
+	uint8 version;
+	uint32 k, nc;
+	Oid unit_type, collation;
+	get(&version, 1);
+	get(&k, 4);
+	get(&nc, 4);
+	get(&unit_type, 4);
+	get(&collation, 4);
+	if (version != kVersion || k < 1 || k > 1000000 || nc > kMaxColumns)
+		corrupted();
+	Oid types[kMaxColumns];
+	for (uint32 c = 0; c < nc; ++c)
+		get(&types[c], 4);
+	uint64 nunits;
+	get(&nunits, 8);
+	UnitBound *s = new_state(aggregate_or_current_context(fcinfo), static_cast<int32>(k), static_cast<int>(nc), types,
+	                         unit_type, collation);
+	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+	Datum vals[kMaxColumns];
+	bool nulls[kMaxColumns];
+	for (uint64 j = 0; j < nunits; ++j) {
+		bool key_null;
+		const Datum key = datumRestore(&cur, &key_null);
+		uint32 n;
+		get(&n, 4);
+		if (n > k)
+			corrupted();
+		for (uint32 i = 0; i < n; ++i) {
+			int64 rank;
+			get(&rank, 8);
+			for (uint32 c = 0; c < nc; ++c)
+				vals[c] = datumRestore(&cur, &nulls[c]);
+			if (cur > end)
+				corrupted();
+			offer(s, key, key_null, rank, vals, nulls, false);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	if (cur != end)
+		corrupted();
+	PG_RETURN_POINTER(s);
+}
+
+// dx._unit_bound_finalfn(state) -> int8: sorts every unit's kept rows by rank, lists them unit after
+// unit, and returns a random handle by which dx._unit_rows of the same statement reads them.
+DX_FUNCTION(dx_unit_bound_finalfn)
+{
+	UnitBound *s;
+	if (PG_ARGISNULL(0)) { // no row: an empty state
+		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv unit bound");
+		s = new_state(aggctx, 1, 0, nullptr, INT4OID, InvalidOid);
+	} else {
+		s = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
+	}
+	if (s->finalized)
+		PG_RETURN_INT64(static_cast<int64>(s->handle));
+	uint64 rows = 0;
+	for_each_unit(s, [&](Unit *u) { rows += u->n; });
+	s->order = static_cast<KeptRow **>(MemoryContextAllocHuge(s->mcxt, (rows + 1) * sizeof(KeptRow *)));
+	s->unit_start = static_cast<uint64 *>(MemoryContextAllocHuge(s->mcxt, (rows + 1) * sizeof(uint64)));
+	uint64 next = 0;
+	for_each_unit(s, [&](Unit *u) {
+		sort_unit(s, u);
+		for (uint32 i = 0; i < u->n; ++i) {
+			s->order[next + i] = unit_row(s, u, i);
+			s->unit_start[next + i] = next;
+		}
+		next += u->n;
+	});
+	s->nrows = rows;
+	uint64 handle = 0;
+	{
+		SystemRandom rng; // (no PostgreSQL call while it is alive)
+		while (handle == 0)
+			handle = rng.next_u64();
+	}
+	s->handle = handle;
+	s->finalized = true;
+	auto *r = static_cast<Registered *>(MemoryContextAllocZero(s->mcxt, sizeof(Registered)));
+	r->handle = handle;
+	r->state = s;
+	r->next = registry;
+	if (registry)
+		registry->prev = r;
+	registry = r;
+	auto *cb = static_cast<MemoryContextCallback *>(MemoryContextAlloc(s->mcxt, sizeof(MemoryContextCallback)));
+	cb->func = unregister;
+	cb->arg = r;
+	MemoryContextRegisterResetCallback(s->mcxt, cb);
+	PG_RETURN_INT64(static_cast<int64>(handle));
+}
+
+namespace {
+
+// The cursor of one dx._unit_rows call site.
+struct RowsCursor {
+	UnitBound *state;
+	int kind, col, gcol;
+	uint64 pos;
+};
+
+} // namespace
+
+// dx._unit_rows(handle int8, kind int4, col int4, gcol int4, type anyelement) -> SETOF anyelement:
+// one value per kept row, in the order of the state (every call site of a statement emits the same
+// rows in the same order, so the call sites of one SELECT list run in lockstep). kind 0: payload
+// column col (its type must be the result type); kind 1: the count_units flag of weight column col
+// (true on the unit's first kept row, in rank order, whose weight is not NULL, within its group
+// column gcol when gcol >= 0: core/unit_bound.h unit_first_counted); kind 2: true (one row per kept row).
+DX_FUNCTION(dx_unit_rows)
+{
+	FuncCallContext *fctx;
+	if (SRF_IS_FIRSTCALL()) {
+		fctx = SRF_FIRSTCALL_INIT();
+		if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv bounded rows received invalid parameters");
+		UnitBound *s = registered(static_cast<uint64>(PG_GETARG_INT64(0)));
+		const int kind = PG_GETARG_INT32(1), col = PG_GETARG_INT32(2), gcol = PG_GETARG_INT32(3);
+		const Oid result = get_fn_expr_argtype(fcinfo->flinfo, 4);
+		const bool ok = s->nrows == 0 ||
+		                (kind == 0   ? col >= 0 && col < s->ncols && result == s->col_type[col]
+		                 : kind == 1 ? col >= 0 && col < s->ncols && gcol < s->ncols && result == BOOLOID &&
+		                                 (gcol < 0 || s->col_type[gcol] == INT4OID)
+		                             : kind == 2 && result == BOOLOID);
+		if (!ok)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv bounded rows received invalid parameters");
+		auto *c = static_cast<RowsCursor *>(MemoryContextAllocZero(fctx->multi_call_memory_ctx, sizeof(RowsCursor)));
+		c->state = s;
+		c->kind = kind;
+		c->col = col;
+		c->gcol = gcol;
+		fctx->user_fctx = c;
+	}
+	fctx = SRF_PERCALL_SETUP();
+	auto *c = static_cast<RowsCursor *>(fctx->user_fctx);
+	const UnitBound *s = c->state;
+	if (c->pos >= s->nrows)
+		SRF_RETURN_DONE(fctx);
+	const uint64 i = c->pos++;
+	KeptRow *r = s->order[i];
+	const bool *nulls = reinterpret_cast<const bool *>(r->vals + s->ncols);
+	if (c->kind == 0) {
+		if (nulls[c->col])
+			SRF_RETURN_NEXT_NULL(fctx);
+		SRF_RETURN_NEXT(fctx, r->vals[c->col]);
+	}
+	if (c->kind == 2)
+		SRF_RETURN_NEXT(fctx, BoolGetDatum(true));
+	if (nulls[c->col])
+		SRF_RETURN_NEXT(fctx, BoolGetDatum(false));
+	// counted: first among the unit's earlier kept rows (rank order) of its group
+	for (uint64 j = s->unit_start[i]; j < i; ++j) {
+		KeptRow *e = s->order[j];
+		const bool *en = reinterpret_cast<const bool *>(e->vals + s->ncols);
+		if (en[c->col])
+			continue;
+		if (c->gcol >= 0 && (en[c->gcol] != nulls[c->gcol] || (!nulls[c->gcol] && e->vals[c->gcol] != r->vals[c->gcol])))
+			continue;
+		SRF_RETURN_NEXT(fctx, BoolGetDatum(false));
+	}
+	SRF_RETURN_NEXT(fctx, BoolGetDatum(true));
+}
