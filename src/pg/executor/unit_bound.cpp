@@ -25,6 +25,13 @@ namespace {
 
 constexpr uint8 kVersion = 1;
 constexpr int kMaxColumns = 1000;
+// Rows are first appended to one of kParts buffers by the top bits of their unit's hash, and a full
+// buffer is applied to its partition's own hash table: each partition's table and rows stay small
+// enough for the processor caches, where one table of every unit would miss on every row.
+constexpr int kPartBits = 8;
+constexpr int kParts = 1 << kPartBits;
+constexpr uint32 kBufferRows = 256;
+constexpr Size kArenaBlock = 64 * 1024;
 
 // One kept row: its rank, then ncols Datums and ncols null flags (UnitBound::row_size bytes).
 struct KeptRow {
@@ -37,19 +44,38 @@ struct KeptRow {
 struct Unit {
 	uint64 hash;
 	Datum key;
+	char *rows; // cap * row_size bytes
+	uint32 n, cap;
 	bool key_null;
 	bool used;
-	uint32 n, cap;
-	char *rows; // cap * row_size bytes
 };
 
-// The state: the units met (open addressing on the unit's hash) and, after finalize, the kept rows
-// in emission order (by unit, then by rank).
+// A row waiting in its partition's buffer: the unit's hash and key, then the row (KeptRow layout).
+struct Pending {
+	uint64 hash;
+	Datum key;
+	bool key_null;
+	// followed by a KeptRow of row_size bytes
+};
+
+// One partition: its units (open addressing on the low bits of the hash), the arena its units' row
+// arrays are cut from, and its buffer of pending rows.
+struct Part {
+	Unit *units;
+	uint64 cap, used;
+	char *arena;
+	Size arena_left;
+	char *buf;
+	uint32 nbuf;
+};
+
+// The state (after finalize, every unit's kept rows are sorted by rank).
 struct UnitBound {
 	MemoryContext mcxt;
 	int32 k;
 	int ncols;        // payload columns (the unit is not one of them)
 	Size row_size;
+	Size pending_size;
 	Oid unit_type;
 	Oid collation;
 	int16 unit_len;
@@ -59,15 +85,12 @@ struct UnitBound {
 	Oid *col_type;
 	int16 *col_len;
 	bool *col_byval;
-	Unit *units;
-	uint64 cap, used;
+	Part parts[kParts];
 	char *tmp; // one row of scratch
 	// finalize
 	bool finalized;
 	uint64 handle;
 	uint64 nrows;
-	KeptRow **order;
-	uint64 *unit_start; // order index of the first row of each emitted row's unit
 };
 
 [[noreturn]] void
@@ -87,6 +110,12 @@ inline KeptRow *
 unit_row(const UnitBound *s, const Unit *u, uint32 i)
 {
 	return reinterpret_cast<KeptRow *>(u->rows + static_cast<Size>(i) * s->row_size);
+}
+
+inline KeptRow *
+pending_row(Pending *p)
+{
+	return reinterpret_cast<KeptRow *>(reinterpret_cast<char *>(p) + MAXALIGN(sizeof(Pending)));
 }
 
 // The unit type's hash and equality (the default hash opclass: the equality of GROUP BY).
@@ -118,6 +147,7 @@ new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_t
 	s->k = k;
 	s->ncols = ncols;
 	s->row_size = MAXALIGN(offsetof(KeptRow, vals) + ncols * sizeof(Datum) + ncols * sizeof(bool));
+	s->pending_size = MAXALIGN(sizeof(Pending)) + s->row_size;
 	s->col_type = static_cast<Oid *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(Oid)));
 	s->col_len = static_cast<int16 *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(int16)));
 	s->col_byval = static_cast<bool *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(bool)));
@@ -127,8 +157,10 @@ new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_t
 	}
 	s->tmp = static_cast<char *>(MemoryContextAlloc(mcxt, s->row_size));
 	init_unit_type(s, unit_type, collation);
-	s->cap = 1024;
-	s->units = static_cast<Unit *>(MemoryContextAllocExtended(mcxt, s->cap * sizeof(Unit), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	for (Part &part : s->parts) {
+		part.cap = 16;
+		part.units = static_cast<Unit *>(MemoryContextAllocZero(mcxt, part.cap * sizeof(Unit)));
+	}
 	return s;
 }
 
@@ -153,6 +185,12 @@ unit_hash(UnitBound *s, Datum key, bool isnull)
 	return mix(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
 }
 
+inline Part &
+part_of(UnitBound *s, uint64 hash)
+{
+	return s->parts[hash >> (64 - kPartBits)];
+}
+
 inline bool
 unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 {
@@ -165,54 +203,67 @@ unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->collation, u->key, key));
 }
 
-void grow(UnitBound *s);
-
-// The unit of key (created, with a copy of the key, when new).
-Unit *
-find_unit(UnitBound *s, Datum key, bool isnull)
-{
-	const uint64 hash = unit_hash(s, key, isnull);
-	const uint64 mask = s->cap - 1;
-	uint64 i = hash & mask;
-	for (;;) {
-		Unit *u = &s->units[i];
-		if (!u->used)
-			break;
-		if (unit_equal(s, u, hash, key, isnull))
-			return u;
-		i = (i + 1) & mask;
-	}
-	if (2 * (s->used + 1) > s->cap) {
-		grow(s);
-		return find_unit(s, key, isnull);
-	}
-	Unit *u = &s->units[i];
-	u->used = true;
-	u->hash = hash;
-	u->key_null = isnull;
-	// (the current context is the state's: offer's callers switch to it)
-	u->key = isnull || s->unit_byval ? key : datumCopy(key, false, s->unit_len);
-	++s->used;
-	return u;
-}
-
 void
-grow(UnitBound *s)
+grow(UnitBound *s, Part &part)
 {
-	Unit *old = s->units;
-	const uint64 cap = s->cap;
-	s->cap = cap * 2;
-	s->units = static_cast<Unit *>(MemoryContextAllocExtended(s->mcxt, s->cap * sizeof(Unit), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
-	const uint64 mask = s->cap - 1;
+	Unit *old = part.units;
+	const uint64 cap = part.cap;
+	part.cap = cap * 2;
+	part.units = static_cast<Unit *>(MemoryContextAllocExtended(s->mcxt, part.cap * sizeof(Unit), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	const uint64 mask = part.cap - 1;
 	for (uint64 j = 0; j < cap; ++j) {
 		if (!old[j].used)
 			continue;
 		uint64 i = old[j].hash & mask;
-		while (s->units[i].used)
+		while (part.units[i].used)
 			i = (i + 1) & mask;
-		s->units[i] = old[j];
+		part.units[i] = old[j];
 	}
 	pfree(old);
+}
+
+// The unit of key in its partition, created when new. `key` is owned by the caller's state memory
+// (a copy for a by-reference type): kept as the unit's key when the unit is new, else freed.
+Unit *
+find_unit(UnitBound *s, Part &part, uint64 hash, Datum key, bool isnull)
+{
+	if (2 * (part.used + 1) > part.cap)
+		grow(s, part);
+	const uint64 mask = part.cap - 1;
+	uint64 i = hash & mask;
+	for (;;) {
+		Unit *u = &part.units[i];
+		if (!u->used)
+			break;
+		if (unit_equal(s, u, hash, key, isnull)) {
+			if (!isnull && !s->unit_byval)
+				pfree(DatumGetPointer(key));
+			return u;
+		}
+		i = (i + 1) & mask;
+	}
+	Unit *u = &part.units[i];
+	u->used = true;
+	u->hash = hash;
+	u->key_null = isnull;
+	u->key = isnull ? 0 : key;
+	++part.used;
+	return u;
+}
+
+// Row arrays are cut from the partition's arena (an array outgrown stays there: at most twice the rows).
+char *
+arena_alloc(UnitBound *s, Part &part, Size bytes)
+{
+	if (bytes > part.arena_left) {
+		const Size block = Max(kArenaBlock, bytes);
+		part.arena = static_cast<char *>(MemoryContextAllocHuge(s->mcxt, block));
+		part.arena_left = block;
+	}
+	char *p = part.arena;
+	part.arena += bytes;
+	part.arena_left -= bytes;
+	return p;
 }
 
 // Max-heap by rank over the unit's n rows (heap order once n == k).
@@ -243,17 +294,7 @@ heapify(UnitBound *s, Unit *u)
 		sift_down(s, u, i);
 }
 
-void
-store_row(UnitBound *s, KeptRow *dst, int64 rank, const Datum *vals, const bool *nulls, bool copy)
-{
-	dst->rank = rank;
-	bool *dn = row_nulls(s, dst);
-	for (int c = 0; c < s->ncols; ++c) {
-		dn[c] = nulls[c];
-		dst->vals[c] = nulls[c] ? 0 : copy && !s->col_byval[c] ? datumCopy(vals[c], false, s->col_len[c]) : vals[c];
-	}
-}
-
+// Frees the by-reference values of a row the state owns.
 void
 free_row(UnitBound *s, KeptRow *r)
 {
@@ -263,35 +304,86 @@ free_row(UnitBound *s, KeptRow *r)
 			pfree(DatumGetPointer(r->vals[c]));
 }
 
-// Offers one row to its unit: kept while the unit holds fewer than k rows, else it replaces the
-// kept row of largest rank when its rank is smaller (equal ranks, a 2^-64 event: the row kept first
-// stays). Which rows a unit keeps depends only on its rows' ranks, never on other units or order.
+// Offers one row (its by-reference values owned by the state) to its unit: kept while the unit
+// holds fewer than k rows, else it replaces the kept row of largest rank when its rank is smaller
+// (equal ranks, a 2^-64 event: the row kept first stays). Which rows a unit keeps depends only on
+// its rows' ranks, never on other units or on the order rows arrive in.
 void
-offer(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, const bool *nulls, bool copy)
+offer(UnitBound *s, uint64 hash, Datum key, bool key_null, const KeptRow *row)
 {
-	Unit *u = find_unit(s, key, key_null);
+	Part &part = part_of(s, hash);
+	Unit *u = find_unit(s, part, hash, key, key_null);
 	if (u->n < static_cast<uint32>(s->k)) {
 		if (u->n == u->cap) {
 			const uint32 cap = u->cap == 0 ? 1 : Min(2 * u->cap, static_cast<uint32>(s->k));
-			char *rows = static_cast<char *>(MemoryContextAllocHuge(s->mcxt, cap * s->row_size));
-			if (u->n > 0) {
+			char *rows = arena_alloc(s, part, cap * s->row_size);
+			if (u->n > 0)
 				std::memcpy(rows, u->rows, u->n * s->row_size);
-				pfree(u->rows);
-			}
 			u->rows = rows;
 			u->cap = cap;
 		}
-		store_row(s, unit_row(s, u, u->n), rank, vals, nulls, copy);
+		std::memcpy(unit_row(s, u, u->n), row, s->row_size);
 		if (++u->n == static_cast<uint32>(s->k))
 			heapify(s, u);
 		return;
 	}
 	KeptRow *top = unit_row(s, u, 0);
-	if (rank >= top->rank)
+	if (row->rank >= top->rank) {
+		free_row(s, const_cast<KeptRow *>(row));
 		return;
+	}
 	free_row(s, top);
-	store_row(s, top, rank, vals, nulls, copy);
+	std::memcpy(top, row, s->row_size);
 	sift_down(s, u, 0);
+}
+
+// Applies a partition's pending rows to its units.
+void
+flush(UnitBound *s, Part &part)
+{
+	if (2 * (part.used + part.nbuf) > part.cap) // (grown once, before the prefetches)
+		while (2 * (part.used + part.nbuf) > part.cap)
+			grow(s, part);
+	constexpr uint32 kAhead = 8;
+	for (uint32 i = 0; i < part.nbuf; ++i) {
+		if (i + kAhead < part.nbuf) {
+			const auto *q = reinterpret_cast<const Pending *>(part.buf + (i + kAhead) * s->pending_size);
+			__builtin_prefetch(&part.units[q->hash & (part.cap - 1)]);
+		}
+		auto *p = reinterpret_cast<Pending *>(part.buf + i * s->pending_size);
+		offer(s, p->hash, p->key, p->key_null, pending_row(p));
+	}
+	part.nbuf = 0;
+}
+
+void
+flush_all(UnitBound *s)
+{
+	for (Part &part : s->parts)
+		flush(s, part);
+}
+
+// Buffers one row (copies of its by-reference values in the state's memory) for its partition.
+void
+add_row(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, const bool *nulls)
+{
+	const uint64 hash = unit_hash(s, key, key_null);
+	Part &part = part_of(s, hash);
+	if (!part.buf)
+		part.buf = static_cast<char *>(MemoryContextAlloc(s->mcxt, kBufferRows * s->pending_size));
+	auto *p = reinterpret_cast<Pending *>(part.buf + part.nbuf * s->pending_size);
+	p->hash = hash;
+	p->key_null = key_null;
+	p->key = key_null ? 0 : s->unit_byval ? key : datumCopy(key, false, s->unit_len);
+	KeptRow *r = pending_row(p);
+	r->rank = rank;
+	bool *rn = row_nulls(s, r);
+	for (int c = 0; c < s->ncols; ++c) {
+		rn[c] = nulls[c];
+		r->vals[c] = nulls[c] ? 0 : s->col_byval[c] ? vals[c] : datumCopy(vals[c], false, s->col_len[c]);
+	}
+	if (++part.nbuf == kBufferRows)
+		flush(s, part);
 }
 
 // Calls f(unit) for every unit met.
@@ -299,9 +391,10 @@ template <typename F>
 void
 for_each_unit(const UnitBound *s, F f)
 {
-	for (uint64 i = 0; i < s->cap; ++i)
-		if (s->units[i].used)
-			f(&s->units[i]);
+	for (const Part &part : s->parts)
+		for (uint64 i = 0; i < part.cap; ++i)
+			if (part.units[i].used)
+				f(&part.units[i]);
 }
 
 // The live final states of this backend, by handle (dx._unit_rows finds its state here; a state
@@ -392,7 +485,7 @@ DX_FUNCTION(dx_unit_bound_transfn)
 		vals[c] = nulls[c] ? 0 : PG_GETARG_DATUM(4 + c);
 	}
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
-	offer(s, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT64(2), vals, nulls, true);
+	add_row(s, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT64(2), vals, nulls);
 	MemoryContextSwitchTo(old);
 	PG_RETURN_POINTER(s);
 }
@@ -412,12 +505,21 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 	    other->finalized)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine unit bounds of different queries");
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+	flush_all(other);
+	auto *row = static_cast<KeptRow *>(palloc(s->row_size));
 	for_each_unit(other, [&](Unit *u) {
-		for (uint32 i = 0; i < u->n; ++i) {
+		for (uint32 i = 0; i < u->n; ++i) { // (copies the state owns)
 			KeptRow *r = unit_row(other, u, i);
-			offer(s, u->key, u->key_null, r->rank, r->vals, row_nulls(other, r), true);
+			std::memcpy(row, r, s->row_size);
+			const bool *nulls = row_nulls(s, row);
+			for (int c = 0; c < s->ncols; ++c)
+				if (!nulls[c] && !s->col_byval[c])
+					row->vals[c] = datumCopy(r->vals[c], false, s->col_len[c]);
+			const Datum key = u->key_null || s->unit_byval ? u->key : datumCopy(u->key, false, s->unit_len);
+			offer(s, u->hash, key, u->key_null, row);
 		}
 	});
+	pfree(row);
 	MemoryContextSwitchTo(old);
 	PG_RETURN_POINTER(s);
 }
@@ -427,6 +529,10 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 DX_FUNCTION(dx_unit_bound_serialize)
 {
 	auto *s = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
+	flush_all(s);
+	uint64 nunits = 0;
+	for (const Part &part : s->parts)
+		nunits += part.used;
 	Size size = 1 + 4 + 4 + 4 + 4 + 4 * s->ncols + 8;
 	for_each_unit(s, [&](Unit *u) {
 		size += datumEstimateSpace(u->key, u->key_null, s->unit_byval, s->unit_len) + 4;
@@ -456,7 +562,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 	put(&s->collation, 4);
 	for (int c = 0; c < s->ncols; ++c)
 		put(&s->col_type[c], 4);
-	put(&s->used, 8);
+	put(&nunits, 8);
 	for_each_unit(s, [&](Unit *u) {
 		datumSerialize(u->key, u->key_null, s->unit_byval, s->unit_len, &p);
 		put(&u->n, 4);
@@ -503,25 +609,29 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	UnitBound *s = new_state(aggregate_or_current_context(fcinfo), static_cast<int32>(k), static_cast<int>(nc), types,
 	                         unit_type, collation);
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
-	Datum vals[kMaxColumns];
-	bool nulls[kMaxColumns];
+	auto *row = static_cast<KeptRow *>(palloc(s->row_size));
+	bool *nulls = row_nulls(s, row);
 	for (uint64 j = 0; j < nunits; ++j) {
 		bool key_null;
 		const Datum key = datumRestore(&cur, &key_null);
+		if (cur > end)
+			corrupted();
+		const uint64 hash = unit_hash(s, key, key_null);
 		uint32 n;
 		get(&n, 4);
 		if (n > k)
 			corrupted();
 		for (uint32 i = 0; i < n; ++i) {
-			int64 rank;
-			get(&rank, 8);
+			get(&row->rank, 8);
 			for (uint32 c = 0; c < nc; ++c)
-				vals[c] = datumRestore(&cur, &nulls[c]);
+				row->vals[c] = datumRestore(&cur, &nulls[c]);
 			if (cur > end)
 				corrupted();
-			offer(s, key, key_null, rank, vals, nulls, false);
+			const Datum owned = key_null || s->unit_byval ? key : datumCopy(key, false, s->unit_len);
+			offer(s, hash, owned, key_null, row);
 		}
 	}
+	pfree(row);
 	MemoryContextSwitchTo(old);
 	if (cur != end)
 		corrupted();
@@ -541,18 +651,11 @@ DX_FUNCTION(dx_unit_bound_finalfn)
 	}
 	if (s->finalized)
 		PG_RETURN_INT64(static_cast<int64>(s->handle));
+	flush_all(s);
 	uint64 rows = 0;
-	for_each_unit(s, [&](Unit *u) { rows += u->n; });
-	s->order = static_cast<KeptRow **>(MemoryContextAllocHuge(s->mcxt, (rows + 1) * sizeof(KeptRow *)));
-	s->unit_start = static_cast<uint64 *>(MemoryContextAllocHuge(s->mcxt, (rows + 1) * sizeof(uint64)));
-	uint64 next = 0;
 	for_each_unit(s, [&](Unit *u) {
 		sort_unit(s, u);
-		for (uint32 i = 0; i < u->n; ++i) {
-			s->order[next + i] = unit_row(s, u, i);
-			s->unit_start[next + i] = next;
-		}
-		next += u->n;
+		rows += u->n;
 	});
 	s->nrows = rows;
 	uint64 handle = 0;
@@ -583,13 +686,38 @@ namespace {
 struct RowsCursor {
 	UnitBound *state;
 	int kind, col, gcol;
-	uint64 pos;
+	int part;       // the current unit: partition, slot
+	uint64 slot;
+	uint32 row;     // the next row of the current unit
 };
+
+// The next kept row (units in table order, each unit's rows by rank), nullptr after the last; sets
+// *unit to its unit.
+KeptRow *
+next_row(RowsCursor *c, const Unit **unit)
+{
+	const UnitBound *s = c->state;
+	while (c->part < kParts) {
+		const Part &part = s->parts[c->part];
+		while (c->slot < part.cap) {
+			const Unit *u = &part.units[c->slot];
+			if (u->used && c->row < u->n) {
+				*unit = u;
+				return unit_row(s, u, c->row++);
+			}
+			++c->slot;
+			c->row = 0;
+		}
+		++c->part;
+		c->slot = 0;
+	}
+	return nullptr;
+}
 
 } // namespace
 
 // dx._unit_rows(handle int8, kind int4, col int4, gcol int4, type anyelement) -> SETOF anyelement:
-// one value per kept row, in the order of the state (every call site of a statement emits the same
+// one value per kept row, units in the order of the state (every call site of a statement emits the same
 // rows in the same order, so the call sites of one SELECT list run in lockstep). kind 0: payload
 // column col (its type must be the result type); kind 1: the count_units flag of weight column col
 // (true on the unit's first kept row, in rank order, whose weight is not NULL, within its group
@@ -621,10 +749,10 @@ DX_FUNCTION(dx_unit_rows)
 	fctx = SRF_PERCALL_SETUP();
 	auto *c = static_cast<RowsCursor *>(fctx->user_fctx);
 	const UnitBound *s = c->state;
-	if (c->pos >= s->nrows)
+	const Unit *u = nullptr;
+	KeptRow *r = next_row(c, &u);
+	if (!r)
 		SRF_RETURN_DONE(fctx);
-	const uint64 i = c->pos++;
-	KeptRow *r = s->order[i];
 	const bool *nulls = reinterpret_cast<const bool *>(r->vals + s->ncols);
 	if (c->kind == 0) {
 		if (nulls[c->col])
@@ -636,8 +764,8 @@ DX_FUNCTION(dx_unit_rows)
 	if (nulls[c->col])
 		SRF_RETURN_NEXT(fctx, BoolGetDatum(false));
 	// counted: first among the unit's earlier kept rows (rank order) of its group
-	for (uint64 j = s->unit_start[i]; j < i; ++j) {
-		KeptRow *e = s->order[j];
+	for (uint32 j = 0; j + 1 < c->row; ++j) {
+		KeptRow *e = unit_row(s, u, j);
 		const bool *en = reinterpret_cast<const bool *>(e->vals + s->ncols);
 		if (en[c->col])
 			continue;
