@@ -33,7 +33,7 @@ constexpr int kParts = 1 << kPartBits;
 constexpr uint32 kBufferRows = 256;
 constexpr Size kArenaBlock = 64 * 1024;
 
-// One kept row: its rank, then ncols Datums and ncols null flags (UnitBound::row_size bytes).
+// One kept row: its rank, then ncols Datums and ncols tags (UnitBound::row_size bytes).
 struct KeptRow {
 	int64 rank;
 	Datum vals[FLEXIBLE_ARRAY_MEMBER];
@@ -100,10 +100,14 @@ corrupted()
 	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
 }
 
-inline bool *
-row_nulls(const UnitBound *s, KeptRow *r)
+// Each value of a kept row has a tag: a Datum (by value, or a pointer the state owns), NULL, or a
+// short varlena stored inline in its Datum slot (no allocation per row, read where the row is).
+constexpr uint8 kValue = 0, kNull = 1, kInline = 2;
+
+inline uint8 *
+row_tags(const UnitBound *s, KeptRow *r)
 {
-	return reinterpret_cast<bool *>(r->vals + s->ncols);
+	return reinterpret_cast<uint8 *>(r->vals + s->ncols);
 }
 
 inline KeptRow *
@@ -146,7 +150,7 @@ new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_t
 	s->mcxt = mcxt;
 	s->k = k;
 	s->ncols = ncols;
-	s->row_size = MAXALIGN(offsetof(KeptRow, vals) + ncols * sizeof(Datum) + ncols * sizeof(bool));
+	s->row_size = MAXALIGN(offsetof(KeptRow, vals) + ncols * sizeof(Datum) + ncols * sizeof(uint8));
 	s->pending_size = MAXALIGN(sizeof(Pending)) + s->row_size;
 	s->col_type = static_cast<Oid *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(Oid)));
 	s->col_len = static_cast<int16 *>(MemoryContextAllocZero(mcxt, (ncols + 1) * sizeof(int16)));
@@ -294,13 +298,54 @@ heapify(UnitBound *s, Unit *u)
 		sift_down(s, u, i);
 }
 
+// Stores value v of column c in row r: NULL, by value, a short plain varlena inline, or a pointer
+// the state owns (v itself when `owned`, else a copy).
+void
+put_value(UnitBound *s, KeptRow *r, int c, Datum v, bool isnull, bool owned)
+{
+	uint8 *tags = row_tags(s, r);
+	if (isnull) {
+		tags[c] = kNull;
+		r->vals[c] = 0;
+		return;
+	}
+	if (s->col_byval[c]) {
+		tags[c] = kValue;
+		r->vals[c] = v;
+		return;
+	}
+	if (s->col_len[c] == -1) {
+		const char *p = DatumGetPointer(v);
+		if (VARATT_IS_4B_U(p) || (VARATT_IS_1B(p) && !VARATT_IS_1B_E(p))) {
+			const Size len = VARSIZE_ANY(p);
+			if (len <= sizeof(Datum)) {
+				r->vals[c] = 0;
+				std::memcpy(&r->vals[c], p, len);
+				tags[c] = kInline;
+				if (owned)
+					pfree(const_cast<char *>(p));
+				return;
+			}
+		}
+	}
+	tags[c] = kValue;
+	r->vals[c] = owned ? v : datumCopy(v, false, s->col_len[c]);
+}
+
+// The Datum of value c of row r (for an inline value, a pointer into the row).
+inline Datum
+get_value(const UnitBound *s, KeptRow *r, int c)
+{
+	return row_tags(s, r)[c] == kInline ? PointerGetDatum(&r->vals[c]) : r->vals[c];
+}
+
 // Frees the by-reference values of a row the state owns.
 void
 free_row(UnitBound *s, KeptRow *r)
 {
-	bool *nulls = row_nulls(s, r);
+	const uint8 *tags = row_tags(s, r);
 	for (int c = 0; c < s->ncols; ++c)
-		if (!nulls[c] && !s->col_byval[c])
+		if (tags[c] == kValue && !s->col_byval[c])
 			pfree(DatumGetPointer(r->vals[c]));
 }
 
@@ -377,11 +422,8 @@ add_row(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, c
 	p->key = key_null ? 0 : s->unit_byval ? key : datumCopy(key, false, s->unit_len);
 	KeptRow *r = pending_row(p);
 	r->rank = rank;
-	bool *rn = row_nulls(s, r);
-	for (int c = 0; c < s->ncols; ++c) {
-		rn[c] = nulls[c];
-		r->vals[c] = nulls[c] ? 0 : s->col_byval[c] ? vals[c] : datumCopy(vals[c], false, s->col_len[c]);
-	}
+	for (int c = 0; c < s->ncols; ++c)
+		put_value(s, r, c, vals[c], nulls[c], false);
 	if (++part.nbuf == kBufferRows)
 		flush(s, part);
 }
@@ -510,11 +552,9 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 	for_each_unit(other, [&](Unit *u) {
 		for (uint32 i = 0; i < u->n; ++i) { // (copies the state owns)
 			KeptRow *r = unit_row(other, u, i);
-			std::memcpy(row, r, s->row_size);
-			const bool *nulls = row_nulls(s, row);
+			row->rank = r->rank;
 			for (int c = 0; c < s->ncols; ++c)
-				if (!nulls[c] && !s->col_byval[c])
-					row->vals[c] = datumCopy(r->vals[c], false, s->col_len[c]);
+				put_value(s, row, c, get_value(other, r, c), row_tags(other, r)[c] == kNull, false);
 			const Datum key = u->key_null || s->unit_byval ? u->key : datumCopy(u->key, false, s->unit_len);
 			offer(s, u->hash, key, u->key_null, row);
 		}
@@ -540,7 +580,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 			KeptRow *r = unit_row(s, u, i);
 			size += 8;
 			for (int c = 0; c < s->ncols; ++c)
-				size += datumEstimateSpace(r->vals[c], row_nulls(s, r)[c], s->col_byval[c], s->col_len[c]);
+				size += datumEstimateSpace(get_value(s, r, c), row_tags(s, r)[c] == kNull, s->col_byval[c], s->col_len[c]);
 		}
 	});
 	if (size + VARHDRSZ > MaxAllocSize)
@@ -570,7 +610,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 			KeptRow *r = unit_row(s, u, i);
 			put(&r->rank, 8);
 			for (int c = 0; c < s->ncols; ++c)
-				datumSerialize(r->vals[c], row_nulls(s, r)[c], s->col_byval[c], s->col_len[c], &p);
+				datumSerialize(get_value(s, r, c), row_tags(s, r)[c] == kNull, s->col_byval[c], s->col_len[c], &p);
 		}
 	});
 	if (static_cast<Size>(p - VARDATA(out)) != size)
@@ -610,7 +650,6 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	                         unit_type, collation);
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
 	auto *row = static_cast<KeptRow *>(palloc(s->row_size));
-	bool *nulls = row_nulls(s, row);
 	for (uint64 j = 0; j < nunits; ++j) {
 		bool key_null;
 		const Datum key = datumRestore(&cur, &key_null);
@@ -623,10 +662,13 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 			corrupted();
 		for (uint32 i = 0; i < n; ++i) {
 			get(&row->rank, 8);
-			for (uint32 c = 0; c < nc; ++c)
-				row->vals[c] = datumRestore(&cur, &nulls[c]);
-			if (cur > end)
-				corrupted();
+			for (uint32 c = 0; c < nc; ++c) {
+				bool isnull;
+				const Datum v = datumRestore(&cur, &isnull);
+				if (cur > end)
+					corrupted();
+				put_value(s, row, static_cast<int>(c), v, isnull, true);
+			}
 			const Datum owned = key_null || s->unit_byval ? key : datumCopy(key, false, s->unit_len);
 			offer(s, hash, owned, key_null, row);
 		}
@@ -753,23 +795,23 @@ DX_FUNCTION(dx_unit_rows)
 	KeptRow *r = next_row(c, &u);
 	if (!r)
 		SRF_RETURN_DONE(fctx);
-	const bool *nulls = reinterpret_cast<const bool *>(r->vals + s->ncols);
+	const uint8 *tags = row_tags(s, r);
 	if (c->kind == 0) {
-		if (nulls[c->col])
+		if (tags[c->col] == kNull)
 			SRF_RETURN_NEXT_NULL(fctx);
-		SRF_RETURN_NEXT(fctx, r->vals[c->col]);
+		SRF_RETURN_NEXT(fctx, get_value(s, r, c->col));
 	}
 	if (c->kind == 2)
 		SRF_RETURN_NEXT(fctx, BoolGetDatum(true));
-	if (nulls[c->col])
+	if (tags[c->col] == kNull)
 		SRF_RETURN_NEXT(fctx, BoolGetDatum(false));
 	// counted: first among the unit's earlier kept rows (rank order) of its group
 	for (uint32 j = 0; j + 1 < c->row; ++j) {
 		KeptRow *e = unit_row(s, u, j);
-		const bool *en = reinterpret_cast<const bool *>(e->vals + s->ncols);
-		if (en[c->col])
+		const uint8 *et = row_tags(s, e);
+		if (et[c->col] == kNull)
 			continue;
-		if (c->gcol >= 0 && (en[c->gcol] != nulls[c->gcol] || (!nulls[c->gcol] && e->vals[c->gcol] != r->vals[c->gcol])))
+		if (c->gcol >= 0 && (et[c->gcol] != tags[c->gcol] || (tags[c->gcol] != kNull && e->vals[c->gcol] != r->vals[c->gcol])))
 			continue;
 		SRF_RETURN_NEXT(fctx, BoolGetDatum(false));
 	}
