@@ -891,3 +891,37 @@ REVOKE EXECUTE ON FUNCTION dx._onepass_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_count_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_sum_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_avg_finalfn(internal) FROM PUBLIC;
+
+-- unitspeed (issue 23): privacy-unit bounding without a sort (sql/22_privacy_units.sql)
+-- Privacy units without a sort (src/pg/executor/unit_bound.cpp, planner/unit_source.h): one hash
+-- pass keeps each unit's max_rows rows of smallest dx._unit_rank (combinable: parallel workers
+-- bound their rows and the leader merges), and dx._unit_rows emits the kept rows' columns. Placed by
+-- the analyzer in the statements it rewrites (analysts' statements call them with their own
+-- privileges); the support functions are revoked. Arguments: max_rows, the row's rank, then the
+-- unit value and the columns kept rows carry.
+CREATE FUNCTION dx._unit_bound_transfn(internal, int4, int8, VARIADIC "any") RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_bound_transfn';
+CREATE FUNCTION dx._unit_bound_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_bound_combinefn';
+CREATE FUNCTION dx._unit_bound_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_bound_serialize';
+CREATE FUNCTION dx._unit_bound_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_bound_deserialize';
+CREATE FUNCTION dx._unit_bound_finalfn(internal) RETURNS int8
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_bound_finalfn';
+CREATE AGGREGATE dx._unit_bound(int4, int8, VARIADIC "any") (
+	SFUNC = dx._unit_bound_transfn, STYPE = internal,
+	FINALFUNC = dx._unit_bound_finalfn, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._unit_bound_combinefn, SERIALFUNC = dx._unit_bound_serialize,
+	DESERIALFUNC = dx._unit_bound_deserialize, PARALLEL = SAFE);
+-- The kept rows of the statement's dx._unit_bound (by its random handle, valid only while the
+-- statement runs): one value per kept row (kind 0: a column; 1: a count_units flag; 2: true).
+CREATE FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) RETURNS SETOF anyelement
+LANGUAGE c PARALLEL RESTRICTED ROWS 1000 AS 'MODULE_PATHNAME', 'dx_unit_rows';
+COMMENT ON AGGREGATE dx._unit_bound(int4, int8, "any") IS 'internal: placed by the dxpriv analyzer only (privacy-unit bounding by hash)';
+COMMENT ON FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) IS 'internal: the rows kept by dx._unit_bound in the same statement';
+REVOKE EXECUTE ON FUNCTION dx._unit_bound_transfn(internal, int4, int8, "any") FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._unit_bound_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._unit_bound_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._unit_bound_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;

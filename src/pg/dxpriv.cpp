@@ -38,6 +38,7 @@ int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
 int guc_partition_selection = 0;
+int guc_unit_bounding = 0;
 int guc_analysis_time_limit = 30000;
 int guc_analysis_memory_limit = 16384;
 } // namespace dxpriv::pg
@@ -143,6 +144,13 @@ _PG_init(void)
 	                         "transition per row and aggregate (the previous plan; same answers). Only superusers may "
 	                         "change it.",
 	                         &guc_one_pass, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
+	DefineCustomEnumVariable("dxpriv.unit_bounding",
+	                         "How each privacy unit's rows are bounded (the same kept rows either way).",
+	                         "hash (default): one hash pass keeps each unit's rows of smallest rank, in parallel "
+	                         "workers too; sort: the previous window-function plan (a sort of every row). Citus "
+	                         "tables always use sort. Only superusers may change it.",
+	                         &guc_unit_bounding, 0, unit_bounding_options, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();

@@ -21,12 +21,13 @@ import collections
 import io
 import os
 import subprocess
+import threading
 
 import psycopg2
 
 from attack_fixture import (ANALYST, SECRET_NAME, ZIPS, analyst_conn, attack_db, ensure_analyst_role, protect_extra,
                             spent)
-from e2e_common import execute, scalar
+from e2e_common import connect, execute, scalar
 
 EPS = 0.1  # dxpriv.epsilon default: the epsilon of plain count/sum/avg
 SECRET_MARKERS = (SECRET_NAME, "Zebulon", "Person")  # values of the undeclared name column
@@ -2688,7 +2689,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank", "_unit_bound", "_unit_rows",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",
@@ -3074,6 +3075,154 @@ def test_dispersion_statistics():
     run_category("dispersion")
 
 
+# ================================================================ units
+# Privacy units bounded without a sort (issue 23, dxpriv.unit_bounding = 'hash', one hash pass that
+# parallel workers share): a unit with many rows never contributes more than k rows, in serial and
+# parallel plans, whatever the physical row order or concurrent updates; the bounding's internal
+# objects are not the analyst's. visits is noiseless (presence Infinity, metrics none), so a
+# released count IS the bounded row count: person 1 has 3000 visits, all in ward 'x' (k = 3).
+
+C = "units"
+UNIT_K = 3
+UNITS_SETUP = [
+    "CREATE TABLE visits (person int NOT NULL, ward text, age int)",
+    """INSERT INTO visits SELECT 1, 'x', i % 90 FROM generate_series(1, 3000) i
+       UNION ALL SELECT p, (ARRAY['a','b','c'])[1 + (p + i) % 3], (p * 7 + i) % 90
+       FROM generate_series(2, 2000) p, generate_series(1, 1 + p % 6) i""",
+    "SELECT dx.protect_table('visits', 'Infinity')",
+    """SELECT dx.set_column('visits', 'ward', '{"values": ["a","b","c","x"]}', '{"type": "none"}')""",
+    """SELECT dx.set_column('visits', 'age', '{"min": 0, "max": 100}', '{"type": "none"}')""",
+    f"SELECT dx.set_privacy_unit('visits', 'person', {UNIT_K})",
+    f"SELECT dx.grant_budget('{ANALYST}'::regrole, 'visits', 1e9)",
+    "SELECT dx.grant_budget(current_user::regrole, 'visits', 1e9)",
+    f"GRANT SELECT ON visits TO {ANALYST}",
+]
+PARALLEL = ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0",
+            "SET max_parallel_workers_per_gather = 2"]
+UNPARALLEL = ["RESET parallel_setup_cost", "RESET parallel_tuple_cost", "RESET min_parallel_table_scan_size",
+              "RESET max_parallel_workers_per_gather", "RESET force_parallel_mode"]
+
+
+def heavy_unit_capped(settings):
+    def check(ctx, conn, a):
+        try:
+            for s in settings:
+                execute(conn, s)
+            ctx.clear_answer_cache()
+            rows = run_fetch(conn, a.sql)
+        finally:
+            for s in UNPARALLEL:
+                execute(conn, s)
+        total = sum(float(v) for r in rows for v in r[-1:])
+        assert total <= UNIT_K, f"the heavy unit contributed {total} rows (k = {UNIT_K}): {rows}"
+        assert total == UNIT_K, f"the heavy unit should keep exactly k rows: {rows}"
+        return f"{total:g} rows of 3000"
+    return check
+
+
+attack(C, "heavy_unit_serial", "SELECT dx.count(*) FROM visits WHERE ward = 'x'", Custom(heavy_unit_capped([])))
+attack(C, "heavy_unit_parallel", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age >= 0",
+       Custom(heavy_unit_capped(PARALLEL)))
+attack(C, "heavy_unit_forced_parallel", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age < 1000",
+       Custom(heavy_unit_capped(PARALLEL + ["SET force_parallel_mode = on"])))
+# the heavy unit's rows spread over 90 ages: still k rows in total over the groups
+attack(C, "heavy_unit_over_groups", "SELECT age, dx.count(*) FROM visits WHERE ward = 'x' GROUP BY age",
+       Custom(heavy_unit_capped(PARALLEL)))
+
+
+def heavy_unit_counts_once(ctx, conn, a):
+    ctx.clear_answer_cache()
+    rows = run_fetch(conn, a.sql)
+    assert rows == [(1,)], f"count_units of one unit: {rows}"
+    return "one unit"
+
+
+attack(C, "count_units_of_heavy_unit", "SELECT dx.count_units(person) FROM visits WHERE ward = 'x'",
+       Custom(heavy_unit_counts_once))
+
+
+def kept_rows_follow_the_ranking(ctx, conn, a):
+    """Superuser side: under one test seed (one rank key) the kept rows are the rule's (the k rows of
+    smallest dx._unit_rank per unit), whatever the plan (serial, parallel workers reading the table
+    in another order each time) and after the table's rows are physically reordered (a rewrite in
+    reverse order moves every row: new ctids, new ranks, still the rule's rows)."""
+    adm = ctx.admin
+    ref = f"""SELECT sum(age)::float8 FROM (SELECT age, row_number() OVER (PARTITION BY person
+              ORDER BY dx._unit_rank(v.tableoid, v.ctid)) AS r FROM visits v) s WHERE r <= {UNIT_K}"""
+    seen = set()
+    try:
+        execute(adm, "SET dxpriv.test_seed = 2323")
+        for rewrite in (False, True):
+            if rewrite:  # the same rows, stored in the reverse order
+                execute(adm, "CREATE TEMP TABLE visits_copy AS SELECT * FROM visits ORDER BY person DESC, age DESC")
+                execute(adm, "TRUNCATE visits")
+                execute(adm, "INSERT INTO visits SELECT * FROM visits_copy")
+            expected = scalar(adm, ref)
+            for settings in ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"]):
+                for s in settings:
+                    execute(adm, s)
+                for _ in range(3):
+                    execute(adm, "SELECT dx.clear_cache()")
+                    got = scalar(adm, "SELECT dx.sum(age) FROM visits")
+                    assert float(got) == expected, f"kept rows differ from the rule: {got} != {expected} ({settings})"
+                for s in UNPARALLEL:
+                    execute(adm, s)
+            seen.add(expected)
+    finally:
+        execute(adm, "RESET dxpriv.test_seed")
+    return f"rule's rows in every plan ({len(seen)} layouts)"
+
+
+attack(C, "row_order_and_plans", "SELECT 1", Custom(kept_rows_follow_the_ranking))
+
+
+def concurrent_updates_capped(ctx, conn, a):
+    """Another session keeps updating the heavy unit's rows (new row versions, new ctids, new ranks)
+    while the analyst counts them: never more than k rows."""
+    stop = threading.Event()
+
+    def churn():
+        c = connect(ctx.db)
+        while not stop.is_set():
+            execute(c, "UPDATE visits SET age = (age + 1) % 90 WHERE person = 1 AND age % 7 = 0")
+        c.close()
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for settings in ([], PARALLEL):
+            for s in settings:
+                execute(conn, s)
+            for _ in range(5):
+                ctx.clear_answer_cache()
+                n = run_fetch(conn, a.sql)[0][0]
+                assert n <= UNIT_K, f"{n} rows of the heavy unit under concurrent updates"
+            for s in UNPARALLEL:
+                execute(conn, s)
+    finally:
+        stop.set()
+        t.join()
+    return "at most k rows"
+
+
+attack(C, "concurrent_updates", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age >= 0",
+       Custom(concurrent_updates_capped))
+# the bounding's objects: the kept rows cannot be read outside the statement that bounds them, the
+# aggregate is not the analyst's over a protected table, and the old plan is a superuser setting
+attack(C, "unit_rows_by_hand", "SELECT * FROM dx._unit_rows(1, 0, 0, -1, NULL::int)", Reject("XX000"))
+attack(C, "unit_rows_guessed_handle", "SELECT dx._unit_rows(h, 0, 0, -1, NULL::int) FROM generate_series(1, 50) h",
+       Reject("XX000"))
+attack(C, "unit_bound_by_hand", "SELECT dx._unit_bound(3, 1::int8, person, age) FROM visits", Reject(*SHAPE))
+attack(C, "unit_bound_then_rows",
+       "SELECT dx._unit_rows(dx._unit_bound(3, 1::int8, person, age), 0, 0, -1, NULL::int) FROM visits",
+       Reject(*SHAPE))
+attack(C, "sort_setting", "SET dxpriv.unit_bounding = sort", Reject("42501", hint=False))
+
+
+def test_units_bounding():
+    run_category("units", admin_setup=UNITS_SETUP)
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():
@@ -3086,7 +3235,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion"}
+               "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion", "units"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

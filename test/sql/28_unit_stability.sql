@@ -39,15 +39,16 @@ SELECT pg_temp.same_rows('SELECT dx.count(*) AS n, dx.sum(age) AS s FROM us_visi
                          'SELECT count(*) AS n, sum(age) AS s FROM us_before');
 SELECT pg_temp.same_rows('SELECT ward, dx.count(*) AS n, dx.sum(age) AS s FROM us_visits GROUP BY ward',
                          'SELECT ward, count(*) AS n, sum(age) AS s FROM us_before GROUP BY ward');
--- the rank is computed once per row, in the level that reads the table
+-- the rank is computed once per row, in the level that reads the table (a parenthesised call in a
+-- plan is a reference to a lower node's output); the bounding is one hash pass, no sort
 CREATE FUNCTION pg_temp.plan_text(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text; o text := ''; BEGIN
 	FOR r IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP o := o || r || E'\n'; END LOOP;
 	RETURN o; END $$;
-SELECT (length(p) - length(replace(p, '_unit_rank(', ''))) / length('_unit_rank(') AS rank_calls,
+SELECT (length(p) - length(replace(p, ' dx._unit_rank(', ''))) / length(' dx._unit_rank(') AS rank_calls,
        (length(p) - length(replace(p, 'Sort Key', ''))) / length('Sort Key') AS sorts
 FROM pg_temp.plan_text('SELECT dx.sum(age) FROM us_visits') p;
-SELECT (length(p) - length(replace(p, '_unit_rank(', ''))) / length('_unit_rank(') AS rank_calls
+SELECT (length(p) - length(replace(p, ' dx._unit_rank(', ''))) / length(' dx._unit_rank(') AS rank_calls
 FROM pg_temp.plan_text('SELECT ward, dx.count(*), dx.count_units(pid) FROM us_visits GROUP BY ward') p;
 
 -- the issue's pair: every age 18 becomes 19, each row in the same place (same tableoid and ctid).

@@ -165,6 +165,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		source.bound = unit_bound_of(a);
 		source.keys = grouped ? &keys : nullptr;
 		source.empty_groups = !distributed; // Citus: every group from one state (planner/distributed.h)
+		source.distributed = distributed;
 		if (distributed)
 			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;

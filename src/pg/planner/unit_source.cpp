@@ -4,6 +4,8 @@
 #include "pg/planner/unit_source.h"
 
 #include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/planner/unit_hash_source.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
 
@@ -107,29 +109,33 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		if (!where.empty())
 			sql = "SELECT * FROM (" + sql + ") AS dx_f" + std::to_string(level) + " WHERE " + where;
 	};
-	// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a
-	// group's weight is the max over the unit's kept rows (unit_first_counted)
-	auto flags = [&](const std::string &partition) {
-		std::string f;
-		for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {
-			const std::string w = "dx_w" + std::to_string(j);
-			f += ", (" + w + " IS NOT NULL AND pg_catalog.count(" + w + ") OVER (PARTITION BY " + partition +
-			     " ORDER BY dx_h ROWS UNBOUNDED PRECEDING) = 1) AS dx_d" + std::to_string(j);
-		}
-		return f;
-	};
-	const std::string cut = ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY dx_h) AS dx_r";
-	const std::string keep = "dx_r <= " + std::to_string(b.max_rows);
-	if (!grouped) {
-		// one sort of (unit, rank): the kept rows are a prefix, so a flagged row survives exactly when
-		// some counted row of the unit does
-		wrap(flags("dx_u") + cut, keep);
+	if (guc_unit_bounding == 0 && !spec.distributed) {
+		sql = hash_bounded_sql(sql, spec); // (planner/unit_hash_source.h)
 	} else {
-		// the cut by rank (one sort of (unit, rank)); with count_units, the flags of the kept rows per
-		// (unit, group): a second sort, of the kept rows only
-		wrap(cut, keep);
-		if (!spec.distinct_weights.empty())
-			wrap(flags("dx_u, dx_g"), "");
+		// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a
+		// group's weight is the max over the unit's kept rows (unit_first_counted)
+		auto flags = [&](const std::string &partition) {
+			std::string f;
+			for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {
+				const std::string w = "dx_w" + std::to_string(j);
+				f += ", (" + w + " IS NOT NULL AND pg_catalog.count(" + w + ") OVER (PARTITION BY " + partition +
+				     " ORDER BY dx_h ROWS UNBOUNDED PRECEDING) = 1) AS dx_d" + std::to_string(j);
+			}
+			return f;
+		};
+		const std::string cut = ", pg_catalog.row_number() OVER (PARTITION BY dx_u ORDER BY dx_h) AS dx_r";
+		const std::string keep = "dx_r <= " + std::to_string(b.max_rows);
+		if (!grouped) {
+			// one sort of (unit, rank): the kept rows are a prefix, so a flagged row survives exactly when
+			// some counted row of the unit does
+			wrap(flags("dx_u") + cut, keep);
+		} else {
+			// the cut by rank (one sort of (unit, rank)); with count_units, the flags of the kept rows per
+			// (unit, group): a second sort, of the kept rows only
+			wrap(cut, keep);
+			if (!spec.distinct_weights.empty())
+				wrap(flags("dx_u, dx_g"), "");
+		}
 	}
 	// the output columns, in the order of the mapping
 	std::string out = "SELECT ";

@@ -36,6 +36,8 @@ struct UnitSource {
 	                                       // whose groups come from one state: planner/distributed.h)
 	Expr *group_index = nullptr;           // GROUP BY: the row's group, over Vars of the table
 	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
+	bool distributed = false;              // a Citus table: the window-function bounding (pushed to the
+	                                       // workers with the unit's co-located rows), whatever the setting
 };
 
 // Replaces the protected table (range table entry 1 of q) by its rows bounded per unit, with the rule
@@ -46,9 +48,11 @@ struct UnitSource {
 // have no group limits (ContributionBound::for_query): XX000 otherwise. With GROUP BY the
 // empty-group rows of replace_with_group_source follow (UNION ALL). The grouping expression and the
 // count_units weights are dxpriv's lookups (point tables), evaluated on the table's rows in the
-// innermost level; no expression of the analyst's runs there. Window functions make the bounding one
-// sort of (unit, rank), plus a sort of the kept rows by (unit, group) for count_units under GROUP BY
-// (PostgreSQL runs WindowAgg in the leader; the scan and the rank may run in parallel workers).
+// innermost level; no expression of the analyst's runs there. Under dxpriv.unit_bounding = 'hash'
+// (the default; not on Citus tables) the bounding is one hash pass (dx._unit_bound, parallel) and
+// the kept rows are emitted by dx._unit_rows (planner/unit_hash_source.h); under 'sort', window
+// functions make it one sort of (unit, rank), plus a sort of the kept rows by (unit, group) for
+// count_units under GROUP BY (PostgreSQL runs WindowAgg in the leader). Both keep the same rows.
 // Returns the new attribute number of each column, of every kUnitFirstPlaceholder + j, and (GROUP BY)
 // of kPresentPlaceholder.
 std::map<AttrNumber, AttrNumber> replace_with_unit_source(Query *q, const UnitSource &spec);
