@@ -99,10 +99,13 @@ struct RowPointMap {
 		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
 		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
 		size_t size;     // the domain's size
+		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
 	};
 	Column *columns;
 	int ncolumns;
-	size_t points; // product of the columns' sizes (saturating at SIZE_MAX)
+	size_t points;     // product of the non-key columns' sizes (saturating at SIZE_MAX)
+	size_t key_points; // product of the key columns' sizes (1 without key columns)
+	bool has_keys;
 };
 
 namespace {
@@ -143,7 +146,7 @@ bad_layout()
 //   'e': value, labels text[]       'r': value, lo, hi, step (float8)
 //   'p': coords float8[], dims int4, then dims member values (numeric types)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys)
 {
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
@@ -160,8 +163,11 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 			if (PG_ARGISNULL(i))
 				bad_layout();
 	};
-	for (char kind : layout) {
+	for (char letter : layout) {
 		RowPointMap::Column &c = map->columns[map->ncolumns++];
+		c.key = allow_keys && (letter == 'E' || letter == 'R');
+		const char kind = c.key ? static_cast<char>(letter - 'A' + 'a') : letter;
+		map->has_keys = map->has_keys || c.key;
 		c.kind = kind;
 		if (kind == 'e') {
 			need(2);
@@ -202,11 +208,13 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 	if (arg != PG_NARGS())
 		bad_layout();
 	map->points = 1;
+	map->key_points = 1;
 	for (int i = 0; i < map->ncolumns; ++i) {
 		RowPointMap::Column &c = map->columns[i];
 		const Domain &d = c.indexer->domain();
 		c.size = d.size();
-		map->points = c.size != 0 && map->points > SIZE_MAX / c.size ? SIZE_MAX : map->points * c.size;
+		size_t &product = c.key ? map->key_points : map->points;
+		product = c.size != 0 && product > SIZE_MAX / c.size ? SIZE_MAX : product * c.size;
 		c.type = c.indexer->type();
 		if (c.kind == 'r') {
 			c.lo = d.lo();
@@ -224,6 +232,20 @@ size_t
 row_point_count(const RowPointMap &map)
 {
 	return map.points;
+}
+
+// See row_point.h.
+bool
+row_point_has_keys(const RowPointMap &map)
+{
+	return map.has_keys;
+}
+
+// See row_point.h.
+size_t
+row_key_point_count(const RowPointMap &map)
+{
+	return map.key_points;
 }
 
 namespace {
@@ -265,13 +287,18 @@ ordinal_of(Datum value, Oid type)
 
 } // namespace
 
-// See row_point.h.
-size_t
-row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+namespace {
+
+// The flat index over the key columns (keys) or over the other columns (!keys), last column fastest.
+template <bool keys>
+inline size_t
+point_over(FunctionCallInfo fcinfo, const RowPointMap &map)
 {
 	size_t u = 0;
 	for (int i = 0; i < map.ncolumns; ++i) {
 		const RowPointMap::Column &c = map.columns[i];
+		if (c.key != keys)
+			continue;
 		size_t idx;
 		if (c.kind == 'r') {
 			const int a = c.value_arg;
@@ -293,6 +320,22 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 		u = u * c.size + idx;
 	}
 	return u;
+}
+
+} // namespace
+
+// See row_point.h.
+size_t
+row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	return point_over<false>(fcinfo, map);
+}
+
+// See row_point.h.
+size_t
+row_key_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	return point_over<true>(fcinfo, map);
 }
 
 } // namespace dxpriv::pg
