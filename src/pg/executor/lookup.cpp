@@ -100,6 +100,8 @@ struct RowPointMap {
 		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
 		size_t size;     // the domain's size
 		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
+		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
+		int64 lo_int;    // unit_int: lo
 	};
 	Column *columns;
 	int ncolumns;
@@ -222,6 +224,10 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			int exp2;
 			const double inv = 1.0 / c.step;
 			c.inv_step = std::frexp(c.step, &exp2) == 0.5 && std::isfinite(inv) && std::frexp(inv, &exp2) == 0.5 ? inv : 0.0;
+			// (value - lo) is then exact in double and an integer: range_index returns it clamped
+			c.unit_int = (c.type == INT4OID || c.type == INT2OID) && c.step == 1.0 && std::floor(c.lo) == c.lo &&
+			             std::fabs(c.lo) < 4503599627370496.0 && c.size >= 1;
+			c.lo_int = c.unit_int ? static_cast<int64>(c.lo) : 0;
 		}
 	}
 	return map;
@@ -302,7 +308,15 @@ point_over(FunctionCallInfo fcinfo, const RowPointMap &map)
 		size_t idx;
 		if (c.kind == 'r') {
 			const int a = c.value_arg;
-			idx = PG_ARGISNULL(a) ? 0 : range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+			if (PG_ARGISNULL(a)) {
+				idx = 0;
+			} else if (c.unit_int) { // range_index's arithmetic on integers: the same index
+				const int64 d = (c.type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
+				                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
+				idx = d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
+			} else {
+				idx = range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+			}
 			u = u * c.size + idx;
 			continue;
 		}
