@@ -99,10 +99,15 @@ struct RowPointMap {
 		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
 		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
 		size_t size;     // the domain's size
+		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
+		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
+		int64 lo_int;    // unit_int: lo
 	};
 	Column *columns;
 	int ncolumns;
-	size_t points; // product of the columns' sizes (saturating at SIZE_MAX)
+	size_t points;     // product of the non-key columns' sizes (saturating at SIZE_MAX)
+	size_t key_points; // product of the key columns' sizes (1 without key columns)
+	bool has_keys;
 };
 
 namespace {
@@ -143,7 +148,7 @@ bad_layout()
 //   'e': value, labels text[]       'r': value, lo, hi, step (float8)
 //   'p': coords float8[], dims int4, then dims member values (numeric types)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys)
 {
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
@@ -160,8 +165,11 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 			if (PG_ARGISNULL(i))
 				bad_layout();
 	};
-	for (char kind : layout) {
+	for (char letter : layout) {
 		RowPointMap::Column &c = map->columns[map->ncolumns++];
+		c.key = allow_keys && (letter == 'E' || letter == 'R');
+		const char kind = c.key ? static_cast<char>(letter - 'A' + 'a') : letter;
+		map->has_keys = map->has_keys || c.key;
 		c.kind = kind;
 		if (kind == 'e') {
 			need(2);
@@ -202,11 +210,13 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 	if (arg != PG_NARGS())
 		bad_layout();
 	map->points = 1;
+	map->key_points = 1;
 	for (int i = 0; i < map->ncolumns; ++i) {
 		RowPointMap::Column &c = map->columns[i];
 		const Domain &d = c.indexer->domain();
 		c.size = d.size();
-		map->points = c.size != 0 && map->points > SIZE_MAX / c.size ? SIZE_MAX : map->points * c.size;
+		size_t &product = c.key ? map->key_points : map->points;
+		product = c.size != 0 && product > SIZE_MAX / c.size ? SIZE_MAX : product * c.size;
 		c.type = c.indexer->type();
 		if (c.kind == 'r') {
 			c.lo = d.lo();
@@ -214,6 +224,10 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg)
 			int exp2;
 			const double inv = 1.0 / c.step;
 			c.inv_step = std::frexp(c.step, &exp2) == 0.5 && std::isfinite(inv) && std::frexp(inv, &exp2) == 0.5 ? inv : 0.0;
+			// (value - lo) is then exact in double and an integer: range_index returns it clamped
+			c.unit_int = (c.type == INT4OID || c.type == INT2OID) && c.step == 1.0 && std::floor(c.lo) == c.lo &&
+			             std::fabs(c.lo) < 4503599627370496.0 && c.size >= 1;
+			c.lo_int = c.unit_int ? static_cast<int64>(c.lo) : 0;
 		}
 	}
 	return map;
@@ -224,6 +238,20 @@ size_t
 row_point_count(const RowPointMap &map)
 {
 	return map.points;
+}
+
+// See row_point.h.
+bool
+row_point_has_keys(const RowPointMap &map)
+{
+	return map.has_keys;
+}
+
+// See row_point.h.
+size_t
+row_key_point_count(const RowPointMap &map)
+{
+	return map.key_points;
 }
 
 namespace {
@@ -265,17 +293,30 @@ ordinal_of(Datum value, Oid type)
 
 } // namespace
 
-// See row_point.h.
-size_t
-row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+namespace {
+
+// The flat index over the key columns (keys) or over the other columns (!keys), last column fastest.
+template <bool keys>
+inline size_t
+point_over(FunctionCallInfo fcinfo, const RowPointMap &map)
 {
 	size_t u = 0;
 	for (int i = 0; i < map.ncolumns; ++i) {
 		const RowPointMap::Column &c = map.columns[i];
+		if (c.key != keys)
+			continue;
 		size_t idx;
 		if (c.kind == 'r') {
 			const int a = c.value_arg;
-			idx = PG_ARGISNULL(a) ? 0 : range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+			if (PG_ARGISNULL(a)) {
+				idx = 0;
+			} else if (c.unit_int) { // range_index's arithmetic on integers: the same index
+				const int64 d = (c.type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
+				                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
+				idx = d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
+			} else {
+				idx = range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+			}
 			u = u * c.size + idx;
 			continue;
 		}
@@ -293,6 +334,22 @@ row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 		u = u * c.size + idx;
 	}
 	return u;
+}
+
+} // namespace
+
+// See row_point.h.
+size_t
+row_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	return point_over<false>(fcinfo, map);
+}
+
+// See row_point.h.
+size_t
+row_key_point(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	return point_over<true>(fcinfo, map);
 }
 
 } // namespace dxpriv::pg

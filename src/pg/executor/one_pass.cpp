@@ -158,6 +158,8 @@ struct FinalCache {
 	uint64 dims[64];
 	int nkept;
 	int kept[64];
+	bool is_key[64]; // the GROUP BY key columns, which the histogram leaves out (the group gives them)
+	uint64 points;   // the histogram's points: the product of the non-key columns' sizes
 };
 
 void
@@ -208,16 +210,36 @@ final_cache(FunctionCallInfo fcinfo)
 	ArrayType *shape = PG_GETARG_ARRAYTYPE_P(3);
 	if (ARR_ELEMTYPE(shape) != INT8OID || ARR_HASNULL(shape) || ARR_NDIM(shape) != 1)
 		bad_arguments();
-	const int n = ArrayGetNItems(ARR_NDIM(shape), ARR_DIMS(shape));
+	int n = ArrayGetNItems(ARR_NDIM(shape), ARR_DIMS(shape));
 	const int64 *v = reinterpret_cast<const int64 *>(ARR_DATA_PTR(shape));
-	if (n < 1 || v[0] < 0 || v[0] > 64 || n - 1 - v[0] < 0 || n - 1 - v[0] > v[0])
+	if (n < 1 || v[0] < 0 || v[0] > 64 || n - 1 < v[0])
 		bad_arguments();
 	c->ncols = static_cast<int>(v[0]);
+	// the key columns follow a -1 after the kept ones (grouped by plain columns, planner/one_pass.h)
+	for (int i = 0; i < c->ncols; ++i)
+		c->is_key[i] = false;
+	int end = n;
+	for (int i = 1 + c->ncols; i < n; ++i)
+		if (v[i] == -1) {
+			end = i;
+			break;
+		}
+	for (int i = end + 1; i < n; ++i) {
+		if (v[i] < 0 || v[i] >= c->ncols || (i > end + 1 && v[i] <= v[i - 1]))
+			bad_arguments();
+		c->is_key[v[i]] = true;
+	}
+	n = end;
+	if (n - 1 - v[0] > v[0])
+		bad_arguments();
 	uint64 reduced = 1;
+	c->points = 1;
 	for (int i = 0; i < c->ncols; ++i) {
 		if (v[1 + i] < 1)
 			bad_arguments();
 		c->dims[i] = static_cast<uint64>(v[1 + i]);
+		if (!c->is_key[i])
+			c->points *= c->dims[i];
 	}
 	c->nkept = n - 1 - c->ncols;
 	for (int k = 0; k < c->nkept; ++k) {
@@ -235,14 +257,16 @@ final_cache(FunctionCallInfo fcinfo)
 	return *c;
 }
 
-// The index in the reduced table of a point of the full sub-universe (last column fastest).
+// The index in the reduced table of a histogram point u of group g: u is the point over the
+// non-key columns, g the point over the key columns (both last column fastest).
 inline uint64
-reduced_point(const FinalCache &c, uint64 u)
+reduced_point(const FinalCache &c, uint64 u, uint64 g)
 {
 	uint64 idx[64];
 	for (int i = c.ncols - 1; i >= 0; --i) {
-		idx[i] = u % c.dims[i];
-		u /= c.dims[i];
+		uint64 &from = c.is_key[i] ? g : u;
+		idx[i] = from % c.dims[i];
+		from /= c.dims[i];
 	}
 	uint64 r = 0;
 	for (int k = 0; k < c.nkept; ++k)
@@ -278,13 +302,15 @@ aggregate_state(OnePassState *s, const FinalCache &c)
 	for (int i = 0; i < s->nfinals; ++i)
 		if (s->final_index[i] == index)
 			return s->final_state[i];
+	if (s->points != c.points)
+		bad_arguments();
 	compact(s);
 	LinearState *ls = state_for_group(s->mcxt, *c.params, s->group);
 	for (uint64 i = 0; i < s->nentries; ++i) {
 		if (s->entry_point[i] >= s->points)
 			corrupted();
 		double w;
-		if (!c.view->lookup(reduced_point(c, s->entry_point[i]), w))
+		if (!c.view->lookup(reduced_point(c, s->entry_point[i], static_cast<uint64>(s->group)), w))
 			continue; // the point contributes nothing (NULL weight)
 		ls->sum[0].add_repeated(w, ls->plan[0].grid, s->entry_count[i]);
 		if (ls->components == 2) // an average's count: 1 per row
@@ -322,20 +348,28 @@ one_pass_release(FunctionCallInfo fcinfo, LinearRelease kind)
 
 // dx._onepass_transfn(state, layout text, dense bool, group int4, present bool, VARIADIC values):
 // counts the row at its point (nothing for an added empty-group row: present false); the state of
-// the group is created on its first row.
+// the group is created on its first row. When the layout marks GROUP BY key columns ('E', 'R'),
+// the histogram's points leave them out and the group is their point, read from the group's first
+// row (the group argument is then 0): every row of a group has the same key columns' point.
 DX_FUNCTION(dx_onepass_transfn)
 {
 	OnePassState *s;
 	if (!fcinfo->flinfo->fn_extra)
-		fcinfo->flinfo->fn_extra = build_row_point_map(fcinfo, 1, 5);
+		fcinfo->flinfo->fn_extra = build_row_point_map(fcinfo, 1, 5, true);
 	const RowPointMap &map = *static_cast<RowPointMap *>(fcinfo->flinfo->fn_extra);
 	if (PG_ARGISNULL(0)) {
 		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
 		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-		if (PG_GETARG_INT32(3) < 0)
+		int32 group = PG_GETARG_INT32(3);
+		if (row_point_has_keys(map)) {
+			if (group != 0 || row_key_point_count(map) > static_cast<size_t>(PG_INT32_MAX))
+				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
+			group = static_cast<int32>(row_key_point(fcinfo, map));
+		}
+		if (group < 0)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
-		s = new_one_pass_state(aggctx, PG_GETARG_INT32(3), PG_GETARG_BOOL(2), row_point_count(map));
+		s = new_one_pass_state(aggctx, group, PG_GETARG_BOOL(2), row_point_count(map));
 	} else {
 		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	}

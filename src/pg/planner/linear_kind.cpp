@@ -90,8 +90,9 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 	// transition (not on Citus, in joins, grouping sets or beside exponential-mechanism aggregates)
 	// (not for open keys: their groups come from the stored key, planner/open_keys.h)
 	const bool one_pass = guc_one_pass && !r.distributed && !r.slot && !a.join && !r.set && a.em.specs.empty() && !a.open;
+	const std::vector<bool> key = one_pass && !a.policy.unit.present() ? one_pass_key_columns(a.keys, cols) : std::vector<bool>{};
 	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(r.group_index),
-	                                        grouped ? (Expr *) present_flag_var() : nullptr)
+	                                        grouped ? (Expr *) present_flag_var() : nullptr, key)
 	                        : NIL;
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];
@@ -159,7 +160,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		}
 		if (in_one_pass)
 			make_one_pass(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
-			              a.tables[j], ext);
+			              a.tables[j], ext, key);
 		agg->aggstar = false;
 		agg->aggvariadic = false;
 		agg->aggdistinct = NIL; // dx.count(DISTINCT unit): the bounded source flags each unit's first row

@@ -43,15 +43,52 @@ int8_array_const(const std::vector<int64> &v)
 } // namespace
 
 // See one_pass.h.
+std::vector<bool>
+one_pass_key_columns(const GroupKeys &keys, const std::vector<const ColumnPolicy *> &cols)
+{
+	std::vector<bool> key(cols.size(), false);
+	if (!keys.grouped() || !keys.plain_columns || keys.cols.empty() || keys.group_of_point.size() != keys.groups)
+		return {};
+	for (size_t v = 0; v < keys.group_of_point.size(); ++v)
+		if (keys.group_of_point[v] != v)
+			return {};
+	// the keys' columns, in the order of cols (both in attribute order)
+	size_t next = 0;
+	for (size_t i = 0; i < cols.size() && next < keys.cols.size(); ++i)
+		if (cols[i] == keys.cols[next]) {
+			if (cols[i]->is_group() || cols[i]->domain.size() < 1)
+				return {};
+			key[i] = true;
+			++next;
+		}
+	if (next != keys.cols.size())
+		return {};
+	double points = 1;
+	for (const ColumnPolicy *c : keys.cols)
+		points *= static_cast<double>(c->domain.size());
+	if (points != static_cast<double>(keys.groups))
+		return {};
+	return key;
+}
+
+// See one_pass.h.
 List *
-one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present)
+one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present,
+              const std::vector<bool> &key)
 {
 	double points = 1;
-	for (const ColumnPolicy *c : cols)
-		points *= static_cast<double>(c->domain.size());
+	for (size_t i = 0; i < cols.size(); ++i)
+		if (key.empty() || !key[i])
+			points *= static_cast<double>(cols[i]->domain.size());
 	const bool dense = points * static_cast<double>(groups) <= kDenseEntries;
 	std::string layout;
 	List *values = row_layout_args(cols, layout);
+	if (!key.empty()) { // the key columns ('e', 'r') in upper case: left out of the histogram's point
+		for (size_t i = 0; i < cols.size(); ++i)
+			if (key[i])
+				layout[i] = static_cast<char>(layout[i] - 'a' + 'A');
+		group = (Expr *) makeConst(INT4OID, -1, InvalidOid, 4, Int32GetDatum(0), false, true);
+	}
 	Const *layout_const = makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
 	Const *dense_const = makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(dense), false, true);
 	Expr *real = present ? present : (Expr *) makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(true), false, true);
@@ -61,7 +98,7 @@ one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr
 // See one_pass.h.
 void
 make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
-              std::vector<std::optional<double>> table, const ExtensionObjects &ext)
+              std::vector<std::optional<double>> table, const ExtensionObjects &ext, const std::vector<bool> &key)
 {
 	std::vector<size_t> dims;
 	for (const ColumnPolicy *c : cols)
@@ -77,6 +114,12 @@ make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std
 	}
 	for (size_t k : kept)
 		shape.push_back(static_cast<int64>(k));
+	if (!key.empty()) {
+		shape.push_back(-1);
+		for (size_t i = 0; i < key.size(); ++i)
+			if (key[i])
+				shape.push_back(static_cast<int64>(i));
+	}
 	agg->aggfnoid = kind == 0 ? ext.onepass_count : kind == 2 ? ext.onepass_avg : ext.onepass_sum;
 	agg->aggkind = AGGKIND_NORMAL;
 	agg->aggdirectargs = list_make3(params, point_table_constant(table, dims), int8_array_const(shape));

@@ -5,6 +5,7 @@
 
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"
+#include "pg/planner/group_keys.h"
 
 extern "C" {
 #include "nodes/primnodes.h"
@@ -15,19 +16,30 @@ extern "C" {
 
 namespace dxpriv::pg {
 
+// Which columns of cols the histograms leave out because they are GROUP BY keys: when every key
+// is a declared column of cols and every point of the keys' columns is its own group (the group
+// number is then the point's index over the key columns, last fastest), those columns; else none.
+// Within a group the key columns are constant, so the group and the histogram's point give the
+// row's point of cols (executor/one_pass.cpp).
+std::vector<bool> one_pass_key_columns(const GroupKeys &keys, const std::vector<const ColumnPolicy *> &cols);
+
 // The arguments shared by every one-pass aggregate of a statement (equal nodes, so that the
 // planner gives them one transition state): (layout text, dense bool, group int4, present bool,
 // <the columns' values and domain constants>). group: the row's output group (an int4
-// expression); present: the "row is real" flag (false on added empty-group rows), or nullptr
-// (every row is real); dense: a histogram array per group when the points times the groups are few.
-List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present);
+// expression; not evaluated, the constant 0, when key marks key columns: the transition reads the
+// group from them on a group's first row); present: the "row is real" flag (false on added
+// empty-group rows), or nullptr (every row is real); dense: a histogram array per group when the
+// (non-key) points times the groups are few. key: one_pass_key_columns (empty: no key column).
+List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present,
+                    const std::vector<bool> &key);
 
 // Turns a rewritten linear aggregate into its one-pass form: kind 0 count, 1 sum (and linear),
 // 2 avg; args: one_pass_args (copied); direct arguments: (params, its per-point table over cols
-// reduced to the columns it depends on, int8[] {ncols, the sizes of cols, the kept columns}).
+// reduced to the columns it depends on, int8[] {ncols, the sizes of cols, the kept columns[, -1,
+// the key columns (key, as for one_pass_args)]}).
 // The direct arguments make each aggregate distinct (its own final call); the PostgreSQL planner
 // shares the transition state of aggregates with equal arguments.
 void make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
-                   std::vector<std::optional<double>> table, const ExtensionObjects &ext);
+                   std::vector<std::optional<double>> table, const ExtensionObjects &ext, const std::vector<bool> &key);
 
 } // namespace dxpriv::pg
