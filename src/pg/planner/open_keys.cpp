@@ -1,8 +1,10 @@
 // Open GROUP BY keys: detach them for the analysis, put them back with private partition selection.
 #include "pg/planner/open_keys.h"
+#include "pg/planner/open_unit_source.h"
 
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
+#include "pg/planner/group_source.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/contract/noise_params.h"
 #include "pg/contract/param_consts.h"
@@ -39,6 +41,9 @@ bool allowed = false;          // inside an OpenKeysAllowed scope
 bool analysing = false;        // an active plan applies to the analysis
 Oid analysing_relid = InvalidOid;
 double analysing_presence = 0; // min(p0, w/2)
+std::vector<AttrNumber> analysing_keys;           // the active plan's open keys
+std::map<AttrNumber, AttrNumber> unit_mapping;    // privacy unit: the bounded source's columns
+bool unit_source_built = false;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -178,10 +183,6 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " cannot be grouped on: the table is distributed by Citus",
 		     "Partition selection on Citus (candidate keys counted on the workers) is not available yet; query a "
 		     "local copy of the table.");
-	if (policy.unit.present())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " cannot be grouped on: the table has a privacy unit",
-		     "Partition selection is calibrated for one row per person so far; remove the privacy unit with "
-		     "dx.unset_privacy_unit or group by declared columns.");
 	if (guc_noise != 0)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "grouping by " + col + " needs laplace noise",
 		     "SET dxpriv.noise = 'laplace': the selection already spends the table's delta.");
@@ -239,6 +240,9 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	analysing = true;
 	analysing_relid = rte->relid;
 	analysing_presence = std::min(policy.presence, plan.distance / 2);
+	analysing_keys = plan.attnums;
+	unit_mapping.clear();
+	unit_source_built = false;
 	(void) ext;
 	return plan;
 }
@@ -263,14 +267,41 @@ end_open_key_analysis()
 {
 	analysing = false;
 	analysing_relid = InvalidOid;
+	analysing_keys.clear();
+	unit_mapping.clear();
+	unit_source_built = false;
 }
 
 // See planner/open_keys.h.
 void
 apply_open_key_presence(TablePolicy &policy)
 {
-	if (analysing && policy.relid == analysing_relid)
-		policy.presence = std::min(policy.presence, analysing_presence);
+	if (!analysing || policy.relid != analysing_relid)
+		return;
+	policy.presence = std::min(policy.presence, analysing_presence);
+	// a unit keeps its min(k, G) rows of smallest rank (open_unit_source.h): at most that many
+	// partitions, with the rule of the unit bound (no group limit: a rule choosing partitions by key
+	// would let a changed row displace others)
+	UnitPolicy &u = policy.unit;
+	if (u.present()) {
+		if (u.max_groups > 0 && u.max_groups < u.max_rows)
+			u.max_rows = u.max_groups;
+		u.max_groups = 0;
+		u.max_rows_per_group = 0;
+	}
+}
+
+// See planner/open_keys.h.
+std::map<AttrNumber, AttrNumber>
+open_unit_source(Query *q, const UnitSource &spec)
+{
+	if (!analysing || spec.policy->relid != analysing_relid)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: no open release is being rewritten");
+	UnitSource open = spec;
+	open.empty_groups = false;
+	unit_mapping = replace_with_open_unit_source(q, open, analysing_keys);
+	unit_source_built = true;
+	return unit_mapping;
 }
 
 // See planner/open_keys.h.
@@ -283,7 +314,23 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	if (a.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a release grouped by an open key needs count, sum, avg or linear",
 		     kBareHint);
+	const bool unit = a.policy.unit.present();
+	if (unit) {
+		for (const AggSpec &s : a.specs)
+			if (s.kind == AggKind::CountUnits)
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+				     "dx.count_units and count(DISTINCT <unit>) cannot be grouped by an open key yet",
+				     "Count rows with dx.count(*): on a table with a privacy unit, a key is released only when "
+				     "enough distinct units hold it.");
+		if (!unit_source_built)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded source of an open release is missing");
+	}
 	restore_open_keys(q, plan);
+	if (unit) // the keys are read from the bounded source
+		for (AttrNumber resno : plan.resnos) {
+			TargetEntry *tle = get_tle_by_resno(q->targetList, resno);
+			tle->expr = (Expr *) remap_vars((Node *) tle->expr, unit_mapping);
+		}
 	ListCell *lc;
 
 	// the selection's budget: S = the l1 sensitivity of the partitions' counts of rows passing
@@ -301,6 +348,17 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	// a changed record leaves one partition and enters another: with a finite presence that pair
 	// is at distance <= 2 p0 even when the open metric is 'none', so delta is shared by two
 	b.max_changed = 2;
+	// a privacy unit (k' kept rows, so at most k' partitions, each counting the unit once) moves at
+	// most k' counts when present or absent (distance p0 >= p0') and 2 k' when its rows change: at
+	// distance >= 2 p0' when a key changes; a change within its partitions moves no more than the
+	// rows' counts, which S bounds (doc/mechanisms.md, "Privacy units in open releases")
+	plan.unit_partitions = unit ? static_cast<std::uint64_t>(a.policy.unit.max_rows) : 0;
+	if (unit) {
+		const double per_unit = static_cast<double>(plan.unit_partitions) / a.policy.presence;
+		b.sensitivity = std::max(sensitivity, per_unit);
+		b.epsilon = std::min(50.0, plan.epsilon / b.sensitivity);
+		b.max_changed = 2 * plan.unit_partitions;
+	}
 	b.delta = plan.delta / static_cast<double>(b.max_changed);
 	const int mech = selection_mechanism_code();
 	const PartitionSelector sel(mech == 0 ? SelectionMechanism::Optimal : SelectionMechanism::Laplace, b.epsilon,
@@ -333,6 +391,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	ArrayType *sel_array = nullptr;
 	pg_call([&] { sel_array = construct_array(sel_values, 3, FLOAT8OID, sizeof(double), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE); });
 	Expr *weight = reduced_weigh_expr(a.cols, a.where_table, false, ext);
+	if (unit) // each unit counts once per partition (DISTINCT over its hash), read from the bounded source
+		weight = (Expr *) remap_vars((Node *) unit_selection_weight(weight, a.relid, a.policy.unit), unit_mapping);
 	Aggref *agg = makeNode(Aggref);
 	agg->aggfnoid = ext.partition_select;
 	agg->aggtype = BOOLOID;
@@ -359,6 +419,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	agg->aggno = -1;
 	agg->aggtransno = -1;
 	agg->location = kRewrittenLocation;
+	if (unit)
+		make_distinct_selection(agg);
 	// the analyst's HAVING is evaluated only on kept partitions (CASE evaluates its condition first),
 	// so that nothing it computes (an error, a slow expression) depends on a partition not released
 	if (q->havingQual) {
@@ -417,6 +479,8 @@ register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan 
 		keys += (keys.empty() ? "" : ", ") + n;
 	cell.group = "open key " + keys;
 	cell.component = plan.mechanism + " per partition";
+	if (plan.unit_partitions > 0)
+		cell.component += ", distinct units, at most " + std::to_string(plan.unit_partitions) + " partitions per unit";
 	cell.epsilon = plan.epsilon;
 	cell.plan = LinearNoisePlan{};
 	cell.reported_half_width = 0;

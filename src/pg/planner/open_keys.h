@@ -10,21 +10,28 @@
 // released only when the private partition selection keeps it. The selection spends dxpriv.epsilon
 // and the table's per-query delta in the same allocation as the aggregates.
 //
+// Privacy units: each unit keeps its min(k, G) rows of smallest rank, and the selection counts
+// distinct units per partition (open_unit_source.h); the selection's per-partition epsilon is
+// eps_sel / max(S, k'/p0') and its delta delta / (2 k') (doc/mechanisms.md, "Open domains").
+//
 // Refused (0A000 unless stated): an open column anywhere but as a bare GROUP BY key and bare
 // output column (42501: WHERE, HAVING, aggregate arguments, expressions, DISTINCT aggregates),
 // joins, subquery/CTE wrappers and grouping sets (open keys are allowed only where the analyzer
-// opens an OpenKeysAllowed scope: a top-level release), privacy units, non-Laplace noise, and a
-// table without a per-query delta (55000).
+// opens an OpenKeysAllowed scope: a top-level release), dx.count_units with a privacy unit,
+// non-Laplace noise, and a table without a per-query delta (55000).
 #pragma once
 
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"
 #include "pg/planner/release_analysis.h"
+#include "pg/planner/unit_source.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"
 }
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +66,7 @@ struct OpenKeyPlan {
 	double epsilon = 0;                // the selection's epsilon
 	std::string mechanism;             // describe() of the selector
 	double part_epsilon = 0, part_delta = 0;
+	std::uint64_t unit_partitions = 0; // privacy unit: the most partitions one unit holds (k'), else 0
 };
 
 // Called first by rewrite_query. When q groups by a bare open column of its table, validates the
@@ -75,8 +83,14 @@ void restore_open_keys(Query *q, const OpenKeyPlan &plan);
 void end_open_key_analysis();
 
 // Applied by analyse_release to the policy it loaded: with an active plan for that table, the
-// presence distance becomes min(p0, w/2).
+// presence distance becomes min(p0, w/2); on a table with a privacy unit, the unit keeps
+// k' = min(k, G) rows (G = max_groups_per_unit when declared), without group limits.
 void apply_open_key_presence(TablePolicy &policy);
+
+// Called by rewrite_release instead of replace_with_unit_source for an open release on a table
+// with a privacy unit (open_unit_source.h): the bounded source also outputs the open keys and the
+// unit. The mapping is kept for attach_open_keys.
+std::map<AttrNumber, AttrNumber> open_unit_source(Query *q, const UnitSource &spec);
 
 // After rewrite_release and before the identities are stamped: puts the open keys back (stored
 // column, grouped on), adds dx._partition_select to HAVING with its parameters, renumbers the

@@ -1,0 +1,74 @@
+-- Open GROUP BY keys, second part (issue 26): privacy units. Each unit keeps its min(k, G) rows of
+-- smallest rank, so it holds at most k' = min(k, G) partitions; the selection counts distinct units
+-- per partition at epsilon eps_sel / max(S, k'/p0') and delta / (2 k'). Noisy values are never
+-- printed; the selection runs under the test seed.
+CREATE TABLE trips_open (person int, city text, ward text, fare int);
+-- 'town1'..'town4': 150 persons each, 3 trips per person; 'hermit': ONE person with 300 trips (a
+-- row count would release it for sure); 'duo': two persons; person 5000 spreads over 100 cities
+-- of its own ('spread1'..'spread100'), one trip each
+INSERT INTO trips_open SELECT p, 'town' || (1 + p % 4), (ARRAY['A','B'])[1 + t % 2], (p * 7 + t) % 50
+FROM generate_series(1, 600) AS p, generate_series(1, 3) AS t;
+INSERT INTO trips_open SELECT 1000, 'hermit', 'A', t % 50 FROM generate_series(1, 300) AS t;
+INSERT INTO trips_open SELECT 1000 + p, 'duo', 'B', 10 FROM generate_series(1, 2) AS p;
+INSERT INTO trips_open SELECT 5000, 'spread' || i, 'A', 20 FROM generate_series(1, 100) AS i;
+SELECT dx.protect_table('trips_open', 1.0);
+SELECT dx.set_column('trips_open', 'ward', '{"values": ["A", "B"]}', '{"type": "discrete", "weight": 1}');
+SELECT dx.set_column('trips_open', 'fare', '{"min": 0, "max": 49}', '{"type": "absolute", "scale": 10}');
+SELECT dx.set_column('trips_open', 'city', '{"open": true}', '{"type": "discrete", "weight": 1}');
+SELECT dx.set_delta('trips_open', 1e-6);
+SELECT dx.set_privacy_unit('trips_open', 'person', 3);
+SELECT dx.grant_budget(current_user::regrole, 'trips_open', 1000, delta => 1e-3);
+SET dxpriv.cache_lifetime = 0;
+SET dxpriv.test_seed = 52;
+SET dxpriv.epsilon = 4.0;
+
+-- dx.explain: p0' = min(1, 1/2) = 0.5; a unit of 3 kept rows holds at most 3 partitions, so the
+-- selection's sensitivity is max(S = 2, 3 / 0.5 = 6): epsilon 4/6 per partition, delta 1e-6/6
+SELECT kind, group_key, component, epsilon, query_epsilon, query_delta
+FROM dx.explain('SELECT city, dx.count(*) FROM trips_open GROUP BY city') ORDER BY kind;
+-- the count's noise is the unit's: 3 rows per unit at presence 0.5
+SELECT kind, noise_scale, unit_bound FROM dx.explain('SELECT city, dx.count(*) FROM trips_open GROUP BY city') WHERE kind <> 'selection';
+
+-- the release: the towns (150 persons) are kept; 'hermit' (one person, 300 rows), 'duo' and the
+-- spreader's 100 cities (one person each) are not
+SELECT city, abs(dx.count(*) - 450) < 60 AS count_close, dx.avg(fare) BETWEEN 0 AND 49 AS avg_in_range
+FROM trips_open GROUP BY city ORDER BY city;
+SELECT mechanism, epsilon, delta FROM dx.ledger WHERE relid = 'trips_open'::regclass ORDER BY id DESC LIMIT 1;
+-- declared keys and WHERE beside the open key: distinct units per (city, ward) among rows kept by WHERE
+SELECT city, ward FROM trips_open WHERE fare < 40 GROUP BY city, ward HAVING dx.count(*) > 0 ORDER BY 1, 2;
+SELECT component FROM dx.explain('SELECT city, ward, dx.count(*) FROM trips_open WHERE fare < 40 GROUP BY city, ward')
+WHERE kind = 'selection';
+
+-- max_groups_per_unit G = 1: a unit keeps its one row of smallest rank (one partition): epsilon
+-- 4 / max(2, 1/0.5) = 2 per partition, delta 1e-6/2; the count's scale is one row's
+SELECT dx.set_privacy_unit('trips_open', 'person', 3, 1);
+SELECT component FROM dx.explain('SELECT city, dx.count(*) FROM trips_open GROUP BY city') WHERE kind = 'selection';
+SELECT noise_scale, unit_bound FROM dx.explain('SELECT city, dx.count(*) FROM trips_open GROUP BY city') WHERE kind <> 'selection';
+-- each person now counts one trip: about 150 per town, not 450
+SELECT city, abs(dx.count(*) - 150) < 20 AS one_trip_each FROM trips_open GROUP BY city ORDER BY city;
+SELECT dx.set_privacy_unit('trips_open', 'person', 3);
+
+-- refused with a privacy unit: counting units per partition (0A000, nothing charged)
+SELECT count(*) AS ledger_before FROM dx.ledger WHERE relid = 'trips_open'::regclass \gset
+SELECT err($$SELECT city, dx.count_units(person) FROM trips_open GROUP BY city$$);
+SELECT err($$SELECT city, dx.count(*), dx.count_units(person) FROM trips_open GROUP BY city$$);
+SELECT count(*) - :ledger_before AS new_charges FROM dx.ledger WHERE relid = 'trips_open'::regclass;
+-- plans show the unit's hash and the column, never a key value
+CREATE FUNCTION explain_text52(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r record; t text := '';
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (VERBOSE) ' || q LOOP t := t || r."QUERY PLAN" || E'\n'; END LOOP;
+	RETURN t;
+END $$;
+SELECT explain_text52('SELECT city, dx.count(*) FROM trips_open GROUP BY city') !~ '(town|hermit|duo|spread)' AS no_values;
+
+-- an analyst: plain aggregates, the same selection
+CREATE ROLE dx_regress_open52;
+SELECT dx.add_analyst('dx_regress_open52');
+SELECT dx.grant_budget('dx_regress_open52', 'trips_open', 50, delta => 1e-4);
+GRANT USAGE ON SCHEMA public TO dx_regress_open52;
+SET ROLE dx_regress_open52;
+SET dxpriv.epsilon = 4.0;
+SELECT city, count(*) > 300 AS big FROM trips_open GROUP BY city ORDER BY city;
+SELECT err($$SELECT city, count(DISTINCT person) FROM trips_open GROUP BY city$$);
+RESET ROLE;
