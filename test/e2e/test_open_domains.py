@@ -9,11 +9,17 @@
   "<first> PersonN") declared open: no error message, hint, NOTICE, plan (EXPLAIN, EXPLAIN VERBOSE),
   dx.explain row, dx.last_release row or the shared answer cache of another role ever holds a name;
   the statement is charged its aggregates' and the selection's epsilon and the table's delta;
+* test_unit_selection_rates: a table with a privacy unit (3 rows per person): 400 keys each held by
+  ONE person with 40 rows (a row count would release them surely, and does once the unit is
+  removed), one person spread over 400 keys, keys of n persons: the one-person keys are released at
+  most at delta per partition (delta / (2k)), the spreader's keys too, the others at the predicted
+  pi(n) with the per-partition epsilon eps / max(S, k / p0');
 * test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
   min/max/string_agg, joins, subqueries, CTEs, grouping sets, windows: refused with a SQLSTATE and
   a hint, or answered without any one-person key.
 """
 import math
+import re
 
 import psycopg2
 
@@ -150,6 +156,60 @@ def test_values_never_leak():
         assert after > before, "the other role's statement must be charged (no replay)"
         for t in texts + notices:
             assert SECRET_NAME not in t and "Person" not in t and not any(f + " " in t for f in FIRST), t
+
+
+def test_unit_selection_rates():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE trips (person int, k text, v int);
+            INSERT INTO trips SELECT i, 'hermit' || i, r % 10 FROM generate_series(1, 400) AS i, generate_series(1, 40) AS r;
+            INSERT INTO trips SELECT 9999, 'spread' || i, 1 FROM generate_series(1, 400) AS i;
+            INSERT INTO trips SELECT 100000 + n * 1000 + j * 50 + p, 'k' || n || '_' || j, 2
+                FROM unnest(ARRAY[2, 8, 12, 16, 20]) AS n, generate_series(1, 20) AS j, generate_series(1, n) AS p,
+                     generate_series(1, 2) AS r WHERE p <= n;
+            SELECT dx.protect_table('trips', 1.0);
+            SELECT dx.set_column('trips', 'v', '{"min": 0, "max": 9}', '{"type": "discrete"}');
+            SELECT dx.set_column('trips', 'k', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('trips', 0.001);
+            SELECT dx.set_privacy_unit('trips', 'person', 3);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'trips', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 2")
+        sel = scalar(conn, "SELECT component FROM dx.explain('SELECT k, count(*) FROM trips GROUP BY k') "
+                           "WHERE kind = 'selection'")
+        eps = float(re.search(r"epsilon=([0-9.e-]+)", sel).group(1))
+        delta = float(re.search(r"delta=([0-9.e-]+)", sel).group(1))
+        # p0' = min(1, 1/2); S = 2; a unit holds at most 3 partitions: eps 2 / max(2, 3 / 0.5); delta / 6
+        assert abs(eps - 2 / 6) < 1e-5 and abs(delta - 0.001 / 6) < 1e-9, sel
+        assert "distinct units, at most 3 partitions per unit" in sel, sel
+        runs = 200
+        hermit = spread = 0
+        kept = {n: 0 for n in (2, 8, 12, 16, 20)}
+        for _ in range(runs):
+            with conn.cursor() as cur:
+                cur.execute("SELECT k, count(*) FROM trips GROUP BY k")
+                for (k, _c) in cur.fetchall():
+                    if k.startswith("hermit"):
+                        hermit += 1
+                    elif k.startswith("spread"):
+                        spread += 1
+                    else:
+                        kept[int(k[1:k.index("_")])] += 1
+        p1 = optimal_pi(eps, delta, 1)
+        assert p1 <= delta * (1 + 1e-9)
+        within(hermit, 400 * runs, p1, "one-person keys of 40 rows")
+        # the spreader keeps 3 rows: at most 3 candidate keys per release, each of one unit
+        assert spread <= 3 * runs * delta + 5 * math.sqrt(3 * runs * delta) + 1, spread
+        for n, c in kept.items():
+            within(c, 20 * runs, optimal_pi(eps, delta, n), f"keys of {n} persons")
+        print(f"  units: one-person keys (40 rows each) released {hermit} of {400 * runs} (delta_p {delta:.3g}), "
+              f"spreader's keys {spread}, " + ", ".join(f"n={n}: {kept[n] / (20 * runs):.3f} vs "
+                                                       f"{optimal_pi(eps, delta, n):.3f}" for n in kept))
+        # control: without the unit, the rows of the one-person keys are counted and they are released
+        execute(admin, "SELECT dx.unset_privacy_unit('trips')")
+        with conn.cursor() as cur:
+            cur.execute("SELECT k, count(*) FROM trips GROUP BY k")
+            rows = cur.fetchall()
+        assert sum(1 for (k, _c) in rows if k.startswith("hermit")) > 390, "control: row counts release hermits"
 
 
 def test_shapes_refused_or_safe():
