@@ -62,6 +62,25 @@ BEGIN
 END $$;
 SELECT explain_text52('SELECT city, dx.count(*) FROM trips_open GROUP BY city') !~ '(town|hermit|duo|spread)' AS no_values;
 
+-- wrappers: a release in FROM or WITH, post-processed by ORDER BY, LIMIT, WHERE and aggregates over
+-- its released rows (one charge: the release)
+SELECT count(*) AS ledger_before FROM dx.ledger WHERE relid = 'trips_open'::regclass \gset
+SELECT city FROM (SELECT city, dx.count(*) AS n FROM trips_open GROUP BY city) AS s ORDER BY n DESC, city LIMIT 2;
+WITH r AS (SELECT city, ward, dx.count(*) AS n FROM trips_open GROUP BY city, ward)
+SELECT ward, count(*) AS cities FROM r GROUP BY ward ORDER BY ward;
+SELECT count(*) AS released FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY city) AS s;
+SELECT city FROM (SELECT city, dx.sum(fare) AS total FROM trips_open GROUP BY city) AS s WHERE city > 'town2' ORDER BY city;
+SELECT count(*) - :ledger_before AS charges FROM dx.ledger WHERE relid = 'trips_open'::regclass;
+-- a wrapper's condition runs on released rows only: 1 / (length(city) - 6) fails on the key
+-- 'hermit' alone (held by one person, not released), so it does not fail here; without the fence
+-- (OFFSET 0) the planner would push it into the release's WHERE, over every row
+SELECT city FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY city) AS s
+WHERE 1 / (length(city) - 6) <> 0 ORDER BY city;
+-- UNION ALL of a release and other rows post-processes the released rows
+SELECT city FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY city UNION ALL SELECT 'x', 1) AS u ORDER BY 1;
+-- still refused: grouping sets with an open key
+SELECT err($$SELECT * FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY ROLLUP (city)) AS s$$);
+
 -- an analyst: plain aggregates, the same selection
 CREATE ROLE dx_regress_open52;
 SELECT dx.add_analyst('dx_regress_open52');
@@ -71,4 +90,8 @@ SET ROLE dx_regress_open52;
 SET dxpriv.epsilon = 4.0;
 SELECT city, count(*) > 300 AS big FROM trips_open GROUP BY city ORDER BY city;
 SELECT err($$SELECT city, count(DISTINCT person) FROM trips_open GROUP BY city$$);
+SELECT city FROM (SELECT city, count(*) AS n FROM trips_open GROUP BY city) AS s WHERE n > 300 ORDER BY n DESC LIMIT 1 OFFSET 5;
+WITH r AS (SELECT city, avg(fare) AS a FROM trips_open GROUP BY city) SELECT count(*) FROM r WHERE a IS NOT NULL;
+SELECT city FROM (SELECT city, count(*) FROM trips_open GROUP BY city) AS s
+WHERE 1 / (length(city) - 6) <> 0 ORDER BY city;
 RESET ROLE;

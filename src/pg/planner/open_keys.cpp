@@ -170,8 +170,8 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	const std::string col = "open column \"" + first->name + "\" of table \"" + table + "\"";
 	if (!allowed)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " can only be grouped on in a release of its own",
-		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly: not inside a subquery, CTE, UNION, "
-		     "GROUPING SETS, ROLLUP or CUBE.");
+		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly or in FROM or WITH: not inside "
+		     "UNION, GROUPING SETS, ROLLUP or CUBE.");
 	if (q->distinctClause != NIL || q->hasWindowFuncs || q->hasTargetSRFs)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "SELECT DISTINCT, window functions and set-returning functions cannot be used "
 		                                    "with " + col,
@@ -391,8 +391,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	ArrayType *sel_array = nullptr;
 	pg_call([&] { sel_array = construct_array(sel_values, 3, FLOAT8OID, sizeof(double), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE); });
 	Expr *weight = reduced_weigh_expr(a.cols, a.where_table, false, ext);
-	if (unit) // each unit counts once per partition (DISTINCT over its hash), read from the bounded source
-		weight = (Expr *) remap_vars((Node *) unit_selection_weight(weight, a.relid, a.policy.unit), unit_mapping);
+	if (unit) // each unit counts once per partition (DISTINCT over its hash)
+		weight = unit_selection_weight(weight, a.relid, a.policy.unit);
 	Aggref *agg = makeNode(Aggref);
 	agg->aggfnoid = ext.partition_select;
 	agg->aggtype = BOOLOID;
@@ -419,8 +419,10 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	agg->aggno = -1;
 	agg->aggtransno = -1;
 	agg->location = kRewrittenLocation;
-	if (unit)
+	if (unit) { // the selection reads the bounded source (weight, unit and group, all over the table's Vars)
+		agg->args = (List *) remap_vars((Node *) agg->args, unit_mapping);
 		make_distinct_selection(agg);
+	}
 	// the analyst's HAVING is evaluated only on kept partitions (CASE evaluates its condition first),
 	// so that nothing it computes (an error, a slow expression) depends on a partition not released
 	if (q->havingQual) {
@@ -439,6 +441,12 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		q->havingQual = (Node *) agg;
 	}
 	q->hasAggs = true;
+	// a fence: the planner pushes a wrapper's conditions on grouping columns into a grouped
+	// subquery's WHERE, where they would run on the rows of partitions not released (an error
+	// there would reveal a key); with OFFSET 0 nothing is pushed down (subquery_is_pushdown_safe)
+	if (!q->limitOffset && !q->limitCount)
+		q->limitOffset = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(0), false,
+		                                    FLOAT8PASSBYVAL);
 	// the order of the released rows must not depend on the partitions that were not (a hash
 	// aggregate returns its groups in an order that depends on every group it held): the GROUP BY
 	// keys complete the ORDER BY, so the order is a function of the released rows alone
