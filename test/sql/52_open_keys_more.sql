@@ -81,6 +81,43 @@ SELECT city FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY city UNION A
 -- still refused: grouping sets with an open key
 SELECT err($$SELECT * FROM (SELECT city, dx.count(*) FROM trips_open GROUP BY ROLLUP (city)) AS s$$);
 
+-- time buckets of an open date column: each bucket is a partition (a record lies in one bucket;
+-- a changed date moves it between two, at distance >= w, like a changed key)
+CREATE TABLE signups (person int, opened date, plan text);
+-- 600 persons over January to March 2026; person 7000 opened in 1999 (a bucket of one person);
+-- person 7001's date is beyond the timestamp range (date_trunc on it would fail: dxpriv's guarded
+-- bucket puts it with the NULL keys instead)
+INSERT INTO signups SELECT p, DATE '2026-01-01' + (p % 90), (ARRAY['free','paid'])[1 + p % 2]
+FROM generate_series(1, 600) AS p, generate_series(1, 2) AS t;
+INSERT INTO signups VALUES (7000, '1999-05-05', 'paid'), (7001, '300000-01-01', 'free');
+SELECT err($$SELECT date_trunc('month', DATE '300000-01-01')$$) AS unguarded;
+SELECT dx.protect_table('signups', 1.0);
+SELECT dx.set_column('signups', 'plan', '{"values": ["free", "paid"]}', '{"type": "discrete"}');
+SELECT dx.set_column('signups', 'opened', '{"open": true}', '{"type": "discrete", "weight": 1}');
+SELECT dx.set_delta('signups', 1e-6);
+SELECT dx.set_privacy_unit('signups', 'person', 2);
+SELECT dx.grant_budget(current_user::regrole, 'signups', 1000, delta => 1e-3);
+SELECT date_trunc('month', opened)::date AS month, abs(dx.count(*) - 400) < 60 AS count_close
+FROM signups GROUP BY 1 ORDER BY 1;
+SELECT date_trunc('quarter', opened)::date AS quarter, plan, dx.count(*) > 0 AS answered
+FROM signups GROUP BY 1, plan ORDER BY 1, 2;
+-- an expression over the bucket is one over the key (refused); a wrapper post-processes it
+SELECT err($$SELECT to_char(date_trunc('week', opened), 'YYYY-MM-DD'), dx.count(*) FROM signups GROUP BY date_trunc('week', opened)$$);
+SELECT to_char(w, 'YYYY-MM-DD') AS week FROM (SELECT date_trunc('week', opened) AS w, dx.count(*) AS n
+FROM signups GROUP BY 1) AS s WHERE n > 0 ORDER BY 1 LIMIT 3;
+SELECT dx.count(*) > 0 AS answered FROM signups GROUP BY date_trunc('month', opened);
+SELECT component FROM dx.explain($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1$$)
+WHERE kind = 'selection';
+-- plans show the guard and the bucket, never a value
+SELECT explain_text52($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1$$) !~ '(1999|300000)'
+AS no_values;
+-- anything else over the open date is refused (42501), as for a bare key
+SELECT err($$SELECT date_trunc('fortnight', opened), dx.count(*) FROM signups GROUP BY 1$$);
+SELECT err($$SELECT date_trunc('month', opened) + interval '1 day', dx.count(*) FROM signups GROUP BY 1$$);
+SELECT err($$SELECT extract(month FROM opened), dx.count(*) FROM signups GROUP BY 1$$);
+SELECT err($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1 HAVING date_trunc('month', opened) > '2026-01-01'$$);
+SELECT err($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY ROLLUP (1)$$);
+
 -- an analyst: plain aggregates, the same selection
 CREATE ROLE dx_regress_open52;
 SELECT dx.add_analyst('dx_regress_open52');

@@ -1,5 +1,6 @@
 // Open GROUP BY keys: detach them for the analysis, put them back with private partition selection.
 #include "pg/planner/open_keys.h"
+#include "pg/planner/open_buckets.h"
 #include "pg/planner/open_unit_source.h"
 
 #include "pg/planner/explain.h"
@@ -145,7 +146,8 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	ListCell *lc;
 	foreach (lc, q->groupClause) {
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0)
+		if ((IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0) ||
+		    IsA(tle->expr, FuncExpr)) // (a time bucket: open_buckets.h)
 			candidate = true;
 	}
 	if (!candidate)
@@ -157,11 +159,14 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	for (const ColumnPolicy &c : policy.open_columns)
 		open.insert(c.attnum);
 	std::set<AttrNumber> grouped;
+	std::set<TargetEntry *> key_entries; // GROUP BY items that are an open key or its bucket
 	foreach (lc, q->groupClause) {
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0 &&
-		    open.count(castNode(Var, tle->expr)->varattno))
-			grouped.insert(castNode(Var, tle->expr)->varattno);
+		bool bucket = false;
+		if (const AttrNumber att = open_key_column(tle->expr, open, &bucket)) {
+			grouped.insert(att);
+			key_entries.insert(tle);
+		}
 	}
 	if (grouped.empty())
 		return plan;
@@ -202,21 +207,25 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, col + " is not protected: presence and its metric are both infinite",
 		     "Declare the open column with a finite weight, or give the table a finite presence.");
 	// the bare keys in the output stand aside; anything else that reads an open column is refused
+	// (an output column that is an open key or its bucket but not grouped on is left in place: the
+	// scan below refuses it)
 	foreach (lc, q->targetList) {
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0 &&
-		    grouped.count(castNode(Var, tle->expr)->varattno)) {
+		bool bucket = false;
+		const AttrNumber att = open_key_column(tle->expr, open, &bucket);
+		if (att && grouped.count(att) && (key_entries.count(tle) || !bucket)) {
 			plan.entries.push_back(tle);
 			plan.resnos.push_back(tle->resno);
-			plan.exprs.push_back(tle->expr);
-			Var *v = castNode(Var, tle->expr);
-			tle->expr = (Expr *) makeNullConst(v->vartype, v->vartypmod, v->varcollid);
+			plan.exprs.push_back(bucket ? guarded_bucket(tle->expr) : tle->expr);
+			plan.written.push_back(tle->expr);
+			Node *e = reinterpret_cast<Node *>(tle->expr);
+			tle->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
 		}
 	}
 	RefScan scan{&open};
 	if (query_tree_walker(q, reinterpret_cast<bool (*)()>(ref_walker), &scan, 0)) {
 		for (size_t i = 0; i < plan.entries.size(); ++i) // leave the query as it was
-			plan.entries[i]->expr = plan.exprs[i];
+			plan.entries[i]->expr = plan.written[i];
 		if (scan.found == 0)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "whole-row references cannot be used with " + col, kBareHint);
 		const ColumnPolicy *c = policy.find_open(scan.found);
@@ -249,13 +258,13 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 
 // See planner/open_keys.h.
 void
-restore_open_keys(Query *q, const OpenKeyPlan &plan)
+restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded)
 {
 	for (size_t i = 0; i < plan.resnos.size(); ++i) {
 		TargetEntry *tle = get_tle_by_resno(q->targetList, plan.resnos[i]);
 		if (!tle)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv lost an open GROUP BY key");
-		tle->expr = plan.exprs[i];
+		tle->expr = guarded ? plan.exprs[i] : plan.written[i];
 	}
 	for (SortGroupClause *sgc : plan.clauses)
 		q->groupClause = lappend(q->groupClause, sgc);
@@ -325,7 +334,7 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		if (!unit_source_built)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded source of an open release is missing");
 	}
-	restore_open_keys(q, plan);
+	restore_open_keys(q, plan, true);
 	if (unit) // the keys are read from the bounded source
 		for (AttrNumber resno : plan.resnos) {
 			TargetEntry *tle = get_tle_by_resno(q->targetList, resno);

@@ -1,7 +1,7 @@
 // Open GROUP BY keys: a release grouped by a column of an open domain (metadata/open_column.h).
 //
 // SELECT key, count(*), sum(x), avg(x) FROM t [WHERE ...] GROUP BY [declared keys,] key, with key
-// a bare open column. The release is analysed WITHOUT the open key (detach_open_keys): its cells
+// a bare open column or a time bucket of an open date column (open_buckets.h). The release is analysed WITHOUT the open key (detach_open_keys): its cells
 // are the declared groups, calibrated with the presence distance min(p0, w/2) (w: the smallest
 // distance between two values of an open key), which makes every partition (key value x declared
 // group) eps*d-private although the keys are never enumerated (proof: doc/mechanisms.md, "Open
@@ -60,7 +60,8 @@ struct OpenKeyPlan {
 	double delta = 0;                  // the table's per-query delta
 	std::vector<TargetEntry *> entries; // target entries that are a bare open key (as detached)
 	std::vector<AttrNumber> resnos;     // their positions (the rewrite copies target entries)
-	std::vector<Expr *> exprs;          // their expressions
+	std::vector<Expr *> exprs;          // what runs: the bare column, or a guarded bucket (open_buckets.h)
+	std::vector<Expr *> written;        // their expressions as the analyst wrote them
 	std::vector<SortGroupClause *> clauses; // the GROUP BY items taken out
 	// set by attach_open_keys
 	double epsilon = 0;                // the selection's epsilon
@@ -76,8 +77,9 @@ struct OpenKeyPlan {
 // nothing.
 OpenKeyPlan detach_open_keys(Query *q, const ExtensionObjects &ext);
 
-// Puts the detached keys back into q's output and GROUP BY (as they were).
-void restore_open_keys(Query *q, const OpenKeyPlan &plan);
+// Puts the detached keys back into q's output and GROUP BY: as written, or (guarded) with the
+// expressions dxpriv runs (a time bucket guarded by open_buckets.h).
+void restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded = false);
 
 // Ends the effect of the active plan on the analysis (also on error, see OpenKeyScope).
 void end_open_key_analysis();
