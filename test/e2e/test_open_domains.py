@@ -14,6 +14,9 @@
   removed), one person spread over 400 keys, keys of n persons: the one-person keys are released at
   most at delta per partition (delta / (2k)), the spreader's keys too, the others at the predicted
   pi(n) with the per-partition epsilon eps / max(S, k / p0');
+* test_bucket_selection_rates: an open date column bucketed by month: 300 months of one person each
+  (1900-2149) are released at most at delta per partition, months of 12 persons at the predicted
+  rate, and a stored date beyond the timestamp range never makes a release fail;
 * test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
   min/max/string_agg, joins, grouping sets, windows: refused with a SQLSTATE and a hint; subqueries,
   CTEs and UNION ALL around a release answered without any one-person key, and a wrapper condition
@@ -101,8 +104,19 @@ def test_selection_rates():
 
 
 def test_values_never_leak():
+    values_never_leak(unit=False)
+
+
+def test_values_never_leak_with_unit():
+    # the same probes on the table with a privacy unit (each person's id, 3 rows per unit)
+    values_never_leak(unit=True)
+
+
+def values_never_leak(unit):
     with attack_db() as (db, admin):
         open_people(admin)
+        if unit:
+            execute(admin, "SELECT dx.set_privacy_unit('people', 'id', 3)")
         execute(admin, "CREATE ROLE open_other LOGIN" if not scalar(
             admin, "SELECT count(*) FROM pg_roles WHERE rolname = 'open_other'") else "SELECT 1")
         execute(admin, "SELECT dx.add_analyst('open_other')")
@@ -211,6 +225,40 @@ def test_unit_selection_rates():
             cur.execute("SELECT k, count(*) FROM trips GROUP BY k")
             rows = cur.fetchall()
         assert sum(1 for (k, _c) in rows if k.startswith("hermit")) > 390, "control: row counts release hermits"
+
+
+def test_bucket_selection_rates():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE events (d date, v int);
+            INSERT INTO events SELECT DATE '1900-01-15' + make_interval(months => i), 1 FROM generate_series(0, 299) AS i;
+            INSERT INTO events SELECT (DATE '2300-01-01' + make_interval(months => m))::date + p, 2
+                FROM generate_series(0, 19) AS m, generate_series(0, 11) AS p;
+            INSERT INTO events VALUES ('300000-01-01', 3);
+            SELECT dx.protect_table('events', 1.0);
+            SELECT dx.set_column('events', 'v', '{"min": 0, "max": 3}', '{"type": "discrete"}');
+            SELECT dx.set_column('events', 'd', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('events', 0.001);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'events', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 1")
+        sql = "SELECT date_trunc('month', d)::date AS m, count(*) FROM events GROUP BY 1"
+        sel = scalar(conn, f"SELECT component FROM dx.explain($${sql}$$) WHERE kind = 'selection'")
+        eps = float(re.search(r"epsilon=([0-9.e-]+)", sel).group(1))
+        delta = float(re.search(r"delta=([0-9.e-]+)", sel).group(1))
+        assert abs(eps - 0.5) < 1e-9 and abs(delta - 0.0005) < 1e-12, sel
+        runs, lone, big = 100, 0, 0
+        for _ in range(runs):
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                for (m, _c) in cur.fetchall():
+                    if m is not None and m.year < 2200:
+                        lone += 1
+                    elif m is not None:
+                        big += 1
+        within(lone, 300 * runs, optimal_pi(eps, delta, 1), "one-person months")
+        within(big, 20 * runs, optimal_pi(eps, delta, 12), "months of 12 persons")
+        print(f"  buckets: one-person months released {lone} of {300 * runs} (delta_p {delta}), "
+              f"12-person months {big / (20 * runs):.3f} vs {optimal_pi(eps, delta, 12):.3f}")
 
 
 def test_shapes_refused_or_safe():
