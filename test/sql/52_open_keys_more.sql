@@ -131,4 +131,8 @@ SELECT city FROM (SELECT city, count(*) AS n FROM trips_open GROUP BY city) AS s
 WITH r AS (SELECT city, avg(fare) AS a FROM trips_open GROUP BY city) SELECT count(*) FROM r WHERE a IS NOT NULL;
 SELECT city FROM (SELECT city, count(*) FROM trips_open GROUP BY city) AS s
 WHERE 1 / (length(city) - 6) <> 0 ORDER BY city;
+-- bound parameters: the wrapped release is analysed at each execution
+PREPARE open_w(int) AS SELECT city FROM (SELECT city, count(*) AS n FROM trips_open WHERE fare >= $1 GROUP BY city) AS s
+WHERE n > 0 ORDER BY city;
+EXECUTE open_w(0);
 RESET ROLE;
