@@ -17,9 +17,13 @@
 * test_bucket_selection_rates: an open date column bucketed by month: 300 months of one person each
   (1900-2149) are released at most at delta per partition, months of 12 persons at the predicted
   rate, and a stored date beyond the timestamp range never makes a release fail;
+* test_rollup_total_is_noisy: ROLLUP over one big key and one key of one person: the one-person key
+  is never released, and the total (which counts its row) carries the noise dx.explain shows (its
+  empirical spread over 300 releases matches the Laplace scale), so total minus released rows
+  tells nothing beyond that noise;
 * test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
-  min/max/string_agg, joins, grouping sets, windows: refused with a SQLSTATE and a hint; subqueries,
-  CTEs and UNION ALL around a release answered without any one-person key, and a wrapper condition
+  min/max/string_agg, joins: refused with a SQLSTATE and a hint; subqueries, CTEs, UNION ALL,
+  windows over the released rows, ROLLUP and GROUPING SETS answered without any one-person key, and a wrapper condition
   that fails on the secret's key alone never fails (it runs on released rows only).
 """
 import math
@@ -261,6 +265,40 @@ def test_bucket_selection_rates():
               f"12-person months {big / (20 * runs):.3f} vs {optimal_pi(eps, delta, 12):.3f}")
 
 
+def test_rollup_total_is_noisy():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE r (k text, v int);
+            INSERT INTO r SELECT 'big', i % 10 FROM generate_series(1, 200) AS i;
+            INSERT INTO r VALUES ('hermit', 3);
+            SELECT dx.protect_table('r', 1.0);
+            SELECT dx.set_column('r', 'v', '{"min": 0, "max": 9}', '{"type": "discrete"}');
+            SELECT dx.set_column('r', 'k', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('r', 1e-6);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'r', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 1")
+        sql = "SELECT k, count(*) FROM r GROUP BY ROLLUP (k)"
+        scales = [row[0] for row in execute_rows(conn, f"SELECT noise_scale FROM dx.explain('{sql}') WHERE kind = 'count'")]
+        totals, hermit = [], 0
+        for _ in range(300):
+            rows = execute_rows(conn, sql)
+            hermit += sum(1 for (k, _c) in rows if k == "hermit")
+            totals += [c for (k, c) in rows if k is None]
+        assert hermit == 0, hermit
+        assert len(totals) == 300
+        # the total's cell: presence 1 -> scale 1 / eps (the other cell, at presence 1/2, is the big key's)
+        scale = min(scales)
+        sd = math.sqrt(sum((t - 201) ** 2 for t in totals) / len(totals))
+        assert 0.75 * math.sqrt(2) * scale < sd < 1.3 * math.sqrt(2) * scale, (sd, scale)
+        print(f"  rollup: one-person key released 0 of 300, total's spread {sd:.2f} vs Laplace {math.sqrt(2) * scale:.2f}")
+
+
+def execute_rows(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
 def test_shapes_refused_or_safe():
     with attack_db() as (db, admin):
         open_people(admin)
@@ -278,7 +316,6 @@ def test_shapes_refused_or_safe():
             "string_agg": "SELECT string_agg(name, ',') FROM people",
             "sum_length": "SELECT name, sum(length(name)) FROM people GROUP BY name",
             "case_key": f"SELECT sum(CASE WHEN name = '{SECRET_NAME}' THEN age END) FROM people",
-            "rollup": "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)",
             "join_public": "SELECT p.name, count(*) FROM people p JOIN zips z ON z.zip = p.zip GROUP BY p.name",
             "join_on_key": "SELECT count(*) FROM people p JOIN zips z ON z.city = p.name",
             "distinct": "SELECT DISTINCT name, count(*) FROM people GROUP BY name",
@@ -309,6 +346,11 @@ def test_shapes_refused_or_safe():
             "SELECT * FROM (SELECT name, count(*) FROM people GROUP BY name) s",
             "WITH s AS (SELECT name, count(*) FROM people GROUP BY name) SELECT * FROM s",
             "SELECT name, count(*) FROM people GROUP BY name UNION ALL SELECT 'x', 1",
+            # ROLLUP / GROUPING SETS: one release per set; the total is an ordinary noisy cell
+            "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)",
+            "SELECT name, sex, count(*) FROM people GROUP BY GROUPING SETS ((name, sex), (name), (sex), ())",
+            f"SELECT * FROM (SELECT name, count(*) FROM people GROUP BY ROLLUP (name)) r "
+            f"WHERE CASE WHEN name = '{SECRET_NAME}' THEN 1 / (length(name) - {len(SECRET_NAME)}) ELSE 1 END = 1",
             # a window over the released rows (split into a wrapper around the release)
             "SELECT name, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY name",
             "SELECT * FROM (SELECT name, count(*) AS n FROM people GROUP BY name) s ORDER BY n DESC LIMIT 3",

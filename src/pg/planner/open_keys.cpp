@@ -257,6 +257,29 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 }
 
 // See planner/open_keys.h.
+bool
+groups_by_open_key(Query *q)
+{
+	if (q->commandType != CMD_SELECT || q->groupClause == NIL || list_length(q->rtable) != 1)
+		return false;
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	TablePolicy policy;
+	if (rte->rtekind != RTE_RELATION || !load_table_policy(rte->relid, policy) || policy.open_columns.empty())
+		return false;
+	std::set<AttrNumber> open;
+	for (const ColumnPolicy &c : policy.open_columns)
+		open.insert(c.attnum);
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
+		bool bucket = false;
+		if (open_key_column(tle->expr, open, &bucket))
+			return true;
+	}
+	return false;
+}
+
+// See planner/open_keys.h.
 void
 restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded)
 {
@@ -487,7 +510,7 @@ register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan 
 		return;
 	ExplainCapture &cap = explain_capture();
 	cap.epsilon += plan.epsilon;
-	cap.delta = plan.delta;
+	cap.open_delta += plan.delta; // (several open releases in one statement: each spends its delta)
 	ExplainCell cell;
 	cell.aggregate = static_cast<int>(aggregates) + 1;
 	cell.kind = "selection";

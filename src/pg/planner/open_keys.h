@@ -77,6 +77,10 @@ struct OpenKeyPlan {
 // nothing.
 OpenKeyPlan detach_open_keys(Query *q, const ExtensionObjects &ext);
 
+// True when q (one table, grouped) groups by an open key or its bucket: rewrite_grouping_sets then
+// makes each grouping set a release of its own (its own selection, allocation and charge).
+bool groups_by_open_key(Query *q);
+
 // Puts the detached keys back into q's output and GROUP BY: as written, or (guarded) with the
 // expressions dxpriv runs (a time bucket guarded by open_buckets.h).
 void restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded = false);
