@@ -175,8 +175,8 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	const std::string col = "open column \"" + first->name + "\" of table \"" + table + "\"";
 	if (!allowed)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " can only be grouped on in a release of its own",
-		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly or in FROM or WITH: not inside "
-		     "UNION, GROUPING SETS, ROLLUP or CUBE.");
+		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly, in FROM or in WITH, with or "
+		     "without ROLLUP/GROUPING SETS; not in a scalar or IN subquery or a join.");
 	if (q->distinctClause != NIL || q->hasWindowFuncs || q->hasTargetSRFs)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "SELECT DISTINCT, window functions and set-returning functions cannot be used "
 		                                    "with " + col,
