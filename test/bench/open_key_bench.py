@@ -7,6 +7,10 @@ it through scripts/run-bench-open.sh). Creates bench_open(city text, qty int, se
 discrete), and times native against dx in the same run, interleaved (median of --runs after a
 warm-up): SELECT city, count(*), sum(qty), avg(qty) FROM bench_open [WHERE sex = 'F'] GROUP BY city.
 Writes test/bench/results/open_key_bench.csv: query, native_ms, dx_ms, ratio, released keys.
+--unit K adds a person column (row i belongs to person i / 4: 4 rows each, in 4 cities)
+and declares it the privacy unit with K rows per unit; results go to open_key_unit_bench.csv (the
+native queries do not bound anything: the ratio is the cost of the bounding and the distinct-unit
+selection).
 """
 import argparse
 import csv
@@ -20,6 +24,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--rows", type=int, default=2_000_000)
 parser.add_argument("--keys", type=int, default=50_000)
 parser.add_argument("--runs", type=int, default=3)
+parser.add_argument("--unit", type=int, default=0)
 args = parser.parse_args()
 
 conn = psycopg2.connect("")
@@ -27,15 +32,18 @@ conn.autocommit = True
 cur = conn.cursor()
 cur.execute("CREATE EXTENSION IF NOT EXISTS dxpriv")
 cur.execute("DROP TABLE IF EXISTS bench_open")
-cur.execute("CREATE TABLE bench_open (city text, qty int, sex text)")
+cur.execute("CREATE TABLE bench_open (city text, qty int, sex text, person int)")
 cur.execute(f"INSERT INTO bench_open SELECT 'city' || (i % {args.keys}), (i * 7) % 100, "
-            f"CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END FROM generate_series(1, {args.rows}) AS i")
+            f"CASE WHEN i % 3 = 0 THEN 'M' ELSE 'F' END, i / 4 "
+            f"FROM generate_series(1, {args.rows}) AS i")
 cur.execute("VACUUM ANALYZE bench_open")
 cur.execute("SELECT dx.protect_table('bench_open', 1.0)")
 cur.execute("""SELECT dx.set_column('bench_open', 'city', '{"open": true}', '{"type": "discrete", "weight": 1}')""")
 cur.execute("""SELECT dx.set_column('bench_open', 'qty', '{"min": 0, "max": 99}', '{"type": "absolute", "scale": 10}')""")
 cur.execute("""SELECT dx.set_column('bench_open', 'sex', '{"values": ["F", "M"]}', '{"type": "discrete"}')""")
 cur.execute("SELECT dx.set_delta('bench_open', 1e-6)")
+if args.unit:
+    cur.execute(f"SELECT dx.set_privacy_unit('bench_open', 'person', {args.unit})")
 cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_open', 1e9, delta => 1)")
 cur.execute("SET dxpriv.cache_lifetime = 0")
 cur.execute("SET dxpriv.epsilon = 1")
@@ -76,9 +84,10 @@ for label, native, dx in PAIRS:
     out.append((label, round(mn, 1), round(md, 1), round(md / mn, 2), kept))
     print(f"{label}: native {mn:.0f} ms, dx {md:.0f} ms, ratio {md / mn:.2f}, released keys {kept}", flush=True)
 
-path = pathlib.Path(__file__).resolve().parent / "results/open_key_bench.csv"
+path = pathlib.Path(__file__).resolve().parent / ("results/open_key_unit_bench.csv" if args.unit
+                                                   else "results/open_key_bench.csv")
 with open(path, "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["query", "native_ms", "dx_ms", "ratio", "released_keys"])
     w.writerows(out)
-print(f"wrote {path} ({args.rows} rows, {args.keys} keys, median of {args.runs})")
+print(f"wrote {path} ({args.rows} rows, {args.keys} keys, unit {args.unit or 'none'}, median of {args.runs})")

@@ -9,11 +9,25 @@
   "<first> PersonN") declared open: no error message, hint, NOTICE, plan (EXPLAIN, EXPLAIN VERBOSE),
   dx.explain row, dx.last_release row or the shared answer cache of another role ever holds a name;
   the statement is charged its aggregates' and the selection's epsilon and the table's delta;
+* test_unit_selection_rates: a table with a privacy unit (3 rows per person): 400 keys each held by
+  ONE person with 40 rows (a row count would release them surely, and does once the unit is
+  removed), one person spread over 400 keys, keys of n persons: the one-person keys are released at
+  most at delta per partition (delta / (2k)), the spreader's keys too, the others at the predicted
+  pi(n) with the per-partition epsilon eps / max(S, k / p0');
+* test_bucket_selection_rates: an open date column bucketed by month: 300 months of one person each
+  (1900-2149) are released at most at delta per partition, months of 12 persons at the predicted
+  rate, and a stored date beyond the timestamp range never makes a release fail;
+* test_rollup_total_is_noisy: ROLLUP over one big key and one key of one person: the one-person key
+  is never released, and the total (which counts its row) carries the noise dx.explain shows (its
+  empirical spread over 300 releases matches the Laplace scale), so total minus released rows
+  tells nothing beyond that noise;
 * test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
-  min/max/string_agg, joins, subqueries, CTEs, grouping sets, windows: refused with a SQLSTATE and
-  a hint, or answered without any one-person key.
+  min/max/string_agg, joins: refused with a SQLSTATE and a hint; subqueries, CTEs, UNION ALL,
+  windows over the released rows, ROLLUP and GROUPING SETS answered without any one-person key, and a wrapper condition
+  that fails on the secret's key alone never fails (it runs on released rows only).
 """
 import math
+import re
 
 import psycopg2
 
@@ -94,8 +108,19 @@ def test_selection_rates():
 
 
 def test_values_never_leak():
+    values_never_leak(unit=False)
+
+
+def test_values_never_leak_with_unit():
+    # the same probes on the table with a privacy unit (each person's id, 3 rows per unit)
+    values_never_leak(unit=True)
+
+
+def values_never_leak(unit):
     with attack_db() as (db, admin):
         open_people(admin)
+        if unit:
+            execute(admin, "SELECT dx.set_privacy_unit('people', 'id', 3)")
         execute(admin, "CREATE ROLE open_other LOGIN" if not scalar(
             admin, "SELECT count(*) FROM pg_roles WHERE rolname = 'open_other'") else "SELECT 1")
         execute(admin, "SELECT dx.add_analyst('open_other')")
@@ -152,6 +177,128 @@ def test_values_never_leak():
             assert SECRET_NAME not in t and "Person" not in t and not any(f + " " in t for f in FIRST), t
 
 
+def test_unit_selection_rates():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE trips (person int, k text, v int);
+            INSERT INTO trips SELECT i, 'hermit' || i, r % 10 FROM generate_series(1, 400) AS i, generate_series(1, 40) AS r;
+            INSERT INTO trips SELECT 9999, 'spread' || i, 1 FROM generate_series(1, 400) AS i;
+            INSERT INTO trips SELECT 100000 + n * 1000 + j * 50 + p, 'k' || n || '_' || j, 2
+                FROM unnest(ARRAY[2, 8, 12, 16, 20]) AS n, generate_series(1, 20) AS j, generate_series(1, n) AS p,
+                     generate_series(1, 2) AS r WHERE p <= n;
+            SELECT dx.protect_table('trips', 1.0);
+            SELECT dx.set_column('trips', 'v', '{"min": 0, "max": 9}', '{"type": "discrete"}');
+            SELECT dx.set_column('trips', 'k', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('trips', 0.001);
+            SELECT dx.set_privacy_unit('trips', 'person', 3);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'trips', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 2")
+        sel = scalar(conn, "SELECT component FROM dx.explain('SELECT k, count(*) FROM trips GROUP BY k') "
+                           "WHERE kind = 'selection'")
+        eps = float(re.search(r"epsilon=([0-9.e-]+)", sel).group(1))
+        delta = float(re.search(r"delta=([0-9.e-]+)", sel).group(1))
+        # p0' = min(1, 1/2); S = 2; a unit holds at most 3 partitions: eps 2 / max(2, 3 / 0.5); delta / 6
+        assert abs(eps - 2 / 6) < 1e-5 and abs(delta - 0.001 / 6) < 1e-9, sel
+        assert "distinct units, at most 3 partitions per unit" in sel, sel
+        runs = 200
+        hermit = spread = 0
+        kept = {n: 0 for n in (2, 8, 12, 16, 20)}
+        for _ in range(runs):
+            with conn.cursor() as cur:
+                cur.execute("SELECT k, count(*) FROM trips GROUP BY k")
+                for (k, _c) in cur.fetchall():
+                    if k.startswith("hermit"):
+                        hermit += 1
+                    elif k.startswith("spread"):
+                        spread += 1
+                    else:
+                        kept[int(k[1:k.index("_")])] += 1
+        p1 = optimal_pi(eps, delta, 1)
+        assert p1 <= delta * (1 + 1e-9)
+        within(hermit, 400 * runs, p1, "one-person keys of 40 rows")
+        # the spreader keeps 3 rows: at most 3 candidate keys per release, each of one unit
+        assert spread <= 3 * runs * delta + 5 * math.sqrt(3 * runs * delta) + 1, spread
+        for n, c in kept.items():
+            within(c, 20 * runs, optimal_pi(eps, delta, n), f"keys of {n} persons")
+        print(f"  units: one-person keys (40 rows each) released {hermit} of {400 * runs} (delta_p {delta:.3g}), "
+              f"spreader's keys {spread}, " + ", ".join(f"n={n}: {kept[n] / (20 * runs):.3f} vs "
+                                                       f"{optimal_pi(eps, delta, n):.3f}" for n in kept))
+        # control: without the unit, the rows of the one-person keys are counted and they are released
+        execute(admin, "SELECT dx.unset_privacy_unit('trips')")
+        with conn.cursor() as cur:
+            cur.execute("SELECT k, count(*) FROM trips GROUP BY k")
+            rows = cur.fetchall()
+        assert sum(1 for (k, _c) in rows if k.startswith("hermit")) > 390, "control: row counts release hermits"
+
+
+def test_bucket_selection_rates():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE events (d date, v int);
+            INSERT INTO events SELECT DATE '1900-01-15' + make_interval(months => i), 1 FROM generate_series(0, 299) AS i;
+            INSERT INTO events SELECT (DATE '2300-01-01' + make_interval(months => m))::date + p, 2
+                FROM generate_series(0, 19) AS m, generate_series(0, 11) AS p;
+            INSERT INTO events VALUES ('300000-01-01', 3);
+            SELECT dx.protect_table('events', 1.0);
+            SELECT dx.set_column('events', 'v', '{"min": 0, "max": 3}', '{"type": "discrete"}');
+            SELECT dx.set_column('events', 'd', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('events', 0.001);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'events', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 1")
+        sql = "SELECT date_trunc('month', d)::date AS m, count(*) FROM events GROUP BY 1"
+        sel = scalar(conn, f"SELECT component FROM dx.explain($${sql}$$) WHERE kind = 'selection'")
+        eps = float(re.search(r"epsilon=([0-9.e-]+)", sel).group(1))
+        delta = float(re.search(r"delta=([0-9.e-]+)", sel).group(1))
+        assert abs(eps - 0.5) < 1e-9 and abs(delta - 0.0005) < 1e-12, sel
+        runs, lone, big = 100, 0, 0
+        for _ in range(runs):
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                for (m, _c) in cur.fetchall():
+                    if m is not None and m.year < 2200:
+                        lone += 1
+                    elif m is not None:
+                        big += 1
+        within(lone, 300 * runs, optimal_pi(eps, delta, 1), "one-person months")
+        within(big, 20 * runs, optimal_pi(eps, delta, 12), "months of 12 persons")
+        print(f"  buckets: one-person months released {lone} of {300 * runs} (delta_p {delta}), "
+              f"12-person months {big / (20 * runs):.3f} vs {optimal_pi(eps, delta, 12):.3f}")
+
+
+def test_rollup_total_is_noisy():
+    with attack_db() as (db, admin):
+        execute(admin, """CREATE TABLE r (k text, v int);
+            INSERT INTO r SELECT 'big', i % 10 FROM generate_series(1, 200) AS i;
+            INSERT INTO r VALUES ('hermit', 3);
+            SELECT dx.protect_table('r', 1.0);
+            SELECT dx.set_column('r', 'v', '{"min": 0, "max": 9}', '{"type": "discrete"}');
+            SELECT dx.set_column('r', 'k', '{"open": true}', '{"type": "discrete", "weight": 1}');
+            SELECT dx.set_delta('r', 1e-6);""")
+        execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'r', 100000, delta => 1)")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 1")
+        sql = "SELECT k, count(*) FROM r GROUP BY ROLLUP (k)"
+        scales = [row[0] for row in execute_rows(conn, f"SELECT noise_scale FROM dx.explain('{sql}') WHERE kind = 'count'")]
+        totals, hermit = [], 0
+        for _ in range(300):
+            rows = execute_rows(conn, sql)
+            hermit += sum(1 for (k, _c) in rows if k == "hermit")
+            totals += [c for (k, c) in rows if k is None]
+        assert hermit == 0, hermit
+        assert len(totals) == 300
+        # the total's cell: presence 1 -> scale 1 / eps (the other cell, at presence 1/2, is the big key's)
+        scale = min(scales)
+        sd = math.sqrt(sum((t - 201) ** 2 for t in totals) / len(totals))
+        assert 0.75 * math.sqrt(2) * scale < sd < 1.3 * math.sqrt(2) * scale, (sd, scale)
+        print(f"  rollup: one-person key released 0 of 300, total's spread {sd:.2f} vs Laplace {math.sqrt(2) * scale:.2f}")
+
+
+def execute_rows(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
 def test_shapes_refused_or_safe():
     with attack_db() as (db, admin):
         open_people(admin)
@@ -169,13 +316,8 @@ def test_shapes_refused_or_safe():
             "string_agg": "SELECT string_agg(name, ',') FROM people",
             "sum_length": "SELECT name, sum(length(name)) FROM people GROUP BY name",
             "case_key": f"SELECT sum(CASE WHEN name = '{SECRET_NAME}' THEN age END) FROM people",
-            "subquery": "SELECT * FROM (SELECT name, count(*) FROM people GROUP BY name) s",
-            "cte": "WITH s AS (SELECT name, count(*) FROM people GROUP BY name) SELECT * FROM s",
-            "union": "SELECT name, count(*) FROM people GROUP BY name UNION ALL SELECT 'x', 1",
-            "rollup": "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)",
             "join_public": "SELECT p.name, count(*) FROM people p JOIN zips z ON z.zip = p.zip GROUP BY p.name",
             "join_on_key": "SELECT count(*) FROM people p JOIN zips z ON z.city = p.name",
-            "window": "SELECT name, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY name",
             "distinct": "SELECT DISTINCT name, count(*) FROM people GROUP BY name",
             "raw": "SELECT name FROM people",
             "group_only": "SELECT name FROM people GROUP BY name",
@@ -200,6 +342,24 @@ def test_shapes_refused_or_safe():
             "SELECT name, sex, count(*) FROM people GROUP BY name, sex",
             "SELECT name, count(*) FROM people WHERE age = 30 AND zip = '10007' GROUP BY name",
             "SELECT count(*) FROM people GROUP BY name",
+            # wrappers post-process released rows only (planner/open_keys.h: OFFSET 0 fence)
+            "SELECT * FROM (SELECT name, count(*) FROM people GROUP BY name) s",
+            "WITH s AS (SELECT name, count(*) FROM people GROUP BY name) SELECT * FROM s",
+            "SELECT name, count(*) FROM people GROUP BY name UNION ALL SELECT 'x', 1",
+            # ROLLUP / GROUPING SETS: one release per set; the total is an ordinary noisy cell
+            "SELECT name, count(*) FROM people GROUP BY ROLLUP (name)",
+            "SELECT name, sex, count(*) FROM people GROUP BY GROUPING SETS ((name, sex), (name), (sex), ())",
+            f"SELECT * FROM (SELECT name, count(*) FROM people GROUP BY ROLLUP (name)) r "
+            f"WHERE CASE WHEN name = '{SECRET_NAME}' THEN 1 / (length(name) - {len(SECRET_NAME)}) ELSE 1 END = 1",
+            # a window over the released rows (split into a wrapper around the release)
+            "SELECT name, count(*), rank() OVER (ORDER BY count(*)) FROM people GROUP BY name",
+            "SELECT * FROM (SELECT name, count(*) AS n FROM people GROUP BY name) s ORDER BY n DESC LIMIT 3",
+            # an error that the wrapper's condition raises on the secret's key alone: the key is not
+            # released, so the condition never sees it (pushed into the release it would fail)
+            f"SELECT * FROM (SELECT name, count(*) FROM people GROUP BY name) s "
+            f"WHERE CASE WHEN name = '{SECRET_NAME}' THEN 1 / (length(name) - {len(SECRET_NAME)}) ELSE 1 END = 1",
+            f"WITH s AS (SELECT name, sex, avg(age) AS a FROM people GROUP BY name, sex) SELECT * FROM s "
+            f"WHERE CASE WHEN name = '{SECRET_NAME}' THEN 1 / (length(name) - {len(SECRET_NAME)}) ELSE 1 END = 1",
         ]
         for sql in safe:
             with conn.cursor() as cur:

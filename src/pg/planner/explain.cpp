@@ -241,7 +241,7 @@ DX_FUNCTION(dx_explain)
 			                                             : "exponential");
 			values[14] = Float8GetDatum(c.plan.bound); // |noise| never exceeds it (truncated_laplace)
 			nulls[14] = !(c.plan.bound > 0);
-			values[15] = Float8GetDatum(cap.delta);
+			values[15] = Float8GetDatum(cap.delta + cap.open_delta);
 			values[16] = CStringGetTextDatum(cap.unit_bound.c_str()); // privacy unit: the contribution bound
 			nulls[16] = cap.unit_bound.empty();
 			values[17] = Float8GetDatum(c.unit_factor); // and what it does to this cell's noise

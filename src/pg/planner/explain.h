@@ -47,6 +47,7 @@ struct ExplainCapture {
 	std::string strategy;        // allocation used
 	std::string noise = "laplace"; // noise family of the linear cells (dxpriv.noise)
 	double delta = 0;            // delta the query spends (0 for pure epsilon)
+	double open_delta = 0;       // the partition selections' deltas (one per release grouped by an open key)
 	double plain_dp_scale = 0;   // scale plain epsilon-DP would need for each cell
 	bool plain_dp_exact = true;  // false: plain_dp_scale is a lower bound (Delta Q over edges only)
 	bool attribute = false;      // dx.attr_avg / dx.attr_sum calls: remaining is the attribute budget's

@@ -1,8 +1,11 @@
 // Open GROUP BY keys: detach them for the analysis, put them back with private partition selection.
 #include "pg/planner/open_keys.h"
+#include "pg/planner/open_buckets.h"
+#include "pg/planner/open_unit_source.h"
 
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
+#include "pg/planner/group_source.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/contract/noise_params.h"
 #include "pg/contract/param_consts.h"
@@ -39,6 +42,9 @@ bool allowed = false;          // inside an OpenKeysAllowed scope
 bool analysing = false;        // an active plan applies to the analysis
 Oid analysing_relid = InvalidOid;
 double analysing_presence = 0; // min(p0, w/2)
+std::vector<AttrNumber> analysing_keys;           // the active plan's open keys
+std::map<AttrNumber, AttrNumber> unit_mapping;    // privacy unit: the bounded source's columns
+bool unit_source_built = false;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -140,7 +146,8 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	ListCell *lc;
 	foreach (lc, q->groupClause) {
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0)
+		if ((IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0) ||
+		    IsA(tle->expr, FuncExpr)) // (a time bucket: open_buckets.h)
 			candidate = true;
 	}
 	if (!candidate)
@@ -152,11 +159,14 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	for (const ColumnPolicy &c : policy.open_columns)
 		open.insert(c.attnum);
 	std::set<AttrNumber> grouped;
+	std::set<TargetEntry *> key_entries; // GROUP BY items that are an open key or its bucket
 	foreach (lc, q->groupClause) {
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0 &&
-		    open.count(castNode(Var, tle->expr)->varattno))
-			grouped.insert(castNode(Var, tle->expr)->varattno);
+		bool bucket = false;
+		if (const AttrNumber att = open_key_column(tle->expr, open, &bucket)) {
+			grouped.insert(att);
+			key_entries.insert(tle);
+		}
 	}
 	if (grouped.empty())
 		return plan;
@@ -165,8 +175,8 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	const std::string col = "open column \"" + first->name + "\" of table \"" + table + "\"";
 	if (!allowed)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " can only be grouped on in a release of its own",
-		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly: not inside a subquery, CTE, UNION, "
-		     "GROUPING SETS, ROLLUP or CUBE.");
+		     "Run SELECT <key>, count(*), ... FROM <table> GROUP BY <key> directly, in FROM or in WITH, with or "
+		     "without ROLLUP/GROUPING SETS; not in a scalar or IN subquery or a join.");
 	if (q->distinctClause != NIL || q->hasWindowFuncs || q->hasTargetSRFs)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "SELECT DISTINCT, window functions and set-returning functions cannot be used "
 		                                    "with " + col,
@@ -178,10 +188,6 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " cannot be grouped on: the table is distributed by Citus",
 		     "Partition selection on Citus (candidate keys counted on the workers) is not available yet; query a "
 		     "local copy of the table.");
-	if (policy.unit.present())
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " cannot be grouped on: the table has a privacy unit",
-		     "Partition selection is calibrated for one row per person so far; remove the privacy unit with "
-		     "dx.unset_privacy_unit or group by declared columns.");
 	if (guc_noise != 0)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "grouping by " + col + " needs laplace noise",
 		     "SET dxpriv.noise = 'laplace': the selection already spends the table's delta.");
@@ -201,21 +207,25 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, col + " is not protected: presence and its metric are both infinite",
 		     "Declare the open column with a finite weight, or give the table a finite presence.");
 	// the bare keys in the output stand aside; anything else that reads an open column is refused
+	// (an output column that is an open key or its bucket but not grouped on is left in place: the
+	// scan below refuses it)
 	foreach (lc, q->targetList) {
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		if (IsA(tle->expr, Var) && castNode(Var, tle->expr)->varno == 1 && castNode(Var, tle->expr)->varlevelsup == 0 &&
-		    grouped.count(castNode(Var, tle->expr)->varattno)) {
+		bool bucket = false;
+		const AttrNumber att = open_key_column(tle->expr, open, &bucket);
+		if (att && grouped.count(att) && (key_entries.count(tle) || !bucket)) {
 			plan.entries.push_back(tle);
 			plan.resnos.push_back(tle->resno);
-			plan.exprs.push_back(tle->expr);
-			Var *v = castNode(Var, tle->expr);
-			tle->expr = (Expr *) makeNullConst(v->vartype, v->vartypmod, v->varcollid);
+			plan.exprs.push_back(bucket ? guarded_bucket(tle->expr) : tle->expr);
+			plan.written.push_back(tle->expr);
+			Node *e = reinterpret_cast<Node *>(tle->expr);
+			tle->expr = (Expr *) makeNullConst(exprType(e), exprTypmod(e), exprCollation(e));
 		}
 	}
 	RefScan scan{&open};
 	if (query_tree_walker(q, reinterpret_cast<bool (*)()>(ref_walker), &scan, 0)) {
 		for (size_t i = 0; i < plan.entries.size(); ++i) // leave the query as it was
-			plan.entries[i]->expr = plan.exprs[i];
+			plan.entries[i]->expr = plan.written[i];
 		if (scan.found == 0)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "whole-row references cannot be used with " + col, kBareHint);
 		const ColumnPolicy *c = policy.find_open(scan.found);
@@ -239,19 +249,45 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	analysing = true;
 	analysing_relid = rte->relid;
 	analysing_presence = std::min(policy.presence, plan.distance / 2);
+	analysing_keys = plan.attnums;
+	unit_mapping.clear();
+	unit_source_built = false;
 	(void) ext;
 	return plan;
 }
 
 // See planner/open_keys.h.
+bool
+groups_by_open_key(Query *q)
+{
+	if (q->commandType != CMD_SELECT || q->groupClause == NIL || list_length(q->rtable) != 1)
+		return false;
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	TablePolicy policy;
+	if (rte->rtekind != RTE_RELATION || !load_table_policy(rte->relid, policy) || policy.open_columns.empty())
+		return false;
+	std::set<AttrNumber> open;
+	for (const ColumnPolicy &c : policy.open_columns)
+		open.insert(c.attnum);
+	ListCell *lc;
+	foreach (lc, q->groupClause) {
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), q->targetList);
+		bool bucket = false;
+		if (open_key_column(tle->expr, open, &bucket))
+			return true;
+	}
+	return false;
+}
+
+// See planner/open_keys.h.
 void
-restore_open_keys(Query *q, const OpenKeyPlan &plan)
+restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded)
 {
 	for (size_t i = 0; i < plan.resnos.size(); ++i) {
 		TargetEntry *tle = get_tle_by_resno(q->targetList, plan.resnos[i]);
 		if (!tle)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv lost an open GROUP BY key");
-		tle->expr = plan.exprs[i];
+		tle->expr = guarded ? plan.exprs[i] : plan.written[i];
 	}
 	for (SortGroupClause *sgc : plan.clauses)
 		q->groupClause = lappend(q->groupClause, sgc);
@@ -263,14 +299,41 @@ end_open_key_analysis()
 {
 	analysing = false;
 	analysing_relid = InvalidOid;
+	analysing_keys.clear();
+	unit_mapping.clear();
+	unit_source_built = false;
 }
 
 // See planner/open_keys.h.
 void
 apply_open_key_presence(TablePolicy &policy)
 {
-	if (analysing && policy.relid == analysing_relid)
-		policy.presence = std::min(policy.presence, analysing_presence);
+	if (!analysing || policy.relid != analysing_relid)
+		return;
+	policy.presence = std::min(policy.presence, analysing_presence);
+	// a unit keeps its min(k, G) rows of smallest rank (open_unit_source.h): at most that many
+	// partitions, with the rule of the unit bound (no group limit: a rule choosing partitions by key
+	// would let a changed row displace others)
+	UnitPolicy &u = policy.unit;
+	if (u.present()) {
+		if (u.max_groups > 0 && u.max_groups < u.max_rows)
+			u.max_rows = u.max_groups;
+		u.max_groups = 0;
+		u.max_rows_per_group = 0;
+	}
+}
+
+// See planner/open_keys.h.
+std::map<AttrNumber, AttrNumber>
+open_unit_source(Query *q, const UnitSource &spec)
+{
+	if (!analysing || spec.policy->relid != analysing_relid)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: no open release is being rewritten");
+	UnitSource open = spec;
+	open.empty_groups = false;
+	unit_mapping = replace_with_open_unit_source(q, open, analysing_keys);
+	unit_source_built = true;
+	return unit_mapping;
 }
 
 // See planner/open_keys.h.
@@ -283,7 +346,23 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	if (a.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a release grouped by an open key needs count, sum, avg or linear",
 		     kBareHint);
-	restore_open_keys(q, plan);
+	const bool unit = a.policy.unit.present();
+	if (unit) {
+		for (const AggSpec &s : a.specs)
+			if (s.kind == AggKind::CountUnits)
+				fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+				     "dx.count_units and count(DISTINCT <unit>) cannot be grouped by an open key yet",
+				     "Count rows with dx.count(*): on a table with a privacy unit, a key is released only when "
+				     "enough distinct units hold it.");
+		if (!unit_source_built)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded source of an open release is missing");
+	}
+	restore_open_keys(q, plan, true);
+	if (unit) // the keys are read from the bounded source
+		for (AttrNumber resno : plan.resnos) {
+			TargetEntry *tle = get_tle_by_resno(q->targetList, resno);
+			tle->expr = (Expr *) remap_vars((Node *) tle->expr, unit_mapping);
+		}
 	ListCell *lc;
 
 	// the selection's budget: S = the l1 sensitivity of the partitions' counts of rows passing
@@ -301,6 +380,17 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	// a changed record leaves one partition and enters another: with a finite presence that pair
 	// is at distance <= 2 p0 even when the open metric is 'none', so delta is shared by two
 	b.max_changed = 2;
+	// a privacy unit (k' kept rows, so at most k' partitions, each counting the unit once) moves at
+	// most k' counts when present or absent (distance p0 >= p0') and 2 k' when its rows change: at
+	// distance >= 2 p0' when a key changes; a change within its partitions moves no more than the
+	// rows' counts, which S bounds (doc/mechanisms.md, "Privacy units in open releases")
+	plan.unit_partitions = unit ? static_cast<std::uint64_t>(a.policy.unit.max_rows) : 0;
+	if (unit) {
+		const double per_unit = static_cast<double>(plan.unit_partitions) / a.policy.presence;
+		b.sensitivity = std::max(sensitivity, per_unit);
+		b.epsilon = std::min(50.0, plan.epsilon / b.sensitivity);
+		b.max_changed = 2 * plan.unit_partitions;
+	}
 	b.delta = plan.delta / static_cast<double>(b.max_changed);
 	const int mech = selection_mechanism_code();
 	const PartitionSelector sel(mech == 0 ? SelectionMechanism::Optimal : SelectionMechanism::Laplace, b.epsilon,
@@ -333,6 +423,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	ArrayType *sel_array = nullptr;
 	pg_call([&] { sel_array = construct_array(sel_values, 3, FLOAT8OID, sizeof(double), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE); });
 	Expr *weight = reduced_weigh_expr(a.cols, a.where_table, false, ext);
+	if (unit) // each unit counts once per partition (DISTINCT over its hash)
+		weight = unit_selection_weight(weight, a.relid, a.policy.unit);
 	Aggref *agg = makeNode(Aggref);
 	agg->aggfnoid = ext.partition_select;
 	agg->aggtype = BOOLOID;
@@ -359,6 +451,10 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	agg->aggno = -1;
 	agg->aggtransno = -1;
 	agg->location = kRewrittenLocation;
+	if (unit) { // the selection reads the bounded source (weight, unit and group, all over the table's Vars)
+		agg->args = (List *) remap_vars((Node *) agg->args, unit_mapping);
+		make_distinct_selection(agg);
+	}
 	// the analyst's HAVING is evaluated only on kept partitions (CASE evaluates its condition first),
 	// so that nothing it computes (an error, a slow expression) depends on a partition not released
 	if (q->havingQual) {
@@ -377,6 +473,12 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		q->havingQual = (Node *) agg;
 	}
 	q->hasAggs = true;
+	// a fence: the planner pushes a wrapper's conditions on grouping columns into a grouped
+	// subquery's WHERE, where they would run on the rows of partitions not released (an error
+	// there would reveal a key); with OFFSET 0 nothing is pushed down (subquery_is_pushdown_safe)
+	if (!q->limitOffset && !q->limitCount)
+		q->limitOffset = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(0), false,
+		                                    FLOAT8PASSBYVAL);
 	// the order of the released rows must not depend on the partitions that were not (a hash
 	// aggregate returns its groups in an order that depends on every group it held): the GROUP BY
 	// keys complete the ORDER BY, so the order is a function of the released rows alone
@@ -408,7 +510,7 @@ register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan 
 		return;
 	ExplainCapture &cap = explain_capture();
 	cap.epsilon += plan.epsilon;
-	cap.delta = plan.delta;
+	cap.open_delta += plan.delta; // (several open releases in one statement: each spends its delta)
 	ExplainCell cell;
 	cell.aggregate = static_cast<int>(aggregates) + 1;
 	cell.kind = "selection";
@@ -417,6 +519,8 @@ register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan 
 		keys += (keys.empty() ? "" : ", ") + n;
 	cell.group = "open key " + keys;
 	cell.component = plan.mechanism + " per partition";
+	if (plan.unit_partitions > 0)
+		cell.component += ", distinct units, at most " + std::to_string(plan.unit_partitions) + " partitions per unit";
 	cell.epsilon = plan.epsilon;
 	cell.plan = LinearNoisePlan{};
 	cell.reported_half_width = 0;

@@ -1,7 +1,7 @@
 // Open GROUP BY keys: a release grouped by a column of an open domain (metadata/open_column.h).
 //
 // SELECT key, count(*), sum(x), avg(x) FROM t [WHERE ...] GROUP BY [declared keys,] key, with key
-// a bare open column. The release is analysed WITHOUT the open key (detach_open_keys): its cells
+// a bare open column or a time bucket of an open date column (open_buckets.h). The release is analysed WITHOUT the open key (detach_open_keys): its cells
 // are the declared groups, calibrated with the presence distance min(p0, w/2) (w: the smallest
 // distance between two values of an open key), which makes every partition (key value x declared
 // group) eps*d-private although the keys are never enumerated (proof: doc/mechanisms.md, "Open
@@ -10,21 +10,28 @@
 // released only when the private partition selection keeps it. The selection spends dxpriv.epsilon
 // and the table's per-query delta in the same allocation as the aggregates.
 //
+// Privacy units: each unit keeps its min(k, G) rows of smallest rank, and the selection counts
+// distinct units per partition (open_unit_source.h); the selection's per-partition epsilon is
+// eps_sel / max(S, k'/p0') and its delta delta / (2 k') (doc/mechanisms.md, "Open domains").
+//
 // Refused (0A000 unless stated): an open column anywhere but as a bare GROUP BY key and bare
 // output column (42501: WHERE, HAVING, aggregate arguments, expressions, DISTINCT aggregates),
 // joins, subquery/CTE wrappers and grouping sets (open keys are allowed only where the analyzer
-// opens an OpenKeysAllowed scope: a top-level release), privacy units, non-Laplace noise, and a
-// table without a per-query delta (55000).
+// opens an OpenKeysAllowed scope: a top-level release), dx.count_units with a privacy unit,
+// non-Laplace noise, and a table without a per-query delta (55000).
 #pragma once
 
 #include "pg/metadata/extension_objects.h"
 #include "pg/metadata/policy.h"
 #include "pg/planner/release_analysis.h"
+#include "pg/planner/unit_source.h"
 
 extern "C" {
 #include "nodes/parsenodes.h"
 }
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,12 +60,14 @@ struct OpenKeyPlan {
 	double delta = 0;                  // the table's per-query delta
 	std::vector<TargetEntry *> entries; // target entries that are a bare open key (as detached)
 	std::vector<AttrNumber> resnos;     // their positions (the rewrite copies target entries)
-	std::vector<Expr *> exprs;          // their expressions
+	std::vector<Expr *> exprs;          // what runs: the bare column, or a guarded bucket (open_buckets.h)
+	std::vector<Expr *> written;        // their expressions as the analyst wrote them
 	std::vector<SortGroupClause *> clauses; // the GROUP BY items taken out
 	// set by attach_open_keys
 	double epsilon = 0;                // the selection's epsilon
 	std::string mechanism;             // describe() of the selector
 	double part_epsilon = 0, part_delta = 0;
+	std::uint64_t unit_partitions = 0; // privacy unit: the most partitions one unit holds (k'), else 0
 };
 
 // Called first by rewrite_query. When q groups by a bare open column of its table, validates the
@@ -68,15 +77,26 @@ struct OpenKeyPlan {
 // nothing.
 OpenKeyPlan detach_open_keys(Query *q, const ExtensionObjects &ext);
 
-// Puts the detached keys back into q's output and GROUP BY (as they were).
-void restore_open_keys(Query *q, const OpenKeyPlan &plan);
+// True when q (one table, grouped) groups by an open key or its bucket: rewrite_grouping_sets then
+// makes each grouping set a release of its own (its own selection, allocation and charge).
+bool groups_by_open_key(Query *q);
+
+// Puts the detached keys back into q's output and GROUP BY: as written, or (guarded) with the
+// expressions dxpriv runs (a time bucket guarded by open_buckets.h).
+void restore_open_keys(Query *q, const OpenKeyPlan &plan, bool guarded = false);
 
 // Ends the effect of the active plan on the analysis (also on error, see OpenKeyScope).
 void end_open_key_analysis();
 
 // Applied by analyse_release to the policy it loaded: with an active plan for that table, the
-// presence distance becomes min(p0, w/2).
+// presence distance becomes min(p0, w/2); on a table with a privacy unit, the unit keeps
+// k' = min(k, G) rows (G = max_groups_per_unit when declared), without group limits.
 void apply_open_key_presence(TablePolicy &policy);
+
+// Called by rewrite_release instead of replace_with_unit_source for an open release on a table
+// with a privacy unit (open_unit_source.h): the bounded source also outputs the open keys and the
+// unit. The mapping is kept for attach_open_keys.
+std::map<AttrNumber, AttrNumber> open_unit_source(Query *q, const UnitSource &spec);
 
 // After rewrite_release and before the identities are stamped: puts the open keys back (stored
 // column, grouped on), adds dx._partition_select to HAVING with its parameters, renumbers the

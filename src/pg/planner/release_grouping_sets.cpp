@@ -27,6 +27,7 @@
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
+#include "pg/planner/open_keys.h"
 #include "pg/planner/shard_pruning.h"
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
@@ -156,7 +157,11 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	if (!u)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a query with grouping sets has no grouping set");
 	const std::vector<Query *> branches = grouping_set_branches(u);
-	if (is_join_query(q)) { // a join without a protected table: each set a release of its own
+	bool open_sets = false; // a set grouped by an open key: each set a release of its own (open_keys.h)
+	for (Query *b : branches)
+		open_sets = open_sets || groups_by_open_key(b);
+	// a join without a protected table, or sets grouped by an open key: each set a release of its own
+	if (is_join_query(q) || open_sets) {
 		*q = *u;
 		for (Query *b : branches)
 			rewrite_nested_release(b, ext, ac);

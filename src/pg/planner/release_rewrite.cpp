@@ -170,7 +170,8 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
-		const std::map<AttrNumber, AttrNumber> mapping = replace_with_unit_source(q, source);
+		const std::map<AttrNumber, AttrNumber> mapping =
+		    a.open ? open_unit_source(q, source) : replace_with_unit_source(q, source); // (open: keys and unit too)
 		q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 		q->havingQual = remap_vars(q->havingQual, mapping);
 		return text;

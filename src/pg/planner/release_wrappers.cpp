@@ -1,5 +1,6 @@
 // Release nesting: joins with public tables, plain subqueries and post-processing wrappers around releases.
 #include "pg/planner/release_wrappers.h"
+#include "pg/planner/open_keys.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
@@ -234,7 +235,10 @@ rewrite_nested_release(Query *sub, const ExtensionObjects &ext, const AnalystCon
 			refuse_unaggregated_read(sub, *ac);
 		return;
 	}
-	rewrite_query(sub, ext, d);
+	{
+		OpenKeysAllowed open_keys; // a release in FROM or WITH may group by an open key (open_keys.h)
+		rewrite_query(sub, ext, d);
+	}
 	if (ac) {
 		if (count_protected_refs(sub, *ac) != 1)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "analysts can read one protected table per query",
