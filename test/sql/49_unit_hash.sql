@@ -52,6 +52,25 @@ SET dxpriv.unit_bounding = sort;
 SELECT (length(p) - length(replace(p, 'Sort Key', ''))) / length('Sort Key') > 0 AS sorts
 FROM pg_temp.plan_text('SELECT dx.count(*) FROM uh_visits') p;
 RESET dxpriv.unit_bounding;
+-- the hash pass cannot spill: when the table's estimated rows would not fit work_mem ×
+-- hash_mem_multiplier, the sort (which spills) is planned instead (20,000 rows: about 1.2 MB of kept
+-- rows against 128 kB at the smallest work_mem, and well under the default 8 MB)
+CREATE TABLE uh_big (person int NOT NULL, ward text);
+INSERT INTO uh_big SELECT i % 5000, (ARRAY['a','b','c'])[1 + i % 3] FROM generate_series(1, 20000) i;
+ANALYZE uh_big;
+SELECT dx.protect_table('uh_big', 'Infinity');
+SELECT dx.set_column('uh_big', 'ward', '{"values":["a","b","c"]}', '{"type":"none"}');
+SELECT dx.grant_budget(current_user::regrole, 'uh_big', 1e6);
+SELECT dx.set_privacy_unit('uh_big', 'person', 3);
+SELECT (length(p) - length(replace(p, 'Sort Key', ''))) / length('Sort Key') > 0 AS sorts,
+       (length(p) - length(replace(p, ' dx._unit_bound(', ''))) / length(' dx._unit_bound(') AS hash_passes
+FROM pg_temp.plan_text('SELECT ward, dx.count(*) FROM uh_big GROUP BY ward') p;
+SET work_mem = '64kB';
+SELECT (length(p) - length(replace(p, 'Sort Key', ''))) / length('Sort Key') > 0 AS sorts,
+       (length(p) - length(replace(p, ' dx._unit_bound(', ''))) / length(' dx._unit_bound(') AS hash_passes
+FROM pg_temp.plan_text('SELECT ward, dx.count(*) FROM uh_big GROUP BY ward') p;
+SELECT pg_temp.same_both('SELECT ward, dx.count(*) FROM uh_big GROUP BY ward ORDER BY ward') AS same_small_work_mem;
+RESET work_mem;
 CREATE ROLE dx_regress_uh;
 SET ROLE dx_regress_uh;
 SET dxpriv.unit_bounding = sort;
