@@ -130,6 +130,46 @@ encode_direct(const std::vector<std::optional<double>> &values)
 } // namespace
 
 // See point_table.h.
+bool
+PointTableView::uniform(double &value, bool &every) const
+{
+	bool found = false;
+	every = true;
+	auto meet = [&](double v) {
+		if (found && v != value)
+			return false;
+		value = v;
+		found = true;
+		return true;
+	};
+	if (width_ == kPieces) { // a + b * u on each piece: one value iff b == 0 (or a single point)
+		for (std::size_t i = 0; i < pieces_.size(); ++i) {
+			const PointTablePiece &p = pieces_[i];
+			if (!p.present) {
+				every = false;
+				continue;
+			}
+			const std::size_t last = i + 1 < pieces_.size() ? pieces_[i + 1].start - 1 : n_ - 1;
+			if (!meet(p.a + p.b * static_cast<double>(p.start)) || !meet(p.a + p.b * static_cast<double>(last)))
+				return false;
+			if (p.b != 0 && last > p.start + 1) // three or more points of a sloped line differ
+				return false;
+		}
+		return found;
+	}
+	for (std::size_t u = 0; u < n_; ++u) {
+		double v;
+		if (!lookup(u, v)) {
+			every = false;
+			continue;
+		}
+		if (!meet(v))
+			return false;
+	}
+	return found;
+}
+
+// See point_table.h.
 std::string
 encode_point_table_pieces(std::size_t n, const std::vector<PointTablePiece> &pieces)
 {

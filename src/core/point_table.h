@@ -80,6 +80,10 @@ public:
 				return false;
 		return true;
 	}
+	// Whether every point that contributes holds one value (its `value`; false when none
+	// contributes or two values differ; a sloped piece of three or more points counts as varying);
+	// `every` tells whether every point contributes. O(pieces) for a pieces table, O(size()) otherwise.
+	bool uniform(double &value, bool &every) const;
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{

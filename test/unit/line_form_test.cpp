@@ -372,6 +372,14 @@ TEST(LineForm, PiecesTableEqualsThePerPointTable)
 			}
 		}
 		EXPECT_EQ(view.every_point_contributes(), dense_view.every_point_contributes());
+		double v1 = 0, v2 = 0;
+		bool e1 = false, e2 = false;
+		const bool u1 = view.uniform(v1, e1), u2 = dense_view.uniform(v2, e2);
+		EXPECT_EQ(u1, u2);
+		if (u1 && u2) {
+			EXPECT_EQ(v1, v2);
+			EXPECT_EQ(e1, e2);
+		}
 	}
 }
 
