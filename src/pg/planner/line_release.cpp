@@ -221,7 +221,7 @@ constant_table(const LineTable &t, const Domain &dom, std::optional<double> &val
 bool
 analyse_line_release(ReleaseAnalysis &a, const std::vector<Expr *> &exprs, bool grouping_set)
 {
-	if (guc_exhaustive_analysis || a.join || a.keys.grouped() || a.policy.unit.present() || !a.em.specs.empty() ||
+	if (guc_exhaustive_analysis || a.open || a.join || a.keys.grouped() || a.policy.unit.present() || !a.em.specs.empty() ||
 	    grouping_set || a.specs.empty() || a.cols.size() != 1 || a.cols[0]->is_group() ||
 	    exprs.size() != 1 + 2 * a.specs.size())
 		return false;
