@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -435,15 +436,78 @@ MultiLinearPlan
 plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>> &q, double epsilon,
                   const AllocationRequest &request, ConstraintSet *constraints)
 {
+	return detail::plan_multi_linear(detail::DenseCellWeights(sub, q), epsilon, request, constraints);
+}
+
+namespace detail {
+
+// See allocation_internal.h.
+LinearNoisePlan
+DenseCellWeights::single(double epsilon) const
+{
+	return plan_linear_query(sub_, q_[0], epsilon);
+}
+
+// See allocation_internal.h.
+ConstraintSet
+DenseCellWeights::constraints() const
+{
+	return build_constraints(sub_, q_);
+}
+
+// See allocation_internal.h.
+double
+DenseCellWeights::sensitivity(std::size_t k) const
+{
+	return generalized_sensitivity(sub_, q_[k]);
+}
+
+// See allocation_internal.h.
+double
+DenseCellWeights::grid(std::size_t k, double t, bool &integer_weights) const
+{
+	return choose_grid(t, q_[k], integer_weights);
+}
+
+// See allocation_internal.h.
+std::unique_ptr<CellWeights>
+DenseCellWeights::rounded(const std::vector<LinearNoisePlan> &cells) const
+{
+	const std::size_t m = q_.size();
+	std::vector<std::vector<double>> q_grid(m);
+	bool unchanged = true; // every weight already lies on its grid (e.g. integer weights, grid 1)
+	for (std::size_t k = 0; k < m; k++) {
+		const LinearNoisePlan &cell = cells[k];
+		if (cell.integer_weights && cell.grid == 1) // integers below 2^53 lie on the unit grid
+			continue;
+		q_grid[k].resize(q_[k].size());
+		for (std::size_t u = 0; u < q_[k].size(); u++) {
+			q_grid[k][u] = static_cast<double>(to_grid_units(q_[k][u], cell.grid)) * cell.grid;
+			unchanged &= q_grid[k][u] == q_[k][u];
+		}
+	}
+	if (unchanged)
+		return nullptr;
+	for (std::size_t k = 0; k < m; k++) // the rounded set is built on whole vectors: copy the cells rounding kept
+		if (q_grid[k].empty())
+			q_grid[k] = q_[k];
+	auto out = std::make_unique<DenseCellWeights>(sub_, std::move(q_grid));
+	return out;
+}
+
+// See allocation_internal.h.
+MultiLinearPlan
+plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest &request, ConstraintSet *constraints)
+{
 	check_epsilon(epsilon);
-	const std::size_t m = q.size();
+	const std::size_t m = q.cells();
 	check_estimates(request.estimates, m);
 	check_blocks(request, m, epsilon);
 	const AllocationStrategy s = request.strategy;
 	if (m == 1) { // one cell: the single-query calibration, without enumerating pair constraints
 		MultiLinearPlan plan;
 		plan.strategy = s;
-		plan.cells.push_back(plan_linear_query(sub, q[0], epsilon));
+		plan.cells.push_back(q.single(epsilon));
 		plan.epsilon_share.push_back(plan.cells[0].scale > 0 ? epsilon : 0.0);
 		if (constraints)
 			*constraints = ConstraintSet();
@@ -464,7 +528,7 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		return lone;
 	};
 
-	ConstraintSet raw = build_constraints(sub, q);
+	ConstraintSet raw = q.constraints();
 	const std::vector<double> raw_scales = allocate(raw, request, epsilon);
 	std::vector<double> pre = raw_scales;
 	// A lone noisy cell: take S from generalized_sensitivity so that its plan is bit-for-bit the
@@ -472,43 +536,28 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 	const std::vector<char> lone_pre = lone_cells(pre);
 	for (std::size_t k = 0; k < m; k++)
 		if (lone_pre[k])
-			pre[k] = generalized_sensitivity(sub, q[k]) / budget_of(k);
+			pre[k] = q.sensitivity(k) / budget_of(k);
 
 	MultiLinearPlan plan;
 	plan.strategy = s;
 	plan.cells.resize(m);
 	plan.epsilon_share.assign(m, 0.0);
-	// the grid-rounded weights: q_grid[k] when rounding is needed, else q[k] itself (not copied)
-	std::vector<std::vector<double>> q_grid(m);
-	std::vector<const std::vector<double> *> rounded_q(m);
-	bool unchanged = true; // every weight already lies on its grid (e.g. integer weights, grid 1)
 	for (std::size_t k = 0; k < m; k++) {
 		LinearNoisePlan &cell = plan.cells[k];
 		double t = pre[k];
 		check_noise_scale(t);
 		if (t > 0)
 			t = std::max(t, std::numeric_limits<double>::min()); // never let a positive scale underflow to 0
-		cell.grid = choose_grid(t, q[k], cell.integer_weights);
-		rounded_q[k] = &q[k];
-		if (cell.integer_weights && cell.grid == 1) // integers below 2^53 lie on the unit grid
-			continue;
-		q_grid[k].resize(q[k].size());
-		for (std::size_t u = 0; u < q[k].size(); u++) {
-			q_grid[k][u] = static_cast<double>(to_grid_units(q[k][u], cell.grid)) * cell.grid;
-			unchanged &= q_grid[k][u] == q[k][u];
-		}
-		rounded_q[k] = &q_grid[k];
+		cell.grid = q.grid(k, t, cell.integer_weights);
 	}
-	if (!unchanged) // the rounded set is built on whole vectors: copy the cells rounding kept
-		for (std::size_t k = 0; k < m; k++)
-			if (rounded_q[k] == &q[k]) {
-				q_grid[k] = q[k];
-				rounded_q[k] = &q_grid[k];
-			}
+	// the grid-rounded weights (nullptr: rounding changed no weight, e.g. integer weights on grid 1)
+	const std::unique_ptr<CellWeights> grid_q = q.rounded(plan.cells);
+	const bool unchanged = !grid_q;
+	const CellWeights &rounded_q = unchanged ? q : *grid_q;
 
 	// Calibrate on exactly what is summed: the grid-rounded weights (the raw constraints and
 	// scales when rounding changed nothing).
-	ConstraintSet rounded = unchanged ? std::move(raw) : build_constraints(sub, q_grid);
+	ConstraintSet rounded = unchanged ? std::move(raw) : rounded_q.constraints();
 	const std::vector<double> fin = unchanged ? raw_scales : allocate(rounded, request, epsilon);
 	const std::vector<char> lone = lone_cells(fin);
 	const std::vector<double> colmax = column_max(rounded);
@@ -517,7 +566,7 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		if (!(fin[k] > 0))
 			continue; // constant on every finite-distance edge after rounding: exact answer
 		if (lone[k]) {
-			cell.sensitivity = generalized_sensitivity(sub, *rounded_q[k]);
+			cell.sensitivity = rounded_q.sensitivity(k);
 			cell.scale = cell.sensitivity / budget_of(k);
 		} else {
 			cell.scale = fin[k];
@@ -549,5 +598,7 @@ plan_multi_linear(const SubUniverse &sub, const std::vector<std::vector<double>>
 		*constraints = std::move(rounded);
 	return plan;
 }
+
+} // namespace detail
 
 } // namespace dxpriv

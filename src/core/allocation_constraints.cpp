@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -808,13 +809,55 @@ max_cells_per_point(const Matrix &q, std::size_t n)
 	return n == 0 ? 0 : *std::max_element(nz.begin(), nz.end());
 }
 
+// The rows of the direct path: offer(a, d) stores the row a / d of one edge (a[k] = |q_k(u) -
+// q_k(v)|) unless it repeats the previous edge's row (values and non-zero pattern), with the same
+// collector calls and entries as the per-point path (a sparse row: the cells whose weights differ,
+// ascending; a dense row: all m entries).
+class DirectRows {
+public:
+	DirectRows(std::size_t m, double expected, std::size_t max_per_point)
+	    : m_(m), rows_(m, expected, std::min(m, 2 * max_per_point)), dense_(3 * max_per_point > 2 * m)
+	{
+	}
+	void offer(const double *a, double d)
+	{
+		bool same = has_last_;
+		for (std::size_t k = 0; k < m_; k++) {
+			nz_[k] = a[k] != 0;
+			r_[k] = d > 0 ? a[k] / d : (nz_[k] ? kInfinity : 0.0);
+			same = same && r_[k] == last_[k] && nz_[k] == last_nz_[k];
+		}
+		if (same && d > 0) // the collector would drop it as a repeat of the previous row
+			return;
+		if (dense_) {
+			rows_.add_dense_repeating(r_);
+		} else {
+			for (std::size_t k = 0; k < m_; k++)
+				if (nz_[k])
+					rows_.push(k, r_[k]);
+			rows_.add_repeating();
+		}
+		std::copy(r_, r_ + m_, last_);
+		std::copy(nz_, nz_ + m_, last_nz_);
+		has_last_ = true;
+	}
+	ConstraintSet finish() { return rows_.finish(); }
+
+private:
+	std::size_t m_;
+	RowCollector rows_;
+	bool dense_;
+	double r_[kMaxDirectCells], last_[kMaxDirectCells];
+	bool nz_[kMaxDirectCells], last_nz_[kMaxDirectCells];
+	bool has_last_ = false;
+};
+
 // build_constraints for m <= kMaxDirectCells: the same edges in the same order, each row offered
-// to the same collector calls with the same entries as the per-point path (a sparse row: the
-// cells whose weights differ, |q_k(u) - q_k(v)| / d ascending; a dense row: all m entries), so
-// the set is identical row for row. What it saves: the per-point lists, and the whole row
-// assembly of an edge whose row (values and non-zero pattern) equals the row offered just
-// before, which the collector would drop as a repeat: along a line under piecewise-linear weights
-// only the rows at the breakpoints are assembled and hashed.
+// to the same collector calls with the same entries as the per-point path, so the set is
+// identical row for row. What it saves: the per-point lists, and the whole row assembly of an
+// edge whose row (values and non-zero pattern) equals the row offered just before, which the
+// collector would drop as a repeat: along a line under piecewise-linear weights only the rows at
+// the breakpoints are assembled and hashed.
 ConstraintSet
 build_constraints_direct(const SubUniverse &sub, const Matrix &q, std::size_t n)
 {
@@ -825,40 +868,32 @@ build_constraints_direct(const SubUniverse &sub, const Matrix &q, std::size_t n)
 	double expected = std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0;
 	for (std::size_t c = 0; c < counts.size(); c++)
 		expected += static_cast<double>(counts[c]) * static_cast<double>(n / sub.domains[c].size());
-	RowCollector rows(m, expected, std::min(m, 2 * max_per_point));
+	DirectRows rows(m, expected, max_per_point);
 	const std::vector<char> skip = dominated_presence(sub, q, n);
-	const bool dense = 3 * max_per_point > 2 * m;
-	double r[kMaxDirectCells], last[kMaxDirectCells];
-	bool nz[kMaxDirectCells], last_nz[kMaxDirectCells];
-	bool has_last = false;
+	double a[kMaxDirectCells];
 	visit_edges(sub, n, edges, counts, [&](std::size_t u, std::size_t v, double d) {
 		if (v == n && !skip.empty() && skip[u])
 			return;
-		bool same = has_last;
-		for (std::size_t k = 0; k < m; k++) {
-			const double a = v == n ? std::fabs(q[k][u]) : std::fabs(q[k][u] - q[k][v]);
-			nz[k] = a != 0;
-			r[k] = d > 0 ? a / d : (nz[k] ? kInfinity : 0.0);
-			same = same && r[k] == last[k] && nz[k] == last_nz[k];
-		}
-		if (same && d > 0) // the collector would drop it as a repeat of the previous row
-			return;
-		if (dense) {
-			rows.add_dense_repeating(r);
-		} else {
-			for (std::size_t k = 0; k < m; k++)
-				if (nz[k])
-					rows.push(k, r[k]);
-			rows.add_repeating();
-		}
-		std::copy(r, r + m, last);
-		std::copy(nz, nz + m, last_nz);
-		has_last = true;
+		for (std::size_t k = 0; k < m; k++)
+			a[k] = v == n ? std::fabs(q[k][u]) : std::fabs(q[k][u] - q[k][v]);
+		rows.offer(a, d);
 	});
 	return rows.finish();
 }
 
 } // namespace
+
+// See allocation_internal.h.
+ConstraintSet
+detail::build_constraints_listed(std::size_t m, double expected_edges, std::size_t max_per_point,
+                                 const std::function<void(const std::function<void(const double *, double)> &)> &list)
+{
+	if (m == 0 || m > kMaxDirectCells)
+		throw CoreError(ErrorKind::Internal, "listed constraint rows need 1 to 16 cells");
+	DirectRows rows(m, expected_edges, max_per_point);
+	list([&rows](const double *a, double d) { rows.offer(a, d); });
+	return rows.finish();
+}
 
 // See allocation_internal.h.
 void

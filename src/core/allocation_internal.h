@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/allocation.h"
@@ -79,6 +81,60 @@ void set_direct_rows(bool on);
 // hash slot prefetched in between (default true; false inserts at once, for the equality tests
 // and dxpriv.exhaustive_analysis). Rows are inserted in the order offered either way.
 void set_insert_lag(bool on);
+
+// What plan_multi_linear reads of the cells' weights: the per-point vectors (DenseCellWeights) or
+// a closed form (line_form.h), which must answer exactly what the per-point functions answer.
+class CellWeights {
+public:
+	virtual ~CellWeights() = default;
+	// Number of cells m.
+	virtual std::size_t cells() const = 0;
+	// plan_linear_query(sub, q_0, epsilon) (m == 1).
+	virtual LinearNoisePlan single(double epsilon) const = 0;
+	// build_constraints(sub, q).
+	virtual ConstraintSet constraints() const = 0;
+	// generalized_sensitivity(sub, q_k).
+	virtual double sensitivity(std::size_t k) const = 0;
+	// choose_grid(t, q_k, integer_weights).
+	virtual double grid(std::size_t k, double t, bool &integer_weights) const = 0;
+	// The weights rounded to the cells' grids (cells[k].grid; a cell with integer weights on grid 1
+	// is kept), or nullptr when rounding changes no weight.
+	virtual std::unique_ptr<CellWeights> rounded(const std::vector<LinearNoisePlan> &cells) const = 0;
+};
+
+// The per-point weights q[k][u] over sub (borrowed, or owned when moved in).
+class DenseCellWeights final : public CellWeights {
+public:
+	DenseCellWeights(const SubUniverse &sub, const std::vector<std::vector<double>> &q) : sub_(sub), q_(q) {}
+	DenseCellWeights(const SubUniverse &sub, std::vector<std::vector<double>> &&q)
+	    : sub_(sub), owned_(std::move(q)), q_(owned_)
+	{
+	}
+	std::size_t cells() const override { return q_.size(); }
+	LinearNoisePlan single(double epsilon) const override;
+	ConstraintSet constraints() const override;
+	double sensitivity(std::size_t k) const override;
+	double grid(std::size_t k, double t, bool &integer_weights) const override;
+	std::unique_ptr<CellWeights> rounded(const std::vector<LinearNoisePlan> &cells) const override;
+
+private:
+	const SubUniverse &sub_;
+	std::vector<std::vector<double>> owned_;
+	const std::vector<std::vector<double>> &q_;
+};
+
+// plan_multi_linear over any CellWeights (allocation.h describes the calibration).
+MultiLinearPlan plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest &request,
+                                  ConstraintSet *constraints);
+
+// build_constraints' direct path (at most 16 cells) over edges its caller lists itself: `list`
+// calls offer(a, d) once per edge in build_constraints' visiting order (the presence rows the
+// prefilter keeps, then the column edges line by line), with a[k] = |q_k(u) - q_k(v)| (|q_k(u)| for
+// a presence edge) and the edge's distance d; an edge whose row equals the previous edge's may be
+// left out (the collector drops it). expected_edges and max_per_point size the storage as
+// build_constraints does. The result is build_constraints' set, row for row.
+ConstraintSet build_constraints_listed(std::size_t m, double expected_edges, std::size_t max_per_point,
+                                       const std::function<void(const std::function<void(const double *, double)> &)> &list);
 
 } // namespace detail
 } // namespace dxpriv

@@ -130,6 +130,67 @@ encode_direct(const std::vector<std::optional<double>> &values)
 } // namespace
 
 // See point_table.h.
+bool
+PointTableView::uniform(double &value, bool &every) const
+{
+	bool found = false;
+	every = true;
+	auto meet = [&](double v) {
+		if (found && v != value)
+			return false;
+		value = v;
+		found = true;
+		return true;
+	};
+	if (width_ == kPieces) { // a + b * u on each piece: one value iff b == 0 (or a single point)
+		for (std::size_t i = 0; i < pieces_.size(); ++i) {
+			const PointTablePiece &p = pieces_[i];
+			if (!p.present) {
+				every = false;
+				continue;
+			}
+			const std::size_t last = i + 1 < pieces_.size() ? pieces_[i + 1].start - 1 : n_ - 1;
+			if (!meet(p.a + p.b * static_cast<double>(p.start)) || !meet(p.a + p.b * static_cast<double>(last)))
+				return false;
+			if (p.b != 0 && last > p.start + 1) // three or more points of a sloped line differ
+				return false;
+		}
+		return found;
+	}
+	for (std::size_t u = 0; u < n_; ++u) {
+		double v;
+		if (!lookup(u, v)) {
+			every = false;
+			continue;
+		}
+		if (!meet(v))
+			return false;
+	}
+	return found;
+}
+
+// See point_table.h.
+std::string
+encode_point_table_pieces(std::size_t n, const std::vector<PointTablePiece> &pieces)
+{
+	if (n == 0 || n > std::numeric_limits<std::uint32_t>::max() || pieces.empty() || pieces[0].start != 0)
+		throw CoreError(ErrorKind::Internal, "malformed point table pieces");
+	for (std::size_t i = 0; i < pieces.size(); ++i)
+		if (pieces[i].start >= n || (i > 0 && pieces[i].start <= pieces[i - 1].start) || !std::isfinite(pieces[i].a) ||
+		    !std::isfinite(pieces[i].b))
+			throw CoreError(ErrorKind::Internal, "malformed point table pieces");
+	std::string out;
+	put_header(out, PointTableView::kPieces, n, pieces.size());
+	for (const PointTablePiece &p : pieces) {
+		put_u32(out, static_cast<std::uint32_t>(p.start));
+		put_u32(out, p.present ? 1 : 0);
+		put_double(out, p.a);
+		put_double(out, p.b);
+	}
+	return out;
+}
+
+// See point_table.h.
 std::string
 encode_point_table(const std::vector<std::optional<double>> &values, const std::vector<std::size_t> &dims)
 {
@@ -174,10 +235,35 @@ PointTableView::PointTableView(const unsigned char *data, std::size_t len)
 	if (len < kHeader || data[0] != kMagic || data[1] != kVersion || data[3] != 0)
 		malformed();
 	width_ = data[2];
-	if (width_ != 1 && width_ != 2 && width_ != 4 && width_ != kDirect && width_ != kAffine)
+	if (width_ != 1 && width_ != 2 && width_ != 4 && width_ != kDirect && width_ != kAffine && width_ != kPieces)
 		malformed();
 	n_ = get_u32(data + 4);
 	k_ = get_u32(data + 8);
+	if (width_ == kPieces) {
+		if (k_ == 0 || len != kHeader + 24 * k_)
+			malformed();
+		for (std::size_t i = 0; i < k_; ++i) {
+			const unsigned char *p = data + kHeader + 24 * i;
+			PointTablePiece piece;
+			piece.start = get_u32(p);
+			const std::uint32_t flag = get_u32(p + 4);
+			piece.present = flag == 1;
+			std::memcpy(&piece.a, p + 8, 8);
+			std::memcpy(&piece.b, p + 16, 8);
+			if (flag > 1 || piece.start >= n_ || (i == 0 ? piece.start != 0 : piece.start <= pieces_.back().start) ||
+			    !std::isfinite(piece.a) || !std::isfinite(piece.b))
+				malformed();
+			pieces_.push_back(piece);
+		}
+		for (std::size_t i = 0; i < k_; ++i) { // every present value finite: a + b * u is monotone in u
+			const std::size_t last = i + 1 < k_ ? pieces_[i + 1].start - 1 : n_ - 1;
+			const PointTablePiece &p = pieces_[i];
+			if (p.present && (!std::isfinite(p.a + p.b * static_cast<double>(p.start)) ||
+			                  !std::isfinite(p.a + p.b * static_cast<double>(last))))
+				malformed();
+		}
+		return;
+	}
 	if (width_ == kAffine) {
 		const std::size_t bitmap = (n_ + 7) / 8;
 		if (k_ != 0 || len != kHeader + bitmap + 24)

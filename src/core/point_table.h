@@ -34,10 +34,25 @@ namespace dxpriv {
 // column-affine (w = 16; chosen first when exact, e.g. sum(income) [GROUP BY sex]: the value is a linear
 // function of one column's index): the presence bitmap, then doubles a, b and uint32 d, m with
 // value(u) = a + b * ((u / d) % m), checked bit for bit against every present value at encoding.
+// pieces (w = 24; written by encode_point_table_pieces from a closed form, line_form.h): K pieces,
+// each a uint32 start (the first piece at 0, strictly increasing, below n), a uint32 presence flag
+// (0 or 1) and doubles a, b: a point u of the piece starting at s (the last start <= u) weighs
+// a + b * u when present, nothing otherwise. Its size does not depend on n.
 // dims (optional): the sub-universe's domain sizes in point order (last fastest), for the
 // column-affine layout; n must be their product when given.
 std::string encode_point_table(const std::vector<std::optional<double>> &values,
                                const std::vector<std::size_t> &dims = {});
+
+// One piece of the pieces layout (above).
+struct PointTablePiece {
+	std::size_t start = 0;
+	bool present = false;
+	double a = 0, b = 0;
+};
+
+// The pieces layout over n points (pieces as described above, finite a and b; CoreError(Internal)
+// otherwise). The caller guarantees that a + b * u is the value meant at every point u.
+std::string encode_point_table_pieces(std::size_t n, const std::vector<PointTablePiece> &pieces);
 
 // Drops from a table over a sub-universe of domain sizes `dims` (row-major, last fastest) every
 // dimension along which it is constant (equal values, or nothing, at every pair of points that
@@ -65,10 +80,16 @@ public:
 				return false;
 		return true;
 	}
+	// Whether every point that contributes holds one value (its `value`; false when none
+	// contributes or two values differ; a sloped piece of three or more points counts as varying);
+	// `every` tells whether every point contributes. O(pieces) for a pieces table, O(size()) otherwise.
+	bool uniform(double &value, bool &every) const;
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{
-		if (width_ == kDirect || width_ == kAffine) {
+		if (width_ >= kDirect) {
+			if (width_ == kPieces)
+				return lookup_piece(u, out);
 			if (!((presence_[u >> 3] >> (u & 7)) & 1))
 				return false;
 			if (width_ == kAffine) // one-column tables (d = 1, u < m) need no integer division
@@ -86,6 +107,7 @@ public:
 
 	static constexpr unsigned kDirect = 8;
 	static constexpr unsigned kAffine = 16;
+	static constexpr unsigned kPieces = 24;
 
 private:
 	std::size_t n_ = 0, k_ = 0;
@@ -95,6 +117,25 @@ private:
 	unsigned width_ = 1;
 	std::vector<double> values_;
 	const unsigned char *codes_ = nullptr;
+	std::vector<PointTablePiece> pieces_; // pieces tables
+
+	// lookup() of a pieces table: the last piece starting at or before u.
+	bool lookup_piece(std::size_t u, double &out) const
+	{
+		std::size_t lo = 0, hi = pieces_.size() - 1; // pieces_[0].start == 0 <= u
+		while (lo < hi) {
+			const std::size_t mid = (lo + hi + 1) / 2;
+			if (pieces_[mid].start <= u)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		const PointTablePiece &p = pieces_[lo];
+		if (!p.present)
+			return false;
+		out = p.a + p.b * static_cast<double>(u);
+		return true;
+	}
 
 	// The code of point u (0: no contribution, else 1 + index into values_).
 	std::uint32_t code(std::size_t u) const

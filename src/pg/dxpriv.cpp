@@ -23,7 +23,7 @@ void _PG_init(void);
 namespace dxpriv::pg {
 double guc_epsilon = 0.1;
 int guc_test_seed = -1;
-static bool guc_exhaustive_analysis = false;
+bool guc_exhaustive_analysis = false;
 
 // dxpriv.exhaustive_analysis: the per-point reference paths of build_constraints (core/allocation_internal.h).
 static void

@@ -3,6 +3,8 @@
 
 Usage (clusters from `KEEP=1 NO_TESTS=1 ./scripts/run-citus.sh`):
   DXPRIV_CITUS_COORD=... DXPRIV_CITUS_W1=... DXPRIV_CITUS_W2=... test/bench/citus_bench.py [rows ...]
+DXPRIV_BENCH_ONLY (a regular expression): only the queries whose name it matches (re.search), e.g.
+"pruned" for the pruned single-shard row; DXPRIV_BENCH_OUT: another CSV path.
 Writes test/bench/results/citus_bench.csv: rows, query, native ms, dx ms (medians of 5), ratio, the
 bytes of the task query Citus sends to each shard (the per-point tables travel in it, or their
 digest), and whether
@@ -12,6 +14,7 @@ equals PostgreSQL's own aggregate on it (the workers' partial sums combined with
 import csv
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -148,7 +151,8 @@ def build_extra(conn, n):
 
 
 def main(sizes):
-    out = os.path.join(os.path.dirname(__file__), "results", "citus_bench.csv")
+    out = os.environ.get("DXPRIV_BENCH_OUT") or os.path.join(os.path.dirname(__file__), "results", "citus_bench.csv")
+    only = re.compile(os.environ.get("DXPRIV_BENCH_ONLY", ""))
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["rows", "shards", "query", "native_ms", "dx_ms", "ratio", "task_query_bytes", "noiseless_equal"])
@@ -165,6 +169,8 @@ def main(sizes):
                 execute(conn, "ANALYZE people")
                 execute(conn, "SET dxpriv.epsilon = 1")
                 for name, native, dx in QUERIES:
+                    if not only.search(name):
+                        continue
                     timed(conn, native, 1)
                     timed(conn, dx, 1)  # warm caches and connections
                     nat, dxt = timed(conn, native), timed(conn, dx)
@@ -181,6 +187,8 @@ def main(sizes):
                           f"noiseless equal {equal}", flush=True)
                 build_extra(conn, n)
                 for name, native, dx, exact_on in EXTRA:
+                    if not only.search(name):
+                        continue
                     timed(conn, native, 1)
                     timed(conn, dx, 1)
                     nat, dxt = timed(conn, native), timed(conn, dx)

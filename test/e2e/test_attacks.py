@@ -1383,6 +1383,61 @@ def test_execution_by_lookup_settings_and_user_types():
     run_category("lookup_execution", analyst_setup=PEEK_SETUP, extra_tables=(("crowd", 2000, 1),))
 
 
+# ================================================================ closed-form analysis (issue 23)
+# A count, sum or avg over one integer column whose WHERE and FILTERs are ANDs of ranges of it is
+# analysed from its breakpoints (planner/line_release.h) and weighed from tables stored by pieces.
+# Every shape an analyst could use to make that path compute a smaller sensitivity (OR, NOT, <>,
+# CASE, products, negative and NULL weights, constants of other types, a second column with
+# another metric) must give exactly the plan of the per-point reference (dxpriv.exhaustive_analysis,
+# which the superuser sets before becoming mallory): the same noise scales, epsilons and baselines.
+
+
+def same_plan_as_exhaustive(ctx, conn, attempt):
+    def plan(c):
+        with c.cursor() as cur:
+            cur.execute("SELECT cell, epsilon, noise_scale, plain_dp_scale FROM dx.explain(%s) ORDER BY cell",
+                        (attempt.sql,))
+            return cur.fetchall()
+    closed = plan(conn)
+    execute(ctx.admin, "SET dxpriv.exhaustive_analysis = on")
+    execute(ctx.admin, f"SET ROLE {ANALYST}")
+    try:
+        exhaustive = plan(ctx.admin)
+    finally:
+        execute(ctx.admin, "RESET ROLE")
+        execute(ctx.admin, "RESET dxpriv.exhaustive_analysis")
+    assert closed == exhaustive, f"closed form {closed} != per-point {exhaustive}"
+    scales = [r[2] for r in closed if r[2] is not None]
+    assert scales and min(scales) > 0, f"noise scales {scales}"
+    Noised().check(ctx, conn, attempt)  # answered, charged at its allocation
+    return f"same plan as the per-point path ({len(closed)} rows), noise {min(scales):g}.."
+
+
+for _name, _sql in [
+    ("ranges of one column (the closed form)", "SELECT dx.sum(age), dx.avg(age) FROM people WHERE age > 30 AND age <= 60"),
+    ("a constant on the left", "SELECT dx.count(*) FROM people WHERE 30 < age"),
+    ("an equality (one point)", "SELECT dx.count(*), dx.sum(income) FROM people WHERE income = 50000"),
+    ("OR of two ranges", "SELECT dx.count(*), dx.sum(age) FROM people WHERE age < 10 OR age > 100"),
+    ("NOT of a range", "SELECT dx.sum(age) FROM people WHERE NOT (age > 50)"),
+    ("<> (two ranges)", "SELECT dx.count(*) FROM people WHERE age <> 30"),
+    ("CASE folding the line", "SELECT dx.sum(CASE WHEN age < 60 THEN age ELSE 120 - age END) FROM people"),
+    ("a product (not piecewise linear)", "SELECT dx.sum(age * age) FROM people WHERE age < 50"),
+    ("negative weights", "SELECT dx.sum(-age), dx.sum(age - 100) FROM people"),
+    ("IS NOT NULL beside a range", "SELECT dx.count(*), dx.sum(age) FROM people WHERE age < 50 AND age IS NOT NULL"),
+    ("NULL weights (nullif)", "SELECT dx.sum(nullif(age, 30)) FROM people"),
+    ("count of a column", "SELECT dx.count(age) FROM people WHERE age >= 18"),
+    ("a bigint constant", "SELECT dx.count(*) FROM people WHERE age > 30::bigint AND age < 2000000000000::bigint"),
+    ("a numeric constant", "SELECT dx.count(*) FROM people WHERE age > 30.5"),
+    ("a FILTER on another column", "SELECT dx.sum(age) FILTER (WHERE sex = 'F') FROM people"),
+    ("two columns, mixed metrics", "SELECT dx.sum(age), dx.count(*) FROM people WHERE income > 100000"),
+]:
+    attack("closed_form", _name, _sql, Custom(same_plan_as_exhaustive))
+
+
+def test_closed_form_analysis():
+    run_category("closed_form")
+
+
 def test_expression_cost_does_not_count_rows():
     """A deliberately expensive row-dependent expression (repeat() of 2 MB when income = 50000): the
     elapsed time must not depend on how many rows take the expensive branch (1 row in people, all
@@ -3248,7 +3303,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "data_dependent_errors", "utility_statements", "cursors_prepared", "side_channels", "dx_internals",
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
-               "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion", "units"}
+               "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion", "units", "closed_form"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

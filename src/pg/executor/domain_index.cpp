@@ -72,26 +72,24 @@ DomainIndexer::create(MemoryContext mcxt, Domain domain, Oid type, int32 typmod)
 void
 DomainIndexer::fill_points(int32 typmod)
 {
-	if (domain_.kind() != DomainKind::Points) {
+	if (domain_.kind() == DomainKind::Enumerated) { // (ranges and dates are indexed by arithmetic)
 		int16 typlen;
 		get_typlenbyval(type_, &typlen, &byval_);
 		std::vector<Datum> pts = domain_datums(domain_, type_, typmod);
 		points_ = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
 		std::copy(pts.begin(), pts.end(), points_);
-		if (domain_.kind() == DomainKind::Enumerated) {
-			nkeys_ = pts.size();
-			keys_ = static_cast<Key *>(palloc(sizeof(Key) * pts.size()));
-			for (size_t i = 0; i < pts.size(); ++i) {
-				Datum scratch;
-				const char *data;
-				size_t len;
-				value_bytes(byval_, pts[i], data, len, scratch);
-				char *copy = static_cast<char *>(palloc(len > 0 ? len : 1));
-				std::memcpy(copy, data, len);
-				keys_[i] = {copy, len, i};
-			}
-			std::sort(keys_, keys_ + nkeys_, key_less);
+		nkeys_ = pts.size();
+		keys_ = static_cast<Key *>(palloc(sizeof(Key) * pts.size()));
+		for (size_t i = 0; i < pts.size(); ++i) {
+			Datum scratch;
+			const char *data;
+			size_t len;
+			value_bytes(byval_, pts[i], data, len, scratch);
+			char *copy = static_cast<char *>(palloc(len > 0 ? len : 1));
+			std::memcpy(copy, data, len);
+			keys_[i] = {copy, len, i};
 		}
+		std::sort(keys_, keys_ + nkeys_, key_less);
 	}
 }
 

@@ -28,8 +28,6 @@ public:
 	size_t index(Datum value, bool isnull) const;
 	// Points: the declared point nearest to x (domain().dims() coordinates; NaN: default_index()).
 	size_t nearest(const double *x) const { return domain_.nearest(x); }
-	// The column type's value of point i (enumerated and range domains), valid while mcxt lives.
-	Datum point(size_t i) const { return points_[i]; }
 	Oid type() const { return type_; }
 
 	DomainIndexer(Domain domain, Oid type) : domain_(std::move(domain)), type_(type) {}
@@ -46,7 +44,7 @@ private:
 	Domain domain_;
 	Oid type_;
 	bool byval_ = true;
-	Datum *points_ = nullptr; // domain_datums in mcxt (enumerated and range domains)
+	Datum *points_ = nullptr; // domain_datums in mcxt (enumerated domains: a range is indexed by arithmetic)
 	Key *keys_ = nullptr;     // enumerated: the points' bytes, sorted for binary search
 	size_t nkeys_ = 0;
 };

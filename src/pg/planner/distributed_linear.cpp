@@ -155,7 +155,7 @@ inline_point_table(Node *w, const ExtensionObjects &ext)
 // True when weight w is the same value at every point that contributes: a non-NULL constant, or a
 // lookup dx._weigh in an inline per-point table whose present points all hold one value (a count's
 // table: 1 where the statement's conditions hold). `value` is that value; `every` says whether every
-// point contributes (the weight is then never NULL). O(points) once per plan.
+// point contributes (the weight is then never NULL). O(points) once per plan (O(pieces) by pieces).
 bool
 uniform_weight(Node *w, const ExtensionObjects &ext, double &value, bool &every)
 {
@@ -165,22 +165,7 @@ uniform_weight(Node *w, const ExtensionObjects &ext, double &value, bool &every)
 		return !castNode(Const, w)->constisnull && castNode(Const, w)->consttype == FLOAT8OID;
 	}
 	const std::optional<PointTableView> view = inline_point_table(w, ext);
-	if (!view)
-		return false;
-	bool found = false;
-	every = true;
-	for (std::size_t u = 0; u < view->size(); ++u) {
-		double v;
-		if (!view->lookup(u, v)) {
-			every = false;
-			continue;
-		}
-		if (found && v != value)
-			return false;
-		value = v;
-		found = true;
-	}
-	return found;
+	return view && view->uniform(value, every); // (O(pieces) for a pieces table)
 }
 
 // numeric(count(*)) * k, or numeric(count(weight)) * k: the units sum of a weight that is k grid

@@ -7,6 +7,7 @@
 #include "pg/node_build.h"
 #include "pg/settings.h"
 #include "pg/planner/group_source.h"
+#include "pg/planner/line_release.h"
 #include "pg/planner/one_pass.h"
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/release_allocation.h"
@@ -133,6 +134,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		Expr *weight = in_one_pass ? (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid)
 		               : r.slot || a.policy.unit.present() || s.kind == AggKind::CountUnits
 		                   ? weigh_expr(cols, a.tables[j], false, ext, copy_node(r.slot), slots)
+		               : a.line ? line_weigh_expr(a, j, ext) // by pieces (planner/line_release.h)
 		                   : reduced_weigh_expr(cols, a.tables[j], false, ext);
 		if (grouped && !r.distributed && !a.open && s.kind != AggKind::CountUnits && !in_one_pass) // the empty-group rows create the group's state (so it gets a noisy answer) but add nothing
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
@@ -158,7 +160,12 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 			agg->aggargtypes = lappend_oid(agg->aggargtypes, FLOAT8OID);
 			agg->args = lappend(agg->args, makeTargetEntry(pairs, 4, nullptr, false));
 		}
-		if (in_one_pass)
+		if (in_one_pass && a.line) { // its table by pieces (planner/line_release.h)
+			std::vector<size_t> kept, dims;
+			Const *table = line_one_pass_table(a, j, kept, dims);
+			make_one_pass_table(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
+			                    table, kept, ext, key);
+		} else if (in_one_pass)
 			make_one_pass(agg, s.kind == AggKind::Count ? 0 : s.kind == AggKind::Avg ? 2 : 1, shared, params, cols,
 			              a.tables[j], ext, key);
 		agg->aggstar = false;

@@ -103,15 +103,24 @@ make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std
 	std::vector<size_t> dims;
 	for (const ColumnPolicy *c : cols)
 		dims.push_back(c->domain.size());
-	std::vector<int64> shape{static_cast<int64>(dims.size())};
-	for (size_t d : dims)
-		shape.push_back(static_cast<int64>(d));
 	std::vector<size_t> kept;
 	try {
 		kept = drop_constant_dimensions(table, dims);
 	} catch (const CoreError &) {
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
 	}
+	make_one_pass_table(agg, kind, shared_args, params, cols, point_table_constant(table, dims), kept, ext, key);
+}
+
+// See one_pass.h.
+void
+make_one_pass_table(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
+                    Const *table, const std::vector<size_t> &kept, const ExtensionObjects &ext,
+                    const std::vector<bool> &key)
+{
+	std::vector<int64> shape{static_cast<int64>(cols.size())};
+	for (const ColumnPolicy *c : cols)
+		shape.push_back(static_cast<int64>(c->domain.size()));
 	for (size_t k : kept)
 		shape.push_back(static_cast<int64>(k));
 	if (!key.empty()) {
@@ -122,7 +131,7 @@ make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std
 	}
 	agg->aggfnoid = kind == 0 ? ext.onepass_count : kind == 2 ? ext.onepass_avg : ext.onepass_sum;
 	agg->aggkind = AGGKIND_NORMAL;
-	agg->aggdirectargs = list_make3(params, point_table_constant(table, dims), int8_array_const(shape));
+	agg->aggdirectargs = list_make3(params, table, int8_array_const(shape));
 	List *args = NIL;
 	List *types = NIL;
 	int i = 1;

@@ -41,5 +41,10 @@ List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups
 // shares the transition state of aggregates with equal arguments.
 void make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std::vector<const ColumnPolicy *> &cols,
                    std::vector<std::optional<double>> table, const ExtensionObjects &ext, const std::vector<bool> &key);
+// make_one_pass with the table already reduced: its constant over the kept dimensions of cols
+// (drop_constant_dimensions' result), e.g. a pieces table (planner/line_release.h).
+void make_one_pass_table(Aggref *agg, int kind, List *shared_args, Const *params,
+                         const std::vector<const ColumnPolicy *> &cols, Const *table, const std::vector<size_t> &kept,
+                         const ExtensionObjects &ext, const std::vector<bool> &key);
 
 } // namespace dxpriv::pg

@@ -31,16 +31,40 @@ text_const(const std::string &s)
 // The bytea constant holding a per-point table (nullopt: the point contributes nothing) over a
 // sub-universe of the given domain sizes.
 Const *
-point_table_const(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims)
+bytes_const(const std::string &bytes)
 {
-	const std::string bytes = encode_point_table(values, dims);
 	bytea *b = static_cast<bytea *>(palloc(VARHDRSZ + bytes.size()));
 	SET_VARSIZE(b, VARHDRSZ + bytes.size());
 	std::memcpy(VARDATA(b), bytes.data(), bytes.size());
 	return makeConst(BYTEAOID, -1, InvalidOid, -1, PointerGetDatum(b), false, false);
 }
 
+Const *
+point_table_const(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims)
+{
+	return bytes_const(encode_point_table(values, dims));
+}
+
 } // namespace
+
+// See point_lookup.h.
+Const *
+bytes_constant(const std::string &bytes)
+{
+	return bytes_const(bytes);
+}
+
+// See point_lookup.h.
+Expr *
+weigh_expr_bytes(const std::vector<const ColumnPolicy *> &cols, const std::string &table, bool integer,
+                 const ExtensionObjects &ext)
+{
+	std::string layout;
+	List *args = list_concat(list_make2(bytes_const(table), nullptr), row_layout_args(cols, layout));
+	lsecond(args) = text_const(layout);
+	return (Expr *) makeFuncExpr(integer ? ext.weigh_int : ext.weigh, integer ? INT4OID : FLOAT8OID, args, InvalidOid,
+	                             InvalidOid, COERCE_EXPLICIT_CALL);
+}
 
 // See point_lookup.h.
 List *

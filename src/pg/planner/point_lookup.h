@@ -31,6 +31,13 @@ List *domain_arg_tail(const Domain &d);
 // nothing) over a sub-universe of the given domain sizes.
 Const *point_table_constant(const std::vector<std::optional<double>> &values, const std::vector<size_t> &dims);
 
+// The bytea constant of an encoded per-point table.
+Const *bytes_constant(const std::string &bytes);
+
+// weigh_expr over cols (no slot) with an already encoded table (e.g. core/line_form.h's pieces).
+Expr *weigh_expr_bytes(const std::vector<const ColumnPolicy *> &cols, const std::string &table, bool integer,
+                       const ExtensionObjects &ext);
+
 // The value arguments of the columns with their domain constants, as dx._weigh takes them after
 // its table and layout; appends each column's layout letter ('e', 'r', 'p') to layout.
 List *row_layout_args(const std::vector<const ColumnPolicy *> &cols, std::string &layout);

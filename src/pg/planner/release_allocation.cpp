@@ -22,6 +22,7 @@
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
 #include "pg/metadata/citus_tables.h"
+#include "pg/planner/line_release.h"
 #include "pg/node_build.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/point_lookup.h"
@@ -178,9 +179,26 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 	cap.delta = delta;
 	// (no linear cell, e.g. exponential-mechanism aggregates alone: no baseline; a privacy unit: the row-level
 	// baseline does not apply, dx.explain's unit_noise_factor tells the bound's cost instead)
-	if (!a.specs.empty() && !a.policy.unit.present()) {
+	std::vector<std::vector<double>> line_q; // a line release's cells where the points are needed
+	std::optional<double> line_baseline;
+	if (a.line && !a.specs.empty() && line_cells_vary(a.sub.domains[0], a.line_cells)) {
+		try { // (as below: a baseline beyond the work cap is left out)
+			line_baseline = plain_dp_scale_line(a.sub, a.line_cells, eps_total, &cap.plain_dp_exact);
+		} catch (const CoreError &e) {
+			if (e.kind() != ErrorKind::ProgramLimit)
+				throw;
+			line_baseline = 0.0;
+			cap.plain_dp_exact = false;
+		}
+	}
+	if (a.line && (!line_baseline || q.size() == 1))
+		line_q = line_dense_cells(a);
+	const std::vector<std::vector<double>> &cells = a.line && !line_q.empty() ? line_q : q;
+	if (line_baseline) {
+		cap.plain_dp_scale = *line_baseline;
+	} else if (!a.specs.empty() && !a.policy.unit.present()) {
 		// over the columns the cells depend on, so that it does not depend on the query's text
-		const ProjectedCells relevant = project_to_relevant_columns(sub, q);
+		const ProjectedCells relevant = project_to_relevant_columns(sub, cells);
 		try { // a baseline beyond the work cap is left out: dx.explain accepts every query that runs
 			cap.plain_dp_scale = plain_dp_scale(relevant.sub, relevant.q, eps_total, &cap.plain_dp_exact);
 		} catch (const CoreError &e) {
@@ -190,9 +208,9 @@ capture_statement(const ReleaseAnalysis &a, double eps_total, AllocationStrategy
 			cap.plain_dp_exact = false;
 		}
 	}
-	if (q.size() == 1 && cap.q.empty()) { // one linear cell: dx.explain checks for a marginal count
+	if (cells.size() == 1 && cap.q.empty()) { // one linear cell: dx.explain checks for a marginal count
 		cap.sub = sub;
-		cap.q = q[0];
+		cap.q = cells[0];
 		cap.column_names.clear();
 		for (const ColumnPolicy *c : a.cols)
 			cap.column_names.push_back(c->name);
@@ -277,6 +295,12 @@ plan_release(const ReleaseAnalysis &a, double query_delta, NoiseFamily family, c
 {
 	if (a.specs.empty()) // exponential-mechanism aggregates alone: no linear cell
 		return MultiLinearPlan{};
+	if (a.line) { // by pieces (planner/line_release.h); the points where the closed forms stop
+		if (family == NoiseFamily::Laplace)
+			if (std::optional<MultiLinearPlan> plan = plan_multi_linear_line(a.sub, a.line_cells, a.eps_total, request))
+				return *plan;
+		return plan_multi_linear_noise(a.sub, line_dense_cells(a), a.eps_total, query_delta, family, request);
+	}
 	if (!a.policy.unit.present())
 		return plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
 	if (family != NoiseFamily::Laplace)

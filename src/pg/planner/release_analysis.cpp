@@ -26,6 +26,7 @@
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
 #include "pg/planner/join_cells.h"
+#include "pg/planner/line_release.h"
 #include "pg/guard.h"
 #include "pg/metadata/catalog.h"
 #include "pg/node_build.h"
@@ -667,6 +668,8 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 	// groups): refuse before evaluating and allocating
 	if (!specs.empty())
 		refuse_over_work(calibration_work(sub, statement_cells), statement_cells, cols);
+	if (!join && analyse_line_release(a, exprs, grouping_set)) // by pieces, no point evaluated (line_release.h)
+		return true;
 	UniverseValues vals;
 	if (!join)
 		vals = evaluate_over_universe(relid, cols, sub, exprs);

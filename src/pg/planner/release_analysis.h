@@ -14,6 +14,7 @@
 #include "pg/executor/release_log.h"
 #include "core/allocation.h"
 #include "core/linear_query.h"
+#include "core/line_form.h"
 #include "core/unit_bound.h"
 #include "core/work_estimate.h"
 #include "core/sensitivity.h"
@@ -94,6 +95,11 @@ struct ReleaseAnalysis {
 	std::vector<std::optional<double>> where_table;        // 1 where the WHERE clause holds, else none (not in joins)
 	bool open = false;                                     // grouped by an open key (planner/open_keys.h)
 	std::vector<size_t> group_of_point;                    // per point of sub: its output group
+	// closed form (planner/line_release.h): the cells and tables by pieces; q_cells then holds
+	// empty vectors, tables empty tables, and where_table and group_of_point are empty
+	bool line = false;
+	LineCells line_cells;
+	std::vector<LineTable> line_tables;
 
 	size_t cells() const { return q_cells.size(); }
 	// Cell of aggregate j, group g, component c.

@@ -220,6 +220,7 @@ rewrite_query(Query *q, const ExtensionObjects &ext, const Discovery &d, bool sh
 		bool on;
 		~EndAnalysis() { if (on) end_open_key_analysis(); }
 	} end_analysis{open.active};
+	a.open = open.active; // (known to the analysis: no closed form, planner/line_release.h)
 	if (!analyse_release(q, ext, d, {}, 0, false, a, shape_only)) {
 		if (open.active) // (parameters: analysed again when planned; put the keys back)
 			restore_open_keys(q, open);
