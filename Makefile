@@ -104,9 +104,13 @@ $(shlib): $(CORE_LIB) $(BUILD_MODE)
 CMAKE_CONFIGURE = cmake -S . -B $(BUILD_DIR)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(DXPRIV_DEBUG) -DNDEBUG" \
 	-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) $(CMAKE_UNITY) $(CMAKE_ARGS) >/dev/null
+# Under `make -jN` the core's compilations share make's job slots (the jobserver; `+` passes it to
+# cmake's make), so that the unity build runs core and extension batches side by side without
+# oversubscribing; a plain `make core` gives cmake -j$(JOBS).
+CMAKE_JOBS = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 core $(CORE_LIB):
 	$(CMAKE_CONFIGURE)
-	cmake --build $(BUILD_DIR)/core -j$(JOBS) --target dxpriv_core
+	+cmake --build $(BUILD_DIR)/core $(CMAKE_JOBS) --target dxpriv_core
 
 core-tests:
 	$(CMAKE_CONFIGURE)
