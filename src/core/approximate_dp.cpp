@@ -23,7 +23,7 @@ constexpr int kMaxGridRounds = 4;
 
 // Weights of cell k rounded to its grid (what the aggregate sums).
 std::vector<double>
-rounded_weights(const std::vector<double> &qk, double grid)
+rounded_cell_weights(const std::vector<double> &qk, double grid)
 {
 	std::vector<double> out(qk.size());
 	for (std::size_t u = 0; u < qk.size(); u++)
@@ -171,7 +171,7 @@ calibrate_gaussian(const SubUniverse &sub, const std::vector<std::vector<double>
 	std::vector<std::vector<double>> qg(m);
 	for (int round = 0;; round++) {
 		for (std::size_t k = 0; k < m; k++)
-			qg[k] = noisy[k] ? rounded_weights(q[k], grid[k]) : std::vector<double>(q[k].size(), 0.0);
+			qg[k] = noisy[k] ? rounded_cell_weights(q[k], grid[k]) : std::vector<double>(q[k].size(), 0.0);
 		const ChangeStructure cs = change_structure(qg, noisy, bottom);
 		std::vector<double> sq(m, 0.0);
 		for (std::size_t k = 0; k < m; k++)
@@ -237,7 +237,7 @@ calibrate_truncated(const std::vector<std::vector<double>> &q, bool bottom, doub
 	std::vector<std::vector<double>> qg(m);
 	for (std::size_t k = 0; k < m; k++) {
 		noisy[k] = plan.cells[k].scale > 0;
-		qg[k] = noisy[k] ? rounded_weights(q[k], plan.cells[k].grid) : std::vector<double>(q[k].size(), 0.0);
+		qg[k] = noisy[k] ? rounded_cell_weights(q[k], plan.cells[k].grid) : std::vector<double>(q[k].size(), 0.0);
 	}
 	const ChangeStructure cs = change_structure(qg, noisy, bottom);
 	const std::vector<double> ones(noisy.begin(), noisy.end()); // weight 1 per noisy cell

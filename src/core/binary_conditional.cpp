@@ -12,7 +12,7 @@ namespace dxpriv {
 namespace {
 
 [[noreturn]] void
-invalid(const std::string &message, const std::string &hint)
+invalid_conditional(const std::string &message, const std::string &hint)
 {
 	throw CoreError(ErrorKind::InvalidParameter, message, hint);
 }
@@ -21,7 +21,7 @@ void
 check_range(double lo, double hi, const char *name)
 {
 	if (!(lo >= 0 && lo <= hi && hi <= 1))
-		invalid(std::string("the range of ") + name + " must satisfy 0 <= low <= high <= 1",
+		invalid_conditional(std::string("the range of ") + name + " must satisfy 0 <= low <= high <= 1",
 		        "Declare probabilities as [low, high] within [0, 1].");
 }
 
@@ -34,10 +34,10 @@ validate_binary_conditional(const BinaryConditionalModel &model)
 	check_range(model.p1_lo, model.p1_hi, "p1");
 	check_range(model.p2_lo, model.p2_hi, "p2");
 	if (!(model.step > 0) || !std::isfinite(model.step))
-		invalid("the grid step must be positive and finite", "Use for example 0.01.");
+		invalid_conditional("the grid step must be positive and finite", "Use for example 0.01.");
 	for (double width : {model.p1_hi - model.p1_lo, model.p2_hi - model.p2_lo})
 		if (width / model.step + 1 > kMaxBinaryGridPoints)
-			invalid("the grid has too many points", "Use a coarser step: at most 1001 points per range.");
+			invalid_conditional("the grid has too many points", "Use a coarser step: at most 1001 points per range.");
 }
 
 // See binary_conditional.h.
@@ -60,7 +60,7 @@ int64_t
 secret_window(double diameter, int64_t records)
 {
 	if (!(diameter >= 0) || !std::isfinite(diameter) || records < 1)
-		invalid("the secret diameter must be finite and non-negative and the table non-empty",
+		invalid_conditional("the secret diameter must be finite and non-negative and the table non-empty",
 		        "The diameter bounds how far apart two hidden values of the protected mean are.");
 	const double w = std::floor(diameter * static_cast<double>(records) + 1e-9);
 	return w >= static_cast<double>(records) ? records : static_cast<int64_t>(w);
@@ -84,9 +84,9 @@ binary_conditional_sensitivity(const BinaryConditionalModel &model, int64_t reco
 {
 	validate_binary_conditional(model);
 	if (records < 1 || records > 100000)
-		invalid("the number of records must lie in [1, 100000]", "The model describes tables of n records.");
+		invalid_conditional("the number of records must lie in [1, 100000]", "The model describes tables of n records.");
 	if (window < 0 || window > records)
-		invalid("the secret window must lie in [0, n]", "Pairs of protected counts at most the window apart.");
+		invalid_conditional("the secret window must lie in [0, n]", "Pairs of protected counts at most the window apart.");
 	const int n = static_cast<int>(records);
 	double w = 0;
 	for (double p1 : grid_points(model.p1_lo, model.p1_hi, model.step))

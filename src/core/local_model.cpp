@@ -31,7 +31,7 @@ constexpr double kMinSamplingEpsilon = 1.0 / kTwoPow20;
 constexpr double kNormalisationTolerance = 1e-6;
 
 // Throws unless epsilon is finite and positive.
-void check_epsilon(double epsilon)
+void check_local_epsilon(double epsilon)
 {
 	if (std::isnan(epsilon) || !(epsilon > 0.0) || std::isinf(epsilon))
 		throw CoreError(ErrorKind::InvalidParameter, "epsilon must be positive and finite",
@@ -41,7 +41,7 @@ void check_epsilon(double epsilon)
 // Throws unless epsilon is at least 2^-20 (the resolution of the exact samplers).
 void check_sampling_epsilon(double epsilon)
 {
-	check_epsilon(epsilon);
+	check_local_epsilon(epsilon);
 	if (epsilon < kMinSamplingEpsilon)
 		throw CoreError(ErrorKind::InvalidParameter, "epsilon is too small for the local randomisers",
 		                "Use epsilon >= 2^-20 (about 9.5e-7).");
@@ -333,7 +333,7 @@ void LocalChannel::pull_back(const std::vector<double> &r, std::vector<double> &
 std::vector<std::vector<double>> truncated_geometric_inverse(std::size_t k, double epsilon)
 {
 	check_channel_size(k);
-	check_epsilon(epsilon);
+	check_local_epsilon(epsilon);
 	std::vector<std::vector<double>> inv(k, std::vector<double>(k, 0.0));
 	if (k == 1) {
 		inv[0][0] = 1.0;
@@ -463,7 +463,7 @@ double kantorovich(const std::vector<double> &p, const std::vector<double> &q, d
 
 double geometric_epsilon_for_radius(double krr_epsilon, double radius)
 {
-	check_epsilon(krr_epsilon);
+	check_local_epsilon(krr_epsilon);
 	if (std::isnan(radius) || !(radius > 0.0) || std::isinf(radius))
 		throw CoreError(ErrorKind::InvalidParameter, "radius must be positive and finite",
 		                "The radius is the distance within which both mechanisms give the same protection.");

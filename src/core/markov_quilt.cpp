@@ -12,7 +12,7 @@ namespace dxpriv {
 namespace {
 
 [[noreturn]] void
-invalid(const std::string &message, const std::string &hint = "")
+invalid_quilt(const std::string &message, const std::string &hint = "")
 {
 	throw CoreError(ErrorKind::InvalidParameter, message, hint);
 }
@@ -67,7 +67,7 @@ double checked_sensitivity(const ColumnSensitivity &f, const std::vector<int> &c
 		return 0;
 	const double s = f(columns);
 	if (!(s >= 0) || !std::isfinite(s))
-		invalid("column sensitivity must be finite and non-negative", "It bounds how much the answer moves.");
+		invalid_quilt("column sensitivity must be finite and non-negative", "It bounds how much the answer moves.");
 	return s;
 }
 
@@ -79,14 +79,14 @@ validate_network(const AttributeNetwork &net)
 {
 	const int m = static_cast<int>(net.names.size());
 	if (m < 1 || m > kMaxQuiltAttributes)
-		invalid("a Bayesian network must have between 1 and 20 attributes", "Quilts are searched over all subsets of attributes.");
+		invalid_quilt("a Bayesian network must have between 1 and 20 attributes", "Quilts are searched over all subsets of attributes.");
 	std::set<std::string> names;
 	for (const std::string &n : net.names)
 		if (n.empty() || !names.insert(n).second)
-			invalid("attribute names of a Bayesian network must be distinct and non-empty", "Name each attribute once.");
+			invalid_quilt("attribute names of a Bayesian network must be distinct and non-empty", "Name each attribute once.");
 	for (auto [p, c] : net.edges)
 		if (p < 0 || p >= m || c < 0 || c >= m || p == c)
-			invalid("an edge of a Bayesian network must join two different declared attributes",
+			invalid_quilt("an edge of a Bayesian network must join two different declared attributes",
 			        "Write edges as [parent, child] with declared names.");
 	// Kahn's algorithm: every attribute is removed once its parents are, unless there is a cycle
 	std::vector<int> indegree(m, 0);
@@ -106,7 +106,7 @@ validate_network(const AttributeNetwork &net)
 				ready.push_back(e.second);
 	}
 	if (removed != m)
-		invalid("a Bayesian network must be acyclic", "Edges go from a parent attribute to a child attribute.");
+		invalid_quilt("a Bayesian network must be acyclic", "Edges go from a parent attribute to a child attribute.");
 }
 
 // See markov_quilt.h.
@@ -116,27 +116,27 @@ plan_markov_quilt(const AttributeNetwork &net, const std::vector<int> &sensitive
 {
 	validate_network(net);
 	if (!(epsilon > 0) || !std::isfinite(epsilon))
-		invalid("epsilon must be positive and finite", "Use a value such as 1.0.");
+		invalid_quilt("epsilon must be positive and finite", "Use a value such as 1.0.");
 	const int m = static_cast<int>(net.names.size());
 	if (sensitive.empty())
-		invalid("the Markov quilt mechanism needs at least one sensitive attribute", "Name the attributes to protect.");
+		invalid_quilt("the Markov quilt mechanism needs at least one sensitive attribute", "Name the attributes to protect.");
 	unsigned queried_mask = 0;
 	for (int a : queried) {
 		if (a < 0 || a >= m)
-			invalid("a queried attribute is not in the network", "Name attributes of the declared network.");
+			invalid_quilt("a queried attribute is not in the network", "Name attributes of the declared network.");
 		queried_mask |= 1u << a;
 	}
 	for (const auto &[i, quilts] : influences)
 		for (const auto &[q, e] : quilts)
 			if (!(e >= 0) || !std::isfinite(e))
-				invalid("a declared max-influence must be finite and non-negative",
+				invalid_quilt("a declared max-influence must be finite and non-negative",
 				        "e_Theta(X_Q | X_i) is a maximum of log-ratios of probabilities: 0 or more.");
 	const std::vector<unsigned> adj = moral_graph(net);
 	const unsigned all = m == 32 ? ~0u : (1u << m) - 1;
 	MarkovQuiltPlan plan;
 	for (int i : sensitive) {
 		if (i < 0 || i >= m)
-			invalid("a sensitive attribute is not in the network", "Name attributes of the declared network.");
+			invalid_quilt("a sensitive attribute is not in the network", "Name attributes of the declared network.");
 		QuiltChoice best;
 		best.attribute = i;
 		best.scale = checked_sensitivity(sensitivity, members(queried_mask, m)) / epsilon; // trivial quilt
@@ -182,7 +182,7 @@ network_attribute(const AttributeNetwork &net, const std::string &name)
 	for (size_t i = 0; i < net.names.size(); ++i)
 		if (net.names[i] == name)
 			return static_cast<int>(i);
-	invalid("\"" + name + "\" is not an attribute of the network", "Use the names listed in the network's \"attributes\".");
+	invalid_quilt("\"" + name + "\" is not an attribute of the network", "Use the names listed in the network's \"attributes\".");
 }
 
 // See markov_quilt.h.
@@ -200,10 +200,10 @@ parse_quilt(const AttributeNetwork &net, const std::string &key, int sensitive)
 		name.erase(name.find_last_not_of(' ') + 1);
 		const int a = network_attribute(net, name);
 		if (a == sensitive)
-			invalid("a quilt of \"" + name + "\" must not contain it",
+			invalid_quilt("a quilt of \"" + name + "\" must not contain it",
 			        "A Markov quilt separates the sensitive attribute from the rest: list other attributes.");
 		if (std::find(out.begin(), out.end(), a) != out.end())
-			invalid("quilt \"" + key + "\" lists \"" + name + "\" twice", "Name each member once.");
+			invalid_quilt("quilt \"" + key + "\" lists \"" + name + "\" twice", "Name each member once.");
 		out.push_back(a);
 		pos = end + 1;
 	}
@@ -216,9 +216,9 @@ ColumnSensitivity
 single_column_sensitivity(int column, double lo, double hi, double records, bool sum)
 {
 	if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi))
-		invalid("a column range must be finite with low <= high", "Declare the column's domain with dx.set_column.");
+		invalid_quilt("a column range must be finite with low <= high", "Declare the column's domain with dx.set_column.");
 	if (!(records >= 1) || !std::isfinite(records))
-		invalid("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
+		invalid_quilt("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
 	const double moved = (hi - lo) * (sum ? records : 1.0);
 	return [column, moved](const std::vector<int> &columns) {
 		return std::find(columns.begin(), columns.end(), column) != columns.end() ? moved : 0.0;
@@ -230,13 +230,13 @@ double
 max_influence(const std::vector<std::vector<double>> &table)
 {
 	if (table.size() < 2 || table.front().empty())
-		invalid("a max-influence table needs at least two values of the sensitive parameter");
+		invalid_quilt("a max-influence table needs at least two values of the sensitive parameter");
 	for (const auto &row : table) {
 		if (row.size() != table.front().size())
-			invalid("every row of a max-influence table must have the same length");
+			invalid_quilt("every row of a max-influence table must have the same length");
 		for (double x : row)
 			if (!(x >= 0) || !std::isfinite(x))
-				invalid("probabilities must be finite and non-negative");
+				invalid_quilt("probabilities must be finite and non-negative");
 	}
 	double e = 0;
 	for (const auto &a : table)
@@ -256,7 +256,7 @@ ColumnSensitivity
 count_sensitivity(const std::vector<int> &queried, double records)
 {
 	if (!(records >= 1) || !std::isfinite(records))
-		invalid("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
+		invalid_quilt("the number of records must be finite and at least 1", "The model describes tables of n >= 1 records.");
 	return [queried, records](const std::vector<int> &columns) {
 		for (int c : columns)
 			if (std::find(queried.begin(), queried.end(), c) != queried.end())

@@ -20,23 +20,23 @@ namespace {
 
 using u128 = unsigned __int128;
 
-constexpr double kMaxGridUnits = 4611686018427387904.0; // 2^62
+constexpr double kMergedMaxGridUnits = 4611686018427387904.0; // 2^62
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // int_0^y e^{-u} du, with y = +inf allowed.
-double phi0(double y)
+double merged_phi0(double y)
 {
 	return std::isinf(y) ? 1.0 : -std::expm1(-y);
 }
 
 // int_0^y u e^{-u} du, with y = +inf allowed.
-double phi1(double y)
+double merged_phi1(double y)
 {
 	return std::isinf(y) ? 1.0 : boost::math::gamma_p(2.0, y);
 }
 
 // int_0^y u^2 e^{-u} du, with y = +inf allowed.
-double phi2(double y)
+double merged_phi2(double y)
 {
 	return std::isinf(y) ? 2.0 : 2.0 * boost::math::gamma_p(3.0, y);
 }
@@ -89,7 +89,7 @@ GridLaw make_grid_law(const MergedLaplace &law, double grid)
 	g.edges.push_back(0);
 	for (std::size_t k = 1; k < law.bands(); ++k) {
 		const double steps = std::nearbyint(law.breakpoint(k) / grid);
-		if (!(steps <= kMaxGridUnits))
+		if (!(steps <= kMergedMaxGridUnits))
 			throw CoreError(ErrorKind::ProgramLimit, "merged laplacian breakpoint is too far out for the grid",
 			                "Breakpoints beyond 2^62 grid steps are not supported; use a coarser grid.");
 		g.edges.push_back(static_cast<std::uint64_t>(steps));
@@ -140,7 +140,7 @@ MergedLaplace::MergedLaplace(double sensitivity, std::vector<double> epsilons, s
 	double half_mass = 0.0; // int_0^inf e^{-h(u)} du
 	for (std::size_t k = 0; k < scales_.size(); ++k) {
 		const double width = k + 1 < edges_.size() ? edges_[k + 1] - edges_[k] : kInf;
-		half_mass += std::exp(-log_height_[k]) * scales_[k] * phi0(width / scales_[k]);
+		half_mass += std::exp(-log_height_[k]) * scales_[k] * merged_phi0(width / scales_[k]);
 	}
 	log_a1_ = -std::log(2.0 * half_mass);
 }
@@ -163,7 +163,7 @@ double MergedLaplace::band_coefficient(std::size_t k) const
 double MergedLaplace::band_probability(std::size_t k) const
 {
 	const double width = k + 1 < edges_.size() ? edges_[k + 1] - edges_.at(k) : kInf;
-	return 2.0 * std::exp(log_a1_ - log_height_.at(k)) * scales_.at(k) * phi0(width / scales_[k]);
+	return 2.0 * std::exp(log_a1_ - log_height_.at(k)) * scales_.at(k) * merged_phi0(width / scales_[k]);
 }
 
 // ln a_1 - h(|x|).
@@ -197,7 +197,7 @@ double MergedLaplace::survival(double x) const
 			continue;
 		const double start = std::max(x, edges_[k]);
 		const double log_start = log_height_[k] + (start - edges_[k]) / scales_[k];
-		total += std::exp(log_a1_ - log_start) * scales_[k] * phi0((end - start) / scales_[k]);
+		total += std::exp(log_a1_ - log_start) * scales_[k] * merged_phi0((end - start) / scales_[k]);
 	}
 	return total;
 }
@@ -217,7 +217,7 @@ double MergedLaplace::mean_abs() const
 	for (std::size_t k = 0; k < scales_.size(); ++k) {
 		const double l = scales_[k], c = edges_[k];
 		const double y = k + 1 < edges_.size() ? (edges_[k + 1] - c) / l : kInf;
-		total += std::exp(log_a1_ - log_height_[k]) * (c * l * phi0(y) + l * l * phi1(y));
+		total += std::exp(log_a1_ - log_height_[k]) * (c * l * merged_phi0(y) + l * l * merged_phi1(y));
 	}
 	return 2.0 * total;
 }
@@ -229,7 +229,7 @@ double MergedLaplace::second_moment() const
 	for (std::size_t k = 0; k < scales_.size(); ++k) {
 		const double l = scales_[k], c = edges_[k];
 		const double y = k + 1 < edges_.size() ? (edges_[k + 1] - c) / l : kInf;
-		total += std::exp(log_a1_ - log_height_[k]) * (c * c * l * phi0(y) + 2.0 * c * l * l * phi1(y) + l * l * l * phi2(y));
+		total += std::exp(log_a1_ - log_height_[k]) * (c * c * l * merged_phi0(y) + 2.0 * c * l * l * merged_phi1(y) + l * l * l * merged_phi2(y));
 	}
 	return 2.0 * total;
 }
@@ -288,7 +288,7 @@ double merged_laplace_grid_epsilon(const MergedLaplace &law, double grid)
 {
 	const GridLaw g = make_grid_law(law, grid);
 	const double steps = std::ceil(law.sensitivity() / grid);
-	if (!(steps <= kMaxGridUnits))
+	if (!(steps <= kMergedMaxGridUnits))
 		throw CoreError(ErrorKind::ProgramLimit, "sensitivity is too large for the grid", "Use a coarser grid.");
 	std::vector<double> edges, slopes;
 	for (std::uint64_t e : g.edges)

@@ -19,7 +19,7 @@ round_work(const Workload &w)
 
 // epsilon / parts, rounded down so that parts * result never exceeds epsilon.
 double
-share(double epsilon, double parts)
+mwem_share(double epsilon, double parts)
 {
 	return epsilon / parts * (1 - 1e-12);
 }
@@ -113,7 +113,7 @@ run_mwem(const SubUniverse &sub, const Workload &w, const std::vector<std::int64
 		t = std::max(1, std::min<int>(t, static_cast<int>(kMaxMwemWork / round_work(w))));
 	}
 	r.iterations = t;
-	r.step_epsilon = share(rest, 2.0 * t);
+	r.step_epsilon = mwem_share(rest, 2.0 * t);
 
 	const std::size_t nq = w.queries.size();
 	std::vector<__int128> exact(nq);

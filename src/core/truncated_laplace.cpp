@@ -36,7 +36,7 @@ double phi2(double y)
 }
 
 // Checks the (sensitivity, epsilon, delta) triple of the GTL calibration.
-void validate_calibration(double sensitivity, double epsilon, double delta)
+void validate_gtl_calibration(double sensitivity, double epsilon, double delta)
 {
 	if (!std::isfinite(sensitivity) || !(sensitivity > 0.0))
 		throw CoreError(ErrorKind::InvalidParameter, "sensitivity must be positive and finite",
@@ -189,7 +189,7 @@ double GeneralizedTruncatedLaplace::privacy_delta(double sensitivity) const
 // T = lambda ln(1 + (e^eps - 1)/(2 delta)).
 double gtl_symmetric_bound(double sensitivity, double epsilon, double delta)
 {
-	validate_calibration(sensitivity, epsilon, delta);
+	validate_gtl_calibration(sensitivity, epsilon, delta);
 	return (sensitivity / epsilon) * symmetric_bound_in_scales(epsilon, delta);
 }
 

@@ -13,7 +13,7 @@ constexpr double kEdgeCost = 32; // build_constraints' fixed work per edge, befo
 
 // Edges of the sufficient edge set of one column metric, counting no further than limit.
 double
-column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
+work_column_edges(const ColumnMetric &metric, const Domain &dom, double limit)
 {
 	const std::size_t k = dom.size();
 	if (k < 2 || metric.kind() == MetricKind::None)
@@ -73,7 +73,7 @@ calibration_work(const SubUniverse &sub, std::size_t m)
 	for (std::size_t c = 0; c < sub.domains.size(); ++c) {
 		const double lines = static_cast<double>(n / sub.domains[c].size());
 		const double limit = std::ceil(2 * kMaxConstraintWork / kEdgeCost / lines) + 1; // enough to exceed the cap
-		e.edges += column_edges(sub.metrics[c], sub.domains[c], limit) * lines;
+		e.edges += work_column_edges(sub.metrics[c], sub.domains[c], limit) * lines;
 	}
 	e.work = e.edges * kEdgeCost;
 	return e;

@@ -10,7 +10,7 @@ namespace dxpriv {
 
 namespace {
 
-constexpr double kTwo53 = 9007199254740992.0;
+constexpr double kWorkloadTwo53 = 9007199254740992.0;
 
 void
 check_caps(std::size_t queries, std::size_t entries)
@@ -172,7 +172,7 @@ weight_workload(const SubUniverse &sub, const std::vector<std::vector<double>> &
 			if (!std::isfinite(v) || std::fabs(v) > 1e12)
 				throw CoreError(ErrorKind::InvalidParameter, "workload weights must be finite and at most 1e12 in absolute value",
 				                "Rescale the weight vectors.");
-			integer = integer && std::floor(v) == v && std::fabs(v) <= kTwo53;
+			integer = integer && std::floor(v) == v && std::fabs(v) <= kWorkloadTwo53;
 		}
 	}
 	w.grid = integer ? 1.0 : std::ldexp(1.0, -kWorkloadGridBits);

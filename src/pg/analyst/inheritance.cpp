@@ -71,7 +71,7 @@ inheritance_descendants(Oid relid)
 }
 
 std::string
-rel_name(Oid relid)
+plain_rel_name(Oid relid)
 {
 	const char *n = get_rel_name(relid);
 	return n ? n : "?";
@@ -93,7 +93,7 @@ inheritance_walker(Node *node, void *ctx)
 			return false;
 		const Oid owner = ac->policy_table(rte->relid);
 		if (OidIsValid(owner) && owner != rte->relid) {
-			const std::string child = rel_name(rte->relid), parent = rel_name(owner);
+			const std::string child = plain_rel_name(rte->relid), parent = plain_rel_name(owner);
 			const bool partition = get_rel_relispartition(rte->relid);
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 			     (partition ? "partition \"" + child + "\" of protected table \"" + parent + "\""
@@ -105,7 +105,7 @@ inheritance_walker(Node *node, void *ctx)
 		if (rte->inh)
 			for (Oid d : inheritance_descendants(rte->relid))
 				if (ac->directly_protected(d) && d != owner) {
-					const std::string parent = rel_name(rte->relid), child = rel_name(d);
+					const std::string parent = plain_rel_name(rte->relid), child = plain_rel_name(d);
 					fail(ERRCODE_INSUFFICIENT_PRIVILEGE,
 					     "table \"" + parent + "\" includes the rows of protected table \"" + child +
 					         "\", which has a policy of its own",

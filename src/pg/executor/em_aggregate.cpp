@@ -65,11 +65,11 @@ struct EmState {
 	EmBeta beta() const { return EmBeta{beta_infinite, beta_num}; }
 };
 
-constexpr uint8 kStateVersion = 1;
+constexpr uint8 kEmStateVersion = 1;
 
 // A zeroed state for `candidates` counts in mcxt.
 EmState *
-new_state(MemoryContext mcxt, uint32 candidates)
+new_em_state(MemoryContext mcxt, uint32 candidates)
 {
 	void *raw = MemoryContextAllocZero(mcxt, EmState::header_size() + sizeof(int64) * candidates);
 	auto *s = new (raw) EmState();
@@ -79,12 +79,12 @@ new_state(MemoryContext mcxt, uint32 candidates)
 
 // The state of output group `group` from the analyzer's parameters.
 EmState *
-state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
+em_state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 {
 	if (group < 0 || group >= p.groups)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
 	const EmParams e = decode_em_params(p);
-	EmState *s = new_state(mcxt, e.candidates);
+	EmState *s = new_em_state(mcxt, e.candidates);
 	s->group = group;
 	s->kind = static_cast<int32>(e.utility.kind);
 	s->p_num = e.utility.p_num;
@@ -99,9 +99,9 @@ state_for_group(MemoryContext mcxt, const NoiseParams &p, int group)
 // State of an aggregate that saw no row (only without GROUP BY: group 0), from the Aggref's
 // constant parameters or, in the finalize phase of a parallel plan, from the charged statement.
 EmState *
-state_from_aggref(FunctionCallInfo fcinfo)
+em_state_from_aggref(FunctionCallInfo fcinfo)
 {
-	return state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0);
+	return em_state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0);
 }
 
 // The transition state of dx._em_transfn and dx._em_collect_transfn (state, candidate, group,
@@ -114,7 +114,7 @@ transition_state(FunctionCallInfo fcinfo)
 		return reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-	return state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
+	return em_state_for_group(aggctx, parse_noise_params(PG_GETARG_ARRAYTYPE_P(3)), PG_GETARG_INT32(2));
 }
 
 } // namespace
@@ -158,7 +158,7 @@ DX_FUNCTION(dx_em_combinefn)
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<EmState *>(PG_GETARG_POINTER(1));
 	if (PG_ARGISNULL(0)) {
-		EmState *s = new_state(aggctx, other->candidates);
+		EmState *s = new_em_state(aggctx, other->candidates);
 		std::memcpy(static_cast<void *>(s), other, other->total_size());
 		PG_RETURN_POINTER(s);
 	}
@@ -183,7 +183,7 @@ DX_FUNCTION(dx_em_serialize)
 		nonzero += c[r] != 0;
 	StringInfoData buf;
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, kStateVersion);
+	pq_sendbyte(&buf, kEmStateVersion);
 	pq_sendint32(&buf, s->group);
 	pq_sendint32(&buf, s->candidates);
 	pq_sendint32(&buf, s->kind);
@@ -209,13 +209,13 @@ DX_FUNCTION(dx_em_deserialize)
 	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
 	constexpr int kHeader = 1 + 4 * 4 + 1 + 8 + 8 + 4 + 8 + 4;
 	auto corrupted = [] { fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state"); };
-	if (buf.len < kHeader || pq_getmsgbyte(&buf) != kStateVersion)
+	if (buf.len < kHeader || pq_getmsgbyte(&buf) != kEmStateVersion)
 		corrupted();
 	const int32 group = pq_getmsgint(&buf, 4);
 	const uint32 candidates = pq_getmsgint(&buf, 4);
 	if (candidates < 1 || candidates > kMaxDomainSize)
 		corrupted();
-	EmState *s = new_state(aggctx, candidates);
+	EmState *s = new_em_state(aggctx, candidates);
 	s->group = group;
 	s->kind = pq_getmsgint(&buf, 4);
 	s->p_num = pq_getmsgint(&buf, 4);
@@ -272,7 +272,7 @@ log_exponential_release(const EmState &s)
 // replayed from the answer cache when the statement reuses a stored answer.
 DX_FUNCTION(dx_em_finalfn)
 {
-	EmState *s = PG_ARGISNULL(0) ? state_from_aggref(fcinfo) : reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
+	EmState *s = PG_ARGISNULL(0) ? em_state_from_aggref(fcinfo) : reinterpret_cast<EmState *>(PG_GETARG_POINTER(0));
 	const bool distinct = s->kind == static_cast<int32>(EmKind::Distinct);
 	if (!s->released) {
 		double cached;

@@ -26,7 +26,7 @@ using namespace dxpriv::pg;
 
 namespace {
 
-constexpr uint8 kVersion = 1;
+constexpr uint8 kOnePassVersion = 1;
 constexpr uint64 kDenseMaxPoints = uint64(1) << 24; // a dense histogram is never larger (planner: far less)
 
 // One output group's histogram of row points, and the final states its aggregates built from it.
@@ -51,7 +51,7 @@ struct OnePassState {
 };
 
 [[noreturn]] void
-corrupted()
+onepass_corrupted()
 {
 	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
 	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
@@ -308,7 +308,7 @@ aggregate_state(OnePassState *s, const FinalCache &c)
 	LinearState *ls = state_for_group(s->mcxt, *c.params, s->group);
 	for (uint64 i = 0; i < s->nentries; ++i) {
 		if (s->entry_point[i] >= s->points)
-			corrupted();
+			onepass_corrupted();
 		double w;
 		if (!c.view->lookup(reduced_point(c, s->entry_point[i], static_cast<uint64>(s->group)), w))
 			continue; // the point contributes nothing (NULL weight)
@@ -401,7 +401,7 @@ DX_FUNCTION(dx_onepass_serialize)
 	for_each_entry(s, [&](uint64, int64) { ++n; });
 	StringInfoData buf;
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, kVersion);
+	pq_sendbyte(&buf, kOnePassVersion);
 	pq_sendint32(&buf, s->group);
 	pq_sendbyte(&buf, s->dense ? 1 : 0);
 	pq_sendint64(&buf, static_cast<int64>(s->points));
@@ -417,20 +417,20 @@ DX_FUNCTION(dx_onepass_serialize)
 DX_FUNCTION(dx_onepass_deserialize)
 {
 	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
-	if (buf.len < 1 + 4 + 1 + 8 + 8 || pq_getmsgbyte(&buf) != kVersion)
-		corrupted();
+	if (buf.len < 1 + 4 + 1 + 8 + 8 || pq_getmsgbyte(&buf) != kOnePassVersion)
+		onepass_corrupted();
 	const int32 group = pq_getmsgint(&buf, 4);
 	const int dense = pq_getmsgbyte(&buf);
 	const int64 points = pq_getmsgint64(&buf);
 	const int64 n = pq_getmsgint64(&buf);
 	if (group < 0 || (dense != 0 && dense != 1) || points < 1 || n < 0 ||
 	    static_cast<uint64>(buf.len - buf.cursor) != static_cast<uint64>(n) * 16)
-		corrupted();
+		onepass_corrupted();
 	OnePassState *s = new_one_pass_state(aggregate_or_current_context(fcinfo), group, dense == 1, static_cast<uint64>(points));
 	for (int64 i = 0; i < n; ++i) {
 		const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
 		if (u < 0 || u >= points || count <= 0)
-			corrupted();
+			onepass_corrupted();
 		add_count(s, static_cast<uint64>(u), count);
 	}
 	PG_RETURN_POINTER(s);

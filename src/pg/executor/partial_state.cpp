@@ -88,7 +88,7 @@ set_cell_sum(PartialCell &c, const GridSum &s)
 }
 
 [[noreturn]] void
-corrupted(const char *what)
+partial_corrupted(const char *what)
 {
 	fail(ERRCODE_DATA_CORRUPTED, std::string("invalid dxpriv partial state: ") + what,
 	     "Partial states are produced by dxpriv itself; they cannot be written by hand.");
@@ -100,12 +100,12 @@ checked(Datum d)
 {
 	bytea *v = DatumGetByteaPP(d);
 	if (VARSIZE_ANY_EXHDR(v) < sizeof(PartialHeader))
-		corrupted("too short");
+		partial_corrupted("too short");
 	PartialHeader h = header_of(v);
 	if (h.components < 1 || h.components > 2 || h.groups < 1 || int64(h.groups) * h.components > kMaxCells)
-		corrupted("bad shape");
+		partial_corrupted("bad shape");
 	if (VARSIZE_ANY(v) != partial_size(int64(h.groups) * h.components))
-		corrupted("bad size");
+		partial_corrupted("bad size");
 	return v;
 }
 
@@ -167,12 +167,12 @@ numeric_units(Datum n)
 	if (negative)
 		++c;
 	if (!*c)
-		corrupted("empty sum");
+		partial_corrupted("empty sum");
 	constexpr unsigned __int128 kMax = (static_cast<unsigned __int128>(1) << 127) - 1;
 	unsigned __int128 v = 0;
 	for (; *c; ++c) {
 		if (*c < '0' || *c > '9' || v > (kMax - (*c - '0')) / 10)
-			corrupted("the sum of a distributed release is not an integer in range");
+			partial_corrupted("the sum of a distributed release is not an integer in range");
 		v = v * 10 + static_cast<unsigned>(*c - '0');
 	}
 	return negative ? -static_cast<__int128>(v) : static_cast<__int128>(v);
@@ -186,14 +186,14 @@ add_native(bytea *v, int32 g, Datum units, bool units_null, int64 rows)
 {
 	const PartialHeader h = header_of(v);
 	if (g < 0 || g >= h.groups || rows < 0)
-		corrupted("bad native partial");
+		partial_corrupted("bad native partial");
 	for (int c = 0; c < h.components; ++c) {
 		PartialCell cell = read_cell(v, int64(g) * h.components + c);
 		GridSum add;
 		if (c == 0) {
 			add.units = units_null ? 0 : numeric_units(units);
 		} else if (__builtin_mul_overflow(static_cast<__int128>(rows), to_grid_units(1.0, cell.grid), &add.units)) {
-			corrupted("count out of range");
+			partial_corrupted("count out of range");
 		}
 		add.rows = rows;
 		GridSum s = cell_sum(cell);
@@ -243,7 +243,7 @@ DX_FUNCTION(dx_linear_partial_in)
 	pg_call([&] { bytes = DatumGetByteaPP(DirectFunctionCall1(byteain, CStringGetDatum(text))); });
 	StringInfoData buf = bytea_reader(bytes);
 	if (buf.len < 1 + 32 || pq_getmsgbyte(&buf) != kPartialVersion)
-		corrupted("bad version");
+		partial_corrupted("bad version");
 	PartialHeader h;
 	h.components = pq_getmsgint(&buf, 4);
 	h.groups = pq_getmsgint(&buf, 4);
@@ -252,10 +252,10 @@ DX_FUNCTION(dx_linear_partial_in)
 	h.relid = pq_getmsgint(&buf, 4);
 	h.agg_index = pq_getmsgint(&buf, 4);
 	if (h.components < 1 || h.components > 2 || h.groups < 1 || int64(h.groups) * h.components > kMaxCells)
-		corrupted("bad shape");
+		partial_corrupted("bad shape");
 	const int64 cells = int64(h.groups) * h.components;
 	if (buf.len != 1 + 32 + cells * 32)
-		corrupted("bad size");
+		partial_corrupted("bad size");
 	auto *v = static_cast<bytea *>(palloc0(partial_size(cells)));
 	SET_VARSIZE(v, partial_size(cells));
 	memcpy(VARDATA(v), &h, sizeof h);
@@ -266,7 +266,7 @@ DX_FUNCTION(dx_linear_partial_in)
 		c.rows = pq_getmsgint64(&buf);
 		c.grid = pq_getmsgfloat8(&buf);
 		if (c.rows < 0 || !(c.grid > 0) || !std::isfinite(c.grid))
-			corrupted("bad cell");
+			partial_corrupted("bad cell");
 		memcpy(cell_ptr(v, i), &c, sizeof c);
 	}
 	PG_RETURN_BYTEA_P(v);

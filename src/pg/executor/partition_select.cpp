@@ -39,7 +39,7 @@ constexpr uint8 kSelectVersion = 1;
 constexpr int kSelectSize = 1 + 8 + 8 + 4 + 8 + 8;
 
 [[noreturn]] void
-corrupted()
+selection_corrupted()
 {
 	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv partition selection state",
 	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
@@ -107,7 +107,7 @@ DX_FUNCTION(dx_partition_select_combinefn)
 	auto *s = reinterpret_cast<SelectState *>(PG_GETARG_POINTER(0));
 	if (s->charge_id != other->charge_id || s->mechanism != other->mechanism || s->epsilon != other->epsilon ||
 	    s->delta != other->delta)
-		corrupted();
+		selection_corrupted();
 	s->rows += other->rows;
 	PG_RETURN_POINTER(s);
 }
@@ -130,7 +130,7 @@ DX_FUNCTION(dx_partition_select_deserialize)
 {
 	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
 	if (buf.len != kSelectSize || pq_getmsgbyte(&buf) != kSelectVersion)
-		corrupted();
+		selection_corrupted();
 	auto *s = static_cast<SelectState *>(MemoryContextAlloc(aggregate_or_current_context(fcinfo), sizeof(SelectState)));
 	s->rows = pq_getmsgint64(&buf);
 	s->charge_id = pq_getmsgint64(&buf);
@@ -138,7 +138,7 @@ DX_FUNCTION(dx_partition_select_deserialize)
 	s->epsilon = pq_getmsgfloat8(&buf);
 	s->delta = pq_getmsgfloat8(&buf);
 	if (s->rows < 0 || (s->mechanism != 0 && s->mechanism != 1))
-		corrupted();
+		selection_corrupted();
 	PG_RETURN_POINTER(s);
 }
 

@@ -40,7 +40,7 @@ struct CacheShared {
 	CacheEntry entries[kCacheEntries];
 };
 
-CacheShared *shared = nullptr;
+CacheShared *cache_shm = nullptr;
 
 // The per-statement state (which aggregate replays, which records, what this execution released)
 // is not here: it is the ChargeState of each charge id and the CacheRecording of each cache key in
@@ -69,10 +69,10 @@ answer_cache_startup()
 {
 	bool found = false;
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = static_cast<CacheShared *>(ShmemInitStruct("dxpriv answer cache", sizeof(CacheShared), &found));
+	cache_shm = static_cast<CacheShared *>(ShmemInitStruct("dxpriv answer cache", sizeof(CacheShared), &found));
 	if (!found) {
-		memset(shared, 0, sizeof(CacheShared));
-		shared->lock = &(GetNamedLWLockTranche("dxpriv_answer_cache"))->lock;
+		memset(cache_shm, 0, sizeof(CacheShared));
+		cache_shm->lock = &(GetNamedLWLockTranche("dxpriv_answer_cache"))->lock;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -81,18 +81,18 @@ answer_cache_startup()
 bool
 answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers, std::vector<double> &parts)
 {
-	if (!shared || guc_cache_lifetime <= 0)
+	if (!cache_shm || guc_cache_lifetime <= 0)
 		return false;
 	bool hit = false;
-	LWLockAcquire(shared->lock, LW_SHARED);
-	for (const CacheEntry &e : shared->entries)
+	LWLockAcquire(cache_shm->lock, LW_SHARED);
+	for (const CacheEntry &e : cache_shm->entries)
 		if (e.used && e.key == key && e.role == role && fresh(e)) {
 			answers.assign(e.answers, e.answers + e.count);
 			parts.assign(e.parts, e.parts + 2 * e.count);
 			hit = true;
 			break;
 		}
-	LWLockRelease(shared->lock);
+	LWLockRelease(cache_shm->lock);
 	return hit;
 }
 
@@ -101,17 +101,17 @@ void
 answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &answers,
                    const std::vector<double> &parts)
 {
-	if (!shared || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues) ||
+	if (!cache_shm || guc_cache_lifetime <= 0 || answers.size() > static_cast<size_t>(kCacheValues) ||
 	    parts.size() != 2 * answers.size())
 		return;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(cache_shm->lock, LW_EXCLUSIVE);
 	CacheEntry *slot = nullptr;
-	for (CacheEntry &e : shared->entries)
+	for (CacheEntry &e : cache_shm->entries)
 		if ((e.used && e.key == key && e.role == role) || (!slot && !fresh(e)))
 			slot = &e;
 	if (!slot) {
-		slot = &shared->entries[shared->next_victim];
-		shared->next_victim = (shared->next_victim + 1) % kCacheEntries;
+		slot = &cache_shm->entries[cache_shm->next_victim];
+		cache_shm->next_victim = (cache_shm->next_victim + 1) % kCacheEntries;
 	}
 	slot->used = true;
 	slot->key = key;
@@ -121,23 +121,23 @@ answer_cache_store(uint64 key, Oid role, Oid relid, const std::vector<double> &a
 	slot->count = static_cast<int>(answers.size());
 	std::copy(answers.begin(), answers.end(), slot->answers);
 	std::copy(parts.begin(), parts.end(), slot->parts);
-	LWLockRelease(shared->lock);
+	LWLockRelease(cache_shm->lock);
 }
 
 // See answer_cache.h.
 int
 answer_cache_clear(Oid relid)
 {
-	if (!shared)
+	if (!cache_shm)
 		return 0;
 	int dropped = 0;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	for (CacheEntry &e : shared->entries)
+	LWLockAcquire(cache_shm->lock, LW_EXCLUSIVE);
+	for (CacheEntry &e : cache_shm->entries)
 		if (e.used && (!OidIsValid(relid) || e.relid == relid)) {
 			e.used = false;
 			dropped++;
 		}
-	LWLockRelease(shared->lock);
+	LWLockRelease(cache_shm->lock);
 	return dropped;
 }
 

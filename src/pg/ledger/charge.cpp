@@ -273,7 +273,7 @@ all_params(const std::vector<Charge> &cs, std::vector<bool> &exponential)
 
 // Raises the error for a refused or failed charge; nothing was charged unless the message says so.
 [[noreturn]] void
-refuse(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
+refuse_charge(const ledger::Reply &r, Oid role, Oid relid, double eps, double delta)
 {
 	std::string table = "?", who = "?";
 	pg_call([&] {
@@ -461,7 +461,7 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint(qd), text, items);
 	if (r.outcome != ledger::kCharged) {
 		size_t t = static_cast<size_t>(r.failed_table) < items.size() ? static_cast<size_t>(r.failed_table) : 0;
-		refuse(r, role, items[t].relid, items[t].epsilon, items[t].delta);
+		refuse_charge(r, role, items[t].relid, items[t].epsilon, items[t].delta);
 	}
 	paid.aggregates = all_params(ordered, paid.exponential);
 	paid.logged = true;
@@ -491,7 +491,7 @@ charge_release(Oid relid, double epsilon, const std::string &mechanism, const st
 	const Oid role = GetUserId();
 	ledger::Reply r = ledger::charge(role, GetSessionUserId(), fingerprint_text, query_text, {it});
 	if (r.outcome != ledger::kCharged)
-		refuse(r, role, relid, epsilon, 0);
+		refuse_charge(r, role, relid, epsilon, 0);
 }
 
 // See ledger/charge.h.

@@ -113,7 +113,7 @@ prepare(SPIPlanPtr *cache, const char *sql, int nargs, Oid *types)
 }
 
 // Reply written into a slot at the end of a batch.
-struct Result {
+struct SlotResult {
 	int32 outcome;
 	int32 failed_table;
 	double remaining, cap;
@@ -124,7 +124,7 @@ struct Result {
 // Charges every table of one request; returns the outcome. Runs inside a subtransaction; errors
 // propagate to the caller, which rolls the subtransaction back.
 int32
-charge_request(Slot *slot, const char *payload, Result *res)
+charge_request(Slot *slot, const char *payload, SlotResult *res)
 {
 	Oid charge_types[4] = {OIDOID, OIDOID, FLOAT8OID, FLOAT8OID};
 	Oid insert_types[12] = {OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, FLOAT8OID, FLOAT8ARRAYOID,
@@ -227,7 +227,7 @@ charge_request(Slot *slot, const char *payload, Result *res)
 // Runs one request in its own subtransaction: committed with the batch when charged, rolled back
 // (nothing charged) when refused or failed.
 void
-run_request(Slot *slot, Result *res, MemoryContext batch_cxt)
+run_request(Slot *slot, SlotResult *res, MemoryContext batch_cxt)
 {
 	MemoryContext outer_cxt = CurrentMemoryContext;
 	ResourceOwner outer_owner = CurrentResourceOwner;
@@ -298,7 +298,7 @@ run_batch(int n)
 	static MemoryContext batch_cxt = nullptr;
 	if (!batch_cxt)
 		batch_cxt = AllocSetContextCreate(TopMemoryContext, "dxpriv ledger batch", ALLOCSET_DEFAULT_SIZES);
-	Result *results = static_cast<Result *>(MemoryContextAllocZero(batch_cxt, sizeof(Result) * n));
+	SlotResult *results = static_cast<SlotResult *>(MemoryContextAllocZero(batch_cxt, sizeof(SlotResult) * n));
 	Shared *sh = shared();
 
 	pgstat_report_activity(STATE_RUNNING, "dxpriv: charging privacy budgets");

@@ -48,7 +48,7 @@ struct Described {
 	std::vector<std::string> labels;
 };
 
-struct Entry {
+struct MemoEntry {
 	MemoryContext cxt = nullptr; // holds tree
 	Query *tree = nullptr;       // the rewritten query, as the analysis left it
 	bool analyst = false;        // analyst_mode() after the analysis
@@ -56,7 +56,7 @@ struct Entry {
 	Size bytes = 0;
 };
 
-std::unordered_map<uint64, Entry> entries;
+std::unordered_map<uint64, MemoEntry> entries;
 std::deque<uint64> order; // oldest first
 Size total_bytes = 0;
 SystemRandom id_source;
@@ -298,7 +298,7 @@ analysis_memo_replay(uint64 key, Query *q)
 	auto it = entries.find(key);
 	if (key == 0 || it == entries.end())
 		return false;
-	const Entry &e = it->second;
+	const MemoEntry &e = it->second;
 	Query *copy = nullptr;
 	pg_call([&] { copy = static_cast<Query *>(copyObjectImpl(e.tree)); });
 	Restamp r{extension_objects()};
@@ -326,7 +326,7 @@ analysis_memo_store(uint64 key, Query *q)
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stored_walker), &scan, 0);
 	if (scan.other || scan.internal == 0)
 		return;
-	Entry e;
+	MemoEntry e;
 	e.analyst = analyst_mode();
 	std::set<int64> seen;
 	for (int64 id : scan.ids) {

@@ -54,7 +54,7 @@ has_marker_walker(Node *node, void *ctx)
 }
 
 [[noreturn]] void
-refuse(const std::string &what)
+refuse_attr_shape(const std::string &what)
 {
 	fail(ERRCODE_FEATURE_NOT_SUPPORTED, what + " cannot be used with dx.attr_avg or dx.attr_sum", kHint);
 }
@@ -71,18 +71,18 @@ rewrite_attribute_aggregates(Query *q, bool in_definition)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.attr_avg and dx.attr_sum cannot be used in view, rule or function definitions",
 		     "Run the query directly: each execution is a release charged to the attribute-privacy budget.");
 	if (q->commandType != CMD_SELECT)
-		refuse("statements other than SELECT");
+		refuse_attr_shape("statements other than SELECT");
 	if (q->cteList || q->hasSubLinks || q->setOperations || q->hasWindowFuncs || q->hasTargetSRFs || q->rowMarks)
-		refuse("subqueries, WITH, set operations, window or set-returning functions and FOR UPDATE");
+		refuse_attr_shape("subqueries, WITH, set operations, window or set-returning functions and FOR UPDATE");
 	if (q->jointree->quals || q->groupClause || q->groupingSets || q->havingQual || q->distinctClause ||
 	    q->sortClause || q->limitCount || q->limitOffset)
-		refuse("WHERE, GROUP BY, HAVING, DISTINCT, ORDER BY and LIMIT");
+		refuse_attr_shape("WHERE, GROUP BY, HAVING, DISTINCT, ORDER BY and LIMIT");
 	if (list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1 ||
 	    !IsA(linitial(q->jointree->fromlist), RangeTblRef))
-		refuse("joins and several tables");
+		refuse_attr_shape("joins and several tables");
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	if (rte->rtekind != RTE_RELATION || rte->tablesample)
-		refuse("sources other than a table");
+		refuse_attr_shape("sources other than a table");
 
 	List *targets = NIL;
 	ListCell *lc;
@@ -90,10 +90,10 @@ rewrite_attribute_aggregates(Query *q, bool in_definition)
 		TargetEntry *te = lfirst_node(TargetEntry, lc);
 		const char *name = IsA(te->expr, Aggref) ? marker_name(castNode(Aggref, te->expr)->aggfnoid) : nullptr;
 		if (!name)
-			refuse("other outputs than dx.attr_avg and dx.attr_sum");
+			refuse_attr_shape("other outputs than dx.attr_avg and dx.attr_sum");
 		Aggref *a = castNode(Aggref, te->expr);
 		if (a->aggfilter || a->aggorder || a->aggdistinct)
-			refuse("FILTER, ORDER BY and DISTINCT inside the aggregate");
+			refuse_attr_shape("FILTER, ORDER BY and DISTINCT inside the aggregate");
 		Node *arg = (Node *) linitial_node(TargetEntry, a->args)->expr;
 		if (!IsA(arg, Var) || castNode(Var, arg)->varlevelsup != 0 || castNode(Var, arg)->varattno <= 0)
 			fail(ERRCODE_FEATURE_NOT_SUPPORTED, std::string("dx.") + name + " takes a column, not an expression",

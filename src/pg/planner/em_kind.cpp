@@ -10,7 +10,7 @@ namespace dxpriv::pg::analysis {
 
 namespace {
 
-class EmKind final : public ReleaseKind {
+class EmReleaseKind final : public ReleaseKind {
 public:
 	const char *name() const override { return "exponential mechanism"; }
 
@@ -82,7 +82,7 @@ public:
 const ReleaseKind &
 em_kind()
 {
-	static const EmKind kind;
+	static const EmReleaseKind kind;
 	return kind;
 }
 

@@ -59,7 +59,7 @@ constant_argument(Aggref *a, int n, const char *what, const char *example)
 
 // Validates one marker and describes it.
 EmSpec
-describe(Aggref *a, int position, const TablePolicy &policy, const ExtensionObjects &ext, const EmAnalyzerHooks &hooks)
+describe_em_marker(Aggref *a, int position, const TablePolicy &policy, const ExtensionObjects &ext, const EmAnalyzerHooks &hooks)
 {
 	const Oid f = a->aggfnoid;
 	EmSpec s{a, position, "mode", EmUtility{}, guc_epsilon, nullptr, nullptr, a->aggfilter};
@@ -242,7 +242,7 @@ take_em_markers(std::vector<Aggref *> &markers, const TablePolicy &policy, const
 		if (same != em.specs.end())
 			same->aliases.push_back(a);
 		else
-			em.specs.push_back(describe(a, next++, policy, ext, hooks));
+			em.specs.push_back(describe_em_marker(a, next++, policy, ext, hooks));
 	}
 	em.total = next;
 	markers.swap(rest);

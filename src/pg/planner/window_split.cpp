@@ -82,7 +82,7 @@ aggregate_column(Split &s, Node *agg)
 }
 
 Node *
-outer_mutator(Node *node, void *ctx)
+window_outer_mutator(Node *node, void *ctx)
 {
 	if (!node)
 		return nullptr;
@@ -102,7 +102,7 @@ outer_mutator(Node *node, void *ctx)
 		s->raw = true;
 		return node;
 	}
-	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(outer_mutator), ctx);
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(window_outer_mutator), ctx);
 }
 
 } // namespace
@@ -124,7 +124,7 @@ extract_release(Query *q, List *rtable, FromExpr *jointree, int rtindex, bool &r
 		s.inner_tlist = lappend(s.inner_tlist, copy);
 		s.keys.push_back((Node *) key->expr);
 	}
-	List *outer_tlist = (List *) outer_mutator((Node *) copy_node(q->targetList), &s);
+	List *outer_tlist = (List *) window_outer_mutator((Node *) copy_node(q->targetList), &s);
 	raw = s.raw;
 	if (raw)
 		return nullptr;

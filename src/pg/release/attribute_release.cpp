@@ -133,7 +133,7 @@ declared_column(const TablePolicy &policy, const std::string &table, const std::
 // Row count and sum of the column's domain points over the table, read as the table's owner by
 // dxpriv's fixed statement (see the file comment).
 void
-read_table(Oid relid, const ColumnPolicy &col, bool sum_release, double &records, double &sum)
+read_attribute_table(Oid relid, const ColumnPolicy &col, bool sum_release, double &records, double &sum)
 {
 	const Domain &d = col.domain;
 	std::vector<std::optional<double>> values(d.size());
@@ -323,7 +323,7 @@ analyse(Oid relid, const std::string &column, bool sum)
 			     "in the model's \"attributes\" (dx.protect_attribute).");
 	const TablePolicy policy = public_count_policy(relid, a);
 	const ColumnPolicy &col = declared_column(policy, a.table, column);
-	read_table(relid, col, sum, a.records, a.exact_sum);
+	read_attribute_table(relid, col, sum, a.records, a.exact_sum);
 	if (!(a.records >= 1))
 		fail(ERRCODE_NO_DATA, "table \"" + a.table + "\" has no rows",
 		     "The attribute-privacy model describes tables of n >= 1 records.");

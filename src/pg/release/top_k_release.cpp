@@ -36,7 +36,7 @@ constexpr const char *kTopKHint =
     "dx.top_k('visits', 'diagnosis', 5, 0.5, 'age >= 60', ARRAY['age']).";
 
 ArrayType *
-text_array(const std::vector<std::string> &items)
+build_text_array(const std::vector<std::string> &items)
 {
 	ArrayType *a = nullptr;
 	std::vector<Datum> d(items.size());
@@ -84,7 +84,7 @@ DX_FUNCTION(dx_top_k)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "epsilon must be positive and finite", kTopKHint);
 
 	ReleaseSource src;
-	load_release_source(relid, text_array(columns), src); // declared single columns only (42501 otherwise)
+	load_release_source(relid, build_text_array(columns), src); // declared single columns only (42501 otherwise)
 	const char *entry = "dx.top_k";
 	require_row_level_table(relid, entry);
 	std::size_t candidate = 0;
@@ -102,7 +102,7 @@ DX_FUNCTION(dx_top_k)
 	std::vector<char> counted(src.sub.size(), 1);
 	if (!condition.empty()) {
 		std::vector<std::string> labels;
-		const std::vector<std::vector<double>> w = predicate_weights(src, text_array({condition}), labels);
+		const std::vector<std::vector<double>> w = predicate_weights(src, build_text_array({condition}), labels);
 		for (std::size_t u = 0; u < counted.size(); ++u)
 			counted[u] = w[0][u] != 0.0;
 	}
