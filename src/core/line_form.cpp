@@ -17,7 +17,7 @@ namespace dxpriv {
 
 namespace {
 
-constexpr double kTwo40 = 1099511627776.0; // choose_grid keeps grid 1 for integer weights up to this scale
+constexpr double kLineExactScale = 1099511627776.0; // choose_grid keeps grid 1 for integer weights up to this scale
 constexpr std::size_t kMaxLineCells = 16;  // build_constraints' direct path (allocation_constraints.cpp)
 
 bool
@@ -368,7 +368,7 @@ public:
 	double grid(std::size_t, double t, bool &integer_weights) const override
 	{
 		integer_weights = true; // integers of magnitude <= 2^48
-		if (t <= kTwo40)
+		if (t <= kLineExactScale)
 			return 1;
 		throw NeedsPoints{};
 	}

@@ -23,7 +23,7 @@ using namespace dxpriv::pg;
 
 namespace {
 
-constexpr uint8 kVersion = 1;
+constexpr uint8 kUnitBoundVersion = 1;
 constexpr int kMaxColumns = 1000;
 // Rows are first appended to one of kParts buffers by the top bits of their unit's hash, and a full
 // buffer is applied to its partition's own hash table: each partition's table and rows stay small
@@ -60,7 +60,7 @@ struct Pending {
 
 // One partition: its units (open addressing on the low bits of the hash), the arena its units' row
 // arrays are cut from, and its buffer of pending rows.
-struct Part {
+struct UnitPart {
 	Unit *units;
 	uint64 cap, used;
 	char *arena;
@@ -85,7 +85,7 @@ struct UnitBound {
 	Oid *col_type;
 	int16 *col_len;
 	bool *col_byval;
-	Part parts[kParts];
+	UnitPart parts[kParts];
 	char *tmp; // one row of scratch
 	// finalize
 	bool finalized;
@@ -94,7 +94,7 @@ struct UnitBound {
 };
 
 [[noreturn]] void
-corrupted()
+corrupted_unit_state()
 {
 	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
 	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
@@ -141,7 +141,7 @@ init_unit_type(UnitBound *s, Oid type, Oid collation)
 }
 
 UnitBound *
-new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_type, Oid collation)
+new_unit_bound(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_type, Oid collation)
 {
 	if (k < 1 || ncols < 0 || ncols > kMaxColumns)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received invalid parameters");
@@ -161,7 +161,7 @@ new_state(MemoryContext parent, int32 k, int ncols, const Oid *types, Oid unit_t
 	}
 	s->tmp = static_cast<char *>(MemoryContextAlloc(mcxt, s->row_size));
 	init_unit_type(s, unit_type, collation);
-	for (Part &part : s->parts) {
+	for (UnitPart &part : s->parts) {
 		part.cap = 16;
 		part.units = static_cast<Unit *>(MemoryContextAllocZero(mcxt, part.cap * sizeof(Unit)));
 	}
@@ -189,7 +189,7 @@ unit_hash(UnitBound *s, Datum key, bool isnull)
 	return mix(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
 }
 
-inline Part &
+inline UnitPart &
 part_of(UnitBound *s, uint64 hash)
 {
 	return s->parts[hash >> (64 - kPartBits)];
@@ -208,7 +208,7 @@ unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 }
 
 void
-grow(UnitBound *s, Part &part)
+grow(UnitBound *s, UnitPart &part)
 {
 	Unit *old = part.units;
 	const uint64 cap = part.cap;
@@ -229,7 +229,7 @@ grow(UnitBound *s, Part &part)
 // The unit of key in its partition, created when new. `key` is owned by the caller's state memory
 // (a copy for a by-reference type): kept as the unit's key when the unit is new, else freed.
 Unit *
-find_unit(UnitBound *s, Part &part, uint64 hash, Datum key, bool isnull)
+find_unit(UnitBound *s, UnitPart &part, uint64 hash, Datum key, bool isnull)
 {
 	if (2 * (part.used + 1) > part.cap)
 		grow(s, part);
@@ -257,7 +257,7 @@ find_unit(UnitBound *s, Part &part, uint64 hash, Datum key, bool isnull)
 
 // Row arrays are cut from the partition's arena (an array outgrown stays there: at most twice the rows).
 char *
-arena_alloc(UnitBound *s, Part &part, Size bytes)
+arena_alloc(UnitBound *s, UnitPart &part, Size bytes)
 {
 	if (bytes > part.arena_left) {
 		const Size block = Max(kArenaBlock, bytes);
@@ -356,7 +356,7 @@ free_row(UnitBound *s, KeptRow *r)
 void
 offer(UnitBound *s, uint64 hash, Datum key, bool key_null, const KeptRow *row)
 {
-	Part &part = part_of(s, hash);
+	UnitPart &part = part_of(s, hash);
 	Unit *u = find_unit(s, part, hash, key, key_null);
 	if (u->n < static_cast<uint32>(s->k)) {
 		if (u->n == u->cap) {
@@ -384,7 +384,7 @@ offer(UnitBound *s, uint64 hash, Datum key, bool key_null, const KeptRow *row)
 
 // Applies a partition's pending rows to its units.
 void
-flush(UnitBound *s, Part &part)
+flush(UnitBound *s, UnitPart &part)
 {
 	if (2 * (part.used + part.nbuf) > part.cap) // (grown once, before the prefetches)
 		while (2 * (part.used + part.nbuf) > part.cap)
@@ -404,16 +404,16 @@ flush(UnitBound *s, Part &part)
 void
 flush_all(UnitBound *s)
 {
-	for (Part &part : s->parts)
+	for (UnitPart &part : s->parts)
 		flush(s, part);
 }
 
 // Buffers one row (copies of its by-reference values in the state's memory) for its partition.
 void
-add_row(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, const bool *nulls)
+add_kept_row(UnitBound *s, Datum key, bool key_null, int64 rank, const Datum *vals, const bool *nulls)
 {
 	const uint64 hash = unit_hash(s, key, key_null);
-	Part &part = part_of(s, hash);
+	UnitPart &part = part_of(s, hash);
 	if (!part.buf)
 		part.buf = static_cast<char *>(MemoryContextAlloc(s->mcxt, kBufferRows * s->pending_size));
 	auto *p = reinterpret_cast<Pending *>(part.buf + part.nbuf * s->pending_size);
@@ -433,7 +433,7 @@ template <typename F>
 void
 for_each_unit(const UnitBound *s, F f)
 {
-	for (const Part &part : s->parts)
+	for (const UnitPart &part : s->parts)
 		for (uint64 i = 0; i < part.cap; ++i)
 			if (part.units[i].used)
 				f(&part.units[i]);
@@ -461,7 +461,7 @@ unregister(void *arg)
 }
 
 UnitBound *
-registered(uint64 handle)
+registered_bound(uint64 handle)
 {
 	for (Registered *r = registry; r; r = r->next)
 		if (r->handle == handle)
@@ -489,7 +489,7 @@ sort_unit(UnitBound *s, Unit *u)
 
 // The unit value and payload of a transition call: (state, k int4, rank int8, unit, payload...).
 UnitBound *
-transition_state(FunctionCallInfo fcinfo)
+unit_bound_state(FunctionCallInfo fcinfo)
 {
 	if (!PG_ARGISNULL(0))
 		return reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
@@ -508,7 +508,7 @@ transition_state(FunctionCallInfo fcinfo)
 	const Oid unit_type = get_fn_expr_argtype(fcinfo->flinfo, 3);
 	if (!OidIsValid(unit_type))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound cannot determine its argument types");
-	return new_state(aggctx, PG_GETARG_INT32(1), ncols, types, unit_type, PG_GET_COLLATION());
+	return new_unit_bound(aggctx, PG_GETARG_INT32(1), ncols, types, unit_type, PG_GET_COLLATION());
 }
 
 } // namespace
@@ -517,7 +517,7 @@ transition_state(FunctionCallInfo fcinfo)
 // its unit (a NULL rank, never produced by dx._unit_rank, is refused).
 DX_FUNCTION(dx_unit_bound_transfn)
 {
-	UnitBound *s = transition_state(fcinfo);
+	UnitBound *s = unit_bound_state(fcinfo);
 	if (PG_ARGISNULL(2))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv unit bound received a row without rank");
 	Datum vals[kMaxColumns];
@@ -527,7 +527,7 @@ DX_FUNCTION(dx_unit_bound_transfn)
 		vals[c] = nulls[c] ? 0 : PG_GETARG_DATUM(4 + c);
 	}
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
-	add_row(s, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT64(2), vals, nulls);
+	add_kept_row(s, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT64(2), vals, nulls);
 	MemoryContextSwitchTo(old);
 	PG_RETURN_POINTER(s);
 }
@@ -540,7 +540,7 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(1));
-	UnitBound *s = PG_ARGISNULL(0) ? new_state(aggctx, other->k, other->ncols, other->col_type, other->unit_type,
+	UnitBound *s = PG_ARGISNULL(0) ? new_unit_bound(aggctx, other->k, other->ncols, other->col_type, other->unit_type,
 	                                           other->collation)
 	                               : reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
 	if (s->k != other->k || s->ncols != other->ncols || s->unit_type != other->unit_type || s->finalized ||
@@ -571,7 +571,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 	auto *s = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
 	flush_all(s);
 	uint64 nunits = 0;
-	for (const Part &part : s->parts)
+	for (const UnitPart &part : s->parts)
 		nunits += part.used;
 	Size size = 1 + 4 + 4 + 4 + 4 + 4 * s->ncols + 8;
 	for_each_unit(s, [&](Unit *u) {
@@ -595,7 +595,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 	};
 	const uint32 nc = static_cast<uint32>(s->ncols);
 	const uint32 k = static_cast<uint32>(s->k);
-	put(&kVersion, 1);
+	put(&kUnitBoundVersion, 1);
 	put(&k, 4);
 	put(&nc, 4);
 	put(&s->unit_type, 4);
@@ -627,7 +627,7 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	const char *end = cur + VARSIZE_ANY_EXHDR(b);
 	auto get = [&](void *v, size_t n) {
 		if (static_cast<size_t>(end - cur) < n)
-			corrupted();
+			corrupted_unit_state();
 		std::memcpy(v, cur, n);
 		cur += n;
 	};
@@ -639,14 +639,14 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	get(&nc, 4);
 	get(&unit_type, 4);
 	get(&collation, 4);
-	if (version != kVersion || k < 1 || k > 1000000 || nc > kMaxColumns)
-		corrupted();
+	if (version != kUnitBoundVersion || k < 1 || k > 1000000 || nc > kMaxColumns)
+		corrupted_unit_state();
 	Oid types[kMaxColumns];
 	for (uint32 c = 0; c < nc; ++c)
 		get(&types[c], 4);
 	uint64 nunits;
 	get(&nunits, 8);
-	UnitBound *s = new_state(aggregate_or_current_context(fcinfo), static_cast<int32>(k), static_cast<int>(nc), types,
+	UnitBound *s = new_unit_bound(aggregate_or_current_context(fcinfo), static_cast<int32>(k), static_cast<int>(nc), types,
 	                         unit_type, collation);
 	MemoryContext old = MemoryContextSwitchTo(s->mcxt);
 	auto *row = static_cast<KeptRow *>(palloc(s->row_size));
@@ -654,19 +654,19 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 		bool key_null;
 		const Datum key = datumRestore(&cur, &key_null);
 		if (cur > end)
-			corrupted();
+			corrupted_unit_state();
 		const uint64 hash = unit_hash(s, key, key_null);
 		uint32 n;
 		get(&n, 4);
 		if (n > k)
-			corrupted();
+			corrupted_unit_state();
 		for (uint32 i = 0; i < n; ++i) {
 			get(&row->rank, 8);
 			for (uint32 c = 0; c < nc; ++c) {
 				bool isnull;
 				const Datum v = datumRestore(&cur, &isnull);
 				if (cur > end)
-					corrupted();
+					corrupted_unit_state();
 				put_value(s, row, static_cast<int>(c), v, isnull, true);
 			}
 			const Datum owned = key_null || s->unit_byval ? key : datumCopy(key, false, s->unit_len);
@@ -676,7 +676,7 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	pfree(row);
 	MemoryContextSwitchTo(old);
 	if (cur != end)
-		corrupted();
+		corrupted_unit_state();
 	PG_RETURN_POINTER(s);
 }
 
@@ -687,7 +687,7 @@ DX_FUNCTION(dx_unit_bound_finalfn)
 	UnitBound *s;
 	if (PG_ARGISNULL(0)) { // no row: an empty state
 		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv unit bound");
-		s = new_state(aggctx, 1, 0, nullptr, INT4OID, InvalidOid);
+		s = new_unit_bound(aggctx, 1, 0, nullptr, INT4OID, InvalidOid);
 	} else {
 		s = reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
 	}
@@ -740,7 +740,7 @@ next_row(RowsCursor *c, const Unit **unit)
 {
 	const UnitBound *s = c->state;
 	while (c->part < kParts) {
-		const Part &part = s->parts[c->part];
+		const UnitPart &part = s->parts[c->part];
 		while (c->slot < part.cap) {
 			const Unit *u = &part.units[c->slot];
 			if (u->used && c->row < u->n) {
@@ -771,7 +771,7 @@ DX_FUNCTION(dx_unit_rows)
 		fctx = SRF_FIRSTCALL_INIT();
 		if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv bounded rows received invalid parameters");
-		UnitBound *s = registered(static_cast<uint64>(PG_GETARG_INT64(0)));
+		UnitBound *s = registered_bound(static_cast<uint64>(PG_GETARG_INT64(0)));
 		const int kind = PG_GETARG_INT32(1), col = PG_GETARG_INT32(2), gcol = PG_GETARG_INT32(3);
 		const Oid result = get_fn_expr_argtype(fcinfo->flinfo, 4);
 		const bool ok = s->nrows == 0 ||

@@ -47,7 +47,7 @@ const Comparison kComparisons[] = {
 #undef DX_CMP
 
 const Comparison *
-comparison_of(Oid f)
+line_comparison_of(Oid f)
 {
 	for (const Comparison &c : kComparisons)
 		if (c.f == f)
@@ -62,7 +62,7 @@ integer_type(Oid t)
 }
 
 int64
-integer_value(Datum d, Oid type)
+line_integer_value(Datum d, Oid type)
 {
 	return type == INT2OID ? DatumGetInt16(d) : type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
 }
@@ -148,7 +148,7 @@ condition(Node *n, const Line &line, Int &first, Int &last)
 	if (!IsA(n, OpExpr))
 		return false;
 	const OpExpr *o = castNode(OpExpr, n);
-	const Comparison *cmp = comparison_of(o->opfuncid);
+	const Comparison *cmp = line_comparison_of(o->opfuncid);
 	if (!cmp || list_length(o->args) != 2)
 		return false;
 	Node *l = (Node *) linitial(o->args), *r = (Node *) lsecond(o->args);
@@ -164,7 +164,7 @@ condition(Node *n, const Line &line, Int &first, Int &last)
 	const Const *k = castNode(Const, r);
 	if (k->constisnull || k->consttype != const_type || !integer_type(const_type))
 		return false;
-	narrow(line, op, integer_value(k->constvalue, const_type), first, last);
+	narrow(line, op, line_integer_value(k->constvalue, const_type), first, last);
 	return true;
 }
 
