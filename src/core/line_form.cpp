@@ -356,11 +356,7 @@ public:
 		if (s_raw == 0)
 			return plan;
 		plan.sensitivity = s_raw; // the weights on grid 1 are the weights
-		plan.scale = plan.sensitivity / epsilon;
-		if (plan.sensitivity > 0)
-			plan.scale = std::max(plan.scale, std::numeric_limits<double>::min());
-		check_noise_scale(plan.scale);
-		check_grid_ratio(plan.scale, plan.grid);
+		finish_noise_scale(plan, epsilon);
 		return plan;
 	}
 	ConstraintSet constraints() const override { return line_.constraints(); }

@@ -152,12 +152,19 @@ plan_linear_query(const SubUniverse &sub, const std::vector<double> &q, double e
 	for (std::size_t i = 0; i < q.size(); i++)
 		q_grid[i] = static_cast<double>(to_grid_units(q[i], plan.grid)) * plan.grid;
 	plan.sensitivity = generalized_sensitivity(sub, q_grid);
+	finish_noise_scale(plan, epsilon);
+	return plan;
+}
+
+// See linear_query.h.
+void
+finish_noise_scale(LinearNoisePlan &plan, double epsilon)
+{
 	plan.scale = plan.sensitivity / epsilon;
 	if (plan.sensitivity > 0)
 		plan.scale = std::max(plan.scale, std::numeric_limits<double>::min());
 	check_noise_scale(plan.scale);
 	check_grid_ratio(plan.scale, plan.grid);
-	return plan;
 }
 
 // Adds one row's weight in grid units; overflow is an error, never a wrapped sum.

@@ -52,6 +52,10 @@ double choose_grid(double t, const std::vector<double> &q, bool &integer_weights
 // Throws CoreError(ProgramLimit) when scale/grid exceeds what the samplers accept (2^43).
 void check_grid_ratio(double scale, double grid);
 
+// Sets plan.scale = plan.sensitivity / epsilon (a positive sensitivity never gives scale 0) and
+// checks it against kMaxNoiseScale and the grid ratio: the last step of every linear noise plan.
+void finish_noise_scale(LinearNoisePlan &plan, double epsilon);
+
 // Chooses the grid, rounds q to it and computes S(q) and the scale S/epsilon (MECHANISMS.md §3.6–3.7).
 // epsilon > 0 finite. Throws CoreError(InvalidParameter) for bad epsilon, (ProgramLimit) when the
 // scale exceeds kMaxNoiseScale.

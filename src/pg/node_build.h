@@ -27,6 +27,21 @@ copy_node(T *node)
 	return static_cast<T *>(copyObjectImpl(node));
 }
 
+// A PARAM_EXEC numbered id with v's type, typmod and collation: a public column's value, supplied
+// per row by the executor.
+inline Param *
+exec_param_like(const Var *v, int id)
+{
+	Param *p = makeNode(Param);
+	p->paramkind = PARAM_EXEC;
+	p->paramid = id;
+	p->paramtype = v->vartype;
+	p->paramtypmod = v->vartypmod;
+	p->paramcollid = v->varcollid;
+	p->location = -1;
+	return p;
+}
+
 // `sub` as a FROM entry (a subquery in FROM) named `alias` with columns `colnames`.
 inline RangeTblEntry *
 subquery_rte(Query *sub, const char *alias, List *colnames)

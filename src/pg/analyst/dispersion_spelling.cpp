@@ -153,14 +153,7 @@ label_vars(Node *node, void *ctx)
 		const int id = static_cast<int>(it - lv->public_columns.begin());
 		if (it == lv->public_columns.end())
 			lv->public_columns.push_back(key);
-		Param *p = makeNode(Param);
-		p->paramkind = PARAM_EXEC;
-		p->paramid = id;
-		p->paramtype = v->vartype;
-		p->paramtypmod = v->vartypmod;
-		p->paramcollid = v->varcollid;
-		p->location = -1;
-		return (Node *) p;
+		return (Node *) exec_param_like(v, id);
 	}
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(label_vars), ctx);
 }

@@ -80,14 +80,7 @@ public_vars_to_params(Node *node, void *ctx)
 			m->param_var.push_back(v);
 		} else
 			id = it->second;
-		Param *p = makeNode(Param);
-		p->paramkind = PARAM_EXEC;
-		p->paramid = id;
-		p->paramtype = v->vartype;
-		p->paramtypmod = v->vartypmod;
-		p->paramcollid = v->varcollid;
-		p->location = -1;
-		return (Node *) p;
+		return (Node *) exec_param_like(v, id);
 	}
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*)()>(public_vars_to_params), ctx);
 }
