@@ -44,6 +44,15 @@ SELECT group_key, component, kind, interval_method FROM dx.last_release() ORDER 
 SELECT city, ward, n > 0 AS kept FROM (SELECT city, ward, dx.count(*) AS n FROM shops_open GROUP BY city, ward) AS s ORDER BY 1, 2;
 SELECT group_key FROM dx.last_release() ORDER BY group_key;
 
+-- ROLLUP and GROUPING SETS (one release per set: the sets without the open key are ordinary cells)
+-- and a UNION ALL of two open releases: each kept partition under its own labels and ledger cell
+SELECT city, n > 0 AS kept FROM (SELECT city, dx.count(*) AS n FROM shops_open GROUP BY ROLLUP (city)) s ORDER BY city NULLS FIRST;
+SELECT group_key, kind, component FROM dx.last_release() ORDER BY group_key NULLS FIRST;
+SELECT city, ward, n > 0 AS kept FROM (SELECT city, ward, dx.count(*) AS n FROM shops_open GROUP BY GROUPING SETS ((city, ward), (ward))) s ORDER BY 1 NULLS FIRST, 2;
+SELECT group_key, aggregate, cell FROM dx.last_release() ORDER BY group_key NULLS FIRST;
+SELECT city, n > 0 FROM (SELECT city, dx.count(*) AS n FROM shops_open WHERE ward = 'A' GROUP BY city UNION ALL SELECT city, dx.count(*) AS n FROM shops_open WHERE ward = 'B' GROUP BY city) u ORDER BY 1;
+SELECT group_key, aggregate, cell FROM dx.last_release() ORDER BY group_key NULLS FIRST;
+
 -- WHERE on a declared column, a wrapper's filter, an analyst's HAVING: the log lists the partitions
 -- the selection kept (the filters post-process released rows), never a withheld one
 SELECT city, total > 0 AS positive FROM (SELECT city, dx.sum(price) AS total FROM shops_open WHERE ward = 'A' GROUP BY city) AS s
