@@ -455,8 +455,17 @@ release_log_exponential(int64 charge_id, int group, const std::string &kind, con
 
 // See release_log.h.
 void
+release_log_abandon_partitions()
+{
+	pending.clear();
+	open_verdict = 0;
+}
+
+// See release_log.h.
+void
 release_log_end_transaction()
 {
+	release_log_abandon_partitions(); // (a statement failed between a partition's finals and its HAVING)
 	// (which statement each charge id belongs to is in the statement context, reset with it)
 	consistent_end_transaction(); // consistent_release.h
 }

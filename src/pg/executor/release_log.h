@@ -62,6 +62,10 @@ void release_log_record(int64 charge_id, int group, int components, const Linear
 // consumed. dx.last_release() lists open partitions sorted by label, never a withheld one.
 void release_log_open_verdict(bool kept);
 void release_log_open_cells(bool kept, const std::string &label);
+// Drops held answers and the verdict: a statement failed between a partition's final functions and
+// its HAVING (subtransaction abort, transaction end), so that no later partition's label (a cursor
+// opened before a savepoint) ever takes them.
+void release_log_abandon_partitions();
 
 // Notes what free post-processing did to the answer of (charge_id, group), recorded just before
 // (dx.last_release's `postprocessing`), and for a consistent release the 95% half-widths of its
