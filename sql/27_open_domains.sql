@@ -23,3 +23,10 @@ REVOKE EXECUTE ON FUNCTION dx._partition_select_combinefn(internal, internal) FR
 REVOKE EXECUTE ON FUNCTION dx._partition_select_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._partition_select_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._partition_select_finalfn(internal) FROM PUBLIC;
+-- dx.last_release() for releases grouped by an open key (src/pg/executor/release_log.cpp,
+-- planner/open_release_log.h): placed in the release's HAVING after dx._partition_select; it
+-- labels the answers of a partition the selection kept and drops those of one it withheld. It stays
+-- executable by PUBLIC (analysts' rewritten statements call it); called by hand it labels nothing.
+CREATE FUNCTION dx._open_cells(boolean, text[], text[]) RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_open_cells';
+COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed by the dxpriv analyzer only (dx.last_release of a release grouped by an open key)';

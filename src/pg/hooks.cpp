@@ -247,8 +247,10 @@ on_xact(XactEvent event, void *)
 void
 on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB) {
 		statement::reset_subtransaction();
+		release_log_abandon_partitions(); // an open partition's answers held when the statement failed
+	}
 }
 
 } // namespace

@@ -1885,6 +1885,20 @@ attack(C, "partition_select_forged_grouped",
        Reject(PRIV))
 attack(C, "partition_select_forged_on_public_table",
        f"SELECT dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5]) FROM zips", Reject(PRIV))
+# dx.last_release of open releases (issue 26, openrelease): dx._open_cells labels only the answers of a
+# partition dx._partition_select has just kept; written by hand it is refused on a protected table,
+# and on a public table it labels nothing (no answer is waiting), so the log never shows a forged key
+attack(C, "open_cells_forged_grouped",
+       "SELECT name FROM people GROUP BY name HAVING dx._open_cells(true, ARRAY['name'], ARRAY[name])", Reject(PRIV))
+def open_cells_by_hand(ctx, conn, attempt):
+    assert len(run_fetch(conn, attempt.sql)) == 10
+    logged = run_fetch(conn, "SELECT count(*) FROM dx.last_release() WHERE group_key LIKE 'zip=%'")
+    assert logged == [(0,)], f"a hand call labelled {logged} rows"
+    return "ok (labels nothing)"
+
+
+attack(C, "open_cells_forged_on_public_table",
+       "SELECT zip, dx._open_cells(true, ARRAY['zip'], ARRAY[zip]) FROM zips", Custom(open_cells_by_hand))
 attack(C, "set_test_seed", "SET dxpriv.test_seed = 1", Reject(PRIV, hint=False))  # superuser-only GUC
 # one pass over the rows (issue 23): the shared aggregates, written by hand (their parameters and
 # tables are direct arguments SQL cannot write), and the superuser-only switch to the old plan
@@ -2781,7 +2795,10 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # native partial sums: dx._units only computes a number; the coordinator's states
                       # (dx._state_of, dx._collect) are refused by the analyzer unless the running
                       # statement was charged for their parameters (test/citus/test_distributed.py)
-                      "_units", "_state_of", "_collect", "_em_collect"}
+                      "_units", "_state_of", "_collect", "_em_collect",
+                      # open releases' dx.last_release (openrelease): labels only a partition the
+                      # selection has just kept; refused on protected tables when written by hand
+                      "_open_cells"}
 
 
 SAMPLE_ARGS = {"regclass": "'zips'::regclass", "double precision": "0::float8", "regtype": "'int4'::regtype",

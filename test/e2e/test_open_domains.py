@@ -24,7 +24,13 @@
 * test_shapes_refused_or_safe: WHERE/HAVING/ORDER BY on the key, expressions, count(DISTINCT),
   min/max/string_agg, joins: refused with a SQLSTATE and a hint; subqueries, CTEs, UNION ALL,
   windows over the released rows, ROLLUP and GROUPING SETS answered without any one-person key, and a wrapper condition
-  that fails on the secret's key alone never fails (it runs on released rows only).
+  that fails on the secret's key alone never fails (it runs on released rows only);
+* test_last_release_lists_kept_keys_only: 40 releases (seed off) of 30 keys of 2..118 rows and a key
+  of one row, plain, in a wrapper and in a parallel plan: dx.last_release() and the error-bar NOTICE
+  name exactly the released keys with the released answers, never a withheld key;
+* test_open_release_cache_and_roles: with the answer cache on, an identical open release is charged
+  again (same role, another role, a changed table, which shows its new key); another role's
+  dx.last_release() holds none of the first role's keys.
 """
 import math
 import re
@@ -32,7 +38,7 @@ import re
 import psycopg2
 
 from attack_fixture import ANALYST, SECRET_NAME, analyst_conn, attack_db
-from e2e_common import execute, scalar
+from e2e_common import connect, execute, scalar
 
 FIRST = ["Ada", "Bram", "Cleo", "Dov", "Edith", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kemal", "Lena"]
 
@@ -366,3 +372,103 @@ def test_shapes_refused_or_safe():
                 cur.execute(sql)
                 rows = cur.fetchall()
             assert all(SECRET_NAME not in str(r) and "Person" not in str(r) for r in rows), (sql, rows)
+
+
+def shops_table(admin, rows_per_key):
+    """shops(city, price): key 'k<n>' held by n rows (n in rows_per_key), 'lonely' by one row; city
+    open, price declared; mallory may spend epsilon and delta on it."""
+    execute(admin, "CREATE TABLE shops (city text, price int)")
+    for n in rows_per_key:
+        execute(admin, f"INSERT INTO shops SELECT 'k{n}', i % 50 FROM generate_series(1, {n}) AS i")
+    execute(admin, "INSERT INTO shops VALUES ('lonely', 7)")
+    execute(admin, "SELECT dx.protect_table('shops', 1.0)")
+    execute(admin, "SELECT dx.set_column('shops', 'price', '{\"min\": 0, \"max\": 49}', '{\"type\": \"absolute\", \"scale\": 10}')")
+    execute(admin, "SELECT dx.set_column('shops', 'city', '{\"open\": true}', '{\"type\": \"discrete\", \"weight\": 1}')")
+    execute(admin, "SELECT dx.set_delta('shops', 1e-6)")
+    execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'shops', 1e6, delta => 1)")
+    execute(admin, f"GRANT SELECT ON shops TO {ANALYST}")
+
+
+def test_last_release_lists_kept_keys_only():
+    # keys of 2..118 rows released 40 times with the seed off (some kept, some not, differently each
+    # time): dx.last_release() and the error-bar NOTICE name exactly the released keys, with the
+    # released answers; 'lonely' (one row) and every withheld key never appear in them; the same
+    # holds in a parallel plan and in a wrapper
+    with attack_db() as (db, admin):
+        sizes = list(range(2, 120, 4))
+        shops_table(admin, sizes)
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.show_error_bars = on")
+        execute(conn, "SET dxpriv.epsilon = 2")
+        mixed = 0
+        for trial in range(40):
+            if trial == 20:  # a parallel plan (Finalize Aggregate in the leader)
+                for s in ("parallel_setup_cost = 0", "parallel_tuple_cost = 0", "min_parallel_table_scan_size = 0",
+                          "max_parallel_workers_per_gather = 2"):
+                    execute(conn, "SET " + s)
+                    execute(admin, "SET " + s)
+                plan = " ".join(r[0] for r in execute_rows(
+                    admin, "EXPLAIN SELECT city, dx.count(*), dx.avg(price) FROM shops GROUP BY city"))
+                assert "Gather" in plan and "_open_cells" not in plan.split("Gather")[1], plan
+            sql = ("SELECT city, count(*) AS n, avg(price) AS a FROM shops GROUP BY city" if trial % 2 == 0 else
+                   "SELECT * FROM (SELECT city, count(*) AS n, avg(price) AS a FROM shops GROUP BY city) s WHERE n > -1e9")
+            del conn.notices[:]
+            released = execute_rows(conn, sql)
+            notices = " ".join(conn.notices)
+            keys = {r[0] for r in released}
+            log = execute_rows(conn, "SELECT group_key, kind, component, answer FROM dx.last_release()")
+            logged = {g for g, _, _, _ in log}
+            assert logged == {f"city={k}" for k in keys}, (sorted(logged), sorted(keys))
+            counts = {g: a for g, k, c, a in log if k == "count"}
+            avgs = {g: a for g, k, c, a in log if k == "avg" and c == "avg"}
+            for city, n, a in released:
+                assert counts[f"city={city}"] == float(n), (city, n, counts)
+                assert (a is None and avgs[f"city={city}"] is None) or abs(avgs[f"city={city}"] - float(a)) < 1e-9 * (1 + abs(float(a)))
+            for g in re.findall(r"\[city=([^\]]*)\]", notices):
+                assert g in keys, (g, sorted(keys), notices)
+            if "lonely" not in keys:
+                assert "lonely" not in notices and not any("lonely" in g for g in logged)
+            mixed += 0 < len(keys) < len(sizes) + 1
+        assert mixed > 0, "no release kept only some keys: the test would not see a withheld key"
+
+
+def test_open_release_cache_and_roles():
+    # open releases are never replayed: with the answer cache on, the same statement is charged
+    # again (same role, another role, and after the table changed), each role's dx.last_release()
+    # shows its own release only, never another role's keys
+    with attack_db() as (db, admin):
+        shops_table(admin, [200, 300, 1])
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 3600")
+        execute(admin, "CREATE ROLE open_other2 LOGIN" if not scalar(
+            admin, "SELECT count(*) FROM pg_roles WHERE rolname = 'open_other2'") else "SELECT 1")
+        execute(admin, "SELECT dx.add_analyst('open_other2')")
+        execute(admin, "SELECT dx.grant_budget('open_other2', 'shops', 1e6, delta => 1)")
+        execute(admin, "GRANT SELECT ON shops TO open_other2")
+        conn = analyst_conn(db)
+        other = connect(db, user="open_other2")
+        sql = "SELECT city, count(*) FROM shops GROUP BY city"
+
+        def spent(role):
+            return scalar(admin, f"SELECT spent FROM dx.budgets WHERE role = '{role}'::regrole AND \"table\" = 'shops'::regclass")
+
+        first = execute_rows(conn, sql)
+        assert {r[0] for r in first} <= {"k200", "k300"}, first
+        s0 = spent(ANALYST)
+        execute_rows(conn, sql)
+        assert spent(ANALYST) > s0, "an identical open release must be charged again (never replayed)"
+        assert execute_rows(conn, "SELECT DISTINCT reused FROM dx.last_release()") in ([(False,)], [])
+        # another role: a fresh charged release, and its log holds nothing of mallory's
+        assert execute_rows(other, "SELECT count(*) FROM dx.last_release()") == [(0,)]
+        o0 = spent("open_other2") or 0
+        rows = execute_rows(other, sql)
+        assert spent("open_other2") > o0
+        logged = {r[0] for r in execute_rows(other, "SELECT group_key FROM dx.last_release()")}
+        assert logged == {f"city={r[0]}" for r in rows}
+        # a changed table: a fresh release (charged), which sees the new key
+        execute(admin, "INSERT INTO shops SELECT 'fresh', i % 50 FROM generate_series(1, 400) AS i")
+        s1 = spent(ANALYST)
+        rows = execute_rows(conn, sql)
+        assert spent(ANALYST) > s1
+        assert "fresh" in {r[0] for r in rows}, rows
+        assert "city=fresh" in {r[0] for r in execute_rows(conn, "SELECT group_key FROM dx.last_release()")}
+        other.close()

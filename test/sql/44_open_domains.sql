@@ -130,7 +130,8 @@ DECLARE open_c CURSOR FOR SELECT city, count(*) > 100 AS big FROM visits_open GR
 FETCH 2 FROM open_c;
 COMMIT;
 SELECT spent > 0 AS charged, delta_spent > 0 AS delta_charged FROM dx.budgets WHERE "table" = 'visits_open'::regclass;
--- dx.last_release lists no cell of a release grouped by an open key (several partitions share one)
+-- dx.last_release lists the cells of the partitions the cursor's selection kept (all five, once
+-- FETCH ran the aggregate; tests 56_open_release_log)
 SELECT count(*) AS logged_cells FROM dx.last_release();
 RESET ROLE;
 -- the released rows come in the order of the keys whatever ORDER BY leaves open (a hash

@@ -8,6 +8,7 @@
 // delta]. The analyzer places it in HAVING; the released rows are those it keeps.
 #include "pg/executor/agg_support.h"
 #include "pg/executor/noise_source.h"
+#include "pg/executor/release_log.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 #include "pg/statement/statement_context.h"
@@ -152,5 +153,7 @@ DX_FUNCTION(dx_partition_select_finalfn)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
 	const PartitionSelector &sel = selector_for(s->mechanism, s->epsilon, s->delta);
-	PG_RETURN_BOOL(sel.keep(backend_random(), static_cast<uint64>(s->rows)));
+	const bool kept = sel.keep(backend_random(), static_cast<uint64>(s->rows));
+	release_log_open_verdict(kept); // dx.last_release() lists the partition's answers only when kept
+	PG_RETURN_BOOL(kept);
 }

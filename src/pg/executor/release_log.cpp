@@ -14,8 +14,11 @@
 
 extern "C" {
 #include "access/parallel.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "executor/executor.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
@@ -63,6 +66,7 @@ struct Charged {
 // the statement context's ChargeState::logged until the transaction ends).
 struct LoggedStatement {
 	const void *plan = nullptr; // its PlannedStmt
+	Oid role = InvalidOid;      // the role that ran it: the only one shown its open partitions' keys
 	std::vector<Charged> aggregates;
 	bool reused = false;
 };
@@ -88,9 +92,26 @@ struct Log {
 	std::shared_ptr<LoggedStatement> statement;
 	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
 	std::set<std::pair<int64, int>> recorded;
+	// a release grouped by an open key: the rows of the partitions the selection kept, by (first
+	// ledger cell, the partition's label, order); sorted by label, so that their order does not
+	// depend on the partitions that were withheld (nor on the order the executor met them in)
+	std::map<std::tuple<int, std::string, int>, std::pair<int, Row>> open_rows; // -> (declared group, row)
 	bool unreported = false;
 };
 Log current;
+
+// An answer of an open release's partition, held until the selection's verdict on that partition
+// (release_log_open_cells): the final functions know no key value and run for every partition.
+struct PendingCell {
+	int64 charge_id;
+	int group, components;
+	LinearNoisePlan plans[2];
+	double answer;
+	double parts[2];
+	bool has_parts;
+};
+std::vector<PendingCell> pending;
+int open_verdict = 0; // the last dx._partition_select final of this backend: 1 kept, -1 withheld, 0 consumed
 
 // The aggregate of the current statement whose first ledger cell is first_cell, or nullptr (the
 // key of its rows: unique in the statement, also when several releases number their aggregates
@@ -183,6 +204,22 @@ notice_text()
 		text += (text.empty() ? "" : "; ") + what + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
 	}
+	for (const auto &[key, entry] : current.open_rows) { // partitions kept by an open key's selection
+		const Row &row = entry.second;
+		if (row.component == "sum" || row.component == "count")
+			continue;
+		++total;
+		const Charged *c = charged_aggregate(std::get<0>(key));
+		if (shown == kNoticeRows || !c)
+			continue;
+		char buf[96];
+		if (std::isnan(row.answer))
+			snprintf(buf, sizeof buf, " = NULL");
+		else
+			snprintf(buf, sizeof buf, " = %.10g ± %.4g", row.answer, row.half_width);
+		text += (text.empty() ? "" : "; ") + aggregate_text(*c) + " [" + std::get<1>(key) + "]" + buf;
+		++shown;
+	}
 	if (total > shown)
 		text += "; " + std::to_string(total - shown) + " more";
 	return text;
@@ -241,6 +278,7 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	auto s = std::make_shared<LoggedStatement>();
 	s->plan = plan;
 	s->reused = reused;
+	s->role = GetUserId();
 	int cell = 0;
 	for (size_t i = 0; i < aggregates.size(); ++i) { // in aggregate order, as the ledger's scales
 		const NoiseParams &p = aggregates[i];
@@ -256,6 +294,8 @@ release_log_begin(const void *plan, const std::vector<NoiseParams> &aggregates, 
 	consistent_charged(ids);
 	current = Log();
 	current.statement = s;
+	pending.clear();
+	open_verdict = 0;
 }
 
 // The charged entry of charge_id in the log being written, switching the log to the statement
@@ -275,23 +315,16 @@ charged_in_log(int64 charge_id)
 	return find_charged(*current.statement, charge_id);
 }
 
-// See release_log.h.
-void
-release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
-                   const double *parts)
+// The rows of one released answer of aggregate c (a value; an average, its sum and its count),
+// passed to put(order, row).
+template <typename Put>
+static void
+record_rows(const Charged &c, int group, int components, const LinearNoisePlan plans[2], double answer,
+            const double *parts, Put put)
 {
-	if (IsParallelWorker())
-		return; // final functions run in the leader; never record elsewhere
-	if (answer_cache_excluded(charge_id))
-		return; // grouped by an open key: the cells of unreleased partitions must not show
-	const Charged *c = charged_in_log(charge_id);
-	if (!c || !current.recorded.insert({charge_id, group}).second)
-		return;
-	current.unreported = true;
-	const int a = c->first_cell;
-	const int first = c->first_cell + group * c->components + 1;
+	const int first = c.first_cell + group * c.components + 1;
 	if (components == 1) {
-		current.rows[{a, group, 0}] = Row{first, "value", answer, plans[0], confidence_half_width(plans[0]), false};
+		put(0, Row{first, "value", answer, plans[0], confidence_half_width(plans[0]), false});
 		return;
 	}
 	double half = std::nan(""); // unknown: the parts were not stored (an answer cached by an older version)
@@ -300,10 +333,63 @@ release_log_record(int64 charge_id, int group, int components, const LinearNoise
 			half = average_half_width(plans[0], plans[1], answer, parts[1]);
 	} catch (const CoreError &) { // a non-finite part: no interval rather than a failed release
 	}
-	current.rows[{a, group, 0}] = Row{0, "avg", answer, LinearNoisePlan{}, half, true};
+	put(0, Row{0, "avg", answer, LinearNoisePlan{}, half, true});
 	if (parts) {
-		current.rows[{a, group, 1}] = Row{first, "sum", parts[0], plans[0], confidence_half_width(plans[0]), false};
-		current.rows[{a, group, 2}] = Row{first + 1, "count", parts[1], plans[1], confidence_half_width(plans[1]), false};
+		put(1, Row{first, "sum", parts[0], plans[0], confidence_half_width(plans[0]), false});
+		put(2, Row{first + 1, "count", parts[1], plans[1], confidence_half_width(plans[1]), false});
+	}
+}
+
+// See release_log.h.
+void
+release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
+                   const double *parts)
+{
+	if (IsParallelWorker())
+		return; // final functions run in the leader; never record elsewhere
+	if (answer_cache_excluded(charge_id)) { // grouped by an open key: held until the selection's verdict
+		PendingCell p{charge_id, group, components, {plans[0], components == 2 ? plans[1] : plans[0]}, answer,
+		              {parts ? parts[0] : 0.0, parts ? parts[1] : 0.0}, parts != nullptr};
+		pending.push_back(p);
+		return;
+	}
+	const Charged *c = charged_in_log(charge_id);
+	if (!c || !current.recorded.insert({charge_id, group}).second)
+		return;
+	current.unreported = true;
+	const int a = c->first_cell;
+	record_rows(*c, group, components, plans, answer, parts,
+	            [&](int order, const Row &row) { current.rows[{a, group, order}] = row; });
+}
+
+// See release_log.h.
+void
+release_log_open_verdict(bool kept)
+{
+	if (!IsParallelWorker())
+		open_verdict = kept ? 1 : -1;
+}
+
+// See release_log.h.
+void
+release_log_open_cells(bool kept, const std::string &label)
+{
+	std::vector<PendingCell> cells;
+	cells.swap(pending);
+	const bool keep = kept && open_verdict == 1;
+	open_verdict = 0;
+	if (!keep || IsParallelWorker())
+		return; // withheld: its cells are dropped, nothing of them stays
+	for (const PendingCell &p : cells) {
+		const Charged *c = charged_in_log(p.charge_id);
+		if (!c)
+			continue;
+		std::string shown = label; // (two values printed alike, e.g. NULL and 'NULL', stay apart)
+		for (int n = 2; current.open_rows.count({c->first_cell, shown, 0}); ++n)
+			shown = label + " #" + std::to_string(n);
+		current.unreported = true;
+		record_rows(*c, p.group, p.components, p.plans, p.answer, p.has_parts ? p.parts : nullptr,
+		            [&](int order, const Row &row) { current.open_rows[{c->first_cell, shown, order}] = {p.group, row}; });
 	}
 }
 
@@ -369,8 +455,17 @@ release_log_exponential(int64 charge_id, int group, const std::string &kind, con
 
 // See release_log.h.
 void
+release_log_abandon_partitions()
+{
+	pending.clear();
+	open_verdict = 0;
+}
+
+// See release_log.h.
+void
 release_log_end_transaction()
 {
+	release_log_abandon_partitions(); // (a statement failed between a partition's finals and its HAVING)
 	// (which statement each charge id belongs to is in the statement context, reset with it)
 	consistent_end_transaction(); // consistent_release.h
 }
@@ -402,11 +497,11 @@ DX_FUNCTION(dx_last_release)
 		bool has_scale, has_half, reused;
 	};
 	std::vector<Out> out;
-	if (current.statement)
-		for (const auto &[key, row] : current.rows) {
-			const Charged *c = charged_aggregate(std::get<0>(key));
+	// one row of the log: (first ledger cell, group) and, for a partition of an open key, its label
+	auto emit = [&](int first_cell, int group, const std::string *label, const Row &row) {
+			const Charged *c = charged_aggregate(first_cell);
 			if (!c)
-				continue;
+				return;
 			const std::vector<std::string> *labels = nullptr;
 			const ReleaseDescription *d = find_description(c->charge_id, &labels);
 			Out o;
@@ -416,7 +511,7 @@ DX_FUNCTION(dx_last_release)
 			o.kind = !row.kind.empty() ? row.kind : d ? d->kind : "avg";
 			o.has_expression = d != nullptr || !row.expression.empty();
 			o.expression = !row.kind.empty() ? row.expression : d ? d->expression : "";
-			o.group = group_text(c->charge_id, std::get<1>(key));
+			o.group = label ? *label : group_text(c->charge_id, group);
 			o.component = row.component;
 			o.answer = row.answer;
 			o.noise = !c->exponential                  ? noise_family_name(static_cast<NoiseFamily>(c->family))
@@ -433,7 +528,16 @@ DX_FUNCTION(dx_last_release)
 			o.release_epsilon = c->release_epsilon;
 			o.reused = current.statement->reused;
 			out.push_back(std::move(o));
-		}
+	};
+	if (current.statement) {
+		for (const auto &[key, row] : current.rows)
+			emit(std::get<0>(key), std::get<1>(key), nullptr, row);
+		// the keys of an open release's partitions: to the role that ran it only (another role of the
+		// same session, after SET ROLE, sees none of them)
+		if (current.statement->role == GetUserId())
+			for (const auto &[key, entry] : current.open_rows)
+				emit(std::get<0>(key), entry.first, &std::get<1>(key), entry.second);
+	}
 	pg_call([&] {
 		InitMaterializedSRF(fcinfo, 0);
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -472,4 +576,38 @@ DX_FUNCTION(dx_last_release)
 		}
 	});
 	return (Datum) 0;
+}
+
+// dx._open_cells(kept boolean, names text[], key_values text[]) RETURNS boolean: placed by the
+// analyzer in the HAVING of a release grouped by an open key (planner/open_release_log.h), after
+// dx._partition_select's verdict on the partition: kept, the answers its final functions just
+// released enter dx.last_release() labelled "name=value, ..."; otherwise they are dropped. Returns
+// kept. Called by hand it can label nothing: only a partition the selection has just kept (and
+// not yet labelled) has answers waiting.
+DX_FUNCTION(dx_open_cells)
+{
+	const bool kept = !PG_ARGISNULL(0) && PG_GETARG_BOOL(0);
+	std::string label;
+	if (kept && !PG_ARGISNULL(1) && !PG_ARGISNULL(2)) {
+		Datum *elems[2];
+		bool *nulls[2];
+		int n[2];
+		pg_call([&] {
+			for (int k = 0; k < 2; ++k)
+				deconstruct_array(PG_GETARG_ARRAYTYPE_P(k + 1), TEXTOID, -1, false, TYPALIGN_INT, &elems[k], &nulls[k], &n[k]);
+		});
+		std::vector<std::string> names, values;
+		std::vector<bool> null_values;
+		for (int k = 0; k < 2; ++k)
+			for (int i = 0; i < n[k]; ++i) {
+				const char *v = nulls[k][i] ? "" : pg_value([&] { return text_to_cstring(DatumGetTextPP(elems[k][i])); });
+				(k == 0 ? names : values).push_back(v);
+				if (k == 1)
+					null_values.push_back(nulls[k][i]);
+			}
+		for (size_t i = 0; i < names.size() && i < values.size(); ++i)
+			label += (i ? ", " : "") + names[i] + "=" + (null_values[i] ? std::string("NULL") : values[i]);
+	}
+	release_log_open_cells(kept, label);
+	PG_RETURN_BOOL(kept);
 }

@@ -53,6 +53,20 @@ void release_log_begin(const void *plan, const std::vector<NoiseParams> &aggrega
 void release_log_record(int64 charge_id, int group, int components, const LinearNoisePlan plans[2], double answer,
                         const double *parts);
 
+// A release grouped by an open key (planner/open_keys.h): release_log_record holds the answers of
+// its charge ids, released for every partition before the selection, without key values. The
+// selection's final function gives its verdict on the partition (release_log_open_verdict); the
+// HAVING of the release then calls dx._open_cells, which calls release_log_open_cells: when kept
+// is true and the last verdict was "kept", the held answers enter the log under label (the
+// partition's "name=value, ..."); in every case the held answers are dropped and the verdict
+// consumed. dx.last_release() lists open partitions sorted by label, never a withheld one.
+void release_log_open_verdict(bool kept);
+void release_log_open_cells(bool kept, const std::string &label);
+// Drops held answers and the verdict: a statement failed between a partition's final functions and
+// its HAVING (subtransaction abort, transaction end), so that no later partition's label (a cursor
+// opened before a savepoint) ever takes them.
+void release_log_abandon_partitions();
+
 // Notes what free post-processing did to the answer of (charge_id, group), recorded just before
 // (dx.last_release's `postprocessing`), and for a consistent release the 95% half-widths of its
 // projected cells (component 0 and 1; NaN: unchanged, interval_method `projected` otherwise).

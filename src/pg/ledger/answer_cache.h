@@ -51,8 +51,9 @@ void answer_cache_new_execution(int64 charge_id);
 // otherwise. parts (when given) receives the two stored parts of an average.
 bool answer_cache_replayed(int64 charge_id, int group, double &answer, double *parts = nullptr);
 // Marks charge_id as a release grouped by an open key (planner/open_keys.h): several partitions
-// share one group's cells, so its answers are never reused, replayed, stored nor logged per cell
-// (answer_cache_replayed returns false and answer_cache_note does nothing for it). Backend-local.
+// share one group's cells, so its answers are never reused, replayed nor stored (answer_cache_replayed
+// returns false and answer_cache_note does nothing for it); dx.last_release() holds them until the
+// selection's verdict on their partition (executor/release_log.h). Backend-local.
 void answer_cache_exclude(int64 charge_id);
 bool answer_cache_excluded(int64 charge_id);
 // Records a freshly released answer for this execution and, for the cache if the aggregate records,

@@ -69,6 +69,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.partial = lookup("_partial", 3, linear);
 	const Oid select_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
 	o.partition_select = lookup("_partition_select", 4, select_args);
+	const Oid open_cells_args[] = {BOOLOID, TEXTARRAYOID, TEXTARRAYOID};
+	o.open_cells = lookup("_open_cells", 3, open_cells_args);
 	const Oid onepass[] = {TEXTOID, BOOLOID, INT4OID, BOOLOID, ANYOID};
 	o.onepass_count = lookup("_onepass_count", 5, onepass);
 	o.onepass_sum = lookup("_onepass_sum", 5, onepass);
@@ -129,7 +131,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
-	                   o.count_units_eps, o.unit_rank, o.partition_select, o.noisy_part, o.dispersion,
+	                   o.count_units_eps, o.unit_rank, o.partition_select, o.open_cells, o.noisy_part, o.dispersion,
 	                   o.count_distinct, o.count_distinct_eps, o.onepass_count, o.onepass_sum, o.onepass_avg};
 	for (Oid f : all)
 		if (!OidIsValid(f))

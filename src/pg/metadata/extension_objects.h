@@ -18,6 +18,7 @@ struct ExtensionObjects {
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	Oid partition_select = InvalidOid; // dx._partition_select: open GROUP BY keys (planner/open_keys.h)
+	Oid open_cells = InvalidOid;       // dx._open_cells: their dx.last_release() (planner/open_release_log.h)
 	// analysts' stddev/variance/covar/corr/regr_* (analyst/dispersion_spelling.h): a linear part
 	// released with its noise variance, and the statistic computed from the parts
 	Oid noisy_part = InvalidOid, dispersion = InvalidOid;

@@ -1,6 +1,7 @@
 // Open GROUP BY keys: detach them for the analysis, put them back with private partition selection.
 #include "pg/planner/open_keys.h"
 #include "pg/planner/open_buckets.h"
+#include "pg/planner/open_release_log.h"
 #include "pg/planner/open_unit_source.h"
 
 #include "pg/planner/explain.h"
@@ -456,22 +457,9 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		make_distinct_selection(agg);
 	}
 	// the analyst's HAVING is evaluated only on kept partitions (CASE evaluates its condition first),
-	// so that nothing it computes (an error, a slow expression) depends on a partition not released
-	if (q->havingQual) {
-		CaseWhen *when = makeNode(CaseWhen);
-		when->expr = (Expr *) agg;
-		when->result = (Expr *) q->havingQual;
-		when->location = -1;
-		CaseExpr *ce = makeNode(CaseExpr);
-		ce->casetype = BOOLOID;
-		ce->casecollid = InvalidOid;
-		ce->args = list_make1(when);
-		ce->defresult = (Expr *) makeBoolConst(false, false);
-		ce->location = -1;
-		q->havingQual = (Node *) ce;
-	} else {
-		q->havingQual = (Node *) agg;
-	}
+	// so that nothing it computes (an error, a slow expression) depends on a partition not released;
+	// the kept partitions' answers enter dx.last_release() (open_release_log.h)
+	q->havingQual = open_release_having(q, ext, (Expr *) agg, q->havingQual);
 	q->hasAggs = true;
 	// a fence: the planner pushes a wrapper's conditions on grouping columns into a grouped
 	// subquery's WHERE, where they would run on the rows of partitions not released (an error

@@ -103,8 +103,9 @@ std::map<AttrNumber, AttrNumber> open_unit_source(Query *q, const UnitSource &sp
 // aggregates' count, and returns the selection's epsilon (added to the allocation).
 double attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan);
 
-// After stamping: the statement's answers are neither cached nor replayed nor logged per cell
-// (several partitions share one declared group's cells), and dx.explain shows the selection.
+// After stamping: the statement's answers are neither cached nor replayed (several partitions share
+// one declared group's cells); dx.last_release() lists them only for the partitions the selection
+// kept (open_release_log.h), and dx.explain shows the selection.
 void register_open_release(const std::map<int, int64> &charge_ids, const OpenKeyPlan &plan, size_t aggregates);
 
 } // namespace dxpriv::pg::analysis
