@@ -122,8 +122,9 @@ FROM signups GROUP BY 1) AS s WHERE n > 0 ORDER BY 1 LIMIT 3;
 SELECT dx.count(*) > 0 AS answered FROM signups GROUP BY date_trunc('month', opened);
 SELECT component FROM dx.explain($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1$$)
 WHERE kind = 'selection';
--- plans show the guard and the bucket, never a value
-SELECT explain_text52($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1$$) !~ '(1999|300000)'
+-- plans show the guard and the bucket, never a value (a date literal: the plan's numeric parameters
+-- may contain any digits)
+SELECT explain_text52($$SELECT date_trunc('month', opened), dx.count(*) FROM signups GROUP BY 1$$) !~ '(1999-|300000-)'
 AS no_values;
 -- anything else over the open date is refused (42501), as for a bare key
 SELECT err($$SELECT date_trunc('fortnight', opened), dx.count(*) FROM signups GROUP BY 1$$);
