@@ -925,3 +925,9 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_combinefn(internal, internal) FROM PUB
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
+
+-- citusdisp: dispersion statistics on Citus distributed tables
+-- A part of stddev, variance, covar, corr or regr_* (dx._noisy_part's float8[]), read by dx._dispersion.
+CREATE FUNCTION dx._release_part(dx._linear_partial, float8[], int4) RETURNS float8[]
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_part';
+COMMENT ON FUNCTION dx._release_part(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_* on a distributed table)';
