@@ -61,6 +61,11 @@ def test_noiseless_dispersion_equals_native_sql():
         execute(owner, "SELECT dx.add_analyst(%s::regrole)", (fx.ANALYST,))
         execute(owner, f"SELECT dx.grant_budget('{fx.ANALYST}'::regrole, 'exact', 1000)")
         execute(owner, f"GRANT SELECT ON exact_native TO {fx.ANALYST}")
+        # a public table to join (a plain one on the coordinator)
+        execute(owner, "CREATE TABLE zones (region text PRIMARY KEY, zone text)")
+        execute(owner, "INSERT INTO zones VALUES ('north','N'), ('south','S'), ('east','E'), ('west','W')")
+        execute(owner, "SELECT dx.set_public('zones')")
+        execute(owner, f"GRANT SELECT ON zones TO {fx.ANALYST}")
         conn = connect("coord", db, user=fx.ANALYST)
         # (and the statistic is really spelled for her: 'none' holds no row, yet is a released group)
         assert ("none", None) in rows(conn, "SELECT region, stddev(age) FROM exact GROUP BY region")
@@ -75,6 +80,9 @@ def test_noiseless_dispersion_equals_native_sql():
             ("SELECT sex, stddev(age), variance(age), avg(age), count(*) FROM {t} WHERE region <> 'east' "
              "GROUP BY sex ORDER BY 1", False),
             ("SELECT s.sex, s.sd * 2 FROM (SELECT sex, stddev(age) AS sd FROM {t} GROUP BY sex) s ORDER BY 1", False),
+            ("SELECT sex, stddev(age), corr(income, age) FROM {t} GROUP BY ROLLUP (sex) ORDER BY 1", False),
+            ("SELECT z.zone, stddev(p.age), var_pop(p.age) FROM {t} p JOIN zones z ON p.region = z.region "
+             "GROUP BY z.zone ORDER BY 1", False),
         ]
         for q, has_empty_group in cases:
             got = rows(conn, q.format(t="exact"))
@@ -147,6 +155,18 @@ def test_one_ledger_row_on_the_coordinator_none_on_workers():
             if scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'"):
                 assert scalar(wc, "SELECT count(*) FROM dx.ledger") == 0
             wc.close()
+        # beside dx.median (the exponential mechanism's split): refused before anything is charged
+        before = scalar(coord, "SELECT count(*) FROM dx.ledger")
+        for q in ["SELECT stddev(age), dx.median(age) FROM people",
+                  "SELECT sex, corr(income, age), dx.mode(region) FROM people GROUP BY sex"]:
+            try:
+                rows(analyst, q)
+            except psycopg2.Error as e:
+                assert e.pgcode == "0A000" and "Nothing was charged" in str(e), (q, str(e))
+            else:
+                raise AssertionError(f"not refused: {q}")
+        assert scalar(coord, "SELECT count(*) FROM dx.ledger") == before
+        assert rows(analyst, "SELECT stddev(age), dx.median(age) FROM people_local")  # answered locally
         # dx.last_release names the statistic and its error bar, as on a local table
         rows(analyst, "SELECT stddev(income) FROM people")
         lr = rows(analyst, "SELECT kind, ci95_half_width FROM dx.last_release() WHERE kind LIKE 'stddev%'")
