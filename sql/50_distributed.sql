@@ -32,6 +32,10 @@ LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_avg';
 COMMENT ON FUNCTION dx._release_count(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON FUNCTION dx._release_sum(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
 COMMENT ON FUNCTION dx._release_avg(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only';
+-- A part of stddev, variance, covar, corr or regr_* (dx._noisy_part's float8[]), read by dx._dispersion.
+CREATE FUNCTION dx._release_part(dx._linear_partial, float8[], int4) RETURNS float8[]
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_part';
+COMMENT ON FUNCTION dx._release_part(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_* on a distributed table)';
 
 -- Native partial sums (the default): a row's weight in its cell's grid units is a bigint
 -- (dx._units), which Citus sums with PostgreSQL's own sum(bigint) on the workers (exact: numeric

@@ -934,3 +934,9 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
 CREATE FUNCTION dx._open_cells(boolean, text[], text[]) RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_open_cells';
 COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed by the dxpriv analyzer only (dx.last_release of a release grouped by an open key)';
+
+-- citusdisp: dispersion statistics on Citus distributed tables
+-- A part of stddev, variance, covar, corr or regr_* (dx._noisy_part's float8[]), read by dx._dispersion.
+CREATE FUNCTION dx._release_part(dx._linear_partial, float8[], int4) RETURNS float8[]
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_part';
+COMMENT ON FUNCTION dx._release_part(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_* on a distributed table)';

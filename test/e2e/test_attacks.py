@@ -2787,7 +2787,7 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # aggregate's support functions against the caller (test/sql/23_partial_state.sql
                       # shows them refusing when written by hand)
                       "_partial", "_partial_transfn", "_partial_combinefn", "_linear_partial_in",
-                      "_linear_partial_out", "_release_count", "_release_sum", "_release_avg",
+                      "_linear_partial_out", "_release_count", "_release_sum", "_release_avg", "_release_part",
                       # per-point tables by digest: read on workers; stored by the owner's statement
                       # (content-addressed: a table is stored only under its own SHA-256; analysts'
                       # own calls are refused by the analyzer)

@@ -2,7 +2,6 @@
 #include "pg/analyst/dispersion_spelling.h"
 
 #include "pg/guard.h"
-#include "pg/metadata/citus_tables.h"
 #include "pg/metadata/policy.h"
 #include "pg/node_build.h"
 #include "pg/settings.h"
@@ -224,9 +223,6 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 	if (a->aggorder)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "ORDER BY inside " + fn + " is not supported",
 		     "Remove the ORDER BY: it does not change the statistic.");
-	if (citus_distributed_table(relid))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, fn + " cannot be used on tables distributed by Citus yet",
-		     "Ask for count, sum and avg on the distributed table, or for " + fn + " on a local copy.");
 	// PostgreSQL's (Y, X) order: the first argument is y, the second x
 	Expr *x = as_float8(two ? lsecond_node(TargetEntry, a->args)->expr : linitial_node(TargetEntry, a->args)->expr, fn);
 	Expr *y = two ? as_float8(linitial_node(TargetEntry, a->args)->expr, fn) : nullptr;
@@ -271,6 +267,24 @@ dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionO
 		     "the answer of " + fn + " cannot be cast to " + pg_value([&] { return format_type_be(a->aggtype); }),
 		     "Cast the argument to double precision.");
 	return cast;
+}
+
+// See dispersion_spelling.h.
+bool
+dispersion_over_releases(const FuncExpr *f, const ExtensionObjects &ext)
+{
+	if (f->funcid != ext.dispersion || list_length(f->args) != 4 + kParts)
+		return false;
+	int releases = 0;
+	for (int p = 0; p < kParts; ++p) {
+		const Node *arg = static_cast<const Node *>(list_nth(f->args, 4 + p));
+		if (IsA(arg, Const) && castNode(Const, arg)->constisnull)
+			continue;
+		if (!IsA(arg, FuncExpr) || castNode(FuncExpr, arg)->funcid != ext.release_part)
+			return false;
+		++releases;
+	}
+	return releases > 0;
 }
 
 } // namespace dxpriv::pg

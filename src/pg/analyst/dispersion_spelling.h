@@ -24,8 +24,15 @@ inline constexpr int kDispersionLocation = -7419;
 // an expression of a's arguments, with a's FILTER; marked as a part by its float8[] result type)
 // and an unneeded part is NULL. The parts are analysed, allocated, charged and released as the
 // statement's other linear aggregates (one release, one charge); dx._dispersion computes the
-// statistic from them. nullptr for every other aggregate. Refuses DISTINCT, ORDER BY inside, and
-// tables distributed by Citus (0A000, with a hint).
+// statistic from them. nullptr for every other aggregate. Refuses DISTINCT and ORDER BY inside
+// (0A000, with a hint). On a Citus table the parts are split like dx.sum (planner/distributed.h):
+// each becomes dx._release_part(state, params, group) on the coordinator.
 Node *dispersion_spelling(Aggref *a, const std::string &fn, Query *q, const ExtensionObjects &ext);
+
+// True when f is a dx._dispersion call whose every part is a distributed part's release
+// dx._release_part(...) (or NULL), at least one: the coordinator's share of a split statement,
+// which Citus re-parses for its local execution (the location stamp is then lost). Each such
+// release is admitted only when the running statement was charged for its parameters.
+bool dispersion_over_releases(const FuncExpr *f, const ExtensionObjects &ext);
 
 } // namespace dxpriv::pg

@@ -2,6 +2,7 @@
 // and the statistic computed from released parts (dx._dispersion), logged for dx.last_release.
 #include "pg/executor/agg_support.h"
 #include "pg/executor/consistent_release.h"
+#include "pg/executor/dispersion_part.h"
 #include "pg/executor/linear_state.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"
@@ -55,15 +56,10 @@ read_part(ArrayType *a, Part &out)
 
 } // namespace
 
-// Final function of dx._noisy_part: the part's noisy sum (raw: the statistic post-processes) as
-// {answer, noise variance, charge id high and low 32 bits, group, weight lo, weight hi, noise excess
-// kurtosis (Gaussian 0; Laplace and truncated Laplace 3, an upper bound for the latter and for the
-// mixtures of a consistent projection)}.
-DX_FUNCTION(dx_linear_part_finalfn)
+// See dispersion_part.h.
+ArrayType *
+dxpriv::pg::released_part_array(const LinearState *s, double answer)
 {
-	LinearState *s = PG_ARGISNULL(0) ? state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0)
-	                                 : reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
-	const double answer = release_linear_state(s, LinearRelease::Part);
 	const uint64 id = static_cast<uint64>(s->charge_id);
 	Datum v[kPartFields];
 	v[kAnswer] = Float8GetDatum(answer);
@@ -76,7 +72,19 @@ DX_FUNCTION(dx_linear_part_finalfn)
 	v[kKurtosis] = Float8GetDatum(s->plan[0].family == NoiseFamily::Gaussian ? 0.0 : 3.0);
 	ArrayType *out = nullptr;
 	pg_call([&] { out = construct_array(v, kPartFields, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE); });
-	PG_RETURN_ARRAYTYPE_P(out);
+	return out;
+}
+
+// Final function of dx._noisy_part: the part's noisy sum (raw: the statistic post-processes) as
+// {answer, noise variance, charge id high and low 32 bits, group, weight lo, weight hi, noise excess
+// kurtosis (Gaussian 0; Laplace and truncated Laplace 3, an upper bound for the latter and for the
+// mixtures of a consistent projection)}.
+DX_FUNCTION(dx_linear_part_finalfn)
+{
+	LinearState *s = PG_ARGISNULL(0) ? state_for_group(CurrentMemoryContext, final_function_params(fcinfo), 0)
+	                                 : reinterpret_cast<LinearState *>(PG_GETARG_POINTER(0));
+	const double answer = release_linear_state(s, LinearRelease::Part);
+	PG_RETURN_ARRAYTYPE_P(released_part_array(s, answer));
 }
 
 // dx._dispersion(kind, label, cx, cy, n, sx, sy, sxx, syy, sxy): the statistic from its released

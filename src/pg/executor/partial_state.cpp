@@ -1,13 +1,14 @@
 // Distributed execution (Citus): the noisy linear aggregates split into exact partial sums on the
 // workers — PostgreSQL's sum(bigint) of dx._units (native partials), or the partial aggregate
 // dx._partial whose state (every output group's exact sums) Citus ships between nodes as text
-// through the type dx._linear_partial — and the release functions dx._release_count/_sum/_avg that
+// through the type dx._linear_partial — and the release functions dx._release_count/_sum/_avg/_part that
 // draw one cell's noise on the coordinator that charged the statement (planner/distributed.h places
 // them). dx._state_of and dx._collect turn native sums into that state on the coordinator.
 #include "pg/ledger/charge.h"
 #include "pg/contract/noise_params.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/agg_support.h"
+#include "pg/executor/dispersion_part.h"
 #include "pg/executor/linear_state.h"
 #include "pg/guard.h"
 
@@ -203,11 +204,11 @@ add_native(bytea *v, int32 g, Datum units, bool units_null, int64 rows)
 	}
 }
 
-// Releases one cell: the parameters are the analyzer's constants from the coordinator's plan (what
+// Releases one cell (its state, released as `kind`, in `released` when asked): the parameters are the analyzer's constants from the coordinator's plan (what
 // was charged); the state, from the workers, contributes only its exact sums, and must belong to
 // the same release with the same grids.
 double
-release_partial(FunctionCallInfo fcinfo, LinearRelease kind)
+release_partial(FunctionCallInfo fcinfo, LinearRelease kind, LinearState **released = nullptr)
 {
 	if (PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv release parameters must not be null");
@@ -230,6 +231,8 @@ release_partial(FunctionCallInfo fcinfo, LinearRelease kind)
 			s->sum[c] = cell_sum(cell);
 		}
 	}
+	if (released)
+		*released = s;
 	return release_linear_state(s, kind);
 }
 
@@ -374,6 +377,15 @@ DX_FUNCTION(dx_release_avg)
 	if (std::isnan(v))
 		PG_RETURN_NULL();
 	PG_RETURN_FLOAT8(v);
+}
+
+// dx._release_part(state, params, group): one part of a dispersion statistic (stddev, corr, ...)
+// with its noise variance, as dx._noisy_part's final function releases it on a local table.
+DX_FUNCTION(dx_release_part)
+{
+	LinearState *s = nullptr;
+	const double answer = release_partial(fcinfo, LinearRelease::Part, &s);
+	PG_RETURN_ARRAYTYPE_P(released_part_array(s, answer));
 }
 
 namespace {

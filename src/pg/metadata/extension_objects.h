@@ -29,7 +29,11 @@ struct ExtensionObjects {
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
 	Oid release_count = InvalidOid, release_sum = InvalidOid, release_avg = InvalidOid;
-	bool is_release(Oid f) const { return f == release_count || f == release_sum || f == release_avg; }
+	Oid release_part = InvalidOid; // a part of stddev/corr/... (float8[], as dx._noisy_part's)
+	bool is_release(Oid f) const
+	{
+		return f == release_count || f == release_sum || f == release_avg || f == release_part;
+	}
 	// native partial sums of distributed releases (sql/50_distributed.sql)
 	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
 	// per-point tables travelling by digest (executor/point_table_cache.h)

@@ -57,7 +57,7 @@ is_linear_release_aggref(const ExtensionObjects &ext, Node *node)
 	if (!IsA(node, Aggref))
 		return false;
 	Oid f = castNode(Aggref, node)->aggfnoid;
-	return ((f == ext.noisy_count || f == ext.noisy_sum || f == ext.noisy_avg) &&
+	return ((f == ext.noisy_count || f == ext.noisy_sum || f == ext.noisy_avg || f == ext.noisy_part) &&
 	        list_length(castNode(Aggref, node)->args) == 3) ||
 	       (f == ext.noisy_avg_pairs && list_length(castNode(Aggref, node)->args) == 4);
 }
@@ -179,8 +179,11 @@ split_mutator(Node *node, void *ctx)
 		part->aggfnoid = c->ext->partial;
 		part->aggtype = c->ext->linear_partial_type;
 		part->aggtranstype = InvalidOid;
+		// (a part of stddev/corr/...: released with its noise variance for dx._dispersion, which
+		// post-processes the released parts on the coordinator)
 		const Oid fn = a->aggfnoid == c->ext->noisy_count                                          ? c->ext->release_count
 		               : a->aggfnoid == c->ext->noisy_avg || a->aggfnoid == c->ext->noisy_avg_pairs ? c->ext->release_avg
+		               : a->aggfnoid == c->ext->noisy_part                                          ? c->ext->release_part
 		                                                                                            : c->ext->release_sum;
 		if (a->aggfnoid == c->ext->noisy_avg_pairs)
 			for (int g = 0; g < p.groups; ++g)

@@ -142,6 +142,17 @@ em_every_group(Query *counts, int groups, Const *params, const ExtensionObjects 
 	return mid;
 }
 
+// True when node holds a dx._dispersion call (stddev, corr, ...: dispersion_spelling.h) at this level.
+bool
+holds_dispersion(Node *node, void *ctx)
+{
+	if (!node || IsA(node, Query))
+		return false;
+	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == static_cast<const ExtensionObjects *>(ctx)->dispersion)
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(holds_dispersion), ctx);
+}
+
 // The linear releases (dx.count/sum/avg/linear) of a level that also holds exponential-mechanism
 // aggregates, as one more subquery of the outer level: without GROUP BY
 //   SELECT r1, ..., rK FROM t                (each release over dx._state_of of native sums)
@@ -199,6 +210,14 @@ em_from_counts(Query *q, SplitContext &c)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "this dx.mode, dx.quantile or dx.median query cannot run on a Citus table yet",
 		     "On a distributed table, ask for them without GROUPING SETS, window functions or set-returning functions "
 		     "in the same query level; wrap the query in a subquery for post-processing.");
+	// stddev/corr/... beside them: their statistic would be computed above the linear subquery, from
+	// its columns, where the coordinator's re-parsed share could not tell it from a hand-written one
+	if (holds_dispersion((Node *) q->targetList, const_cast<ExtensionObjects *>(c.ext)) ||
+	    holds_dispersion(q->havingQual, const_cast<ExtensionObjects *>(c.ext)))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "stddev, variance, covar, corr and regr_* cannot be asked beside dx.mode, dx.quantile or dx.median on "
+		     "a Citus table yet",
+		     "Ask for them in two statements (each is answered on the distributed table). Nothing was charged.");
 	const bool grouped = q->groupClause != NIL;
 	const std::vector<Aggref *> &ems = found.second;
 	Node *group_index = (Node *) lsecond_node(TargetEntry, ems.front()->args)->expr;

@@ -122,9 +122,11 @@ discover(Node *node, void *ctx)
 	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->store_point_table &&
 	    load_analyst_context(*d->ext).analyst)
 		d->internal++;
-	// dx._dispersion only where dispersion_spelling placed it (an analyst's own call is refused)
+	// dx._dispersion only where dispersion_spelling placed it (an analyst's own call is refused),
+	// or over distributed parts' releases (checked below), as Citus re-parses the coordinator's share
 	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->dispersion &&
-	    castNode(FuncExpr, node)->location != kDispersionLocation)
+	    castNode(FuncExpr, node)->location != kDispersionLocation &&
+	    !dispersion_over_releases(castNode(FuncExpr, node), *d->ext))
 		d->internal++;
 	if (IsA(node, FuncExpr) && d->ext->is_release(castNode(FuncExpr, node)->funcid)) {
 		Const *k = release_params_const(node, *d->ext);
