@@ -104,6 +104,33 @@ SELECT string_agg(city || ':' || n::text || ':' || s::text, ',' ORDER BY city) A
 FROM (SELECT city, dx.count(*) AS n, dx.sum(price) AS s FROM shops_oc GROUP BY city ORDER BY city LIMIT 1) r \gset x_
 SELECT round(spent::numeric, 6) > :spent_a AS limit_charged FROM dx.budgets WHERE "table" = 'shops_oc'::regclass;
 
+-- a prepared statement without parameters replays like its text; with a bound parameter it is
+-- never stored (each execution is charged: the parameter is not part of the key)
+PREPARE oc_plain AS SELECT string_agg(city || ':' || n::text, ',' ORDER BY city) AS rows
+FROM (SELECT city, dx.count(*) AS n FROM shops_oc GROUP BY city) r;
+EXECUTE oc_plain \gset p1_
+SELECT round(spent::numeric, 6) AS spent_a FROM dx.budgets WHERE "table" = 'shops_oc'::regclass \gset
+EXECUTE oc_plain \gset p2_
+SELECT :'p1_rows' = :'p2_rows' AS same_rows, round(spent::numeric, 6) = :spent_a AS free
+FROM dx.budgets WHERE "table" = 'shops_oc'::regclass;
+PREPARE oc_param(int) AS SELECT string_agg(city || ':' || n::text, ',' ORDER BY city) AS rows
+FROM (SELECT city, dx.count(*) AS n FROM shops_oc WHERE price > $1 GROUP BY city) r;
+EXECUTE oc_param(10) \gset
+SELECT round(spent::numeric, 6) AS spent_a FROM dx.budgets WHERE "table" = 'shops_oc'::regclass \gset
+EXECUTE oc_param(10) \gset
+SELECT round(spent::numeric, 6) > :spent_a AS parameter_charged FROM dx.budgets WHERE "table" = 'shops_oc'::regclass;
+-- a scrollable cursor is not stored: opening it again is charged
+BEGIN;
+DECLARE oc_cur SCROLL CURSOR FOR SELECT city, dx.count(*) AS n FROM shops_oc GROUP BY city ORDER BY city;
+MOVE FORWARD ALL IN oc_cur;
+MOVE BACKWARD 1 IN oc_cur;
+COMMIT;
+SELECT round(spent::numeric, 6) AS spent_a FROM dx.budgets WHERE "table" = 'shops_oc'::regclass \gset
+BEGIN;
+DECLARE oc_cur SCROLL CURSOR FOR SELECT city, dx.count(*) AS n FROM shops_oc GROUP BY city ORDER BY city;
+COMMIT;
+SELECT round(spent::numeric, 6) > :spent_a AS cursor_charged FROM dx.budgets WHERE "table" = 'shops_oc'::regclass;
+
 -- dx.clear_cache(): the next repeat is charged
 RESET ROLE;
 SELECT dx.clear_cache('shops_oc') > 0 AS dropped;
