@@ -38,6 +38,7 @@
 #include "pg/ledger/replay_scan.h"
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/ledger/open_row_cache.h"
 #include "pg/ledger/charge.h"
 #include "pg/ledger/ledger_queue.h"
 #include "pg/planner/analyzer.h"
@@ -89,6 +90,7 @@ dx_shmem_request(void)
 	if (prev_shmem_request)
 		prev_shmem_request();
 	answer_cache_request_shmem();
+	open_row_cache_request_shmem();
 	ledger::request_shmem();
 }
 
@@ -98,6 +100,7 @@ dx_shmem_startup(void)
 	if (prev_shmem_startup)
 		prev_shmem_startup();
 	answer_cache_startup();
+	open_row_cache_startup();
 	ledger::startup_shmem();
 }
 
@@ -151,6 +154,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
 	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier
 	note_replayed_plan(nullptr, {});
+	open_row_cache_forget_note();
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] {
 			refuse_inner_releases_under_explain_analyze(qd->plannedstmt); // before the charge
@@ -167,6 +171,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 			standard_ExecutorStart(qd, eflags);
 	});
 	guarded([&] { skip_replayed_scans(qd); }); // REPLAY: a plan answered from the cache reads no row
+	guarded([&] { open_row_cache_attach(qd); }); // REPLAY/RECORD of an open release's rows
 	statement::leave(qd);
 }
 

@@ -167,11 +167,11 @@ def values_never_leak(unit):
                             "AND query LIKE '%GROUP BY name' ORDER BY id LIMIT 1")
         eps = scalar(conn, "SHOW dxpriv.epsilon")
         assert abs(row[0] - 2 * float(eps)) < 1e-9 and row[1] == 1e-6, row
-        # the same statement again is a new release (charged): open releases are never cached
+        # the same statement again replays mallory's own rows (free, still none): never a new draw
         mine = scalar(admin, "SELECT spent FROM dx.budgets WHERE role = 'mallory'::regrole AND \"table\" = 'people'::regclass")
-        run("SELECT name, count(*) FROM people GROUP BY name")
-        assert scalar(admin, "SELECT spent FROM dx.budgets WHERE role = 'mallory'::regrole AND \"table\" = 'people'::regclass") > mine
-        # another role's releases: nothing cached for the open statement, so nothing replayed
+        assert run("SELECT name, count(*) FROM people GROUP BY name") == []
+        assert scalar(admin, "SELECT spent FROM dx.budgets WHERE role = 'mallory'::regrole AND \"table\" = 'people'::regclass") == mine
+        # another role's releases: mallory's stored rows are not its own, so nothing is replayed
         other = analyst_conn(db, user="open_other")
         before = scalar(admin, "SELECT coalesce(sum(spent), 0) FROM dx.budgets WHERE role = 'open_other'::regrole")
         with other.cursor() as cur:
@@ -433,9 +433,9 @@ def test_last_release_lists_kept_keys_only():
 
 
 def test_open_release_cache_and_roles():
-    # open releases are never replayed: with the answer cache on, the same statement is charged
-    # again (same role, another role, and after the table changed), each role's dx.last_release()
-    # shows its own release only, never another role's keys
+    # with the answer cache on, the same statement by the same role replays its rows (free, the same
+    # keys and values, ledger/open_row_cache.h); another role and a changed table get a fresh release,
+    # charged; each role's dx.last_release() shows its own release only, never another role's keys
     with attack_db() as (db, admin):
         shops_table(admin, [200, 300, 1])
         execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 3600")
@@ -454,14 +454,16 @@ def test_open_release_cache_and_roles():
         first = execute_rows(conn, sql)
         assert {r[0] for r in first} <= {"k200", "k300"}, first
         s0 = spent(ANALYST)
-        execute_rows(conn, sql)
-        assert spent(ANALYST) > s0, "an identical open release must be charged again (never replayed)"
+        again = execute_rows(conn, sql)
+        assert spent(ANALYST) == s0, "an identical open release by the same role is replayed, free"
+        assert again == first, (again, first)
         assert execute_rows(conn, "SELECT DISTINCT reused FROM dx.last_release()") in ([(False,)], [])
         # another role: a fresh charged release, and its log holds nothing of mallory's
         assert execute_rows(other, "SELECT count(*) FROM dx.last_release()") == [(0,)]
         o0 = spent("open_other2") or 0
         rows = execute_rows(other, sql)
         assert spent("open_other2") > o0
+        assert rows != first, "another role must get a fresh release, not mallory's rows"
         logged = {r[0] for r in execute_rows(other, "SELECT group_key FROM dx.last_release()")}
         assert logged == {f"city={r[0]}" for r in rows}
         # a changed table: a fresh release (charged), which sees the new key
@@ -472,3 +474,35 @@ def test_open_release_cache_and_roles():
         assert "fresh" in {r[0] for r in rows}, rows
         assert "city=fresh" in {r[0] for r in execute_rows(conn, "SELECT group_key FROM dx.last_release()")}
         other.close()
+
+
+def test_open_cache_repetition_reveals_nothing():
+    # the attack the cache must not open: repeating an open release until a rare key crosses the
+    # threshold. Keys held by 2..118 rows straddle the threshold (kept in some draws, not in others,
+    # with the seed off); with the cache on, 30 repeats give exactly the first rows (no new key, the
+    # same values) and spend nothing after the first; after dx.clear_cache() (or as another role)
+    # each release is charged, so every new draw of the selection is paid for
+    with attack_db() as (db, admin):
+        shops_table(admin, list(range(2, 120, 4)))
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 3600")
+        conn = analyst_conn(db)
+        execute(conn, "SET dxpriv.epsilon = 2")
+        sql = "SELECT city, count(*) AS n, sum(price) AS s FROM shops GROUP BY city ORDER BY city"
+
+        def spent():
+            return scalar(admin, f"SELECT spent FROM dx.budgets WHERE role = '{ANALYST}'::regrole AND \"table\" = 'shops'::regclass")
+
+        first = execute_rows(conn, sql)
+        s0 = spent()
+        for _ in range(30):
+            assert execute_rows(conn, sql) == first
+        assert spent() == s0, "repeats of a cached open release must be free"
+        # fresh draws are charged, each one: the selection differs between some of them
+        seen = {tuple(r[0] for r in first)}
+        for i in range(15):
+            execute(admin, "SELECT dx.clear_cache('shops')")
+            before = spent()
+            rows = execute_rows(conn, sql)
+            assert spent() > before, "a release drawn again must be charged"
+            seen.add(tuple(r[0] for r in rows))
+        assert len(seen) > 1, "the keys near the threshold never changed: the test would not see a redraw"

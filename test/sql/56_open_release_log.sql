@@ -1,7 +1,7 @@
 -- dx.last_release() of releases grouped by an open key (issue 26): the answers of the partitions the
 -- selection kept are listed, labelled with their key values, to the session that ran the release;
--- a withheld partition leaves nothing (no value, no row). Open releases are not cached: a repeated
--- statement is a new release, charged again (for this role and any other). Noisy values are never
+-- a withheld partition leaves nothing (no value, no row). A repeat by the same role replays the
+-- released rows (57_open_cache); another role's is a new release, charged. Noisy values are never
 -- printed; the selection runs under the test seed.
 CREATE TABLE shops_open (city text, ward text, price int);
 -- 'c1'..'c4': 300 rows each; 'lonely': one row; 'twin': two rows; NULL: one row
@@ -83,8 +83,9 @@ SET ROLE dx_regress_open56;
 SELECT city, dx.count(*) > 0 AS kept FROM shops_open GROUP BY city ORDER BY city;
 SELECT group_key FROM dx.last_release() ORDER BY group_key;
 
--- the answer cache: open releases are never stored nor replayed; the same statement again is a new
--- release, charged again, for this role and for another one
+-- the answer cache: the same statement again by the same role replays its rows (free, no new draw,
+-- so dx.last_release() lists no cell, test/sql/57_open_cache.sql); another role gets a new release,
+-- charged
 RESET ROLE;
 SET dxpriv.cache_lifetime = 3600;
 CREATE ROLE dx_regress_open56b;

@@ -53,7 +53,8 @@ bool answer_cache_replayed(int64 charge_id, int group, double &answer, double *p
 // Marks charge_id as a release grouped by an open key (planner/open_keys.h): several partitions
 // share one group's cells, so its answers are never reused, replayed nor stored (answer_cache_replayed
 // returns false and answer_cache_note does nothing for it); dx.last_release() holds them until the
-// selection's verdict on their partition (executor/release_log.h). Backend-local.
+// selection's verdict on their partition (executor/release_log.h). Backend-local. (A repeat of the
+// whole statement by the same role replays its released rows instead: ledger/open_row_cache.h.)
 void answer_cache_exclude(int64 charge_id);
 bool answer_cache_excluded(int64 charge_id);
 // Records a freshly released answer for this execution and, for the cache if the aggregate records,

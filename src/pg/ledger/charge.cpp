@@ -14,6 +14,8 @@
 #include "pg/plan_walk.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/ledger/answer_cache.h"
+#include "pg/ledger/open_row_cache.h"
+#include "pg/settings.h"
 #include "pg/ledger/replay_scan.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/ledger/ledger_queue.h"
@@ -23,6 +25,7 @@
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/executor.h"
@@ -318,6 +321,71 @@ refuse_charge(const ledger::Reply &r, Oid role, Oid relid, double eps, double de
 	}
 }
 
+// Mixes the bits of a double into a cache key.
+uint64
+mix_double(uint64 key, double v)
+{
+	uint64 bits = 0;
+	memcpy(&bits, &v, sizeof bits);
+	return hash_combine64(key, bits);
+}
+
+// The key under which the released rows of a release grouped by an open key are stored
+// (ledger/open_row_cache.h): the statement's cache key (query tree, role, contents versions) with
+// its text (ORDER BY, LIMIT), the policy version, the selection and noise settings, every
+// aggregate's calibration and the top node's output types. False when its rows are not stored:
+// not a plain SELECT, bound parameters, or a read of anything but the released tables (the rows
+// must be a function of the release alone).
+bool
+open_rows_key(QueryDesc *qd, const std::vector<Charge> &ordered, const std::map<Oid, std::vector<Charge>> &by_table,
+              uint64 *key)
+{
+	PlannedStmt *ps = qd->plannedstmt;
+	if (qd->operation != CMD_SELECT || ps->commandType != CMD_SELECT || ps->hasModifyingCTE || !qd->sourceText ||
+	    (qd->params && qd->params->numParams > 0) || !ps->planTree)
+		return false;
+	bool ok = true;
+	uint64 k = *key;
+	pg_call([&] {
+		List *allowed = NIL;
+		for (const auto &kv : by_table)
+			allowed = list_concat(allowed, find_all_inheritors(kv.first, NoLock, nullptr));
+		ListCell *lc;
+		foreach (lc, ps->rtable) {
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+			if (rte->rtekind == RTE_RELATION)
+				ok = ok && list_member_oid(allowed, rte->relid);
+			else if (rte->rtekind != RTE_SUBQUERY && rte->rtekind != RTE_JOIN && rte->rtekind != RTE_CTE &&
+			         rte->rtekind != RTE_RESULT && rte->rtekind != RTE_VALUES)
+				ok = false;
+		}
+		uint64 version = 0;
+		ok = ok && policy_version(qd->snapshot, &version);
+		k = hash_combine64(k, version);
+		k = hash_combine64(k, hash_bytes_extended(reinterpret_cast<const unsigned char *>(qd->sourceText),
+		                                          static_cast<int>(strlen(qd->sourceText)), 0x6f70));
+		foreach (lc, ps->planTree->targetlist) {
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			k = hash_combine64(k, static_cast<uint64>(exprType((Node *) tle->expr)));
+			k = hash_combine64(k, static_cast<uint64>(static_cast<uint32>(exprTypmod((Node *) tle->expr))));
+		}
+	});
+	k = hash_combine64(k, static_cast<uint64>(guc_partition_selection));
+	k = hash_combine64(k, static_cast<uint64>(guc_noise));
+	k = mix_double(k, guc_epsilon);
+	for (const Charge &c : ordered) {
+		const NoiseParams &p = c.params;
+		k = hash_combine64(k, static_cast<uint64>(p.agg_index) + (c.selection ? 1u << 20 : 0u));
+		for (double v : {p.epsilon, p.delta, p.alloc_epsilon, p.alloc_delta})
+			k = mix_double(k, v);
+		for (int g = 0; g < p.groups; ++g)
+			for (int j = 0; j < p.components; ++j)
+				k = mix_double(k, p.scale(g, j));
+	}
+	*key = k;
+	return ok;
+}
+
 // Charges every table's share through the ledger worker, which commits the budget update and the
 // ledger rows in its own durable transaction before this returns; errors (and answers nothing)
 // when a budget is missing, would be overspent, a per-query cap is exceeded or the ledger fails.
@@ -404,7 +472,24 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 		cacheable = known;
 		key = hash_combine64(key, hash_combine64(static_cast<uint64>(kv.first), version));
 	}
-	if (cacheable) {
+	// a release grouped by an open key replays its released rows (ledger/open_row_cache.h), never
+	// its per-group answers: the selection is not drawn again
+	const bool open_release = std::any_of(ordered.begin(), ordered.end(), [](const Charge &c) { return c.selection; });
+	if (open_release && cacheable)
+		cacheable = open_rows_key(qd, ordered, by_table, &key);
+	if (open_release && cacheable) {
+		bool hit = false;
+		pg_call([&] { hit = open_row_cache_plan_replay(qd, key, asking); });
+		if (hit) {
+			for (const Charge &c : ordered)
+				statement::mark_paid(c.params.charge_id);
+			paid.aggregates = all_params(ordered, paid.exponential);
+			paid.reused = true;
+			paid.logged = true;
+			return;
+		}
+	}
+	if (cacheable && !open_release) {
 		std::vector<double> answers, parts;
 		if (answer_cache_lookup(key, asking, answers, parts) && answers.size() == answer_count) {
 			for (const Charge &c : ordered) {
@@ -467,10 +552,12 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 	paid.logged = true;
 	for (const Charge &c : ordered) {
 		statement::mark_paid(c.params.charge_id);
-		if (cacheable)
+		if (cacheable && !open_release)
 			answer_cache_plan_record(c.params.charge_id, key, asking, c.params.relid,
 			                         answer_offset[c.params.agg_index], answer_count);
 	}
+	if (cacheable && open_release)
+		open_row_cache_plan_record(qd, key, asking, first.relid);
 	if (qd->plannedstmt->parallelModeNeeded)
 		statement::publish_to_workers();
 }
