@@ -1433,6 +1433,22 @@ for _name, _sql in [
 ]:
     attack("closed_form", _name, _sql, Custom(same_plan_as_exhaustive))
 
+# Grouped shapes (issue 23, groupform): each group is a set of cells and the group column's metric
+# gives edges between groups; a grouped closed form must reproduce them or fall back. Today every
+# grouped statement is evaluated point by point; these pin the per-point plans either way.
+for _name, _sql in [
+    ("GROUP BY a discrete column (a metric between groups)",
+     "SELECT sex, dx.count(*), dx.avg(age) FROM people GROUP BY sex"),
+    ("GROUP BY a per_value column", "SELECT diagnosis, dx.count(*), dx.sum(age) FROM people GROUP BY diagnosis"),
+    ("GROUP BY the aggregated column (absolute metric between groups)",
+     "SELECT age, dx.count(*), dx.sum(age) FROM people WHERE age BETWEEN 18 AND 40 GROUP BY age"),
+    ("GROUP BY an expression key", "SELECT age / 10, dx.count(*), dx.sum(age) FROM people GROUP BY age / 10"),
+    ("GROUP BY two keys with a range", "SELECT sex, diagnosis, dx.count(*), dx.avg(age) FROM people "
+                                       "WHERE age >= 30 GROUP BY sex, diagnosis"),
+    ("HAVING on the aggregate", "SELECT sex, dx.count(*), dx.sum(age) FROM people GROUP BY sex HAVING dx.count(*) > 10"),
+]:
+    attack("closed_form", "grouped: " + _name, _sql, Custom(same_plan_as_exhaustive))
+
 
 def test_closed_form_analysis():
     run_category("closed_form")

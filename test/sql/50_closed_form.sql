@@ -4,7 +4,9 @@
 -- superuser-only dxpriv.exhaustive_analysis evaluates every point. Both must give exactly the same
 -- plan (every dx.explain row) and, under one test seed, the same noisy answers; shapes outside the
 -- closed form (OR, NOT, <>, CASE, other columns, GROUP BY) are evaluated point by point
--- either way.
+-- either way. Grouped statements (21-27, table cf_g: a group column with no metric, a discrete one,
+-- an absolute one, two keys, an expression key, HAVING) are evaluated point by point on both paths
+-- today; they pin the plans and answers a grouped closed form must reproduce.
 CREATE TABLE cf_t (x int, b bigint, v smallint, k int, kd int, p int, y int);
 INSERT INTO cf_t SELECT i % 2001, i % 501, (i % 201) * 5 - 500, i % 100000, i % 5000, i % 11, i % 7
 FROM generate_series(1, 6000) AS i;
@@ -16,13 +18,21 @@ SELECT dx.set_column('cf_t', 'k', '{"min": 0, "max": 99999}', '{"type": "none"}'
 SELECT dx.set_column('cf_t', 'kd', '{"min": 0, "max": 4999}', '{"type": "discrete", "weight": 1}');
 SELECT dx.set_column('cf_t', 'p', '{"min": 0, "max": 10}', '{"type": "discrete", "weight": 2}');
 SELECT dx.set_column('cf_t', 'y', '{"min": 0, "max": 6}', '{"type": "absolute", "scale": 1}');
+CREATE TABLE cf_g (g int, gd int, ga int, q int);
+INSERT INTO cf_g SELECT i % 5, (i / 5) % 4, (i / 20) % 3, (i * 7) % 61 FROM generate_series(1, 3000) AS i;
+SELECT dx.protect_table('cf_g');
+SELECT dx.set_column('cf_g', 'g', '{"min": 0, "max": 4}', '{"type": "none"}');
+SELECT dx.set_column('cf_g', 'gd', '{"min": 0, "max": 3}', '{"type": "discrete", "weight": 1}');
+SELECT dx.set_column('cf_g', 'ga', '{"min": 0, "max": 2}', '{"type": "absolute", "scale": 1}');
+SELECT dx.set_column('cf_g', 'q', '{"min": 0, "max": 60}', '{"type": "absolute", "scale": 5}');
 CREATE ROLE dx_regress_closed;
 SELECT dx.add_analyst('dx_regress_closed');
 SELECT dx.grant_budget('dx_regress_closed', 'cf_t', 1000) IS NOT NULL AS granted;
+SELECT dx.grant_budget('dx_regress_closed', 'cf_g', 1000) IS NOT NULL AS granted;
 
 -- closed form: 1-12 (10, 11: empty ranges, whose tables are constants; 18: analysed by pieces,
 -- planned on the points: a discrete metric with two
--- cells); point by point (outside the shape): 13-17, 19, 20
+-- cells); point by point (outside the shape): 13-17, 19, 20; grouped (point by point): 21-27
 CREATE TEMP TABLE cf_q (id int, q text);
 INSERT INTO cf_q VALUES
 	(1, 'SELECT avg(x) FROM cf_t'),
@@ -44,7 +54,14 @@ INSERT INTO cf_q VALUES
 	(17, 'SELECT sum(x - 1000), count(x) FROM cf_t'),
 	(18, 'SELECT count(*), sum(p) FROM cf_t WHERE p > 3'),
 	(19, 'SELECT sum(x), count(*) FROM cf_t WHERE y < 3'),
-	(20, 'SELECT y, count(*), sum(y) FROM cf_t WHERE y > 1 GROUP BY y');
+	(20, 'SELECT y, count(*), sum(y) FROM cf_t WHERE y > 1 GROUP BY y'),
+	(21, 'SELECT g, count(*), avg(q) FROM cf_g GROUP BY g'),
+	(22, 'SELECT g, count(*), sum(q), avg(q) FROM cf_g WHERE q > 10 GROUP BY g'),
+	(23, 'SELECT gd, count(*), avg(q) FROM cf_g GROUP BY gd'),
+	(24, 'SELECT ga, sum(q) FROM cf_g GROUP BY ga'),
+	(25, 'SELECT g, gd, count(*), sum(q) FROM cf_g GROUP BY g, gd'),
+	(26, 'SELECT q / 20, count(*), sum(q) FROM cf_g GROUP BY q / 20'),
+	(27, 'SELECT g, count(*), avg(q) FROM cf_g GROUP BY g HAVING count(*) > 100');
 GRANT SELECT ON cf_q TO dx_regress_closed;
 
 -- whether the rewritten statement stores its tables by pieces (layout 24, core/point_table.h; the
@@ -113,6 +130,12 @@ BEGIN
 		EXECUTE r.q INTO rec;
 		INSERT INTO cf_answers VALUES (path, r.id, rec::text);
 	END LOOP;
+	-- grouped: every row, in key order
+	FOR r IN SELECT id, q FROM cf_q WHERE id IN (21, 22, 23, 25, 26, 27) ORDER BY id LOOP
+		FOR rec IN EXECUTE r.q || ' ORDER BY 1, 2' LOOP
+			INSERT INTO cf_answers VALUES (path, r.id, rec::text);
+		END LOOP;
+	END LOOP;
 END $$;
 SET dxpriv.test_seed = 5050;
 SET ROLE dx_regress_closed;
@@ -126,6 +149,13 @@ RESET ROLE;
 RESET dxpriv.exhaustive_analysis;
 RESET dxpriv.test_seed;
 RESET dxpriv.cache_lifetime;
-SELECT c.id, c.answer = e.answer AS same_answer FROM cf_answers c JOIN cf_answers e USING (id)
-WHERE c.path = 'closed' AND e.path = 'exhaustive' ORDER BY c.id;
+SELECT c.id, c.answer = e.answer AS same_answer FROM
+	(SELECT id, string_agg(answer, ';' ORDER BY answer) AS answer FROM cf_answers WHERE path = 'closed' GROUP BY id) c
+	JOIN (SELECT id, string_agg(answer, ';' ORDER BY answer) AS answer FROM cf_answers WHERE path = 'exhaustive'
+	      GROUP BY id) e USING (id)
+ORDER BY c.id;
+-- grouped answers: rows per statement (one per group; HAVING keeps the groups it keeps on both paths)
+SELECT id, count(*) FILTER (WHERE path = 'closed') AS closed_rows,
+	count(*) FILTER (WHERE path = 'exhaustive') AS exhaustive_rows
+FROM cf_answers WHERE id > 20 GROUP BY id ORDER BY id;
 SELECT count(*) AS releases FROM dx.ledger WHERE role = 'dx_regress_closed'::regrole;

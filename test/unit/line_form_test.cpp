@@ -403,5 +403,69 @@ TEST(LineForm, MalformedPiecesTables)
 	EXPECT_THROW(encode_point_table_pieces(10, {PointTablePiece{1, true, 0, 1}}), CoreError);
 }
 
+
+// Grouped statements (issue 23, not closed-form yet): the per-point reference's rows for cells
+// grouped by a second column, which a grouped closed form must reproduce. Each group g owns the
+// cells 3g..3g+2 (count, sum, count of an avg) of the line column; the group column's metric
+// gives the edges between groups: none (no row touches two groups, and every group's rows are the
+// first group's rows shifted, in the same order), discrete (one row per pair of groups and line
+// point: G(G-1)/2 x L rows, each the two presence rows over the weight) or absolute (adjacent
+// groups only: (G-1) x L rows). The cross-group rows are what the dashboard's grouped tiles pay
+// for (doc/performance.md, "Grouped statements").
+TEST(LineFormGrouped, ReferenceRowsBetweenGroups)
+{
+	for (const std::size_t groups : {3u, 7u}) {        // 9 cells (direct rows, prefilter) and 21
+		for (const int kind : {0, 1, 2}) {              // group metric: none, discrete(2), absolute(1)
+			SCOPED_TRACE("groups " + std::to_string(groups) + " kind " + std::to_string(kind));
+			SubUniverse sub;
+			const std::size_t line = 21;
+			sub.domains = {Domain::range(0, 20, 1), Domain::range(0, static_cast<double>(groups) - 1, 1)};
+			sub.metrics = {ColumnMetric::absolute(3),
+			               kind == 0 ? ColumnMetric::none()
+			                         : kind == 1 ? ColumnMetric::discrete(2) : ColumnMetric::absolute(1)};
+			const std::size_t n = sub.size();
+			Matrix q(3 * groups, std::vector<double>(n, 0.0));
+			for (std::size_t u = 0; u < n; u++) { // row-major: the group column varies fastest
+				const std::size_t v = u / groups, g = u % groups;
+				q[3 * g][u] = 1;
+				q[3 * g + 1][u] = static_cast<double>(v);
+				q[3 * g + 2][u] = 1;
+			}
+			const ConstraintSet c = build_constraints(sub, q);
+			std::size_t cross = 0;
+			std::vector<std::vector<std::vector<double>>> per_group(groups); // rows touching one group
+			for (std::size_t i = 0; i < c.count(); i++) {
+				std::vector<std::size_t> touched;
+				c.for_each(i, [&](std::size_t k, double a) {
+					if (a != 0 && (touched.empty() || touched.back() != k / 3))
+						touched.push_back(k / 3);
+				});
+				if (touched.size() == 2) {
+					cross++;
+					const double w = kind == 1 ? 2.0 : 1.0;
+					const std::vector<double> r = c.row(i);
+					for (std::size_t k = 0; k < r.size(); k++) {
+						const std::size_t g = k / 3;
+						if (g != touched[0] && g != touched[1])
+							EXPECT_EQ(r[k], 0.0);
+						else if (kind == 1) // same line point on both sides: |q_k(u) - 0| / w
+							EXPECT_EQ(r[k], k % 3 == 1 ? r[3 * touched[0] + 1] : 1.0 / w);
+					}
+					if (kind == 2)
+						EXPECT_EQ(touched[1], touched[0] + 1);
+				} else {
+					ASSERT_EQ(touched.size(), 1u);
+					const std::vector<double> r = c.row(i);
+					per_group[touched[0]].emplace_back(r.begin() + 3 * touched[0], r.begin() + 3 * touched[0] + 3);
+				}
+			}
+			const std::size_t pairs = kind == 0 ? 0 : kind == 1 ? groups * (groups - 1) / 2 : groups - 1;
+			EXPECT_EQ(cross, pairs * line);
+			for (std::size_t g = 1; g < groups; g++)
+				EXPECT_EQ(per_group[g], per_group[0]);
+		}
+	}
+}
+
 } // namespace
 } // namespace dxpriv
