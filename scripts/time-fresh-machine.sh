@@ -28,6 +28,15 @@ mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# a default Debian 12 installation also has bookworm-updates and bookworm-security;
+# DXPRIV_FRESH_SECURITY=0 keeps debootstrap's bookworm/main only (older PostgreSQL 15 minor release)
+if [ "${DXPRIV_FRESH_SECURITY:-1}" = 1 ]; then
+	cat >"$root/etc/apt/sources.list" <<SOURCES
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb ${mirror%/debian}/debian-security bookworm-security main
+SOURCES
+fi
 git clone -q --bare "$repo" "$root/srv/dxpriv.git" # the "remote" the user clones from
 
 in_root() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb bash -c "$1"; }

@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "catalog/pg_authid.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -27,6 +28,7 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/wait_event.h"
 }
 
@@ -424,6 +426,23 @@ submit_and_wait(const Header &h, const char *payload, uint32 payload_len, RawRep
 
 } // namespace
 
+// PostgreSQL's have_createdb_privilege (superuser or rolcreatedb), written here because its
+// declaration in commands/dbcommands.h only came with PostgreSQL 15.20: Debian 12's bookworm/main
+// still ships 15.18, where it is static.
+static bool
+role_may_create_databases()
+{
+	if (superuser())
+		return true;
+	bool result = false;
+	HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (HeapTupleIsValid(tuple)) {
+		result = reinterpret_cast<Form_pg_authid>(GETSTRUCT(tuple))->rolcreatedb;
+		ReleaseSysCache(tuple);
+	}
+	return result;
+}
+
 // See ledger_queue.h.
 void
 stop_workers_for(Node *stmt)
@@ -459,7 +478,7 @@ stop_workers_for(Node *stmt)
 	if (db && g_shared) {
 		Oid dboid = get_database_oid(db, true);
 		if (OidIsValid(dboid) && dboid != MyDatabaseId &&
-		    (superuser() || pg_database_ownercheck(dboid, GetUserId()) || (creating && have_createdb_privilege())))
+		    (superuser() || pg_database_ownercheck(dboid, GetUserId()) || (creating && role_may_create_databases())))
 			stop_worker(dboid);
 	}
 }
