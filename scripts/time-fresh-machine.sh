@@ -15,6 +15,7 @@ mirror=${DXPRIV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 command -v debootstrap >/dev/null || { echo "time-fresh-machine: apt-get install debootstrap first" >&2; exit 1; }
 
 root=$(mktemp -d /opt/dxpriv-fresh.XXXXXX)
+chmod 755 "$root" # the chroot's / (mktemp makes it 0700: the postgres user could not run anything)
 log=${DXPRIV_FRESH_LOG:-/tmp/dxpriv-fresh-machine.log}
 cleanup() {
 	for m in dev/pts dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
