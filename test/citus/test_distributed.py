@@ -9,22 +9,8 @@ import psycopg2
 import citus_fixture as fx
 from citus_common import citus_db, connect, create_role, execute, rows, scalar
 
-NOISELESS = [  # presence Infinity and metric none: sensitivity 0, the answers are exact
-    ("age", '{"min": 0, "max": 120}', '{"type": "none"}'),
-    ("sex", '{"values": ["F", "M"]}', '{"type": "none"}'),
-    ("region", '{"values": ["north", "south", "east", "west", "none"]}', '{"type": "none"}'),
-    ("income", '{"min": 0, "max": 200000, "step": 100}', '{"type": "none"}'),
-]
-
-
 def _exact_table(conn, name, shards):
-    execute(conn, f"CREATE TABLE {name} (id bigint PRIMARY KEY, age int, sex text, region text, income int)")
-    execute(conn, f"SELECT create_distributed_table('{name}', 'id', shard_count => {shards})")
-    execute(conn, f"INSERT INTO {name} {fx.rows_sql(50000)}")
-    execute(conn, f"SELECT dx.protect_table('{name}', 'Infinity')")
-    for col, domain, metric in NOISELESS:
-        execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (name, col, domain, metric))
-    execute(conn, f"SELECT dx.grant_budget('postgres'::regrole, '{name}', 1000)")
+    fx.exact_table(conn, name, shards, rows=50000)
 
 
 def test_noiseless_answers_equal_native_sql():
