@@ -101,14 +101,7 @@ make_one_pass(Aggref *agg, int kind, List *shared_args, Const *params, const std
               std::vector<std::optional<double>> table, const ExtensionObjects &ext, const std::vector<bool> &key)
 {
 	std::vector<size_t> dims;
-	for (const ColumnPolicy *c : cols)
-		dims.push_back(c->domain.size());
-	std::vector<size_t> kept;
-	try {
-		kept = drop_constant_dimensions(table, dims);
-	} catch (const CoreError &) {
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
-	}
+	const std::vector<size_t> kept = drop_constant_columns(cols, table, dims);
 	make_one_pass_table(agg, kind, shared_args, params, cols, point_table_constant(table, dims), kept, ext, key);
 }
 

@@ -145,19 +145,27 @@ weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vector<std:
 }
 
 // See point_lookup.h.
+std::vector<size_t>
+drop_constant_columns(const std::vector<const ColumnPolicy *> &cols, std::vector<std::optional<double>> &table,
+                      std::vector<size_t> &dims)
+{
+	dims.clear();
+	for (const ColumnPolicy *c : cols)
+		dims.push_back(c->domain.size());
+	try {
+		return drop_constant_dimensions(table, dims);
+	} catch (const CoreError &) {
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
+	}
+}
+
+// See point_lookup.h.
 Expr *
 reduced_weigh_expr(const std::vector<const ColumnPolicy *> &cols, std::vector<std::optional<double>> table,
                    bool integer, const ExtensionObjects &ext)
 {
 	std::vector<size_t> dims;
-	for (const ColumnPolicy *c : cols)
-		dims.push_back(c->domain.size());
-	std::vector<size_t> kept;
-	try {
-		kept = drop_constant_dimensions(table, dims);
-	} catch (const CoreError &) {
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv per-point table does not match its columns");
-	}
+	const std::vector<size_t> kept = drop_constant_columns(cols, table, dims);
 	std::vector<const ColumnPolicy *> used;
 	for (size_t i : kept)
 		used.push_back(cols[i]);

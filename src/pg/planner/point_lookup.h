@@ -58,4 +58,10 @@ Expr *weigh_expr(const std::vector<const ColumnPolicy *> &cols, const std::vecto
 Expr *reduced_weigh_expr(const std::vector<const ColumnPolicy *> &cols, std::vector<std::optional<double>> table,
                          bool integer, const ExtensionObjects &ext);
 
+// drop_constant_dimensions (core/point_table.h) of a per-point table over cols: sets dims to the
+// columns' domain sizes, reduces `table` in place to the columns it varies in and returns their
+// indices. A table that does not match the columns is an internal error.
+std::vector<size_t> drop_constant_columns(const std::vector<const ColumnPolicy *> &cols,
+                                          std::vector<std::optional<double>> &table, std::vector<size_t> &dims);
+
 } // namespace dxpriv::pg
