@@ -3324,6 +3324,139 @@ def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)
 
 
+# ================================================================ open GROUP BY keys: joint releases
+
+# issue 26, openjoint: dx.count_units beside an open key (a unit counts once in each of its at most
+# k' partitions) and ROLLUP/CUBE/GROUPING SETS with an open key as one release (one allocation, one
+# delta). 'lonerville' is held by ONE person (60 trips), the spreader holds 80 cities of its own
+# ('spread1'..'spread80'), 'solotown' is one row of a table without a unit: none may ever be released.
+C = "open_keys"
+OJ_K = 3
+OJ_SETUP = [
+    "CREATE TABLE trips_oj (person int NOT NULL, city text, ward text, fare int)",
+    """INSERT INTO trips_oj SELECT p, 'town' || (1 + (p + t / 3) % 3), (ARRAY['A','B'])[1 + (p + t) % 2], (p * 7 + t) % 50
+       FROM generate_series(1, 300) p, generate_series(1, 3) t""",
+    "INSERT INTO trips_oj SELECT 9000, 'lonerville', 'A', t % 50 FROM generate_series(1, 60) t",
+    "INSERT INTO trips_oj SELECT 9001, 'spread' || i, 'B', 5 FROM generate_series(1, 80) i",
+    "SELECT dx.protect_table('trips_oj', 1.0)",
+    """SELECT dx.set_column('trips_oj', 'ward', '{"values": ["A","B"]}', '{"type": "discrete", "weight": 1}')""",
+    """SELECT dx.set_column('trips_oj', 'fare', '{"min": 0, "max": 49}', '{"type": "absolute", "scale": 10}')""",
+    """SELECT dx.set_column('trips_oj', 'city', '{"open": true}', '{"type": "discrete", "weight": 1}')""",
+    "SELECT dx.set_delta('trips_oj', 1e-9)",
+    f"SELECT dx.set_privacy_unit('trips_oj', 'person', {OJ_K})",
+    f"SELECT dx.grant_budget('{ANALYST}'::regrole, 'trips_oj', 1e9, delta => 1)",
+    f"GRANT SELECT ON trips_oj TO {ANALYST}",
+    "CREATE TABLE shops_oj (city text, ward text, price int)",
+    """INSERT INTO shops_oj SELECT 'c' || (1 + i % 4), (ARRAY['A','B'])[1 + i % 2], i % 50
+       FROM generate_series(1, 800) i""",
+    "INSERT INTO shops_oj VALUES ('solotown', 'A', 7)",
+    "SELECT dx.protect_table('shops_oj', 1.0)",
+    """SELECT dx.set_column('shops_oj', 'ward', '{"values": ["A","B"]}', '{"type": "discrete", "weight": 1}')""",
+    """SELECT dx.set_column('shops_oj', 'price', '{"min": 0, "max": 49}', '{"type": "absolute", "scale": 10}')""",
+    """SELECT dx.set_column('shops_oj', 'city', '{"open": true}', '{"type": "discrete", "weight": 1}')""",
+    "SELECT dx.set_delta('shops_oj', 1e-9)",
+    f"SELECT dx.grant_budget('{ANALYST}'::regrole, 'shops_oj', 1e9, delta => 1)",
+    f"GRANT SELECT ON shops_oj TO {ANALYST}",
+]
+OJ_WITHHELD = ("lonerville", "spread", "solotown")
+
+
+def never_released(runs):
+    """Runs the attempt `runs` times (cache cleared): no withheld key in any row, and not an error."""
+    def check(ctx, conn, a):
+        released = 0
+        for _ in range(runs):
+            ctx.clear_answer_cache()
+            rows = run_fetch(conn, a.sql)
+            bad = [r for r in rows for v in r if isinstance(v, str) and any(w in v for w in OJ_WITHHELD)]
+            assert not bad, f"a withheld key was released: {bad[:3]}"
+            released += len(rows)
+        return f"{released} rows in {runs} runs, no withheld key"
+    return check
+
+
+def count_units_noise_not_below_spread(ctx, conn, a):
+    """A unit spread over many keys changes up to k' partitions' distinct counts by 1: the noise of
+    count_units must be at least k' / (eps p0') (p0' = min(1, 1/2)), not the declared group's
+    once-per-group calibration (1 / (eps p0'))."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT noise_scale * epsilon FROM dx.explain(%s) WHERE kind = 'count_units'", (a.sql,))
+        products = [float(r[0]) for r in cur.fetchall()]
+    assert products, "dx.explain shows no count_units cell"
+    assert all(p >= OJ_K / 0.5 - 1e-9 for p in products), f"count_units noise below k'/(eps p0'): {products}"
+    never_released(10)(ctx, conn, a)
+    return f"scale x eps = {min(products):g} >= {OJ_K / 0.5:g}"
+
+
+attack(C, "count_units_spreader_noise", "SELECT city, dx.count_units(person) FROM trips_oj GROUP BY city",
+       Custom(count_units_noise_not_below_spread))
+attack(C, "count_units_one_unit_key", "SELECT city, count(DISTINCT person) FROM trips_oj GROUP BY city",
+       Custom(never_released(30)))
+attack(C, "count_units_one_unit_key_declared_beside",
+       "SELECT city, ward, dx.count_units(person), dx.count(*) FROM trips_oj GROUP BY city, ward",
+       Custom(never_released(20)))
+attack(C, "count_units_having_small", "SELECT city FROM trips_oj GROUP BY city HAVING dx.count_units(person) < 3",
+       Custom(never_released(20)))
+attack(C, "count_units_where_key", "SELECT dx.count_units(person) FROM trips_oj WHERE city = 'lonerville'",
+       Reject(PRIV))
+attack(C, "count_units_of_key", "SELECT ward, count(DISTINCT city) FROM trips_oj GROUP BY ward", Reject(*SHAPE))
+# a set releasing what another withheld: every set selects on its own, a one-row key in none
+attack(C, "rollup_sets_one_row_key", "SELECT city, ward, dx.count(*) FROM shops_oj GROUP BY ROLLUP (city, ward)",
+       Custom(never_released(20)))
+attack(C, "cube_sets_one_row_key", "SELECT city, ward, count(*), sum(price) FROM shops_oj GROUP BY CUBE (ward, city)",
+       Custom(never_released(20)))
+attack(C, "grouping_sets_repeated_set",
+       "SELECT city, dx.count(*) FROM shops_oj GROUP BY GROUPING SETS ((city), (city), (city, ward), ())",
+       Custom(never_released(20)))
+# GROUPING() tricks: a HAVING that keeps every row of the key's set, GROUPING() in the output
+attack(C, "grouping_having_keep_all",
+       "SELECT city, GROUPING(city) AS g, dx.count(*) FROM shops_oj GROUP BY ROLLUP (city) "
+       "HAVING GROUPING(city) = 0 OR dx.count(*) > -1e9", Custom(never_released(20)))
+attack(C, "grouping_case_on_key",
+       "SELECT CASE WHEN GROUPING(city) = 1 THEN 'all' ELSE city END, dx.count(*) FROM shops_oj GROUP BY ROLLUP (city)",
+       RejectOr(SHAPE, lambda rows: not any(isinstance(v, str) and 'solo' in v for r in rows for v in r),
+                "an expression over the open key"))
+# HAVING on grouping sets: a condition true only for small partitions, an error only on the one-row key
+attack(C, "grouping_sets_having_small",
+       "SELECT city, ward FROM shops_oj GROUP BY GROUPING SETS ((city), (city, ward)) HAVING dx.count(*) < 2",
+       Custom(never_released(20)))
+attack(C, "grouping_sets_having_error_on_small",
+       "SELECT city FROM shops_oj GROUP BY ROLLUP (city) HAVING 1 / (count(*)::int - 1) > -1e9",
+       Custom(never_released(10)))
+attack(C, "rollup_having_on_key", "SELECT city, dx.count(*) FROM shops_oj GROUP BY ROLLUP (city) HAVING city = 'solotown'",
+       Reject(PRIV))
+attack(C, "rollup_where_on_key", "SELECT city, dx.count(*) FROM shops_oj WHERE city <> 'c1' GROUP BY ROLLUP (city)",
+       Reject(PRIV))
+
+
+def joint_charge_matches_explain(ctx, conn, a):
+    """The joint release is charged what dx.explain shows: the aggregates' and the selections'
+    epsilon once, the table's delta once, in one ledger row."""
+    explained = explained_epsilon(conn, a.sql)
+    last = ctx.last_ledger_id()
+    ctx.clear_answer_cache()
+    run_fetch(conn, a.sql)
+    with ctx.admin.cursor() as cur:
+        cur.execute("SELECT epsilon, delta FROM dx.ledger WHERE id > %s AND role = %s::regrole", (last, ANALYST))
+        rows = cur.fetchall()
+    assert len(rows) == 1, f"{len(rows)} ledger rows"
+    eps, delta = float(rows[0][0]), float(rows[0][1])
+    assert explained is not None and abs(eps - explained) < 1e-9 * max(1, eps), (eps, explained)
+    assert abs(eps - 2.0) < 1e-9, f"charged {eps}, expected eps_agg + eps_sel = 2"
+    assert abs(delta - 1e-9) < 1e-18, f"charged delta {delta}, expected the table's 1e-9 once"
+    return f"charged {eps:g}, {delta:g}"
+
+
+attack(C, "joint_charge_cube", "SELECT city, ward, dx.count(*) FROM shops_oj GROUP BY CUBE (city, ward)",
+       Custom(joint_charge_matches_explain))
+attack(C, "joint_charge_count_units", "SELECT city, dx.count(*), dx.count_units(person) FROM trips_oj GROUP BY city",
+       Custom(joint_charge_matches_explain))
+
+
+def test_open_keys_joint_releases():
+    run_category("open_keys", admin_setup=OJ_SETUP, analyst_setup=["SET dxpriv.epsilon = 1"])
+
+
 # ================================================================ the list itself
 
 def test_attack_list_has_at_least_40_distinct_attempts():

@@ -45,8 +45,10 @@ parse_noise_params(ArrayType *array)
 	p.alloc_id = static_cast<int64>(v[16]);
 	p.alloc_epsilon = v[17];
 	p.alloc_delta = v[18];
+	// (the count [11] may exceed S times the aggregates: the selections of a joint open release,
+	// planner/open_grouping_sets.h, have S = 1)
 	if (p.components < 1 || p.components > 2 || p.groups < 1 || !(p.epsilon > 0) || p.agg_index < 0 ||
-	    p.agg_index >= p.agg_count || !(v[14] >= 0) || p.sets < 1 || p.agg_count % p.sets != 0 || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
+	    p.agg_index >= p.agg_count || !(v[14] >= 0) || p.sets < 1 || p.agg_count < p.sets || p.family < 0 || p.family > 2 || !(p.delta >= 0 && p.delta < 1) ||
 	    !(v[16] >= 0 && v[16] < 9007199254740992.0) || !(p.alloc_epsilon >= 0) || !std::isfinite(p.alloc_epsilon) ||
 	    !(p.alloc_delta >= 0 && p.alloc_delta < 1) ||
 	    (n != kHeader + 3 * p.groups * p.components && n != kHeader + 3 * p.groups * p.components + kUnitTail))

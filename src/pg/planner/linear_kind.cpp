@@ -142,7 +142,7 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 		const bool pair_avg = a.join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
 		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
 			r.distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
-			weight = unit_count_weight(r.distinct_weights.size() - 1, grouped && !r.distributed);
+			weight = unit_count_weight(r.distinct_weights.size() - 1, grouped && !r.distributed && !a.open);
 		}
 		Oid internal = s.kind == AggKind::Count || s.kind == AggKind::CountUnits ? ext.noisy_count
 		               : s.kind == AggKind::Avg ? (pair_avg ? ext.noisy_avg_pairs : ext.noisy_avg)

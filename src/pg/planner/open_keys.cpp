@@ -338,8 +338,21 @@ open_unit_source(Query *q, const UnitSource &spec)
 }
 
 // See planner/open_keys.h.
+void
+resume_open_key_analysis(Oid relid, double presence, const std::vector<AttrNumber> &keys)
+{
+	analysing = true;
+	analysing_relid = relid;
+	analysing_presence = presence;
+	analysing_keys = keys;
+	unit_mapping.clear();
+	unit_source_built = false;
+}
+
+// See planner/open_keys.h.
 double
-attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan)
+attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan,
+                 const OpenSetShare *share)
 {
 	if (!a.em.specs.empty())
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "dx.mode, dx.quantile and dx.median cannot be grouped by an open key yet",
@@ -348,16 +361,10 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "a release grouped by an open key needs count, sum, avg or linear",
 		     kBareHint);
 	const bool unit = a.policy.unit.present();
-	if (unit) {
-		for (const AggSpec &s : a.specs)
-			if (s.kind == AggKind::CountUnits)
-				fail(ERRCODE_FEATURE_NOT_SUPPORTED,
-				     "dx.count_units and count(DISTINCT <unit>) cannot be grouped by an open key yet",
-				     "Count rows with dx.count(*): on a table with a privacy unit, a key is released only when "
-				     "enough distinct units hold it.");
-		if (!unit_source_built)
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded source of an open release is missing");
-	}
+	// (dx.count_units: a unit counts once per partition, calibrated as a count of its k' rows:
+	// release_allocation.cpp unit_cells_of, open_unit_source.h)
+	if (unit && !unit_source_built)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the bounded source of an open release is missing");
 	restore_open_keys(q, plan, true);
 	if (unit) // the keys are read from the bounded source
 		for (AttrNumber resno : plan.resnos) {
@@ -373,7 +380,9 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	for (size_t u = 0; u < counted.size(); ++u)
 		counted[u] = a.where_table[u] ? 1.0 : 0.0;
 	const double sensitivity = partition_count_sensitivity(a.sub, counted, a.group_of_point);
-	plan.epsilon = guc_epsilon;
+	plan.epsilon = share ? share->epsilon : guc_epsilon;
+	if (share)
+		plan.delta = share->delta;
 	PartitionBudget b;
 	b.sensitivity = sensitivity;
 	// a smaller per-partition epsilon is always safe: 50 caps the case of counts that never move
@@ -404,8 +413,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 	p.components = 1;
 	p.epsilon = plan.epsilon;
 	p.relid = a.relid;
-	p.agg_index = static_cast<int>(a.specs.size());
-	p.agg_count = static_cast<int>(a.specs.size()) + 1;
+	p.agg_index = share ? share->agg_index : static_cast<int>(a.specs.size());
+	p.agg_count = share ? share->agg_count : static_cast<int>(a.specs.size()) + 1;
 	p.groups = static_cast<int>(a.keys.groups);
 	p.family = 0;
 	p.delta = plan.delta;

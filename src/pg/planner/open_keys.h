@@ -13,12 +13,13 @@
 // Privacy units: each unit keeps its min(k, G) rows of smallest rank, and the selection counts
 // distinct units per partition (open_unit_source.h); the selection's per-partition epsilon is
 // eps_sel / max(S, k'/p0') and its delta delta / (2 k') (doc/mechanisms.md, "Open domains").
+// dx.count_units counts a unit once in each partition where it has a kept counted row (at most k'
+// partitions) and is calibrated as a count of the unit's rows.
 //
 // Refused (0A000 unless stated): an open column anywhere but as a bare GROUP BY key and bare
 // output column (42501: WHERE, HAVING, aggregate arguments, expressions, DISTINCT aggregates),
 // joins, subquery/CTE wrappers and grouping sets (open keys are allowed only where the analyzer
-// opens an OpenKeysAllowed scope: a top-level release), dx.count_units with a privacy unit,
-// non-Laplace noise, and a table without a per-query delta (55000).
+// opens an OpenKeysAllowed scope: a top-level release), non-Laplace noise, and a table without a per-query delta (55000).
 #pragma once
 
 #include "pg/metadata/extension_objects.h"
@@ -98,10 +99,26 @@ void apply_open_key_presence(TablePolicy &policy);
 // unit. The mapping is kept for attach_open_keys.
 std::map<AttrNumber, AttrNumber> open_unit_source(Query *q, const UnitSource &spec);
 
+// A grouping set's share of a joint open release (open_grouping_sets.h): the selection's position
+// and the statement's aggregate count, and its epsilon and delta (the statement's split by sets).
+struct OpenSetShare {
+	int agg_index = 0, agg_count = 0;
+	double epsilon = 0, delta = 0;
+};
+
 // After rewrite_release and before the identities are stamped: puts the open keys back (stored
 // column, grouped on), adds dx._partition_select to HAVING with its parameters, renumbers the
-// aggregates' count, and returns the selection's epsilon (added to the allocation).
-double attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan);
+// aggregates' count, and returns the selection's epsilon (added to the allocation). With `share`,
+// the selection spends share->epsilon and share->delta (plan.delta becomes share->delta) at
+// position share->agg_index of share->agg_count aggregates.
+double attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a, OpenKeyPlan &plan,
+                        const OpenSetShare *share = nullptr);
+
+// The analysis state of detach_open_keys, set again for one grouping set of a joint open release
+// (open_grouping_sets.h): the table, the presence min(p0, w/2) shared by all sets and the set's open
+// keys (none for a set without them: its analysis gets the same presence). end_open_key_analysis
+// ends it.
+void resume_open_key_analysis(Oid relid, double presence, const std::vector<AttrNumber> &keys);
 
 // After stamping: the statement's answers are neither cached nor replayed (several partitions share
 // one declared group's cells); dx.last_release() lists them only for the partitions the selection

@@ -56,6 +56,7 @@ replace_with_open_unit_source(Query *q, const UnitSource &spec, const std::vecto
 		policy.columns.push_back(passthrough_column(policy.relid, att));
 		open.columns.push_back(att);
 	}
+	open.flag_columns = open_keys; // count_units: a unit counts once per partition
 	if (policy.find(policy.unit.attnum))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the privacy unit is a declared column");
 	policy.columns.push_back(passthrough_column(policy.relid, policy.unit.attnum));

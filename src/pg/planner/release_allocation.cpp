@@ -273,7 +273,9 @@ unit_cells_of(const ReleaseAnalysis &a)
 					cells.distinct.resize(k + 1, 0);
 				}
 				cells.group[k] = g;
-				cells.distinct[k] = a.specs[j].kind == AggKind::CountUnits;
+				// (an open release: a unit counts once in each of up to k' partitions of a group,
+				// calibrated as a count of its rows: open_keys.h)
+				cells.distinct[k] = a.specs[j].kind == AggKind::CountUnits && !a.open;
 			}
 	return cells;
 }

@@ -28,6 +28,7 @@
 #include "pg/planner/point_lookup.h"
 #include "pg/planner/public_joins.h"
 #include "pg/planner/open_keys.h"
+#include "pg/planner/open_grouping_sets.h"
 #include "pg/planner/shard_pruning.h"
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
@@ -160,7 +161,10 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	bool open_sets = false; // a set grouped by an open key: each set a release of its own (open_keys.h)
 	for (Query *b : branches)
 		open_sets = open_sets || groups_by_open_key(b);
-	// a join without a protected table, or sets grouped by an open key: each set a release of its own
+	// sets grouped by an open key: one joint release (open_grouping_sets.h) or, with parameters or a
+	// privacy unit, each set a release of its own, as over a join without a protected table
+	if (open_sets && !is_join_query(q) && rewrite_open_grouping_sets(q, u, branches, ext, admit))
+		return;
 	if (is_join_query(q) || open_sets) {
 		*q = *u;
 		for (Query *b : branches)

@@ -22,6 +22,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include <algorithm>
 #include <string>
 
 namespace dxpriv::pg {
@@ -143,7 +144,17 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		if (!where.empty())
 			sql = "SELECT * FROM (" + sql + ") AS dx_f" + std::to_string(level) + " WHERE " + where;
 	};
-	if (guc_unit_bounding == 0 && !spec.distributed && hash_bounding_fits(policy.relid, rte->inh, spec.columns.size())) {
+	// count_units flags per (unit, group, flag columns): the hash pass flags per int4 group only
+	std::string flag_extra;
+	for (AttrNumber att : spec.flag_columns) {
+		const auto at = std::find(spec.columns.begin(), spec.columns.end(), att);
+		if (at == spec.columns.end())
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a count_units flag column is not read");
+		flag_extra += ", dx_c" + std::to_string(at - spec.columns.begin());
+	}
+	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
+	if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags &&
+	    hash_bounding_fits(policy.relid, rte->inh, spec.columns.size())) {
 		sql = hash_bounded_sql(sql, spec); // (planner/unit_hash_source.h)
 	} else {
 		// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a
@@ -162,13 +173,13 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		if (!grouped) {
 			// one sort of (unit, rank): the kept rows are a prefix, so a flagged row survives exactly when
 			// some counted row of the unit does
-			wrap(flags("dx_u") + cut, keep);
+			wrap(flags("dx_u" + flag_extra) + cut, keep);
 		} else {
 			// the cut by rank (one sort of (unit, rank)); with count_units, the flags of the kept rows per
 			// (unit, group): a second sort, of the kept rows only
 			wrap(cut, keep);
 			if (!spec.distinct_weights.empty())
-				wrap(flags("dx_u, dx_g"), "");
+				wrap(flags("dx_u, dx_g" + flag_extra), "");
 		}
 	}
 	// the output columns, in the order of the mapping

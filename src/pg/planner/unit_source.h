@@ -36,6 +36,8 @@ struct UnitSource {
 	                                       // whose groups come from one state: planner/distributed.h)
 	Expr *group_index = nullptr;           // GROUP BY: the row's group, over Vars of the table
 	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
+	std::vector<AttrNumber> flag_columns;  // count_units: flags per (unit, group, these columns), e.g. the
+	                                       // open keys of a partition (open_unit_source.h); sort bounding
 	bool distributed = false;              // a Citus table: the window-function bounding (pushed to the
 	                                       // workers with the unit's co-located rows), whatever the setting
 };
