@@ -35,9 +35,9 @@ def test_count_units_noise_scale():
             SELECT dx.set_privacy_unit('cu', 'person', 3);""")
         execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'cu', 1e9, delta => 1)")
         execute(admin, f"GRANT SELECT ON cu TO {ANALYST}")
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 0")  # every release drawn anew
         conn = analyst_conn(db)
         execute(conn, "SET dxpriv.epsilon = 1")
-        execute(conn, "SET dxpriv.cache_lifetime = 0")
         sql = "SELECT city, dx.count_units(person) FROM cu GROUP BY city"
         scale = float(scalar(conn, f"SELECT noise_scale FROM dx.explain('{sql}') WHERE kind = 'count_units'"))
         assert abs(scale - 3 / (1 * 0.5)) < 1e-6, scale
@@ -71,9 +71,9 @@ def test_rollup_one_person_keys_at_delta_bound():
             SELECT dx.set_delta('rk', 1e-3);""")
         execute(admin, f"SELECT dx.grant_budget('{ANALYST}', 'rk', 1e9, delta => 1)")
         execute(admin, f"GRANT SELECT ON rk TO {ANALYST}")
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 0")  # every release drawn anew
         conn = analyst_conn(db)
         execute(conn, "SET dxpriv.epsilon = 1")
-        execute(conn, "SET dxpriv.cache_lifetime = 0")
         sql = "SELECT city, ward, GROUPING(city, ward) AS g, dx.count(*) FROM rk GROUP BY ROLLUP (city, ward)"
         sel = rows_of(conn, f"SELECT component, query_epsilon, query_delta FROM dx.explain('{sql}') "
                             "WHERE kind = 'selection'")
