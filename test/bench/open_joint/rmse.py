@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Error of the joint open ROLLUP against the per-set release at the same charge (issue 26, openjoint).
 
-Usage: test/bench/open_joint/rmse.py HOST PORT [RELEASES] [EPSILON]   (defaults 300 releases, 4)
+Usage: test/bench/open_joint/rmse.py HOST PORT [RELEASES] [EPSILON] [WEIGHT]
+(defaults 300 releases, 6, open weight 1)
 Creates database oj_rmse (dropped at the end) with a protected table oj (4 cities x 2 wards x 100
-rows, city open, ward declared, delta 1e-6) and answers ROLLUP (city, ward) with count(*) and
-sum(v) RELEASES times in two ways, both charged EPSILON in total (answer cache off):
+rows, city open with discrete weight WEIGHT, ward declared, presence 1, delta 1e-6) and answers
+ROLLUP (city, ward) with dx.count(*) and dx.sum(v) RELEASES times in two ways, both charged EPSILON
+in total (answer cache off):
 
-* joint: one statement GROUP BY ROLLUP (city, ward) at dxpriv.epsilon = EPSILON / 2 (charged
-  eps_agg + eps_sel = EPSILON, delta once);
+* joint: one statement GROUP BY ROLLUP (city, ward) at dxpriv.epsilon = EPSILON / 3 (two
+  aggregates and the selection: charged EPSILON, delta once);
 * per set: what the per-set release does, one release per set: GROUP BY city, ward and GROUP BY
-  city (each eps_agg + eps_sel) and the ungrouped total (eps_agg), at dxpriv.epsilon = EPSILON / 5
-  (charged 5 x EPSILON / 5 = EPSILON, delta twice).
+  city (each two aggregates and a selection) and the ungrouped total (two aggregates), at
+  dxpriv.epsilon = EPSILON / 8 (charged EPSILON, delta twice).
 
 Prints, per grouping set and aggregate, the RMSE against PostgreSQL's exact answer over the kept
 partitions (all of them are kept in both modes: 100 rows or more each).
@@ -22,7 +24,8 @@ import psycopg2
 
 host, port = sys.argv[1], sys.argv[2]
 releases = int(sys.argv[3]) if len(sys.argv) > 3 else 300
-budget = float(sys.argv[4]) if len(sys.argv) > 4 else 4.0
+budget = float(sys.argv[4]) if len(sys.argv) > 4 else 6.0
+weight = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
 
 
 def connect(db):
@@ -55,7 +58,7 @@ try:
         "SELECT dx.protect_table('oj', 1)",
         """SELECT dx.set_column('oj', 'ward', '{"values": ["A", "B"]}', '{"type": "discrete", "weight": 1}')""",
         """SELECT dx.set_column('oj', 'v', '{"min": 0, "max": 9}', '{"type": "absolute", "scale": 1}')""",
-        """SELECT dx.set_column('oj', 'city', '{"open": true}', '{"type": "discrete", "weight": 1}')""",
+        f"""SELECT dx.set_column('oj', 'city', '{{"open": true}}', '{{"type": "discrete", "weight": {weight}}}')""",
         "SELECT dx.set_delta('oj', 1e-6)",
         "SELECT dx.grant_budget(current_user::regrole, 'oj', 1e9, delta => 1)",
         "SET dxpriv.cache_lifetime = 0",
@@ -73,11 +76,11 @@ try:
         for _ in range(releases):
             rows = []
             if mode == "joint":
-                cur.execute(f"SET dxpriv.epsilon = {budget / 2}")
+                cur.execute(f"SET dxpriv.epsilon = {budget / 3}")
                 cur.execute(JOINT)
                 rows = cur.fetchall()
             else:
-                cur.execute(f"SET dxpriv.epsilon = {budget / 5}")
+                cur.execute(f"SET dxpriv.epsilon = {budget / 8}")
                 for q in PER_SET:
                     cur.execute(q)
                     rows += cur.fetchall()
@@ -93,7 +96,7 @@ try:
 
     joint, jn, jc = run("joint")
     per, pn, pc = run("per_set")
-    print(f"releases per mode: {releases}; charge per release: joint eps {jc[0]:g} delta {jc[1]:g} "
+    print(f"open weight {weight:g}; releases per mode: {releases}; charge per release: joint eps {jc[0]:g} delta {jc[1]:g} "
           f"({jc[2]:g} ledger rows), per set eps {pc[0]:g} delta {pc[1]:g} ({pc[2]:g} ledger rows)")
     names = {0: "(city, ward)", 1: "(city)", 3: "()"}
     print(f"{'set':14} {'aggregate':9} {'joint RMSE':>11} {'per-set RMSE':>13} {'ratio':>7}  cells (joint/per set)")
