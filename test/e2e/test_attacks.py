@@ -3458,6 +3458,30 @@ attack(C, "joint_charge_count_units", "SELECT city, dx.count(*), dx.count_units(
        Custom(joint_charge_matches_explain(3.0)))
 
 
+def joint_prepared_charged_and_safe(ctx, conn, a):
+    """A prepared ROLLUP with an open key is analysed at each execution with its values: one joint
+    release each time (charged 2, the table's delta once), never a one-row key."""
+    execute(conn, a.sql)
+    try:
+        for limit in (40, 30, 50):
+            last = ctx.last_ledger_id()
+            ctx.clear_answer_cache()
+            rows = run_fetch(conn, f"EXECUTE oj_prep({limit})")
+            assert not [r for r in rows if r[0] and "solotown" in r[0]], rows
+            with ctx.admin.cursor() as cur:
+                cur.execute("SELECT epsilon, delta FROM dx.ledger WHERE id > %s AND role = %s::regrole", (last, ANALYST))
+                charged = cur.fetchall()
+            assert len(charged) == 1 and abs(float(charged[0][0]) - 2) < 1e-9 and abs(float(charged[0][1]) - 1e-9) < 1e-18, charged
+    finally:
+        execute(conn, "DEALLOCATE oj_prep")
+    return "charged 2 and delta once per execution"
+
+
+attack(C, "joint_prepared_rollup",
+       "PREPARE oj_prep(int) AS SELECT city, dx.count(*) FROM shops_oj WHERE price < $1 GROUP BY ROLLUP (city)",
+       Custom(joint_prepared_charged_and_safe))
+
+
 def test_open_keys_joint_releases():
     run_category("open_keys", admin_setup=OJ_SETUP, analyst_setup=["SET dxpriv.epsilon = 1"])
 

@@ -135,6 +135,18 @@ SELECT :'again_rows' = :'first_rows' AS same_rows,
        (SELECT count(*) FROM dx.ledger WHERE relid = 'ro_open'::regclass) = :ledger_before AS free;
 SET dxpriv.cache_lifetime = 0;
 
+-- bound parameters: the statement is analysed with its values at each execution, as one release
+SELECT max(id) AS id_before FROM dx.ledger \gset
+PREPARE ro_prep(int) AS SELECT city, GROUPING(city) AS g FROM ro_open WHERE fare < $1 GROUP BY ROLLUP (city)
+HAVING dx.count(*) > 0 ORDER BY g, 1;
+EXECUTE ro_prep(40);
+EXECUTE ro_prep(30);
+SELECT count(*) AS ledger_rows, min(epsilon) AS min_epsilon, max(epsilon) AS max_epsilon, max(delta) AS delta
+FROM dx.ledger WHERE relid = 'ro_open'::regclass AND id > :id_before;
+DEALLOCATE ro_prep;
+SELECT city FROM (SELECT city, dx.count(*) AS n FROM ro_open GROUP BY ROLLUP (city)) AS s
+WHERE n > (SELECT 0) ORDER BY city NULLS FIRST;
+
 -- refused, nothing charged: the open key outside a bare key, the exponential mechanism, Gaussian
 -- noise, a table without a delta
 SELECT count(*) AS ledger_before FROM dx.ledger WHERE relid = 'ro_open'::regclass \gset
@@ -152,6 +164,7 @@ SELECT dx.set_column('ro_nodelta', 'city', '{"open": true}', '{"type": "discrete
 SELECT dx.grant_budget(current_user::regrole, 'ro_nodelta', 10);
 SELECT err($$SELECT city, dx.count(*) FROM ro_nodelta GROUP BY ROLLUP (city)$$);
 
--- a table with a privacy unit keeps the per-set release (each set bounds its units itself)
+-- a table with a privacy unit keeps the per-set release (each set bounds its units itself):
+-- charged 2 + 2 for the set (city), 2 for the total
 SELECT kind, epsilon, query_epsilon, query_delta
 FROM dx.explain('SELECT city, dx.count(*) FROM cu_open GROUP BY ROLLUP (city)') ORDER BY kind, group_key NULLS FIRST;

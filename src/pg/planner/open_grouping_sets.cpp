@@ -70,7 +70,7 @@ bool
 rewrite_open_grouping_sets(Query *q, Query *u, const std::vector<Query *> &branches, const ExtensionObjects &ext,
                            const std::function<void(Query *)> &admit)
 {
-	if (branches.size() < 2 || contains_param((Node *) q, nullptr) || q->rtable == NIL)
+	if (branches.size() < 2 || q->rtable == NIL)
 		return false;
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	TablePolicy policy;
@@ -80,6 +80,12 @@ rewrite_open_grouping_sets(Query *q, Query *u, const std::vector<Query *> &branc
 		if (discovery_of(b, ext).markers_top == 0)
 			return false; // (the per-set path reports it)
 	OpenKeysAllowed open_scope; // (as the per-set path: each set a release that may group by an open key)
+	if (contains_param((Node *) q, nullptr)) { // checked now (the branches are copies), q left as it is:
+		for (Query *b : branches)              // analysed with its bound values when planned
+			rewrite_query(b, ext, discovery_of(b, ext)); // (analyze_bound_query, parameters.h)
+		admit(q);
+		return true;
+	}
 	JointAnalysisEnd end;
 
 	// 1. the open keys out of every set; the presence every set's analysis gets

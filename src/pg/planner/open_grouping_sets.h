@@ -26,9 +26,10 @@ namespace dxpriv::pg::analysis {
 
 // Called by rewrite_grouping_sets when some set groups by an open key: u is the UNION ALL of the
 // sets (grouping_sets.h), branches its grouped queries. Rewrites them as one joint release, makes
-// q the union, admits each branch (`admit`) and returns true; returns false, changing nothing, when
-// the statement takes the per-set path instead (one set, bound parameters, a table with a privacy
-// unit: each set its own release, charged the sum).
+// q the union, admits each branch (`admit`) and returns true. With bound parameters it only checks
+// the sets (copies) and leaves q as it is, returning true: analyze_bound_query analyses it with its
+// values. Returns false, changing nothing, when the statement takes the per-set path instead (one
+// set, a table with a privacy unit: each set its own release, charged the sum).
 bool rewrite_open_grouping_sets(Query *q, Query *u, const std::vector<Query *> &branches, const ExtensionObjects &ext,
                                 const std::function<void(Query *)> &admit);
 

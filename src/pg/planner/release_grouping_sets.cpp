@@ -161,7 +161,7 @@ rewrite_grouping_sets(Query *q, const ExtensionObjects &ext, const AnalystContex
 	bool open_sets = false; // a set grouped by an open key: each set a release of its own (open_keys.h)
 	for (Query *b : branches)
 		open_sets = open_sets || groups_by_open_key(b);
-	// sets grouped by an open key: one joint release (open_grouping_sets.h) or, with parameters or a
+	// sets grouped by an open key: one joint release (open_grouping_sets.h) or, on a table with a
 	// privacy unit, each set a release of its own, as over a join without a protected table
 	if (open_sets && !is_join_query(q) && rewrite_open_grouping_sets(q, u, branches, ext, admit))
 		return;
