@@ -117,6 +117,8 @@ struct UnitBound {
 	// memory and spilling
 	int depth;          // partition of a hash: its bits 56 - 8 depth .. 63 - 8 depth
 	int max_depth;      // spilling stops at this depth (a batch small enough is bounded in memory)
+	bool single;        // a batch bounded in memory: every unit in partition 0, rows offered unbuffered
+	char *row1;         // one row of scratch (a row offered unbuffered)
 	Size limit;         // work_mem × hash_mem_multiplier (0: never spill)
 	Size mem;           // sum of the partitions' mem
 	uint32 buffer_rows;
@@ -238,6 +240,7 @@ new_unit_bound(FunctionCallInfo fcinfo, MemoryContext parent, int32 k, int ncols
 		get_typlenbyval(types[i], &s->col_len[i], &s->col_byval[i]);
 	}
 	s->tmp = static_cast<char *>(MemoryContextAlloc(mcxt, s->row_size));
+	s->row1 = static_cast<char *>(MemoryContextAlloc(mcxt, s->row_size));
 	init_unit_type(s, unit_type, collation);
 	MemoryContext aggctx;
 	if (fcinfo && AggCheckCallContext(fcinfo, &aggctx)) {
@@ -282,6 +285,8 @@ unit_hash(UnitBound *s, Datum key, bool isnull)
 inline UnitPart &
 part_of(UnitBound *s, uint64 hash)
 {
+	if (s->single)
+		return s->parts[0];
 	return s->parts[(hash >> (64 - kPartBits * (s->depth + 1))) & (kParts - 1)];
 }
 
@@ -604,6 +609,17 @@ add_kept_row(UnitBound *s, uint64 hash, Datum key, bool key_null, int64 rank, co
 		part.tape_bytes += n;
 		return;
 	}
+	if (s->single) { // (a batch that fits: no buffer, no spill)
+		MemoryContext old = MemoryContextSwitchTo(part.cxt);
+		auto *r = reinterpret_cast<KeptRow *>(s->row1);
+		r->rank = rank;
+		for (int c = 0; c < s->ncols; ++c)
+			put_value(s, r, c, vals[c], nulls[c]);
+		const Datum owned = key_null ? 0 : s->unit_byval ? key : datumCopy(key, false, s->unit_len);
+		MemoryContextSwitchTo(old);
+		offer(s, part, hash, owned, key_null, r);
+		return;
+	}
 	if (!part.buf)
 		part.buf = static_cast<char *>(MemoryContextAlloc(s->mcxt, s->buffer_rows * s->pending_size));
 	MemoryContext old = MemoryContextSwitchTo(part.cxt);
@@ -872,12 +888,14 @@ ub_load_next_batch(UnitBound *s)
 		return false;
 	const Batch b = s->batches[s->next_batch++];
 	for (UnitPart &part : s->parts)
-		ub_reset_part(part);
+		if (part.used > 0 || !part.units)
+			ub_reset_part(part);
 	s->mem = 0;
 	s->depth = b.depth;
-	// a batch whose records fit half the limit is bounded in memory (its 256 partitions' fixed
-	// overheads would otherwise spill it again for nothing)
-	s->max_depth = b.bytes <= s->limit / 2 ? b.depth : kMaxDepth;
+	// a batch whose records fit half the limit is bounded in memory in one partition (256
+	// partitions' fixed overheads would otherwise spill it again for nothing)
+	s->single = b.bytes <= s->limit / 2;
+	s->max_depth = s->single ? b.depth : kMaxDepth;
 	ub_read_tape(s, b.tape, [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
 	ub_close_depth(s);
 	return true;
