@@ -80,6 +80,8 @@ struct UnitPart {
 	uint32 nbuf;
 	LogicalTape *tape;
 	Size tape_bytes; // written to tape
+	LogicalTape **extra; // spilled rows of this partition in merged states' tapes (parallel leader)
+	int nextra;
 };
 
 // A spilled partition waiting to be bounded: its rows (records, ub_encode) and its depth.
@@ -87,6 +89,8 @@ struct Batch {
 	LogicalTape *tape;
 	int depth;
 	Size bytes;
+	LogicalTape **extra; // more tapes of the same partition (merged states)
+	int nextra;
 };
 
 // Closes the tape set when the aggregate ends or is rescanned (allocated in the aggregate context,
@@ -776,8 +780,10 @@ ub_queue_spilled(UnitBound *s)
 			s->batches = static_cast<Batch *>(s->batches ? repalloc(s->batches, s->batch_cap * sizeof(Batch))
 			                                             : MemoryContextAlloc(s->mcxt, s->batch_cap * sizeof(Batch)));
 		}
-		s->batches[s->nbatches++] = Batch{part.tape, s->depth + 1, part.tape_bytes};
+		s->batches[s->nbatches++] = Batch{part.tape, s->depth + 1, part.tape_bytes, part.extra, part.nextra};
 		part.tape = nullptr;
+		part.extra = nullptr;
+		part.nextra = 0;
 	}
 }
 
@@ -897,6 +903,8 @@ ub_load_next_batch(UnitBound *s)
 	s->single = b.bytes <= s->limit / 2;
 	s->max_depth = s->single ? b.depth : kMaxDepth;
 	ub_read_tape(s, b.tape, [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
+	for (int i = 0; i < b.nextra; ++i)
+		ub_read_tape(s, b.extra[i], [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
 	ub_close_depth(s);
 	return true;
 }
@@ -988,13 +996,40 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 		}
 		add_kept_row(s, u->hash, u->key, u->key_null, r->rank, vals, nulls);
 	});
-	for (UnitPart &part : other->parts)
-		if (part.tape) {
+	// other's spilled partitions: their tapes join s's partition when s spilled it too (read when the
+	// partition is bounded; other's tape set stays open until the aggregate ends), else their rows
+	// are added
+	bool attached = false;
+	for (int p = 0; p < kParts; ++p) {
+		UnitPart &part = other->parts[p];
+		UnitPart &into = s->parts[p];
+		if (!part.tape)
+			continue;
+		if (into.tape && !s->single) {
+			MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+			into.extra = static_cast<LogicalTape **>(into.extra ? repalloc(into.extra, (into.nextra + 1 + part.nextra) * sizeof(LogicalTape *))
+			                                                    : palloc((1 + part.nextra) * sizeof(LogicalTape *)));
+			MemoryContextSwitchTo(old);
+			into.extra[into.nextra++] = part.tape;
+			for (int i = 0; i < part.nextra; ++i)
+				into.extra[into.nextra++] = part.extra[i];
+			into.tape_bytes += part.tape_bytes;
+			attached = true;
+		} else {
 			ub_read_tape(other, part.tape, [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
-			part.tape = nullptr;
+			for (int i = 0; i < part.nextra; ++i)
+				ub_read_tape(other, part.extra[i], [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
 		}
-	if (other != s && MemoryContextGetParent(other->mcxt) == aggctx)
-		ub_free_state(other);
+		part.tape = nullptr;
+		part.nextra = 0;
+	}
+	if (other != s && MemoryContextGetParent(other->mcxt) == aggctx) {
+		if (!attached)
+			ub_free_state(other);
+		else // (its tapes are s's now: only its partitions' memory is released)
+			for (UnitPart &part : other->parts)
+				MemoryContextReset(part.cxt);
+	}
 	PG_RETURN_POINTER(s);
 }
 
@@ -1039,12 +1074,16 @@ DX_FUNCTION(dx_unit_bound_serialize)
 	});
 	for (UnitPart &part : s->parts)
 		if (part.tape) {
-			ub_read_tape(s, part.tape, [&](const char *rec, uint32 len) {
+			auto copy = [&](const char *rec, uint32 len) {
 				put(&len, 4);
 				put(rec, len);
 				++nrecords;
-			});
+			};
+			ub_read_tape(s, part.tape, copy);
+			for (int i = 0; i < part.nextra; ++i)
+				ub_read_tape(s, part.extra[i], copy);
 			part.tape = nullptr;
+			part.nextra = 0;
 		}
 	std::memcpy(out + count_at, &nrecords, 8);
 	SET_VARSIZE(out, size);
