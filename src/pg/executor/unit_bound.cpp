@@ -647,6 +647,7 @@ ub_add_record(UnitBound *s, const char *p, const char *end, bool trusted)
 {
 	if (end - p < 16)
 		corrupted_unit_state();
+	const char *start = p;
 	uint64 hash;
 	int64 rank;
 	std::memcpy(&hash, p, 8);
@@ -663,6 +664,19 @@ ub_add_record(UnitBound *s, const char *p, const char *end, bool trusted)
 		corrupted_unit_state();
 	if (!trusted)
 		hash = unit_hash(s, key, key_null);
+	UnitPart &part = part_of(s, hash);
+	if (part.tape) { // (the checked record as it is, with the hash computed here)
+		const uint32 len = static_cast<uint32>(end - start);
+		ub_io_reserve(s, 4 + static_cast<Size>(len));
+		std::memcpy(s->io, &len, 4);
+		std::memcpy(s->io + 4, start, len);
+		std::memcpy(s->io + 4, &hash, 8);
+		MemoryContext old = MemoryContextSwitchTo(s->mcxt);
+		LogicalTapeWrite(part.tape, s->io, 4 + static_cast<Size>(len));
+		MemoryContextSwitchTo(old);
+		part.tape_bytes += 4 + static_cast<Size>(len);
+		return;
+	}
 	add_kept_row(s, hash, key, key_null, rank, vals, nulls);
 }
 
