@@ -916,6 +916,8 @@ ub_load_next_batch(UnitBound *s)
 	// partitions' fixed overheads would otherwise spill it again for nothing)
 	s->single = b.bytes <= s->limit / 2;
 	s->max_depth = s->single ? b.depth : kMaxDepth;
+	elog(DEBUG2, "dxpriv unit bound: batch %d of %d, depth %d, %zu bytes%s", s->next_batch, s->nbatches, b.depth,
+	     static_cast<size_t>(b.bytes), s->single ? ", in memory" : "");
 	ub_read_tape(s, b.tape, [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
 	for (int i = 0; i < b.nextra; ++i)
 		ub_read_tape(s, b.extra[i], [&](const char *rec, uint32 len) { ub_add_record(s, rec, rec + len, true); });
