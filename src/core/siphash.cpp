@@ -103,9 +103,22 @@ SipHash24::finish() const noexcept
 std::uint64_t
 siphash24(const unsigned char key[16], const void *data, std::size_t len) noexcept
 {
-	SipHash24 h(key);
-	h.update(data, len);
-	return h.finish();
+	// the algorithm of SipHash24 without the incremental buffer (one call per ranked row)
+	const std::uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	std::uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
+	std::uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
+	const auto *p = static_cast<const unsigned char *>(data);
+	std::size_t left = len;
+	for (; left >= 8; p += 8, left -= 8)
+		compress(v0, v1, v2, v3, load_le64(p));
+	std::uint64_t b = (static_cast<std::uint64_t>(len) & 0xff) << 56;
+	for (std::size_t i = 0; i < left; i++)
+		b |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+	compress(v0, v1, v2, v3, b);
+	v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sip_round(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
 }
 
 } // namespace dxpriv

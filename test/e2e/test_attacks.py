@@ -3319,6 +3319,77 @@ attack(C, "unit_bound_then_rows",
        Reject(*SHAPE))
 attack(C, "sort_setting", "SET dxpriv.unit_bounding = sort", Reject("42501", hint=False))
 
+# spilled states (issue 23, unitspill): beyond work_mem × hash_mem_multiplier the hash bounding writes
+# partitions of units to a temporary tape set and bounds them one by one at the end; at 64 kB the
+# 10,000 visits spill (serial, and in parallel workers, whose spilled rows reach the leader through
+# the serialised state and spill again there). The heavy unit still keeps exactly k rows.
+SPILL = ["SET work_mem = '64kB'"]
+attack(C, "heavy_unit_spilled", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1000",
+       Custom(heavy_unit_capped(SPILL)))
+attack(C, "heavy_unit_spilled_parallel", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1001",
+       Custom(heavy_unit_capped(SPILL + PARALLEL)))
+attack(C, "heavy_unit_spilled_over_groups", "SELECT age, dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1002 GROUP BY age",
+       Custom(heavy_unit_capped(SPILL + PARALLEL + ["SET force_parallel_mode = on"])))
+
+
+def unit_spread_over_spill(ctx, conn, a):
+    """The heavy unit's rows arrive before its partition spills (the first 3000 rows of the table)
+    and after (500 more appended at the end): the rows kept in memory are written to the tape with
+    the later ones, and the unit still keeps k rows, counted once by count_units."""
+    adm = ctx.admin
+    execute(adm, "INSERT INTO visits SELECT 1, 'x', 99 FROM generate_series(1, 500)")
+    try:
+        for settings in (SPILL, SPILL + PARALLEL):
+            for s in settings:
+                execute(conn, s)
+            ctx.clear_answer_cache()
+            n, u = run_fetch(conn, a.sql)[0]
+            for s in UNPARALLEL + ["RESET work_mem"]:
+                execute(conn, s)
+            assert n == UNIT_K and u == 1, f"the spread unit gave {n} rows, {u} units ({settings})"
+    finally:
+        execute(adm, "DELETE FROM visits WHERE person = 1 AND age = 99")
+    return "k rows, one unit"
+
+
+attack(C, "unit_spread_over_spill", "SELECT dx.count(*), dx.count_units(person) FROM visits WHERE ward = 'x'",
+       Custom(unit_spread_over_spill))
+
+
+def work_mem_changes_nothing(ctx, conn, a):
+    """Superuser side: under one test seed, the kept rows (their sum of ages: the rule's reference)
+    and the analyst's charges are the same whatever work_mem each statement runs with."""
+    adm = ctx.admin
+    ref = f"""SELECT sum(age)::float8 FROM (SELECT age, row_number() OVER (PARTITION BY person
+              ORDER BY dx._unit_rank(v.tableoid, v.ctid)) AS r FROM visits v) s WHERE r <= {UNIT_K}"""
+    try:
+        execute(adm, "SET dxpriv.test_seed = 2324")
+        expected = scalar(adm, ref)
+        for wm in ("64kB", "1MB", "64MB", "64kB"):
+            execute(adm, f"SET work_mem = '{wm}'")
+            execute(adm, "SELECT dx.clear_cache()")
+            got = scalar(adm, "SELECT dx.sum(age) FROM visits")
+            assert float(got) == expected, f"kept rows at work_mem {wm}: {got} != {expected}"
+    finally:
+        execute(adm, "RESET dxpriv.test_seed")
+        execute(adm, "RESET work_mem")
+    charges = []
+    for wm in ("64kB", "64MB"):
+        execute(conn, f"SET work_mem = '{wm}'")
+        ctx.clear_answer_cache()
+        last = ctx.last_ledger_id()
+        run_fetch(conn, a.sql)
+        charges.append(ctx.ledger_since(last))
+    execute(conn, "RESET work_mem")
+    assert charges[0] == charges[1] and charges[0], f"charges depend on work_mem: {charges}"
+    return "same rows and charges"
+
+
+attack(C, "work_mem_between_statements", "SELECT dx.count(*), dx.sum(age) FROM visits WHERE age > 10",
+       Custom(work_mem_changes_nothing))
+# the serialised state of a worker is dxpriv's own: its functions take `internal` and are not PUBLIC
+attack(C, "unit_state_forged", "SELECT dx._unit_bound_deserialize('\\x02'::bytea, NULL)", Reject("42501", "42883", "42846", hint=False))
+
 
 def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)

@@ -13,12 +13,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
-#include "access/table.h"
-#include "catalog/pg_inherits.h"
-#include "miscadmin.h"
-#include "optimizer/plancat.h"
 #include "utils/builtins.h"
-#include "utils/rel.h"
 #include "utils/lsyscache.h"
 }
 
@@ -56,35 +51,6 @@ inject_lookups(Query *q, Oid relid, const UnitSource &spec, int &done)
 			done++;
 		}
 	}
-}
-
-// Whether the sort-free bounding's kept rows fit PostgreSQL's hash memory limit (work_mem ×
-// hash_mem_multiplier), the rule PostgreSQL followed before hashed aggregation could spill: the hash
-// pass keeps every kept row in memory and cannot spill, the sort spills to disk. The estimate is the
-// table's planner row estimate (every row may be kept) times the bytes a kept row takes in
-// executor/unit_bound.cpp (rank, a Datum and a tag per column, the unit's hash-table share). A table
-// with inheritance children is estimated by its own rows only, so it takes the sort.
-bool
-hash_bounding_fits(Oid relid, bool inh, size_t ncols)
-{
-	double tuples = 0;
-	bool children = false;
-	pg_call([&] {
-		Relation rel = table_open(relid, AccessShareLock);
-		BlockNumber pages = 0;
-		double allvisfrac = 0;
-		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-			children = true;
-		else
-			estimate_rel_size(rel, nullptr, &pages, &tuples, &allvisfrac);
-		table_close(rel, AccessShareLock);
-		if (inh && has_subclass(relid))
-			children = true;
-	});
-	if (children)
-		return false;
-	const double row_bytes = 8.0 + 9.0 * static_cast<double>(ncols + 1) + 32.0;
-	return tuples * row_bytes <= static_cast<double>(get_hash_memory_limit());
 }
 
 } // namespace
@@ -153,8 +119,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		flag_extra += ", dx_c" + std::to_string(at - spec.columns.begin());
 	}
 	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
-	if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags &&
-	    hash_bounding_fits(policy.relid, rte->inh, spec.columns.size())) {
+	if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags) {
 		sql = hash_bounded_sql(sql, spec); // (planner/unit_hash_source.h)
 	} else {
 		// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Privacy units in backend CPU time (issue 23): the four statements of unit_bench.py, serial (no
+parallel workers, answer cache off), native against dx with the hash bounding and with the sort
+(dxpriv.unit_bounding = sort), interleaved --runs times after one warm-up; each run's CPU time is the
+backend's user + system time (/proc/<pid>/stat) around the statement, steadier than wall clock on a
+loaded machine. Needs the server on this machine, read access to /proc of its backends and a
+superuser (PGHOST/PGPORT/PGUSER). Creates the table of unit_bench.py (--persons persons, k = 10) in
+--db unless it exists. Prints one line per statement and writes --out (CSV, medians).
+"""
+import argparse
+import csv
+import os
+import statistics
+
+import psycopg2
+
+from cpu_ratio import cpu_ms
+from unit_bench import K, G, KG, QUERIES
+
+
+def run(cur, pid, sql):
+    before = cpu_ms(pid)
+    cur.execute(sql)
+    cur.fetchall()
+    return cpu_ms(pid) - before
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--persons", type=int, default=1_000_000)
+    ap.add_argument("--db", default="dxpriv_unit_cpu")
+    ap.add_argument("--work-mem", default=None)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    admin = psycopg2.connect(dbname="postgres")
+    admin.autocommit = True
+    with admin.cursor() as c:
+        c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.db,))
+        if not c.fetchone():
+            c.execute(f"CREATE DATABASE {args.db}")
+            c.execute(f"ALTER DATABASE {args.db} SET dxpriv.cache_lifetime = 0")
+    conn = psycopg2.connect(dbname=args.db)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("CREATE EXTENSION IF NOT EXISTS dxpriv")
+    cur.execute("SELECT to_regclass('bench_visits') IS NOT NULL")
+    if not cur.fetchone()[0]:
+        cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
+        cur.execute(f"""INSERT INTO bench_visits
+            SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
+            FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
+        cur.execute("VACUUM ANALYZE bench_visits")
+        cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
+        cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
+        cur.execute(f"SELECT dx.set_privacy_unit('bench_visits', 'person', {K}, {G}, {KG})")
+    cur.execute("SET max_parallel_workers_per_gather = 0")
+    cur.execute("SET jit = off")
+    cur.execute("SET dxpriv.cache_lifetime = 0")
+    if args.work_mem:
+        cur.execute(f"SET work_mem = '{args.work_mem}'")
+    cur.execute("SHOW work_mem")
+    work_mem = cur.fetchone()[0]
+    cur.execute("SELECT pg_backend_pid()")
+    pid = cur.fetchone()[0]
+    rows = []
+    for label, native, _bounded, dx in QUERIES:
+        times = {"native": [], "hash": [], "sort": []}
+        for r in range(args.runs + 1):
+            order = ["native", "hash", "sort"] if r % 2 == 0 else ["sort", "hash", "native"]
+            for mode in order:
+                if mode != "native":
+                    cur.execute(f"SET dxpriv.unit_bounding = {mode}")
+                t = run(cur, pid, native if mode == "native" else dx)
+                if r > 0:
+                    times[mode].append(t)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append([label, round(med["native"]), round(med["hash"]), round(med["sort"]),
+                     round(med["hash"] / med["native"], 2), round(med["sort"] / med["native"], 2), work_mem, args.runs])
+        print(rows[-1], flush=True)
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["query", "native_cpu_ms", "hash_cpu_ms", "sort_cpu_ms", "hash_ratio", "sort_ratio", "work_mem", "runs"])
+            w.writerows(rows)
+    conn.close()
+
+
+if __name__ == "__main__":
+    main()
