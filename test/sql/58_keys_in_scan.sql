@@ -158,3 +158,26 @@ SET ROLE dx_regress_keys_in_scan;
 SET dxpriv.keys_in_scan = off;
 RESET ROLE;
 DROP ROLE dx_regress_keys_in_scan;
+
+-- more than 65,535 rows at one point of a group: the one-pass histogram's 16-bit counters carry
+-- (serially, and in parallel where the leader adds the workers' partial counts)
+CREATE TABLE ks_many AS SELECT i % 2 AS grp, 7 AS qty, (i % 3 = 0) AS odd FROM generate_series(1, 140001) AS i;
+SELECT dx.protect_table('ks_many', 'Infinity');
+SELECT dx.set_column('ks_many', 'grp', '{"min": 0, "max": 1}', '{"type": "none"}');
+SELECT dx.set_column('ks_many', 'qty', '{"min": 0, "max": 50}', '{"type": "none"}');
+SELECT dx.set_column('ks_many', 'odd', '{"values": [true, false]}', '{"type": "none"}');
+SELECT dx.grant_budget(current_user::regrole, 'ks_many', 1e9);
+ANALYZE ks_many;
+SELECT grp, dx.count(*) AS n, dx.sum(qty) AS s, dx.count(*) FILTER (WHERE odd) AS o, dx.avg(qty) AS a
+FROM ks_many GROUP BY grp ORDER BY grp;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT grp, dx.count(*) AS n, dx.sum(qty) AS s, dx.count(*) FILTER (WHERE odd) AS o FROM ks_many GROUP BY grp ORDER BY grp;
+SELECT dx.count(*) AS n, dx.sum(qty) AS s FROM ks_many;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SELECT grp, count(*) AS n, sum(qty) AS s, count(*) FILTER (WHERE odd) AS o FROM ks_many GROUP BY grp ORDER BY grp; -- the reference
