@@ -6,9 +6,7 @@ the backend's user + system time (/proc/<pid>/stat, clock ticks) around the stat
 server on this machine and read access to /proc of its backends.
 
 Connects with PGHOST/PGPORT/PGUSER (a superuser, after sql_bench.py has created `bench`). Prints
-one line per pair and writes --out (CSV): query, native_cpu_ms, dx_cpu_ms, ratio (medians); with
---rows-only also the CPU time of EXPLAIN of the dx statement (analysis and plan) and the ratio of dx
-minus it to native (the rows' share).
+one line per pair and writes --out (CSV): query, native_cpu_ms, dx_cpu_ms, ratio (medians).
 """
 import argparse
 import csv
@@ -40,9 +38,6 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default=None, help="only the pairs whose label contains this text")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--rows-only", action="store_true",
-                    help="also time EXPLAIN of the dx statement (its analysis and plan, no rows) and report "
-                         "dx minus that: the CPU time of reading the rows")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting for the session (e.g. dxpriv.keys_in_scan=off); repeatable")
     args = ap.parse_args()
@@ -63,25 +58,21 @@ def main():
             continue  # (the noise-family variants read the rows as the default family does)
         run(cur, pid, native_sql)
         run(cur, pid, dx_sql)  # warm-up; the analysis memo is filled here
-        native, dx, plan = [], [], []
+        native, dx = [], []
         for i in range(args.runs):
-            order = [(native, native_sql), (dx, dx_sql)] + ([(plan, "EXPLAIN " + dx_sql)] if args.rows_only else [])
+            order = [(native, native_sql), (dx, dx_sql)]
             for out, sql in (order if i % 2 == 0 else order[::-1]):
                 out.append(run(cur, pid, sql))
         n, d = statistics.median(native), statistics.median(dx)
-        p = statistics.median(plan) if plan else 0.0
-        r = (d - p) / n if n else float("nan")
-        rows.append((label, n, d, d / n if n else float("nan"), p, r))
-        print(f"{label:46s} native {n:8.1f} ms CPU  dx {d:8.1f} ms CPU  ratio {d / n if n else float('nan'):5.2f}"
-              + (f"  analysis+plan {p:7.1f} ms  rows-only ratio {r:5.2f}" if args.rows_only else ""), flush=True)
+        rows.append((label, n, d, d / n if n else float("nan")))
+        print(f"{label:46s} native {n:8.1f} ms CPU  dx {d:8.1f} ms CPU  ratio {d / n if n else float('nan'):5.2f}",
+              flush=True)
     if args.out:
         with open(args.out, "w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["query", "native_cpu_ms", "dx_cpu_ms", "ratio"]
-                       + (["dx_explain_cpu_ms", "rows_only_ratio"] if args.rows_only else []))
+            w.writerow(["query", "native_cpu_ms", "dx_cpu_ms", "ratio"])
             for r in rows:
-                w.writerow([r[0], f"{r[1]:.1f}", f"{r[2]:.1f}", f"{r[3]:.3f}"]
-                           + ([f"{r[4]:.1f}", f"{r[5]:.3f}"] if args.rows_only else []))
+                w.writerow([r[0], f"{r[1]:.1f}", f"{r[2]:.1f}", f"{r[3]:.3f}"])
 
 
 if __name__ == "__main__":
