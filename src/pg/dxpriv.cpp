@@ -34,6 +34,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 	dxpriv::detail::set_insert_lag(!newval);
 }
 bool guc_one_pass = true;
+bool guc_key_columns_in_source = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -144,6 +145,12 @@ _PG_init(void)
 	                         "transition per row and aggregate (the previous plan; same answers). Only superusers may "
 	                         "change it.",
 	                         &guc_one_pass, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.keys_in_scan",
+	                         "Computes a grouped statement's GROUP BY keys in its row source (the scan).",
+	                         "On (default): each key's lookup is a column of the table-plus-empty-groups source, so "
+	                         "no projection node runs above it. Off: the keys are computed above the source (the "
+	                         "previous plan; same answers). Only superusers may change it.",
+	                         &guc_key_columns_in_source, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
 	DefineCustomEnumVariable("dxpriv.unit_bounding",
 	                         "How each privacy unit's rows are bounded (the same kept rows either way).",

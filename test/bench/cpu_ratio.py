@@ -38,12 +38,17 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default=None, help="only the pairs whose label contains this text")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for the session (e.g. dxpriv.keys_in_scan=off); repeatable")
     args = ap.parse_args()
     conn = psycopg2.connect(dbname=os.environ.get("PGDATABASE", "postgres"))
     conn.autocommit = True
     cur = conn.cursor()
     for s in ("SET max_parallel_workers_per_gather = 0", "SET jit = off", "SET dxpriv.cache_lifetime = 0"):
         cur.execute(s)
+    for nv in args.set:
+        name, value = nv.split("=", 1)
+        cur.execute("SELECT set_config(%s, %s, false)", (name, value))
     cur.execute("SELECT pg_backend_pid()")
     pid = cur.fetchone()[0]
     rows = []

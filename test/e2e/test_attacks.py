@@ -273,6 +273,16 @@ attack(C, "one_pass_keys_left_out",
 attack(C, "one_pass_keys_left_out_two_keys",
        "SELECT zip, sex, count(*), avg(age) FROM people WHERE age < 90 GROUP BY sex, zip HAVING count(*) > -1e9",
        Noised(min_scale=1.0, rows=20))
+# the GROUP BY keys computed in the row source (dxpriv.keys_in_scan, regress 58): the key column of
+# the scan is the lookup of the row's point, never the analyst's expression; a key used in HAVING,
+# in the output and as an expression key still gives every declared group, charged and noised once
+attack(C, "keys_in_scan_having_on_key",
+       "SELECT sex, sex || '?' AS s2, count(*), avg(age) FROM people GROUP BY sex HAVING sex <> 'X' AND count(*) > -1e9",
+       Noised(min_scale=1.0, rows=2))
+attack(C, "keys_in_scan_expression_key",
+       "SELECT age / 40 AS band, count(*), sum(age) FILTER (WHERE sex = 'F') FROM people GROUP BY age / 40 "
+       "HAVING age / 40 >= 0", Noised(min_scale=1.0))
+attack(C, "keys_in_scan_undeclared_key", "SELECT name, count(*) FROM people GROUP BY name", Reject(PRIV))
 attack(C, "whole_row_reference", "SELECT count(p) FROM people p", Reject(*SHAPE))
 attack(C, "system_column_ctid", "SELECT count(*) FROM people WHERE ctid = '(0,5)'", Reject(*SHAPE))
 attack(C, "tablesample", "SELECT count(*) FROM people TABLESAMPLE SYSTEM (50)", Reject(*SHAPE))
@@ -1929,6 +1939,7 @@ attack(C, "onepass_key_layout_by_hand", "SELECT age, dx._onepass_count('R', true
 attack(C, "onepass_key_layout_by_hand_enumerated", "SELECT dx._onepass_sum('Er', true, 0, true, sex, "
        "ARRAY['M', 'F'], age, 0::float8, 120::float8, 1::float8) FROM people", Reject(PRIV))
 attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
+attack(C, "set_keys_in_scan", "SET dxpriv.keys_in_scan = off", Reject(PRIV, hint=False))
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
 # the per-point reference paths of the analysis (same constraints, slower): superusers only, so an
 # analyst cannot make every statement's analysis slower for the other sessions' shared machine

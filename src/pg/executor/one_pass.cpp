@@ -35,8 +35,10 @@ struct OnePassState {
 	int32 group;
 	bool dense;
 	uint64 points;
-	int64 *counts; // dense: counts[points]
-	uint64 *keys;  // sparse: point + 1 (0: empty slot), open addressing
+	uint16 *counts; // dense: the low 16 bits of each point's count (2 bytes a point: the array stays in cache)
+	// sparse: point + 1 (0: empty slot), open addressing; dense: the counts' carries (multiples of
+	// 65536), allocated on the first carry
+	uint64 *keys;
 	int64 *vals;
 	uint64 cap, used;
 	int shift; // sparse: 64 - log2(cap)
@@ -117,30 +119,64 @@ new_one_pass_state(MemoryContext mcxt, int32 group, bool dense, uint64 points)
 	s->points = points;
 	s->dense = dense && points <= kDenseMaxPoints;
 	if (s->dense)
-		s->counts = static_cast<int64 *>(MemoryContextAllocExtended(mcxt, points * sizeof(int64), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+		s->counts = static_cast<uint16 *>(MemoryContextAllocExtended(mcxt, points * sizeof(uint16), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 	else
 		sparse_alloc(s, 64);
 	return s;
 }
 
-inline void
-add_count(OnePassState *s, uint64 point, int64 count)
+// A dense count's carry: amount (a multiple of 65536) added to the point's carry entry.
+void
+dense_carry(OnePassState *s, uint64 point, int64 amount)
 {
-	if (s->dense)
-		s->counts[point] += count;
-	else
-		sparse_add(s, point, count);
+	if (!s->keys)
+		sparse_alloc(s, 64);
+	sparse_add(s, point, amount);
 }
 
-// Calls f(point, count) for every point met (count > 0).
+// The carry of a dense point (0 when none).
+inline int64
+dense_carried(const OnePassState *s, uint64 point)
+{
+	if (!s->keys || s->used == 0)
+		return 0;
+	const uint64 key = point + 1;
+	const uint64 mask = s->cap - 1;
+	for (uint64 i = (key * 0x9E3779B97F4A7C15ull) >> s->shift;; i = (i + 1) & mask) {
+		if (s->keys[i] == key)
+			return s->vals[i];
+		if (s->keys[i] == 0)
+			return 0;
+	}
+}
+
+__attribute__((always_inline)) inline void
+add_count(OnePassState *s, uint64 point, int64 count)
+{
+	if (!s->dense) {
+		sparse_add(s, point, count);
+	} else if (count == 1) { // a row: the 16-bit counter, and its carry when it wraps
+		if (unlikely(++s->counts[point] == 0))
+			dense_carry(s, point, 65536);
+	} else { // a partial state's count (> 0)
+		const uint64 total = static_cast<uint64>(s->counts[point]) + static_cast<uint64>(count);
+		s->counts[point] = static_cast<uint16>(total & 0xffff);
+		if (total >> 16)
+			dense_carry(s, point, static_cast<int64>(total & ~uint64(0xffff)));
+	}
+}
+
+// Calls f(point, count) for every point met (count > 0), once a point.
 template <typename F>
 void
 for_each_entry(const OnePassState *s, F f)
 {
 	if (s->dense) {
-		for (uint64 u = 0; u < s->points; ++u)
-			if (s->counts[u] != 0)
-				f(u, s->counts[u]);
+		for (uint64 u = 0; u < s->points; ++u) {
+			const int64 c = static_cast<int64>(s->counts[u]) + dense_carried(s, u);
+			if (c != 0)
+				f(u, c);
+		}
 	} else {
 		for (uint64 i = 0; i < s->cap; ++i)
 			if (s->keys[i] != 0)

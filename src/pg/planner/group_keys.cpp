@@ -289,7 +289,7 @@ group_index_expr(const GroupKeys &keys, const ExtensionObjects &ext)
 }
 
 // See group_keys.h.
-void
+std::vector<Expr *>
 replace_group_keys(Query *q, const GroupKeys &keys, Expr *group_index, const ExtensionObjects &ext)
 {
 	ReplaceKeys r{&keys, {}};
@@ -304,6 +304,7 @@ replace_group_keys(Query *q, const GroupKeys &keys, Expr *group_index, const Ext
 	auto *ctx = const_cast<ExtensionObjects *>(&ext);
 	if (var_outside_aggregates((Node *) q->targetList, ctx) || var_outside_aggregates(q->havingQual, ctx))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the aggregates");
+	return r.replacement;
 }
 
 } // namespace dxpriv::pg

@@ -59,7 +59,7 @@ Expr *group_index_expr(const GroupKeys &keys, const ExtensionObjects &ext);
 
 // Replaces, outside aggregates, every occurrence of a key expression in q's target list and
 // HAVING clause by dx._group_key(group_index, <the key's values per group>). Afterwards no column
-// reference remains outside aggregates (else: an internal error).
-void replace_group_keys(Query *q, const GroupKeys &keys, Expr *group_index, const ExtensionObjects &ext);
+// reference remains outside aggregates (else: an internal error). Returns each key's replacement.
+std::vector<Expr *> replace_group_keys(Query *q, const GroupKeys &keys, Expr *group_index, const ExtensionObjects &ext);
 
 } // namespace dxpriv::pg

@@ -20,6 +20,7 @@
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
+#include "pg/planner/group_key_source.h"
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
 #include "pg/planner/join_cells.h"
@@ -180,7 +181,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		check_no_public_column();
 		return text;
 	}
-	replace_group_keys(q, keys, group_index, ext);
+	const std::vector<Expr *> key_exprs = replace_group_keys(q, keys, group_index, ext);
 	// open keys: a partition with no row is never released, so no empty-group rows (open_keys.h);
 	// Citus: every group comes from one state per aggregate (planner/distributed.h), except groups
 	// of a public join's keys (one slot per group)
@@ -203,6 +204,8 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups, !distributed);
 	} else {
 		mapping = replace_with_group_source(q, a.policy, columns, keys);
+		if (guc_key_columns_in_source) // the keys computed in the scan (planner/group_key_source.h)
+			key_columns_into_source(q, key_exprs, mapping, ext);
 	}
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
