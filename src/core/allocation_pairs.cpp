@@ -152,6 +152,9 @@ PairPlanner::make(const CellWeights &q)
 	if (dom.kind() != DomainKind::Points || dom.dims() < 2 ||
 	    (kind != MetricKind::L1 && kind != MetricKind::L2 && kind != MetricKind::LInf))
 		return nullptr;
+	if (!(sub->presence > 0)) // the reference raises the error
+		return nullptr;
+	sub->metrics[0].validate(dom); // throws what the reference throws
 	const double n = static_cast<double>(dom.size());
 	const double pairs = 0.5 * n * (n - 1);
 	if (pairs < kMinGeneratedPairs || pairs > kMaxGeneratedPairs || dom.size() >= 0xFFFFFFFFu)
