@@ -49,11 +49,14 @@ public:
 			for (std::size_t i = 0; i + 1 < n_; i++)
 				for (std::size_t j = i + 1; j < n_; j++)
 					dist_.push_back(metric_.distance(dom_, i, j));
+			inv_.resize(dist_.size());
+			for (std::size_t e = 0; e < dist_.size(); e++)
+				inv_[e] = 1 / dist_[e];
 		}
 	}
 	std::size_t points() const { return n_; }
 	double pairs() const { return pairs_; }
-	// Calls f(i, j, d) for every pair; reports progress (a cancel may stop the loop between rows).
+	// Calls f(i, j, d, 1 / d) for every pair; reports progress (a cancel may stop the loop between rows).
 	template <typename F>
 	void for_each(F &&f) const
 	{
@@ -66,11 +69,13 @@ public:
 				next = done + kProgressEvery;
 			}
 			if (!dist_.empty()) {
-				for (std::size_t j = i + 1; j < n_; j++)
-					f(i, j, dist_[e++]);
+				for (std::size_t j = i + 1; j < n_; j++, e++)
+					f(i, j, dist_[e], inv_[e]);
 			} else {
-				for (std::size_t j = i + 1; j < n_; j++)
-					f(i, j, metric_.distance(dom_, i, j));
+				for (std::size_t j = i + 1; j < n_; j++) {
+					const double d = metric_.distance(dom_, i, j);
+					f(i, j, d, 1 / d);
+				}
 			}
 		}
 	}
@@ -81,7 +86,7 @@ private:
 	const ColumnMetric &metric_;
 	std::size_t n_;
 	double pairs_;
-	std::vector<double> dist_;
+	std::vector<double> dist_, inv_;
 };
 
 // A row to add to the working set: a pair (j == n for a presence row) and its ratio.
@@ -97,7 +102,7 @@ public:
 	explicit TopRows(std::size_t cap) : cap_(cap) {}
 	void offer(double ratio, std::size_t i, std::size_t j)
 	{
-		if (heap_.size() == cap_ && !(ratio > heap_.front().ratio))
+		if (heap_.size() == cap_ && (cap_ == 0 || !(ratio > heap_.front().ratio)))
 			return;
 		const Candidate c{ratio, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)};
 		if (heap_.size() == cap_) {
@@ -239,18 +244,19 @@ public:
 			}
 		}
 	}
-	// Ratio of the row a / d, a with `count` entries (the rest are 0).
-	double operator()(const double *a, double d, std::size_t count)
+	// Ratio of the row a / d (inv_d = 1 / d: within an ulp of privacy_ratio's sum of a_k / d terms),
+	// a with `count` entries (the rest are 0).
+	double operator()(const double *a, double d, double inv_d, std::size_t count)
 	{
 		double all = 0;
 		for (std::size_t t = 0; t < count; t++)
 			all += a[t] * inv_all_[t];
-		double ratio = all / d;
+		double ratio = all * inv_d;
 		if (blocked_) {
 			std::fill(part_.begin(), part_.end(), 0.0);
 			for (std::size_t t = 0; t < count; t++)
 				part_[request_.block_of[l_.cell[t]]] += a[t] * inv_[t];
-			ratio = std::max(ratio, *std::max_element(part_.begin(), part_.end()) / d);
+			ratio = std::max(ratio, *std::max_element(part_.begin(), part_.end()) * inv_d);
 		}
 		if (any_exact_)
 			for (std::size_t t = 0; t < count; t++)
@@ -305,12 +311,26 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 	std::vector<double> top_t(mv, 0.0); // colmax in layout order
 	for (std::size_t t = 0; t < mv; t++)
 		top_t[t] = colmax[l.cell[t]];
+	// Seeds (first weights only), found in the same pass: the pairs heaviest in the direction
+	// sum_k a_k / (range_k d), range_k = max - min of q_k over the points (a scale-free proxy of the
+	// equal-split direction; any choice is sound, the seeds only spare rounds).
+	std::vector<double> inv_range(mv, 0.0);
+	for (std::size_t t = 0; t < mv; t++) {
+		double lo = l.w[t], hi = l.w[t];
+		for (std::size_t u = 1; u < n; u++) {
+			lo = std::min(lo, l.w[u * m + t]);
+			hi = std::max(hi, l.w[u * m + t]);
+		}
+		inv_range[t] = hi - lo > 0 ? 1 / (hi - lo) : 0.0;
+	}
+	TopRows seeds(seeded ? 0 : kSeedRows);
 	bool bad = false;
-	pairs.for_each([&](std::size_t i, std::size_t j, double d) {
+	pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
 		const double *wi = l.w.data() + i * m, *wj = l.w.data() + j * m;
-		const double inv_d = 1 / d;
+		double score = 0;
 		for (std::size_t t = 0; t < mv; t++) {
 			const double a = std::fabs(wi[t] - wj[t]);
+			score += a * inv_range[t];
 			// a * inv_d is within a few ulps of a / d: the exact ratio only near the maximum
 			if (!(a * inv_d >= top_t[t] * (1 - 1e-12)) && d > 0 && a < kInfinity)
 				continue;
@@ -322,6 +342,8 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 			}
 			bad |= !(r < kInfinity) || (!(d > 0) && a != 0);
 		}
+		if (!seeded)
+			seeds.offer(score * inv_d, i, j);
 	});
 	if (bad)
 		return {};
@@ -338,22 +360,8 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 	for (std::size_t t = 0; t < mv; t++)
 		if (from_pair[t])
 			choose(argmax[t].first, argmax[t].second);
-	// Seeds (first weights only): the pairs heaviest in the equal-split direction sum_k r_k / s_k.
-	if (!seeded) {
-		std::vector<double> inv(mv, 0.0);
-		for (std::size_t t = 0; t < mv; t++)
-			inv[t] = top_t[t] > 0 ? 1 / top_t[t] : 0.0;
-		TopRows top(kSeedRows);
-		pairs.for_each([&](std::size_t i, std::size_t j, double d) {
-			const double *wi = l.w.data() + i * m, *wj = l.w.data() + j * m;
-			double s = 0;
-			for (std::size_t t = 0; t < mv; t++)
-				s += std::fabs(wi[t] - wj[t]) * inv[t];
-			top.offer(s / d, i, j);
-		});
-		for (const Candidate &c : top.rows())
-			choose(c.i, c.j);
-	}
+	for (const Candidate &c : seeds.rows())
+		choose(c.i, c.j);
 
 	// Generation rounds: allocate on the working set, then rate every row against the scales.
 	for (int round = 0; round < kMaxPairRounds; round++) {
@@ -381,13 +389,13 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 			for (std::size_t u = 0; u < n; u++) {
 				for (std::size_t t = 0; t < m; t++)
 					a[t] = std::fabs(l.w[u * m + t]);
-				judge(rate(a, sub.presence, m), u, n);
+				judge(rate(a, sub.presence, 1 / sub.presence, m), u, n);
 			}
-		pairs.for_each([&](std::size_t i, std::size_t j, double d) {
+		pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
 			const double *wi = l.w.data() + i * m, *wj = l.w.data() + j * m;
 			for (std::size_t t = 0; t < mv; t++)
 				a[t] = std::fabs(wi[t] - wj[t]);
-			judge(rate(a, d, mv), i, j);
+			judge(rate(a, d, inv_d, mv), i, j);
 		});
 		if (std::getenv("DXPRIV_PAIR_DEBUG"))
 			std::fprintf(stderr, "round %d: set %zu rows, %zu violated\n", round, set.count(), violated);
@@ -436,12 +444,12 @@ PairPlanner::ratio(const CellWeights &weights, const std::vector<double> &scales
 		for (std::size_t u = 0; u < n; u++) {
 			for (std::size_t t = 0; t < m; t++)
 				a[t] = std::fabs(l.w[u * m + t]);
-			worst = std::max(worst, rate(a, sub.presence, m));
+			worst = std::max(worst, rate(a, sub.presence, 1 / sub.presence, m));
 		}
-	pairs.for_each([&](std::size_t i, std::size_t j, double d) {
+	pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
 		for (std::size_t t = 0; t < mv; t++)
 			a[t] = std::fabs(l.w[i * m + t] - l.w[j * m + t]);
-		worst = std::max(worst, rate(a, d, mv));
+		worst = std::max(worst, rate(a, d, inv_d, mv));
 	});
 	return worst;
 }
