@@ -1052,9 +1052,7 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 		         std::numeric_limits<std::size_t>::max())
 			is_exact = false;
 		else if (sub.domains[c].size() >= 2 && sub.metrics[c].kind() != MetricKind::None)
-			sub.metrics[c].for_each_edge(sub.domains[c], [&eps_min](std::size_t, std::size_t, double d) {
-				eps_min = std::min(eps_min, d);
-			});
+			eps_min = std::min(eps_min, sub.metrics[c].min_edge_distance(sub.domains[c]));
 	}
 
 	// Delta Q: max over all pairs (⊥ included) of the L1 difference of the cell vectors.

@@ -279,3 +279,36 @@ TEST(PairGenerationTest, ErrorsAreTheReferences)
 
 } // namespace
 } // namespace dxpriv
+
+namespace dxpriv {
+namespace {
+
+// ColumnMetric::min_edge_distance (the plain-DP baseline's smallest distance) is exactly the minimum
+// over for_each_edge, on uniform, grid, clustered and rounded points, tiny coordinates (the scaled
+// l2 formula) and every l_p norm and scale.
+TEST(PairGenerationTest, MinEdgeDistanceIsTheMinimumOverEdges)
+{
+	std::mt19937_64 rng(77);
+	for (int t = 0; t < 200; t++) {
+		const std::size_t dims = 2 + static_cast<std::size_t>(t % 3);
+		const std::size_t n = 2 + static_cast<std::size_t>(rng() % 300);
+		std::vector<double> c = random_points(rng, n, dims, t % 4);
+		if (t % 9 == 8)
+			for (double &x : c)
+				x *= 1e-160; // squares underflow: the robust l2 formula
+		const Domain dom = Domain::points(dims, c);
+		const double scale = t % 5 == 0 ? 1e-3 : (t % 5 == 1 ? 7.5 : 1.0);
+		const ColumnMetric metric = ColumnMetric::lp(t % 3 == 0 ? 1 : (t % 3 == 1 ? 2 : 0), scale);
+		try {
+			metric.validate(dom);
+		} catch (const CoreError &) {
+			continue;
+		}
+		double ref = kInfinity;
+		metric.for_each_edge(dom, [&ref](std::size_t, std::size_t, double d) { ref = std::min(ref, d); });
+		EXPECT_EQ(metric.min_edge_distance(dom), ref) << "case " << t;
+	}
+}
+
+} // namespace
+} // namespace dxpriv
