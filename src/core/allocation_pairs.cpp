@@ -9,8 +9,6 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
-#include <cstdio>
-#include <cstdlib>
 
 #include "core/allocation_internal.h"
 #include "core/error.h"
@@ -397,8 +395,6 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 				a[t] = std::fabs(wi[t] - wj[t]);
 			judge(rate(a, d, inv_d, mv), i, j);
 		});
-		if (std::getenv("DXPRIV_PAIR_DEBUG"))
-			std::fprintf(stderr, "round %d: set %zu rows, %zu violated\n", round, set.count(), violated);
 		if (violated == 0) {
 			complete = true;
 			impl_->verified_for = &weights;
