@@ -25,7 +25,7 @@ bool pair_generation_on = true; // detail::set_pair_generation
 constexpr double kMinGeneratedPairs = 20000;
 // Most pairs the generation takes (each pass over them is checked against the work cap below).
 constexpr double kMaxGeneratedPairs = 2e8;
-// Pairs whose distances are kept between passes (32 MB).
+// Pairs whose distances and their inverses are kept between passes (64 MB).
 constexpr std::size_t kMaxCachedPairDistances = std::size_t{1} << 22;
 // Rounds of generation before giving up (the reference set is then built).
 constexpr int kMaxPairRounds = 60;
