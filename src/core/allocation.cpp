@@ -528,8 +528,26 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 		return lone;
 	};
 
-	ConstraintSet raw = q.constraints();
-	const std::vector<double> raw_scales = allocate(raw, request, epsilon);
+	// All pairs of points by constraint generation (PairPlanner; not when the caller wants the set):
+	// each allocation on a working set, the final check over every row. When it gives up, the
+	// reference set is built and used for the rest of the plan.
+	std::unique_ptr<PairPlanner> pairs = constraints ? nullptr : PairPlanner::make(q);
+	std::vector<double> pair_colmax;
+	auto generated = [&](const CellWeights &w) {
+		bool complete = false;
+		std::vector<double> b = pairs->allocate(w, request, epsilon, pair_colmax, complete);
+		if (!complete)
+			pairs.reset();
+		return b;
+	};
+	std::vector<double> raw_scales;
+	ConstraintSet raw;
+	if (pairs)
+		raw_scales = generated(q);
+	if (!pairs) {
+		raw = q.constraints();
+		raw_scales = allocate(raw, request, epsilon);
+	}
 	std::vector<double> pre = raw_scales;
 	// A lone noisy cell: take S from generalized_sensitivity so that its plan is bit-for-bit the
 	// one of plan_linear_query at its epsilon.
@@ -557,10 +575,17 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 
 	// Calibrate on exactly what is summed: the grid-rounded weights (the raw constraints and
 	// scales when rounding changed nothing).
-	ConstraintSet rounded = unchanged ? std::move(raw) : rounded_q.constraints();
-	const std::vector<double> fin = unchanged ? raw_scales : allocate(rounded, request, epsilon);
+	std::vector<double> fin = unchanged ? raw_scales : std::vector<double>();
+	if (pairs && !unchanged)
+		fin = generated(rounded_q);
+	ConstraintSet rounded;
+	if (!pairs) {
+		rounded = unchanged && raw.cells > 0 ? std::move(raw) : rounded_q.constraints();
+		if (!unchanged || raw_scales.empty())
+			fin = allocate(rounded, request, epsilon);
+	}
 	const std::vector<char> lone = lone_cells(fin);
-	const std::vector<double> colmax = column_max(rounded);
+	const std::vector<double> colmax = pairs ? pair_colmax : column_max(rounded);
 	for (std::size_t k = 0; k < m; k++) {
 		LinearNoisePlan &cell = plan.cells[k];
 		if (!(fin[k] > 0))
@@ -580,6 +605,23 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 	std::vector<double> scales(m);
 	for (std::size_t k = 0; k < m; k++)
 		scales[k] = plan.cells[k].scale;
+	if (pairs) { // over every presence and pair row (check_allocation's test)
+		if (pairs->verified(rounded_q, scales, epsilon)) // the last rating was against these scales
+			return plan;
+		if (!(pairs->ratio(rounded_q, scales, epsilon, nullptr) <= 1 + 1e-9))
+			throw CoreError(ErrorKind::Internal, "allocation violates the privacy condition");
+		if (blocked)
+			for (std::size_t j = 0; j < request.block_epsilon.size(); j++) {
+				std::vector<std::size_t> members;
+				for (std::size_t k = 0; k < m; k++)
+					if (request.block_of[k] == j)
+						members.push_back(k);
+				if (!members.empty() &&
+				    !(pairs->ratio(rounded_q, scales, request.block_epsilon[j], &members) <= 1 + 1e-9))
+					throw CoreError(ErrorKind::Internal, "allocation violates the privacy condition");
+			}
+		return plan;
+	}
 	check_allocation(rounded, scales, epsilon);
 	if (blocked) { // every block within its own epsilon
 		const std::size_t blocks = request.block_epsilon.size();

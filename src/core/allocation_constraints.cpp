@@ -1052,9 +1052,7 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 		         std::numeric_limits<std::size_t>::max())
 			is_exact = false;
 		else if (sub.domains[c].size() >= 2 && sub.metrics[c].kind() != MetricKind::None)
-			sub.metrics[c].for_each_edge(sub.domains[c], [&eps_min](std::size_t, std::size_t, double d) {
-				eps_min = std::min(eps_min, d);
-			});
+			eps_min = std::min(eps_min, sub.metrics[c].min_edge_distance(sub.domains[c]));
 	}
 
 	// Delta Q: max over all pairs (⊥ included) of the L1 difference of the cell vectors.
@@ -1070,7 +1068,41 @@ plain_dp_scale(const SubUniverse &sub, const std::vector<std::vector<double>> &q
 		max_per_point = std::max(max_per_point, nz);
 	}
 	const double per_pair = 1.0 + static_cast<double>(std::min(m, 2 * max_per_point));
-	if (0.5 * nd * nd * per_pair <= kMaxBaselineWork) {
+	if (0.5 * nd * nd * per_pair <= kMaxBaselineWork && m <= kMaxDirectCells) {
+		// The same sums densely: sum over ascending k of |q_k(u) - q_k(v)| adds exactly what the
+		// sparse merge adds (its skipped terms are zeros), and a cell constant over the points adds 0
+		// to every pair (the absent record's sums keep every cell).
+		std::vector<std::size_t> varying;
+		for (std::size_t k = 0; k < m; k++)
+			for (std::size_t u = 1; u < n; u++)
+				if (q[k][u] != q[k][0]) {
+					varying.push_back(k);
+					break;
+				}
+		const std::size_t mv = varying.size();
+		std::vector<double> w(n * mv);
+		for (std::size_t t = 0; t < mv; t++)
+			for (std::size_t u = 0; u < n; u++)
+				w[u * mv + t] = q[varying[t]][u];
+		for (std::size_t u = 0; u < n; u++) {
+			if ((u & 1023) == 0)
+				report_progress("plain-DP baseline over pairs of points", static_cast<double>(u), nd);
+			const double *wu = w.data() + u * mv;
+			for (std::size_t v = u + 1; v < n; v++) {
+				const double *wv = w.data() + v * mv;
+				double s = 0;
+				for (std::size_t t = 0; t < mv; t++)
+					s += std::fabs(wu[t] - wv[t]);
+				delta = std::max(delta, s);
+			}
+			if (bottom) {
+				double s = 0;
+				for (std::size_t k = 0; k < m; k++)
+					s += std::fabs(q[k][u]);
+				delta = std::max(delta, s);
+			}
+		}
+	} else if (0.5 * nd * nd * per_pair <= kMaxBaselineWork) {
 		const PointCells pc = point_cells(q, n);
 		for (std::size_t u = 0; u < n; u++) {
 			if ((u & 1023) == 0)

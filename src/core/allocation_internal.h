@@ -100,6 +100,10 @@ public:
 	// The weights rounded to the cells' grids (cells[k].grid; a cell with integer weights on grid 1
 	// is kept), or nullptr when rounding changes no weight.
 	virtual std::unique_ptr<CellWeights> rounded(const std::vector<LinearNoisePlan> &cells) const = 0;
+	// The sub-universe and the per-point weights q[k][u], when the weights are per-point vectors
+	// (nullptr for a closed form).
+	virtual const SubUniverse *universe() const { return nullptr; }
+	virtual const std::vector<std::vector<double>> *dense() const { return nullptr; }
 };
 
 // The per-point weights q[k][u] over sub (borrowed, or owned when moved in).
@@ -116,11 +120,56 @@ public:
 	double sensitivity(std::size_t k) const override;
 	double grid(std::size_t k, double t, bool &integer_weights) const override;
 	std::unique_ptr<CellWeights> rounded(const std::vector<LinearNoisePlan> &cells) const override;
+	const SubUniverse *universe() const override { return &sub_; }
+	const std::vector<std::vector<double>> *dense() const override { return &q_; }
 
 private:
 	const SubUniverse &sub_;
 	std::vector<std::vector<double>> owned_;
 	const std::vector<std::vector<double>> &q_;
+};
+
+// Whether plan_multi_linear plans an all-pairs sub-universe by constraint generation (PairPlanner;
+// default true; false builds every pair row, the reference, for the equality tests and
+// dxpriv.exhaustive_analysis).
+void set_pair_generation(bool on);
+
+// plan_multi_linear's allocations over all pairs of points without storing them
+// (allocation_pairs.cpp): for a sub-universe of one points column (2+ dimensions) under an
+// l1/l2/linf metric, whose sufficient edge set is every pair. allocate() runs the strategy on a
+// working set (every presence row, the pairs attaining the column maxima, the pairs heaviest in the
+// equal-split direction), then rates every presence and pair row against the scales; rows above 1
+// (not in the set) join it, up to 512 per round, until none is left. The scales it returns
+// therefore satisfy sum_k r_k(e) / (b_k eps) <= 1 on every row outside the set, and the set's
+// rows within the rounding allocate() leaves (<= 1 + 1e-9); the column maxima are those of the
+// whole set (colmax). They are the reference's scales when the strategy's result on the set is
+// its result on the whole set (the exact solvers: an optimum over a subset that is feasible for
+// the whole set is its optimum; progressive filling: every freeze event is attained on a row of
+// the set), up to floating rounding. complete = false (and an empty result) when it gives up (a
+// non-finite row, a zero distance with a weight change, 60 rounds, or a violated row already in the
+// set): the caller then builds the reference set. Privacy never depends on the working set: the
+// caller checks the final scales with ratio(), over every row.
+class PairPlanner {
+public:
+	// nullptr when the path does not apply (switched off, not an all-pairs points column, fewer
+	// than 2 or more than 16 cells, fewer than 20,000 or more than 2e8 pairs, weights not dense).
+	static std::unique_ptr<PairPlanner> make(const CellWeights &q);
+	~PairPlanner();
+	// Scales for `weights` (per-point, over the same sub-universe) under request at epsilon.
+	std::vector<double> allocate(const CellWeights &weights, const AllocationRequest &request, double epsilon,
+	                             std::vector<double> &colmax, bool &complete);
+	// Whether the last allocate() rated every row of `weights` against exactly these scales at
+	// epsilon and found none above 1 + 1e-9 (globally and per budget block): ratio() would pass.
+	bool verified(const CellWeights &weights, const std::vector<double> &scales, double epsilon) const;
+	// privacy_ratio over every presence and pair row of `weights`, restricted to `cells` when given
+	// (the other cells count as 0).
+	double ratio(const CellWeights &weights, const std::vector<double> &scales, double epsilon,
+	             const std::vector<std::size_t> *cells) const;
+
+private:
+	struct Impl;
+	explicit PairPlanner(const SubUniverse &sub);
+	std::unique_ptr<Impl> impl_;
 };
 
 // plan_multi_linear over any CellWeights (allocation.h describes the calibration).

@@ -301,8 +301,9 @@ plan_multi_linear_noise(const SubUniverse &sub, const std::vector<std::vector<do
 	if (family != NoiseFamily::Laplace && !(delta > 0 && delta <= kMaxQueryDelta))
 		throw CoreError(ErrorKind::InvalidParameter, "delta must lie in (0, 0.001] for (epsilon, delta) noise",
 		                "The table owner sets the per-query delta with dx.set_delta.");
-	ConstraintSet laplace_rows;
-	MultiLinearPlan plan = plan_multi_linear(sub, q, epsilon, request, &laplace_rows);
+	ConstraintSet laplace_rows; // the Gaussian calibration reads the rows (Laplace needs none)
+	MultiLinearPlan plan =
+	    plan_multi_linear(sub, q, epsilon, request, family == NoiseFamily::Gaussian ? &laplace_rows : nullptr);
 	ApproximateCalibration local;
 	ApproximateCalibration &out = info ? *info : local;
 	out = ApproximateCalibration();

@@ -917,6 +917,33 @@ ColumnMetric::for_each_edge(const Domain &dom,
 	throw CoreError(ErrorKind::Internal, "unknown metric kind");
 }
 
+// Smallest edge distance (see metric.h).
+double
+ColumnMetric::min_edge_distance(const Domain &dom) const
+{
+	const std::size_t k = dom.size();
+	const PointSet *ps = dom.points_.get();
+	double best = kInfinity;
+	if (is_lp(kind_) && ps && ps->dims() > 1) {
+		// every l_p norm is at least the gap of one coordinate: |x_i - x_j| / scale <= distance(i, j)
+		const double *x = ps->axis(0);
+		std::vector<std::uint32_t> order(k);
+		for (std::size_t i = 0; i < k; i++)
+			order[i] = static_cast<std::uint32_t>(i);
+		std::sort(order.begin(), order.end(), [x](std::uint32_t a, std::uint32_t b) { return x[a] < x[b]; });
+		for (std::size_t s = 0; s + 1 < k; s++)
+			for (std::size_t t = s + 1; t < k; t++) {
+				if ((x[order[t]] - x[order[s]]) / param_ > best * (1 + 1e-9))
+					break;
+				const std::size_t i = std::min(order[s], order[t]), j = std::max(order[s], order[t]);
+				best = std::min(best, distance(dom, i, j));
+			}
+		return best;
+	}
+	for_each_edge(dom, [&best](std::size_t, std::size_t, double d) { best = std::min(best, d); });
+	return best;
+}
+
 // Approximate number of elementary steps of one line_sensitivity() call on dom.
 double
 ColumnMetric::line_cost(const Domain &dom) const

@@ -95,6 +95,13 @@ public:
 	// nothing; every other kind: all pairs at finite distance (k(k-1)/2 calls). Call validate() first.
 	void for_each_edge(const Domain &dom, const std::function<void(std::size_t i, std::size_t j, double d)> &fn) const;
 
+	// Smallest d over for_each_edge (+inf when there is no edge): the same value as taking the
+	// minimum over for_each_edge (every candidate pair's distance() is evaluated), found for l_p on
+	// points in 2+ dimensions by a sweep in the order of the first coordinate that skips the pairs
+	// whose coordinate gap alone exceeds the best distance (with a 1e-9 relative slack, so rounding
+	// never skips the closest pair). Call validate() first.
+	double min_edge_distance(const Domain &dom) const;
+
 	// Approximate number of elementary steps of one line_sensitivity() call on dom (used to cap
 	// the work of generalized_sensitivity before it starts).
 	double line_cost(const Domain &dom) const;

@@ -155,6 +155,7 @@ def main():
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-setup", action="store_true")
+    ap.add_argument("--only", help="time only the statements whose label contains this text (e.g. l2)")
     ap.add_argument("--goals", action="store_true", help="print the issue-23 goal rows with a verdict")
     ap.add_argument("--plot", action="store_true", help="also write a PNG next to the CSV")
     ap.add_argument("--before", help="CSV of an earlier run (e.g. the previous dxpriv.so) to compare with")
@@ -171,6 +172,8 @@ def main():
     print(f"load average at start: {' '.join(load)}")
     results = []
     for label, table, sql in STATEMENTS:
+        if a.only and a.only not in label:
+            continue
         m = {}
         quoted = psycopg2.extensions.adapt(sql).getquoted().decode()
         m["native"] = timed(owner, sql, a.runs)
@@ -210,6 +213,8 @@ def main():
               + (" (before: CPU median of --before)" if before else ""))
         by = {(r[0], r[1]): r for r in results}
         for stmt, measure, goal, what in GOALS:
+            if a.only and a.only not in stmt:
+                continue
             r = by.get((stmt, measure))
             was = before.get((stmt, measure))
             was_text = (" before %s" % ("refused" if was is None else "%9.2f ms CPU" % was)) if (stmt, measure) in before else ""

@@ -1464,6 +1464,52 @@ def test_closed_form_analysis():
     run_category("closed_form")
 
 
+# ================================================================ l2 analysis by pair generation (issue 23)
+# A query of several cells over one points column with an l1/l2/linf metric is planned by constraint
+# generation over all pairs (core PairPlanner: allocation on a working set, every pair rated, a final
+# check over every row). Shapes that could make the working set miss the binding pair and give a
+# smaller sensitivity: near-duplicate points (the largest ratio at a distance of 1e-6), a weight
+# spike at one point, huge weights, WHERE keeping two close points, another norm. Each must give
+# exactly the plan of the stored all-pairs reference (dxpriv.exhaustive_analysis) and be noised and
+# charged at it.
+def _spots_setup(table, metric, extra_point):
+    pts = ("(SELECT jsonb_build_object('points', jsonb_agg(jsonb_build_array(lon, lat) ORDER BY id)) "
+           f"FROM {table}_pts)")
+    return [
+        f"CREATE TABLE {table}_pts AS SELECT p AS id, round((-124.7 + 57.7 * ((p * 7919) % 1000) / 1000.0)::numeric, 4)"
+        f"::float8 AS lon, round((25.1 + 24.3 * ((p * 104729) % 997) / 997.0)::numeric, 4)::float8 AS lat "
+        f"FROM generate_series(0, 249) p",
+        f"INSERT INTO {table}_pts VALUES {extra_point}",
+        f"CREATE TABLE {table} (id int, lon float8, lat float8)",
+        f"INSERT INTO {table} SELECT i, p.lon, p.lat FROM generate_series(1, 1000) i JOIN {table}_pts p ON p.id = i % 251",
+        f"SELECT dx.protect_table('{table}')",
+        f"SELECT dx.set_column_group('{table}', '{{lon,lat}}', {pts}, '{metric}')",
+        f"SELECT dx.grant_budget('mallory', '{table}', 100000)",
+    ]
+
+
+# spots: 251 points (31,375 pairs) under l2; spot 250 is 1e-6 east of spot 0 (-124.7, 25.1)
+L2_PAIRS_SETUP = (_spots_setup("spots", '{"type": "l2", "scale": 1}', "(250, -124.699999, 25.1)")
+                  + _spots_setup("spots_l1", '{"type": "l1", "scale": 0.5}', "(250, -124.7, 25.100001)"))
+for _name, _sql in [
+    ("five aggregates", "SELECT dx.count(*), dx.count(*) FILTER (WHERE lat > 40), dx.sum(lat), dx.avg(lon), "
+                        "dx.count(*) FILTER (WHERE lon < -100) FROM spots"),
+    ("near-duplicate points (distance 1e-6)", "SELECT dx.sum(lon), dx.sum(lat), dx.count(*) FROM spots"),
+    ("a weight spike at one of the near-duplicates",
+     "SELECT dx.sum(CASE WHEN lon > -124.6999995 AND lon < -124.699998 THEN 1000 ELSE 0 END), dx.count(*) FROM spots"),
+    ("huge weights", "SELECT dx.sum(lat * 1e12), dx.sum(lon), dx.count(*) FROM spots"),
+    ("WHERE keeping the two close points", "SELECT dx.sum(lon), dx.count(*) FROM spots WHERE lon < -124.69"),
+    ("averages with FILTERs", "SELECT dx.avg(lat) FILTER (WHERE lon > -100), dx.avg(lon) FILTER (WHERE lat < 30) "
+                              "FROM spots"),
+    ("l1 with near-duplicates", "SELECT dx.sum(lat), dx.avg(lon), dx.count(*) FILTER (WHERE lat > 30) FROM spots_l1"),
+]:
+    attack("l2_pairs", _name, _sql, Custom(same_plan_as_exhaustive))
+
+
+def test_l2_pair_generation():
+    run_category("l2_pairs", admin_setup=L2_PAIRS_SETUP)
+
+
 def test_expression_cost_does_not_count_rows():
     """A deliberately expensive row-dependent expression (repeat() of 2 MB when income = 50000): the
     elapsed time must not depend on how many rows take the expensive branch (1 row in people, all
@@ -3581,7 +3627,7 @@ def test_attack_list_has_at_least_40_distinct_attempts():
                "privilege_escape", "averaging_differencing", "grouping", "error_texts", "declaration_sources",
                "internal_objects", "partitions_inheritance", "lookup_execution", "group_expressions", "probes", "wrappers",
                "last_release", "spellings_own_use", "public_joins", "top_k", "dispersion", "units", "closed_form",
-               "open_keys"}
+               "open_keys", "l2_pairs"}
     assert categories == runners, categories ^ runners
     print(f"  {len(ATTACKS)} exfiltration attempts in {len(categories)} categories")
 

@@ -1,0 +1,454 @@
+// plan_multi_linear over all pairs of points (one points column with an l1/l2/linf metric) by
+// constraint generation: the allocation runs on a small working set of the pair rows, and every
+// pair and presence row is then checked against it; violated rows join the set until none is.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/allocation_internal.h"
+#include "core/error.h"
+#include "core/progress.h"
+
+namespace dxpriv {
+namespace detail {
+
+namespace {
+
+bool pair_generation_on = true; // detail::set_pair_generation
+
+// Fewest pairs for which the generation replaces the stored set (below, the set is small).
+constexpr double kMinGeneratedPairs = 20000;
+// Most pairs the generation takes (each pass over them is checked against the work cap below).
+constexpr double kMaxGeneratedPairs = 2e8;
+// Pairs whose distances and their inverses are kept between passes (64 MB).
+constexpr std::size_t kMaxCachedPairDistances = std::size_t{1} << 22;
+// Rounds of generation before giving up (the reference set is then built).
+constexpr int kMaxPairRounds = 60;
+// Most violated rows added per round.
+constexpr std::size_t kRowsPerRound = 512;
+// Seed rows: the pairs with the largest sum_k r_k / s_k (the equal-split direction).
+constexpr std::size_t kSeedRows = 256;
+
+// The pairs of one points column: (i, j), i < j, with d = metric.distance(dom, i, j), in the
+// order of ColumnMetric::for_each_edge (which lists every pair for these metrics).
+class PointPairs {
+public:
+	explicit PointPairs(const SubUniverse &sub)
+	    : dom_(sub.domains[0]), metric_(sub.metrics[0]), n_(dom_.size()),
+	      pairs_(0.5 * static_cast<double>(n_) * static_cast<double>(n_ > 0 ? n_ - 1 : 0))
+	{
+		if (pairs_ <= static_cast<double>(kMaxCachedPairDistances)) {
+			dist_.reserve(static_cast<std::size_t>(pairs_));
+			for (std::size_t i = 0; i + 1 < n_; i++)
+				for (std::size_t j = i + 1; j < n_; j++)
+					dist_.push_back(metric_.distance(dom_, i, j));
+			inv_.resize(dist_.size());
+			for (std::size_t e = 0; e < dist_.size(); e++)
+				inv_[e] = 1 / dist_[e];
+		}
+	}
+	std::size_t points() const { return n_; }
+	double pairs() const { return pairs_; }
+	// Calls f(i, j, d, 1 / d) for every pair; reports progress (a cancel may stop the loop between rows).
+	template <typename F>
+	void for_each(F &&f) const
+	{
+		std::size_t e = 0;
+		double done = 0, next = kProgressEvery;
+		for (std::size_t i = 0; i + 1 < n_; i++) {
+			done += static_cast<double>(n_ - 1 - i);
+			if (done >= next) {
+				report_progress("privacy constraints over pairs of points", done, pairs_);
+				next = done + kProgressEvery;
+			}
+			if (!dist_.empty()) {
+				for (std::size_t j = i + 1; j < n_; j++, e++)
+					f(i, j, dist_[e], inv_[e]);
+			} else {
+				for (std::size_t j = i + 1; j < n_; j++) {
+					const double d = metric_.distance(dom_, i, j);
+					f(i, j, d, 1 / d);
+				}
+			}
+		}
+	}
+	double distance(std::size_t i, std::size_t j) const { return metric_.distance(dom_, i, j); }
+
+private:
+	const Domain &dom_;
+	const ColumnMetric &metric_;
+	std::size_t n_;
+	double pairs_;
+	std::vector<double> dist_, inv_;
+};
+
+// A row to add to the working set: a pair (j == n for a presence row) and its ratio.
+struct Candidate {
+	double ratio;
+	std::uint32_t i, j;
+	bool operator>(const Candidate &o) const { return ratio > o.ratio; }
+};
+
+// Keeps the `cap` candidates of largest ratio (a min-heap on ratio).
+class TopRows {
+public:
+	explicit TopRows(std::size_t cap) : cap_(cap) {}
+	void offer(double ratio, std::size_t i, std::size_t j)
+	{
+		if (heap_.size() == cap_ && (cap_ == 0 || !(ratio > heap_.front().ratio)))
+			return;
+		const Candidate c{ratio, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)};
+		if (heap_.size() == cap_) {
+			std::pop_heap(heap_.begin(), heap_.end(), std::greater<Candidate>());
+			heap_.back() = c;
+		} else {
+			heap_.push_back(c);
+		}
+		std::push_heap(heap_.begin(), heap_.end(), std::greater<Candidate>());
+	}
+	const std::vector<Candidate> &rows() const { return heap_; }
+
+private:
+	std::size_t cap_;
+	std::vector<Candidate> heap_;
+};
+
+} // namespace
+
+// See allocation_internal.h.
+void
+set_pair_generation(bool on)
+{
+	pair_generation_on = on;
+}
+
+// See allocation_internal.h.
+struct PairPlanner::Impl {
+	explicit Impl(const SubUniverse &sub) : sub(sub), pairs(sub) {}
+	const SubUniverse &sub;
+	PointPairs pairs;
+	// the pairs of the last working set (the next weights, e.g. the grid-rounded ones, start from them)
+	std::vector<std::pair<std::uint32_t, std::uint32_t>> chosen;
+	// the weights, scales and epsilon of the last allocate() whose rating found no violated row
+	const CellWeights *verified_for = nullptr;
+	std::vector<double> verified_scales;
+	double verified_epsilon = 0;
+};
+
+PairPlanner::PairPlanner(const SubUniverse &sub) : impl_(std::make_unique<Impl>(sub)) {}
+PairPlanner::~PairPlanner() = default;
+
+// See allocation_internal.h.
+std::unique_ptr<PairPlanner>
+PairPlanner::make(const CellWeights &q)
+{
+	const SubUniverse *sub = q.universe();
+	if (!pair_generation_on || !sub || !q.dense() || q.cells() < 2 || q.cells() > 16 || sub->domains.size() != 1)
+		return nullptr;
+	const Domain &dom = sub->domains[0];
+	const MetricKind kind = sub->metrics[0].kind();
+	if (dom.kind() != DomainKind::Points || dom.dims() < 2 ||
+	    (kind != MetricKind::L1 && kind != MetricKind::L2 && kind != MetricKind::LInf))
+		return nullptr;
+	if (!(sub->presence > 0)) // the reference raises the error
+		return nullptr;
+	sub->metrics[0].validate(dom); // throws what the reference throws
+	const double n = static_cast<double>(dom.size());
+	const double pairs = 0.5 * n * (n - 1);
+	if (pairs < kMinGeneratedPairs || pairs > kMaxGeneratedPairs || dom.size() >= 0xFFFFFFFFu)
+		return nullptr;
+	return std::unique_ptr<PairPlanner>(new PairPlanner(*sub));
+}
+
+namespace {
+
+// The weights point-major, the cells whose weights vary first: w[u * m + t] = q[cell[t]][u]; the
+// cells t >= varying are constant (every pair has a_k = 0 there, only presence rows see them).
+struct PairLayout {
+	std::vector<double> w;
+	std::vector<std::size_t> cell;
+	std::size_t m = 0, varying = 0;
+};
+
+PairLayout
+pair_layout(const std::vector<std::vector<double>> &q, std::size_t n)
+{
+	PairLayout l;
+	l.m = q.size();
+	for (int pass = 0; pass < 2; pass++)
+		for (std::size_t k = 0; k < l.m; k++) {
+			bool constant = true;
+			for (std::size_t u = 1; u < n && constant; u++)
+				constant = q[k][u] == q[k][0];
+			if (constant == (pass == 1))
+				l.cell.push_back(k);
+			if (pass == 0 && !constant)
+				l.varying++;
+		}
+	l.w.resize(n * l.m);
+	for (std::size_t t = 0; t < l.m; t++)
+		for (std::size_t u = 0; u < n; u++)
+			l.w[u * l.m + t] = q[l.cell[t]][u];
+	return l;
+}
+
+// The working set: every presence row (finite presence), then the chosen pairs, through the
+// collector of build_constraints (the same row values: a_k / d with a_k = |q_k(u) - q_k(v)|).
+ConstraintSet
+working_set(const SubUniverse &sub, const PairLayout &l, std::size_t n,
+            const std::vector<std::pair<std::uint32_t, std::uint32_t>> &chosen, const PointPairs &pairs)
+{
+	const std::size_t m = l.m;
+	const bool bottom = std::isfinite(sub.presence);
+	const double expected = (bottom ? static_cast<double>(n) : 0.0) + static_cast<double>(chosen.size());
+	return build_constraints_listed(m, expected, m, [&](const std::function<void(const double *, double)> &offer) {
+		double a[16];
+		if (bottom)
+			for (std::size_t u = 0; u < n; u++) {
+				for (std::size_t t = 0; t < m; t++)
+					a[l.cell[t]] = std::fabs(l.w[u * m + t]);
+				offer(a, sub.presence);
+			}
+		for (const auto &p : chosen) {
+			for (std::size_t t = 0; t < m; t++)
+				a[l.cell[t]] = std::fabs(l.w[p.first * m + t] - l.w[p.second * m + t]);
+			offer(a, pairs.distance(p.first, p.second));
+		}
+	});
+}
+
+// Rates rows against scales b: sum_k a_k / (b_k eps) / d over all cells and, with budget blocks,
+// sum over the block's cells / (b_k eps_block) / d; +inf when an exact cell (b_k <= 0) changes.
+// Entries a are in layout order (PairLayout::cell).
+class RowRater {
+public:
+	RowRater(const PairLayout &l, const std::vector<double> &b, const AllocationRequest &request, double epsilon)
+	    : l_(l), request_(request), blocked_(!request.block_epsilon.empty()), inv_(l.m, 0.0), inv_all_(l.m, 0.0),
+	      exact_(l.m, 0), part_(blocked_ ? request.block_epsilon.size() : 1)
+	{
+		for (std::size_t t = 0; t < l.m; t++) {
+			const std::size_t k = l.cell[t];
+			if (b[k] > 0) {
+				inv_[t] = 1 / (b[k] * (blocked_ ? request.block_epsilon[request.block_of[k]] : epsilon));
+				inv_all_[t] = 1 / (b[k] * epsilon);
+			} else {
+				exact_[t] = 1;
+				any_exact_ = true;
+			}
+		}
+	}
+	// Ratio of the row a / d (inv_d = 1 / d: within an ulp of privacy_ratio's sum of a_k / d terms),
+	// a with `count` entries (the rest are 0).
+	double operator()(const double *a, double d, double inv_d, std::size_t count)
+	{
+		double all = 0;
+		for (std::size_t t = 0; t < count; t++)
+			all += a[t] * inv_all_[t];
+		double ratio = all * inv_d;
+		if (blocked_) {
+			std::fill(part_.begin(), part_.end(), 0.0);
+			for (std::size_t t = 0; t < count; t++)
+				part_[request_.block_of[l_.cell[t]]] += a[t] * inv_[t];
+			ratio = std::max(ratio, *std::max_element(part_.begin(), part_.end()) * inv_d);
+		}
+		if (any_exact_)
+			for (std::size_t t = 0; t < count; t++)
+				if (exact_[t] && a[t] / d > 0)
+					ratio = kInfinity;
+		return ratio;
+	}
+
+private:
+	const PairLayout &l_;
+	const AllocationRequest &request_;
+	bool blocked_;
+	std::vector<double> inv_, inv_all_;
+	std::vector<char> exact_;
+	bool any_exact_ = false;
+	std::vector<double> part_;
+};
+
+} // namespace
+
+// See allocation_internal.h.
+std::vector<double>
+PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &request, double epsilon,
+                      std::vector<double> &colmax, bool &complete)
+{
+	const SubUniverse &sub = impl_->sub;
+	const PointPairs &pairs = impl_->pairs;
+	const std::vector<std::vector<double>> &q = *weights.dense();
+	const std::size_t n = pairs.points();
+	const PairLayout l = pair_layout(q, n);
+	const std::size_t m = l.m, mv = l.varying;
+	const bool bottom = std::isfinite(sub.presence);
+	impl_->verified_for = nullptr;
+	complete = false;
+
+	// Column maxima over every row, and the first pair attaining each (a pair's maximum joins the
+	// working set); a non-finite row, or a zero distance with a weight change, leaves the
+	// reference to raise its error.
+	colmax.assign(m, 0.0);
+	std::vector<std::pair<std::uint32_t, std::uint32_t>> &chosen = impl_->chosen;
+	const bool seeded = !chosen.empty();
+	std::vector<std::pair<std::uint32_t, std::uint32_t>> argmax(m, {0, 0});
+	std::vector<char> from_pair(m, 0);
+	if (bottom)
+		for (std::size_t u = 0; u < n; u++)
+			for (std::size_t t = 0; t < m; t++) {
+				const double r = std::fabs(l.w[u * m + t]) / sub.presence;
+				if (!(r < kInfinity))
+					return {};
+				colmax[l.cell[t]] = std::max(colmax[l.cell[t]], r);
+			}
+	std::vector<double> top_t(mv, 0.0); // colmax in layout order
+	for (std::size_t t = 0; t < mv; t++)
+		top_t[t] = colmax[l.cell[t]];
+	// Seeds (first weights only), found in the same pass: the pairs heaviest in the direction
+	// sum_k a_k / (range_k d), range_k = max - min of q_k over the points (a scale-free proxy of the
+	// equal-split direction; any choice is sound, the seeds only spare rounds).
+	std::vector<double> inv_range(mv, 0.0);
+	for (std::size_t t = 0; t < mv; t++) {
+		double lo = l.w[t], hi = l.w[t];
+		for (std::size_t u = 1; u < n; u++) {
+			lo = std::min(lo, l.w[u * m + t]);
+			hi = std::max(hi, l.w[u * m + t]);
+		}
+		inv_range[t] = hi - lo > 0 ? 1 / (hi - lo) : 0.0;
+	}
+	TopRows seeds(seeded ? 0 : kSeedRows);
+	bool bad = false;
+	pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
+		const double *wi = l.w.data() + i * m, *wj = l.w.data() + j * m;
+		double score = 0;
+		for (std::size_t t = 0; t < mv; t++) {
+			const double a = std::fabs(wi[t] - wj[t]);
+			score += a * inv_range[t];
+			// a * inv_d is within a few ulps of a / d: the exact ratio only near the maximum
+			if (!(a * inv_d >= top_t[t] * (1 - 1e-12)) && d > 0 && a < kInfinity)
+				continue;
+			const double r = a / d;
+			if (r > top_t[t]) {
+				top_t[t] = r;
+				argmax[t] = {static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)};
+				from_pair[t] = 1;
+			}
+			bad |= !(r < kInfinity) || (!(d > 0) && a != 0);
+		}
+		if (!seeded)
+			seeds.offer(score * inv_d, i, j);
+	});
+	if (bad)
+		return {};
+	for (std::size_t t = 0; t < mv; t++)
+		colmax[l.cell[t]] = top_t[t];
+	std::unordered_set<std::uint64_t> in_set;
+	for (const auto &p : chosen)
+		in_set.insert((static_cast<std::uint64_t>(p.first) << 32) | p.second);
+	auto key = [](std::size_t i, std::size_t j) { return (static_cast<std::uint64_t>(i) << 32) | j; };
+	auto choose = [&](std::uint32_t i, std::uint32_t j) {
+		if (in_set.insert(key(i, j)).second)
+			chosen.emplace_back(i, j);
+	};
+	for (std::size_t t = 0; t < mv; t++)
+		if (from_pair[t])
+			choose(argmax[t].first, argmax[t].second);
+	for (const Candidate &c : seeds.rows())
+		choose(c.i, c.j);
+
+	// Generation rounds: allocate on the working set, then rate every row against the scales.
+	for (int round = 0; round < kMaxPairRounds; round++) {
+		const ConstraintSet set = working_set(sub, l, n, chosen, pairs);
+		std::vector<double> b = dxpriv::allocate(set, request, epsilon);
+		RowRater rate(l, b, request, epsilon);
+		TopRows top(kRowsPerRound);
+		std::size_t violated = 0, member_violated = 0;
+		// a row of the set holds up to the rounding check_allocation allows (1 + 1e-9); any other
+		// row above 1 joins the set
+		auto judge = [&](double ratio, std::size_t i, std::size_t j) {
+			if (!(ratio > 1))
+				return;
+			const bool member = j == n || in_set.count(key(i, j)) != 0;
+			if (member && ratio <= 1 + 1e-9)
+				return;
+			violated++;
+			if (member)
+				member_violated++;
+			else
+				top.offer(ratio, i, j);
+		};
+		double a[16];
+		if (bottom)
+			for (std::size_t u = 0; u < n; u++) {
+				for (std::size_t t = 0; t < m; t++)
+					a[t] = std::fabs(l.w[u * m + t]);
+				judge(rate(a, sub.presence, 1 / sub.presence, m), u, n);
+			}
+		pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
+			const double *wi = l.w.data() + i * m, *wj = l.w.data() + j * m;
+			for (std::size_t t = 0; t < mv; t++)
+				a[t] = std::fabs(wi[t] - wj[t]);
+			judge(rate(a, d, inv_d, mv), i, j);
+		});
+		if (violated == 0) {
+			complete = true;
+			impl_->verified_for = &weights;
+			impl_->verified_scales = b;
+			impl_->verified_epsilon = epsilon;
+			return b;
+		}
+		if (member_violated > 0) // a row of the set above the rounding allowance: the reference decides
+			break;
+		for (const Candidate &c : top.rows())
+			choose(c.i, c.j);
+	}
+	return {};
+}
+
+// See allocation_internal.h.
+bool
+PairPlanner::verified(const CellWeights &weights, const std::vector<double> &scales, double epsilon) const
+{
+	return impl_->verified_for == &weights && impl_->verified_scales == scales && impl_->verified_epsilon == epsilon;
+}
+
+// See allocation_internal.h.
+double
+PairPlanner::ratio(const CellWeights &weights, const std::vector<double> &scales, double epsilon,
+                   const std::vector<std::size_t> *cells) const
+{
+	const SubUniverse &sub = impl_->sub;
+	const PointPairs &pairs = impl_->pairs;
+	const std::size_t n = pairs.points();
+	const PairLayout l = pair_layout(*weights.dense(), n);
+	const std::size_t m = l.m, mv = l.varying;
+	std::vector<double> b(m, 0.0); // cells outside `cells` count as 0: infinite scales
+	for (std::size_t k = 0; k < m; k++)
+		b[k] = cells ? kInfinity : scales[k];
+	if (cells)
+		for (std::size_t k : *cells)
+			b[k] = scales[k];
+	RowRater rate(l, b, AllocationRequest{}, epsilon);
+	double worst = 0;
+	double a[16];
+	if (std::isfinite(sub.presence))
+		for (std::size_t u = 0; u < n; u++) {
+			for (std::size_t t = 0; t < m; t++)
+				a[t] = std::fabs(l.w[u * m + t]);
+			worst = std::max(worst, rate(a, sub.presence, 1 / sub.presence, m));
+		}
+	pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
+		for (std::size_t t = 0; t < mv; t++)
+			a[t] = std::fabs(l.w[i * m + t] - l.w[j * m + t]);
+		worst = std::max(worst, rate(a, d, inv_d, mv));
+	});
+	return worst;
+}
+
+} // namespace detail
+} // namespace dxpriv
