@@ -75,44 +75,89 @@ count_distinct(Expr *s)
 	return a;
 }
 
-// Writes the top level's expressions over Y: the selection reads y.c, a release its column of Y, a
-// GROUP BY key its column of Y; any other column reference is an internal error.
-struct TopContext {
+// Writes an expression of q over a level above the workers' share: the selection reads the
+// contributors' column (count_column, 0: the selection may not appear), a release its column
+// (release_base + j, 0: no release may appear), a GROUP BY key its column (key_base + i); any other
+// column reference, aggregate or sublink is an internal error (stray).
+struct LevelMap {
 	const ExtensionObjects *ext;
 	Aggref *selection;
 	Const *selection_params, *selection_budget;
 	const std::vector<FuncExpr *> *releases;
 	const std::vector<Expr *> *keys;
-	AttrNumber count_column;
+	AttrNumber key_base, release_base, count_column;
 	bool stray = false;
 };
 
 Node *
-top_mutator(Node *node, void *ctx)
+level_mutator(Node *node, void *ctx)
 {
 	if (!node)
 		return nullptr;
-	auto *t = static_cast<TopContext *>(ctx);
-	if (node == (Node *) t->selection)
+	auto *t = static_cast<LevelMap *>(ctx);
+	if (node == (Node *) t->selection) {
+		if (!t->count_column) {
+			t->stray = true;
+			return node;
+		}
 		return (Node *) makeFuncExpr(t->ext->release_selection, BOOLOID,
 		                             list_make3(makeVar(1, t->count_column, INT8OID, -1, InvalidOid, 0),
 		                                        copy_node(t->selection_params), copy_node(t->selection_budget)),
 		                             InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	}
 	if (IsA(node, FuncExpr))
 		for (size_t j = 0; j < t->releases->size(); ++j)
-			if ((*t->releases)[j] == castNode(FuncExpr, node))
-				return (Node *) makeVar(1, static_cast<AttrNumber>(t->keys->size() + j + 1),
+			if ((*t->releases)[j] == castNode(FuncExpr, node)) {
+				if (!t->release_base) {
+					t->stray = true;
+					return node;
+				}
+				return (Node *) makeVar(1, static_cast<AttrNumber>(t->release_base + j),
 				                        castNode(FuncExpr, node)->funcresulttype, -1, InvalidOid, 0);
+			}
 	for (size_t i = 0; i < t->keys->size(); ++i)
 		if (equal(node, (*t->keys)[i])) {
 			Node *k = reinterpret_cast<Node *>((*t->keys)[i]);
-			return (Node *) makeVar(1, static_cast<AttrNumber>(i + 1), exprType(k), exprTypmod(k), exprCollation(k), 0);
+			return (Node *) makeVar(1, static_cast<AttrNumber>(t->key_base + i), exprType(k), exprTypmod(k),
+			                        exprCollation(k), 0);
 		}
 	if (IsA(node, Query) || IsA(node, Aggref) || (IsA(node, Var) && castNode(Var, node)->varlevelsup == 0)) {
 		t->stray = true;
 		return node;
 	}
-	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(top_mutator), ctx);
+	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(level_mutator), ctx);
+}
+
+// The HAVING open_release_having wrote (planner/open_release_log.h), taken apart:
+//   CASE WHEN selection THEN labels [AND having] ELSE withheld END
+// -> the verdict CASE WHEN selection THEN labels ELSE withheld END and the analyst's having (or
+// nullptr). False for any other shape.
+bool
+split_open_having(Node *h, Aggref *selection, Node *&verdict, Node *&having)
+{
+	if (!h || !IsA(h, CaseExpr) || list_length(castNode(CaseExpr, h)->args) != 1 || castNode(CaseExpr, h)->arg)
+		return false;
+	CaseExpr *ce = castNode(CaseExpr, h);
+	CaseWhen *w = linitial_node(CaseWhen, ce->args);
+	if ((Node *) w->expr != (Node *) selection)
+		return false;
+	Node *labels = (Node *) w->result;
+	having = nullptr;
+	if (IsA(labels, BoolExpr) && castNode(BoolExpr, labels)->boolop == AND_EXPR &&
+	    list_length(castNode(BoolExpr, labels)->args) == 2) {
+		having = static_cast<Node *>(lsecond(castNode(BoolExpr, labels)->args));
+		labels = static_cast<Node *>(linitial(castNode(BoolExpr, labels)->args));
+	}
+	if (!IsA(labels, FuncExpr) || !IsA(ce->defresult, FuncExpr))
+		return false;
+	CaseExpr *v = makeNode(CaseExpr);
+	*v = *ce;
+	CaseWhen *vw = makeNode(CaseWhen);
+	*vw = *w;
+	vw->result = (Expr *) labels;
+	v->args = list_make1(vw);
+	verdict = (Node *) v;
+	return true;
 }
 
 } // namespace
@@ -219,10 +264,19 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 		y->targetList = lappend(y->targetList, makeTargetEntry((Expr *) r, static_cast<AttrNumber>(list_length(y->targetList) + 1), name, false));
 		ycols = lappend(ycols, makeString(pstrdup(name)));
 	}
-	const auto y_c = static_cast<AttrNumber>(list_length(y->targetList) + 1);
-	y->targetList = lappend(y->targetList, makeTargetEntry((Expr *) makeVar(1, c_col, INT8OID, -1, InvalidOid, 0), y_c,
-	                                                       pstrdup("c"), false));
-	ycols = lappend(ycols, makeString(pstrdup("c")));
+	// the verdict, last in Y's output: per partition its noise is drawn first (above), then the
+	// selection, and dx._open_cells labels the answers just drawn, as the local plan does
+	Node *verdict = nullptr, *having = nullptr;
+	if (!split_open_having(q->havingQual, sel, verdict, having))
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot split the selection of this open release for Citus",
+		     "Nothing was charged. Report this query to the dxpriv maintainers.");
+	LevelMap in_y{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &keys, 2, 0, c_col};
+	verdict = level_mutator(verdict, &in_y);
+	if (in_y.stray)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the selection of a distributed open release");
+	const auto y_kept = static_cast<AttrNumber>(list_length(y->targetList) + 1);
+	y->targetList = lappend(y->targetList, makeTargetEntry((Expr *) verdict, y_kept, pstrdup("kept"), false));
+	ycols = lappend(ycols, makeString(pstrdup("kept")));
 	// the order of the final ORDER BY's keys (the local plan's groups meet their noise in that order)
 	foreach (lc, q->sortClause) {
 		SortGroupClause *sc = lfirst_node(SortGroupClause, lc);
@@ -235,26 +289,40 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 				y->sortClause = lappend(y->sortClause, copy);
 			}
 	}
-	y->limitOffset = (Node *) int8_zero(); // the noise is drawn below the selection, never pushed into it
+	y->limitOffset = (Node *) int8_zero(); // evaluated as one level, never merged into the one above
 
-	// top: the selection, then the analyst's HAVING and output, over Y
-	TopContext t{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &keys, y_c};
+	// top: the kept partitions, the analyst's HAVING and output over Y
+	LevelMap in_top{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &keys, 1,
+	                static_cast<AttrNumber>(keys.size() + 1), 0};
 	Query *top = copy_node(q);
-	top->targetList = (List *) top_mutator((Node *) q->targetList, &t);
-	Node *having = top_mutator(q->havingQual, &t);
-	if (t.stray)
+	top->targetList = (List *) level_mutator((Node *) q->targetList, &in_top);
+	having = level_mutator(having, &in_top);
+	if (in_top.stray)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the aggregates of a distributed open release");
+	Node *kept = (Node *) makeVar(1, y_kept, BOOLOID, -1, InvalidOid, 0);
 	top->rtable = list_make1(subquery_rte(y, "dx_partitions", ycols));
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
-	top->jointree = makeFromExpr(list_make1(ref), having);
+	if (having) { // CASE WHEN kept THEN having END: the analyst's HAVING runs on kept partitions only
+		CaseWhen *w = makeNode(CaseWhen);
+		w->expr = (Expr *) kept;
+		w->result = (Expr *) having;
+		w->location = -1;
+		CaseExpr *ce = makeNode(CaseExpr);
+		ce->casetype = BOOLOID;
+		ce->args = list_make1(w);
+		ce->defresult = (Expr *) makeBoolConst(false, false);
+		ce->location = -1;
+		kept = (Node *) ce;
+	}
+	top->jointree = makeFromExpr(list_make1(ref), kept);
 	top->havingQual = nullptr;
 	top->groupClause = NIL;
 	top->hasAggs = false;
 	// the charge step reads the selection's parameters (exposure: distributed_exposure.h)
 	c.releases = lappend(c.releases, makeFuncExpr(ext.release_selection, BOOLOID,
 	                                              list_make3(makeNullConst(INT8OID, -1, InvalidOid),
-	                                                         copy_node(t.selection_params), copy_node(t.selection_budget)),
+	                                                         copy_node(castNode(Const, p_expr)), copy_node(castNode(Const, s_expr))),
 	                                              InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
 	return top;
 }
