@@ -193,6 +193,17 @@ def test_open_keys_one_ledger_row_on_the_coordinator_and_last_release():
         labelled = rows(a, "SELECT count(DISTINCT group_key) FROM dx.last_release() WHERE group_key LIKE 'city=%'")
         assert labelled == [(len(got),)], (labelled, len(got))
         assert not rows(a, "SELECT 1 FROM dx.last_release() WHERE group_key LIKE 'city=solo%'")
+        # the answer cache: like every statement on a distributed table (whose contents version the
+        # coordinator does not track), a repeated open release is not replayed: it is charged again
+        # and draws again (never a stale or another role's rows)
+        execute(conn, f"ALTER ROLE {ANALYST} IN DATABASE {db} SET dxpriv.cache_lifetime = 3600")
+        a.close()
+        a = connect("coord", db, user=ANALYST)
+        execute(a, "SET dxpriv.epsilon = 4")
+        before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+        for _ in range(2):
+            assert len(rows(a, "SELECT city, count(*) FROM sales WHERE sex = 'M' GROUP BY city")) > 100
+        assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 2
         for w in ("w1", "w2"):
             wc = connect(w, db)
             if scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'"):
