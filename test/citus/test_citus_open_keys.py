@@ -193,6 +193,15 @@ def test_open_keys_one_ledger_row_on_the_coordinator_and_last_release():
         labelled = rows(a, "SELECT count(DISTINCT group_key) FROM dx.last_release() WHERE group_key LIKE 'city=%'")
         assert labelled == [(len(got),)], (labelled, len(got))
         assert not rows(a, "SELECT 1 FROM dx.last_release() WHERE group_key LIKE 'city=solo%'")
+        # HAVING reads the very answers released (one draw per cell, as PostgreSQL computes an aggregate
+        # that appears twice once), never a second draw of the same cell
+        shown = 0
+        for t in ("sales_local", "sales"):
+            for _ in range(3):
+                got = rows(a, f"SELECT city, dx.count(1, 0.02) FROM {t} GROUP BY city HAVING dx.count(1, 0.02) > 40")
+                assert all(r[1] > 40 for r in got), (t, [r for r in got if r[1] <= 40][:5])
+                shown += len(got)
+        assert shown > 100, shown
         # the answer cache: like every statement on a distributed table (whose contents version the
         # coordinator does not track), a repeated open release is not replayed: it is charged again
         # and draws again (never a stale or another role's rows)

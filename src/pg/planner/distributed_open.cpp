@@ -84,6 +84,7 @@ struct LevelMap {
 	Aggref *selection;
 	Const *selection_params, *selection_budget;
 	const std::vector<FuncExpr *> *releases;
+	const std::vector<size_t> *column_of; // release j is Y's release column column_of[j] (equal releases share one)
 	const std::vector<Expr *> *keys;
 	AttrNumber key_base, release_base, count_column;
 	bool stray = false;
@@ -112,7 +113,7 @@ level_mutator(Node *node, void *ctx)
 					t->stray = true;
 					return node;
 				}
-				return (Node *) makeVar(1, static_cast<AttrNumber>(t->release_base + j),
+				return (Node *) makeVar(1, static_cast<AttrNumber>(t->release_base + (*t->column_of)[j]),
 				                        castNode(FuncExpr, node)->funcresulttype, -1, InvalidOid, 0);
 			}
 	for (size_t i = 0; i < t->keys->size(); ++i)
@@ -206,10 +207,22 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 		targets = lappend(targets, makeTargetEntry(copy_node(keys[i]), static_cast<AttrNumber>(i + 2), name, false));
 		xcols = lappend(xcols, makeString(pstrdup(name)));
 	}
-	std::vector<Const *> params(found.releases.size());
+	// equal releases (the same aggregate in the output and in HAVING) are drawn once, as PostgreSQL
+	// computes identical aggregates of a level once on a local table: one column of Y each
+	std::vector<FuncExpr *> unique;
+	std::vector<size_t> column_of(found.releases.size());
 	for (size_t j = 0; j < found.releases.size(); ++j) {
+		size_t u = 0;
+		while (u < unique.size() && !equal(unique[u], found.releases[j]))
+			++u;
+		if (u == unique.size())
+			unique.push_back(found.releases[j]);
+		column_of[j] = u;
+	}
+	std::vector<Const *> params(unique.size());
+	for (size_t j = 0; j < unique.size(); ++j) {
 		Expr *units = nullptr, *rows = nullptr;
-		if (!release_native_sums(found.releases[j], c, units, rows, params[j]))
+		if (!release_native_sums(unique[j], c, units, rows, params[j]))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot split the releases of this open release for Citus",
 			     "Nothing was charged. Report this query to the dxpriv maintainers.");
 		const auto col = static_cast<AttrNumber>(list_length(targets) + 1);
@@ -250,8 +263,8 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 		ycols = lappend(ycols, makeString(pstrdup(name)));
 	}
 	Var *g = makeVar(1, 1, INT4OID, -1, InvalidOid, 0);
-	for (size_t j = 0; j < found.releases.size(); ++j) {
-		FuncExpr *f = found.releases[j];
+	for (size_t j = 0; j < unique.size(); ++j) {
+		FuncExpr *f = unique[j];
 		const auto u = static_cast<AttrNumber>(keys.size() + 2 + 2 * j);
 		FuncExpr *state = makeFuncExpr(ext.state_of, ext.linear_partial_type,
 		                               list_make4(makeVar(1, u, NUMERICOID, -1, InvalidOid, 0),
@@ -270,7 +283,8 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 	if (!split_open_having(q->havingQual, sel, verdict, having))
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot split the selection of this open release for Citus",
 		     "Nothing was charged. Report this query to the dxpriv maintainers.");
-	LevelMap in_y{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &keys, 2, 0, c_col};
+	LevelMap in_y{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &column_of, &keys, 2, 0,
+	              c_col};
 	verdict = level_mutator(verdict, &in_y);
 	if (in_y.stray)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv left a column reference outside the selection of a distributed open release");
@@ -292,7 +306,7 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 	y->limitOffset = (Node *) int8_zero(); // evaluated as one level, never merged into the one above
 
 	// top: the kept partitions, the analyst's HAVING and output over Y
-	LevelMap in_top{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &keys, 1,
+	LevelMap in_top{&ext, sel, castNode(Const, p_expr), castNode(Const, s_expr), &found.releases, &column_of, &keys, 1,
 	                static_cast<AttrNumber>(keys.size() + 1), 0};
 	Query *top = copy_node(q);
 	top->targetList = (List *) level_mutator((Node *) q->targetList, &in_top);
