@@ -290,6 +290,14 @@ def test_open_keys_forged_selection_refused_and_no_key_in_errors():
                 texts.extend(str(r) for r in rows(a, sql))
             except psycopg2.Error as e:
                 texts.extend([str(e.pgerror), str(e.diag.message_hint), str(e.diag.message_detail), str(e.diag.context)])
+        # settings that would turn the candidates' count into an error or log what the workers run are
+        # reset for the analyst's statement (sealed execution): the answer comes, nothing names a key
+        for setting in ("citus.max_intermediate_result_size = '1kB'", "citus.log_remote_commands = on",
+                        "citus.log_intermediate_results = on", "citus.enable_local_execution = off"):
+            execute(a, f"SET {setting}")
+        execute(a, "SET dxpriv.epsilon = 4")
+        assert len(rows(a, "SELECT city, count(*) FROM secret GROUP BY city")) == 100
+        execute(a, "RESET ALL")
         # date_trunc of 300000-01-01 would fail (22008) where it runs: dxpriv's guarded bucket does not
         got = rows(a, "SELECT date_trunc('year', day), count(*) FROM secret GROUP BY 1")
         assert len(got) >= 2 and all(r[0] is not None for r in got), got
