@@ -12,15 +12,20 @@
 //      nothing above it is ever sent to a worker):
 //      SELECT g, keys, sum(dx._units(w1, grid1)) AS u1, count(w1) AS n1, ..., count(s) AS c
 //      FROM t GROUP BY g, keys OFFSET 0            (count(DISTINCT s) with a privacy unit)
-//   Y (coordinator: every candidate's noise, drawn in the order of the keys, as the local plan does):
-//      SELECT keys, dx._release_*(dx._state_of(x.u1, x.n1, params, x.g), params, x.g) AS r1, ..., x.c
-//      FROM X x ORDER BY keys OFFSET 0
-//   top (coordinator: the selection, then the analyst's HAVING and output on kept partitions only):
-//      SELECT <output over y> FROM Y y WHERE CASE WHEN dx._release_selection(y.c, params_s, sel)
-//      THEN dx._open_cells(true, names, y.keys::text) [AND having] ELSE ... END ORDER BY ... OFFSET 0
+//   Y (coordinator: per candidate partition, in the order of the keys as the local plan meets its
+//      groups, its noise, then its selection and dx.last_release() labels, in one projection):
+//      SELECT keys, dx._release_*(dx._state_of(x.u1, x.n1, params, x.g), params, x.g) AS r1, ...,
+//             CASE WHEN dx._release_selection(x.c, params_s, sel) THEN dx._open_cells(true, names,
+//             keys::text) ELSE dx._open_cells(false, NULL, NULL) END AS kept
+//      FROM X x ORDER BY keys OFFSET 0                (equal releases: one column, one draw)
+//   top (coordinator: the analyst's HAVING and output on kept partitions only):
+//      SELECT <output over y> FROM Y y WHERE CASE WHEN y.kept THEN <having over y> ELSE false END
+//      ORDER BY ... OFFSET 0
 // The workers return only exact counts and sums per candidate partition, into Citus's intermediate
-// result on the coordinator (analysts cannot read it: analyst/citus_surface.h); key values leave the
-// coordinator's backend only in the rows the selection kept.
+// results on the coordinator (analysts cannot read them: analyst/citus_surface.h; Y's result also
+// holds the withheld candidates' noisy answers, never returned); key values leave the coordinator's
+// backend only in the rows the selection kept. dx._release_selection refuses a statement that was not
+// charged in the running backend (executor/partition_keep.cpp), so no worker can select.
 #pragma once
 
 #include "pg/planner/distributed_context.h"
