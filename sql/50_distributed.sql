@@ -98,3 +98,12 @@ CREATE FUNCTION dx._weigh_int_cached(bytea, text, VARIADIC "any") RETURNS int4
 LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_int_cached';
 COMMENT ON FUNCTION dx._weigh_cached(bytea, text, "any") IS 'internal: dx._weigh with the table read from dx._point_table_cache by its SHA-256';
 COMMENT ON FUNCTION dx._weigh_int_cached(bytea, text, "any") IS 'internal: dx._weigh_int with the table read from dx._point_table_cache by its SHA-256';
+
+-- Open GROUP BY keys on distributed tables (src/pg/planner/distributed_open.h): the workers count each
+-- candidate partition's contributors (rows, or distinct units) with PostgreSQL's own count, and the
+-- coordinator keeps a partition when the private partition selection draws it, once, in the backend
+-- that charged the statement (src/pg/executor/partition_keep.cpp). Refuses a statement it was not
+-- charged for (a worker, or a call written by hand).
+CREATE FUNCTION dx._release_selection(int8, float8[], float8[]) RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_selection';
+COMMENT ON FUNCTION dx._release_selection(int8, float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (private partition selection of an open GROUP BY key on a distributed table)';

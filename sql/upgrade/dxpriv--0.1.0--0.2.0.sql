@@ -940,3 +940,13 @@ COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed
 CREATE FUNCTION dx._release_part(dx._linear_partial, float8[], int4) RETURNS float8[]
 LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_part';
 COMMENT ON FUNCTION dx._release_part(dx._linear_partial, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (a part of stddev, variance, covar, corr, regr_* on a distributed table)';
+
+-- citusopen (issue 26): open GROUP BY keys on Citus distributed tables
+-- Open GROUP BY keys on distributed tables (src/pg/planner/distributed_open.h): the workers count each
+-- candidate partition's contributors (rows, or distinct units) with PostgreSQL's own count, and the
+-- coordinator keeps a partition when the private partition selection draws it, once, in the backend
+-- that charged the statement (src/pg/executor/partition_keep.cpp). Refuses a statement it was not
+-- charged for (a worker, or a call written by hand).
+CREATE FUNCTION dx._release_selection(int8, float8[], float8[]) RETURNS boolean
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_selection';
+COMMENT ON FUNCTION dx._release_selection(int8, float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (private partition selection of an open GROUP BY key on a distributed table)';

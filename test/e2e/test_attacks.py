@@ -1957,6 +1957,14 @@ attack(C, "partition_select_forged_grouped",
        Reject(PRIV))
 attack(C, "partition_select_forged_on_public_table",
        f"SELECT dx._partition_select(1.0, 0, {FORGED}, ARRAY[0, 50, 0.5]) FROM zips", Reject(PRIV))
+# its coordinator half on Citus tables (citusopen): a count given by hand, with forged parameters, is
+# never tested against the selection (nothing was charged for them); test/citus/test_citus_open_keys.py
+# also forges it with a real statement's parameters, on the coordinator and on the workers
+attack(C, "release_selection_forged", f"SELECT dx._release_selection(1000, {FORGED}, ARRAY[0, 50, 0.5])",
+       Reject(PRIV))
+attack(C, "release_selection_forged_over_rows",
+       f"SELECT zip FROM people GROUP BY zip HAVING dx._release_selection(count(*), {FORGED}, ARRAY[0, 50, 0.5])",
+       Reject(PRIV))
 # dx.last_release of open releases (issue 26, openrelease): dx._open_cells labels only the answers of a
 # partition dx._partition_select has just kept; written by hand it is refused on a protected table,
 # and on a public table it labels nothing (no answer is waiting), so the log never shows a forged key
@@ -2861,6 +2869,8 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # shows them refusing when written by hand)
                       "_partial", "_partial_transfn", "_partial_combinefn", "_linear_partial_in",
                       "_linear_partial_out", "_release_count", "_release_sum", "_release_avg", "_release_part",
+                      # an open key's selection on Citus (citusopen): refused unless its statement was charged
+                      "_release_selection",
                       # per-point tables by digest: read on workers; stored by the owner's statement
                       # (content-addressed: a table is stored only under its own SHA-256; analysts'
                       # own calls are refused by the analyzer)

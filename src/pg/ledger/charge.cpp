@@ -171,7 +171,9 @@ collect_aggrefs(Node *node, void *ctx)
 		if (!k)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");
 		NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
-		scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false, static_cast<int>(scan->charges.size())});
+		auto [it, fresh] = scan->charges.emplace(p.charge_id, Charge{p, p.agg_index, false, static_cast<int>(scan->charges.size())});
+		if (fresh) // an open key's selection on a distributed table (planner/distributed_open.h)
+			it->second.selection = castNode(FuncExpr, node)->funcid == scan->ext->release_selection;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(collect_aggrefs), ctx);
 }

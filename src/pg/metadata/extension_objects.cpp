@@ -84,6 +84,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.release_sum = lookup("_release_sum", 3, release_args);
 	o.release_avg = lookup("_release_avg", 3, release_args);
 	o.release_part = lookup("_release_part", 3, release_args);
+	const Oid release_selection_args[] = {INT8OID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
+	o.release_selection = lookup("_release_selection", 3, release_selection_args);
 	const Oid units_args[] = {FLOAT8OID, FLOAT8OID};
 	o.units = lookup("_units", 2, units_args);
 	const Oid units_by_group_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
@@ -128,7 +130,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
 	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
-	                   o.release_count, o.release_sum, o.release_avg, o.release_part, o.weigh_cached, o.weigh_int_cached,
+	                   o.release_count, o.release_sum, o.release_avg, o.release_part, o.release_selection, o.weigh_cached, o.weigh_int_cached,
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,

@@ -30,9 +30,12 @@ struct ExtensionObjects {
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
 	Oid release_count = InvalidOid, release_sum = InvalidOid, release_avg = InvalidOid;
 	Oid release_part = InvalidOid; // a part of stddev/corr/... (float8[], as dx._noisy_part's)
+	// dx._release_selection(count, params, selection): an open key's partition selection (planner/distributed_open.h)
+	Oid release_selection = InvalidOid;
 	bool is_release(Oid f) const
 	{
-		return f == release_count || f == release_sum || f == release_avg || f == release_part;
+		return f == release_count || f == release_sum || f == release_avg || f == release_part ||
+		       f == release_selection;
 	}
 	// native partial sums of distributed releases (sql/50_distributed.sql)
 	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;

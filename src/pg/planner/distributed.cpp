@@ -6,6 +6,7 @@
 #include "pg/planner/distributed_context.h"
 #include "pg/planner/distributed_em.h"
 #include "pg/planner/distributed_linear.h"
+#include "pg/planner/distributed_open.h"
 #include "pg/planner/distributed_owner.h"
 #include "pg/planner/distributed_route.h"
 #include "pg/metadata/citus_tables.h"
@@ -154,6 +155,8 @@ split_mutator(Node *node, void *ctx)
 		Query *em = em_from_counts(q, *c);
 		if (em != q)
 			return (Node *) em;
+		if (has_partition_select(q->havingQual, const_cast<ExtensionObjects *>(c->ext))) // open keys (distributed_open.h)
+			return (Node *) open_partitions_from_sums(q, *c);
 		if (q->groupClause != NIL)
 			return (Node *) every_group_from_one_state(q, *c);
 		q->targetList = (List *) native_ungrouped_mutator((Node *) q->targetList, c);

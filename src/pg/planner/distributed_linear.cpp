@@ -237,6 +237,19 @@ rows_count(const NativePartial &n)
 
 } // namespace
 
+// See distributed_linear.h.
+bool
+release_native_sums(FuncExpr *release, const SplitContext &c, Expr *&units, Expr *&rows, Const *&params)
+{
+	NativePartial n;
+	if (!native_partial(release, c, n))
+		return false;
+	units = units_sum(*c.ext, n);
+	rows = rows_count(n);
+	params = n.params;
+	return true;
+}
+
 // True when a weight expression is never NULL: a constant, or a lookup in an inline per-point
 // table where every point contributes (rows are mapped to points, NULL values included).
 bool

@@ -31,6 +31,12 @@ bool never_null_weight(Node *w, const ExtensionObjects &ext);
 // splits into sums on the workers and the state on the coordinator.
 Node *native_ungrouped_mutator(Node *node, void *ctx);
 
+// The native sums of a release placed by the split (dx._release_*(dx._partial(w, g, params), params,
+// g)): `units`, the exact sum of its weights in grid units (numeric), `rows`, its count component
+// (bigint; a NULL constant for releases of one component), and its parameters. False when its sums
+// cannot be native. Used by the open-key split (distributed_open.h).
+bool release_native_sums(FuncExpr *release, const SplitContext &c, Expr *&units, Expr *&rows, Const *&params);
+
 // A grouped query level on a Citus table rewritten so that every declared group, empty ones
 // included, is released on the coordinator from one state per aggregate (see the .cpp for the
 // exact shape); q itself when the level holds no release. Raises for shapes it cannot split.

@@ -12,7 +12,6 @@
 #include "pg/contract/param_consts.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/metadata/policy.h"
-#include "pg/metadata/citus_tables.h"
 #include "pg/guard.h"
 #include "pg/node_build.h"
 #include "pg/settings.h"
@@ -185,10 +184,7 @@ detach_open_keys(Query *q, const ExtensionObjects &ext)
 	if (list_length(q->rtable) != 1)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "joins cannot group by " + col,
 		     "Group the protected table alone by its open key.");
-	if (citus_distributed_table(rte->relid))
-		fail(ERRCODE_FEATURE_NOT_SUPPORTED, col + " cannot be grouped on: the table is distributed by Citus",
-		     "Partition selection on Citus (candidate keys counted on the workers) is not available yet; query a "
-		     "local copy of the table.");
+	// (a Citus table: the candidates are counted on the workers, planner/distributed_open.h)
 	if (guc_noise != 0)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "grouping by " + col + " needs laplace noise",
 		     "SET dxpriv.noise = 'laplace': the selection already spends the table's delta.");
