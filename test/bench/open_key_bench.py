@@ -6,7 +6,7 @@ it through scripts/run-bench-open.sh). Creates bench_open(city text, qty int, se
 --rows rows and --keys cities (row i in city i % keys), protects it (city open, qty 0..99, sex
 discrete), and times native against dx in the same run, interleaved (median of --runs after a
 warm-up): SELECT city, count(*), sum(qty), avg(qty) FROM bench_open [WHERE sex = 'F'] GROUP BY city.
-Writes test/bench/results/open_key_bench.csv: query, native_ms, dx_ms, ratio, released keys.
+Writes test/bench/results/open_key_bench.csv (or --out): query, native_ms, dx_ms, ratio, released keys.
 --unit K adds a person column (row i belongs to person i / 4: 4 rows each, in 4 cities)
 and declares it the privacy unit with K rows per unit; results go to open_key_unit_bench.csv (the
 native queries do not bound anything: the ratio is the cost of the bounding and the distinct-unit
@@ -25,6 +25,8 @@ parser.add_argument("--rows", type=int, default=2_000_000)
 parser.add_argument("--keys", type=int, default=50_000)
 parser.add_argument("--runs", type=int, default=3)
 parser.add_argument("--unit", type=int, default=0)
+parser.add_argument("--out", default=None, help="CSV to write (default: results/open_key_bench.csv, "
+                    "or results/open_key_unit_bench.csv with --unit)")
 args = parser.parse_args()
 
 conn = psycopg2.connect("")
@@ -84,8 +86,9 @@ for label, native, dx in PAIRS:
     out.append((label, round(mn, 1), round(md, 1), round(md / mn, 2), kept))
     print(f"{label}: native {mn:.0f} ms, dx {md:.0f} ms, ratio {md / mn:.2f}, released keys {kept}", flush=True)
 
-path = pathlib.Path(__file__).resolve().parent / ("results/open_key_unit_bench.csv" if args.unit
-                                                   else "results/open_key_bench.csv")
+path = pathlib.Path(args.out) if args.out else pathlib.Path(__file__).resolve().parent / (
+    "results/open_key_unit_bench.csv" if args.unit else "results/open_key_bench.csv")
+path.parent.mkdir(parents=True, exist_ok=True)
 with open(path, "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["query", "native_ms", "dx_ms", "ratio", "released_keys"])
