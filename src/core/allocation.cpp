@@ -529,7 +529,7 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 	};
 
 	ConstraintSet raw = q.constraints();
-	const std::vector<double> raw_scales = allocate(raw, request, epsilon);
+	const std::vector<double> raw_scales = q.allocation(raw, request, epsilon);
 	std::vector<double> pre = raw_scales;
 	// A lone noisy cell: take S from generalized_sensitivity so that its plan is bit-for-bit the
 	// one of plan_linear_query at its epsilon.
@@ -558,7 +558,7 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 	// Calibrate on exactly what is summed: the grid-rounded weights (the raw constraints and
 	// scales when rounding changed nothing).
 	ConstraintSet rounded = unchanged ? std::move(raw) : rounded_q.constraints();
-	const std::vector<double> fin = unchanged ? raw_scales : allocate(rounded, request, epsilon);
+	const std::vector<double> fin = unchanged ? raw_scales : rounded_q.allocation(rounded, request, epsilon);
 	const std::vector<char> lone = lone_cells(fin);
 	const std::vector<double> colmax = column_max(rounded);
 	for (std::size_t k = 0; k < m; k++) {

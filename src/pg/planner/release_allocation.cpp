@@ -34,6 +34,7 @@
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
+#include "core/grouped_allocation.h"
 #include "core/error.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
@@ -301,8 +302,14 @@ plan_release(const ReleaseAnalysis &a, double query_delta, NoiseFamily family, c
 				return *plan;
 		return plan_multi_linear_noise(a.sub, line_dense_cells(a), a.eps_total, query_delta, family, request);
 	}
-	if (!a.policy.unit.present())
+	if (!a.policy.unit.present()) {
+		// a key column with an all-pairs metric (discrete, per_value GROUP BY): without building
+		// the rows between groups, checked against all of them (core/grouped_allocation.h)
+		if (family == NoiseFamily::Laplace && !guc_exhaustive_analysis)
+			if (std::optional<MultiLinearPlan> plan = plan_multi_linear_grouped(a.sub, a.q_cells, a.eps_total, request))
+				return *plan;
 		return plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
+	}
 	if (family != NoiseFamily::Laplace)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
 		     std::string("noise family \"") + noise_family_name(family) + "\" is not available on tables with a privacy unit",
