@@ -41,6 +41,7 @@ struct KeyColumn {
 	std::vector<double> reach;
 	std::vector<std::uint32_t> order;
 	std::vector<double> nearest;
+	bool uniform = false; // every pair at the same distance
 };
 
 // Non-zero cells of every point (q transposed): cells cell[start[u] .. start[u+1]) ascending, with
@@ -118,6 +119,7 @@ key_metric(const SubUniverse &sub, std::size_t c, KeyColumn &kc)
 		kc.order[i] = static_cast<std::uint32_t>(i);
 	std::stable_sort(kc.order.begin(), kc.order.end(),
 	                 [&kc](std::uint32_t a, std::uint32_t b) { return kc.reach[a] > kc.reach[b]; });
+	kc.uniform = kc.reach[kc.order[0]] == kc.reach[kc.order[L - 1]];
 	// nearest[i] = min(e_i, min_{j != i} e_j): the two smallest reaches
 	const double low1 = kc.reach[kc.order[L - 1]], low2 = kc.reach[kc.order[L - 2]];
 	kc.nearest.resize(L);
@@ -320,8 +322,30 @@ separate_pairs(const std::vector<KeyColumn> &keys, const GroupedPoints &pts, std
 				if (!out || !(line_worst > 1 + slack) || arg_u >= n)
 					return;
 				out->push_back(PairViolation{std::min(arg_u, arg_v), std::max(arg_u, arg_v), arg_d});
-				// and a matching of the line's points by decreasing load (a star around the most
-				// loaded point would take one round per group of a symmetric statement)
+				if (!kc.uniform) { // per_value: the most violated pair of every point (L^2 per line)
+					for (std::size_t i = 0; i < kc.size; i++) {
+						const std::size_t u = base + i * kc.stride;
+						double best = 0;
+						std::size_t best_j = kc.size;
+						for (std::size_t j = 0; j < kc.size; j++) {
+							if (j == i)
+								continue;
+							const double r = (load[u] + load[base + j * kc.stride]) / std::min(kc.reach[i], kc.reach[j]);
+							if (r > best) {
+								best = r;
+								best_j = j;
+							}
+						}
+						if (best > 1 + slack && best_j < kc.size) {
+							const std::size_t v = base + best_j * kc.stride;
+							out->push_back(PairViolation{std::min(u, v), std::max(u, v),
+							                             std::min(kc.reach[i], kc.reach[best_j])});
+						}
+					}
+					return;
+				}
+				// uniform distance: a matching of the line's points by decreasing load (a star around
+				// the most loaded point would take one round per group of a symmetric statement)
 				ranked.clear();
 				for (std::uint32_t i : kc.order)
 					ranked.emplace_back(load[base + i * kc.stride], i);
