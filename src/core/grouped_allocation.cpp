@@ -15,6 +15,7 @@
 #include "core/allocation_internal.h"
 #include "core/error.h"
 #include "core/linear_query.h"
+#include "core/progress.h"
 #include "core/sensitivity.h"
 
 namespace dxpriv {
@@ -32,6 +33,9 @@ constexpr double kMaxKeyDistanceChecks = 4e7;
 constexpr std::size_t kMaxGenerationRounds = 200;
 // A pair row is added when the allocation exceeds it by more than this (relative).
 constexpr double kGenerationSlack = 1e-12;
+// Largest L x points a round spends on the most violated pair of every point of a per_value key
+// (beyond it: the most violated pair and a matching per line, as for a uniform distance).
+constexpr double kMaxPointScan = 2e8;
 
 // A key column: position, size L, stride in the row-major sub-universe, and reach e_i with
 // d(i, j) = min(e_i, e_j) for i != j; order lists its points by decreasing reach, nearest[i] is
@@ -322,7 +326,8 @@ separate_pairs(const std::vector<KeyColumn> &keys, const GroupedPoints &pts, std
 				if (!out || !(line_worst > 1 + slack) || arg_u >= n)
 					return;
 				out->push_back(PairViolation{std::min(arg_u, arg_v), std::max(arg_u, arg_v), arg_d});
-				if (!kc.uniform) { // per_value: the most violated pair of every point (L^2 per line)
+				if (!kc.uniform && static_cast<double>(kc.size) * static_cast<double>(n) <= kMaxPointScan) {
+					// per_value: the most violated pair of every point (L^2 per line)
 					for (std::size_t i = 0; i < kc.size; i++) {
 						const std::size_t u = base + i * kc.stride;
 						double best = 0;
@@ -441,6 +446,8 @@ generate_rows(const GroupedContext &ctx, const GroupedMatrix &q, const GroupedPo
 	ctx.stats.base_rows += rows.count();
 	std::vector<PairViolation> violations;
 	for (std::size_t round = 0; round < kMaxGenerationRounds; round++) {
+		report_progress("grouped allocation: constraint generation rounds", static_cast<double>(round),
+		                static_cast<double>(kMaxGenerationRounds)); // may throw (cancel)
 		scales = allocate(rows, ctx.request, ctx.epsilon);
 		ctx.stats.rounds++;
 		if (!grouped_generation_on)
