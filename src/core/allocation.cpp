@@ -546,7 +546,7 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 		raw_scales = generated(q);
 	if (!pairs) {
 		raw = q.constraints();
-		raw_scales = allocate(raw, request, epsilon);
+		raw_scales = q.allocation(raw, request, epsilon);
 	}
 	std::vector<double> pre = raw_scales;
 	// A lone noisy cell: take S from generalized_sensitivity so that its plan is bit-for-bit the
@@ -582,7 +582,7 @@ plan_multi_linear(const CellWeights &q, double epsilon, const AllocationRequest 
 	if (!pairs) {
 		rounded = unchanged && raw.cells > 0 ? std::move(raw) : rounded_q.constraints();
 		if (!unchanged || raw_scales.empty())
-			fin = allocate(rounded, request, epsilon);
+			fin = rounded_q.allocation(rounded, request, epsilon);
 	}
 	const std::vector<char> lone = lone_cells(fin);
 	const std::vector<double> colmax = pairs ? pair_colmax : column_max(rounded);

@@ -93,6 +93,12 @@ public:
 	virtual LinearNoisePlan single(double epsilon) const = 0;
 	// build_constraints(sub, q).
 	virtual ConstraintSet constraints() const = 0;
+	// allocate(c, request, epsilon) for the set constraints() returned (a subclass that already
+	// allocated on it may return that result).
+	virtual std::vector<double> allocation(const ConstraintSet &c, const AllocationRequest &request, double epsilon) const
+	{
+		return allocate(c, request, epsilon);
+	}
 	// generalized_sensitivity(sub, q_k).
 	virtual double sensitivity(std::size_t k) const = 0;
 	// choose_grid(t, q_k, integer_weights).

@@ -1460,8 +1460,89 @@ for _name, _sql in [
     attack("closed_form", "grouped: " + _name, _sql, Custom(same_plan_as_exhaustive))
 
 
+# Grouped allocation without the rows between groups (issue 23, symalloc; core/grouped_allocation.h):
+# a statement grouped by a discrete or per_value column with more than 20,000 such rows is planned
+# by constraint generation and checked against every one of them. Its plan may differ from the
+# per-point reference in the last bits (the same convex optimum over other rows), so these entries
+# compare every dx.explain row within 1e-6 (relative) and require that no noise scale is below the
+# reference's by more than that: no shape (a per_value override on the key, a WHERE removing
+# groups, the override's group removed, HAVING, two keys, an expression key) gets a smaller scale
+# than the reference allows. Whether the statement took the grouped path is read from its DEBUG1
+# line (expression keys and small statements take the reference: bit for bit).
+GA_SETUP = [
+    "CREATE TABLE ga (k int, v int)",
+    "INSERT INTO ga SELECT i % 50, (i * 37) % 501 FROM generate_series(1, 3000) AS i",
+    "SELECT dx.protect_table('ga', 1.0)",
+    "SELECT dx.set_column('ga', 'k', '{\"values\": [%s]}', "
+    "'{\"type\": \"per_value\", \"weights\": {\"7\": 0.3, \"8\": 5}, \"default\": 1}')"
+    % ", ".join(str(i) for i in range(50)),
+    "SELECT dx.set_column('ga', 'v', '{\"min\": 0, \"max\": 500}', '{\"type\": \"none\"}')",
+    f"SELECT dx.grant_budget('{ANALYST}', 'ga', 100000)",
+]
+
+
+def near_plan_of_exhaustive(grouped):
+    def check(ctx, conn, attempt):
+        def plan(c):
+            with c.cursor() as cur:
+                cur.execute("SELECT cell, component, group_key, epsilon, noise_scale, plain_dp_scale "
+                            "FROM dx.explain(%s) ORDER BY cell, component, group_key", (attempt.sql,))
+                return cur.fetchall()
+        execute(conn, "SET client_min_messages = debug1")
+        del conn.notices[:]
+        try:
+            fast = plan(conn)
+        finally:
+            execute(conn, "RESET client_min_messages")
+        took = any("grouped allocation without" in n for n in conn.notices)
+        assert took == grouped, f"grouped path taken: {took}, expected {grouped} ({conn.notices[-3:]})"
+        execute(ctx.admin, "SET dxpriv.exhaustive_analysis = on")
+        execute(ctx.admin, f"SET ROLE {ANALYST}")
+        try:
+            exhaustive = plan(ctx.admin)
+        finally:
+            execute(ctx.admin, "RESET ROLE")
+            execute(ctx.admin, "RESET dxpriv.exhaustive_analysis")
+        assert len(fast) == len(exhaustive), f"{len(fast)} rows != {len(exhaustive)}"
+        for f, e in zip(fast, exhaustive):
+            assert f[:3] == e[:3], f"row {f[:3]} != {e[:3]}"
+            for a, b in ((f[3], e[3]), (f[4], e[4])):
+                assert (a is None) == (b is None), f"{f} vs {e}"
+                if b is not None:
+                    assert abs(a - b) <= 1e-6 * abs(b), f"{f} vs per-point {e}"
+            if e[4] is not None:
+                assert f[4] >= e[4] * (1 - 1e-6), f"scale {f[4]} below the reference's {e[4]}"
+            assert f[5] == e[5], f"baseline {f[5]} != {e[5]}"
+        if not grouped:
+            assert fast == exhaustive, "outside the shape the plan must be the reference's, bit for bit"
+        scales = [r[4] for r in fast if r[4] is not None]
+        assert scales and min(scales) > 0, f"noise scales {scales}"
+        Noised().check(ctx, conn, attempt)
+        return f"{'grouped path' if grouped else 'reference'}: {len(fast)} rows within 1e-6, noise {min(scales):g}.."
+    return check
+
+
+for _name, _sql, _grouped in [
+    ("GROUP BY a discrete key over 20,000 points", "SELECT zip, dx.count(*), dx.avg(income) FROM people GROUP BY zip",
+     True),
+    ("a per_value key with overrides", "SELECT k, dx.count(*), dx.avg(v) FROM ga GROUP BY k", True),
+    ("a WHERE removing groups", "SELECT k, dx.count(*), dx.sum(v) FROM ga WHERE k < 30 AND k <> 3 GROUP BY k", True),
+    ("a WHERE removing the override's group", "SELECT k, dx.count(*), dx.sum(v) FROM ga WHERE k <> 7 GROUP BY k",
+     True),
+    ("a FILTER on the key (other weights per group)",
+     "SELECT k, dx.count(*) FILTER (WHERE k < 25 OR v > 250), dx.sum(v) FROM ga GROUP BY k", True),
+    ("HAVING on the aggregate", "SELECT k, dx.count(*), dx.sum(v) FROM ga GROUP BY k HAVING dx.count(*) > 40", True),
+    ("two keys", "SELECT sex, zip, dx.count(*), dx.sum(income) FROM people GROUP BY sex, zip", True),
+    ("per-aggregate epsilons", "SELECT zip, dx.count(1, 0.2), dx.avg(income, 0.3) FROM people GROUP BY zip", True),
+    ("an expression key (two values per group)", "SELECT k / 2, dx.count(*), dx.sum(v) FROM ga GROUP BY k / 2",
+     False),
+    ("below the threshold", "SELECT zip, dx.count(*), dx.sum(age) FROM people GROUP BY zip", False),
+]:
+    attack("closed_form", "grouped allocation: " + _name, _sql, Custom(near_plan_of_exhaustive(_grouped)))
+
+
 def test_closed_form_analysis():
-    run_category("closed_form")
+    run_category("closed_form", admin_setup=GA_SETUP)
 
 
 # ================================================================ l2 analysis by pair generation (issue 23)

@@ -34,6 +34,7 @@
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
+#include "core/grouped_allocation.h"
 #include "core/error.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
@@ -303,8 +304,22 @@ plan_release(const ReleaseAnalysis &a, double query_delta, NoiseFamily family, c
 				return *plan;
 		return plan_multi_linear_noise(a.sub, line_dense_cells(a), a.eps_total, query_delta, family, request);
 	}
-	if (!a.policy.unit.present())
+	if (!a.policy.unit.present()) {
+		// a key column with an all-pairs metric (discrete, per_value GROUP BY): without building
+		// the rows between groups, checked against all of them (core/grouped_allocation.h)
+		if (family == NoiseFamily::Laplace && !guc_exhaustive_analysis) {
+			GroupedStats st;
+			std::optional<MultiLinearPlan> plan = plan_multi_linear_grouped(a.sub, a.q_cells, a.eps_total, request, &st);
+			if (st.fell_back)
+				elog(DEBUG1, "dxpriv: grouped allocation fell back to the per-point reference");
+			if (plan) {
+				elog(DEBUG1, "dxpriv: grouped allocation without the %.0f rows between groups: %zu rows, %zu allocations",
+				     st.pair_rows, st.base_rows + st.generated_rows, st.rounds);
+				return *plan;
+			}
+		}
 		return plan_multi_linear_noise(a.sub, a.q_cells, a.eps_total, query_delta, family, request);
+	}
 	if (family != NoiseFamily::Laplace)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
 		     std::string("noise family \"") + noise_family_name(family) + "\" is not available on tables with a privacy unit",
