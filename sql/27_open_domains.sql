@@ -11,7 +11,7 @@ LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_deser
 CREATE FUNCTION dx._partition_select_finalfn(internal) RETURNS boolean
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_finalfn';
 CREATE AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) (
-	SFUNC = dx._partition_select_transfn, STYPE = internal,
+	SFUNC = dx._partition_select_transfn, STYPE = internal, SSPACE = 64,
 	FINALFUNC = dx._partition_select_finalfn,
 	COMBINEFUNC = dx._partition_select_combinefn, SERIALFUNC = dx._partition_select_serialize,
 	DESERIALFUNC = dx._partition_select_deserialize, PARALLEL = SAFE);
