@@ -932,7 +932,7 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
 -- labels the answers of a partition the selection kept and drops those of one it withheld. It stays
 -- executable by PUBLIC (analysts' rewritten statements call it); called by hand it labels nothing.
 CREATE FUNCTION dx._open_cells(boolean, text[], text[]) RETURNS boolean
-LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_open_cells';
+LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_open_cells';
 COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed by the dxpriv analyzer only (dx.last_release of a release grouped by an open key)';
 
 -- citusdisp: dispersion statistics on Citus distributed tables

@@ -82,3 +82,26 @@ FROM (SELECT city, dx.count(*) AS n, dx.sum(cost) AS s FROM open61 GROUP BY city
 SELECT count(*) FILTER (WHERE l ~ 'dx._onepass_count') AS onepass_nodes,
        count(*) FILTER (WHERE l ~ 'dx._noisy_') AS per_row_aggregates
 FROM pg_temp.plan_lines('SELECT city, dx.count(*), dx.sum(cost), dx.avg(cost) FROM open61 GROUP BY city') p(l);
+
+-- in parallel (dx._open_cells is PARALLEL SAFE): the workers aggregate partial states, the leader
+-- finalises them, draws the noise and the selection and labels the kept partitions. With sorted
+-- aggregation the leader finalises the partitions in key order, so under one seed the parallel
+-- release equals the serial one, answers and log
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET enable_hashagg = off;
+SELECT count(*) FILTER (WHERE l ~ 'Partial GroupAggregate') AS partial, count(*) FILTER (WHERE l ~ 'Gather') AS gathered
+FROM pg_temp.plan_lines('SELECT city, dx.count(*), dx.avg(cost) FROM open61 GROUP BY city') p(l);
+SET dxpriv.test_seed = 6262;
+CREATE TEMP TABLE par_on AS SELECT city, dx.count(*) AS n, dx.sum(cost) AS s, dx.avg(cost) AS a FROM open61 GROUP BY city;
+CREATE TEMP TABLE par_log_on AS SELECT * FROM dx.last_release();
+SET max_parallel_workers_per_gather = 0;
+SET dxpriv.test_seed = 6262;
+CREATE TEMP TABLE par_off AS SELECT city, dx.count(*) AS n, dx.sum(cost) AS s, dx.avg(cost) AS a FROM open61 GROUP BY city;
+CREATE TEMP TABLE par_log_off AS SELECT * FROM dx.last_release();
+SELECT (SELECT count(*) FROM par_on) AS released,
+       (SELECT count(*) FROM ((TABLE par_on EXCEPT ALL TABLE par_off) UNION ALL (TABLE par_off EXCEPT ALL TABLE par_on)) d) AS differing,
+       (SELECT count(*) FROM par_log_on) AS logged,
+       (SELECT count(*) FROM ((TABLE par_log_on EXCEPT ALL TABLE par_log_off) UNION ALL (TABLE par_log_off EXCEPT ALL TABLE par_log_on)) d) AS log_differing;
