@@ -124,7 +124,9 @@ COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[
 -- aggregate's final function weighs the histogram with its own per-point table. Arguments:
 -- layout, dense histogram, output group, "row is real" flag, then the columns' values and domain
 -- constants (equal for every aggregate of the statement); the analyzer adds each aggregate's
--- parameters, table and shape as direct arguments (they reach the final function).
+-- parameters, table and shape as direct arguments (they reach the final function). SSPACE: a state's
+-- size as the hash aggregate plans it (a partition of an open key holds a small histogram; without
+-- SSPACE PostgreSQL assumes 8 kB per internal state and spills after a few hundred partitions).
 CREATE FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, VARIADIC "any") RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_transfn';
 CREATE FUNCTION dx._onepass_combinefn(internal, internal) RETURNS internal
@@ -147,17 +149,17 @@ COMMENT ON FUNCTION dx._onepass_count_finalfn(internal) IS 'noisy count weighed 
 COMMENT ON FUNCTION dx._onepass_sum_finalfn(internal) IS 'noisy sum weighed from the histogram';
 COMMENT ON FUNCTION dx._onepass_avg_finalfn(internal) IS 'noisy sum over noisy count weighed from the histogram, clamped';
 CREATE AGGREGATE dx._onepass_count(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 CREATE AGGREGATE dx._onepass_sum(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 CREATE AGGREGATE dx._onepass_avg(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);

@@ -11,7 +11,7 @@ LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_deser
 CREATE FUNCTION dx._partition_select_finalfn(internal) RETURNS boolean
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_finalfn';
 CREATE AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) (
-	SFUNC = dx._partition_select_transfn, STYPE = internal,
+	SFUNC = dx._partition_select_transfn, STYPE = internal, SSPACE = 64,
 	FINALFUNC = dx._partition_select_finalfn,
 	COMBINEFUNC = dx._partition_select_combinefn, SERIALFUNC = dx._partition_select_serialize,
 	DESERIALFUNC = dx._partition_select_deserialize, PARALLEL = SAFE);
@@ -27,6 +27,8 @@ REVOKE EXECUTE ON FUNCTION dx._partition_select_finalfn(internal) FROM PUBLIC;
 -- planner/open_release_log.h): placed in the release's HAVING after dx._partition_select; it
 -- labels the answers of a partition the selection kept and drops those of one it withheld. It stays
 -- executable by PUBLIC (analysts' rewritten statements call it); called by hand it labels nothing.
+-- PARALLEL SAFE so that the release's HAVING lets PostgreSQL aggregate partial states in parallel
+-- workers: the HAVING runs in the leader's finalising aggregate; in a worker it would label nothing.
 CREATE FUNCTION dx._open_cells(boolean, text[], text[]) RETURNS boolean
-LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_open_cells';
+LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_open_cells';
 COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed by the dxpriv analyzer only (dx.last_release of a release grouped by an open key)';

@@ -794,7 +794,7 @@ LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_deser
 CREATE FUNCTION dx._partition_select_finalfn(internal) RETURNS boolean
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_partition_select_finalfn';
 CREATE AGGREGATE dx._partition_select(float8, int4, float8[], float8[]) (
-	SFUNC = dx._partition_select_transfn, STYPE = internal,
+	SFUNC = dx._partition_select_transfn, STYPE = internal, SSPACE = 64,
 	FINALFUNC = dx._partition_select_finalfn,
 	COMBINEFUNC = dx._partition_select_combinefn, SERIALFUNC = dx._partition_select_serialize,
 	DESERIALFUNC = dx._partition_select_deserialize, PARALLEL = SAFE);
@@ -867,17 +867,17 @@ COMMENT ON FUNCTION dx._onepass_count_finalfn(internal) IS 'noisy count weighed 
 COMMENT ON FUNCTION dx._onepass_sum_finalfn(internal) IS 'noisy sum weighed from the histogram';
 COMMENT ON FUNCTION dx._onepass_avg_finalfn(internal) IS 'noisy sum over noisy count weighed from the histogram, clamped';
 CREATE AGGREGATE dx._onepass_count(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 CREATE AGGREGATE dx._onepass_sum(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 CREATE AGGREGATE dx._onepass_avg(text, bool, int4, bool, VARIADIC "any") (
-	SFUNC = dx._onepass_transfn, STYPE = internal,
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
@@ -932,7 +932,7 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
 -- labels the answers of a partition the selection kept and drops those of one it withheld. It stays
 -- executable by PUBLIC (analysts' rewritten statements call it); called by hand it labels nothing.
 CREATE FUNCTION dx._open_cells(boolean, text[], text[]) RETURNS boolean
-LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_open_cells';
+LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_open_cells';
 COMMENT ON FUNCTION dx._open_cells(boolean, text[], text[]) IS 'internal: placed by the dxpriv analyzer only (dx.last_release of a release grouped by an open key)';
 
 -- citusdisp: dispersion statistics on Citus distributed tables

@@ -3,6 +3,9 @@
 
 #include <cerrno>
 
+#include <atomic>
+
+#include <pthread.h>
 #include <sys/random.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -10,6 +13,22 @@
 #include "core/error.h"
 
 namespace dxpriv {
+
+namespace {
+
+// Forks of this process since the library was loaded: a child's count differs from its parent's,
+// so a buffer filled before fork() is refilled in the child (registered at load, before any fill).
+std::atomic<unsigned long> fork_count{1};
+
+void
+count_fork()
+{
+	fork_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+const int fork_handler_registered = pthread_atfork(nullptr, nullptr, count_fork);
+
+} // namespace
 
 // Uniform integer in [0, n): accept a 64-bit word only below the largest multiple of n, so every
 // residue is equally likely (the rejected band [0, 2^64 mod n) is where modulo would be biased).
@@ -44,10 +63,10 @@ unsigned __int128 RandomSource::uniform_below(unsigned __int128 n)
 }
 
 // Next kernel-random word; refills (discarding any buffered words) when the buffer is exhausted
-// or when the process id changed since the last fill, i.e. after fork().
+// or when the process forked since the last fill.
 std::uint64_t SystemRandom::next_u64()
 {
-	if (static_cast<long>(getpid()) != owner_pid_ || next_ >= kWords)
+	if (fork_count.load(std::memory_order_relaxed) != fork_generation_ || next_ >= kWords)
 		refill();
 	const std::uint64_t word = buffer_[next_];
 	buffer_[next_] = 0; // a consumed word never stays in memory
@@ -69,7 +88,9 @@ void SystemRandom::refill()
 		}
 		filled += static_cast<std::size_t>(got);
 	}
-	owner_pid_ = static_cast<long>(getpid());
+	if (fork_handler_registered != 0)
+		throw CoreError(ErrorKind::Internal, "cannot watch fork() for the system random source");
+	fork_generation_ = fork_count.load(std::memory_order_relaxed);
 	next_ = 0;
 }
 

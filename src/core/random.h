@@ -19,7 +19,8 @@ public:
 };
 
 // Kernel CSPRNG (getrandom(2)) behind a small buffer. Lazily filled on first use and discarded
-// when the process id changes, so a state inherited through fork() is never reused.
+// after a fork() (a pthread_atfork child handler counts forks, so a state inherited through fork()
+// is never reused; no getpid(2) system call per word).
 class SystemRandom final : public RandomSource {
 public:
 	std::uint64_t next_u64() override;
@@ -29,7 +30,7 @@ private:
 	static constexpr std::size_t kWords = 64;
 	std::uint64_t buffer_[kWords];
 	std::size_t next_ = kWords;
-	long owner_pid_ = -1;
+	unsigned long fork_generation_ = 0; // the process' fork count when the buffer was filled
 };
 
 // Deterministic stream for tests and the superuser-only test seed GUC (std::mt19937_64, whose

@@ -510,3 +510,42 @@ def test_open_cache_repetition_reveals_nothing():
             assert spent() > before, "a release drawn again must be charged"
             seen.add(tuple(r[0] for r in rows))
         assert len(seen) > 1, "the keys near the threshold never changed: the test would not see a redraw"
+
+
+def test_one_pass_open_release_forged_and_one_person():
+    # one pass for open keys (issue 26 performance, helper openspeed): a release grouped by an open
+    # key without a privacy unit shares one dx._onepass_* state per partition between its
+    # aggregates. The plan names no key value; written by hand the shared aggregates are refused
+    # (their parameters are direct arguments SQL cannot write) without quoting a key; a one-person
+    # key is still never released through the shared state; an error raised on the secret key
+    # alone by a wrapper never fires (the key is withheld before the wrapper sees it)
+    with attack_db() as (db, admin):
+        open_people(admin)
+        conn = analyst_conn(db)
+        plan = "\n".join(r[0] for r in execute_rows(  # (EXPLAIN is the owner's: analysts are refused it)
+            admin, "EXPLAIN VERBOSE SELECT name, dx.count(*), dx.sum(age), dx.avg(age) FROM people WHERE age > 20 GROUP BY name"))
+        assert "dx._onepass_count" in plan and "dx._noisy_" not in plan, plan
+        assert SECRET_NAME not in plan and "Person" not in plan
+        forged = [
+            "SELECT name, dx._onepass_count('r', false, 0, true, age, 0::float8, 120::float8, 1::float8) "
+            "FROM people GROUP BY name",
+            "SELECT name, count(*), dx._onepass_sum('r', false, 0, true, age, 0::float8, 120::float8, 1::float8) "
+            "FROM people GROUP BY name",
+            f"SELECT name FROM people GROUP BY name HAVING dx._onepass_count('e', false, 0, true, name, "
+            f"ARRAY['{SECRET_NAME}']) > 0",
+        ]
+        for sql in forged:
+            try:
+                execute_rows(conn, sql)
+                raise AssertionError(f"answered: {sql}")
+            except psycopg2.Error as e:
+                assert e.pgcode == "42501", (sql, e.pgcode, e.pgerror)
+                text = str(e.pgerror) + str(e.diag.message_hint) + str(e.diag.message_detail)
+                assert "Person" not in text and not any(f + " " in text for f in FIRST), text
+        for _ in range(3):  # each name is one person's: never released (delta 1e-12)
+            assert execute_rows(conn, "SELECT name, count(*), sum(age), avg(age) FROM people GROUP BY name") == []
+            assert execute_rows(conn, "SELECT name, sex, count(*) FROM people WHERE age > 30 GROUP BY name, sex") == []
+        rows = execute_rows(
+            conn, f"SELECT * FROM (SELECT name, count(*), avg(age) FROM people GROUP BY name) s "
+                  f"WHERE CASE WHEN name = '{SECRET_NAME}' THEN 1 / (length(name) - {len(SECRET_NAME)}) ELSE 1 END = 1")
+        assert rows == [], rows

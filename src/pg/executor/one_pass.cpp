@@ -121,7 +121,7 @@ new_one_pass_state(MemoryContext mcxt, int32 group, bool dense, uint64 points)
 	if (s->dense)
 		s->counts = static_cast<uint16 *>(MemoryContextAllocExtended(mcxt, points * sizeof(uint16), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 	else
-		sparse_alloc(s, 64);
+		sparse_alloc(s, 8); // (grows by doubling: a partition of an open key often meets few points)
 	return s;
 }
 

@@ -87,19 +87,6 @@ struct Row {
 	std::string method = {};                // interval_method when neither exact nor delta_method
 };
 
-// The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
-struct Log {
-	std::shared_ptr<LoggedStatement> statement;
-	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
-	std::set<std::pair<int64, int>> recorded;
-	// a release grouped by an open key: the rows of the partitions the selection kept, by (first
-	// ledger cell, the partition's label, order); sorted by label, so that their order does not
-	// depend on the partitions that were withheld (nor on the order the executor met them in)
-	std::map<std::tuple<int, std::string, int>, std::pair<int, Row>> open_rows; // -> (declared group, row)
-	bool unreported = false;
-};
-Log current;
-
 // An answer of an open release's partition, held until the selection's verdict on that partition
 // (release_log_open_cells): the final functions know no key value and run for every partition.
 struct PendingCell {
@@ -110,6 +97,25 @@ struct PendingCell {
 	double parts[2];
 	bool has_parts;
 };
+
+// The log: the statement whose releases it shows, and the rows by (aggregate, group, order).
+struct Log {
+	std::shared_ptr<LoggedStatement> statement;
+	std::map<std::tuple<int, int, int>, Row> rows; // by (aggregate's first ledger cell, group, order)
+	std::set<std::pair<int64, int>> recorded;
+	// a release grouped by an open key: the rows of the partitions the selection kept, by (first
+	// ledger cell, the partition's label, order); sorted by label, so that their order does not
+	// depend on the partitions that were withheld (nor on the order the executor met them in).
+	// Built on first read (open_rows_of) from open_kept, the kept partitions' cells in verdict order:
+	// a release of 50,000 partitions does not build 250,000 rows nobody reads.
+	std::map<std::tuple<int, std::string, int>, std::pair<int, Row>> open_rows; // -> (declared group, row)
+	std::vector<std::string> open_labels;                            // kept partitions, in verdict order
+	std::vector<std::tuple<size_t, Charged, PendingCell>> open_kept; // (label index, aggregate, answer)
+	size_t open_built = 0;                                           // entries of open_kept in open_rows
+	bool unreported = false;
+};
+Log current;
+
 std::vector<PendingCell> pending;
 int open_verdict = 0; // the last dx._partition_select final of this backend: 1 kept, -1 withheld, 0 consumed
 
@@ -168,6 +174,8 @@ group_text(int64 charge_id, int group)
 	return (*labels)[static_cast<size_t>(group)];
 }
 
+const std::map<std::tuple<int, std::string, int>, std::pair<int, Row>> &open_rows_of(Log &log);
+
 // The compact NOTICE of dxpriv.show_error_bars: the first answers with their 95% half-widths.
 std::string
 notice_text()
@@ -204,7 +212,7 @@ notice_text()
 		text += (text.empty() ? "" : "; ") + what + (group.empty() ? "" : " [" + group + "]") + buf;
 		++shown;
 	}
-	for (const auto &[key, entry] : current.open_rows) { // partitions kept by an open key's selection
+	for (const auto &[key, entry] : open_rows_of(current)) { // partitions kept by an open key's selection
 		const Row &row = entry.second;
 		if (row.component == "sum" || row.component == "count")
 			continue;
@@ -380,18 +388,38 @@ release_log_open_cells(bool kept, const std::string &label)
 	open_verdict = 0;
 	if (!keep || IsParallelWorker())
 		return; // withheld: its cells are dropped, nothing of them stays
+	bool labelled = false;
 	for (const PendingCell &p : cells) {
 		const Charged *c = charged_in_log(p.charge_id);
 		if (!c)
 			continue;
-		std::string shown = label; // (two values printed alike, e.g. NULL and 'NULL', stay apart)
-		for (int n = 2; current.open_rows.count({c->first_cell, shown, 0}); ++n)
-			shown = label + " #" + std::to_string(n);
+		if (!labelled) {
+			current.open_labels.push_back(label);
+			labelled = true;
+		}
 		current.unreported = true;
-		record_rows(*c, p.group, p.components, p.plans, p.answer, p.has_parts ? p.parts : nullptr,
-		            [&](int order, const Row &row) { current.open_rows[{c->first_cell, shown, order}] = {p.group, row}; });
+		current.open_kept.emplace_back(current.open_labels.size() - 1, *c, p);
 	}
 }
+
+// The rows of the open partitions kept so far (release_log_open_cells), built from the cells not
+// yet listed, in verdict order (what listing each partition at its verdict gave).
+namespace {
+const std::map<std::tuple<int, std::string, int>, std::pair<int, Row>> &
+open_rows_of(Log &log)
+{
+	for (; log.open_built < log.open_kept.size(); ++log.open_built) {
+		const auto &[index, c, p] = log.open_kept[log.open_built];
+		const std::string &label = log.open_labels[index];
+		std::string shown = label; // (two values printed alike, e.g. NULL and 'NULL', stay apart)
+		for (int n = 2; log.open_rows.count({c.first_cell, shown, 0}); ++n)
+			shown = label + " #" + std::to_string(n);
+		record_rows(c, p.group, p.components, p.plans, p.answer, p.has_parts ? p.parts : nullptr,
+		            [&](int order, const Row &row) { log.open_rows[{c.first_cell, shown, order}] = {p.group, row}; });
+	}
+	return log.open_rows;
+}
+} // namespace
 
 // See release_log.h.
 void
@@ -535,7 +563,7 @@ DX_FUNCTION(dx_last_release)
 		// the keys of an open release's partitions: to the role that ran it only (another role of the
 		// same session, after SET ROLE, sees none of them)
 		if (current.statement->role == GetUserId())
-			for (const auto &[key, entry] : current.open_rows)
+			for (const auto &[key, entry] : open_rows_of(current))
 				emit(std::get<0>(key), entry.first, &std::get<1>(key), entry.second);
 	}
 	pg_call([&] {

@@ -89,11 +89,12 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 	const size_t slots = a.jc.slots;
 	// one pass over the rows (planner/one_pass.h): the linear aggregates read by lookup share one
 	// transition (not on Citus, in joins, grouping sets or beside exponential-mechanism aggregates)
-	// (not for open keys: their groups come from the stored key, planner/open_keys.h)
-	const bool one_pass = guc_one_pass && !r.distributed && !r.slot && !a.join && !r.set && a.em.specs.empty() && !a.open;
+	// (open keys: one state per partition, without a privacy unit, planner/open_keys.h)
+	const bool one_pass = guc_one_pass && !r.distributed && !r.slot && !a.join && !r.set && a.em.specs.empty() &&
+	                      (!a.open || !a.policy.unit.present());
 	const std::vector<bool> key = one_pass && !a.policy.unit.present() ? one_pass_key_columns(a.keys, cols) : std::vector<bool>{};
 	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(r.group_index),
-	                                        grouped ? (Expr *) present_flag_var() : nullptr, key)
+	                                        grouped && !a.open ? (Expr *) present_flag_var() : nullptr, key, a.open)
 	                        : NIL;
 	for (size_t j = 0; j < specs.size(); ++j) {
 		const AggSpec &s = specs[j];

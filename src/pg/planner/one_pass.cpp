@@ -24,8 +24,9 @@ namespace dxpriv::pg {
 namespace {
 
 // A histogram array per output group when the points times the groups stay within 2^21 entries
-// (16 MB of counts), else a hash of the points met.
+// (16 MB of counts), else a hash of the points met; per partition of an open key, up to 16.
 constexpr double kDenseEntries = 2097152.0;
+constexpr double kDenseOpenEntries = 16.0;
 
 Const *
 int8_array_const(const std::vector<int64> &v)
@@ -74,13 +75,13 @@ one_pass_key_columns(const GroupKeys &keys, const std::vector<const ColumnPolicy
 // See one_pass.h.
 List *
 one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present,
-              const std::vector<bool> &key)
+              const std::vector<bool> &key, bool open)
 {
 	double points = 1;
 	for (size_t i = 0; i < cols.size(); ++i)
 		if (key.empty() || !key[i])
 			points *= static_cast<double>(cols[i]->domain.size());
-	const bool dense = points * static_cast<double>(groups) <= kDenseEntries;
+	const bool dense = open ? points <= kDenseOpenEntries : points * static_cast<double>(groups) <= kDenseEntries;
 	std::string layout;
 	List *values = row_layout_args(cols, layout);
 	if (!key.empty()) { // the key columns ('e', 'r') in upper case: left out of the histogram's point

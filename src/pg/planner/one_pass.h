@@ -30,8 +30,10 @@ std::vector<bool> one_pass_key_columns(const GroupKeys &keys, const std::vector<
 // group from them on a group's first row); present: the "row is real" flag (false on added
 // empty-group rows), or nullptr (every row is real); dense: a histogram array per group when the
 // (non-key) points times the groups are few. key: one_pass_key_columns (empty: no key column).
+// open: grouped by an open key (planner/open_keys.h), one state per partition, as many as the
+// table has keys: dense only for a few points, else a hash growing with the points met.
 List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present,
-                    const std::vector<bool> &key);
+                    const std::vector<bool> &key, bool open = false);
 
 // Turns a rewritten linear aggregate into its one-pass form: kind 0 count, 1 sum (and linear),
 // 2 avg; args: one_pass_args (copied); direct arguments: (params, its per-point table over cols
