@@ -9,6 +9,9 @@ import math
 from e2e_common import connect, execute, fresh_db
 
 RELEASES = 200
+# the ROLLUP comparison: the RMSE ratio of the total is ~0.76 with a standard deviation of ~0.07 at
+# 200 releases (a 0.85 bound failed about one run in ten); at 1000 it is ~0.03
+ROLLUP_RELEASES = 1000
 
 
 def _setup(conn):
@@ -32,13 +35,13 @@ def _rmse(errors):
     return math.sqrt(sum(e * e for e in errors) / len(errors))
 
 
-def _rollup_errors(conn, postprocess):
+def _rollup_errors(conn, postprocess, releases=ROLLUP_RELEASES):
     truth = {(s, w, g): n for s, w, g, n in _rows(
         conn, "SELECT sex, ward, GROUPING(sex, ward), count(*) FROM pv GROUP BY ROLLUP (sex, ward)")}
     execute(conn, f"SET dxpriv.postprocess = {'on' if postprocess else 'off'}")
     by_level = {0: [], 1: [], 3: []}
     inconsistent = 0
-    for _ in range(RELEASES):
+    for _ in range(releases):
         got = _rows(conn, "SELECT sex, ward, GROUPING(sex, ward), dx.count(1, 1) FROM pv GROUP BY ROLLUP (sex, ward)")
         for s, w, g, n in got:
             by_level[g].append(n - truth[(s, w, g)])
@@ -55,13 +58,13 @@ def test_rollup_consistent_vs_raw():
         _setup(conn)
         raw, raw_inconsistent = _rollup_errors(conn, False)
         con, con_inconsistent = _rollup_errors(conn, True)
-        print(f"ROLLUP (sex, ward) of dx.count(1, 1), {RELEASES} releases each, RMSE raw -> consistent: "
+        print(f"ROLLUP (sex, ward) of dx.count(1, 1), {ROLLUP_RELEASES} releases each, RMSE raw -> consistent: "
               f"(sex, ward) {raw[0]:.2f} -> {con[0]:.2f}; (sex) {raw[1]:.2f} -> {con[1]:.2f}; "
               f"() {raw[3]:.2f} -> {con[3]:.2f}; releases whose total != sum of parts: "
               f"{raw_inconsistent} -> {con_inconsistent}")
         assert con_inconsistent == 0
-        assert raw_inconsistent > RELEASES // 2
-        assert con[3] < 0.85 * raw[3], (raw, con)  # the total gains most
+        assert raw_inconsistent > ROLLUP_RELEASES // 2
+        assert con[3] < 0.9 * raw[3], (raw, con)  # the total gains most (expected ratio ~0.76)
         assert con[1] < raw[1], (raw, con)
         assert con[0] < 1.1 * raw[0], (raw, con)
 
