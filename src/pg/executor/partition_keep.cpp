@@ -10,6 +10,7 @@
 // query can never select. selection = [mechanism (0 optimal, 1 laplace), per-partition epsilon,
 // per-partition delta]. A NULL count (no row) is never kept.
 #include "pg/executor/noise_source.h"
+#include "pg/executor/partition_selector.h"
 #include "pg/executor/release_log.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
@@ -23,30 +24,8 @@ extern "C" {
 #include "utils/array.h"
 }
 
-#include <memory>
-#include <tuple>
-
 using namespace dxpriv;
 using namespace dxpriv::pg;
-
-namespace {
-
-// The selector of the last (mechanism, epsilon, delta) this function saw: built once per statement.
-const PartitionSelector &
-distributed_selector_for(int mechanism, double epsilon, double delta)
-{
-	static std::unique_ptr<PartitionSelector> cached;
-	static std::tuple<int, double, double> key{-1, 0, 0};
-	if (!cached || key != std::make_tuple(mechanism, epsilon, delta)) {
-		cached.reset(); // a failed construction leaves no stale selector behind
-		cached = std::make_unique<PartitionSelector>(
-		    mechanism == 0 ? SelectionMechanism::Optimal : SelectionMechanism::Laplace, epsilon, delta);
-		key = {mechanism, epsilon, delta};
-	}
-	return *cached;
-}
-
-} // namespace
 
 DX_FUNCTION(dx_release_selection)
 {
@@ -68,7 +47,7 @@ DX_FUNCTION(dx_release_selection)
 	if (n < 0)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv partition selection count",
 		     "The count of a partition's contributors is computed by dxpriv's own plan.");
-	const PartitionSelector &s = distributed_selector_for(static_cast<int>(v[0]), v[1], v[2]);
+	const PartitionSelector &s = statement_partition_selector(static_cast<int>(v[0]), v[1], v[2]);
 	const bool kept = s.keep(backend_random(), static_cast<uint64>(n));
 	release_log_open_verdict(kept); // dx.last_release() lists the partition's answers only when kept
 	PG_RETURN_BOOL(kept);

@@ -8,6 +8,7 @@
 // delta]. The analyzer places it in HAVING; the released rows are those it keeps.
 #include "pg/executor/agg_support.h"
 #include "pg/executor/noise_source.h"
+#include "pg/executor/partition_selector.h"
 #include "pg/executor/release_log.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
@@ -46,11 +47,11 @@ selection_corrupted()
 	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
 }
 
-// The selector of the last (mechanism, epsilon, delta) seen by this backend: building the optimal
-// table costs one step per contributor count up to its threshold, so it is built once per
-// statement, not once per partition.
+} // namespace
+
+// See pg/executor/partition_selector.h.
 const PartitionSelector &
-selector_for(int mechanism, double epsilon, double delta)
+dxpriv::pg::statement_partition_selector(int mechanism, double epsilon, double delta)
 {
 	static std::unique_ptr<PartitionSelector> cached;
 	static std::tuple<int, double, double> key{-1, 0, 0};
@@ -62,8 +63,6 @@ selector_for(int mechanism, double epsilon, double delta)
 	}
 	return *cached;
 }
-
-} // namespace
 
 // Transition: creates the state from the constant parameters; counts rows with a non-NULL weight.
 DX_FUNCTION(dx_partition_select_transfn)
@@ -152,7 +151,7 @@ DX_FUNCTION(dx_partition_select_finalfn)
 	if (!statement::paid(s->charge_id))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
-	const PartitionSelector &sel = selector_for(s->mechanism, s->epsilon, s->delta);
+	const PartitionSelector &sel = statement_partition_selector(s->mechanism, s->epsilon, s->delta);
 	const bool kept = sel.keep(backend_random(), static_cast<uint64>(s->rows));
 	release_log_open_verdict(kept); // dx.last_release() lists the partition's answers only when kept
 	PG_RETURN_BOOL(kept);

@@ -31,33 +31,6 @@ namespace dxpriv::pg::analysis {
 
 namespace {
 
-// Sets the aggregate count of every rewritten dx aggregate of a branch (the statement's count:
-// every set's copies and every set's selection).
-struct JointCount {
-	const ExtensionObjects *ext;
-	int count;
-};
-
-bool
-joint_count_walker(Node *node, void *ctx)
-{
-	if (!node)
-		return false;
-	auto *r = static_cast<JointCount *>(ctx);
-	if (IsA(node, Query))
-		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(joint_count_walker), ctx, 0);
-	if (IsA(node, Aggref) && r->ext->is_internal(castNode(Aggref, node)->aggfnoid) &&
-	    castNode(Aggref, node)->location == kRewrittenLocation) {
-		if (Const *k = aggref_params_const(castNode(Aggref, node))) {
-			NoiseParams p = parse_noise_params(DatumGetArrayTypeP(k->constvalue));
-			p.agg_count = r->count;
-			k->constvalue = PointerGetDatum(build_noise_params(p));
-		}
-		return false;
-	}
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(joint_count_walker), ctx);
-}
-
 // Ends the open-key analysis state however the scope is left (errors are C++ exceptions here).
 struct JointAnalysisEnd {
 	~JointAnalysisEnd() { end_open_key_analysis(); }
@@ -183,8 +156,8 @@ rewrite_open_grouping_sets(Query *q, Query *u, const std::vector<Query *> &branc
 			selection_epsilon += attach_open_keys(branches[s], ext, *parts[s], plans[s], &share);
 		}
 		end_open_key_analysis();
-		JointCount jc{&ext, agg_count};
-		query_tree_walker(branches[s], reinterpret_cast<bool (*)()>(joint_count_walker), &jc, 0);
+		// the statement's count: every set's copies and every set's selection
+		set_rewritten_agg_count((Node *) branches[s], ext, agg_count);
 	}
 	*q = *u;
 	StampContext ctx{&ext, grouping_sets_cache_key(branches),

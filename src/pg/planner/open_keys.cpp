@@ -90,7 +90,7 @@ relation_name(Oid relid)
 	return n ? n : "?";
 }
 
-// Renumbers the aggregate count of the release's noisy aggregates (one more: the selection).
+// The aggregate count to write into every rewritten dx aggregate (set_rewritten_agg_count).
 struct Renumber {
 	const ExtensionObjects *ext;
 	int count;
@@ -102,6 +102,8 @@ renumber_walker(Node *node, void *ctx)
 	if (!node)
 		return false;
 	auto *r = static_cast<Renumber *>(ctx);
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(renumber_walker), ctx, 0);
 	if (IsA(node, Aggref) && r->ext->is_internal(castNode(Aggref, node)->aggfnoid) &&
 	    castNode(Aggref, node)->location == kRewrittenLocation) {
 		if (Const *k = aggref_params_const(castNode(Aggref, node))) {
@@ -121,6 +123,14 @@ selection_mechanism_code()
 }
 
 } // namespace
+
+// See planner/open_keys.h.
+void
+set_rewritten_agg_count(Node *node, const ExtensionObjects &ext, int count)
+{
+	Renumber r{&ext, count};
+	renumber_walker(node, &r);
+}
 
 OpenKeysAllowed::OpenKeysAllowed() : previous_(allowed)
 {
@@ -420,9 +430,8 @@ attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnalysis &a
 		p.cells.push_back(scale);
 		p.cells.push_back(0.0);
 	}
-	Renumber r{&ext, p.agg_count};
-	expression_tree_walker((Node *) q->targetList, reinterpret_cast<bool (*)()>(renumber_walker), &r);
-	expression_tree_walker(q->havingQual, reinterpret_cast<bool (*)()>(renumber_walker), &r);
+	set_rewritten_agg_count((Node *) q->targetList, ext, p.agg_count); // one more: the selection
+	set_rewritten_agg_count(q->havingQual, ext, p.agg_count);
 
 	Datum sel_values[3] = {Float8GetDatum(static_cast<double>(mech)), Float8GetDatum(b.epsilon),
 	                       Float8GetDatum(b.delta)};

@@ -120,6 +120,10 @@ double attach_open_keys(Query *q, const ExtensionObjects &ext, const ReleaseAnal
 // ends it.
 void resume_open_key_analysis(Oid relid, double presence, const std::vector<AttrNumber> &keys);
 
+// Sets the aggregate count of every dx aggregate the analyzer rewrote in node (an expression or a
+// Query, descending into subqueries) to count.
+void set_rewritten_agg_count(Node *node, const ExtensionObjects &ext, int count);
+
 // After stamping: the statement's answers are neither cached nor replayed (several partitions share
 // one declared group's cells); dx.last_release() lists them only for the partitions the selection
 // kept (open_release_log.h), and dx.explain shows the selection.

@@ -1,0 +1,16 @@
+// The partition selector of the running statement, shared by the local selection
+// (dx._partition_select) and the coordinator's selection of a Citus release (dx._release_selection).
+#pragma once
+
+#include "core/partition_selection.h"
+
+namespace dxpriv::pg {
+
+// The selector of the last (mechanism, epsilon, delta) seen by this backend (mechanism 0: optimal,
+// otherwise laplace): building the optimal table costs one step per contributor count up to its
+// threshold, so it is built once per statement, not once per partition. Throws what the
+// PartitionSelector constructor throws (CoreError for invalid parameters); a failed construction
+// leaves no stale selector behind.
+const PartitionSelector &statement_partition_selector(int mechanism, double epsilon, double delta);
+
+} // namespace dxpriv::pg
