@@ -316,3 +316,132 @@ def test_open_keys_on_a_reference_table():
         make_table(conn, "ref_t", "reference", n=12000, solo=20, exact=True)
         check_exact(conn, "ref_t", EXACT[:2])
         conn.close()
+
+
+# Open keys beside the other open-key features (count_units, grouping sets, bound parameters, HAVING
+# on count_units), each as (dx statement, native statement, number of leading key columns). The
+# native statement's last column is the partition's contributors (distinct persons with a unit).
+JOINT_UNIT = [
+    ("SELECT city, dx.count_units(person, 1e6), dx.count(1, 1e6) FROM {t} GROUP BY city",
+     "SELECT city, count(DISTINCT person), count(*), count(DISTINCT person) FROM {t} GROUP BY city", 1),
+    ("SELECT city, count(DISTINCT person) FROM {t} GROUP BY city",
+     "SELECT city, count(DISTINCT person), count(DISTINCT person) FROM {t} GROUP BY city", 1),
+    ("SELECT city, sex, dx.count_units(person, 1e6) FROM {t} WHERE qty < 70 GROUP BY city, sex",
+     "SELECT city, sex, count(DISTINCT person), count(DISTINCT person) FROM {t} WHERE qty < 70 GROUP BY city, sex", 2),
+    ("SELECT city FROM {t} GROUP BY city HAVING dx.count_units(person, 1e6) > 100",
+     "SELECT city, count(DISTINCT person) FROM {t} GROUP BY city HAVING count(DISTINCT person) > 100", 1),
+]
+JOINT_SETS = [
+    ("SELECT city, sex, GROUPING(city, sex), dx.count(1, 1e6), dx.sum(qty, 1e6) FROM {t} GROUP BY ROLLUP (city, sex)",
+     "SELECT city, sex, GROUPING(city, sex), count(*), sum(qty), {contributors} FROM {t} GROUP BY ROLLUP (city, sex)", 3),
+    ("SELECT city, sex, GROUPING(city, sex), dx.count(1, 1e6) FROM {t} GROUP BY CUBE (city, sex)",
+     "SELECT city, sex, GROUPING(city, sex), count(*), {contributors} FROM {t} GROUP BY CUBE (city, sex)", 3),
+    ("SELECT city, sex, GROUPING(city, sex), dx.count(1, 1e6) FROM {t} WHERE qty > 20 GROUP BY GROUPING SETS ((city), (sex), ())",
+     "SELECT city, sex, GROUPING(city, sex), count(*), {contributors} FROM {t} WHERE qty > 20 GROUP BY GROUPING SETS ((city), (sex), ())", 3),
+]
+
+
+def check_joint(conn, a, t, dx_sql, native_sql, nkeys, local=None):
+    """One analyst statement on t: one ledger row on the coordinator (the same as on the local copy
+    `local`), answers equal native SQL's for every released partition, every partition of 100 or
+    more contributors released and none of one (the 'solo' keys); returns the released rows."""
+    before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+    try:
+        got = rows(a, dx_sql.format(t=t))
+    except psycopg2.Error as e:
+        raise AssertionError((t, dx_sql, e.pgcode, str(e)))
+    assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before + 1, (t, dx_sql)
+    charged = rows(conn, "SELECT epsilon, delta, mechanism FROM dx.ledger ORDER BY id DESC LIMIT 1")[0]
+    # native SQL on the local copy (the same rows: Citus plans no GROUPING on a distributed table)
+    full = {tuple(r[:nkeys]): r[nkeys:] for r in rows(conn, native_sql.format(t=t.split("_")[0] + "_local"))}
+    released = {tuple(r[:nkeys]) for r in got}
+    assert len(released) == len(got), (t, dx_sql)
+    assert not [k for k in released if any(isinstance(v, str) and v.startswith("solo") for v in k)], (t, dx_sql)
+    assert released <= set(full), (t, dx_sql, sorted(released - set(full), key=str)[:3])
+    assert {k for k, v in full.items() if v[-1] >= 100} <= released, (t, dx_sql, len(released), len(full))
+    for r in got:
+        want = full[tuple(r[:nkeys])][:-1]
+        for x, y in zip(r[nkeys:], want):
+            assert abs(float(x) - float(y)) <= 1e-3, (t, dx_sql, r, want)
+    if local is not None:
+        assert charged == local, (t, dx_sql, charged, local)
+    return got, charged
+
+
+def workers_charged_nothing(db):
+    for w in ("w1", "w2"):
+        wc = connect(w, db)
+        if scalar(wc, "SELECT count(*) FROM pg_extension WHERE extname = 'dxpriv'"):
+            assert scalar(wc, "SELECT count(*) FROM dx.ledger") == 0
+        wc.close()
+
+
+def test_open_keys_joint_releases_as_locally():
+    """count_units (and count(DISTINCT unit)) beside an open key, HAVING on it, ROLLUP / CUBE /
+    GROUPING SETS with an open key (with and without a privacy unit) and prepared open releases with
+    bound parameters (custom and generic plans), on tables distributed by id and by the unit (or the
+    key): one ledger row on the coordinator equal to the local copy's, none on the workers, noiseless
+    answers equal to native SQL for released partitions, one-contributor keys never released."""
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, f"SELECT dx.add_analyst('{ANALYST}')")
+        for t, by, unit in (("ju_local", None, 3), ("ju_id", "id", 3), ("ju_person", "person", 3),
+                            ("jn_local", None, None), ("jn_id", "id", None), ("jn_city", "city", None)):
+            make_table(conn, t, by, n=3000, keys=20, solo=5, exact=True, unit=unit, delta="1e-7")
+            execute(conn, f"SELECT dx.grant_budget('{ANALYST}', '{t}', 1e9, delta => 1)")
+        a = connect("coord", db, user=ANALYST)
+        # per partition epsilon 10 or more at p0 = 1e6 (units: S = k'/p0'; without a unit, 6e-5 would
+        # put the grouping sets' per-partition selection beyond the delta it can reach: 22023 locally too)
+        for group, cases in (("ju", JOINT_UNIT + JOINT_SETS), ("jn", JOINT_SETS)):
+            execute(a, f"SET dxpriv.epsilon = {'6e-5' if group == 'ju' else '2e-5'}")
+            contributors = "count(DISTINCT person)" if group == "ju" else "count(*)"
+            for dx_sql, native, nkeys in cases:
+                native = native.replace("{contributors}", contributors)
+                _, local = check_joint(conn, a, f"{group}_local", dx_sql, native, nkeys)
+                for t in ([f"{group}_id", f"{group}_person"] if group == "ju" else [f"{group}_id", f"{group}_city"]):
+                    got, _ = check_joint(conn, a, t, dx_sql, native, nkeys, local)
+                    if "HAVING" in dx_sql:
+                        assert len(got) == 20, (t, got)
+        # bound parameters: each execution (custom plans, then the generic plan) analysed with its
+        # values, one release and one ledger row each
+        for t, unit in (("ju_id", True), ("ju_person", True), ("jn_id", False), ("jn_city", False)):
+            what = "dx.count_units(person, 1e6)" if unit else "dx.count(1, 1e6)"
+            native_what = "count(DISTINCT person)" if unit else "count(*)"
+            contributors = "count(DISTINCT person)" if unit else "count(*)"
+            execute(a, f"SET dxpriv.epsilon = {'6e-5' if unit else '2e-5'}")
+            execute(a, f"PREPARE p_{t}(int) AS SELECT city, {what} FROM {t} WHERE qty < $1 GROUP BY city")
+            execute(a, f"PREPARE r_{t}(int) AS SELECT city, sex, GROUPING(city, sex), dx.count(1, 1e6) FROM {t} "
+                       "WHERE qty < $1 GROUP BY ROLLUP (city, sex)")
+            if unit:
+                execute(a, f"PREPARE h_{t}(int) AS SELECT city FROM {t} WHERE qty < $1 GROUP BY city "
+                           "HAVING dx.count_units(person, 1e6) > 100")
+            for v in (50, 80, 90, 95, 99, 60, 70):
+                if unit:
+                    check_joint(conn, a, t, f"EXECUTE h_{{t}}({v})",
+                                f"SELECT city, count(DISTINCT person) FROM {{t}} WHERE qty < {v} GROUP BY city "
+                                "HAVING count(DISTINCT person) > 100", 1)
+                check_joint(conn, a, t, f"EXECUTE p_{{t}}({v})",
+                            f"SELECT city, {native_what}, {contributors} FROM {{t}} WHERE qty < {v} GROUP BY city", 1)
+                check_joint(conn, a, t, f"EXECUTE r_{{t}}({v})",
+                            f"SELECT city, sex, GROUPING(city, sex), count(*), {contributors} FROM {{t}} "
+                            f"WHERE qty < {v} GROUP BY ROLLUP (city, sex)", 3)
+        # a bound parameter cannot stand for (or shift) the counted unit: refused when executed with
+        # its value (0A000, a hint), before any charge, no key value in the message
+        for t in ("ju_local", "ju_id", "ju_person"):
+            for i, q in enumerate(["SELECT city, dx.count_units($1) FROM {t} GROUP BY city",
+                                   "SELECT city, dx.count_units(person + $1) FROM {t} GROUP BY city",
+                                   "SELECT city, dx.count_units(qty) FROM {t} WHERE qty < $1 GROUP BY city",
+                                   "SELECT city, sex, dx.count_units(person - $1) FROM {t} GROUP BY ROLLUP (city, sex)"]):
+                before = scalar(conn, "SELECT count(*) FROM dx.ledger")
+                try:
+                    execute(a, f"PREPARE bad{i}_{t}(int) AS " + q.format(t=t))
+                    rows(a, f"EXECUTE bad{i}_{t}(1)")
+                    raise AssertionError(("ran", t, q))
+                except psycopg2.Error as e:
+                    assert e.pgcode == "0A000" and e.diag.message_hint, (t, q, e.pgcode, str(e))
+                    assert not re.search(r"\bc\d+\b|solo", str(e) + str(e.diag.message_hint)), str(e)
+                assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before, (t, q)
+        workers_charged_nothing(db)
+        a.close()
+        conn.close()

@@ -168,3 +168,20 @@ SELECT err($$SELECT city, dx.count(*) FROM ro_nodelta GROUP BY ROLLUP (city)$$);
 -- charged 2 + 2 for the set (city), 2 for the total
 SELECT kind, epsilon, query_epsilon, query_delta
 FROM dx.explain('SELECT city, dx.count(*) FROM cu_open GROUP BY ROLLUP (city)') ORDER BY kind, group_key NULLS FIRST;
+
+-- bound parameters with dx.count_units (its unit column, undeclared, is checked with the values;
+-- it was refused with 42501 at PREPARE before): noiseless, the released cities' distinct persons
+-- equal PostgreSQL's, one ledger row per execution
+SET dxpriv.epsilon = 20;
+SELECT max(id) AS id_before FROM dx.ledger \gset
+PREPARE cu_prep(int) AS SELECT city, round(dx.count_units(person, 1e5)) AS u FROM cu_open WHERE fare < $1 GROUP BY city;
+EXECUTE cu_prep(40);
+SELECT city, count(DISTINCT person) AS u FROM cu_open WHERE fare < 40 GROUP BY city HAVING count(DISTINCT person) > 1 ORDER BY city;
+EXECUTE cu_prep(20);
+SELECT city, count(DISTINCT person) AS u FROM cu_open WHERE fare < 20 GROUP BY city HAVING count(DISTINCT person) > 1 ORDER BY city;
+PREPARE cu_having(int) AS SELECT city FROM cu_open WHERE fare < $1 GROUP BY city HAVING dx.count_units(person, 1e5) > 100 ORDER BY city;
+EXECUTE cu_having(40);
+EXECUTE cu_having(5);
+SELECT count(*) AS ledger_rows FROM dx.ledger WHERE relid = 'cu_open'::regclass AND id > :id_before;
+DEALLOCATE cu_prep;
+DEALLOCATE cu_having;

@@ -555,7 +555,10 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 		collect_markers((Node *) q->targetList, &markers);
 		collect_markers(q->havingQual, &markers);
 		for (Aggref *m : markers.second) {
-			check_row_expression((Node *) m->args, policy, "aggregate arguments");
+			// (dx.count_units / count(DISTINCT): its unit column is checked with the bound values)
+			if (m->aggfnoid != ext.count_units && m->aggfnoid != ext.count_units_eps &&
+			    !(m->aggdistinct && m->aggfnoid == ext.count_any))
+				check_row_expression((Node *) m->args, policy, "aggregate arguments");
 			check_row_expression((Node *) m->aggfilter, policy, "FILTER clauses");
 		}
 		for (size_t s = 0; current_public_join() && s < current_public_join()->steps.size(); ++s)
