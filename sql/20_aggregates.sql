@@ -207,3 +207,8 @@ COMMENT ON FUNCTION dx._weigh_int(bytea, text, "any") IS 'candidate index of a r
 CREATE FUNCTION dx._group_key(int4, anyarray) RETURNS anyelement
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key';
 COMMENT ON FUNCTION dx._group_key(int4, anyarray) IS 'output value of a GROUP BY key for a group, from the analysis'' values per group';
+-- dx._group_key(dx._weigh_int(table, layout, <columns>), values) in one call (the GROUP BY keys
+-- computed in the row source, planner/group_key_source.h): the key's value for the row's group.
+CREATE FUNCTION dx._group_key_int(bytea, text, anyarray, VARIADIC "any") RETURNS anyelement
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key_int';
+COMMENT ON FUNCTION dx._group_key_int(bytea, text, anyarray, "any") IS 'output value of a GROUP BY key for a row''s group: dx._group_key(dx._weigh_int(table, layout, columns), values) in one call';

@@ -7,7 +7,7 @@
 --   dx._em_select (aggregates),
 --   dx._dispersion (it only computes a statistic from released parts; one written by an analyst is
 --   refused by the analyzer like the aggregates), dx._weigh,
---   dx._weigh_int, dx._group_key, dx._partition_select (aggregate; sql/27_open_domains.sql revokes its support functions),
+--   dx._weigh_int, dx._group_key, dx._group_key_int, dx._partition_select (aggregate; sql/27_open_domains.sql revokes its support functions),
 --   dx._open_cells (it labels only the answers of a partition the selection has just kept),
 --   dx._indicator, dx._em_point, dx._unit_rank, dx._unit_bound (aggregate), dx._unit_rows: placed by the analyzer in the statements it rewrites, which run as
 --   the analyst; an analyst who writes them herself is refused by the analyzer (42501).

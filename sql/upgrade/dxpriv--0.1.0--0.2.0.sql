@@ -950,3 +950,9 @@ COMMENT ON FUNCTION dx._release_part(dx._linear_partial, float8[], int4) IS 'int
 CREATE FUNCTION dx._release_selection(int8, float8[], float8[]) RETURNS boolean
 LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_release_selection';
 COMMENT ON FUNCTION dx._release_selection(int8, float8[], float8[]) IS 'internal: placed by the dxpriv analyzer only (private partition selection of an open GROUP BY key on a distributed table)';
+
+-- keyfuse (issue 23): a GROUP BY key computed in the row source in one call per row
+-- dx._group_key(dx._weigh_int(table, layout, <columns>), values) in one call (planner/group_key_source.h).
+CREATE FUNCTION dx._group_key_int(bytea, text, anyarray, VARIADIC "any") RETURNS anyelement
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key_int';
+COMMENT ON FUNCTION dx._group_key_int(bytea, text, anyarray, "any") IS 'output value of a GROUP BY key for a row''s group: dx._group_key(dx._weigh_int(table, layout, columns), values) in one call';

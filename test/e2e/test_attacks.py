@@ -2923,6 +2923,27 @@ attack(C, "weigh_int_as_group_key",
        f"SELECT dx._weigh_int({FORGED_TABLE}, 'e', sex, '{{F,M}}'::text[]), count(*) FROM people GROUP BY 1",
        RejectOr(SHAPE, lambda rows: len(rows) == 1 and rows[0][0] is None,
                 "a key evaluated on the two declared sexes: one NULL group, noised"))
+# dx._group_key_int (keyfuse): dx._group_key(dx._weigh_int(...)) in one call, placed in the row
+# source of grouped statements; written by an analyst it is refused on a stored row, or evaluated
+# on the declared points only (a key or a WHERE term), then noised
+SEX_TABLE = "'\\x500110000200000000000000030000000000000000000000000000f03f0100000002000000'::bytea"
+GROUP_KEY_INT_SEX = f"dx._group_key_int({SEX_TABLE}, 'e', '{{a,b}}'::text[], sex, '{{M,F}}'::text[])"
+attack(C, "group_key_int_as_output", f"SELECT {GROUP_KEY_INT_SEX} FROM people", Reject(*SHAPE))
+attack(C, "group_key_int_of_name_as_output",
+       f"SELECT dx._group_key_int({FORGED_TABLE}, 'e', '{{a,b}}'::text[], name, '{{x,y}}'::text[]) FROM people",
+       Reject(*SHAPE))
+attack(C, "group_key_int_as_group_key",
+       f"SELECT {GROUP_KEY_INT_SEX}, count(*) FROM people GROUP BY 1",
+       RejectOr(SHAPE, lambda rows: 1 <= len(rows) <= 2 and {r[0] for r in rows} <= {"a", "b"},
+                "a key evaluated on the two declared sexes: at most two groups, noised"))
+attack(C, "group_key_int_forged_as_group_key",
+       f"SELECT dx._group_key_int({FORGED_TABLE}, 'e', '{{a,b}}'::text[], sex, '{{F,M}}'::text[]), count(*) "
+       "FROM people GROUP BY 1",
+       RejectOr(SHAPE + ("22023",), lambda rows: len(rows) == 1 and rows[0][0] is None,
+                "a key evaluated on the two declared sexes: one NULL group, noised"))
+attack(C, "group_key_int_in_where",
+       f"SELECT count(*) FROM people WHERE {GROUP_KEY_INT_SEX} = 'a'",
+       RejectOr(SHAPE, lambda rows: len(rows) == 1, "evaluated on the two declared sexes only, then noised"))
 attack(C, "weigh_of_sex_in_where",
        f"SELECT count(*) FROM people WHERE dx._weigh({FORGED_TABLE}, 'e', sex, '{{F,M}}'::text[]) IS NULL",
        RejectOr(SHAPE, lambda rows: len(rows) == 1, "evaluated on the two declared sexes only, then noised"))
@@ -2933,7 +2954,7 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_unit_rank", "_unit_bound", "_unit_rows",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_group_key_int", "_unit_rank", "_unit_bound", "_unit_rows",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",

@@ -24,8 +24,8 @@ DECLARE n bigint; rows_on bigint; plan_on text; plan_off text; BEGIN
 	SELECT count(*) INTO rows_on FROM cmp_on;
 	SELECT string_agg(l, E'\n') INTO plan_on FROM (SELECT * FROM pg_temp.plan_lines(q)) p(l);
 	RETURN CASE WHEN n = 0 THEN 'equal' ELSE 'DIFFERENT' END || ', ' || rows_on || ' rows'
-	       || CASE WHEN plan_on ~ 'Seq Scan[^\n]*\n *Output: [^\n]*dx\._group_key\(' THEN ', keys in the scan' ELSE ', keys NOT in the scan' END
-	       || CASE WHEN plan_off ~ 'Seq Scan[^\n]*\n *Output: [^\n]*dx\._group_key\(' THEN ', before: in the scan' ELSE '' END
+	       || CASE WHEN plan_on ~ 'Seq Scan[^\n]*\n *Output: [^\n]*dx\._group_key(_int)?\(' THEN ', keys in the scan' ELSE ', keys NOT in the scan' END
+	       || CASE WHEN plan_off ~ 'Seq Scan[^\n]*\n *Output: [^\n]*dx\._group_key(_int)?\(' THEN ', before: in the scan' ELSE '' END
 	       || CASE WHEN plan_on ~ 'dx\._onepass_' THEN ', one pass' ELSE ', previous plan' END;
 END $$;
 

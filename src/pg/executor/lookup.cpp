@@ -41,6 +41,11 @@ struct LookupCache {
 	PointTableView *view;
 	Datum layout_source;
 	void *row_map; // RowPointMap of the layout (argument 1), built on first use
+	// dx._group_key_int: the deconstructed values per group (argument 2), in fn_mcxt
+	Datum keys_source;
+	Datum *key_values;
+	bool *key_nulls;
+	int key_count;
 };
 
 void
@@ -357,14 +362,15 @@ row_key_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 namespace {
 
 // The fused lookup: the table's value at the row's point; false when it contributes nothing.
+// first_arg: the first column argument (after the table and the layout, and dx._group_key_int's values).
 bool
-weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false)
+weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false, int first_arg = 2)
 {
 	// the table (argument 0) and the map are cached together in fn_extra
 	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
-		c->row_map = build_row_point_map(fcinfo, 1, 2);
+		c->row_map = build_row_point_map(fcinfo, 1, first_arg);
 		c->layout_source = PG_GETARG_DATUM(1);
 	}
 	const size_t u = row_point(fcinfo, *static_cast<RowPointMap *>(c->row_map));
@@ -457,4 +463,54 @@ DX_FUNCTION(dx_group_key)
 	if (c->nulls[g])
 		PG_RETURN_NULL();
 	return c->values[g];
+}
+
+namespace {
+
+// The deconstructed array of values per group (argument values_arg) of dx._group_key /
+// dx._group_key_int, in fn_mcxt.
+void
+deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values, bool *&nulls, int &count)
+{
+	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(values_arg);
+	int16 typlen;
+	bool typbyval;
+	char typalign;
+	get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+	if (ARR_NDIM(arr) > 1) {
+		MemoryContextSwitchTo(old);
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
+		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+	}
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &values, &nulls, &count);
+	MemoryContextSwitchTo(old);
+}
+
+} // namespace
+
+// dx._group_key_int(table bytea, layout text, values anyarray, VARIADIC "any") -> anyelement:
+// dx._group_key(dx._weigh_int(table, layout, <columns>), values) in one call (the GROUP BY keys
+// computed in the row source, planner/group_key_source.h): NULL when the row's point has no group
+// (dx._weigh_int's NULL) or values is NULL (dx._group_key is strict).
+DX_FUNCTION(dx_group_key_int)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		PG_RETURN_NULL();
+	double v;
+	if (!weigh_row(fcinfo, v, false, 3))
+		PG_RETURN_NULL();
+	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra); // (weigh_row made it)
+	if (!c->key_values || c->keys_source != PG_GETARG_DATUM(2)) {
+		c->key_values = nullptr;
+		deconstruct_group_values(fcinfo, 2, c->key_values, c->key_nulls, c->key_count);
+		c->keys_source = PG_GETARG_DATUM(2);
+	}
+	if (!(v >= 0 && v < c->key_count)) // (a forged table's value: not cast before it is checked)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
+		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+	const int g = static_cast<int>(v);
+	if (c->key_nulls[g])
+		PG_RETURN_NULL();
+	return c->key_values[g];
 }

@@ -105,6 +105,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.weigh_int = lookup("_weigh_int", 3, weigh_args);
 	const Oid group_key_args[] = {INT4OID, ANYARRAYOID};
 	o.group_key = lookup("_group_key", 2, group_key_args);
+	const Oid group_key_int_args[] = {BYTEAOID, TEXTOID, ANYARRAYOID, ANYOID};
+	o.group_key_int = lookup("_group_key_int", 4, group_key_int_args);
 	o.indicator = lookup("_indicator", 1, any1);
 	const Oid unit_rank_args[] = {OIDOID, TIDOID};
 	o.unit_rank = lookup("_unit_rank", 2, unit_rank_args);
@@ -129,7 +131,7 @@ load(Oid ext, ExtensionObjects &o)
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
 	                   o.noisy_avg_pairs,
-	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.partial, o.linear_partial_type,
+	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.group_key_int, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg, o.release_part, o.release_selection, o.weigh_cached, o.weigh_int_cached,
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,

@@ -44,6 +44,8 @@ struct ExtensionObjects {
 	Oid indicator = InvalidOid;
 	// execution by lookup (point_lookup.h): a row's weight from the per-point table at its point
 	Oid weigh = InvalidOid, weigh_int = InvalidOid, group_key = InvalidOid;
+	// dx._group_key(dx._weigh_int(...), values) in one call (planner/group_key_source.h)
+	Oid group_key_int = InvalidOid;
 	// exponential mechanism (em_rewrite.h): markers, the internal aggregate and the index -> value maps
 	Oid mode_any = InvalidOid, mode_any_eps = InvalidOid, quantile_any = InvalidOid, quantile_any_eps = InvalidOid;
 	Oid median_any = InvalidOid, median_any_eps = InvalidOid;

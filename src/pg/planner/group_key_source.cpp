@@ -77,7 +77,7 @@ key_var_mutator(Node *node, void *ctx)
 	return expression_tree_mutator(node, reinterpret_cast<Node *(*) ()>(key_var_mutator), ctx);
 }
 
-// True when node is built only of Vars, Consts and calls of the two lookup functions.
+// True when node is built only of Vars, Consts and calls of the three lookup functions.
 bool
 lookup_only(Node *node, const ExtensionObjects &ext)
 {
@@ -87,7 +87,7 @@ lookup_only(Node *node, const ExtensionObjects &ext)
 		return true;
 	if (IsA(node, FuncExpr)) {
 		const FuncExpr *f = castNode(FuncExpr, node);
-		if (f->funcid != ext.group_key && f->funcid != ext.weigh_int)
+		if (f->funcid != ext.group_key && f->funcid != ext.weigh_int && f->funcid != ext.group_key_int)
 			return false;
 		ListCell *lc;
 		foreach (lc, f->args)
@@ -96,6 +96,27 @@ lookup_only(Node *node, const ExtensionObjects &ext)
 		return true;
 	}
 	return false;
+}
+
+// dx._group_key(dx._weigh_int(table, layout, <columns>), values) as the one call
+// dx._group_key_int(table, layout, values, <columns>) (the same value, type and collation); any
+// other expression unchanged.
+Expr *
+fused_key(Expr *e, const ExtensionObjects &ext)
+{
+	if (!IsA(e, FuncExpr) || castNode(FuncExpr, e)->funcid != ext.group_key)
+		return e;
+	const FuncExpr *key = castNode(FuncExpr, e);
+	if (list_length(key->args) != 2 || !IsA(linitial(key->args), FuncExpr))
+		return e;
+	const FuncExpr *index = castNode(FuncExpr, linitial(key->args));
+	if (index->funcid != ext.weigh_int || index->funcvariadic || list_length(index->args) < 3)
+		return e;
+	List *args = list_make3(linitial(index->args), lsecond(index->args), lsecond(key->args));
+	for (int i = 2; i < list_length(index->args); ++i)
+		args = lappend(args, list_nth(index->args, i));
+	return (Expr *) makeFuncExpr(ext.group_key_int, key->funcresulttype, args, key->funccollid, key->inputcollid,
+	                             COERCE_EXPLICIT_CALL);
 }
 
 Query *
@@ -139,7 +160,7 @@ key_columns_into_source(Query *q, const std::vector<Expr *> &replacements, std::
 		unexpected_source();
 	LeafSubstitution subst{&mapping, empty->targetList};
 	for (size_t k = 0; k < replacements.size(); ++k) {
-		Expr *e = replacements[k];
+		Expr *e = fused_key(static_cast<Expr *>(copy_node(replacements[k])), ext); // (one call per row)
 		const Oid type = exprType((Node *) e), collation = exprCollation((Node *) e);
 		const int32 typmod = exprTypmod((Node *) e);
 		const AttrNumber att = static_cast<AttrNumber>(width + 1 + k);

@@ -28,8 +28,11 @@ constexpr AttrNumber kKeyPlaceholder = 32100;
 // every occurrence of replacements[k] in q's target list and HAVING clause by a Var of its column
 // (attribute kKeyPlaceholder + k, to be remapped) and adds the columns to mapping. The key values,
 // their types and collations are those of the expressions, so the grouping, the sorting and the
-// hashing of the groups are unchanged. Refuses (internal error) a replacement made of anything but
-// the table's columns, constants, dx._group_key and dx._weigh_int: no analyst expression reaches the scan.
+// hashing of the groups are unchanged. A key dx._group_key(dx._weigh_int(table, layout, <columns>),
+// values) is placed as the one call dx._group_key_int(table, layout, values, <columns>) (the same
+// value: one function call per row and key instead of two). Refuses (internal error) a replacement
+// made of anything but the table's columns, constants, dx._group_key and dx._weigh_int: no analyst
+// expression reaches the scan.
 void key_columns_into_source(Query *q, const std::vector<Expr *> &replacements,
                              std::map<AttrNumber, AttrNumber> &mapping, const ExtensionObjects &ext);
 
