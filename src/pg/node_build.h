@@ -43,6 +43,24 @@ exec_param_like(const Var *v, int id)
 }
 
 // `sub` as a FROM entry (a subquery in FROM) named `alias` with columns `colnames`.
+// CASE WHEN cond THEN value ELSE otherwise END of the given result type (otherwise: a NULL of type
+// when omitted; no collation).
+inline Expr *
+case_when(Expr *cond, Expr *value, Oid type, Expr *otherwise = nullptr)
+{
+	CaseWhen *when = makeNode(CaseWhen);
+	when->expr = cond;
+	when->result = value;
+	when->location = -1;
+	CaseExpr *ce = makeNode(CaseExpr);
+	ce->casetype = type;
+	ce->casecollid = InvalidOid;
+	ce->args = list_make1(when);
+	ce->defresult = otherwise ? otherwise : (Expr *) makeNullConst(type, -1, InvalidOid);
+	ce->location = -1;
+	return (Expr *) ce;
+}
+
 inline RangeTblEntry *
 subquery_rte(Query *sub, const char *alias, List *colnames)
 {

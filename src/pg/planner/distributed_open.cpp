@@ -317,18 +317,8 @@ open_partitions_from_sums(Query *q, SplitContext &c)
 	top->rtable = list_make1(subquery_rte(y, "dx_partitions", ycols));
 	RangeTblRef *ref = makeNode(RangeTblRef);
 	ref->rtindex = 1;
-	if (having) { // CASE WHEN kept THEN having END: the analyst's HAVING runs on kept partitions only
-		CaseWhen *w = makeNode(CaseWhen);
-		w->expr = (Expr *) kept;
-		w->result = (Expr *) having;
-		w->location = -1;
-		CaseExpr *ce = makeNode(CaseExpr);
-		ce->casetype = BOOLOID;
-		ce->args = list_make1(w);
-		ce->defresult = (Expr *) makeBoolConst(false, false);
-		ce->location = -1;
-		kept = (Node *) ce;
-	}
+	if (having) // CASE WHEN kept THEN having ELSE false END: the analyst's HAVING runs on kept partitions only
+		kept = (Node *) case_when((Expr *) kept, (Expr *) having, BOOLOID, (Expr *) makeBoolConst(false, false));
 	top->jointree = makeFromExpr(list_make1(ref), kept);
 	top->havingQual = nullptr;
 	top->groupClause = NIL;

@@ -3,6 +3,7 @@
 
 #include "pg/metadata/catalog.h"
 #include "pg/guard.h"
+#include "pg/node_build.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/metadata/policy.h"
 
@@ -122,22 +123,6 @@ real_rows_only(Expr *value, Oid type, Expr *filter)
 	Expr *cond = filter ? (Expr *) makeBoolExpr(AND_EXPR, list_make2(present_flag_var(), filter), -1)
 	                    : (Expr *) present_flag_var();
 	return case_when(cond, value, type);
-}
-
-// See group_source.h.
-Expr *
-case_when(Expr *cond, Expr *value, Oid type)
-{
-	CaseWhen *when = makeNode(CaseWhen);
-	when->expr = cond;
-	when->result = value;
-	when->location = -1;
-	CaseExpr *ce = makeNode(CaseExpr);
-	ce->casetype = type;
-	ce->args = list_make1(when);
-	ce->defresult = (Expr *) makeNullConst(type, -1, InvalidOid);
-	ce->location = -1;
-	return (Expr *) ce;
 }
 
 // See group_source.h.

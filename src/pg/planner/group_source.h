@@ -32,8 +32,6 @@ Var *slot_var();
 // aggregate with NULL (they create their group's state and add nothing). filter may be nullptr.
 Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 
-// CASE WHEN cond THEN value END (NULL of type otherwise).
-Expr *case_when(Expr *cond, Expr *value, Oid type);
 
 // Replaces the protected table (range table entry 1 of q) by the subquery
 //   SELECT <columns>, true FROM <table>

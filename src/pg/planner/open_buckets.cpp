@@ -112,17 +112,7 @@ guarded_bucket(Expr *expr)
 	                            InvalidOid, COERCE_EXPLICIT_CALL);
 	FuncExpr *le = makeFuncExpr(F_DATE_LE, BOOLOID, list_make2(copy_node(v), date_const("9999-12-31")), InvalidOid,
 	                            InvalidOid, COERCE_EXPLICIT_CALL);
-	CaseWhen *when = makeNode(CaseWhen);
-	when->expr = makeBoolExpr(AND_EXPR, list_make2(ge, le), -1);
-	when->result = bucket;
-	when->location = -1;
-	CaseExpr *ce = makeNode(CaseExpr);
-	ce->casetype = exprType(reinterpret_cast<Node *>(bucket));
-	ce->casecollid = InvalidOid;
-	ce->args = list_make1(when);
-	ce->defresult = (Expr *) makeNullConst(ce->casetype, -1, InvalidOid);
-	ce->location = -1;
-	return (Expr *) ce;
+	return case_when(makeBoolExpr(AND_EXPR, list_make2(ge, le), -1), bucket, exprType(reinterpret_cast<Node *>(bucket)));
 }
 
 } // namespace dxpriv::pg::analysis

@@ -66,18 +66,9 @@ open_release_having(Query *q, const ExtensionObjects &ext, Expr *selection, Node
 		Expr *kept = open_cells_call(ext, true, array(names), array(values));
 		if (having)
 			kept = makeBoolExpr(AND_EXPR, list_make2(kept, having), -1);
-		CaseWhen *when = makeNode(CaseWhen);
-		when->expr = selection;
-		when->result = kept;
-		when->location = -1;
-		CaseExpr *ce = makeNode(CaseExpr);
-		ce->casetype = BOOLOID;
-		ce->casecollid = InvalidOid;
-		ce->args = list_make1(when);
 		Node *null_array = (Node *) makeNullConst(TEXTARRAYOID, -1, InvalidOid);
-		ce->defresult = open_cells_call(ext, false, null_array, copy_node(null_array));
-		ce->location = -1;
-		result = (Node *) ce;
+		result = (Node *) case_when(selection, kept, BOOLOID,
+		                            open_cells_call(ext, false, null_array, copy_node(null_array)));
 	});
 	return result;
 }

@@ -89,17 +89,7 @@ unit_selection_weight(Expr *counted, Oid relid, const UnitPolicy &unit)
 	nt->nulltesttype = IS_NOT_NULL;
 	nt->argisrow = false;
 	nt->location = -1;
-	CaseWhen *when = makeNode(CaseWhen);
-	when->expr = (Expr *) nt;
-	when->result = (Expr *) as_float;
-	when->location = -1;
-	CaseExpr *ce = makeNode(CaseExpr);
-	ce->casetype = FLOAT8OID;
-	ce->casecollid = InvalidOid;
-	ce->args = list_make1(when);
-	ce->defresult = (Expr *) makeNullConst(FLOAT8OID, -1, InvalidOid);
-	ce->location = -1;
-	return (Expr *) ce;
+	return case_when((Expr *) nt, (Expr *) as_float, FLOAT8OID);
 }
 
 // See open_unit_source.h.

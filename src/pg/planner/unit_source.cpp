@@ -4,6 +4,7 @@
 #include "pg/planner/unit_source.h"
 
 #include "pg/guard.h"
+#include "pg/node_build.h"
 #include "pg/settings.h"
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/group_source.h"
