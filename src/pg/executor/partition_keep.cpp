@@ -35,19 +35,14 @@ DX_FUNCTION(dx_release_selection)
 	if (!statement::paid(p.charge_id))
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dxpriv refuses to release an answer that was not charged",
 		     "Run the query directly; dx aggregates are charged when the statement starts.");
-	ArrayType *sel = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(2); });
-	if (ARR_NDIM(sel) != 1 || ARR_HASNULL(sel) || ARR_ELEMTYPE(sel) != FLOAT8OID || ARR_DIMS(sel)[0] != 3)
-		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
-	const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(sel));
-	if (!(v[0] == 0 || v[0] == 1))
-		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
+	const SelectionParams sel = read_selection_params(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(2); }));
 	if (PG_ARGISNULL(0))
 		PG_RETURN_BOOL(false); // no row: no candidate
 	const int64 n = PG_GETARG_INT64(0);
 	if (n < 0)
 		fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv partition selection count",
 		     "The count of a partition's contributors is computed by dxpriv's own plan.");
-	const PartitionSelector &s = statement_partition_selector(static_cast<int>(v[0]), v[1], v[2]);
+	const PartitionSelector &s = statement_partition_selector(sel.mechanism, sel.epsilon, sel.delta);
 	const bool kept = s.keep(backend_random(), static_cast<uint64>(n));
 	release_log_open_verdict(kept); // dx.last_release() lists the partition's answers only when kept
 	PG_RETURN_BOOL(kept);

@@ -50,6 +50,18 @@ selection_corrupted()
 } // namespace
 
 // See pg/executor/partition_selector.h.
+SelectionParams
+dxpriv::pg::read_selection_params(ArrayType *sel)
+{
+	if (ARR_NDIM(sel) != 1 || ARR_HASNULL(sel) || ARR_ELEMTYPE(sel) != FLOAT8OID || ARR_DIMS(sel)[0] != 3)
+		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
+	const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(sel));
+	if (!(v[0] == 0 || v[0] == 1))
+		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
+	return SelectionParams{static_cast<int>(v[0]), v[1], v[2]};
+}
+
+// See pg/executor/partition_selector.h.
 const PartitionSelector &
 dxpriv::pg::statement_partition_selector(int mechanism, double epsilon, double delta)
 {
@@ -73,17 +85,12 @@ DX_FUNCTION(dx_partition_select_transfn)
 		if (PG_ARGISNULL(3) || PG_ARGISNULL(4))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv partition selection parameters must not be null");
 		const NoiseParams p = parse_noise_params(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(3); }));
-		ArrayType *sel = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(4); });
-		if (ARR_NDIM(sel) != 1 || ARR_HASNULL(sel) || ARR_ELEMTYPE(sel) != FLOAT8OID || ARR_DIMS(sel)[0] != 3)
-			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
-		const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(sel));
-		if (!(v[0] == 0 || v[0] == 1))
-			fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
+		const SelectionParams sel = read_selection_params(pg_value([&] { return PG_GETARG_ARRAYTYPE_P(4); }));
 		s = static_cast<SelectState *>(MemoryContextAllocZero(aggctx, sizeof(SelectState)));
 		s->charge_id = p.charge_id;
-		s->mechanism = static_cast<int32>(v[0]);
-		s->epsilon = v[1];
-		s->delta = v[2];
+		s->mechanism = static_cast<int32>(sel.mechanism);
+		s->epsilon = sel.epsilon;
+		s->delta = sel.delta;
 	} else {
 		s = reinterpret_cast<SelectState *>(PG_GETARG_POINTER(0));
 	}
