@@ -470,29 +470,38 @@ DenseCellWeights::grid(std::size_t k, double t, bool &integer_weights) const
 }
 
 // See allocation_internal.h.
-std::unique_ptr<CellWeights>
-DenseCellWeights::rounded(const std::vector<LinearNoisePlan> &cells) const
+std::vector<std::vector<double>>
+weights_on_grids(const std::vector<std::vector<double>> &q, const std::vector<LinearNoisePlan> &cells)
 {
-	const std::size_t m = q_.size();
+	const std::size_t m = q.size();
 	std::vector<std::vector<double>> q_grid(m);
 	bool unchanged = true; // every weight already lies on its grid (e.g. integer weights, grid 1)
 	for (std::size_t k = 0; k < m; k++) {
 		const LinearNoisePlan &cell = cells[k];
 		if (cell.integer_weights && cell.grid == 1) // integers below 2^53 lie on the unit grid
 			continue;
-		q_grid[k].resize(q_[k].size());
-		for (std::size_t u = 0; u < q_[k].size(); u++) {
-			q_grid[k][u] = static_cast<double>(to_grid_units(q_[k][u], cell.grid)) * cell.grid;
-			unchanged &= q_grid[k][u] == q_[k][u];
+		q_grid[k].resize(q[k].size());
+		for (std::size_t u = 0; u < q[k].size(); u++) {
+			q_grid[k][u] = static_cast<double>(to_grid_units(q[k][u], cell.grid)) * cell.grid;
+			unchanged &= q_grid[k][u] == q[k][u];
 		}
 	}
 	if (unchanged)
-		return nullptr;
+		return {};
 	for (std::size_t k = 0; k < m; k++) // the rounded set is built on whole vectors: copy the cells rounding kept
 		if (q_grid[k].empty())
-			q_grid[k] = q_[k];
-	auto out = std::make_unique<DenseCellWeights>(sub_, std::move(q_grid));
-	return out;
+			q_grid[k] = q[k];
+	return q_grid;
+}
+
+// See allocation_internal.h.
+std::unique_ptr<CellWeights>
+DenseCellWeights::rounded(const std::vector<LinearNoisePlan> &cells) const
+{
+	std::vector<std::vector<double>> q_grid = weights_on_grids(q_, cells);
+	if (q_grid.empty())
+		return nullptr;
+	return std::make_unique<DenseCellWeights>(sub_, std::move(q_grid));
 }
 
 // See allocation_internal.h.

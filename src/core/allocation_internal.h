@@ -112,6 +112,11 @@ public:
 	virtual const std::vector<std::vector<double>> *dense() const { return nullptr; }
 };
 
+// The per-point weights q[k][u] rounded to the cells' grids (cells[k].grid; a cell with integer
+// weights on grid 1 is copied as it is); empty when rounding changes no weight.
+std::vector<std::vector<double>> weights_on_grids(const std::vector<std::vector<double>> &q,
+                                                  const std::vector<LinearNoisePlan> &cells);
+
 // The per-point weights q[k][u] over sub (borrowed, or owned when moved in).
 class DenseCellWeights final : public CellWeights {
 public:

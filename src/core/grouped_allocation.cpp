@@ -468,30 +468,6 @@ generate_rows(const GroupedContext &ctx, const GroupedMatrix &q, const GroupedPo
 	throw GenerationFailed{};
 }
 
-// The weights q rounded to the cells' grids, as DenseCellWeights::rounded; empty when no weight changes.
-GroupedMatrix
-round_to_grids(const GroupedMatrix &q, const std::vector<LinearNoisePlan> &cells)
-{
-	GroupedMatrix out(q.size());
-	bool unchanged = true;
-	for (std::size_t k = 0; k < q.size(); k++) {
-		const LinearNoisePlan &cell = cells[k];
-		if (cell.integer_weights && cell.grid == 1)
-			continue;
-		out[k].resize(q[k].size());
-		for (std::size_t u = 0; u < q[k].size(); u++) {
-			out[k][u] = static_cast<double>(to_grid_units(q[k][u], cell.grid)) * cell.grid;
-			unchanged &= out[k][u] == q[k][u];
-		}
-	}
-	if (unchanged)
-		return {};
-	for (std::size_t k = 0; k < q.size(); k++)
-		if (out[k].empty())
-			out[k] = q[k];
-	return out;
-}
-
 // The cells of a grouped statement for detail::plan_multi_linear: constraints() runs constraint
 // generation for the statement's request and epsilon and keeps the last allocation, which
 // allocation() returns for that set (allocate is deterministic); everything else is
@@ -529,7 +505,7 @@ public:
 	}
 	std::unique_ptr<detail::CellWeights> rounded(const std::vector<LinearNoisePlan> &cells) const override
 	{
-		GroupedMatrix r = round_to_grids(q_, cells);
+		GroupedMatrix r = detail::weights_on_grids(q_, cells);
 		if (r.empty())
 			return nullptr;
 		GroupedPoints pts;
@@ -609,7 +585,7 @@ plan_multi_linear_grouped(const SubUniverse &sub, const std::vector<std::vector<
 	std::vector<double> scales(m);
 	for (std::size_t k = 0; k < m; k++)
 		scales[k] = plan.cells[k].scale;
-	const GroupedMatrix rounded = round_to_grids(q, plan.cells);
+	const GroupedMatrix rounded = detail::weights_on_grids(q, plan.cells);
 	GroupedPoints rounded_pts;
 	if (!rounded.empty() && !grouped_points(rounded, n, rounded_pts)) {
 		st.fell_back = true;
