@@ -124,8 +124,12 @@ CREATE AGGREGATE dx._unit_bound(int4, int8, VARIADIC "any") (
 	DESERIALFUNC = dx._unit_bound_deserialize, PARALLEL = SAFE);
 -- The kept rows of the statement's dx._unit_bound (by its random handle, valid only while the
 -- statement runs): one value per kept row (kind 0: a column; 1: a count_units flag; 2: true).
+-- Its row estimate for the planner: the rows of the table the bounding reads (planner/unit_rows_support.cpp).
+CREATE FUNCTION dx._unit_rows_support(internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_rows_support';
+COMMENT ON FUNCTION dx._unit_rows_support(internal) IS 'internal: the planner''s row estimate of dx._unit_rows (the table''s rows)';
 CREATE FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) RETURNS SETOF anyelement
-LANGUAGE c PARALLEL RESTRICTED ROWS 1000 AS 'MODULE_PATHNAME', 'dx_unit_rows';
+LANGUAGE c PARALLEL RESTRICTED ROWS 1000 SUPPORT dx._unit_rows_support AS 'MODULE_PATHNAME', 'dx_unit_rows';
 COMMENT ON AGGREGATE dx._unit_bound(int4, int8, "any") IS 'internal: placed by the dxpriv analyzer only (privacy-unit bounding by hash)';
 COMMENT ON FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) IS 'internal: the rows kept by dx._unit_bound in the same statement';
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_transfn(internal, int4, int8, "any") FROM PUBLIC;
@@ -133,3 +137,4 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_combinefn(internal, internal) FROM PUB
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._unit_rows_support(internal) FROM PUBLIC;

@@ -956,3 +956,10 @@ COMMENT ON FUNCTION dx._release_selection(int8, float8[], float8[]) IS 'internal
 CREATE FUNCTION dx._group_key_int(bytea, text, anyarray, VARIADIC "any") RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key_int';
 COMMENT ON FUNCTION dx._group_key_int(bytea, text, anyarray, "any") IS 'output value of a GROUP BY key for a row''s group: dx._group_key(dx._weigh_int(table, layout, columns), values) in one call';
+
+-- unitpoint (issue 23): the planner's row estimate of dx._unit_rows (planner/unit_rows_support.cpp)
+CREATE FUNCTION dx._unit_rows_support(internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_rows_support';
+COMMENT ON FUNCTION dx._unit_rows_support(internal) IS 'internal: the planner''s row estimate of dx._unit_rows (the table''s rows)';
+ALTER FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) SUPPORT dx._unit_rows_support;
+REVOKE EXECUTE ON FUNCTION dx._unit_rows_support(internal) FROM PUBLIC;

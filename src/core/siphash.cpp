@@ -121,4 +121,43 @@ siphash24(const unsigned char key[16], const void *data, std::size_t len) noexce
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
+// See siphash.h.
+SipRowRank::SipRowRank(const unsigned char key[16]) noexcept
+{
+	const std::uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	k0_ = 0x736f6d6570736575ULL ^ k0;
+	k1_ = 0x646f72616e646f6dULL ^ k1;
+	k2_ = 0x6c7967656e657261ULL ^ k0;
+	k3_ = 0x7465646279746573ULL ^ k1;
+	w0_ = w1_ = w2_ = w3_ = 0;
+}
+
+// See siphash.h: the message bytes as siphash24 reads them (memory order, little-endian words).
+std::uint64_t
+SipRowRank::rank(std::uint32_t table, std::uint32_t block, std::uint16_t offset) noexcept
+{
+	if (!valid_ || table != table_ || block != block_) {
+		unsigned char word[8];
+		std::memcpy(word, &table, 4);
+		std::memcpy(word + 4, &block, 4);
+		w0_ = k0_;
+		w1_ = k1_;
+		w2_ = k2_;
+		w3_ = k3_;
+		compress(w0_, w1_, w2_, w3_, load_le64(word));
+		table_ = table;
+		block_ = block;
+		valid_ = true;
+	}
+	unsigned char tail[2];
+	std::memcpy(tail, &offset, 2);
+	const std::uint64_t b = (std::uint64_t{10} << 56) | (static_cast<std::uint64_t>(tail[1]) << 8) | tail[0];
+	std::uint64_t v0 = w0_, v1 = w1_, v2 = w2_, v3 = w3_;
+	compress(v0, v1, v2, v3, b);
+	v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sip_round(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
 } // namespace dxpriv

@@ -32,4 +32,22 @@ private:
 // One-shot SipHash-2-4 of len bytes.
 std::uint64_t siphash24(const unsigned char key[16], const void *data, std::size_t len) noexcept;
 
+// SipHash-2-4 specialised to the 10-byte row identity that ranks a privacy unit's rows: rank(t, b, o)
+// equals siphash24(key, msg, 10) where msg holds the bytes of t (4), b (4) and o (2) as stored in
+// memory (GoogleTest SipHash.RowRankEqualsGeneric). The key's initial state is computed once, and the
+// state after the first 8-byte word (the table and the block) is kept for the next call: rows of one
+// page, read one after another by a scan, pay 6 SipRounds instead of 8 and no key loading. A plain
+// value type (no destructor): it may live in PostgreSQL memory.
+class SipRowRank {
+public:
+	explicit SipRowRank(const unsigned char key[16]) noexcept;
+	std::uint64_t rank(std::uint32_t table, std::uint32_t block, std::uint16_t offset) noexcept;
+
+private:
+	std::uint64_t k0_, k1_, k2_, k3_;  // the state after the key
+	std::uint64_t w0_, w1_, w2_, w3_;  // the state after the word (table, block) of the last call
+	std::uint32_t table_ = 0, block_ = 0;
+	bool valid_ = false;
+};
+
 } // namespace dxpriv

@@ -41,6 +41,7 @@ int guc_noise = 0;
 int guc_top_k = 0;
 int guc_partition_selection = 0;
 int guc_unit_bounding = 0;
+bool guc_unit_rank_reference = false; // (unitpoint)
 int guc_analysis_time_limit = 30000;
 int guc_analysis_memory_limit = 16384;
 } // namespace dxpriv::pg
@@ -159,6 +160,11 @@ _PG_init(void)
 	                         "workers too; sort: the previous window-function plan (a sort of every row). Citus "
 	                         "tables always use sort. Only superusers may change it.",
 	                         &guc_unit_bounding, 0, unit_bounding_options, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.unit_rank_reference",
+	                         "Computes the privacy unit row ranks with the generic SipHash-2-4 (for comparison).",
+	                         "Off (default): dx._unit_rank uses SipHash-2-4 specialised to its 10-byte message, the "
+	                         "same ranks. On: the generic code. Only superusers may change it.",
+	                         &guc_unit_rank_reference, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();

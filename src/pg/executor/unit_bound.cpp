@@ -885,18 +885,14 @@ sort_unit(UnitBound *s, Unit *u)
 	}
 }
 
-// Ends the current depth: pending rows applied or spilled, spilled partitions queued, the units in
-// memory sorted by rank for emission.
+// Ends the current depth: pending rows applied or spilled, spilled partitions queued. (Each unit's
+// kept rows are sorted by rank when the emission reaches the unit, ub_advance: no pass over the
+// tables here.)
 void
 ub_close_depth(UnitBound *s)
 {
 	flush_all(s);
 	ub_queue_spilled(s);
-	for (UnitPart &part : s->parts)
-		if (part.units)
-			for (uint64 i = 0; i < part.cap; ++i)
-				if (part.units[i].used)
-					sort_unit(s, &part.units[i]);
 }
 
 // Bounds the next queued batch alone (the units in memory are forgotten: emitted already); false
@@ -1150,7 +1146,7 @@ DX_FUNCTION(dx_unit_bound_deserialize)
 	PG_RETURN_POINTER(s);
 }
 
-// dx._unit_bound_finalfn(state) -> int8: ends the pass (the partitions in memory sorted by rank,
+// dx._unit_bound_finalfn(state) -> int8: ends the pass (each unit sorted by rank when emitted,
 // the spilled ones queued: they are bounded one by one while dx._unit_rows reads) and returns a
 // random handle by which dx._unit_rows of the same statement reads the kept rows.
 DX_FUNCTION(dx_unit_bound_finalfn)
@@ -1209,8 +1205,10 @@ ub_advance(UnitBound *s)
 		while (s->emit_part < kParts) {
 			const UnitPart &part = s->parts[s->emit_part];
 			while (part.units && s->emit_slot < part.cap) {
-				const Unit *u = &part.units[s->emit_slot];
+				Unit *u = &part.units[s->emit_slot];
 				if (u->used && s->emit_row < u->n) {
+					if (s->emit_row == 0 && u->n > 1)
+						sort_unit(s, u); // (by rank, before its first row is emitted)
 					s->emit_unit = u;
 					return s->emit_cur = unit_row(s, u, s->emit_row++);
 				}

@@ -14,6 +14,8 @@ extern "C" {
 }
 
 #include <cstring>
+#include <new>
+#include <type_traits>
 
 using namespace dxpriv;
 using namespace dxpriv::pg;
@@ -21,9 +23,13 @@ using namespace dxpriv::pg;
 namespace {
 
 // The 16-byte rank key of one call site in one execution (fn_extra: allocated in fn_mcxt, which is
-// the executor's per-query memory, so a new execution, prepared or not, draws a new key).
+// the executor's per-query memory, so a new execution, prepared or not, draws a new key), with the
+// specialised hash of that key (core SipRowRank: the same ranks as siphash24 of the 10-byte
+// message) unless the superuser-only dxpriv.unit_rank_reference asked for the generic one.
 struct RankKey {
 	unsigned char key[16];
+	bool reference;
+	SipRowRank fast;
 };
 
 // Fills key with 16 bytes: from the kernel CSPRNG, or, under the superuser-only dxpriv.test_seed, from
@@ -41,6 +47,8 @@ draw_rank_key(unsigned char key[16])
 	}
 }
 
+static_assert(std::is_trivially_destructible_v<RankKey>, "RankKey lives in PostgreSQL memory");
+
 } // namespace
 
 // dx._unit_rank(tableoid oid, ctid tid) -> bigint: SipHash-2-4 of the row's table and position
@@ -56,12 +64,16 @@ DX_FUNCTION(dx_unit_rank)
 	if (!k) {
 		k = static_cast<RankKey *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RankKey)));
 		draw_rank_key(k->key);
+		k->reference = guc_unit_rank_reference;
+		new (&k->fast) SipRowRank(k->key); // (trivially destructible: freed with fn_mcxt)
 		fcinfo->flinfo->fn_extra = k;
 	}
 	const Oid table = PG_GETARG_OID(0);
 	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(1))); // tid: by reference
 	const std::uint32_t block = ItemPointerGetBlockNumberNoCheck(tid);
 	const std::uint16_t offset = ItemPointerGetOffsetNumberNoCheck(tid);
+	if (!k->reference)
+		PG_RETURN_INT64(static_cast<int64>(k->fast.rank(table, block, offset)));
 	unsigned char msg[10];
 	std::memcpy(msg, &table, 4);
 	std::memcpy(msg + 4, &block, 4);
