@@ -3560,6 +3560,43 @@ attack(C, "work_mem_between_statements", "SELECT dx.count(*), dx.sum(age) FROM v
 attack(C, "unit_state_forged", "SELECT dx._unit_bound_deserialize('\\x02'::bytea, NULL)", Reject("42501", "42883", "42846", hint=False))
 
 
+# unitpoint (issue 23): the rank by a SipHash specialised to its 10-byte message (the generic code
+# behind the superuser-only dxpriv.unit_rank_reference) and the planner's row estimate of the kept
+# rows (dx._unit_rows_support: grouped statements now hash their groups above the bounding).
+attack(C, "unit_rank_reference_setting", "SET dxpriv.unit_rank_reference = on", Reject("42501", hint=False))
+attack(C, "unit_rows_support_by_hand", "SELECT dx._unit_rows_support(NULL)", Reject("42501", "42883", "42846", hint=False))
+attack(C, "heavy_unit_hashed_groups", "SELECT age, dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1003 GROUP BY age",
+       Custom(heavy_unit_capped(["SET enable_sort = off"])))
+attack(C, "heavy_unit_hashed_groups_spilled",
+       "SELECT ward, age, dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1004 GROUP BY ward, age",
+       Custom(heavy_unit_capped(SPILL + PARALLEL + ["SET enable_sort = off"])))
+
+
+def fast_rank_is_the_reference(ctx, conn, a):
+    """Superuser side: under one test seed the specialised rank equals the generic SipHash on every
+    row (several pages, rows moved by an update), so the kept rows are unchanged; without a seed two
+    executions draw different keys (the rank stays unpredictable)."""
+    adm = ctx.admin
+    q = "SELECT array_agg(dx._unit_rank(v.tableoid, v.ctid) ORDER BY v.ctid) FROM visits v"
+    try:
+        execute(adm, "UPDATE visits SET age = age WHERE person % 97 = 0")
+        execute(adm, "SET dxpriv.test_seed = 2325")
+        fast = scalar(adm, q)
+        execute(adm, "SET dxpriv.unit_rank_reference = on")
+        ref = scalar(adm, q)
+        assert len(fast) > 5000, f"{len(fast)} rows ranked"
+        assert fast == ref, "the specialised rank differs from the generic SipHash"
+        execute(adm, "RESET dxpriv.unit_rank_reference")
+        execute(adm, "RESET dxpriv.test_seed")
+        assert scalar(adm, q) != scalar(adm, q), "two executions ranked the rows alike without a seed"
+    finally:
+        execute(adm, "RESET dxpriv.test_seed")
+        execute(adm, "RESET dxpriv.unit_rank_reference")
+    return f"{len(fast)} ranks equal"
+
+
+attack(C, "fast_rank_is_the_reference", "SELECT 1", Custom(fast_rank_is_the_reference))
+
 def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)
 
