@@ -37,7 +37,6 @@ struct RowPointMap {
 		Oid type;        // 'r': the value argument's type
 		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
 		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
-		double recip;    // 'r': 1 / step (rounded) for the other finite steps, else 0: range_index's estimate
 		size_t size;     // the domain's size
 		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
 		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
@@ -76,32 +75,17 @@ double row_value_ordinal(Datum value, Oid type);
 // Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
 // arithmetic in the same order, so the same index (NaN: the default index 0). Below 2^52 the
 // quotient's rounding half away from zero (std::round, a library call) is its integer part plus
-// one when its fraction is at least 0.5: both are exact there. recip (1 / step rounded, 0 when
-// unused): the quotient is first estimated as (value - lo) * recip, within 4 units in the last
-// place of the divided quotient x; when the estimate lies strictly inside the grid and its
-// fraction is farther than 2^-50 of it from 0.5, no half-integer lies between the two, so
-// rounding either gives the same index; otherwise the division decides, as before.
+// one when its fraction is at least 0.5: both are exact there.
 [[gnu::always_inline]] inline size_t
-range_index(double value, double lo, double step, double inv_step, double recip, size_t size)
+range_index(double value, double lo, double step, double inv_step, size_t size)
 {
 	if (std::isnan(value))
 		return 0;
-	const double last = static_cast<double>(size - 1);
-	if (recip != 0) {
-		const double y = (value - lo) * recip;
-		if (y > 0 && y < last && y < 4503599627370496.0) {
-			const uint64 t = static_cast<uint64>(y);
-			const double f = y - static_cast<double>(t);
-			if (std::fabs(f - 0.5) > y * 0x1p-50) {
-				const size_t r = static_cast<size_t>(t + (f > 0.5 ? 1 : 0));
-				return r < size - 1 ? r : size - 1;
-			}
-		}
-	}
 	// x * 2^-k rounds the exact quotient once, as x / 2^k does: the same double
 	const double x = inv_step != 0 ? (value - lo) * inv_step : (value - lo) / step;
 	if (!(x > 0))
 		return 0;
+	const double last = static_cast<double>(size - 1);
 	if (x >= last)
 		return size - 1;
 	size_t r;
@@ -144,7 +128,7 @@ range_column_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
 		                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
 		return d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
 	}
-	return range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.recip, c.size);
+	return range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
 }
 
 // row_point, with the map's common shapes computed inline (the same index: the same functions).
