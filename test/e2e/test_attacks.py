@@ -273,6 +273,11 @@ attack(C, "one_pass_keys_left_out",
 attack(C, "one_pass_keys_left_out_two_keys",
        "SELECT zip, sex, count(*), avg(age) FROM people WHERE age < 90 GROUP BY sex, zip HAVING count(*) > -1e9",
        Noised(min_scale=1.0, rows=20))
+# the per-row fast paths (no column, one unit-step integer column, one other range column) keep
+# every statement charged and noised at its declared scales
+attack(C, "one_pass_fast_path_count", "SELECT count(*) FROM people", Noised(min_scale=1.0, rows=1))
+attack(C, "one_pass_fast_path_sum_avg", "SELECT sum(age), avg(age), sum(income) FROM people WHERE age > 20",
+       Noised(min_scale=1.0, rows=1))
 # the GROUP BY keys computed in the row source (dxpriv.keys_in_scan, regress 58): the key column of
 # the scan is the lookup of the row's point, never the analyst's expression; a key used in HAVING,
 # in the output and as an expression key still gives every declared group, charged and noised once
@@ -2073,6 +2078,14 @@ attack(C, "onepass_key_layout_by_hand", "SELECT age, dx._onepass_count('R', true
        "120::float8, 1::float8) FROM people GROUP BY age", Reject(PRIV))
 attack(C, "onepass_key_layout_by_hand_enumerated", "SELECT dx._onepass_sum('Er', true, 0, true, sex, "
        "ARRAY['M', 'F'], age, 0::float8, 120::float8, 1::float8) FROM people", Reject(PRIV))
+# the inline range layout ('q<lo>:<hi>:<step>;': the range constants in the layout text, executor/
+# row_point.h) by hand: a forged, wider or finer domain must not be accepted either
+attack(C, "onepass_inline_layout_by_hand", "SELECT dx._onepass_count('q0:120:1;', true, 0, true, age) FROM people",
+       Reject(PRIV))
+attack(C, "onepass_inline_layout_widened", "SELECT dx._onepass_sum('q-1e9:1e9:0.5;', true, 0, true, age) FROM people",
+       Reject(PRIV))
+attack(C, "onepass_inline_key_layout_by_hand", "SELECT age, dx._onepass_count('Q0:120:1;e', true, 0, true, age, "
+       "sex, ARRAY['M', 'F']) FROM people GROUP BY age", Reject(PRIV))
 attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
 attack(C, "set_keys_in_scan", "SET dxpriv.keys_in_scan = off", Reject(PRIV, hint=False))
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))

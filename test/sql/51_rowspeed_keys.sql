@@ -3,7 +3,7 @@
 -- columns out of its histogram (they are constant within a group) and reads the group from them on
 -- the group's first row, instead of computing the group index on every row; each aggregate's final
 -- function puts the group's key point back beside the histogram's point. The layout shows the key
--- columns in upper case ('E', 'R'). Every statement runs the previous way (dxpriv.one_pass = off:
+-- columns in upper case ('E', 'R', or 'Q' for a range column with its constants in the layout). Every statement runs the previous way (dxpriv.one_pass = off:
 -- one lookup and one transition per row and aggregate) and the new way under the same test seed,
 -- and the two results must be equal row for row, noisy answers included.
 SET dxpriv.cache_lifetime = 0; -- no replay: each run draws its own noise
@@ -25,7 +25,7 @@ DECLARE n bigint; rows_on bigint; plan_on text; BEGIN
 	SELECT string_agg(l, E'\n') INTO plan_on FROM (SELECT * FROM pg_temp.plan_lines(q)) p(l);
 	RETURN CASE WHEN n = 0 THEN 'equal' ELSE 'DIFFERENT' END || ', ' || rows_on || ' rows'
 	       || CASE WHEN plan_on !~ 'dx\._onepass_' THEN ', NOT one pass'
-	               WHEN plan_on ~ $r$'[erpER]*[ER][erpER]*'::text$r$ THEN ', one pass, keys left out'
+	               WHEN plan_on ~ $r$'[-erpqERQ0-9.:;+]*[ERQ][-erpqERQ0-9.:;+]*'::text$r$ THEN ', one pass, keys left out'
 	               ELSE ', one pass, keys in the histogram' END;
 END $$;
 

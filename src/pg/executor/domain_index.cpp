@@ -32,7 +32,10 @@ value_bytes(bool byval, Datum v, const char *&data, size_t &len, Datum &scratch)
 		data = reinterpret_cast<const char *>(&scratch);
 		len = sizeof(Datum);
 	} else {
-		struct varlena *p = PG_DETOAST_DATUM_PACKED(v);
+		// PG_DETOAST_DATUM_PACKED without its call for a value stored inline and uncompressed
+		struct varlena *p = reinterpret_cast<struct varlena *>(DatumGetPointer(v));
+		if (unlikely(VARATT_IS_COMPRESSED(p) || VARATT_IS_EXTERNAL(p)))
+			p = pg_detoast_datum_packed(p);
 		data = VARDATA_ANY(p);
 		len = VARSIZE_ANY_EXHDR(p);
 	}

@@ -22,6 +22,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -90,31 +91,6 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 
 namespace dxpriv::pg {
 
-// The columns of a fused lookup (dx._weigh, dx._weigh_int, the one-pass transition): for each
-// column, in point-index order, its indexer and the positions of its arguments. Built once per
-// call site in fn_mcxt.
-struct RowPointMap {
-	struct Column {
-		DomainIndexer *indexer;
-		int value_arg;   // first value argument
-		int members;     // 1, or the number of member columns of a column group
-		Oid member_types[kMaxPointDims];
-		char kind;       // 'e', 'r' or 'p' (the layout letter)
-		Oid type;        // 'r': the value argument's type
-		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
-		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
-		size_t size;     // the domain's size
-		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
-		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
-		int64 lo_int;    // unit_int: lo
-	};
-	Column *columns;
-	int ncolumns;
-	size_t points;     // product of the non-key columns' sizes (saturating at SIZE_MAX)
-	size_t key_points; // product of the key columns' sizes (1 without key columns)
-	bool has_keys;
-};
-
 namespace {
 
 // Type modifier of argument i at this call site (a transition function's argument i is its
@@ -152,6 +128,8 @@ bad_layout()
 // See row_point.h. The layout's letters give each column's arguments:
 //   'e': value, labels text[]       'r': value, lo, hi, step (float8)
 //   'p': coords float8[], dims int4, then dims member values (numeric types)
+//   'q<lo>:<hi>:<step>;': value (an 'r' column whose constants are in the layout, in decimal text
+//   that reads back as the same doubles: the one-pass transition's form, planner/one_pass.cpp)
 RowPointMap *
 build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys)
 {
@@ -170,13 +148,29 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			if (PG_ARGISNULL(i))
 				bad_layout();
 	};
-	for (char letter : layout) {
+	for (size_t pos = 0; pos < layout.size();) {
+		const char letter = layout[pos++];
 		RowPointMap::Column &c = map->columns[map->ncolumns++];
-		c.key = allow_keys && (letter == 'E' || letter == 'R');
+		c.key = allow_keys && (letter == 'E' || letter == 'R' || letter == 'Q');
 		const char kind = c.key ? static_cast<char>(letter - 'A' + 'a') : letter;
 		map->has_keys = map->has_keys || c.key;
-		c.kind = kind;
-		if (kind == 'e') {
+		c.kind = kind == 'q' ? 'r' : kind;
+		if (kind == 'q') { // 'r' with lo, hi and step in the layout: q<lo>:<hi>:<step>;
+			double b[3];
+			for (int k = 0; k < 3; ++k) {
+				const char *p = layout.c_str() + pos;
+				char *end = nullptr;
+				b[k] = std::strtod(p, &end);
+				if (end == p || *end != (k < 2 ? ':' : ';'))
+					bad_layout();
+				pos = static_cast<size_t>(end - layout.c_str()) + 1;
+			}
+			need(1);
+			c.value_arg = arg;
+			c.members = 1;
+			c.indexer = DomainIndexer::create(mcxt, Domain::range(b[0], b[1], b[2]), arg_type(fcinfo, arg), arg_typmod(fcinfo, arg));
+			arg += 1;
+		} else if (kind == 'e') {
 			need(2);
 			c.value_arg = arg;
 			c.members = 1;
@@ -235,6 +229,21 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			c.lo_int = c.unit_int ? static_cast<int64>(c.lo) : 0;
 		}
 	}
+	// the non-key columns' shape, for row_point_inline
+	int nonkey = 0;
+	const RowPointMap::Column *only = nullptr;
+	for (int i = 0; i < map->ncolumns; ++i)
+		if (!map->columns[i].key) {
+			++nonkey;
+			only = &map->columns[i];
+		}
+	map->shape = RowPointShape::Generic;
+	if (nonkey == 0) {
+		map->shape = RowPointShape::None;
+	} else if (nonkey == 1 && only->kind == 'r' && only->size >= 1) {
+		map->shape = only->unit_int ? RowPointShape::UnitInt : RowPointShape::Range;
+		map->only = *only;
+	}
 	return map;
 }
 
@@ -259,46 +268,25 @@ row_key_point_count(const RowPointMap &map)
 	return map.key_points;
 }
 
-namespace {
-
-// Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
-// arithmetic in the same order, so the same index (NaN: the default index 0).
-inline size_t
-range_index(double value, double lo, double step, double inv_step, size_t size)
+// See row_point.h.
+double
+row_value_ordinal(Datum value, Oid type)
 {
-	if (std::isnan(value))
-		return 0;
-	// x * 2^-k rounds the exact quotient once, as x / 2^k does: the same double
-	const double x = inv_step != 0 ? (value - lo) * inv_step : (value - lo) / step;
-	if (!(x > 0))
-		return 0;
-	const double last = static_cast<double>(size - 1);
-	if (x >= last)
-		return size - 1;
-	return std::min(static_cast<size_t>(std::round(x)), size - 1);
+	return datum_to_ordinal(value, type);
 }
 
-// datum_to_ordinal with the common by-value types inlined.
-inline double
-ordinal_of(Datum value, Oid type)
-{
-	switch (type) {
-	case INT4OID:
-		return DatumGetInt32(value);
-	case INT8OID:
-		return static_cast<double>(DatumGetInt64(value));
-	case INT2OID:
-		return DatumGetInt16(value);
-	case FLOAT8OID:
-		return DatumGetFloat8(value);
-	default:
-		return datum_to_ordinal(value, type);
-	}
-}
-
-} // namespace
-
 namespace {
+
+// The nearest declared point of a column group's member values (NULL members: NaN).
+[[gnu::noinline]] size_t
+group_point_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
+{
+	double x[kMaxPointDims];
+	for (int m = 0; m < c.members; ++m)
+		x[m] = PG_ARGISNULL(c.value_arg + m) ? std::numeric_limits<double>::quiet_NaN()
+		                                     : datum_to_ordinal(PG_GETARG_DATUM(c.value_arg + m), c.member_types[m]);
+	return c.indexer->nearest(x);
+}
 
 // The flat index over the key columns (keys) or over the other columns (!keys), last column fastest.
 template <bool keys>
@@ -310,32 +298,12 @@ point_over(FunctionCallInfo fcinfo, const RowPointMap &map)
 		const RowPointMap::Column &c = map.columns[i];
 		if (c.key != keys)
 			continue;
-		size_t idx;
 		if (c.kind == 'r') {
-			const int a = c.value_arg;
-			if (PG_ARGISNULL(a)) {
-				idx = 0;
-			} else if (c.unit_int) { // range_index's arithmetic on integers: the same index
-				const int64 d = (c.type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
-				                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
-				idx = d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
-			} else {
-				idx = range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
-			}
-			u = u * c.size + idx;
+			u = u * c.size + range_column_index(fcinfo, c);
 			continue;
 		}
-		const DomainIndexer &ix = *c.indexer;
-		if (c.kind == 'p') {
-			double x[kMaxPointDims];
-			for (int m = 0; m < c.members; ++m)
-				x[m] = PG_ARGISNULL(c.value_arg + m)
-				           ? std::numeric_limits<double>::quiet_NaN()
-				           : datum_to_ordinal(PG_GETARG_DATUM(c.value_arg + m), c.member_types[m]);
-			idx = ix.nearest(x);
-		} else {
-			idx = ix.index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
-		}
+		const size_t idx = c.kind == 'p' ? group_point_index(fcinfo, c)
+		                                 : c.indexer->index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
 		u = u * c.size + idx;
 	}
 	return u;

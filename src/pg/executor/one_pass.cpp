@@ -387,7 +387,11 @@ one_pass_release(FunctionCallInfo fcinfo, LinearRelease kind)
 // the group is created on its first row. When the layout marks GROUP BY key columns ('E', 'R'),
 // the histogram's points leave them out and the group is their point, read from the group's first
 // row (the group argument is then 0): every row of a group has the same key columns' point.
-DX_FUNCTION(dx_onepass_transfn)
+// The group's first row (and a call site's first call) take this guarded path; every later row
+// takes dx_onepass_transfn's unguarded one, which computes the same point (row_point_inline: the
+// same arithmetic; nothing on it throws a C++ exception).
+static Datum
+onepass_transfn_first_impl(FunctionCallInfo fcinfo)
 {
 	OnePassState *s;
 	if (!fcinfo->flinfo->fn_extra)
@@ -412,6 +416,30 @@ DX_FUNCTION(dx_onepass_transfn)
 	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
 		add_count(s, row_point(fcinfo, map), 1);
 	PG_RETURN_POINTER(s);
+}
+
+[[gnu::noinline]] static Datum
+onepass_transfn_first(FunctionCallInfo fcinfo)
+{
+	return guarded([&] { return onepass_transfn_first_impl(fcinfo); });
+}
+
+extern "C" {
+PG_FUNCTION_INFO_V1(dx_onepass_transfn);
+// The per-row path: a row of a group whose state exists, at a call site whose map is built. It
+// neither allocates nor raises an error, except when a dense 16-bit counter carries (dense_carry:
+// memory only) or a generic column's indexer detoasts a value; no C++ object is alive here.
+Datum
+dx_onepass_transfn(PG_FUNCTION_ARGS)
+{
+	const auto *map = static_cast<const RowPointMap *>(fcinfo->flinfo->fn_extra);
+	if (unlikely(map == nullptr || PG_ARGISNULL(0)))
+		return onepass_transfn_first(fcinfo);
+	auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
+		add_count(s, row_point_inline(fcinfo, *map), 1);
+	PG_RETURN_POINTER(s);
+}
 }
 
 // dx._onepass_combinefn(state, state): the sum of two histograms of the same group.

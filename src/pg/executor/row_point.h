@@ -1,23 +1,62 @@
 // A row's point of a statement's sub-universe, from its column values and their domain constants
-// (the layouts of dx._weigh and of the one-pass transition; implemented in lookup.cpp).
+// (the layouts of dx._weigh and of the one-pass transition; implemented in lookup.cpp, with the
+// per-row arithmetic of range columns inline here so that the one-pass transition's common shapes
+// run without a call).
 #pragma once
 
 extern "C" {
 #include "postgres.h"
 #include "fmgr.h"
+#include "catalog/pg_type.h"
 }
 
+#include "core/domain.h"
+
+#include <cmath>
 #include <cstddef>
 
 namespace dxpriv::pg {
 
-struct RowPointMap;
+class DomainIndexer;
+
+// The shape of a map's non-key columns, for the one-pass transition's inline path (row_point_inline):
+// none (the point is 0), one range column over int2/int4 with step 1 and an integral lower bound
+// (value - lo, clamped), one other range column (range_index), or anything else (row_point).
+enum class RowPointShape : unsigned char { Generic, None, UnitInt, Range };
+
+// The columns of a fused lookup (dx._weigh, dx._weigh_int, the one-pass transition): for each
+// column, in point-index order, its indexer and the positions of its arguments. Built once per
+// call site in fn_mcxt by build_row_point_map.
+struct RowPointMap {
+	struct Column {
+		DomainIndexer *indexer;
+		int value_arg;   // first value argument
+		int members;     // 1, or the number of member columns of a column group
+		Oid member_types[kMaxPointDims];
+		char kind;       // 'e', 'r' or 'p' (the layout letter)
+		Oid type;        // 'r': the value argument's type
+		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
+		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
+		size_t size;     // the domain's size
+		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
+		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
+		int64 lo_int;    // unit_int: lo
+	};
+	Column *columns;
+	int ncolumns;
+	size_t points;     // product of the non-key columns' sizes (saturating at SIZE_MAX)
+	size_t key_points; // product of the key columns' sizes (1 without key columns)
+	bool has_keys;
+	RowPointShape shape; // of the non-key columns
+	Column only;         // UnitInt, Range: a copy of the one non-key column (one load fewer per row)
+};
 
 // Contract: reads the layout text at argument layout_arg (one letter per column: 'e' value, labels
-// text[]; 'r' value, lo, hi, step; 'p' coords float8[], dims int4, then dims member values) and the
-// arguments from first_arg to the last, which must be exactly the layout's; builds the columns'
-// indexers once in fn_mcxt. With allow_keys, 'E' and 'R' are 'e' and 'r' columns that are GROUP BY
-// keys: row_point leaves them out and row_key_point reads them. Errors (22023) on a malformed layout.
+// text[]; 'r' value, lo, hi, step; 'q<lo>:<hi>:<step>;' value: an 'r' column with its constants in
+// the layout; 'p' coords float8[], dims int4, then dims member values) and the arguments from
+// first_arg to the last, which must be exactly the layout's; builds the columns' indexers once in
+// fn_mcxt. With allow_keys, 'E', 'R' and 'Q' are 'e', 'r' and 'q' columns that are GROUP BY keys:
+// row_point leaves them out and row_key_point reads them. Errors (22023) on a malformed layout.
 RowPointMap *build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys = false);
 // The flat index of the row's point over the non-key columns (last column fastest), from the value
 // arguments only: no expression of the query runs, no allocation, no user code.
@@ -29,5 +68,82 @@ size_t row_point_count(const RowPointMap &map);
 // The number of points of the key columns (1 without keys), and whether the layout has any.
 size_t row_key_point_count(const RowPointMap &map);
 bool row_point_has_keys(const RowPointMap &map);
+
+// datum_to_ordinal of a value of a type other than int2/int4/int8/float8 (lookup.cpp).
+double row_value_ordinal(Datum value, Oid type);
+
+// Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
+// arithmetic in the same order, so the same index (NaN: the default index 0). Below 2^52 the
+// quotient's rounding half away from zero (std::round, a library call) is its integer part plus
+// one when its fraction is at least 0.5: both are exact there.
+[[gnu::always_inline]] inline size_t
+range_index(double value, double lo, double step, double inv_step, size_t size)
+{
+	if (std::isnan(value))
+		return 0;
+	// x * 2^-k rounds the exact quotient once, as x / 2^k does: the same double
+	const double x = inv_step != 0 ? (value - lo) * inv_step : (value - lo) / step;
+	if (!(x > 0))
+		return 0;
+	const double last = static_cast<double>(size - 1);
+	if (x >= last)
+		return size - 1;
+	size_t r;
+	if (x < 4503599627370496.0) {
+		const uint64 t = static_cast<uint64>(x);
+		r = static_cast<size_t>(t + (x - static_cast<double>(t) >= 0.5 ? 1 : 0));
+	} else {
+		r = static_cast<size_t>(std::round(x));
+	}
+	return r < size - 1 ? r : size - 1;
+}
+
+// datum_to_ordinal with the common by-value types inlined.
+[[gnu::always_inline]] inline double
+ordinal_of(Datum value, Oid type)
+{
+	switch (type) {
+	case INT4OID:
+		return DatumGetInt32(value);
+	case INT8OID:
+		return static_cast<double>(DatumGetInt64(value));
+	case INT2OID:
+		return DatumGetInt16(value);
+	case FLOAT8OID:
+		return DatumGetFloat8(value);
+	default:
+		return row_value_ordinal(value, type);
+	}
+}
+
+// The index of a range column's value (argument c.value_arg; NULL: 0), as row_point computes it.
+[[gnu::always_inline]] inline size_t
+range_column_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
+{
+	const int a = c.value_arg;
+	if (PG_ARGISNULL(a))
+		return 0;
+	if (c.unit_int) { // range_index's arithmetic on integers: the same index
+		const int64 d = (c.type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
+		                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
+		return d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
+	}
+	return range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+}
+
+// row_point, with the map's common shapes computed inline (the same index: the same functions).
+[[gnu::always_inline]] inline size_t
+row_point_inline(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	switch (map.shape) {
+	case RowPointShape::None:
+		return 0;
+	case RowPointShape::UnitInt:
+	case RowPointShape::Range:
+		return range_column_index(fcinfo, map.only);
+	default:
+		return row_point(fcinfo, map);
+	}
+}
 
 } // namespace dxpriv::pg

@@ -17,6 +17,9 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace dxpriv::pg {
@@ -39,6 +42,67 @@ int8_array_const(const std::vector<int64> &v)
 		                       TYPALIGN_DOUBLE);
 	});
 	return makeConst(INT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(arr), false, false);
+}
+
+// The shortest decimal text of v that reads back (strtod) as the same double, or "" when none
+// of 15 to 17 significant digits does (never for a finite double).
+std::string
+exact_decimal(double v)
+{
+	char buf[64];
+	for (int digits = 15; digits <= 17; ++digits) {
+		std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+		char *end = nullptr;
+		const double back = std::strtod(buf, &end);
+		if (end && *end == '\0' && std::memcmp(&back, &v, sizeof v) == 0)
+			return buf;
+	}
+	return "";
+}
+
+// The range columns' lo, hi and step moved from the arguments into the layout: 'r' (value, lo,
+// hi, step) becomes 'q<lo>:<hi>:<step>;' (value), 'R' becomes 'Q...;', so that the transition's
+// arguments are the columns' values and the enumerated columns' labels only (fewer interpreter
+// steps per row; executor/row_point.h reads both forms). A constant without an exact decimal form
+// keeps its column in the 'r' form.
+void
+inline_range_constants(const std::vector<const ColumnPolicy *> &cols, std::string &layout, List *&values)
+{
+	std::string out;
+	List *args = NIL;
+	int a = 0;
+	for (size_t i = 0; i < cols.size() && i < layout.size(); ++i) {
+		const char letter = layout[i];
+		int n = letter == 'e' || letter == 'E' ? 2 : letter == 'r' || letter == 'R' ? 4
+		                                                : 2 + static_cast<int>(cols[i]->members.size());
+		if (letter == 'r' || letter == 'R') {
+			std::string text;
+			bool exact = true;
+			for (int k = 1; k <= 3; ++k) {
+				auto *c = static_cast<Node *>(list_nth(values, a + k));
+				const std::string d = IsA(c, Const) && !castNode(Const, c)->constisnull &&
+				                              castNode(Const, c)->consttype == FLOAT8OID
+				                          ? exact_decimal(DatumGetFloat8(castNode(Const, c)->constvalue))
+				                          : std::string();
+				exact = exact && !d.empty();
+				text += d + (k < 3 ? ":" : ";");
+			}
+			if (exact) {
+				out += (letter == 'r' ? 'q' : 'Q') + text;
+				args = lappend(args, list_nth(values, a));
+				a += n;
+				continue;
+			}
+		}
+		out += letter;
+		for (int k = 0; k < n; ++k)
+			args = lappend(args, list_nth(values, a + k));
+		a += n;
+	}
+	if (a != list_length(values) || cols.size() != layout.size())
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv one-pass layout does not match its arguments");
+	layout = out;
+	values = args;
 }
 
 } // namespace
@@ -90,6 +154,7 @@ one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr
 				layout[i] = static_cast<char>(layout[i] - 'a' + 'A');
 		group = (Expr *) makeConst(INT4OID, -1, InvalidOid, 4, Int32GetDatum(0), false, true);
 	}
+	inline_range_constants(cols, layout, values);
 	Const *layout_const = makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
 	Const *dense_const = makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(dense), false, true);
 	Expr *real = present ? present : (Expr *) makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(true), false, true);

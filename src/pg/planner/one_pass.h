@@ -25,7 +25,8 @@ std::vector<bool> one_pass_key_columns(const GroupKeys &keys, const std::vector<
 
 // The arguments shared by every one-pass aggregate of a statement (equal nodes, so that the
 // planner gives them one transition state): (layout text, dense bool, group int4, present bool,
-// <the columns' values and domain constants>). group: the row's output group (an int4
+// <the columns' values and domain constants>); a range column's constants are in the layout
+// ('q<lo>:<hi>:<step>;', executor/row_point.h), so only its value is an argument. group: the row's output group (an int4
 // expression; not evaluated, the constant 0, when key marks key columns: the transition reads the
 // group from them on a group's first row); present: the "row is real" flag (false on added
 // empty-group rows), or nullptr (every row is real); dense: a histogram array per group when the
