@@ -20,5 +20,6 @@ extern int guc_unit_bounding;         // dxpriv.unit_bounding: superuser-only; 0
 extern bool guc_exhaustive_analysis;  // dxpriv.exhaustive_analysis: superuser-only; true evaluates every point (no closed forms)
 extern bool guc_key_columns_in_source; // dxpriv.keys_in_scan: superuser-only; false computes GROUP BY keys above the row source
 extern bool guc_one_pass;             // dxpriv.one_pass: superuser-only; false plans one lookup and transition per aggregate
+extern bool guc_group_fold;           // dxpriv.group_fold: superuser-only; false groups a one-pass GROUP BY row by row (planner/group_fold.h)
 
 } // namespace dxpriv::pg
