@@ -10,8 +10,11 @@ extern "C" {
 #include "funcapi.h"
 #include "libpq/pqformat.h"
 #include "utils/array.h"
+#include "port/pg_bswap.h"
 #include "utils/memutils.h"
 }
+
+#include <cstring>
 
 extern "C" Datum dx_onepass_deserialize(PG_FUNCTION_ARGS);
 
@@ -116,6 +119,25 @@ struct FoldSlices {
 	bytea **slices;
 };
 
+constexpr Size kFoldHeader = 1 + 4 + 1 + 8 + 8;
+
+// Network byte order, as pq_sendint32/64 write (and pq_getmsgint/64 read).
+inline char *
+put_int32(char *w, int32 v)
+{
+	const uint32 n = pg_hton32(static_cast<uint32>(v));
+	std::memcpy(w, &n, 4);
+	return w + 4;
+}
+
+inline char *
+put_int64(char *w, int64 v)
+{
+	const uint64 n = pg_hton64(static_cast<uint64>(v));
+	std::memcpy(w, &n, 8);
+	return w + 8;
+}
+
 FoldSlices *
 cut_slices(bytea *state, const FoldShape &shape)
 {
@@ -150,25 +172,30 @@ cut_slices(bytea *state, const FoldShape &shape)
 		}
 		buf.cursor = start;
 	}
-	StringInfoData *parts = static_cast<StringInfoData *>(palloc(shape.groups * sizeof(StringInfoData)));
+	// each group's state, allocated at its exact size (a group count of 10^6 must not cost a
+	// StringInfo's 1 kB each): header (version, group, dense, points, n), then its pairs
+	char **cursor = static_cast<char **>(palloc(shape.groups * sizeof(char *)));
 	for (uint64 g = 0; g < shape.groups; ++g) {
-		pq_begintypsend(&parts[g]);
-		pq_sendbyte(&parts[g], kFoldStateVersion);
-		pq_sendint32(&parts[g], static_cast<int32>(g));
-		pq_sendbyte(&parts[g], dense ? 1 : 0);
-		pq_sendint64(&parts[g], static_cast<int64>(shape.points));
-		pq_sendint64(&parts[g], static_cast<int64>(counts[g]));
+		const Size len = VARHDRSZ + kFoldHeader + 16 * counts[g];
+		bytea *b = static_cast<bytea *>(palloc(len));
+		SET_VARSIZE(b, len);
+		char *w = VARDATA(b);
+		*w++ = static_cast<char>(kFoldStateVersion);
+		w = put_int32(w, static_cast<int32>(g));
+		*w++ = static_cast<char>(dense ? 1 : 0);
+		w = put_int64(w, static_cast<int64>(shape.points));
+		w = put_int64(w, static_cast<int64>(counts[g]));
+		out->slices[g] = b;
+		cursor[g] = w;
 	}
 	for (int64 i = 0; i < n; ++i) {
 		const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
 		uint64 g, p;
 		split_point(shape, static_cast<uint64>(u), g, p);
-		pq_sendint64(&parts[g], static_cast<int64>(p));
-		pq_sendint64(&parts[g], count);
+		cursor[g] = put_int64(cursor[g], static_cast<int64>(p));
+		cursor[g] = put_int64(cursor[g], count);
 	}
-	for (uint64 g = 0; g < shape.groups; ++g)
-		out->slices[g] = pq_endtypsend(&parts[g]);
-	pfree(parts);
+	pfree(cursor);
 	pfree(counts);
 	return out;
 }
