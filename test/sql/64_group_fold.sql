@@ -87,6 +87,12 @@ SELECT pg_temp.same_both_ways('SELECT grp, grp AS g2, dx.count(*) AS n FROM gf G
 SELECT pg_temp.same_both_ways('SELECT grp, age / 40 AS band, dx.count(*) AS n FROM gf GROUP BY grp, age / 40');
 -- 400,020 points in 20 groups, a hashed histogram per group before; now 20,001 points per group
 SELECT pg_temp.same_both_ways('SELECT grp, sex, dx.sum(f) AS s, dx.count(*) AS n FROM gf GROUP BY grp, sex');
+-- the keys computed above the row source (dxpriv.keys_in_scan = off): the groups' values carry the
+-- columns' type modifiers (a char(n) key's lookup reads the column's)
+SET dxpriv.keys_in_scan = off;
+SELECT pg_temp.same_both_ways('SELECT cty, dx.sum(v) AS s, dx.avg(qty) AS a FROM gf GROUP BY cty');
+SELECT pg_temp.same_both_ways('SELECT cty, sex, grp, dx.avg(age) AS a FROM gf GROUP BY cty, sex, grp');
+RESET dxpriv.keys_in_scan;
 RESET enable_hashagg;
 -- hashed grouping: compared where the hash tables agree (PostgreSQL sizes them from its estimate of
 -- a group's state), and every answer on the noiseless table below

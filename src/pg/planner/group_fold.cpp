@@ -167,11 +167,46 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 	    linitial_node(RangeTblEntry, real->rtable)->rtekind != RTE_RELATION || real->jointree->quals ||
 	    list_length(empty->targetList) != list_length(sub->targetList))
 		return false;
+	RangeTblEntry *groups_rte = linitial_node(RangeTblEntry, empty->rtable);
+	if (groups_rte->funcordinality)
+		return false;
+	ListCell *lc;
+	// one row per declared group: each unnest array holds the key column's value of every group, as
+	// many as the shape's key columns have points (dx._fold_slices returns that many slices)
+	uint64 groups = 1;
+	for (size_t k = shape.size() - 1; k > 0 && shape[k] != -1; --k)
+		groups *= static_cast<uint64>(shape[1 + shape[k]]);
+	int group_columns = 0;
+	foreach (lc, groups_rte->functions) {
+		const RangeTblFunction *fn = lfirst_node(RangeTblFunction, lc);
+		const FuncExpr *call = IsA(fn->funcexpr, FuncExpr) ? castNode(FuncExpr, fn->funcexpr) : nullptr;
+		Node *arg = call && list_length(call->args) == 1 ? static_cast<Node *>(linitial(call->args)) : nullptr;
+		for (;;) { // (a char(n) key's values are coerced to the column's type modifier: same length)
+			if (arg && IsA(arg, ArrayCoerceExpr))
+				arg = (Node *) castNode(ArrayCoerceExpr, arg)->arg;
+			else if (arg && IsA(arg, RelabelType))
+				arg = (Node *) castNode(RelabelType, arg)->arg;
+			else if (arg && IsA(arg, FuncExpr) && list_length(castNode(FuncExpr, arg)->args) >= 1)
+				arg = static_cast<Node *>(linitial(castNode(FuncExpr, arg)->args));
+			else
+				break;
+		}
+		const Const *values = arg && IsA(arg, Const) ? castNode(Const, arg) : nullptr;
+		if (!values || values->constisnull)
+			return false; // (not the empty-group rows of group_source.h: the previous plan)
+		const Datum array = values->constvalue;
+		const int items = pg_value([&] {
+			ArrayType *arr = DatumGetArrayTypeP(array);
+			return ARR_NDIM(arr) == 1 ? ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) : -1;
+		});
+		if (items < 0 || static_cast<uint64>(items) != groups)
+			return false; // (not the empty-group rows of group_source.h: the previous plan)
+		group_columns += fn->funccolcount;
+	}
 	// the shared arguments (layout, dense, group, present, the columns' values and constants), the
 	// key columns no longer left out: the layout in lower case, every row real
 	List *args = NIL, *types = NIL;
 	int i = 0;
-	ListCell *lc;
 	foreach (lc, first->args) {
 		Expr *e = static_cast<Expr *>(copy_node(lfirst_node(TargetEntry, lc)->expr));
 		if (i == 0) {
@@ -213,6 +248,18 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 	state->aggno = -1;
 	state->aggtransno = -1;
 	state->location = analysis::kRewrittenLocation;
+	// the groups' values read as the table's columns, with their type modifiers (a char(n) key's
+	// lookup above the source reads the column's, as it did when the table's rows came through)
+	ListCell *rc, *ec;
+	forboth (rc, real->targetList, ec, empty->targetList) {
+		TargetEntry *re = lfirst_node(TargetEntry, rc), *ee = lfirst_node(TargetEntry, ec);
+		const Oid type = exprType((Node *) re->expr);
+		const int32 typmod = exprTypmod((Node *) re->expr);
+		const Oid collation = exprCollation((Node *) re->expr);
+		if (exprType((Node *) ee->expr) == type && exprTypmod((Node *) ee->expr) != typmod)
+			ee->expr = (Expr *) pg_value(
+			    [&] { return makeRelabelType(ee->expr, type, typmod, collation, COERCE_IMPLICIT_CAST); });
+	}
 	// s: the table's branch becomes SELECT dx._fold_state(...) AS dx_state FROM <table>
 	real->targetList = list_make1(makeTargetEntry((Expr *) state, 1, pstrdup("dx_state"), false));
 	real->hasAggs = true;
@@ -227,12 +274,6 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 	empty->rtable = lappend(empty->rtable, state_rte);
 	const Index state_index = static_cast<Index>(list_length(empty->rtable));
 	// g: ROWS FROM (unnest(<the groups' values>), dx._fold_slices(s.dx_state, <shape>))
-	RangeTblEntry *groups_rte = linitial_node(RangeTblEntry, empty->rtable);
-	if (groups_rte->funcordinality)
-		unexpected_fold();
-	int group_columns = 0;
-	foreach (lc, groups_rte->functions)
-		group_columns += lfirst_node(RangeTblFunction, lc)->funccolcount;
 	if (list_length(groups_rte->eref->colnames) != group_columns)
 		unexpected_fold();
 	std::vector<Datum> shape_datums;
