@@ -167,6 +167,36 @@ COMMENT ON AGGREGATE dx._onepass_count(text, bool, int4, bool, "any") IS 'intern
 COMMENT ON AGGREGATE dx._onepass_sum(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
 COMMENT ON AGGREGATE dx._onepass_avg(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
 
+-- GROUP BY folded into one pass (planner/group_fold.h, executor/group_fold.cpp): a grouped
+-- statement whose keys are declared columns counts every row once in ONE histogram over the
+-- sub-universe with the key columns (dx._fold_state, ungrouped: no hash lookup per row), then
+-- dx._fold_slices cuts it into one state per declared group (empty ones included), and each
+-- aggregate releases its group's answer from that state through the one-pass final functions.
+CREATE AGGREGATE dx._fold_state(text, bool, int4, bool, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_serialize,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._fold_state(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
+CREATE FUNCTION dx._fold_slices(bytea, int8[]) RETURNS SETOF bytea
+LANGUAGE c IMMUTABLE PARALLEL SAFE ROWS 10 AS 'MODULE_PATHNAME', 'dx_fold_slices';
+COMMENT ON FUNCTION dx._fold_slices(bytea, int8[]) IS 'internal: placed by the dxpriv analyzer only (one one-pass state per declared group, in group order, cut from dx._fold_state)';
+CREATE FUNCTION dx._fold_transfn(internal, bytea) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_fold_transfn';
+COMMENT ON FUNCTION dx._fold_transfn(internal, bytea) IS 'the one-pass state of a group from its slice (one slice per group)';
+CREATE AGGREGATE dx._fold_count(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+CREATE AGGREGATE dx._fold_sum(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+CREATE AGGREGATE dx._fold_avg(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._fold_count(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+COMMENT ON AGGREGATE dx._fold_sum(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+COMMENT ON AGGREGATE dx._fold_avg(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+
 -- 1 for a non-null value, 0 for null: the per-row weight of count(expr), evaluated at analysis on
 -- the declared points (rows are mapped to points by dx._weigh below).
 CREATE FUNCTION dx._indicator("any") RETURNS float8

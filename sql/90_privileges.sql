@@ -4,6 +4,7 @@
 --
 -- Stay executable by PUBLIC, because analysts' statements call them with their own privileges:
 --   dx._noisy_count, dx._noisy_sum, dx._noisy_avg (both), dx._noisy_part, dx._onepass_count/_sum/_avg,
+--   dx._fold_state, dx._fold_count/_sum/_avg (aggregates) and dx._fold_slices (a folded GROUP BY),
 --   dx._em_select (aggregates),
 --   dx._dispersion (it only computes a statistic from released parts; one written by an analyst is
 --   refused by the analyzer like the aggregates), dx._weigh,
@@ -87,6 +88,7 @@ REVOKE EXECUTE ON FUNCTION dx._onepass_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_count_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_sum_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_avg_finalfn(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._fold_transfn(internal, bytea) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_transfn(internal, int4, int4, float8[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_combinefn(internal, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._em_serialize(internal) FROM PUBLIC;

@@ -963,3 +963,35 @@ LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_rows_support';
 COMMENT ON FUNCTION dx._unit_rows_support(internal) IS 'internal: the planner''s row estimate of dx._unit_rows (the table''s rows)';
 ALTER FUNCTION dx._unit_rows(int8, int4, int4, int4, anyelement) SUPPORT dx._unit_rows_support;
 REVOKE EXECUTE ON FUNCTION dx._unit_rows_support(internal) FROM PUBLIC;
+
+-- groupfold (issue 23): GROUP BY over declared columns folded into one ungrouped pass
+-- GROUP BY folded into one pass (planner/group_fold.h, executor/group_fold.cpp): a grouped
+-- statement whose keys are declared columns counts every row once in ONE histogram over the
+-- sub-universe with the key columns (dx._fold_state, ungrouped: no hash lookup per row), then
+-- dx._fold_slices cuts it into one state per declared group (empty ones included), and each
+-- aggregate releases its group's answer from that state through the one-pass final functions.
+CREATE AGGREGATE dx._fold_state(text, bool, int4, bool, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_serialize,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._fold_state(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
+CREATE FUNCTION dx._fold_slices(bytea, int8[]) RETURNS SETOF bytea
+LANGUAGE c IMMUTABLE PARALLEL SAFE ROWS 10 AS 'MODULE_PATHNAME', 'dx_fold_slices';
+COMMENT ON FUNCTION dx._fold_slices(bytea, int8[]) IS 'internal: placed by the dxpriv analyzer only (one one-pass state per declared group, in group order, cut from dx._fold_state)';
+CREATE FUNCTION dx._fold_transfn(internal, bytea) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_fold_transfn';
+COMMENT ON FUNCTION dx._fold_transfn(internal, bytea) IS 'the one-pass state of a group from its slice (one slice per group)';
+CREATE AGGREGATE dx._fold_count(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+CREATE AGGREGATE dx._fold_sum(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+CREATE AGGREGATE dx._fold_avg(bytea) (
+	SFUNC = dx._fold_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._fold_count(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+COMMENT ON AGGREGATE dx._fold_sum(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+COMMENT ON AGGREGATE dx._fold_avg(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
+REVOKE EXECUTE ON FUNCTION dx._fold_transfn(internal, bytea) FROM PUBLIC;

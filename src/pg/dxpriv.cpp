@@ -36,6 +36,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 }
 bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;
+bool guc_group_fold = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -153,6 +154,13 @@ _PG_init(void)
 	                         "no projection node runs above it. Off: the keys are computed above the source (the "
 	                         "previous plan; same answers). Only superusers may change it.",
 	                         &guc_key_columns_in_source, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.group_fold",
+	                         "Folds a GROUP BY over declared columns into one ungrouped pass over the rows.",
+	                         "On (default): every row is counted once in one histogram over the statement's "
+	                         "sub-universe with the key columns, cut into one state per declared group at the end "
+	                         "(no hash grouping per row). Off: the rows are grouped by their keys (the previous plan; "
+	                         "same answers and charge). Only superusers may change it.",
+	                         &guc_group_fold, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
 	DefineCustomEnumVariable("dxpriv.unit_bounding",
 	                         "How each privacy unit's rows are bounded (the same kept rows either way).",

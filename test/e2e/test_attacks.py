@@ -270,6 +270,15 @@ attack(C, "one_pass_filter_undeclared",
 attack(C, "one_pass_keys_left_out",
        "SELECT sex, count(*), sum(age) FILTER (WHERE age > 60), avg(age), count(*) FILTER (WHERE age > 40) "
        "FROM people GROUP BY sex", Noised(min_scale=1.0, rows=2))
+# folded into one ungrouped pass (dxpriv.group_fold, regress 64): HAVING, LIMIT and wrappers that
+# drop groups or aggregates still leave every declared group released and charged (the allocation)
+attack(C, "group_fold_having_drops_every_group",
+       "SELECT sex, count(*), avg(age) FROM people GROUP BY sex HAVING count(*) > 1e12", Noised(min_scale=1.0, rows=0))
+attack(C, "group_fold_limit_one_group",
+       "SELECT zip, sex, count(*), sum(age) FROM people GROUP BY zip, sex ORDER BY zip LIMIT 1", Noised(min_scale=1.0, rows=1))
+attack(C, "group_fold_wrapper_drops_aggregate",
+       "SELECT n FROM (SELECT sex, count(*) AS n, sum(age) AS s, avg(age) AS a FROM people GROUP BY sex) w WHERE sex = 'F'",
+       Noised(min_scale=1.0, rows=1))
 attack(C, "one_pass_keys_left_out_two_keys",
        "SELECT zip, sex, count(*), avg(age) FROM people WHERE age < 90 GROUP BY sex, zip HAVING count(*) > -1e9",
        Noised(min_scale=1.0, rows=20))
@@ -2087,6 +2096,20 @@ attack(C, "onepass_inline_layout_widened", "SELECT dx._onepass_sum('q-1e9:1e9:0.
 attack(C, "onepass_inline_key_layout_by_hand", "SELECT age, dx._onepass_count('Q0:120:1;e', true, 0, true, age, "
        "sex, ARRAY['M', 'F']) FROM people GROUP BY age", Reject(PRIV))
 attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
+# a GROUP BY folded into one pass (issue 23, regress 64): the ungrouped state with the key columns,
+# its cut into groups and the aggregates that release a group's slice, written by hand (a forged
+# state or slice included), and the superuser-only switch to the previous plan
+FOLD_GRP = "'r', true, 0, true, age, 0::float8, 120::float8, 1::float8"
+attack(C, "fold_state_by_hand", f"SELECT dx._fold_state({FOLD_GRP}) FROM people", Reject(PRIV))
+attack(C, "fold_state_on_public_table", "SELECT dx._fold_state('', true, 0, true, 0) FROM zips", Reject(PRIV))
+attack(C, "fold_slices_forged_state",
+       "SELECT s FROM dx._fold_slices('\\x0100000000010000000000000002000000000000000100000000000000000000000000000005'::bytea, "
+       "'{1,2,-1,0}') s", Reject(PRIV))
+attack(C, "fold_count_forged_slice", "SELECT sex, dx._fold_count('\\x01'::bytea) FROM people GROUP BY sex", Reject(PRIV))
+attack(C, "fold_sum_over_own_slices",
+       "SELECT dx._fold_sum(s) FROM (SELECT dx._fold_state('r', true, 0, true, age, 0::float8, 120::float8, 1::float8) AS st "
+       "FROM people) t, dx._fold_slices(t.st, '{1,121,-1,0}') s", Reject(PRIV))
+attack(C, "set_group_fold", "SET dxpriv.group_fold = off", Reject(PRIV, hint=False))
 attack(C, "set_keys_in_scan", "SET dxpriv.keys_in_scan = off", Reject(PRIV, hint=False))
 attack(C, "set_config_test_seed", "SELECT set_config('dxpriv.test_seed', '1', false)", Reject(PRIV, hint=False))
 # the per-point reference paths of the analysis (same constraints, slower): superusers only, so an
@@ -2967,7 +2990,8 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 
 # every internal function: executable by mallory only if on the list of those she needs; any other
 # that SQL can call at all (no `internal` argument) is refused when she calls it
-NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_group_key_int", "_unit_rank", "_unit_bound", "_unit_rows",
+NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg",
+                      "_fold_state", "_fold_slices", "_fold_count", "_fold_sum", "_fold_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_group_key_int", "_unit_rank", "_unit_bound", "_unit_rows",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",

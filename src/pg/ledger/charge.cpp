@@ -149,7 +149,8 @@ collect_aggrefs(Node *node, void *ctx)
 	auto *scan = static_cast<PlanScan *>(ctx);
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
-		if ((scan->ext->is_internal(a->aggfnoid) || a->aggfnoid == scan->ext->em_collect) && list_length(a->args) >= 3) {
+		if ((scan->ext->is_internal(a->aggfnoid) || a->aggfnoid == scan->ext->em_collect) &&
+		    (list_length(a->args) >= 3 || scan->ext->is_fold(a->aggfnoid))) { // (a folded GROUP BY: its slice)
 			Const *k = aggref_params_const(a);
 			if (!k)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");

@@ -24,11 +24,52 @@ no_rows(PlanState *)
 }
 
 bool
+is_table_scan(const PlanState *ps)
+{
+	switch (nodeTag(ps)) {
+	case T_SeqScanState:
+	case T_SampleScanState:
+	case T_IndexScanState:
+	case T_IndexOnlyScanState:
+	case T_BitmapHeapScanState:
+	case T_TidScanState:
+	case T_TidRangeScanState:
+		return true;
+	default:
+		return false;
+	}
+}
+
+// True when every leaf under ps scans a noted table: such a subtree returns no row once emptied.
+bool
+other_leaf_walker(PlanState *ps, void *ctx)
+{
+	if (!ps)
+		return false;
+	const auto *relids = static_cast<const std::set<Oid> *>(ctx);
+	if (is_table_scan(ps)) {
+		Relation rel = reinterpret_cast<ScanState *>(ps)->ss_currentRelation;
+		return !(rel && relids->count(RelationGetRelid(rel)));
+	}
+	if (!outerPlanState(ps) && !innerPlanState(ps) && !IsA(ps, AppendState) && !IsA(ps, MergeAppendState) &&
+	    !IsA(ps, SubqueryScanState))
+		return true; // (a function scan, VALUES, a constant Result: rows that do not come from the table)
+	return planstate_tree_walker(ps, reinterpret_cast<bool (*)()>(other_leaf_walker), ctx);
+}
+
+bool
 empty_walker(PlanState *ps, void *ctx)
 {
 	if (!ps)
 		return false;
 	const auto *relids = static_cast<const std::set<Oid> *>(ctx);
+	// a Gather whose workers would only read the noted tables: launched, they would read every
+	// block the leader's emptied scan leaves them; emptied, it launches none
+	if ((IsA(ps, GatherState) || IsA(ps, GatherMergeState)) && outerPlanState(ps) &&
+	    !other_leaf_walker(outerPlanState(ps), ctx)) {
+		ps->ExecProcNode = no_rows;
+		return false;
+	}
 	switch (nodeTag(ps)) {
 	case T_SeqScanState:
 	case T_SampleScanState:

@@ -75,6 +75,13 @@ load(Oid ext, ExtensionObjects &o)
 	o.onepass_count = lookup("_onepass_count", 5, onepass);
 	o.onepass_sum = lookup("_onepass_sum", 5, onepass);
 	o.onepass_avg = lookup("_onepass_avg", 5, onepass);
+	o.fold_state = lookup("_fold_state", 5, onepass);
+	const Oid fold_slices_args[] = {BYTEAOID, INT8ARRAYOID};
+	o.fold_slices = lookup("_fold_slices", 2, fold_slices_args);
+	const Oid fold_args[] = {BYTEAOID};
+	o.fold_count = lookup("_fold_count", 1, fold_args);
+	o.fold_sum = lookup("_fold_sum", 1, fold_args);
+	o.fold_avg = lookup("_fold_avg", 1, fold_args);
 	{
 		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
 		o.linear_partial_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(tname), true);
@@ -137,7 +144,8 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
 	                   o.count_units_eps, o.unit_rank, o.partition_select, o.open_cells, o.noisy_part, o.dispersion,
-	                   o.count_distinct, o.count_distinct_eps, o.onepass_count, o.onepass_sum, o.onepass_avg};
+	                   o.count_distinct, o.count_distinct_eps, o.onepass_count, o.onepass_sum, o.onepass_avg,
+	                   o.fold_state, o.fold_slices, o.fold_count, o.fold_sum, o.fold_avg};
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

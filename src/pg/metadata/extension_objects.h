@@ -25,6 +25,11 @@ struct ExtensionObjects {
 	// one pass over the rows (executor/one_pass.cpp): the statement's aggregates share one transition
 	Oid onepass_count = InvalidOid, onepass_sum = InvalidOid, onepass_avg = InvalidOid;
 	bool is_one_pass(Oid f) const { return f == onepass_count || f == onepass_sum || f == onepass_avg; }
+	// a GROUP BY folded into one pass (planner/group_fold.h): the ungrouped histogram with the key
+	// columns, its cut into one state per group, and the aggregates releasing a group's state
+	Oid fold_state = InvalidOid, fold_slices = InvalidOid;
+	Oid fold_count = InvalidOid, fold_sum = InvalidOid, fold_avg = InvalidOid;
+	bool is_fold(Oid f) const { return f == fold_count || f == fold_sum || f == fold_avg; }
 	// distributed tables (planner/distributed.h): the exact partial aggregate, its shippable state
 	// type and the coordinator's release functions
 	Oid partial = InvalidOid, linear_partial_type = InvalidOid;
@@ -63,7 +68,8 @@ struct ExtensionObjects {
 	bool is_internal(Oid f) const
 	{
 		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
-		       f == partial || f == partition_select || f == noisy_part || is_one_pass(f);
+		       f == partial || f == partition_select || f == noisy_part || is_one_pass(f) ||
+		       is_fold(f);
 	}
 };
 // The extension's objects in the current database, or nullptr when dxpriv is not installed

@@ -122,6 +122,12 @@ discover(Node *node, void *ctx)
 	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->store_point_table &&
 	    load_analyst_context(*d->ext).analyst)
 		d->internal++;
+	// a folded GROUP BY's state and its cut (planner/group_fold.h): only where the rewrite placed them
+	if ((IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == d->ext->fold_state &&
+	     castNode(Aggref, node)->location != kRewrittenLocation) ||
+	    (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->fold_slices &&
+	     castNode(FuncExpr, node)->location != kRewrittenLocation))
+		d->internal++;
 	// dx._dispersion only where dispersion_spelling placed it (an analyst's own call is refused),
 	// or over distributed parts' releases (checked below), as Citus re-parses the coordinator's share
 	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->dispersion &&

@@ -20,6 +20,7 @@
 #include "pg/planner/em_rewrite.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/group_keys.h"
+#include "pg/planner/group_fold.h"
 #include "pg/planner/group_key_source.h"
 #include "pg/planner/group_source.h"
 #include "pg/planner/grouping_sets.h"
@@ -206,6 +207,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		mapping = replace_with_group_source(q, a.policy, columns, keys);
 		if (guc_key_columns_in_source) // the keys computed in the scan (planner/group_key_source.h)
 			key_columns_into_source(q, key_exprs, mapping, ext);
+		fold_group_source(q, mapping, ext); // one ungrouped pass cut into groups (planner/group_fold.h)
 	}
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
