@@ -66,7 +66,11 @@ SELECT substring(pg_temp.plan_text('SELECT dx.sum(f) FROM rc') FROM 'dx\._onepas
 SET dxpriv.one_pass = off;
 SELECT pg_temp.plan_text('SELECT dx.sum(f) FROM rc') ~ 'dx\._weigh\(.*''r''::text' AS off_plan_is_weigh;
 RESET dxpriv.one_pass;
+-- (the grouped statement unfolded: folded, dxpriv.group_fold, the key stays in the point, regress 64)
+SET dxpriv.group_fold = off;
 SELECT substring(pg_temp.plan_text('SELECT k, dx.sum(h) FROM rc GROUP BY k') FROM 'dx\._onepass_sum\([^)]*\)') AS keyed_plan;
+RESET dxpriv.group_fold;
+SELECT substring(pg_temp.plan_text('SELECT k, dx.sum(h) FROM rc GROUP BY k') FROM 'dx\._fold_state\([^)]*\)') AS folded_plan;
 
 -- each value's point, one group per value (k is a key column: 'Q', the value column the fast
 -- path), one column per statement, one pass on and off; and the native clamping rule: (v - lo) /
