@@ -3,6 +3,8 @@ table carries the contents trigger, so the memo keys on how Citus holds the tabl
 rows' version. A statement answered from the memo gives the same seeded answers and the same
 charge as its own analysis (a new session, the local copy); a changed policy, changed rows, a
 changed distribution and another role are each analysed again (or charged again)."""
+import time
+
 import citus_fixture as fx
 from citus_common import citus_db, connect, execute, rows, scalar
 
@@ -28,15 +30,16 @@ def _hits(owner):
     return scalar(owner, "SELECT dx._analysis_memo_hits()")
 
 
-def _from_memo(conn, run, tries=5):
+def _from_memo(conn, run, tries=20):
     """Runs `run` until the memo answers it; returns its result and the number of runs. (Any catalog
-    invalidation in the cluster, e.g. autovacuum's ANALYZE of a fresh table, gives a new key, so
-    the next statement is analysed again: a miss, never a wrong hit.)"""
+    invalidation in the cluster, e.g. autovacuum's ANALYZE of a fresh table or another database's
+    DDL, gives a new key, so the next statement is analysed again: a miss, never a wrong hit.)"""
     for n in range(1, tries + 1):
         h = _hits(conn)
         got = run()
         if _hits(conn) == h + 1:
             return got, n
+        time.sleep(0.2)
     raise AssertionError("the statement is never answered from the memo")
 
 
