@@ -49,14 +49,6 @@ COMMENT ON FUNCTION dx._units(float8, float8) IS 'internal: a weight in grid uni
 CREATE FUNCTION dx._units(float8, int4, float8[]) RETURNS int8
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units_by_group';
 COMMENT ON FUNCTION dx._units(float8, int4, float8[]) IS 'internal: a weight in the grid units of its group (grids[group + 1]), when a release''s groups have different grids';
--- The same as an int4, for weights whose every value is within int4 grid units (the analysis
--- checks the per-point table): PostgreSQL's sum(int4) accumulates in a bigint, cheaper per row than
--- sum(bigint)'s int128 (citusgb). Run only as the table owner (workers' task queries, the
--- coordinator's local execution): not executable by PUBLIC.
-CREATE FUNCTION dx._units4(float8, float8) RETURNS int4
-LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units4';
-COMMENT ON FUNCTION dx._units4(float8, float8) IS 'internal: dx._units as an int4 (refused beyond int4), for sum(int4) on the workers';
-REVOKE EXECUTE ON FUNCTION dx._units4(float8, float8) FROM PUBLIC;
 CREATE FUNCTION dx._state_of(numeric, int8, float8[], int4) RETURNS dx._linear_partial
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_state_of';
 COMMENT ON FUNCTION dx._state_of(numeric, int8, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';

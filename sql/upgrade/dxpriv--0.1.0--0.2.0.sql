@@ -956,9 +956,3 @@ COMMENT ON FUNCTION dx._release_selection(int8, float8[], float8[]) IS 'internal
 CREATE FUNCTION dx._group_key_int(bytea, text, anyarray, VARIADIC "any") RETURNS anyelement
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_group_key_int';
 COMMENT ON FUNCTION dx._group_key_int(bytea, text, anyarray, "any") IS 'output value of a GROUP BY key for a row''s group: dx._group_key(dx._weigh_int(table, layout, columns), values) in one call';
-
--- citusgb (issue 23): dx._units as an int4 for sum(int4) on Citus workers (sql/50_distributed.sql).
-CREATE FUNCTION dx._units4(float8, float8) RETURNS int4
-LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units4';
-COMMENT ON FUNCTION dx._units4(float8, float8) IS 'internal: dx._units as an int4 (refused beyond int4), for sum(int4) on the workers';
-REVOKE EXECUTE ON FUNCTION dx._units4(float8, float8) FROM PUBLIC;

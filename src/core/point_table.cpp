@@ -170,29 +170,6 @@ PointTableView::uniform(double &value, bool &every) const
 }
 
 // See point_table.h.
-double
-PointTableView::max_abs() const
-{
-	double m = 0;
-	if (width_ == kPieces) {
-		for (std::size_t i = 0; i < pieces_.size(); ++i) {
-			const PointTablePiece &p = pieces_[i];
-			if (!p.present)
-				continue;
-			const std::size_t last = i + 1 < pieces_.size() ? pieces_[i + 1].start - 1 : n_ - 1;
-			m = std::max({m, std::fabs(p.a + p.b * static_cast<double>(p.start)),
-			              std::fabs(p.a + p.b * static_cast<double>(last))});
-		}
-		return m;
-	}
-	double v;
-	for (std::size_t u = 0; u < n_; ++u)
-		if (lookup(u, v))
-			m = std::max(m, std::fabs(v));
-	return m;
-}
-
-// See point_table.h.
 std::string
 encode_point_table_pieces(std::size_t n, const std::vector<PointTablePiece> &pieces)
 {

@@ -84,9 +84,6 @@ public:
 	// contributes or two values differ; a sloped piece of three or more points counts as varying);
 	// `every` tells whether every point contributes. O(pieces) for a pieces table, O(size()) otherwise.
 	bool uniform(double &value, bool &every) const;
-	// The largest |value| over the points that contribute (0 when none does). O(pieces) for a
-	// pieces table (a line's extremes are its ends), O(size()) otherwise.
-	double max_abs() const;
 	// The value of point u, or false when the point contributes nothing. u must be < size().
 	bool lookup(std::size_t u, double &out) const
 	{

@@ -252,43 +252,6 @@ TEST(PointTable, EveryPointContributesSeesOneMissingPoint)
 	}
 }
 
-// max_abs equals the brute-force maximum of |value| over the contributing points, for every layout
-// (dictionary, direct, column-affine, pieces), random tables included.
-TEST(PointTable, MaxAbsIsTheLargestContributingMagnitude)
-{
-	std::mt19937_64 rng(23);
-	std::uniform_real_distribution<double> val(-1e6, 1e6);
-	for (int trial = 0; trial < 200; ++trial) {
-		Table t;
-		const size_t n = 1 + rng() % 300;
-		const int kind = trial % 3;
-		for (size_t u = 0; u < n; ++u) {
-			if (rng() % 5 == 0)
-				t.push_back(std::nullopt);
-			else if (kind == 0)
-				t.push_back(static_cast<double>(rng() % 4) - 2.0); // dictionary
-			else if (kind == 1)
-				t.push_back(val(rng)); // direct
-			else
-				t.push_back(-3.5 + 100.0 * static_cast<double>(u)); // column-affine
-		}
-		double want = 0;
-		for (const auto &v : t)
-			if (v)
-				want = std::max(want, std::fabs(*v));
-		EXPECT_EQ(view(encode_point_table(t)).max_abs(), want) << trial;
-	}
-	// pieces: a sloped line's extremes are at its ends; an absent piece does not count
-	const std::vector<PointTablePiece> pieces = {{0, true, 5.0, -2.0}, {10, false, 1e9, 0.0}, {20, true, -100.0, 1.0}};
-	const std::string b = encode_point_table_pieces(30, pieces);
-	double want = 0, v = 0;
-	for (size_t u = 0; u < 30; ++u)
-		if (view(b).lookup(u, v))
-			want = std::max(want, std::fabs(v));
-	EXPECT_EQ(view(b).max_abs(), want);
-	EXPECT_EQ(view(encode_point_table(Table(5, std::nullopt))).max_abs(), 0.0);
-}
-
 namespace {
 
 // The point of the reduced table that original point u (of `dims`) maps to, keeping `kept`.

@@ -413,18 +413,6 @@ DX_FUNCTION(dx_units)
 	PG_RETURN_INT64(units_of(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1)));
 }
 
-// dx._units4(weight, grid): dx._units as an int4, for PostgreSQL's sum(int4) on the workers (placed
-// only when every weight of the release's per-point table fits, planner/distributed_linear.cpp);
-// refuses weights beyond int4.
-DX_FUNCTION(dx_units4)
-{
-	const int64 u = units_of(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1));
-	if (u > std::numeric_limits<int32>::max() || u < std::numeric_limits<int32>::min())
-		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "a weight of this distributed dx aggregate is too large for int4",
-		     "dx._units4 is placed by the dxpriv analyzer only for weights within int4 grid units.");
-	PG_RETURN_INT32(static_cast<int32>(u));
-}
-
 // dx._units(weight, group, grids): the same on the grid of the row's group (grids[group + 1]); the
 // grids are read once per call site (fn_extra).
 DX_FUNCTION(dx_units_by_group)

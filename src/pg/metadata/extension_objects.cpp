@@ -88,7 +88,6 @@ load(Oid ext, ExtensionObjects &o)
 	o.release_selection = lookup("_release_selection", 3, release_selection_args);
 	const Oid units_args[] = {FLOAT8OID, FLOAT8OID};
 	o.units = lookup("_units", 2, units_args);
-	o.units4 = lookup("_units4", 2, units_args);
 	const Oid units_by_group_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
 	o.units_by_group = lookup("_units", 3, units_by_group_args);
 	const Oid state_of_args[] = {NUMERICOID, INT8OID, FLOAT8ARRAYOID, INT4OID};
@@ -134,7 +133,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.noisy_avg_pairs,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.group_key_int, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg, o.release_part, o.release_selection, o.weigh_cached, o.weigh_int_cached,
-	                   o.store_point_table, o.units, o.units4, o.units_by_group, o.state_of, o.collect, o.em_collect,
+	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,
 	                   o.mode_any, o.mode_any_eps, o.quantile_any, o.quantile_any_eps, o.median_any,
 	                   o.median_any_eps, o.em_select, o.em_point_range, o.em_point_enum, o.count_units,
 	                   o.count_units_eps, o.unit_rank, o.partition_select, o.open_cells, o.noisy_part, o.dispersion,

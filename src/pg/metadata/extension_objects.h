@@ -38,7 +38,7 @@ struct ExtensionObjects {
 		       f == release_selection;
 	}
 	// native partial sums of distributed releases (sql/50_distributed.sql)
-	Oid units = InvalidOid, units4 = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
+	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
 	// per-point tables travelling by digest (executor/point_table_cache.h)
 	Oid weigh_cached = InvalidOid, weigh_int_cached = InvalidOid, store_point_table = InvalidOid;
 	Oid indicator = InvalidOid;

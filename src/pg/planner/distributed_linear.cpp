@@ -29,7 +29,6 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
-#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -183,34 +182,6 @@ counted_units(const NativePartial &n, bool every, int64 k)
 	                             COERCE_EXPLICIT_CALL);
 }
 
-// Weights of at most this many grid units are summed as int4 (small_units_sum): PostgreSQL's
-// sum(int4) adds them into a bigint without an overflow check, and no PostgreSQL table holds more
-// than 2^32 pages of at most 291 rows, so 2^22 * 2^32 * 291 < 2^63 rows' units cannot overflow a
-// shard's sum; Citus adds the shards' bigints as numeric and casts back (an error, never a wrap,
-// beyond bigint).
-constexpr double kSmallUnits = 1 << 22;
-
-// numeric(sum(dx._units4(weight, grid))) when the weight is a lookup in an inline per-point table
-// whose every value is within kSmallUnits grid units: the same exact sum as sum(dx._units(...)),
-// with PostgreSQL's sum(int4) (a bigint accumulator) on the workers instead of sum(bigint) (an
-// int128 one), about 40 ms less per million rows (doc/performance.md); nullptr otherwise.
-Expr *
-small_units_sum(const ExtensionObjects &ext, const NativePartial &n)
-{
-	const std::optional<PointTableView> view = inline_point_table((Node *) n.weight, ext);
-	if (!view || n.pairs)
-		return nullptr;
-	const double grid = n.p.grid(0, 0), most = view->max_abs();
-	if (!(grid > 0) || !std::isfinite(grid) || !(most / grid <= kSmallUnits) ||
-	    to_grid_units(most, grid) > static_cast<__int128>(kSmallUnits))
-		return nullptr;
-	FuncExpr *u = makeFuncExpr(ext.units4, INT4OID, list_make2(copy_node(n.weight), float8_const(grid)), InvalidOid,
-	                           InvalidOid, COERCE_EXPLICIT_CALL);
-	Aggref *sum = simple_aggref(F_SUM_INT4, INT8OID, (Expr *) u, INT4OID);
-	return (Expr *) makeFuncExpr(F_NUMERIC_INT8, NUMERICOID, list_make1(sum), InvalidOid, InvalidOid,
-	                             COERCE_EXPLICIT_CAST);
-}
-
 // sum(dx._units(weight, grid)), or sum(dx._units(weight, group, grids)) when the groups' grids
 // differ: the exact sum of a cell's weights in grid units (numeric). A weight that is one value at
 // every counted point (a count) becomes count * units instead (counted_units): the same exact sum.
@@ -226,8 +197,6 @@ units_sum(const ExtensionObjects &ext, const NativePartial &n)
 			return counted_units(n, every, static_cast<int64>(k));
 	}
 	if (one_grid(n.p)) {
-		if (Expr *small = small_units_sum(ext, n))
-			return small;
 		u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))), InvalidOid,
 		                 InvalidOid, COERCE_EXPLICIT_CALL);
 	} else {
