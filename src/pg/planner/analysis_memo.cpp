@@ -5,6 +5,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/contract/param_consts.h"
 #include "pg/executor/release_log.h"
+#include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
 #include "pg/ledger/contents_version.h"
@@ -165,6 +166,26 @@ settings_hash()
 	return h;
 }
 
+// In a database where Citus is installed no table carries the contents trigger (dx._contents_triggers:
+// it would block create_distributed_table), so contents_version knows no table there. The memo
+// does not need the rows: an analysis reads none (it depends on the query, the role, the policy,
+// the settings and the catalog, all in the key); it depends on how Citus holds the table (a grouped
+// release is rewritten differently for a Citus table, release_rewrite.cpp), which stands in for
+// the rows' version here. The answer cache, which needs the rows' version, stays off for such
+// tables (ledger/charge.cpp). False where Citus is not installed (the trigger is then required)
+// and for an unprotected table.
+bool
+memo_citus_holding(const ExtensionObjects &ext, Oid relid, uint64 *version)
+{
+	if (!citus_installed() || !load_analyst_context(ext).is_protected(relid))
+		return false; // (an unprotected table is not memoized, as where the trigger decides)
+	const CitusTable t = citus_table(ext, relid);
+	*version = hash_combine64(0xc175, (t.citus ? 1u : 0u) | (t.on_coordinator ? 2u : 0u) |
+	                                       (static_cast<uint64>(static_cast<unsigned char>(t.method)) << 8));
+	*version = hash_combine64(*version, static_cast<uint64>(t.shards));
+	return true;
+}
+
 // What a stored tree holds: internal aggregates' parameters only (no distributed release, no
 // per-point table travelling by digest, no native partial), and how many.
 struct StoredScan {
@@ -277,8 +298,14 @@ analysis_memo_key(Query *q)
 		// (the table first: an unprotected table has no version trigger and stops here)
 		known = contents_version(rte->relid, snap, &contents) && policy_version(snap, &policy);
 	});
-	if (!known)
-		return 0;
+	if (!known) {
+		// where Citus is installed: how Citus holds the table instead of its rows' version
+		if (!memo_citus_holding(*ext, rte->relid, &contents))
+			return 0;
+		pg_call([&] { known = policy_version(GetActiveSnapshot(), &policy); });
+		if (!known)
+			return 0;
+	}
 	const std::string text = normalised_text(q);
 	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(text.data()), static_cast<int>(text.size()),
 	                               0x616e);
