@@ -33,6 +33,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 	dxpriv::detail::set_repeat_shortcut(!newval);
 	dxpriv::detail::set_insert_lag(!newval);
 	dxpriv::detail::set_pair_generation(!newval);
+	dxpriv::detail::set_pair_tree(!newval);
 }
 bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;
