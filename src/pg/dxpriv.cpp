@@ -9,6 +9,7 @@
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
 #include "core/allocation_internal.h"
+#include "core/pair_tree.h"
 
 #include <climits>
 
