@@ -740,7 +740,7 @@ ColumnMetric::validate(const Domain &dom) const
 
 // Exact max over pairs of |q_i - q_j| / d(i, j) along one line of the sub-universe.
 double
-ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t stride) const
+ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t stride, double floor) const
 {
 	const std::size_t k = dom.size();
 	if (k < 2 || kind_ == MetricKind::None)
@@ -823,7 +823,10 @@ ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t s
 			return s;
 		}
 		if (pair_tree_applies(dom)) { // the same maximum without rating every pair (pair_tree.h)
-			const PairMax best = pair_ratio_max(dom, q, stride, PairExpr::Raw, true, kMaxSensitivityWork);
+			// pairs below floor / scale (in |dq| / D; 1e-12 lower, so that the rounding of the product
+			// by the scale never decides) cannot raise the caller's maximum
+			const double raw_floor = std::max(floor, 0.0) / param_ * (1 - 1e-12);
+			const PairMax best = pair_ratio_max(dom, q, stride, PairExpr::Raw, true, kMaxSensitivityWork, raw_floor);
 			if (best.finite)
 				return best.value * param_;
 		}

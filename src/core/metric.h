@@ -88,7 +88,9 @@ public:
 	// for Absolute and l_p on a line (path metric on a line), max-min for Discrete, a sorted sweep
 	// for PerValue, the graph edges for Graph, the threshold edges for Theta1 (path metrics attain
 	// the maximum on their edges), and all pairs for Matrix, Theta2 and l_p on points in 2+ dims.
-	double line_sensitivity(const Domain &dom, const double *q, std::size_t stride) const;
+	// floor (>= 0): a result at most floor may be returned as any value at most floor (the pair tree
+	// then skips the pairs that cannot exceed it); callers that take max(floor, result) get the same.
+	double line_sensitivity(const Domain &dom, const double *q, std::size_t stride, double floor = 0) const;
 
 	// Calls fn(i, j, d) (i < j, d = distance(dom, i, j) finite) for a sufficient edge set: its
 	// shortest-path closure equals the metric. Absolute and l_p on a line: adjacent points in

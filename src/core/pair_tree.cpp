@@ -91,6 +91,14 @@ public:
 		std::iota(perm_.begin(), perm_.end(), std::uint32_t{0});
 		nodes_.reserve(2 * (k / kTreeLeaf + 1) + 1);
 		build(0, static_cast<std::uint32_t>(k));
+		// the coordinates and weights in tree order: the leaves' points are contiguous
+		px_.resize(k * D_);
+		pq_.resize(k);
+		for (std::size_t t = 0; t < k; t++) {
+			for (std::size_t d = 0; d < D_; d++)
+				px_[t * D_ + d] = x(perm_[t], d);
+			pq_[t] = qv(perm_[t]);
+		}
 	}
 
 	PairMax run()
@@ -371,18 +379,57 @@ private:
 		}
 	}
 
-	void rate(std::uint32_t p, std::uint32_t s)
+	// D(i, j) of the points at tree positions a and b, with PointSet's formulas (l1, linf, euclid)
+	// and pair_max's, which agree: the same double as Rater::distance.
+	double tree_distance(std::size_t a, std::size_t b) const
 	{
-		const std::size_t i = std::min(p, s), j = std::max(p, s);
-		const double v = r_(i, j);
+		const double *u = px_.data() + a * D_, *w = px_.data() + b * D_;
+		double s = 0;
+		switch (r_.norm) {
+		case PairNorm::L1:
+			for (std::size_t d = 0; d < D_; d++)
+				s += std::fabs(u[d] - w[d]);
+			return s;
+		case PairNorm::LInf:
+			for (std::size_t d = 0; d < D_; d++)
+				s = std::max(s, std::fabs(u[d] - w[d]));
+			return s;
+		case PairNorm::L2:
+			break;
+		}
+		if (!r_.robust) {
+			for (std::size_t d = 0; d < D_; d++) {
+				const double t = u[d] - w[d];
+				s += t * t;
+			}
+			return std::sqrt(s);
+		}
+		double m = 0;
+		for (std::size_t d = 0; d < D_; d++)
+			m = std::max(m, std::fabs(u[d] - w[d]));
+		if (m == 0)
+			return 0;
+		for (std::size_t d = 0; d < D_; d++) {
+			const double t = (u[d] - w[d]) / m;
+			s += t * t;
+		}
+		return m * std::sqrt(s);
+	}
+
+	// Rates the pair at tree positions a and b (Rater's expression on the tree-order copies).
+	void rate_at(std::uint32_t a, std::uint32_t b)
+	{
+		const double dist = tree_distance(a, b);
+		const double v = r_.expr == PairExpr::Raw ? std::fabs(pq_[b] - pq_[a]) / dist
+		                                          : std::fabs(pq_[a] - pq_[b]) / (dist / r_.scale);
 		if (!(v < kInfinityD)) { // +inf or NaN
 			out_.finite = false;
 			return;
 		}
 		if (v > out_.value) {
 			out_.value = v;
-			out_.i = i;
-			out_.j = j;
+			out_.i = std::min(perm_[a], perm_[b]);
+			out_.j = std::max(perm_[a], perm_[b]);
 			found_ = true;
 		}
 	}
@@ -415,7 +462,7 @@ private:
 			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo));
 			for (std::uint32_t s = n.lo; s + 1 < n.hi; s++)
 				for (std::uint32_t t = s + 1; t < n.hi; t++)
-					rate(perm_[s], perm_[t]);
+					rate_at(s, t);
 			return;
 		}
 		self(n.left);
@@ -433,7 +480,7 @@ private:
 			tick(static_cast<double>(a.hi - a.lo) * (b.hi - b.lo));
 			for (std::uint32_t s = a.lo; s < a.hi; s++)
 				for (std::uint32_t t = b.lo; t < b.hi; t++)
-					rate(perm_[s], perm_[t]);
+					rate_at(s, t);
 			return;
 		}
 		const bool split_a = b.left == 0 || (a.left != 0 && a.hi - a.lo >= b.hi - b.lo);
@@ -461,6 +508,7 @@ private:
 	double floor_, gap_ = 0;
 	bool found_ = false;
 	std::vector<std::uint32_t> perm_;
+	std::vector<double> px_, pq_; // coordinates (D_ per point) and weights in tree order
 	std::vector<TreeNode> nodes_;
 	PairMax out_;
 	double work_ = 0, next_ = kProgressEvery;

@@ -87,7 +87,7 @@ generalized_sensitivity(const SubUniverse &sub, const std::vector<double> &q)
 		const std::size_t block = k * stride;
 		for (std::size_t outer = 0; outer < n; outer += block)
 			for (std::size_t r = 0; r < stride; r++)
-				s = std::max(s, sub.metrics[c].line_sensitivity(sub.domains[c], q.data() + outer + r, stride));
+				s = std::max(s, sub.metrics[c].line_sensitivity(sub.domains[c], q.data() + outer + r, stride, s));
 	}
 	return s;
 }

@@ -327,6 +327,21 @@ TEST(PairTreeTest, AverageOverOneHundredThousandPoints)
 	const std::clock_t start = std::clock();
 	const MultiLinearPlan plan = plan_multi_linear(sub, q, 0.1, AllocationStrategy::Relative);
 	const double ms = 1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+	// one sum alone (generalized_sensitivity: the presence rows' maximum is the tree's floor), and the
+	// bounded model (no floor: the whole Lipschitz maximum, twice: raw and grid-rounded weights)
+	std::clock_t start_one = std::clock();
+	const MultiLinearPlan one = plan_multi_linear(sub, Matrix{q[0]}, 0.1, AllocationStrategy::Relative);
+	const double ms_one = 1000.0 * static_cast<double>(std::clock() - start_one) / CLOCKS_PER_SEC;
+	SubUniverse bounded = sub;
+	bounded.presence = kInfinity;
+	start_one = std::clock();
+	const MultiLinearPlan one_bounded = plan_multi_linear(bounded, Matrix{q[0]}, 0.1, AllocationStrategy::Relative);
+	const double ms_bounded = 1000.0 * static_cast<double>(std::clock() - start_one) / CLOCKS_PER_SEC;
+	std::printf("sum(lat) alone: %.1f ms CPU (scale %.17g); bounded model: %.1f ms CPU (scale %.17g)\n", ms_one,
+	            one.cells[0].scale, ms_bounded, one_bounded.cells[0].scale);
+	// (the scales are the sensitivities of the grid-rounded weights over epsilon 0.1)
+	EXPECT_NEAR(one.cells[0].scale, 494.0, 1e-6);         // |lat| <= 49.4 at presence 1
+	EXPECT_NEAR(one_bounded.cells[0].scale, 10.0, 1e-6);  // Lipschitz 1 under l2
 	const std::clock_t start_max = std::clock();
 	const PairMax lip = sub.metrics[0].pair_ratio_max(sub.domains[0], q[0].data(), 1, PairExpr::Metric, true, 2e9);
 	const double ms_max = 1000.0 * static_cast<double>(std::clock() - start_max) / CLOCKS_PER_SEC;
