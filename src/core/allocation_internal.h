@@ -164,6 +164,13 @@ class PairPlanner {
 public:
 	// nullptr when the path does not apply (switched off, not an all-pairs points column, fewer
 	// than 2 or more than 16 cells, fewer than 20,000 or more than 2e8 pairs, weights not dense).
+	// With the pair tree on the column (ColumnMetric::pair_tree_applies) and at most one cell
+	// varying over the points, any number of pairs: allocate() then finds that cell's largest pair
+	// row with the tree (the other pair rows are multiples of its unit vector, dominated by it),
+	// allocates once on the presence rows and that row, and rates them; ratio() bounds the pair
+	// rows the same way. With two or more cells varying and the tree on, throws
+	// CoreError(ProgramLimit) with the numbers when the pairs' work (32 per edge) passes
+	// kMaxConstraintWork.
 	static std::unique_ptr<PairPlanner> make(const CellWeights &q);
 	~PairPlanner();
 	// Scales for `weights` (per-point, over the same sub-universe) under request at epsilon.
@@ -179,7 +186,10 @@ public:
 
 private:
 	struct Impl;
-	explicit PairPlanner(const SubUniverse &sub);
+	PairPlanner(const SubUniverse &sub, bool tree);
+	// allocate() when at most one cell varies over the points (allocation_pairs.cpp)
+	std::vector<double> allocate_tree(const CellWeights &weights, const AllocationRequest &request, double epsilon,
+	                                  std::vector<double> &colmax, bool &complete);
 	std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 // pair and presence row is then checked against it; violated rows join the set until none is.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "core/allocation_internal.h"
 #include "core/error.h"
+#include "core/pair_tree.h"
 #include "core/progress.h"
 
 namespace dxpriv {
@@ -38,11 +40,12 @@ constexpr std::size_t kSeedRows = 256;
 // order of ColumnMetric::for_each_edge (which lists every pair for these metrics).
 class PointPairs {
 public:
-	explicit PointPairs(const SubUniverse &sub)
+	// cache: keep the distances between passes (when there are few enough pairs)
+	PointPairs(const SubUniverse &sub, bool cache)
 	    : dom_(sub.domains[0]), metric_(sub.metrics[0]), n_(dom_.size()),
 	      pairs_(0.5 * static_cast<double>(n_) * static_cast<double>(n_ > 0 ? n_ - 1 : 0))
 	{
-		if (pairs_ <= static_cast<double>(kMaxCachedPairDistances)) {
+		if (cache && pairs_ <= static_cast<double>(kMaxCachedPairDistances)) {
 			dist_.reserve(static_cast<std::size_t>(pairs_));
 			for (std::size_t i = 0; i + 1 < n_; i++)
 				for (std::size_t j = i + 1; j < n_; j++)
@@ -78,6 +81,13 @@ public:
 		}
 	}
 	double distance(std::size_t i, std::size_t j) const { return metric_.distance(dom_, i, j); }
+	// The exact maximum over the pairs of |w[i * stride] - w[j * stride]| / distance(i, j), by the
+	// pair tree (pair_tree.h; its work is checked against kMaxConstraintWork).
+	// Pairs at most `floor` are not looked for (value 0 when none is above it).
+	PairMax tree_max(const double *w, std::size_t stride, double floor) const
+	{
+		return metric_.pair_ratio_max(dom_, w, stride, PairExpr::Metric, true, kMaxConstraintWork, floor);
+	}
 
 private:
 	const Domain &dom_;
@@ -129,9 +139,12 @@ set_pair_generation(bool on)
 
 // See allocation_internal.h.
 struct PairPlanner::Impl {
-	explicit Impl(const SubUniverse &sub) : sub(sub), pairs(sub) {}
+	Impl(const SubUniverse &sub, bool tree) : sub(sub), pairs(sub, !tree), tree(tree) {}
 	const SubUniverse &sub;
 	PointPairs pairs;
+	// at most one cell varies over the points: the pair rows are those of one cell, all dominated by
+	// the row of its largest ratio, which the pair tree finds (no pass over the pairs)
+	bool tree;
 	// the pairs of the last working set (the next weights, e.g. the grid-rounded ones, start from them)
 	std::vector<std::pair<std::uint32_t, std::uint32_t>> chosen;
 	// the weights, scales and epsilon of the last allocate() whose rating found no violated row
@@ -140,7 +153,7 @@ struct PairPlanner::Impl {
 	double verified_epsilon = 0;
 };
 
-PairPlanner::PairPlanner(const SubUniverse &sub) : impl_(std::make_unique<Impl>(sub)) {}
+PairPlanner::PairPlanner(const SubUniverse &sub, bool tree) : impl_(std::make_unique<Impl>(sub, tree)) {}
 PairPlanner::~PairPlanner() = default;
 
 // See allocation_internal.h.
@@ -160,9 +173,33 @@ PairPlanner::make(const CellWeights &q)
 	sub->metrics[0].validate(dom); // throws what the reference throws
 	const double n = static_cast<double>(dom.size());
 	const double pairs = 0.5 * n * (n - 1);
-	if (pairs < kMinGeneratedPairs || pairs > kMaxGeneratedPairs || dom.size() >= 0xFFFFFFFFu)
+	if (dom.size() >= 0xFFFFFFFFu)
 		return nullptr;
-	return std::unique_ptr<PairPlanner>(new PairPlanner(*sub));
+	if (sub->metrics[0].pair_tree_applies(dom)) {
+		std::size_t varying = 0;
+		for (const std::vector<double> &w : *q.dense())
+			varying += std::any_of(w.begin(), w.end(), [&w](double v) { return !(v == w[0]); });
+		if (varying <= 1)
+			return std::unique_ptr<PairPlanner>(new PairPlanner(*sub, true));
+		// two or more cells vary: the pair rows are every pair's; refused here, with the numbers,
+		// when the stored set would be (calibration_work counted the tree's work only)
+		const double edges = pairs + (std::isfinite(sub->presence) ? n : 0.0);
+		const double work = edges * 32, cap = kMaxConstraintWork;
+		if (work > cap) {
+			char msg[256];
+			std::snprintf(msg, sizeof msg,
+			              "the %zu cells of this query need %.3g privacy constraints (%zu of the cells vary over the "
+			              "points), a work of at least %.3g, %.3g times the limit of %.3g",
+			              q.cells(), edges, varying, work, work / cap, cap);
+			throw CoreError(ErrorKind::ProgramLimit, msg,
+			                "Every pair of points of an l1, l2 or linf column is one constraint when two or more "
+			                "cells vary over the points: ask for one aggregate per query (an average is one), or "
+			                "ask the table owner for fewer points.");
+		}
+	}
+	if (pairs < kMinGeneratedPairs || pairs > kMaxGeneratedPairs)
+		return nullptr;
+	return std::unique_ptr<PairPlanner>(new PairPlanner(*sub, false));
 }
 
 namespace {
@@ -275,6 +312,85 @@ private:
 
 } // namespace
 
+namespace {
+
+// An upper bound of the rating of every pair row of a single varying cell (layout position 0)
+// whose largest a / d is top: the rating of the row (top) at distance 1, widened by 1e-15 for the
+// rounding of a * (1 / d) against a / d (a few ulps).
+double
+tree_row_bound(RowRater &rate, double top)
+{
+	double a[16] = {top};
+	return rate(a, 1.0, 1.0, 1) * (1 + 1e-15);
+}
+
+} // namespace
+
+// PairPlanner::allocate when at most one cell varies over the points: the pair rows are
+// (a / d) e_k for that cell k, all dominated by the largest, found by the pair tree; the working
+// set is the presence rows and the pairs attaining the column maximum, allocated once and rated.
+std::vector<double>
+PairPlanner::allocate_tree(const CellWeights &weights, const AllocationRequest &request, double epsilon,
+                           std::vector<double> &colmax, bool &complete)
+{
+	const SubUniverse &sub = impl_->sub;
+	const PointPairs &pairs = impl_->pairs;
+	const std::vector<std::vector<double>> &q = *weights.dense();
+	const std::size_t n = pairs.points();
+	const PairLayout l = pair_layout(q, n);
+	const std::size_t m = l.m, mv = l.varying;
+	const bool bottom = std::isfinite(sub.presence);
+	if (mv > 1)
+		return {};
+	colmax.assign(m, 0.0);
+	if (bottom)
+		for (std::size_t u = 0; u < n; u++)
+			for (std::size_t t = 0; t < m; t++) {
+				const double r = std::fabs(l.w[u * m + t]) / sub.presence;
+				if (!(r < kInfinity))
+					return {};
+				colmax[l.cell[t]] = std::max(colmax[l.cell[t]], r);
+			}
+	std::vector<std::pair<std::uint32_t, std::uint32_t>> &chosen = impl_->chosen;
+	PairMax top;
+	if (mv == 1) {
+		for (std::size_t u = 0; u < n; u++)
+			if (!(std::fabs(l.w[u * m]) < kInfinity))
+				return {};
+		// pairs at most the presence rows' maximum change neither the column maximum nor the set
+		top = pairs.tree_max(l.w.data(), m, colmax[l.cell[0]]);
+		if (!top.finite)
+			return {}; // an infinite row: the reference raises its error
+		if (top.value > colmax[l.cell[0]]) {
+			colmax[l.cell[0]] = top.value;
+			const std::pair<std::uint32_t, std::uint32_t> p{static_cast<std::uint32_t>(top.i),
+			                                                 static_cast<std::uint32_t>(top.j)};
+			if (std::find(chosen.begin(), chosen.end(), p) == chosen.end())
+				chosen.push_back(p);
+		}
+	}
+	const ConstraintSet set = working_set(sub, l, n, chosen, pairs);
+	std::vector<double> b = dxpriv::allocate(set, request, epsilon);
+	RowRater rate(l, b, request, epsilon);
+	// every row is in the set (presence rows) or dominated by one of it (pair rows): each within the
+	// rounding allowance of check_allocation, or the reference decides
+	double a[16];
+	if (bottom)
+		for (std::size_t u = 0; u < n; u++) {
+			for (std::size_t t = 0; t < m; t++)
+				a[t] = std::fabs(l.w[u * m + t]);
+			if (!(rate(a, sub.presence, 1 / sub.presence, m) <= 1 + 1e-9))
+				return {};
+		}
+	if (mv == 1 && !(tree_row_bound(rate, std::max(top.value, colmax[l.cell[0]])) <= 1 + 1e-9))
+		return {};
+	complete = true;
+	impl_->verified_for = &weights;
+	impl_->verified_scales = b;
+	impl_->verified_epsilon = epsilon;
+	return b;
+}
+
 // See allocation_internal.h.
 std::vector<double>
 PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &request, double epsilon,
@@ -289,6 +405,8 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 	const bool bottom = std::isfinite(sub.presence);
 	impl_->verified_for = nullptr;
 	complete = false;
+	if (impl_->tree)
+		return allocate_tree(weights, request, epsilon, colmax, complete);
 
 	// Column maxima over every row, and the first pair attaining each (a pair's maximum joins the
 	// working set); a non-finite row, or a zero distance with a weight change, leaves the
@@ -427,6 +545,8 @@ PairPlanner::ratio(const CellWeights &weights, const std::vector<double> &scales
 	const std::size_t n = pairs.points();
 	const PairLayout l = pair_layout(*weights.dense(), n);
 	const std::size_t m = l.m, mv = l.varying;
+	if (impl_->tree && mv > 1)
+		throw CoreError(ErrorKind::Internal, "pair tree planner given two varying cells");
 	std::vector<double> b(m, 0.0); // cells outside `cells` count as 0: infinite scales
 	for (std::size_t k = 0; k < m; k++)
 		b[k] = cells ? kInfinity : scales[k];
@@ -442,6 +562,19 @@ PairPlanner::ratio(const CellWeights &weights, const std::vector<double> &scales
 				a[t] = std::fabs(l.w[u * m + t]);
 			worst = std::max(worst, rate(a, sub.presence, 1 / sub.presence, m));
 		}
+	if (impl_->tree) {
+		if (mv == 1) {
+			double floor = 0; // the presence rows' largest ratio in the cell: pairs below it are dominated
+			if (std::isfinite(sub.presence))
+				for (std::size_t u = 0; u < n; u++)
+					floor = std::max(floor, std::fabs(l.w[u * m]) / sub.presence);
+			const PairMax top = pairs.tree_max(l.w.data(), m, floor);
+			if (!top.finite)
+				return kInfinity;
+			worst = std::max(worst, tree_row_bound(rate, std::max(top.value, floor)));
+		}
+		return worst;
+	}
 	pairs.for_each([&](std::size_t i, std::size_t j, double d, double inv_d) {
 		for (std::size_t t = 0; t < mv; t++)
 			a[t] = std::fabs(l.w[i * m + t] - l.w[j * m + t]);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/point_set.h"
+#include "core/sensitivity.h"
 
 namespace dxpriv {
 
@@ -739,7 +740,7 @@ ColumnMetric::validate(const Domain &dom) const
 
 // Exact max over pairs of |q_i - q_j| / d(i, j) along one line of the sub-universe.
 double
-ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t stride) const
+ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t stride, double floor) const
 {
 	const std::size_t k = dom.size();
 	if (k < 2 || kind_ == MetricKind::None)
@@ -820,6 +821,14 @@ ColumnMetric::line_sensitivity(const Domain &dom, const double *q, std::size_t s
 					s = std::max(s, diff / (raw_distance(dom, ps, Norm::L1, a, b) / param_));
 			}
 			return s;
+		}
+		if (pair_tree_applies(dom)) { // the same maximum without rating every pair (pair_tree.h)
+			// pairs below floor / scale (in |dq| / D; 1e-12 lower, so that the rounding of the product
+			// by the scale never decides) cannot raise the caller's maximum
+			const double raw_floor = std::max(floor, 0.0) / param_ * (1 - 1e-12);
+			const PairMax best = pair_ratio_max(dom, q, stride, PairExpr::Raw, true, kMaxSensitivityWork, raw_floor);
+			if (best.finite)
+				return best.value * param_;
 		}
 		const std::vector<double> qc = gather(q, stride, k);
 		return all_pairs_max(dom, ps, norm_of(kind_), qc.data(), 0) * param_;
@@ -979,6 +988,37 @@ ColumnMetric::line_cost(const Domain &dom) const
 	}
 	}
 	return k;
+}
+
+// See metric.h.
+double
+ColumnMetric::sensitivity_line_cost(const Domain &dom) const
+{
+	if (!pair_tree_applies(dom))
+		return line_cost(dom);
+	const double k = static_cast<double>(dom.size());
+	return k * std::log2(k);
+}
+
+// See metric.h.
+bool
+ColumnMetric::pair_tree_applies(const Domain &dom) const
+{
+	const PointSet *ps = dom.points_.get();
+	return is_lp(kind_) && ps && ps->dims() > 1 && detail::pair_tree() && dom.size() >= detail::pair_tree_min_points();
+}
+
+// See metric.h.
+PairMax
+ColumnMetric::pair_ratio_max(const Domain &dom, const double *q, std::size_t stride, PairExpr expr, bool tree,
+                             double work_cap, double floor) const
+{
+	const PointSet *ps = dom.points_.get();
+	if (!is_lp(kind_) || !ps || ps->dims() < 2)
+		throw CoreError(ErrorKind::Internal, "pair maximum asked for a metric that is not l_p on points");
+	const PairNorm norm = kind_ == MetricKind::L1 ? PairNorm::L1 : kind_ == MetricKind::L2 ? PairNorm::L2 : PairNorm::LInf;
+	return tree ? pair_tree_max(*ps, norm, param_, q, stride, expr, work_cap, floor)
+	            : pair_scan_max(*ps, norm, param_, q, stride, expr);
 }
 
 } // namespace dxpriv

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/domain.h"
+#include "core/pair_tree.h"
 
 namespace dxpriv {
 
@@ -87,7 +88,9 @@ public:
 	// for Absolute and l_p on a line (path metric on a line), max-min for Discrete, a sorted sweep
 	// for PerValue, the graph edges for Graph, the threshold edges for Theta1 (path metrics attain
 	// the maximum on their edges), and all pairs for Matrix, Theta2 and l_p on points in 2+ dims.
-	double line_sensitivity(const Domain &dom, const double *q, std::size_t stride) const;
+	// floor (>= 0): a result at most floor may be returned as any value at most floor (the pair tree
+	// then skips the pairs that cannot exceed it); callers that take max(floor, result) get the same.
+	double line_sensitivity(const Domain &dom, const double *q, std::size_t stride, double floor = 0) const;
 
 	// Calls fn(i, j, d) (i < j, d = distance(dom, i, j) finite) for a sufficient edge set: its
 	// shortest-path closure equals the metric. Absolute and l_p on a line: adjacent points in
@@ -103,8 +106,22 @@ public:
 	double min_edge_distance(const Domain &dom) const;
 
 	// Approximate number of elementary steps of one line_sensitivity() call on dom (used to cap
-	// the work of generalized_sensitivity before it starts).
+	// the work of generalized_sensitivity before it starts). For l1/l2/linf on points in 2+
+	// dimensions, the all-pairs count; sensitivity_line_cost() is the cost with the pair tree.
 	double line_cost(const Domain &dom) const;
+	// line_cost(), except for l1/l2/linf on points in 2+ dimensions of at least
+	// detail::pair_tree_min_points() points with the pair tree on: k * log2(k), a lower estimate of
+	// the tree's work (which counts itself against kMaxSensitivityWork as it goes).
+	double sensitivity_line_cost(const Domain &dom) const;
+	// Whether the pair tree rates this metric's pairs on dom (l1/l2/linf, Points of 2+ dimensions,
+	// at least detail::pair_tree_min_points() points, detail::pair_tree() on).
+	bool pair_tree_applies(const Domain &dom) const;
+	// pair_tree_max (or pair_scan_max when tree is false, then floor is ignored) over the points of
+	// dom for the l1/l2/linf metrics on Points of 2+ dimensions, with this metric's scale
+	// (pair_tree.h). Throws
+	// CoreError(Internal) for other metrics or domains.
+	PairMax pair_ratio_max(const Domain &dom, const double *q, std::size_t stride, PairExpr expr, bool tree,
+	                       double work_cap, double floor = 0) const;
 
 private:
 	// Shortest-path row from point src (Graph or Theta1), cached per metric and domain.

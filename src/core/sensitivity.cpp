@@ -63,7 +63,7 @@ generalized_sensitivity(const SubUniverse &sub, const std::vector<double> &q)
 	double work = 0;
 	for (std::size_t c = 0; c < sub.domains.size(); c++) {
 		sub.metrics[c].validate(sub.domains[c]);
-		work += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].line_cost(sub.domains[c]);
+		work += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].sensitivity_line_cost(sub.domains[c]);
 	}
 	if (work > kMaxSensitivityWork)
 		throw CoreError(ErrorKind::ProgramLimit, "computing the sensitivity of this query needs more than 2e9 distance evaluations",
@@ -87,7 +87,7 @@ generalized_sensitivity(const SubUniverse &sub, const std::vector<double> &q)
 		const std::size_t block = k * stride;
 		for (std::size_t outer = 0; outer < n; outer += block)
 			for (std::size_t r = 0; r < stride; r++)
-				s = std::max(s, sub.metrics[c].line_sensitivity(sub.domains[c], q.data() + outer + r, stride));
+				s = std::max(s, sub.metrics[c].line_sensitivity(sub.domains[c], q.data() + outer + r, stride, s));
 	}
 	return s;
 }

@@ -64,12 +64,21 @@ calibration_work(const SubUniverse &sub, std::size_t m)
 	if (m == 1) {
 		e.cap = kMaxSensitivityWork;
 		for (std::size_t c = 0; c < sub.domains.size(); ++c)
-			e.edges += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].line_cost(sub.domains[c]);
+			e.edges += static_cast<double>(n / sub.domains[c].size()) * sub.metrics[c].sensitivity_line_cost(sub.domains[c]);
 		e.work = e.edges;
 		return e;
 	}
 	e.cap = kMaxConstraintWork;
 	e.edges = std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0;
+	if (sub.domains.size() == 1 && m <= 16 && sub.metrics[0].pair_tree_applies(sub.domains[0])) {
+		// all pairs of an l_p points column: with at most one cell varying over the points the pair
+		// tree finds the one binding pair row (PairPlanner), about k log2 k; with two or more,
+		// PairPlanner::make refuses after the point evaluation when the pairs exceed the cap
+		const double k = static_cast<double>(n);
+		e.edges += k * std::log2(k);
+		e.work = e.edges * kEdgeCost;
+		return e;
+	}
 	for (std::size_t c = 0; c < sub.domains.size(); ++c) {
 		const double lines = static_cast<double>(n / sub.domains[c].size());
 		const double limit = std::ceil(2 * kMaxConstraintWork / kEdgeCost / lines) + 1; // enough to exceed the cap

@@ -9,6 +9,7 @@
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
 #include "core/allocation_internal.h"
+#include "core/pair_tree.h"
 
 #include <climits>
 
@@ -33,6 +34,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 	dxpriv::detail::set_repeat_shortcut(!newval);
 	dxpriv::detail::set_insert_lag(!newval);
 	dxpriv::detail::set_pair_generation(!newval);
+	dxpriv::detail::set_pair_tree(!newval);
 }
 bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;

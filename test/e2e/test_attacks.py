@@ -1567,16 +1567,17 @@ def test_closed_form_analysis():
 # spike at one point, huge weights, WHERE keeping two close points, another norm. Each must give
 # exactly the plan of the stored all-pairs reference (dxpriv.exhaustive_analysis) and be noised and
 # charged at it.
-def _spots_setup(table, metric, extra_point):
+def _spots_setup(table, metric, extra_point, n=250):
     pts = ("(SELECT jsonb_build_object('points', jsonb_agg(jsonb_build_array(lon, lat) ORDER BY id)) "
            f"FROM {table}_pts)")
     return [
         f"CREATE TABLE {table}_pts AS SELECT p AS id, round((-124.7 + 57.7 * ((p * 7919) % 1000) / 1000.0)::numeric, 4)"
         f"::float8 AS lon, round((25.1 + 24.3 * ((p * 104729) % 997) / 997.0)::numeric, 4)::float8 AS lat "
-        f"FROM generate_series(0, 249) p",
+        f"FROM generate_series(0, {n - 1}) p",
         f"INSERT INTO {table}_pts VALUES {extra_point}",
         f"CREATE TABLE {table} (id int, lon float8, lat float8)",
-        f"INSERT INTO {table} SELECT i, p.lon, p.lat FROM generate_series(1, 1000) i JOIN {table}_pts p ON p.id = i % 251",
+        f"INSERT INTO {table} SELECT i, p.lon, p.lat FROM generate_series(1, {4 * n}) i "
+        f"JOIN {table}_pts p ON p.id = i % {n + 1}",
         f"SELECT dx.protect_table('{table}')",
         f"SELECT dx.set_column_group('{table}', '{{lon,lat}}', {pts}, '{metric}')",
         f"SELECT dx.grant_budget('mallory', '{table}', 100000)",
@@ -1584,8 +1585,14 @@ def _spots_setup(table, metric, extra_point):
 
 
 # spots: 251 points (31,375 pairs) under l2; spot 250 is 1e-6 east of spot 0 (-124.7, 25.1)
+# spots_tree (l2tree): 2,501 points, above the pair tree's 2,048 (core/pair_tree.h): a statement whose
+# cells vary at most one over the points (an average, a sum and a count) takes the tree's maximum
+# instead of rating every pair; point 2500 is 1e-6 east of point 0
 L2_PAIRS_SETUP = (_spots_setup("spots", '{"type": "l2", "scale": 1}', "(250, -124.699999, 25.1)")
-                  + _spots_setup("spots_l1", '{"type": "l1", "scale": 0.5}', "(250, -124.7, 25.100001)"))
+                  + _spots_setup("spots_l1", '{"type": "l1", "scale": 0.5}', "(250, -124.7, 25.100001)")
+                  + _spots_setup("spots_tree", '{"type": "l2", "scale": 1}', "(2500, -124.699999, 25.1)", 2500)
+                  + _spots_setup("spots_tree_inf", '{"type": "linf", "scale": 0.5}', "(2500, -124.7, 25.100001)",
+                                 2500))
 for _name, _sql in [
     ("five aggregates", "SELECT dx.count(*), dx.count(*) FILTER (WHERE lat > 40), dx.sum(lat), dx.avg(lon), "
                         "dx.count(*) FILTER (WHERE lon < -100) FROM spots"),
@@ -1597,6 +1604,19 @@ for _name, _sql in [
     ("averages with FILTERs", "SELECT dx.avg(lat) FILTER (WHERE lon > -100), dx.avg(lon) FILTER (WHERE lat < 30) "
                               "FROM spots"),
     ("l1 with near-duplicates", "SELECT dx.sum(lat), dx.avg(lon), dx.count(*) FILTER (WHERE lat > 30) FROM spots_l1"),
+    # the pair tree (l2tree): one cell varying over 2,501 points
+    ("tree: an average over near-duplicate points", "SELECT dx.avg(lon) FROM spots_tree"),
+    ("tree: a weight spike at one of the near-duplicates",
+     "SELECT dx.sum(CASE WHEN lon > -124.6999995 AND lon < -124.699998 THEN 1000 ELSE 0 END), dx.count(*) "
+     "FROM spots_tree"),
+    ("tree: a spike alone (one cell: the sensitivity's tree)",
+     "SELECT dx.sum(CASE WHEN lon > -124.6999995 AND lon < -124.699998 THEN 1000 ELSE 0 END) FROM spots_tree"),
+    ("tree: WHERE keeping the two close points", "SELECT dx.sum(lon) FROM spots_tree WHERE lon < -124.69"),
+    ("tree: WHERE keeping the two close points, averaged", "SELECT dx.avg(lat) FROM spots_tree WHERE lon < -124.69"),
+    ("tree: huge weights", "SELECT dx.avg(lat * 1e12) FROM spots_tree"),
+    ("tree: a clamp", "SELECT dx.sum(least(greatest(lat, 30), 45)), dx.count(*) FROM spots_tree"),
+    ("tree: linf with near-duplicates", "SELECT dx.avg(lat) FROM spots_tree_inf"),
+    ("tree: two varying cells (pair generation, not the tree)", "SELECT dx.sum(lat), dx.sum(lon) FROM spots_tree"),
 ]:
     attack("l2_pairs", _name, _sql, Custom(same_plan_as_exhaustive))
 
