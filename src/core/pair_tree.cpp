@@ -384,36 +384,15 @@ private:
 	double tree_distance(std::size_t a, std::size_t b) const
 	{
 		const double *u = px_.data() + a * D_, *w = px_.data() + b * D_;
-		double s = 0;
 		switch (r_.norm) {
 		case PairNorm::L1:
-			for (std::size_t d = 0; d < D_; d++)
-				s += std::fabs(u[d] - w[d]);
-			return s;
+			return coordinates_l1(u, w, D_);
 		case PairNorm::LInf:
-			for (std::size_t d = 0; d < D_; d++)
-				s = std::max(s, std::fabs(u[d] - w[d]));
-			return s;
+			return coordinates_linf(u, w, D_);
 		case PairNorm::L2:
 			break;
 		}
-		if (!r_.robust) {
-			for (std::size_t d = 0; d < D_; d++) {
-				const double t = u[d] - w[d];
-				s += t * t;
-			}
-			return std::sqrt(s);
-		}
-		double m = 0;
-		for (std::size_t d = 0; d < D_; d++)
-			m = std::max(m, std::fabs(u[d] - w[d]));
-		if (m == 0)
-			return 0;
-		for (std::size_t d = 0; d < D_; d++) {
-			const double t = (u[d] - w[d]) / m;
-			s += t * t;
-		}
-		return m * std::sqrt(s);
+		return coordinates_euclid(u, w, D_, r_.robust);
 	}
 
 	// Rates the pair at tree positions a and b (Rater's expression on the tree-order copies).

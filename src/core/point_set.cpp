@@ -101,47 +101,21 @@ PointSet::euclid(std::size_t i, std::size_t j) const noexcept
 	const double *a = point(i), *b = point(j);
 	if (dims_ == 1)
 		return std::fabs(a[0] - b[0]);
-	if (!robust_l2_) {
-		double s = 0;
-		for (std::size_t d = 0; d < dims_; d++) {
-			const double t = a[d] - b[d];
-			s += t * t;
-		}
-		return std::sqrt(s);
-	}
-	double m = 0;
-	for (std::size_t d = 0; d < dims_; d++)
-		m = std::max(m, std::fabs(a[d] - b[d]));
-	if (m == 0)
-		return 0;
-	double s = 0;
-	for (std::size_t d = 0; d < dims_; d++) {
-		const double t = (a[d] - b[d]) / m;
-		s += t * t;
-	}
-	return m * std::sqrt(s);
+	return coordinates_euclid(a, b, dims_, robust_l2_);
 }
 
 // Sum of absolute coordinate differences.
 double
 PointSet::l1(std::size_t i, std::size_t j) const noexcept
 {
-	const double *a = point(i), *b = point(j);
-	double s = 0;
-	for (std::size_t d = 0; d < dims_; d++)
-		s += std::fabs(a[d] - b[d]);
-	return s;
+	return coordinates_l1(point(i), point(j), dims_);
 }
 
 // Largest absolute coordinate difference.
 double
 PointSet::linf(std::size_t i, std::size_t j) const noexcept
 {
-	const double *a = point(i), *b = point(j);
-	double s = 0;
-	for (std::size_t d = 0; d < dims_; d++)
-		s = std::max(s, std::fabs(a[d] - b[d]));
-	return s;
+	return coordinates_linf(point(i), point(j), dims_);
 }
 
 // Clamps one query coordinate into the widened bounding box (also maps +-inf to its faces).

@@ -2,12 +2,57 @@
 // Used by Domain (value-to-point mapping) and ColumnMetric (location and threshold metrics).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace dxpriv {
+
+// l1 distance between two points of dims coordinates (PointSet::l1 and the pair tree's leaves:
+// one formula, so both give the same double).
+inline double
+coordinates_l1(const double *a, const double *b, std::size_t dims) noexcept
+{
+	double s = 0;
+	for (std::size_t d = 0; d < dims; d++)
+		s += std::fabs(a[d] - b[d]);
+	return s;
+}
+
+// l_inf distance between two points of dims coordinates.
+inline double
+coordinates_linf(const double *a, const double *b, std::size_t dims) noexcept
+{
+	double s = 0;
+	for (std::size_t d = 0; d < dims; d++)
+		s = std::max(s, std::fabs(a[d] - b[d]));
+	return s;
+}
+
+// Euclidean distance between two points of dims coordinates; robust: the scaled form, which
+// avoids underflow of squared tiny differences (PointSet::robust_l2()).
+inline double
+coordinates_euclid(const double *a, const double *b, std::size_t dims, bool robust) noexcept
+{
+	double s = 0;
+	if (!robust) {
+		for (std::size_t d = 0; d < dims; d++) {
+			const double t = a[d] - b[d];
+			s += t * t;
+		}
+		return std::sqrt(s);
+	}
+	const double m = coordinates_linf(a, b, dims);
+	if (m == 0)
+		return 0;
+	for (std::size_t d = 0; d < dims; d++) {
+		const double t = (a[d] - b[d]) / m;
+		s += t * t;
+	}
+	return m * std::sqrt(s);
+}
 
 // Immutable set of k distinct points in R^dims (dims <= 8), validated by Domain::points().
 class PointSet {

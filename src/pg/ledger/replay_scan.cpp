@@ -70,21 +70,10 @@ empty_walker(PlanState *ps, void *ctx)
 		ps->ExecProcNode = no_rows;
 		return false;
 	}
-	switch (nodeTag(ps)) {
-	case T_SeqScanState:
-	case T_SampleScanState:
-	case T_IndexScanState:
-	case T_IndexOnlyScanState:
-	case T_BitmapHeapScanState:
-	case T_TidScanState:
-	case T_TidRangeScanState: {
+	if (is_table_scan(ps)) {
 		Relation rel = reinterpret_cast<ScanState *>(ps)->ss_currentRelation;
 		if (rel && relids->count(RelationGetRelid(rel)))
 			ps->ExecProcNode = no_rows;
-		break;
-	}
-	default:
-		break;
 	}
 	return planstate_tree_walker(ps, reinterpret_cast<bool (*)()>(empty_walker), ctx);
 }
