@@ -338,3 +338,29 @@ def test_one_pass_extreme_stored_values():
             assert got and all(float(r[1]) > 0 for r in got), f"{sql}: {got}"
         assert run(conn, ["SELECT 1"]) == [(1,)]
         conn.close()
+
+
+def test_rescanned_folded_group_by_draws_its_noise_once():
+    """A folded GROUP BY on the inner side of a nested loop (rescanned once per outer row, no
+    Material, no Memoize) must release one noisy value per cell, charged once: differing values
+    would be independent draws to average away."""
+    inner = "SELECT sex, count(*) AS n, avg(age) AS a, sum(age) AS s FROM people GROUP BY sex"
+    with attack_db() as (db, admin):
+        conn = analyst_conn(db)
+        plain = paid(charged(admin, conn, [inner]))
+        run(conn, ["SET enable_material = off", "SET enable_hashjoin = off", "SET enable_mergejoin = off",
+                   "SET enable_memoize = off"])
+        for outer in ["SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g CROSS JOIN ({}) w",
+                      # (the nullable side of a nested loop is its inner side: the fold is rescanned per row of g)
+                      "SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g LEFT JOIN ({}) w ON w.n > g - 1e9",
+                      "SELECT g, w.sex, w.n, w.a, w.s FROM (VALUES (1), (2), (3)) v(g), ({}) w WHERE w.a > -g"]:
+            sql = outer.format(inner)
+            execute(admin, "SELECT dx.clear_cache()")
+            before = last_id(admin)
+            got = run(conn, [sql])
+            assert paid(charges(admin, before)) == plain, sql
+            per_cell = {}
+            for r in got:
+                per_cell.setdefault(r[1], set()).add(tuple(r[2:]))
+            assert per_cell and all(len(v) == 1 for v in per_cell.values()), f"{sql}: {per_cell}"
+        conn.close()
