@@ -350,10 +350,15 @@ def test_rescanned_folded_group_by_draws_its_noise_once():
         plain = paid(charged(admin, conn, [inner]))
         run(conn, ["SET enable_material = off", "SET enable_hashjoin = off", "SET enable_mergejoin = off",
                    "SET enable_memoize = off"])
-        for outer in ["SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g CROSS JOIN ({}) w",
-                      # (the nullable side of a nested loop is its inner side: the fold is rescanned per row of g)
-                      "SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g LEFT JOIN ({}) w ON w.n > g - 1e9",
-                      "SELECT g, w.sex, w.n, w.a, w.s FROM (VALUES (1), (2), (3)) v(g), ({}) w WHERE w.a > -g"]:
+        outers = ["SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g CROSS JOIN ({}) w",
+                  # (the nullable side of a nested loop is its inner side: the fold is rescanned per row of g)
+                  "SELECT g, w.sex, w.n, w.a, w.s FROM generate_series(1, 6) g LEFT JOIN ({}) w ON w.n > g - 1e9",
+                  "SELECT g, w.sex, w.n, w.a, w.s FROM (VALUES (1), (2), (3)) v(g), ({}) w WHERE w.a > -g"]
+        # serial, then the whole plan in one parallel worker (its final functions released there)
+        parallel = [[], ["SET force_parallel_mode = on", "SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+                         "SET min_parallel_table_scan_size = 0"]]
+        for settings, outer in [(p, o) for p in parallel for o in outers]:
+            run(conn, settings)
             sql = outer.format(inner)
             execute(admin, "SELECT dx.clear_cache()")
             before = last_id(admin)
