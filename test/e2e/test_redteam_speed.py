@@ -211,6 +211,15 @@ def test_internal_fold_and_layout_calls_refused():
             except psycopg2.Error as e:
                 assert e.pgcode in ("42501", "0A000"), f"{sql}: {e.pgcode} {e.diag.message_primary}"
         assert scalar(admin, "SELECT sum(spent) FROM dx.budget_grants") == spent_before
+        # dx._unit_rows reads kept rows only by the random handle of a state of the same statement:
+        # a guessed handle next to a protected statement's bounding reads nothing
+        for sql in ["SELECT * FROM dx._unit_rows(1, 0, 0, -1, NULL::int)",
+                    "SELECT u FROM zips z, LATERAL dx._unit_rows(-4679894146231469796, 0, 0, -1, NULL::text) u"]:
+            try:
+                got = run(conn, [sql])
+                raise AssertionError(f"accepted: {sql} -> {got}")
+            except psycopg2.Error as e:
+                assert e.pgcode in ("XX000", "42501", "0A000") and e.diag.message_hint, f"{sql}: {e.pgcode}"
         # the support function of dx._unit_rows takes and returns `internal`: SQL cannot call it
         try:
             run(conn, ["SELECT dx._unit_rows_support(NULL::internal)"])
