@@ -31,6 +31,8 @@ FOLDED = [
     "SELECT diagnosis, count(*), sum(age) FROM people GROUP BY diagnosis",
     "SELECT sex, count(*), sum(income) FROM nully WHERE sex IS NULL OR age > 200 GROUP BY sex",
     "SELECT sex, count(*) FROM people GROUP BY sex ORDER BY 2 DESC FETCH FIRST 1 ROWS WITH TIES",
+    "SELECT zip, count(*), avg(age) FROM parted GROUP BY zip",
+    "SELECT sex, diagnosis, sum(age) FROM parted WHERE sex = 'F' OR age > 50 GROUP BY sex, diagnosis",
 ]
 # charged like the unfolded plan, folded or not (a WHERE on the key keeps one group: not folded)
 UNFOLDED_OK = ["SELECT diagnosis, avg(age) FROM people WHERE diagnosis = 'yes' GROUP BY diagnosis"]
@@ -55,6 +57,12 @@ SETUP = [
     "INSERT INTO nully VALUES (9001, 'Out A', NULL, NULL, NULL, NULL, NULL), "
     "(9002, 'Out B', 500, 'X', '99999', 'maybe', -5), (9003, 'Out C', -3, 'F', NULL, 'yes', 9999999)",
     "SELECT dx.protect_table('nully', 1.0)",
+    # a partitioned table (the fold state over an Append of its partitions)
+    "CREATE TABLE parted (LIKE people) PARTITION BY LIST (sex)",
+    "CREATE TABLE parted_f PARTITION OF parted FOR VALUES IN ('F')",
+    "CREATE TABLE parted_rest PARTITION OF parted DEFAULT",
+    "INSERT INTO parted SELECT * FROM people",
+    "SELECT dx.protect_table('parted', 1.0)",
 ]
 
 
@@ -119,9 +127,10 @@ def fixture(admin):
     for s in SETUP:
         execute(admin, s)
     copy_policy(admin, "nully")
+    copy_policy(admin, "parted")
     protect_extra(admin, "empty_people", rows=0, variant=0)
     execute(admin, "SELECT dx.grant_budget(current_user::regrole, t::regclass, 1e9) "
-                   "FROM unnest(ARRAY['people', 'nully', 'empty_people']) t")
+                   "FROM unnest(ARRAY['people', 'nully', 'empty_people', 'parted']) t")
 
 
 def test_folded_group_by_charged_like_unfolded():
