@@ -161,3 +161,76 @@ def test_memo_does_not_outlive_policy_rows_distribution_or_role():
         assert scalar(owner, "SELECT role::text FROM dx.ledger ORDER BY id DESC LIMIT 1") == fx.ANALYST
         _from_memo(owner, as_analyst)  # her own entry, the second time
         owner.close()
+
+
+def test_memo_follows_settings_search_path_domains_and_recreated_tables():
+    """Red-team attacks on the key (issue 23): after a memo hit, each change below must give the
+    scales a fresh session computes (never the memoized analysis' scales): a setting that changes
+    the allocation (dxpriv.epsilon), a column's domain, another table of the same name reached
+    through search_path, a table dropped and created again under the same name with another
+    domain, and a table's shards split differently (same name, other shard count)."""
+    with citus_db() as db:
+        fx.build(db, rows=2000, shards=4)
+        owner = connect("coord", db)
+        for s in ("s1", "s2"):
+            execute(owner, f"CREATE SCHEMA {s}")
+            execute(owner, f"CREATE TABLE {s}.t (id bigint PRIMARY KEY, age int, sex text, region text, income int)")
+            execute(owner, f"INSERT INTO {s}.t {fx.rows_sql(3000)}")
+            execute(owner, f"SELECT create_distributed_table('{s}.t', 'id', shard_count => 4)")
+            fx.protect(owner, f"{s}.t")
+            execute(owner, f"SELECT dx.grant_budget('postgres'::regrole, '{s}.t', 1e6)")
+        # s2.t: a wider income domain (other scales for the sums)
+        execute(owner, "SELECT dx.set_column('s2.t', 'income', '{\"min\": 0, \"max\": 400000, \"step\": 100}', "
+                       "'{\"type\": \"absolute\", \"scale\": 1000}')")
+        q = "SELECT region, dx.count(*), dx.sum(income) FROM t GROUP BY region"
+        last_scales = "SELECT scales FROM dx.ledger ORDER BY id DESC LIMIT 1"
+
+        def scales_of(conn, path="s1"):
+            execute(conn, f"SET search_path = {path}, public")
+            rows(conn, q)
+            return scalar(owner, last_scales)
+
+        def fresh(path="s1", setup=()):
+            c = connect("coord", db)
+            for s in setup:
+                execute(c, s)
+            got = scales_of(c, path)
+            c.close()
+            return got
+
+        def memoized():
+            execute(owner, "SET search_path = s1, public")
+            _from_memo(owner, lambda: rows(owner, q))
+            return scalar(owner, last_scales)
+
+        base = memoized()
+        assert base == fresh(), "a memo hit gave other scales than its analysis"
+        # a setting that changes the allocation
+        execute(owner, "SET dxpriv.epsilon = 0.7")
+        got = scales_of(owner)
+        want = fresh(setup=["SET dxpriv.epsilon = 0.7"])
+        execute(owner, "RESET dxpriv.epsilon")
+        assert got == want and got != base, ("epsilon", base, got, want)
+        # the same text resolving to another table through search_path
+        memoized()
+        got, want = scales_of(owner, "s2"), fresh("s2")
+        assert got == want and got != base, ("search_path", base, got, want)
+        # a column's domain changed
+        memoized()
+        execute(owner, "SELECT dx.set_column('s1.t', 'income', '{\"min\": 0, \"max\": 300000, \"step\": 100}', "
+                       "'{\"type\": \"absolute\", \"scale\": 1000}')")
+        got, want = scales_of(owner), fresh()
+        assert got == want and got != base, ("domain", base, got, want)
+        # dropped and created again under the same name, other domain and shard count
+        base = memoized()
+        execute(owner, "DROP TABLE s1.t")
+        execute(owner, "CREATE TABLE s1.t (id bigint PRIMARY KEY, age int, sex text, region text, income int)")
+        execute(owner, f"INSERT INTO s1.t {fx.rows_sql(3000)}")
+        execute(owner, "SELECT create_distributed_table('s1.t', 'id', shard_count => 6)")
+        fx.protect(owner, "s1.t")
+        execute(owner, "SELECT dx.set_column('s1.t', 'income', '{\"min\": 0, \"max\": 100000, \"step\": 100}', "
+                       "'{\"type\": \"absolute\", \"scale\": 500}')")
+        execute(owner, "SELECT dx.grant_budget('postgres'::regrole, 's1.t', 1e6)")
+        got, want = scales_of(owner), fresh()
+        assert got == want and got != base, ("re-created", base, got, want)
+        owner.close()
