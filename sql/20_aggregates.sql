@@ -122,12 +122,13 @@ COMMENT ON FUNCTION dx._dispersion(int4, text, float8, float8, float8[], float8[
 -- of a statement share one transition, which maps the row to its point once (the layout's columns
 -- and domain constants, as dx._weigh) and counts it in a histogram of its output group; each
 -- aggregate's final function weighs the histogram with its own per-point table. Arguments:
--- layout, dense histogram, output group, "row is real" flag, then the columns' values and domain
+-- the layout '<flags>|<columns>' (flags: 'd' dense histogram, 'g' the output group and 'p' the
+-- "row is real" flag follow as arguments, else constant), then the columns' values and domain
 -- constants (equal for every aggregate of the statement); the analyzer adds each aggregate's
 -- parameters, table and shape as direct arguments (they reach the final function). SSPACE: a state's
 -- size as the hash aggregate plans it (a partition of an open key holds a small histogram; without
 -- SSPACE PostgreSQL assumes 8 kB per internal state and spills after a few hundred partitions).
-CREATE FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, VARIADIC "any") RETURNS internal
+CREATE FUNCTION dx._onepass_transfn(internal, text, VARIADIC "any") RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_transfn';
 CREATE FUNCTION dx._onepass_combinefn(internal, internal) RETURNS internal
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_combinefn';
@@ -141,43 +142,43 @@ CREATE FUNCTION dx._onepass_sum_finalfn(internal) RETURNS float8
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_sum_finalfn';
 CREATE FUNCTION dx._onepass_avg_finalfn(internal) RETURNS float8
 LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_avg_finalfn';
-COMMENT ON FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any") IS 'counts one row at its point in its group''s histogram';
+COMMENT ON FUNCTION dx._onepass_transfn(internal, text, "any") IS 'counts one row at its point in its group''s histogram';
 COMMENT ON FUNCTION dx._onepass_combinefn(internal, internal) IS 'adds two histograms of one group';
 COMMENT ON FUNCTION dx._onepass_serialize(internal) IS 'self-describing serialisation of a histogram';
 COMMENT ON FUNCTION dx._onepass_deserialize(bytea, internal) IS 'inverse of dx._onepass_serialize';
 COMMENT ON FUNCTION dx._onepass_count_finalfn(internal) IS 'noisy count weighed from the histogram, rounded to an integer';
 COMMENT ON FUNCTION dx._onepass_sum_finalfn(internal) IS 'noisy sum weighed from the histogram';
 COMMENT ON FUNCTION dx._onepass_avg_finalfn(internal) IS 'noisy sum over noisy count weighed from the histogram, clamped';
-CREATE AGGREGATE dx._onepass_count(text, bool, int4, bool, VARIADIC "any") (
+CREATE AGGREGATE dx._onepass_count(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE dx._onepass_sum(text, bool, int4, bool, VARIADIC "any") (
+CREATE AGGREGATE dx._onepass_sum(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE dx._onepass_avg(text, bool, int4, bool, VARIADIC "any") (
+CREATE AGGREGATE dx._onepass_avg(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
-COMMENT ON AGGREGATE dx._onepass_count(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
-COMMENT ON AGGREGATE dx._onepass_sum(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
-COMMENT ON AGGREGATE dx._onepass_avg(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_count(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_sum(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_avg(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
 
 -- GROUP BY folded into one pass (planner/group_fold.h, executor/group_fold.cpp): a grouped
 -- statement whose keys are declared columns counts every row once in ONE histogram over the
 -- sub-universe with the key columns (dx._fold_state, ungrouped: no hash lookup per row), then
 -- dx._fold_slices cuts it into one state per declared group (empty ones included), and each
 -- aggregate releases its group's answer from that state through the one-pass final functions.
-CREATE AGGREGATE dx._fold_state(text, bool, int4, bool, VARIADIC "any") (
+CREATE AGGREGATE dx._fold_state(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
 	FINALFUNC = dx._onepass_serialize,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
-COMMENT ON AGGREGATE dx._fold_state(text, bool, int4, bool, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
+COMMENT ON AGGREGATE dx._fold_state(text, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
 CREATE FUNCTION dx._fold_slices(bytea, int8[]) RETURNS SETOF bytea
 LANGUAGE c IMMUTABLE PARALLEL SAFE ROWS 10 AS 'MODULE_PATHNAME', 'dx_fold_slices';
 COMMENT ON FUNCTION dx._fold_slices(bytea, int8[]) IS 'internal: placed by the dxpriv analyzer only (one one-pass state per declared group, in group order, cut from dx._fold_state)';

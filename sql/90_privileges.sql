@@ -81,7 +81,7 @@ REVOKE EXECUTE ON FUNCTION dx._linear_count_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_sum_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_avg_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._linear_part_finalfn(internal) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any") FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, "any") FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_combinefn(internal, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._onepass_deserialize(bytea, internal) FROM PUBLIC;

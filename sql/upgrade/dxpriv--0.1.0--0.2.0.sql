@@ -995,3 +995,41 @@ COMMENT ON AGGREGATE dx._fold_count(bytea) IS 'internal: placed by the dxpriv an
 COMMENT ON AGGREGATE dx._fold_sum(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
 COMMENT ON AGGREGATE dx._fold_avg(bytea) IS 'internal: placed by the dxpriv analyzer only (a folded GROUP BY; its parameters, table and shape are direct arguments)';
 REVOKE EXECUTE ON FUNCTION dx._fold_transfn(internal, bytea) FROM PUBLIC;
+
+-- rowargs (issue 23): the one-pass transition's constant arguments in its layout text. The output
+-- group, the "row is real" flag and the dense histogram were arguments of every row (three of them
+-- constant in an ungrouped statement); the layout is now '<flags>|<columns>' ('d' dense, 'g' the
+-- group and 'p' the present flag follow as arguments), so per row only what varies is an argument.
+DROP AGGREGATE dx._onepass_count(text, bool, int4, bool, "any");
+DROP AGGREGATE dx._onepass_sum(text, bool, int4, bool, "any");
+DROP AGGREGATE dx._onepass_avg(text, bool, int4, bool, "any");
+DROP AGGREGATE dx._fold_state(text, bool, int4, bool, "any");
+DROP FUNCTION dx._onepass_transfn(internal, text, bool, int4, bool, "any");
+CREATE FUNCTION dx._onepass_transfn(internal, text, VARIADIC "any") RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_onepass_transfn';
+COMMENT ON FUNCTION dx._onepass_transfn(internal, text, "any") IS 'counts one row at its point in its group''s histogram';
+CREATE AGGREGATE dx._onepass_count(text, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_count_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._onepass_sum(text, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE dx._onepass_avg(text, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_avg_finalfn, FINALFUNC_MODIFY = SHAREABLE,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._onepass_count(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_sum(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+COMMENT ON AGGREGATE dx._onepass_avg(text, "any") IS 'internal: placed by the dxpriv analyzer only (one pass over the rows)';
+CREATE AGGREGATE dx._fold_state(text, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, SSPACE = 384,
+	FINALFUNC = dx._onepass_serialize,
+	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
+	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._fold_state(text, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
+REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, "any") FROM PUBLIC;

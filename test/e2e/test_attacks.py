@@ -2115,6 +2115,23 @@ attack(C, "onepass_inline_layout_widened", "SELECT dx._onepass_sum('q-1e9:1e9:0.
        Reject(PRIV))
 attack(C, "onepass_inline_key_layout_by_hand", "SELECT age, dx._onepass_count('Q0:120:1;e', true, 0, true, age, "
        "sex, ARRAY['M', 'F']) FROM people GROUP BY age", Reject(PRIV))
+# the flags in the layout ('<flags>|<columns>': d dense, g the group and p the present flag as
+# arguments, else constant; executor/one_pass.cpp) by hand: the new signature (text, VARIADIC "any")
+# with a widened domain, the present flag made an argument and false (rows skipped), the group out
+# of range, a group argument beside key columns, and the fold state with flags
+attack(C, "onepass_flags_layout_by_hand", "SELECT dx._onepass_count('d|q0:120:1;', age) FROM people", Reject(PRIV))
+attack(C, "onepass_flags_layout_widened", "SELECT dx._onepass_sum('d|q-1e9:1e9:0.5;', age) FROM people",
+       Reject(PRIV))
+attack(C, "onepass_flags_present_false", "SELECT dx._onepass_count('dp|q0:120:1;', false, age) FROM people",
+       Reject(PRIV))
+attack(C, "onepass_flags_group_out_of_range", "SELECT dx._onepass_avg('dg|q0:120:1;', 2147483647, age) FROM people",
+       Reject(PRIV))
+attack(C, "onepass_flags_group_negative_grouped",
+       "SELECT sex, dx._onepass_sum('gp|q0:120:1;', -1, true, age) FROM people GROUP BY sex", Reject(PRIV))
+attack(C, "onepass_flags_group_beside_keys",
+       "SELECT age, dx._onepass_count('g|Q0:120:1;', 7, age) FROM people GROUP BY age", Reject(PRIV))
+attack(C, "fold_state_flags_by_hand", "SELECT dx._fold_state('d|q0:120:1;', age) FROM people", Reject(PRIV))
+attack(C, "onepass_flags_on_public_table", "SELECT dx._onepass_count('|', 0) FROM zips", Reject(PRIV))
 attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
 # a GROUP BY folded into one pass (issue 23, regress 64): the ungrouped state with the key columns,
 # its cut into groups and the aggregates that release a group's slice, written by hand (a forged

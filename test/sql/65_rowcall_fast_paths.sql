@@ -168,3 +168,9 @@ CREATE TABLE rc_plain (v int);
 INSERT INTO rc_plain VALUES (1), (2);
 SELECT dx._onepass_count('q0:50:1;', true, 0, true, v) FROM rc_plain;
 SELECT dx._onepass_sum('Q0:50:1;', true, 0, true, v) FROM rc_plain;
+-- and in the layout with its flags (rowargs): a widened domain, the present flag and the group
+-- made arguments, a dense flag with key columns
+SELECT dx._onepass_count('d|q-1e9:1e9:1;', v) FROM rc_plain;
+SELECT dx._onepass_sum('dgp|q0:50:1;', 7, false, v) FROM rc_plain;
+SELECT dx._onepass_avg('d|Q0:50:1;', v) FROM rc_plain;
+SELECT dx._fold_state('|q0:50:1;', v) FROM rc_plain;

@@ -131,13 +131,17 @@ bad_layout()
 //   'q<lo>:<hi>:<step>;': value (an 'r' column whose constants are in the layout, in decimal text
 //   that reads back as the same doubles: the one-pass transition's form, planner/one_pass.cpp)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip)
 {
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
 		bad_layout();
-	const std::string layout = text_to_cstring(PG_GETARG_TEXT_PP(layout_arg));
+	const std::string full = text_to_cstring(PG_GETARG_TEXT_PP(layout_arg));
+	if (skip > full.size())
+		bad_layout();
+	const std::string layout = full.substr(skip);
 	auto *map = static_cast<RowPointMap *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap)));
+	map->group_arg = map->present_arg = -1;
 	map->columns = static_cast<RowPointMap::Column *>(MemoryContextAllocZero(mcxt, sizeof(RowPointMap::Column) * (layout.size() + 1)));
 	int arg = first_arg;
 	// n arguments from `arg` on: a value (may be NULL) and n - 1 domain constants (never NULL)

@@ -13,6 +13,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/memutils.h"
 }
@@ -380,13 +381,82 @@ one_pass_release(FunctionCallInfo fcinfo, LinearRelease kind)
 	return release_linear_state(aggregate_state(reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0)), c), kind);
 }
 
+[[noreturn]] void
+bad_one_pass_layout(const char *why)
+{
+	fail(ERRCODE_INVALID_PARAMETER_VALUE, "malformed dxpriv one-pass layout",
+	     "One-pass aggregates are placed by dxpriv's analyzer; they cannot be called directly.", why);
+}
+
+// The type of the transition's argument i (1: the first aggregated argument), from the Aggref: the
+// transition's own expression leaves out as many arguments as the Aggref has direct arguments.
+Oid
+one_pass_arg_type(FunctionCallInfo fcinfo, int i)
+{
+	Aggref *a = AggGetAggref(fcinfo);
+	if (!a || i < 1 || i - 1 >= list_length(a->args))
+		return InvalidOid;
+	return exprType((Node *) castNode(TargetEntry, list_nth(a->args, i - 1))->expr);
+}
+
+// The call site's map from its layout (argument 1): '<flags>|<columns>', flags in this order, each
+// optional: 'd' a dense histogram, 'g' the output group is the next argument (int4; else 0), 'p'
+// the "row is real" flag is the next argument (bool; else every row is real); then the columns'
+// values (planner/one_pass.h). Constant per call site: decoded once, on its first call.
+RowPointMap *
+build_one_pass_map(FunctionCallInfo fcinfo)
+{
+	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
+		bad_one_pass_layout("The layout is missing.");
+	const text *t = PG_GETARG_TEXT_PP(1);
+	const char *p = VARDATA_ANY(t);
+	const size_t n = VARSIZE_ANY_EXHDR(t);
+	size_t i = 0;
+	bool dense = false, group = false, present = false;
+	if (i < n && p[i] == 'd') {
+		dense = true;
+		++i;
+	}
+	if (i < n && p[i] == 'g') {
+		group = true;
+		++i;
+	}
+	if (i < n && p[i] == 'p') {
+		present = true;
+		++i;
+	}
+	if (i >= n || p[i] != '|')
+		bad_one_pass_layout("The flags must be d, g, p in this order, then |.");
+	int next = 2;
+	const int group_arg = group ? next++ : -1;
+	const int present_arg = present ? next++ : -1;
+	if (next > PG_NARGS() || (group && one_pass_arg_type(fcinfo, group_arg) != INT4OID) ||
+	    (present && one_pass_arg_type(fcinfo, present_arg) != BOOLOID))
+		bad_one_pass_layout("The group must be an int4 argument and the present flag a bool argument.");
+	RowPointMap *map = build_row_point_map(fcinfo, 1, next, true, i + 1);
+	if (group && row_point_has_keys(*map)) // (key columns give the group)
+		bad_one_pass_layout("A layout with key columns has no group argument.");
+	map->group_arg = group_arg;
+	map->present_arg = present_arg;
+	map->dense = dense;
+	return map;
+}
+
+// Whether the row is counted: a real row (false on an added empty-group row).
+[[gnu::always_inline]] inline bool
+row_is_real(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	return map.present_arg < 0 || (!PG_ARGISNULL(map.present_arg) && PG_GETARG_BOOL(map.present_arg));
+}
+
 } // namespace
 
-// dx._onepass_transfn(state, layout text, dense bool, group int4, present bool, VARIADIC values):
-// counts the row at its point (nothing for an added empty-group row: present false); the state of
-// the group is created on its first row. When the layout marks GROUP BY key columns ('E', 'R'),
-// the histogram's points leave them out and the group is their point, read from the group's first
-// row (the group argument is then 0): every row of a group has the same key columns' point.
+// dx._onepass_transfn(state, layout text, VARIADIC values): counts the row at its point (nothing
+// for an added empty-group row: the present flag false); the layout's flags say which of the
+// output group and the present flag are arguments (build_one_pass_map). The state of the group is
+// created on its first row. When the layout marks GROUP BY key columns ('E', 'R', 'Q'), the
+// histogram's points leave them out and the group is their point, read from the group's first row
+// (no group argument then): every row of a group has the same key columns' point.
 // The group's first row (and a call site's first call) take this guarded path; every later row
 // takes dx_onepass_transfn's unguarded one, which computes the same point (row_point_inline: the
 // same arithmetic; nothing on it throws a C++ exception).
@@ -395,25 +465,28 @@ onepass_transfn_first_impl(FunctionCallInfo fcinfo)
 {
 	OnePassState *s;
 	if (!fcinfo->flinfo->fn_extra)
-		fcinfo->flinfo->fn_extra = build_row_point_map(fcinfo, 1, 5, true);
+		fcinfo->flinfo->fn_extra = build_one_pass_map(fcinfo);
 	const RowPointMap &map = *static_cast<RowPointMap *>(fcinfo->flinfo->fn_extra);
 	if (PG_ARGISNULL(0)) {
 		MemoryContext aggctx = require_aggregate_context(fcinfo, "dxpriv aggregate");
-		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
-		int32 group = PG_GETARG_INT32(3);
+		int32 group = 0;
+		if (map.group_arg >= 0) {
+			if (PG_ARGISNULL(map.group_arg))
+				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters must not be null");
+			group = PG_GETARG_INT32(map.group_arg);
+		}
 		if (row_point_has_keys(map)) {
-			if (group != 0 || row_key_point_count(map) > static_cast<size_t>(PG_INT32_MAX))
+			if (row_key_point_count(map) > static_cast<size_t>(PG_INT32_MAX))
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
 			group = static_cast<int32>(row_key_point(fcinfo, map));
 		}
 		if (group < 0)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
-		s = new_one_pass_state(aggctx, group, PG_GETARG_BOOL(2), row_point_count(map));
+		s = new_one_pass_state(aggctx, group, map.dense, row_point_count(map));
 	} else {
 		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	}
-	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
+	if (row_is_real(fcinfo, map))
 		add_count(s, row_point(fcinfo, map), 1);
 	PG_RETURN_POINTER(s);
 }
@@ -436,7 +509,7 @@ dx_onepass_transfn(PG_FUNCTION_ARGS)
 	if (unlikely(map == nullptr || PG_ARGISNULL(0)))
 		return onepass_transfn_first(fcinfo);
 	auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
-	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
+	if (row_is_real(fcinfo, *map))
 		add_count(s, row_point_inline(fcinfo, *map), 1);
 	PG_RETURN_POINTER(s);
 }

@@ -49,6 +49,10 @@ struct RowPointMap {
 	bool has_keys;
 	RowPointShape shape; // of the non-key columns
 	Column only;         // UnitInt, Range: a copy of the one non-key column (one load fewer per row)
+	// the one-pass transition's flags (executor/one_pass.cpp; -1: not an argument)
+	int group_arg;   // the row's output group (int4); else the group is 0
+	int present_arg; // the "row is real" flag (bool); else every row is real
+	bool dense;      // a histogram array per group
 };
 
 // Contract: reads the layout text at argument layout_arg (one letter per column: 'e' value, labels
@@ -56,8 +60,10 @@ struct RowPointMap {
 // the layout; 'p' coords float8[], dims int4, then dims member values) and the arguments from
 // first_arg to the last, which must be exactly the layout's; builds the columns' indexers once in
 // fn_mcxt. With allow_keys, 'E', 'R' and 'Q' are 'e', 'r' and 'q' columns that are GROUP BY keys:
-// row_point leaves them out and row_key_point reads them. Errors (22023) on a malformed layout.
-RowPointMap *build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys = false);
+// row_point leaves them out and row_key_point reads them. skip: the layout's columns start after
+// its first skip characters (the one-pass transition's flags). Errors (22023) on a malformed layout.
+RowPointMap *build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys = false,
+                                 size_t skip = 0);
 // The flat index of the row's point over the non-key columns (last column fastest), from the value
 // arguments only: no expression of the query runs, no allocation, no user code.
 size_t row_point(FunctionCallInfo fcinfo, const RowPointMap &map);

@@ -150,7 +150,8 @@ collect_aggrefs(Node *node, void *ctx)
 	if (IsA(node, Aggref)) {
 		Aggref *a = castNode(Aggref, node);
 		if ((scan->ext->is_internal(a->aggfnoid) || a->aggfnoid == scan->ext->em_collect) &&
-		    (list_length(a->args) >= 3 || scan->ext->is_fold(a->aggfnoid))) { // (a folded GROUP BY: its slice)
+		    (list_length(a->args) >= 3 || scan->ext->is_fold(a->aggfnoid) || // (a folded GROUP BY: its slice)
+		     (scan->ext->is_one_pass(a->aggfnoid) && !DO_AGGSPLIT_COMBINE(a->aggsplit)))) { // (1 argument or more)
 			Const *k = aggref_params_const(a);
 			if (!k)
 				fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate parameters are not constants");

@@ -71,11 +71,11 @@ load(Oid ext, ExtensionObjects &o)
 	o.partition_select = lookup("_partition_select", 4, select_args);
 	const Oid open_cells_args[] = {BOOLOID, TEXTARRAYOID, TEXTARRAYOID};
 	o.open_cells = lookup("_open_cells", 3, open_cells_args);
-	const Oid onepass[] = {TEXTOID, BOOLOID, INT4OID, BOOLOID, ANYOID};
-	o.onepass_count = lookup("_onepass_count", 5, onepass);
-	o.onepass_sum = lookup("_onepass_sum", 5, onepass);
-	o.onepass_avg = lookup("_onepass_avg", 5, onepass);
-	o.fold_state = lookup("_fold_state", 5, onepass);
+	const Oid onepass[] = {TEXTOID, ANYOID};
+	o.onepass_count = lookup("_onepass_count", 2, onepass);
+	o.onepass_sum = lookup("_onepass_sum", 2, onepass);
+	o.onepass_avg = lookup("_onepass_avg", 2, onepass);
+	o.fold_state = lookup("_fold_state", 2, onepass);
 	const Oid fold_slices_args[] = {BYTEAOID, INT8ARRAYOID};
 	o.fold_slices = lookup("_fold_slices", 2, fold_slices_args);
 	const Oid fold_args[] = {BYTEAOID};

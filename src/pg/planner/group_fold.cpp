@@ -203,10 +203,12 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 			return false; // (not the empty-group rows of group_source.h: the previous plan)
 		group_columns += fn->funccolcount;
 	}
-	// the shared arguments (layout, dense, group, present, the columns' values and constants), the
-	// key columns no longer left out: the layout in lower case, every row real
+	// the shared arguments (layout '<flags>|<columns>', [present], the columns' values and constants),
+	// the key columns no longer left out: the columns in lower case, every row real (no 'p' flag and
+	// no present argument); there is no group argument (the key columns gave the group)
 	List *args = NIL, *types = NIL;
 	int i = 0;
+	bool drop_present = false;
 	foreach (lc, first->args) {
 		Expr *e = static_cast<Expr *>(copy_node(lfirst_node(TargetEntry, lc)->expr));
 		if (i == 0) {
@@ -214,19 +216,28 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 				unexpected_fold();
 			const Datum layout_datum = castNode(Const, e)->constvalue;
 			std::string layout = pg_value([&] { return text_to_cstring(DatumGetTextPP(layout_datum)); });
-			for (char &ch : layout)
+			const size_t bar = layout.find('|');
+			if (bar == std::string::npos || layout.substr(0, bar).find('g') != std::string::npos)
+				unexpected_fold();
+			std::string flags = layout.substr(0, bar);
+			drop_present = flags.find('p') != std::string::npos;
+			flags = flags.find('d') != std::string::npos ? "d" : "";
+			std::string columns = layout.substr(bar + 1);
+			for (char &ch : columns)
 				ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+			layout = flags + "|" + columns;
 			e = (Expr *) makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
-		} else if (i == 3) {
-			e = (Expr *) makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(true), false, true);
+		} else if (i == 1 && drop_present) {
+			++i;
+			continue; // (the present flag: every row of the table's branch is real)
 		} else if (!columns_and_constants((Node *) e)) {
 			unexpected_fold(); // (one_pass_args: the table's columns and dxpriv's constants only)
 		}
-		args = lappend(args, makeTargetEntry(e, static_cast<AttrNumber>(i + 1), nullptr, false));
+		args = lappend(args, makeTargetEntry(e, static_cast<AttrNumber>(list_length(args) + 1), nullptr, false));
 		types = lappend_oid(types, exprType((Node *) e));
 		++i;
 	}
-	if (i < 5)
+	if (i < 1)
 		unexpected_fold();
 	Aggref *state = makeNode(Aggref);
 	state->aggfnoid = ext.fold_state;

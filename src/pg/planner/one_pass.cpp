@@ -147,18 +147,35 @@ one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr
 			points *= static_cast<double>(cols[i]->domain.size());
 	const bool dense = open ? points <= kDenseOpenEntries : points * static_cast<double>(groups) <= kDenseEntries;
 	std::string layout;
+	bool key_group = false;
 	List *values = row_layout_args(cols, layout);
 	if (!key.empty()) { // the key columns ('e', 'r') in upper case: left out of the histogram's point
 		for (size_t i = 0; i < cols.size(); ++i)
 			if (key[i])
 				layout[i] = static_cast<char>(layout[i] - 'a' + 'A');
-		group = (Expr *) makeConst(INT4OID, -1, InvalidOid, 4, Int32GetDatum(0), false, true);
+		key_group = true; // (the transition reads the group from the key columns)
 	}
 	inline_range_constants(cols, layout, values);
+	// the flags in the layout (executor/one_pass.cpp): per row, only what varies is an argument
+	std::string flags = dense ? "d" : "";
+	List *head = NIL;
+	const bool group_zero = key_group || !group || (IsA(group, Const) && !castNode(Const, group)->constisnull &&
+	                                                  castNode(Const, group)->consttype == INT4OID &&
+	                                                  DatumGetInt32(castNode(Const, group)->constvalue) == 0);
+	if (!group_zero) {
+		flags += 'g';
+		head = lappend(head, group);
+	}
+	const bool all_real = !present || (IsA(present, Const) && !castNode(Const, present)->constisnull &&
+	                                   castNode(Const, present)->consttype == BOOLOID &&
+	                                   DatumGetBool(castNode(Const, present)->constvalue));
+	if (!all_real) {
+		flags += 'p';
+		head = lappend(head, present);
+	}
+	layout = flags + "|" + layout;
 	Const *layout_const = makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
-	Const *dense_const = makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(dense), false, true);
-	Expr *real = present ? present : (Expr *) makeConst(BOOLOID, -1, InvalidOid, 1, BoolGetDatum(true), false, true);
-	return list_concat(list_make4(layout_const, dense_const, group, real), values);
+	return list_concat(lcons(layout_const, head), values);
 }
 
 // See one_pass.h.

@@ -24,13 +24,16 @@ namespace dxpriv::pg {
 std::vector<bool> one_pass_key_columns(const GroupKeys &keys, const std::vector<const ColumnPolicy *> &cols);
 
 // The arguments shared by every one-pass aggregate of a statement (equal nodes, so that the
-// planner gives them one transition state): (layout text, dense bool, group int4, present bool,
-// <the columns' values and domain constants>); a range column's constants are in the layout
-// ('q<lo>:<hi>:<step>;', executor/row_point.h), so only its value is an argument. group: the row's output group (an int4
-// expression; not evaluated, the constant 0, when key marks key columns: the transition reads the
-// group from them on a group's first row); present: the "row is real" flag (false on added
-// empty-group rows), or nullptr (every row is real); dense: a histogram array per group when the
-// (non-key) points times the groups are few. key: one_pass_key_columns (empty: no key column).
+// planner gives them one transition state): (layout text, [group int4], [present bool], <the
+// columns' values and domain constants>). The layout is '<flags>|<columns>' (executor/one_pass.cpp):
+// 'd' a dense histogram (a histogram array per group when the (non-key) points times the groups are
+// few), 'g' the group is an argument, 'p' the present flag is an argument; what is constant stays
+// in the layout, so per row only what varies is an argument. A range column's constants are in the
+// layout ('q<lo>:<hi>:<step>;', executor/row_point.h), so only its value is an argument. group: the
+// row's output group (an int4 expression; left out when it is the constant 0, or when key marks
+// key columns: the transition reads the group from them on a group's first row); present: the
+// "row is real" flag (false on added empty-group rows), or nullptr (every row is real). key:
+// one_pass_key_columns (empty: no key column).
 // open: grouped by an open key (planner/open_keys.h), one state per partition, as many as the
 // table has keys: dense only for a few points, else a hash growing with the points met.
 List *one_pass_args(const std::vector<const ColumnPolicy *> &cols, size_t groups, Expr *group, Expr *present,
