@@ -31,22 +31,31 @@ struct FoldAggregates {
 	bool other = false; // a dxpriv aggregate that is not a one-pass aggregate with key columns
 };
 
-// The one-pass aggregate's shape (its third direct argument: ncols, sizes, kept columns, -1, key
-// columns) without its kept columns: {ncols, sizes, -1, key columns}; empty when it has no key column.
+// The one-pass aggregate's shape, its third direct argument (ncols, sizes, kept columns, -1, key
+// columns), as n values; nullptr when that argument is not a one-dimensional int8[] constant
+// without NULLs.
+const int64 *
+shape_values(const Aggref *a, int *n)
+{
+	if (list_length(a->aggdirectargs) != 3 || !IsA(lthird(a->aggdirectargs), Const))
+		return nullptr;
+	const Const *c = castNode(Const, lthird(a->aggdirectargs));
+	if (c->constisnull || c->consttype != INT8ARRAYOID)
+		return nullptr;
+	ArrayType *arr = DatumGetArrayTypeP(c->constvalue);
+	if (ARR_NDIM(arr) != 1 || ARR_HASNULL(arr))
+		return nullptr;
+	*n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+	return reinterpret_cast<const int64 *>(ARR_DATA_PTR(arr));
+}
+
+// The shape without its kept columns: {ncols, sizes, -1, key columns}; empty when it has no key column.
 std::vector<int64>
 fold_shape_of(const Aggref *a)
 {
-	if (list_length(a->aggdirectargs) != 3 || !IsA(lthird(a->aggdirectargs), Const))
-		return {};
-	const Const *c = castNode(Const, lthird(a->aggdirectargs));
-	if (c->constisnull || c->consttype != INT8ARRAYOID)
-		return {};
-	ArrayType *arr = DatumGetArrayTypeP(c->constvalue);
-	if (ARR_NDIM(arr) != 1 || ARR_HASNULL(arr))
-		return {};
-	const int n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-	const int64 *v = reinterpret_cast<const int64 *>(ARR_DATA_PTR(arr));
-	if (n < 1 || v[0] < 1 || n < 1 + v[0])
+	int n = 0;
+	const int64 *v = shape_values(a, &n);
+	if (!v || n < 1 || v[0] < 1 || n < 1 + v[0])
 		return {};
 	std::vector<int64> out(v, v + 1 + v[0]);
 	int sep = -1;
@@ -65,16 +74,10 @@ fold_shape_of(const Aggref *a)
 bool
 has_key_columns(const Aggref *a)
 {
-	if (list_length(a->aggdirectargs) != 3 || !IsA(lthird(a->aggdirectargs), Const))
+	int n = 0;
+	const int64 *v = shape_values(a, &n);
+	if (!v)
 		return false;
-	const Const *c = castNode(Const, lthird(a->aggdirectargs));
-	if (c->constisnull || c->consttype != INT8ARRAYOID)
-		return false;
-	ArrayType *arr = DatumGetArrayTypeP(c->constvalue);
-	if (ARR_NDIM(arr) != 1 || ARR_HASNULL(arr))
-		return false;
-	const int n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-	const int64 *v = reinterpret_cast<const int64 *>(ARR_DATA_PTR(arr));
 	for (int i = 1; i + 1 < n; ++i)
 		if (v[i] == -1)
 			return true;
