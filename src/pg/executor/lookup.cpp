@@ -345,7 +345,8 @@ weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false, int first_a
 		c->row_map = build_row_point_map(fcinfo, 1, first_arg);
 		c->layout_source = PG_GETARG_DATUM(1);
 	}
-	const size_t u = row_point(fcinfo, *static_cast<RowPointMap *>(c->row_map));
+	// (the map's common shapes inline: the same index as row_point, row_point.h)
+	const size_t u = row_point_inline(fcinfo, *static_cast<RowPointMap *>(c->row_map));
 	if (u >= t.size())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point index is outside its table",
 		     "Point indexes and tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");

@@ -410,7 +410,19 @@ units_of(double w, double grid)
 // refuses weights beyond bigint.
 DX_FUNCTION(dx_units)
 {
-	PG_RETURN_INT64(units_of(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1)));
+	const double w = PG_GETARG_FLOAT8(0), grid = PG_GETARG_FLOAT8(1);
+	if (grid == 1.0 && std::fabs(w) < 4.0e18) {
+		// the common grid of 1, inline: to_grid_units' own arithmetic (w / 1 is w; its rounding half
+		// away from zero on an exact fraction), so the same units; NaN and large weights go below
+		int64 t = static_cast<int64>(w);
+		const double frac = w - static_cast<double>(t);
+		if (frac >= 0.5)
+			++t;
+		else if (frac <= -0.5)
+			--t;
+		PG_RETURN_INT64(t);
+	}
+	PG_RETURN_INT64(units_of(w, grid));
 }
 
 // dx._units(weight, group, grids): the same on the grid of the row's group (grids[group + 1]); the

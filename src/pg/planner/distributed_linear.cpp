@@ -2,6 +2,7 @@
 #include "pg/planner/distributed_linear.h"
 
 #include "pg/planner/distributed_nodes.h"
+#include "pg/planner/distributed_raw_keys.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
@@ -292,7 +293,10 @@ namespace {
 // expression: SELECT dx._collect(x.g, x.u1, x.n1, params1) AS p1, ... FROM (SELECT g(row) AS g,
 // sum(dx._units(w1, grid1)) AS u1, count(w1) AS n1, ... FROM t WHERE ... GROUP BY 1) x. Citus runs
 // the inner query as PostgreSQL's own grouped sums on the workers; dx._collect builds the state
-// of every group on the coordinator. nullptr when the sums cannot be native.
+// of every group on the coordinator. Where the group index g(row) is a lookup of plain integer
+// columns (distributed_raw_keys.h), the workers group by those columns instead (GROUP BY k, as
+// native) and dx._collect reads g(x.k1, ...): the same lookup, once per grouped row on the
+// coordinator; groups that share an index add up there. nullptr when the sums cannot be native.
 Query *
 native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const SplitContext &c)
 {
@@ -301,8 +305,19 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 	for (size_t j = 0; j < releases.size(); ++j)
 		if (!native_partial(releases[j], c, parts[j]) || !equal(parts[j].group, parts[0].group))
 			return nullptr;
-	List *targets = list_make1(makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false));
-	List *colnames = list_make1(makeString(pstrdup("g")));
+	// the workers group by the group index's own columns where they can (distributed_raw_keys.h)
+	const std::vector<Var *> raw = raw_group_columns((Node *) parts[0].group, ext);
+	const int keys = raw.empty() ? 1 : static_cast<int>(raw.size());
+	List *targets = NIL, *colnames = NIL;
+	if (raw.empty()) {
+		targets = list_make1(makeTargetEntry(copy_node(parts[0].group), 1, pstrdup("g"), false));
+		colnames = list_make1(makeString(pstrdup("g")));
+	}
+	for (size_t i = 0; i < raw.size(); ++i) {
+		targets = lappend(targets, makeTargetEntry((Expr *) copy_node(raw[i]), static_cast<AttrNumber>(i + 1),
+		                                           psprintf("g%zu", i + 1), false));
+		colnames = lappend(colnames, makeString(psprintf("g%zu", i + 1)));
+	}
 	for (size_t j = 0; j < parts.size(); ++j) {
 		const auto col = static_cast<AttrNumber>(list_length(targets) + 1);
 		targets = lappend(targets, makeTargetEntry(units_sum(ext, parts[j]), col, psprintf("u%zu", j + 1), false));
@@ -310,11 +325,16 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 		colnames = lappend(colnames, makeString(psprintf("u%zu", j + 1)));
 		colnames = lappend(colnames, makeString(psprintf("n%zu", j + 1)));
 	}
-	Query *collect = aggregate_over(subquery_rte(grouped_by_first(q, targets), "dx_native", colnames));
+	Query *grouped = grouped_by_first(q, targets, keys);
+	if (!raw.empty())
+		type_group_clauses(grouped, raw);
+	Query *collect = aggregate_over(subquery_rte(grouped, "dx_native", colnames));
 	for (size_t j = 0; j < parts.size(); ++j) {
-		const auto u = static_cast<AttrNumber>(2 + 2 * j);
+		const auto u = static_cast<AttrNumber>(keys + 1 + 2 * j);
+		Expr *g = raw.empty() ? (Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0)
+		                      : group_index_over_columns((Node *) parts[0].group, raw);
 		Aggref *a = internal_aggref(ext.collect, ext.linear_partial_type,
-		                            {{(Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0), INT4OID},
+		                            {{g, INT4OID},
 		                             {(Expr *) makeVar(1, u, NUMERICOID, -1, InvalidOid, 0), NUMERICOID},
 		                             {(Expr *) makeVar(1, u + 1, INT8OID, -1, InvalidOid, 0), INT8OID},
 		                             {(Expr *) copy_node(parts[j].params), FLOAT8ARRAYOID}});
