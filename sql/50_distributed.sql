@@ -49,6 +49,12 @@ COMMENT ON FUNCTION dx._units(float8, float8) IS 'internal: a weight in grid uni
 CREATE FUNCTION dx._units(float8, int4, float8[]) RETURNS int8
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_units_by_group';
 COMMENT ON FUNCTION dx._units(float8, int4, float8[]) IS 'internal: a weight in the grid units of its group (grids[group + 1]), when a release''s groups have different grids';
+CREATE FUNCTION dx._weigh_units(bytea, text, float8, VARIADIC "any") RETURNS int8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_units';
+COMMENT ON FUNCTION dx._weigh_units(bytea, text, float8, "any") IS 'internal: dx._units(dx._weigh(table, layout, ...), grid) in one call (the workers'' native sums)';
+CREATE FUNCTION dx._weigh_units_cached(bytea, text, float8, VARIADIC "any") RETURNS int8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_units_cached';
+COMMENT ON FUNCTION dx._weigh_units_cached(bytea, text, float8, "any") IS 'internal: dx._weigh_units with its table read from dx._point_table_cache by its SHA-256 (distributed releases)';
 CREATE FUNCTION dx._state_of(numeric, int8, float8[], int4) RETURNS dx._linear_partial
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_state_of';
 COMMENT ON FUNCTION dx._state_of(numeric, int8, float8[], int4) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';

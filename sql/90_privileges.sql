@@ -16,7 +16,8 @@
 --   distributed tables (sql/50_distributed.sql); dx._partial_transfn and dx._partial_combinefn stay
 --   executable because Citus's worker_partial_agg/coord_combine_agg check EXECUTE on an aggregate's
 --   support functions against the caller (unlike PostgreSQL, which checks the aggregate's owner);
---   called outside an aggregate they refuse (no aggregate context). dx._units, dx._state_of and
+--   called outside an aggregate they refuse (no aggregate context). dx._units, dx._weigh_units and
+--   dx._weigh_units_cached (dx._units(dx._weigh(...)) in one call), dx._state_of and
 --   dx._collect and dx._em_collect (aggregates): the native partial sums and candidate counts of
 --   distributed releases, likewise placed by the
 --   analyzer (dx._units only computes a number; dx._state_of and dx._collect are refused by the

@@ -1033,3 +1033,11 @@ CREATE AGGREGATE dx._fold_state(text, VARIADIC "any") (
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 COMMENT ON AGGREGATE dx._fold_state(text, "any") IS 'internal: placed by the dxpriv analyzer only (a grouped statement''s histogram over the sub-universe with its key columns)';
 REVOKE EXECUTE ON FUNCTION dx._onepass_transfn(internal, text, "any") FROM PUBLIC;
+
+-- citusgb2: the workers' per-row weight in grid units in one call (Citus native sums)
+CREATE FUNCTION dx._weigh_units(bytea, text, float8, VARIADIC "any") RETURNS int8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_units';
+COMMENT ON FUNCTION dx._weigh_units(bytea, text, float8, "any") IS 'internal: dx._units(dx._weigh(table, layout, ...), grid) in one call (the workers'' native sums)';
+CREATE FUNCTION dx._weigh_units_cached(bytea, text, float8, VARIADIC "any") RETURNS int8
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_units_cached';
+COMMENT ON FUNCTION dx._weigh_units_cached(bytea, text, float8, "any") IS 'internal: dx._weigh_units with its table read from dx._point_table_cache by its SHA-256 (distributed releases)';

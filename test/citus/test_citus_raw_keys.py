@@ -73,7 +73,7 @@ def test_raw_keys_answer_like_the_local_table():
         plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + STATEMENTS[1].format(t="dist")))
         task = [line for line in plan.split("\n") if "Query: " in line and "FROM public.dist" in line][0]
         assert "_weigh_int" not in task and re.search(r"GROUP BY (dist\.)?k\b", task), task
-        assert "sum(dx._units(dx._weigh(" in task, task  # the sum's weights are still looked up per row
+        assert "sum(dx._weigh_units(" in task, task  # the sum's weights are still looked up per row, in one call
         assert re.search(r"dx\._collect\(dx\._weigh_int\(", plan), plan
         two = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + STATEMENTS[3].format(t="dist")))
         task = [line for line in two.split("\n") if "Query: " in line and "FROM public.dist" in line][0]

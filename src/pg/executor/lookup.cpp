@@ -4,6 +4,7 @@
 #include "pg/metadata/policy_domain.h"
 #include "pg/executor/agg_support.h"
 #include "pg/executor/domain_index.h"
+#include "pg/executor/grid_units.h"
 #include "pg/executor/point_table_cache.h"
 #include "pg/executor/row_point.h"
 #include "pg/guard.h"
@@ -364,6 +365,34 @@ DX_FUNCTION(dx_weigh)
 	if (!weigh_row(fcinfo, v))
 		PG_RETURN_NULL();
 	PG_RETURN_FLOAT8(v);
+}
+
+// dx._weigh_units(table bytea, layout text, grid float8, VARIADIC "any") -> int8:
+// dx._units(dx._weigh(table, layout, ...), grid) in one call (the workers' native sums of a Citus
+// release, planner/distributed_linear.cpp): the row's weight in grid units, NULL when it
+// contributes nothing.
+DX_FUNCTION(dx_weigh_units)
+{
+	if (PG_ARGISNULL(2))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
+		     "dx._weigh_units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
+	double v;
+	if (!weigh_row(fcinfo, v, false, 3))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(weight_grid_units(v, PG_GETARG_FLOAT8(2)));
+}
+
+// dx._weigh_units_cached(sha256 bytea, layout text, grid float8, VARIADIC "any"): dx._weigh_units
+// with its table read from dx._point_table_cache (as dx._weigh_cached).
+DX_FUNCTION(dx_weigh_units_cached)
+{
+	if (PG_ARGISNULL(2))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
+		     "dx._weigh_units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
+	double v;
+	if (!weigh_row(fcinfo, v, true, 3))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(weight_grid_units(v, PG_GETARG_FLOAT8(2)));
 }
 
 // dx._weigh_int(table bytea, layout text, VARIADIC "any") -> int4: the row's candidate index

@@ -8,6 +8,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/statement/statement_context.h"
 #include "pg/executor/agg_support.h"
+#include "pg/executor/grid_units.h"
 #include "pg/executor/dispersion_part.h"
 #include "pg/executor/linear_state.h"
 #include "pg/guard.h"
@@ -388,41 +389,12 @@ DX_FUNCTION(dx_release_part)
 	PG_RETURN_ARRAYTYPE_P(released_part_array(s, answer));
 }
 
-namespace {
-
-// The weight in grid units as the partial states add it (to_grid_units), as a bigint.
-int64
-units_of(double w, double grid)
-{
-	if (!(grid > 0) || !std::isfinite(grid))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
-		     "dx._units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
-	const __int128 u = to_grid_units(w, grid);
-	if (u > std::numeric_limits<int64>::max() || u < std::numeric_limits<int64>::min())
-		fail(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "a weight of this distributed dx aggregate is too large",
-		     "Narrow the domain of the aggregated column.");
-	return static_cast<int64>(u);
-}
-
-} // namespace
 
 // dx._units(weight, grid): the weight in grid units, for PostgreSQL's sum(bigint) on the workers;
 // refuses weights beyond bigint.
 DX_FUNCTION(dx_units)
 {
-	const double w = PG_GETARG_FLOAT8(0), grid = PG_GETARG_FLOAT8(1);
-	if (grid == 1.0 && std::fabs(w) < 4.0e18) {
-		// the common grid of 1, inline: to_grid_units' own arithmetic (w / 1 is w; its rounding half
-		// away from zero on an exact fraction), so the same units; NaN and large weights go below
-		int64 t = static_cast<int64>(w);
-		const double frac = w - static_cast<double>(t);
-		if (frac >= 0.5)
-			++t;
-		else if (frac <= -0.5)
-			--t;
-		PG_RETURN_INT64(t);
-	}
-	PG_RETURN_INT64(units_of(w, grid));
+	PG_RETURN_INT64(weight_grid_units(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1)));
 }
 
 // dx._units(weight, group, grids): the same on the grid of the row's group (grids[group + 1]); the
@@ -446,14 +418,14 @@ DX_FUNCTION(dx_units_by_group)
 		grids = static_cast<Grids *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, offsetof(Grids, grid) + n * sizeof(double)));
 		grids->n = n;
 		for (int i = 0; i < n; ++i)
-			grids->grid[i] = nulls[i] ? 0.0 : DatumGetFloat8(elems[i]); // 0: refused by units_of
+			grids->grid[i] = nulls[i] ? 0.0 : DatumGetFloat8(elems[i]); // 0: refused by weight_grid_units
 		fcinfo->flinfo->fn_extra = grids;
 	}
 	const int32 g = PG_GETARG_INT32(1);
 	if (g < 0 || g >= grids->n)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group",
 		     "dx._units is placed by the dxpriv analyzer with the grids of every group of a release.");
-	PG_RETURN_INT64(units_of(PG_GETARG_FLOAT8(0), grids->grid[g]));
+	PG_RETURN_INT64(weight_grid_units(PG_GETARG_FLOAT8(0), grids->grid[g]));
 }
 
 // dx._state_of(units, rows, params, group): the state of a release without GROUP BY from the

@@ -97,6 +97,9 @@ load(Oid ext, ExtensionObjects &o)
 	o.units = lookup("_units", 2, units_args);
 	const Oid units_by_group_args[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID};
 	o.units_by_group = lookup("_units", 3, units_by_group_args);
+	const Oid weigh_units_args[] = {BYTEAOID, TEXTOID, FLOAT8OID, ANYOID};
+	o.weigh_units = lookup("_weigh_units", 4, weigh_units_args);
+	o.weigh_units_cached = lookup("_weigh_units_cached", 4, weigh_units_args);
 	const Oid state_of_args[] = {NUMERICOID, INT8OID, FLOAT8ARRAYOID, INT4OID};
 	o.state_of = lookup("_state_of", 4, state_of_args);
 	const Oid collect_args[] = {INT4OID, NUMERICOID, INT8OID, FLOAT8ARRAYOID};

@@ -43,6 +43,8 @@ struct ExtensionObjects {
 		       f == release_selection;
 	}
 	// native partial sums of distributed releases (sql/50_distributed.sql)
+	// dx._weigh_units and its cached variant (optional: the workers' sums fall back to dx._units(dx._weigh))
+	Oid weigh_units = InvalidOid, weigh_units_cached = InvalidOid;
 	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
 	// per-point tables travelling by digest (executor/point_table_cache.h)
 	Oid weigh_cached = InvalidOid, weigh_int_cached = InvalidOid, store_point_table = InvalidOid;

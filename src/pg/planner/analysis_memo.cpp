@@ -224,7 +224,7 @@ stored_walker(Node *node, void *ctx)
 	if (IsA(node, FuncExpr)) {
 		const Oid f = castNode(FuncExpr, node)->funcid;
 		if (e.is_release(f) || f == e.store_point_table || f == e.state_of || f == e.weigh_cached ||
-		    f == e.weigh_int_cached)
+		    f == e.weigh_int_cached || f == e.weigh_units_cached)
 			s->other = true;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(stored_walker), ctx);

@@ -183,8 +183,9 @@ counted_units(const NativePartial &n, bool every, int64 k)
 	                             COERCE_EXPLICIT_CALL);
 }
 
-// sum(dx._units(weight, grid)), or sum(dx._units(weight, group, grids)) when the groups' grids
-// differ: the exact sum of a cell's weights in grid units (numeric). A weight that is one value at
+// sum(dx._units(weight, grid)) (sum(dx._weigh_units(table, layout, grid, ...)) for a weight
+// dx._weigh(table, layout, ...) inline in the task query), or sum(dx._units(weight, group, grids))
+// when the groups' grids differ: the exact sum of a cell's weights in grid units (numeric). A weight that is one value at
 // every counted point (a count) becomes count * units instead (counted_units): the same exact sum.
 Expr *
 units_sum(const ExtensionObjects &ext, const NativePartial &n)
@@ -197,7 +198,17 @@ units_sum(const ExtensionObjects &ext, const NativePartial &n)
 		if (k <= std::numeric_limits<int64>::max() && k >= std::numeric_limits<int64>::min())
 			return counted_units(n, every, static_cast<int64>(k));
 	}
-	if (one_grid(n.p)) {
+	const Oid fused = !IsA(n.weight, FuncExpr)                                      ? InvalidOid
+	                  : castNode(FuncExpr, n.weight)->funcid == ext.weigh        ? ext.weigh_units
+	                  : castNode(FuncExpr, n.weight)->funcid == ext.weigh_cached ? ext.weigh_units_cached
+	                                                                            : InvalidOid;
+	if (one_grid(n.p) && OidIsValid(fused) && list_length(castNode(FuncExpr, n.weight)->args) >= 2) {
+		// dx._units(dx._weigh(table, layout, ...), grid) in one call: dx._weigh_units(table, layout,
+		// grid, ...) (the cached variants alike)
+		List *args = list_copy_deep(castNode(FuncExpr, n.weight)->args);
+		args = list_insert_nth(args, 2, float8_const(n.p.grid(0, 0)));
+		u = makeFuncExpr(fused, INT8OID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	} else if (one_grid(n.p)) {
 		u = makeFuncExpr(ext.units, INT8OID, list_make2(copy_node(n.weight), float8_const(n.p.grid(0, 0))), InvalidOid,
 		                 InvalidOid, COERCE_EXPLICIT_CALL);
 	} else {
