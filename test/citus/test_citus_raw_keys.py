@@ -140,8 +140,12 @@ def test_raw_keys_attacks():
         assert collect, plan
         lookup = collect.group(1) + ", k" + collect.group(2)
         params = collect.group(3)
+        fused = re.search(r"dx\._weigh_units\(('[^']*'::bytea, 'r'::text, '1'::double precision), income(, [^)]*\))", plan)
+        assert fused, plan
         a = connect("coord", db, user=ANALYST)
         before = scalar(owner, "SELECT count(*) FROM dx.ledger")
+        # the workers' fused lookup on stored rows: refused (it would show each row's weight)
+        _refused(a, f"SELECT dx._weigh_units({fused.group(1)}, income{fused.group(2)} FROM dist")
         # the coordinator's share written by hand over the table or over the analyst's own numbers
         _refused(a, f"SELECT dx._collect({lookup.replace(', k,', ', x.k,')}, x.n::numeric, x.n, {params}) "
                     f"FROM (SELECT k, count(*) AS n FROM dist GROUP BY k) x", "42501")
@@ -153,6 +157,11 @@ def test_raw_keys_attacks():
         _refused(a, f"SELECT dx._release_count('\\x0102'::bytea::dx._linear_partial, {params}, 3)")
         _refused(a, f"SELECT dx._release_count(dx._state_of(1000::numeric, NULL, {params}, 3), {params}, 3)", "42501")
         assert scalar(owner, "SELECT count(*) FROM dx.ledger") == before
+        # inside a plain sum it is an expression like any other: evaluated on the domain points and
+        # answered as a charged noisy sum (one ledger row), as sum(dx._units(income, 1))
+        rows(a, f"SELECT sum(dx._weigh_units({fused.group(1)}, income{fused.group(2)}) FROM dist")
+        assert scalar(owner, "SELECT count(*) FROM dx.ledger") == before + 1
+        before += 1
         # the statement itself, by the analyst: one charge
         assert len(rows(a, "SELECT k, dx.count(*), dx.sum(income) FROM dist GROUP BY k")) == 70
         assert scalar(owner, "SELECT count(*) FROM dx.ledger") == before + 1

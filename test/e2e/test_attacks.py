@@ -3055,6 +3055,9 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # (dx._state_of, dx._collect) are refused by the analyzer unless the running
                       # statement was charged for their parameters (test/citus/test_distributed.py)
                       "_units", "_state_of", "_collect", "_em_collect",
+                      # (citusgb2) dx._units(dx._weigh(...)) in one call, and its digest variant: a
+                      # number from its arguments, or the lookup as dx._weigh/_weigh_cached
+                      "_weigh_units", "_weigh_units_cached",
                       # open releases' dx.last_release (openrelease): labels only a partition the
                       # selection has just kept; refused on protected tables when written by hand
                       "_open_cells"}
