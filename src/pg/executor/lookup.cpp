@@ -228,6 +228,8 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			int exp2;
 			const double inv = 1.0 / c.step;
 			c.inv_step = std::frexp(c.step, &exp2) == 0.5 && std::isfinite(inv) && std::frexp(inv, &exp2) == 0.5 ? inv : 0.0;
+			c.recip = range_recip(c.step, c.size); // (the same index as range_index: core/range_index.h)
+			c.last = static_cast<double>(c.size - 1);
 			// (value - lo) is then exact in double and an integer: range_index returns it clamped
 			c.unit_int = (c.type == INT4OID || c.type == INT2OID) && c.step == 1.0 && std::floor(c.lo) == c.lo &&
 			             std::fabs(c.lo) < 4503599627370496.0 && c.size >= 1;

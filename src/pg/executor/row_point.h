@@ -11,6 +11,7 @@ extern "C" {
 }
 
 #include "core/domain.h"
+#include "core/range_index.h"
 
 #include <cmath>
 #include <cstddef>
@@ -37,6 +38,8 @@ struct RowPointMap {
 		Oid type;        // 'r': the value argument's type
 		double lo, step; // 'r': the grid (Domain::lo(), Domain::step())
 		double inv_step; // 'r': 1 / step when step is a power of two (dividing is then the same as multiplying), else 0
+		double recip;    // 'r': range_recip(step, size): range_index_recip serves the column when != 0
+		double last;     // 'r': size - 1 as a double
 		size_t size;     // the domain's size
 		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
 		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
@@ -78,32 +81,6 @@ bool row_point_has_keys(const RowPointMap &map);
 // datum_to_ordinal of a value of a type other than int2/int4/int8/float8 (lookup.cpp).
 double row_value_ordinal(Datum value, Oid type);
 
-// Domain::index_of for a range domain (lo, step, size), inlined on the per-row path: the same
-// arithmetic in the same order, so the same index (NaN: the default index 0). Below 2^52 the
-// quotient's rounding half away from zero (std::round, a library call) is its integer part plus
-// one when its fraction is at least 0.5: both are exact there.
-[[gnu::always_inline]] inline size_t
-range_index(double value, double lo, double step, double inv_step, size_t size)
-{
-	if (std::isnan(value))
-		return 0;
-	// x * 2^-k rounds the exact quotient once, as x / 2^k does: the same double
-	const double x = inv_step != 0 ? (value - lo) * inv_step : (value - lo) / step;
-	if (!(x > 0))
-		return 0;
-	const double last = static_cast<double>(size - 1);
-	if (x >= last)
-		return size - 1;
-	size_t r;
-	if (x < 4503599627370496.0) {
-		const uint64 t = static_cast<uint64>(x);
-		r = static_cast<size_t>(t + (x - static_cast<double>(t) >= 0.5 ? 1 : 0));
-	} else {
-		r = static_cast<size_t>(std::round(x));
-	}
-	return r < size - 1 ? r : size - 1;
-}
-
 // datum_to_ordinal with the common by-value types inlined.
 [[gnu::always_inline]] inline double
 ordinal_of(Datum value, Oid type)
@@ -134,7 +111,9 @@ range_column_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
 		                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
 		return d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
 	}
-	return range_index(ordinal_of(PG_GETARG_DATUM(a), c.type), c.lo, c.step, c.inv_step, c.size);
+	const double v = ordinal_of(PG_GETARG_DATUM(a), c.type);
+	return c.recip != 0 ? range_index_recip(v, c.lo, c.step, c.recip, c.last, c.size)
+	                    : range_index(v, c.lo, c.step, c.inv_step, c.size);
 }
 
 // row_point, with the map's common shapes computed inline (the same index: the same functions).
