@@ -5,6 +5,8 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -19,6 +21,7 @@ extern "C" {
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/xid8.h"
 }
 
 #include <string>
@@ -102,7 +105,11 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 
 	// committed writing transactions visible to the snapshot (sum of n: rows may later be merged)
 	int64 writes = 0;
+	bool own = false;  // the snapshot sees a row of the current transaction: it wrote to the tree
+	uint64 own_xid = 0; // (its full xid)
 	pg_call([&] {
+		const FullTransactionId top = GetTopFullTransactionIdIfAny();
+		own_xid = U64FromFullTransactionId(top);
 		Relation r = table_open(changes, AccessShareLock);
 		ScanKeyData key;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
@@ -113,12 +120,25 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 			Datum n = heap_getattr(tup, 3, RelationGetDescr(r), &isnull);
 			if (!isnull)
 				writes += DatumGetInt64(n);
+			Datum x = heap_getattr(tup, 2, RelationGetDescr(r), &isnull);
+			if (!isnull && FullTransactionIdIsValid(top) && DatumGetUInt64(x) == own_xid)
+				own = true;
 		}
 		systable_endscan(scan);
 		table_close(r, AccessShareLock);
 	});
 	*version = hash_combine64(h, hash_bytes_uint32_extended(static_cast<uint32>(writes),
 	                                                        static_cast<uint64>(writes) >> 32));
+	// The current transaction is counted once however many statements of it write (its row is
+	// inserted ON CONFLICT DO NOTHING), so INSERT; SELECT; INSERT; SELECT in one transaction would see
+	// one version twice. When it wrote, the version also holds its xid and the snapshot's command id:
+	// every later command of the transaction (a write included: command ids only grow, across
+	// subtransactions too) gets another version, and so does any other transaction (whose own
+	// writes might otherwise count the same). Conservative: a statement after a rolled-back
+	// savepoint gets a new version too.
+	if (own)
+		*version = hash_combine64(*version, hash_combine64(own_xid,
+		                                                   static_cast<uint64>(snapshot->curcid) | (1ULL << 40)));
 	return true;
 }
 
