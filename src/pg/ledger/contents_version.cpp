@@ -107,7 +107,9 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 	int64 writes = 0;
 	bool own = false;  // the snapshot sees a row of the current transaction: it wrote to the tree
 	uint64 own_xid = 0; // (its full xid)
+	uint64 own_sub = 0; // (the current subtransaction's id)
 	pg_call([&] {
+		own_sub = static_cast<uint64>(GetCurrentSubTransactionId());
 		const FullTransactionId top = GetTopFullTransactionIdIfAny();
 		own_xid = U64FromFullTransactionId(top);
 		Relation r = table_open(changes, AccessShareLock);
@@ -131,14 +133,18 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 	                                                        static_cast<uint64>(writes) >> 32));
 	// The current transaction is counted once however many statements of it write (its row is
 	// inserted ON CONFLICT DO NOTHING), so INSERT; SELECT; INSERT; SELECT in one transaction would see
-	// one version twice. When it wrote, the version also holds its xid and the snapshot's command id:
-	// every later command of the transaction (a write included: command ids only grow, across
-	// subtransactions too) gets another version, and so does any other transaction (whose own
-	// writes might otherwise count the same). Conservative: a statement after a rolled-back
-	// savepoint gets a new version too.
+	// one version twice. When it wrote, the version also holds its xid, the snapshot's command id and
+	// the current subtransaction's id: a write consumes a command id, so a later statement of the same
+	// subtransaction has a larger one; a subtransaction's abort does not advance the command id but
+	// leaves that subtransaction (ids are never reused within a transaction), so the statement after
+	// ROLLBACK TO SAVEPOINT is another version too. Two statements with equal (command id,
+	// subtransaction) see the same rows of their own transaction. Another transaction (whose own
+	// writes might count the same) gets another xid. Conservative: any command that used a command id
+	// gives a new version. (A parallel worker has its own subtransaction ids: its leader computes
+	// the version; executor/unit_profile.cpp does not recompute it in workers.)
 	if (own)
-		*version = hash_combine64(*version, hash_combine64(own_xid,
-		                                                   static_cast<uint64>(snapshot->curcid) | (1ULL << 40)));
+		*version = hash_combine64(*version, hash_combine64(own_xid, (static_cast<uint64>(snapshot->curcid) << 32) |
+		                                                                own_sub));
 	return true;
 }
 
