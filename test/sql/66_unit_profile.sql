@@ -104,6 +104,10 @@ SELECT pg_temp.has(p, 'dx._unit_keep($') AS keep_quals, pg_temp.has(p, 'InitPlan
 FROM pg_temp.uc_plan('SELECT ward, dx.count(*), dx.sum(cost) FROM uc_visits GROUP BY ward') p;
 SELECT regexp_replace(l, '[0-9]{4,}', 'N', 'g') AS profile_lines
 FROM regexp_split_to_table(pg_temp.uc_plan('SELECT dx.count(*) FROM uc_visits'), E'\n') l WHERE l ~ '_unit_';
+-- grouped: the statement is then rewritten as for a table without a unit (the keys computed in the
+-- scan, a qual on the table's branch)
+SELECT pg_temp.has(p, 'dx._unit_keep($') AS keep_quals, pg_temp.has(p, 'dx_k0') > 0 AS keys_in_scan
+FROM pg_temp.uc_plan('SELECT ward, dx.count(*) FROM uc_visits GROUP BY ward') p;
 -- count_units keeps the hash pass (its first-row flags need a unit's kept rows together)
 SELECT pg_temp.has(p, '_unit_keep(') AS keep_quals, pg_temp.has(p, '_unit_bound(') AS hash_passes
 FROM pg_temp.uc_plan('SELECT dx.count_units(person) FROM uc_visits') p;
