@@ -296,6 +296,9 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	ListCell *lc;
 	foreach (lc, members) {
 		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE) // (its rows would count as light units' rows)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a unit profile cannot read a foreign table"),
+			                errhint("Set dxpriv.unit_profiles to off for statements on this table.")));
 		if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind)) {
 			table_close(rel, AccessShareLock);
 			continue;
