@@ -138,3 +138,17 @@ REVOKE EXECUTE ON FUNCTION dx._unit_bound_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_bound_finalfn(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._unit_rows_support(internal) FROM PUBLIC;
+
+-- Unit profiles (src/pg/executor/unit_profile.h, dxpriv.unit_profiles): the bounded row source of a
+-- local table is SELECT cols FROM t WHERE dx._unit_keep((SELECT dx._unit_profile(...)), unit,
+-- tableoid, ctid), a row-local predicate. dx._unit_profile (an InitPlan, leader only) returns the
+-- profile of the table version under the statement's snapshot (cached in shared memory, or built);
+-- it refuses a caller without the backend's token (placed by the planner) or not inside a statement
+-- charged on the table, and seals the profile (encrypted, MACed: it tells which units are heavy).
+-- dx._unit_keep accepts only profiles dx._unit_profile sealed for its snapshot.
+CREATE FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) RETURNS bytea
+LANGUAGE c VOLATILE STRICT PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_unit_profile';
+COMMENT ON FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) IS 'internal: the unit profile of a table version (placed by the dxpriv analyzer only)';
+CREATE FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) RETURNS bool
+LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_keep';
+COMMENT ON FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) IS 'internal: whether a row is among its unit''s kept rows, by a unit profile';

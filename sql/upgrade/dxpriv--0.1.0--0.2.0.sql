@@ -1041,3 +1041,17 @@ COMMENT ON FUNCTION dx._weigh_units(bytea, text, float8, "any") IS 'internal: dx
 CREATE FUNCTION dx._weigh_units_cached(bytea, text, float8, VARIADIC "any") RETURNS int8
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_weigh_units_cached';
 COMMENT ON FUNCTION dx._weigh_units_cached(bytea, text, float8, "any") IS 'internal: dx._weigh_units with its table read from dx._point_table_cache by its SHA-256 (distributed releases)';
+-- unitcache (issue 23): unit profiles, the row-local privacy-unit bounding (sql/22_privacy_units.sql)
+-- Unit profiles (src/pg/executor/unit_profile.h, dxpriv.unit_profiles): the bounded row source of a
+-- local table is SELECT cols FROM t WHERE dx._unit_keep((SELECT dx._unit_profile(...)), unit,
+-- tableoid, ctid), a row-local predicate. dx._unit_profile (an InitPlan, leader only) returns the
+-- profile of the table version under the statement's snapshot (cached in shared memory, or built);
+-- it refuses a caller without the backend's token (placed by the planner) or not inside a statement
+-- charged on the table, and seals the profile (encrypted, MACed: it tells which units are heavy).
+-- dx._unit_keep accepts only profiles dx._unit_profile sealed for its snapshot.
+CREATE FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) RETURNS bytea
+LANGUAGE c VOLATILE STRICT PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_unit_profile';
+COMMENT ON FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) IS 'internal: the unit profile of a table version (placed by the dxpriv analyzer only)';
+CREATE FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) RETURNS bool
+LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_keep';
+COMMENT ON FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) IS 'internal: whether a row is among its unit''s kept rows, by a unit profile';

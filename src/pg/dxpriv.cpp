@@ -5,6 +5,7 @@
 #include "pg/statement/statement_context.h"
 #include "pg/executor/consistent_release.h"
 #include "pg/executor/release_log.h"
+#include "pg/executor/unit_profile.h"
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
@@ -176,6 +177,7 @@ _PG_init(void)
 	                         "same ranks. On: the generic code. Only superusers may change it.",
 	                         &guc_unit_rank_reference, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
+	unit_profile_define_gucs(); // (unitcache)
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();
 	ledger::define_gucs();

@@ -35,6 +35,7 @@
 #include "pg/analyst/analyst_guard.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/executor/release_log.h"
+#include "pg/executor/unit_profile.h"
 #include "pg/ledger/replay_scan.h"
 #include "pg/guard.h"
 #include "pg/ledger/answer_cache.h"
@@ -90,6 +91,7 @@ dx_shmem_request(void)
 	if (prev_shmem_request)
 		prev_shmem_request();
 	answer_cache_request_shmem();
+	unit_profile_request_shmem();
 	open_row_cache_request_shmem();
 	ledger::request_shmem();
 }
@@ -100,6 +102,7 @@ dx_shmem_startup(void)
 	if (prev_shmem_startup)
 		prev_shmem_startup();
 	answer_cache_startup();
+	unit_profile_startup();
 	open_row_cache_startup();
 	ledger::startup_shmem();
 }

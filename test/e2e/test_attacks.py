@@ -3029,6 +3029,9 @@ attack(C, "period_is_harmless", "SELECT (dx._period(now(), '1 day', now())).peri
 # that SQL can call at all (no `internal` argument) is refused when she calls it
 NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_count", "_onepass_sum", "_onepass_avg",
                       "_fold_state", "_fold_slices", "_fold_count", "_fold_sum", "_fold_avg", "_em_select", "_partition_select", "_weigh", "_weigh_int", "_group_key", "_group_key_int", "_unit_rank", "_unit_bound", "_unit_rows",
+                      # unit profiles (unitcache): _unit_profile refuses a caller that is not a statement
+                      # charged on the table (42501), _unit_keep a profile it did not hand out (XX000)
+                      "_unit_profile", "_unit_keep",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",
@@ -3673,6 +3676,143 @@ def fast_rank_is_the_reference(ctx, conn, a):
 
 
 attack(C, "fast_rank_is_the_reference", "SELECT 1", Custom(fast_rank_is_the_reference))
+
+
+# unitcache (issue 23): unit profiles. The bounded row source is the table's rows WHERE
+# dx._unit_keep(profile, unit, tableoid, ctid), the profile (heavy units and their rank thresholds)
+# cached in shared memory per contents version and handed to the statement by an InitPlan. Every
+# heavy_unit_* attack above now runs on this path; these check that a profile never outlives its
+# rows (writes between statements and inside one transaction, savepoints, moved rows, rewrites,
+# prepared statements, cursors, a disabled trigger) and that the analyst never sees or forges one.
+attack(C, "unit_profiles_setting", "SET dxpriv.unit_profiles = off", Reject("42501", hint=False))
+attack(C, "unit_profile_by_hand", "SELECT dx._unit_profile('visits'::regclass::oid, true, 1::int2, 3, 1)", Reject("42501"))
+attack(C, "unit_profile_in_a_dx_statement",
+       "SELECT dx.count(*), dx._unit_profile('visits'::regclass::oid, true, 1::int2, 3, 1) IS NULL FROM visits",
+       Reject(*SHAPE, "XX000"))
+attack(C, "unit_keep_forged", "SELECT dx._unit_keep('\\x66727075'::bytea, 1, 0::oid, '(0,1)'::tid)", Reject("XX000", hint=False))
+attack(C, "unit_keep_guessed", "SELECT dx._unit_keep(decode(repeat('00', 80), 'hex'), p, 0::oid, '(0,1)'::tid) "
+       "FROM generate_series(1, 20) p", Reject("XX000", hint=False))
+
+
+def ward_x(conn):
+    return float(scalar(conn, "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1005"))
+
+
+def profile_follows_writes(ctx, conn, a):
+    """Person 1 (3000 rows) and a new heavy person 9001 in ward 'x': 2k rows, whatever was written
+    between or inside statements (the profile of a stale version would keep person 9001's rows as a
+    light unit's, or the old rows' thresholds)."""
+    adm = ctx.admin
+    k = UNIT_K
+    try:
+        ctx.clear_answer_cache()
+        assert ward_x(conn) == k
+        execute(adm, "INSERT INTO visits SELECT 9001, 'x', i FROM generate_series(1, 10) i")
+        assert ward_x(conn) == 2 * k, "a write between two statements"
+        execute(adm, "UPDATE visits SET age = age WHERE person IN (1, 9001)")  # every row moves (ctid)
+        assert ward_x(conn) == 2 * k, "after an UPDATE moving the rows"
+        execute(adm, "VACUUM FULL visits")
+        assert ward_x(conn) == 2 * k, "after VACUUM FULL"
+        # one transaction: INSERT; SELECT; INSERT; SELECT, a savepoint rolled back (admin's statements)
+        execute(adm, "BEGIN")
+        execute(adm, "INSERT INTO visits SELECT 9002, 'x', i FROM generate_series(1, 2) i")
+        n1 = float(scalar(adm, "SELECT dx.count(*) FROM visits WHERE ward = 'x'"))
+        execute(adm, "INSERT INTO visits SELECT 9002, 'x', i FROM generate_series(1, 8) i")
+        n2 = float(scalar(adm, "SELECT dx.count(*) FROM visits WHERE ward = 'x'"))
+        execute(adm, "SAVEPOINT s")
+        execute(adm, "INSERT INTO visits SELECT 9003, 'x', i FROM generate_series(1, 10) i")
+        n3 = float(scalar(adm, "SELECT dx.count(*) FROM visits WHERE ward = 'x'"))
+        execute(adm, "ROLLBACK TO SAVEPOINT s")
+        n4 = float(scalar(adm, "SELECT dx.count(*) FROM visits WHERE ward = 'x'"))
+        execute(adm, "ROLLBACK")
+        assert (n1, n2, n3, n4) == (2 * k + 2, 3 * k, 4 * k, 3 * k), f"in one transaction: {(n1, n2, n3, n4)}"
+        assert ward_x(conn) == 2 * k, "after the rollback"
+        # a prepared statement planned before a write, executed after
+        execute(conn, "PREPARE px AS SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1006")
+        assert float(scalar(conn, "EXECUTE px")) == 2 * k
+        execute(adm, "INSERT INTO visits SELECT 9004, 'x', i FROM generate_series(1, 10) i")
+        assert float(scalar(conn, "EXECUTE px")) == 3 * k, "prepared before a write"
+        # the trigger disabled after planning: a profile for that execution only (not cached)
+        execute(adm, "ALTER TABLE visits DISABLE TRIGGER ALL")
+        execute(adm, "INSERT INTO visits SELECT 9005, 'x', i FROM generate_series(1, 10) i")
+        assert float(scalar(conn, "EXECUTE px")) == 4 * k, "trigger disabled"
+        execute(adm, "DELETE FROM visits WHERE person = 9005")
+        assert float(scalar(conn, "EXECUTE px")) == 3 * k, "trigger disabled, after a delete"
+        execute(conn, "DEALLOCATE px")
+    finally:
+        execute(adm, "ROLLBACK")
+        execute(adm, "ALTER TABLE visits ENABLE TRIGGER ALL")
+        tg = scalar(adm, "SELECT tgname FROM pg_trigger WHERE tgrelid = 'visits'::regclass AND tgname LIKE 'dx\\_contents\\_%'")
+        execute(adm, f'ALTER TABLE visits ENABLE ALWAYS TRIGGER "{tg}"')
+        execute(adm, "DELETE FROM visits WHERE person > 9000")
+    return "2k, 3k, 4k as written"
+
+
+attack(C, "unit_profile_follows_writes", "SELECT 1", Custom(profile_follows_writes))
+
+
+def profile_per_unit_reference(ctx, conn, a):
+    """Superuser side, noiseless: per unit, the rows the profile path keeps (dx.count grouped by
+    age bands is not per unit, so compare the kept rows' sums by band with the window reference
+    under one seed), serial and parallel, after a write."""
+    adm = ctx.admin
+    ref = f"""SELECT array_agg(n ORDER BY b) FROM (SELECT age / 10 AS b, count(*)::float8 AS n FROM (SELECT age,
+              row_number() OVER (PARTITION BY person ORDER BY dx._unit_rank(v.tableoid, v.ctid)) AS r
+              FROM visits v) s WHERE r <= {UNIT_K} GROUP BY 1) t"""
+    got_q = """SELECT array_agg(n::float8 ORDER BY b) FROM (SELECT age / 10 AS b, dx.count(*) AS n FROM visits
+               GROUP BY age / 10) t WHERE n > 0"""
+    try:
+        execute(adm, "SET dxpriv.test_seed = 2326")
+        for step, settings in (("serial", []), ("parallel", PARALLEL + ["SET force_parallel_mode = on"])):
+            for s in settings:
+                execute(adm, s)
+            execute(adm, "SELECT dx.clear_cache()")
+            want = scalar(adm, ref)
+            got = scalar(adm, got_q)
+            assert got == want, f"{step}: {got} != {want}"
+            for s in UNPARALLEL:
+                execute(adm, s)
+            execute(adm, "INSERT INTO visits SELECT 9010, 'x', i FROM generate_series(1, 7) i")
+    finally:
+        execute(adm, "RESET dxpriv.test_seed")
+        for s in UNPARALLEL:
+            execute(adm, s)
+        execute(adm, "DELETE FROM visits WHERE person > 9000")
+    return "kept rows equal the window reference"
+
+
+attack(C, "unit_profile_is_the_reference", "SELECT 1", Custom(profile_per_unit_reference))
+
+
+def profile_not_explained(ctx, conn, a):
+    """EXPLAIN of a statement on the table is refused to analysts; the superuser's plan holds the
+    profile's identity and the backend's token, never the profile (an InitPlan's value at execution)."""
+    try:
+        run_fetch(conn, "EXPLAIN (VERBOSE, COSTS OFF) SELECT ward, dx.count(*) FROM visits GROUP BY ward")
+        raise AssertionError("EXPLAIN answered to the analyst")
+    except psycopg2.Error as e:
+        assert e.pgcode == "42501", e
+    rows = run_fetch(ctx.admin, "EXPLAIN (VERBOSE, COSTS OFF) SELECT ward, dx.count(*) FROM visits GROUP BY ward")
+    text = "\n".join(r[0] for r in rows)
+    assert "_unit_keep($" in text and "_unit_profile(" in text, text
+    line = [l for l in text.split("\n") if "_unit_profile(" in l]
+    assert len(line) == 1 and "\\x" not in line[0], f"profile bytes in the plan: {line}"
+    # a cursor: the statement's snapshot and its profile stay together across FETCHes
+    execute(conn, "BEGIN")
+    try:
+        execute(conn, "DECLARE cx CURSOR FOR SELECT ward, dx.count(*) FROM visits WHERE age <> 1007 GROUP BY ward ORDER BY ward")
+        first = run_fetch(conn, "FETCH 1 FROM cx")
+        execute(ctx.admin, "INSERT INTO visits SELECT 9011, 'x', i FROM generate_series(1, 10) i")
+        rest = run_fetch(conn, "FETCH ALL FROM cx")
+        x = [float(r[1]) for r in first + rest if r[0] == 'x']
+        assert x == [UNIT_K], f"cursor: {first + rest}"
+    finally:
+        execute(conn, "ROLLBACK")
+        execute(ctx.admin, "DELETE FROM visits WHERE person > 9000")
+    return "plan holds the profile's identity only; cursor keeps k"
+
+
+attack(C, "unit_profile_not_explained", "SELECT 1", Custom(profile_not_explained))
 
 def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)

@@ -1,5 +1,6 @@
 """Stable contribution bounding (README "Stable contribution bounding", issue 21 class 3): which of a
-person's rows the bound keeps is a fresh random choice per execution, independent of the rows' values.
+person's rows the bound keeps is a fresh random choice per execution (per table version with unit
+profiles, the default: doc/dba-guide.md "Unit profiles"), independent of the rows' values.
 
 The issue's pair: a person with visits at ages 18 and 60, one row per person (k = 1), age under an
 absolute metric of scale 10, and the same table with 18 moved to 19 (d = 0.1). 24 such persons, one
@@ -40,10 +41,15 @@ def make_pair(conn, presence, metric):
 
 def releases(conn, n):
     """n grouped releases of sum(age): per group, the list of released values (fresh_db switches
-    answer reuse off, so each is a new execution)."""
+    answer reuse off, so each is a new execution). Each release follows an empty write, a new
+    contents version: the unit profile (dxpriv.unit_profiles, doc/dba-guide.md "Unit profiles")
+    draws its rank key per table version, so this samples the mechanism with its key drawn afresh,
+    as the per-execution key of the hash pass does; on one version every release shares one key
+    (the statements compose given the key: doc/mechanisms.md "Stable contribution bounding")."""
     out = {g: [] for g in range(1, PERSONS + 1)}
     with conn.cursor() as cur:
         for _ in range(n):
+            cur.execute("UPDATE pair SET age = age WHERE false")
             cur.execute(f"SELECT grp, dx.sum(age, {EPSILON}) FROM pair GROUP BY grp")
             for g, v in cur.fetchall():
                 out[g].append(float(v))
@@ -118,9 +124,17 @@ def test_the_kept_row_is_a_fresh_fair_choice_whatever_the_values():
                               FROM generate_series(1, {n}) p, generate_series(1, 2) v ORDER BY p, v""")
             fractions = []
             for _ in range(3):
+                execute(conn, "UPDATE many SET age = age WHERE false")  # a new version: a new profile key
                 total = scalar(conn, "SELECT dx.sum(age) FROM many")
                 fractions.append((60 * n - total) / ((60 - young) * n))  # share of persons keeping the young row
+                # on one version the profile's choice is stable (the same kept rows)
+                assert scalar(conn, "SELECT dx.sum(age) FROM many") == total
             for f in fractions:  # each ~ Binomial(n, 1/2) / n: sd 0.0079
                 assert abs(f - 0.5) < 0.04, (young, young_first, fractions)
-            assert len(set(fractions)) > 1, fractions  # a new choice at every execution
+            assert len(set(fractions)) > 1, fractions  # a new choice at every version
+            # the hash pass (dxpriv.unit_profiles = off) draws a new key at every execution
+            execute(conn, "SET dxpriv.unit_profiles = off")
+            per_execution = [scalar(conn, "SELECT dx.sum(age) FROM many") for _ in range(3)]
+            execute(conn, "RESET dxpriv.unit_profiles")
+            assert len(set(per_execution)) > 1, per_execution
         conn.close()

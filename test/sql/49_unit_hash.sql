@@ -3,6 +3,8 @@
 -- key and the noise stream) every statement gives identical answers on both paths: noiseless (the
 -- bounded table's exact answers) and noisy (the same cells, scales and draws).
 SET client_min_messages = notice;
+-- the hash pass itself (unit profiles, regress 66, would bound most statements here by a qual)
+SET dxpriv.unit_profiles = off;
 -- runs q under 'hash' and under 'sort' with the same seed and a fresh cache; true when the two
 -- answers are the same rows (and there is at least one). enable_hashagg off: a hash aggregate draws
 -- its groups' noise in the order it first meets them, which follows the row source's order (equal

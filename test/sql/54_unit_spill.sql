@@ -5,6 +5,8 @@
 -- answers of the window-function plan (the sort), at 64 kB (spilling, also recursively) and at the
 -- default work_mem, serial and parallel.
 SET client_min_messages = notice;
+-- the hash pass itself (unit profiles, regress 66, would bound most statements here by a qual)
+SET dxpriv.unit_profiles = off;
 CREATE FUNCTION pg_temp.same_both(q text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE n bigint; BEGIN
 	PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);

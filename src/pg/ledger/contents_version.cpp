@@ -5,6 +5,8 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -19,6 +21,7 @@ extern "C" {
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/xid8.h"
 }
 
 #include <string>
@@ -102,7 +105,13 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 
 	// committed writing transactions visible to the snapshot (sum of n: rows may later be merged)
 	int64 writes = 0;
+	bool own = false;  // the snapshot sees a row of the current transaction: it wrote to the tree
+	uint64 own_xid = 0; // (its full xid)
+	uint64 own_sub = 0; // (the current subtransaction's id)
 	pg_call([&] {
+		own_sub = static_cast<uint64>(GetCurrentSubTransactionId());
+		const FullTransactionId top = GetTopFullTransactionIdIfAny();
+		own_xid = U64FromFullTransactionId(top);
 		Relation r = table_open(changes, AccessShareLock);
 		ScanKeyData key;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
@@ -113,12 +122,29 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 			Datum n = heap_getattr(tup, 3, RelationGetDescr(r), &isnull);
 			if (!isnull)
 				writes += DatumGetInt64(n);
+			Datum x = heap_getattr(tup, 2, RelationGetDescr(r), &isnull);
+			if (!isnull && FullTransactionIdIsValid(top) && DatumGetUInt64(x) == own_xid)
+				own = true;
 		}
 		systable_endscan(scan);
 		table_close(r, AccessShareLock);
 	});
 	*version = hash_combine64(h, hash_bytes_uint32_extended(static_cast<uint32>(writes),
 	                                                        static_cast<uint64>(writes) >> 32));
+	// The current transaction is counted once however many statements of it write (its row is
+	// inserted ON CONFLICT DO NOTHING), so INSERT; SELECT; INSERT; SELECT in one transaction would see
+	// one version twice. When it wrote, the version also holds its xid, the snapshot's command id and
+	// the current subtransaction's id: a write consumes a command id, so a later statement of the same
+	// subtransaction has a larger one; a subtransaction's abort does not advance the command id but
+	// leaves that subtransaction (ids are never reused within a transaction), so the statement after
+	// ROLLBACK TO SAVEPOINT is another version too. Two statements with equal (command id,
+	// subtransaction) see the same rows of their own transaction. Another transaction (whose own
+	// writes might count the same) gets another xid. Conservative: any command that used a command id
+	// gives a new version. (A parallel worker has its own subtransaction ids: its leader computes
+	// the version; executor/unit_profile.cpp does not recompute it in workers.)
+	if (own)
+		*version = hash_combine64(*version, hash_combine64(own_xid, (static_cast<uint64>(snapshot->curcid) << 32) |
+		                                                                own_sub));
 	return true;
 }
 

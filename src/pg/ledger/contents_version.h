@@ -17,7 +17,10 @@ namespace dxpriv::pg {
 // dx.contents_changes, which the statement-level trigger dx_contents_<relid> (installed by
 // dx.protect_table on every member of the tree, ENABLE ALWAYS) fills. Snapshots see nested sets of
 // committed transactions, so two snapshots with the same count see the same writes. Mixed with the
-// table's relfilenode (rewrites) and the identity of each trigger row (a trigger disabled or dropped
+// table's relfilenode (rewrites), the current transaction's xid, the snapshot's command id and the
+// current subtransaction's id when the snapshot sees a write of the current transaction (each later
+// command of a writing transaction, and each statement after a rolled-back savepoint, gets a new
+// version, so INSERT; SELECT; INSERT; SELECT is two versions), and the identity of each trigger row (a trigger disabled or dropped
 // and then restored may have missed writes: answers stored before are not replayed). Returns false (do not replay, do not store) when some member of
 // the tree lacks the trigger, the trigger is not enabled always, or dx.contents_changes is absent.
 // May ereport: call inside pg_call.

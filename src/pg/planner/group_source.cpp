@@ -197,10 +197,12 @@ empty_group_rows_sql(const TablePolicy &policy, const std::vector<AttrNumber> &c
 // See group_source.h.
 std::map<AttrNumber, AttrNumber>
 replace_with_group_source(Query *q, const TablePolicy &policy, const std::vector<AttrNumber> &columns,
-                          const GroupKeys &keys)
+                          const GroupKeys &keys, const std::string &where)
 {
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	std::string table = std::string(rte->inh ? "" : "ONLY ") + qualified_relation_name(policy.relid);
+	if (!where.empty())
+		table += " WHERE " + where;
 	std::string real = "SELECT ";
 	std::map<AttrNumber, AttrNumber> mapping;
 	List *colnames = NIL;

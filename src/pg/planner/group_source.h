@@ -37,10 +37,11 @@ Expr *real_rows_only(Expr *value, Oid type, Expr *filter);
 //   SELECT <columns>, true FROM <table>
 //   UNION ALL SELECT <the key columns at a group's representative point, or NULL>, false FROM <groups>
 // so that grouping sees at least one row per output group of the keys. Returns the new attribute
-// number of each column (and of kPresentPlaceholder).
+// number of each column (and of kPresentPlaceholder). where (not empty): a qual of the table's rows
+// (a unit profile's keep qual, planner/unit_profile_source.h).
 std::map<AttrNumber, AttrNumber> replace_with_group_source(Query *q, const TablePolicy &policy,
                                                            const std::vector<AttrNumber> &columns,
-                                                           const GroupKeys &keys);
+                                                           const GroupKeys &keys, const std::string &where = "");
 
 // SELECT <the key columns at each group's representative point, or NULL for the other columns>,
 // <extra> false FROM <one row per group>: the empty-group rows of replace_with_group_source (extra:

@@ -36,6 +36,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/planner/universe_eval.h"
 #include "pg/planner/unit_source.h"
+#include "pg/planner/unit_profile_source.h"
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
@@ -158,10 +159,9 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		if (join && any_exec_param((Node *) q, nullptr))
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a public column survived the rewrite of a join", kShapeHint);
 	};
+	std::string unit_where; // (unitcache) grouped, unit profile: the keep qual; then the path of a table without unit
+	UnitSource source;
 	if (a.policy.unit.present()) { // the bounded rows of each unit (README "Privacy units")
-		if (grouped)
-			replace_group_keys(q, keys, group_index, ext);
-		UnitSource source;
 		source.policy = &a.policy;
 		source.columns.assign(a.attnos.begin(), a.attnos.end());
 		source.bound = unit_bound_of(a);
@@ -172,6 +172,12 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
+		if (grouped && !a.open && !public_keys)
+			unit_where = profile_group_qual(q, source); // (planner/unit_profile_source.h)
+	}
+	if (a.policy.unit.present() && unit_where.empty()) {
+		if (grouped)
+			replace_group_keys(q, keys, group_index, ext);
 		const std::map<AttrNumber, AttrNumber> mapping =
 		    a.open ? open_unit_source(q, source) : replace_with_unit_source(q, source); // (open: keys and unit too)
 		q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
@@ -204,7 +210,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		q->jointree->quals = (Node *) nt;
 		mapping = replace_with_slot_group_source(q, a.policy, columns, slots, groups, !distributed);
 	} else {
-		mapping = replace_with_group_source(q, a.policy, columns, keys);
+		mapping = replace_with_group_source(q, a.policy, columns, keys, unit_where);
 		if (guc_key_columns_in_source) // the keys computed in the scan (planner/group_key_source.h)
 			key_columns_into_source(q, key_exprs, mapping, ext);
 		fold_group_source(q, mapping, ext); // one ungrouped pass cut into groups (planner/group_fold.h)

@@ -7,6 +7,7 @@
 #include "pg/node_build.h"
 #include "pg/settings.h"
 #include "pg/planner/unit_hash_source.h"
+#include "pg/planner/unit_profile_source.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
 
@@ -98,12 +99,17 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 	for (size_t i = 0; i < spec.columns.size(); ++i)
 		sql += std::string(quote_identifier(policy.find(spec.columns[i])->member(spec.columns[i])->name.c_str())) +
 		       " AS dx_c" + std::to_string(i) + ", ";
-	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u, dx._unit_rank(tableoid, ctid) AS dx_h";
+	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
+	const bool profile = profile_bounding_applies(spec);
+	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
+	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
 	if (grouped)
 		sql += ", NULL::pg_catalog.int4 AS dx_g";
 	for (size_t j = 0; j < spec.distinct_weights.size(); ++j)
 		sql += ", NULL::pg_catalog.float8 AS dx_w" + std::to_string(j);
 	sql += " FROM " + table;
+	if (profile)
+		sql += " WHERE " + profile_keep_clause(spec, rte->inh);
 	int level = 0;
 	auto wrap = [&](const std::string &select, const std::string &where) {
 		const std::string alias = "dx_l" + std::to_string(level++);
@@ -120,7 +126,9 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		flag_extra += ", dx_c" + std::to_string(at - spec.columns.begin());
 	}
 	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
-	if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags) {
+	if (profile) {
+		// the level that reads the table keeps exactly the bounded rows
+	} else if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags) {
 		sql = hash_bounded_sql(sql, spec); // (planner/unit_hash_source.h)
 	} else {
 		// count_units: each unit's first counted row (in rank order) of each group carries the 1, so a

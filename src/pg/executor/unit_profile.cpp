@@ -1,0 +1,661 @@
+// Privacy units: unit profiles (executor/unit_profile.h): built, cached in shared memory, handed to
+// a statement by dx._unit_profile and used per row by dx._unit_keep.
+#include "pg/executor/unit_profile.h"
+
+#include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/ledger/contents_version.h"
+#include "pg/statement/statement_context.h"
+
+#include "core/random.h"
+#include "core/siphash.h"
+
+extern "C" {
+#include "access/parallel.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "common/hashfn.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/itemptr.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+}
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+namespace dxpriv::pg {
+
+bool guc_unit_profiles = true;
+int guc_unit_profile_memory = 16384; // kB
+
+namespace {
+
+constexpr uint32 kProfileMagic = 0x75707266; // "uprf"
+constexpr int kProfileSlots = 8;             // cached profiles; each may use 1/8 of the memory
+
+// What identifies a profile: the rows it describes (the table, ONLY or its tree, and their contents
+// version) and how it splits them into units (the column, its type and collation, k).
+struct ProfileId {
+	Oid relid;
+	bool inh;
+	int16 attnum;
+	int32 k;
+	Oid type;
+	Oid collation;
+	uint64 version;
+	int64 seed; // dxpriv.test_seed when built (-1: none): a seeded statement uses a profile of its seed
+};
+
+// The bytes of a profile (a bytea's payload): this header, then `slots` (a power of two, or 0)
+// entries of an open-addressing table of the heavy units (hash 0: an empty entry).
+struct ProfileHeader {
+	uint32 magic;
+	ProfileId id;
+	bool versioned;        // false: built for this execution only (no version: never cached)
+	uint64 snapshot;       // fingerprint of the snapshot it was handed out under (per execution)
+	unsigned char key[16]; // the rank key
+	uint32 heavy;
+	uint32 slots;
+};
+
+struct HeavyUnit {
+	uint64 hash;      // the unit's 64-bit hash (never 0)
+	int64 threshold;  // ranks compare as dx._unit_rank's bigint (signed), as in both other bounding paths
+};
+
+struct ProfileSlot {
+	bool used;
+	uint64 last_used;
+	Size size; // bytes of the profile
+	ProfileId id;
+};
+
+struct ProfileShared {
+	LWLock *lock;
+	unsigned char secret[32]; // encryption (16) and MAC (16) keys of handed-out profiles (drawn at startup)
+	uint64 clock;
+	Size slot_bytes;
+	ProfileSlot slots[kProfileSlots];
+	// then kProfileSlots areas of slot_bytes each
+};
+
+ProfileShared *profile_shm = nullptr;
+
+Size
+profile_slot_bytes()
+{
+	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / kProfileSlots);
+}
+
+Size
+profile_shmem_size()
+{
+	return MAXALIGN(sizeof(ProfileShared)) + kProfileSlots * profile_slot_bytes();
+}
+
+char *
+slot_area(int i)
+{
+	return reinterpret_cast<char *>(profile_shm) + MAXALIGN(sizeof(ProfileShared)) + i * profile_shm->slot_bytes;
+}
+
+bool
+same_id(const ProfileId &a, const ProfileId &b)
+{
+	return a.relid == b.relid && a.inh == b.inh && a.attnum == b.attnum && a.k == b.k && a.type == b.type &&
+	       a.collation == b.collation && a.version == b.version && a.seed == b.seed;
+}
+
+// The unit's 64-bit hash: integer units mix their Datum, others the default hash opclass's extended
+// hash (so 1.0 and 1.00 are one numeric unit, as in GROUP BY and the hash bounding); NULL is one
+// unit. Never 0 (the empty entry). Two units with one hash are one unit here: a light unit sharing
+// the hash of a heavy one only loses rows (the threshold is the k-th smallest rank of their rows
+// together, so neither keeps more than k), a 2^-64 event per pair.
+inline uint64
+profile_mix(uint64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+struct UnitHasher {
+	bool fast;
+	Oid collation;
+	FmgrInfo fn;
+};
+
+void
+init_unit_hasher(UnitHasher *u, Oid type, Oid collation, MemoryContext mcxt)
+{
+	u->collation = collation;
+	u->fast = type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID;
+	if (u->fast)
+		return;
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+	if (!OidIsValid(tc->hash_extended_proc))
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("the privacy unit column's type has no hash function"),
+		                errhint("Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.")));
+	fmgr_info_cxt(tc->hash_extended_proc_finfo.fn_oid, &u->fn, mcxt);
+}
+
+inline uint64
+unit_hash_of(UnitHasher *u, Datum v, bool isnull)
+{
+	uint64 h;
+	if (isnull)
+		h = 0x9E3779B97F4A7C15ULL;
+	else if (u->fast)
+		h = profile_mix(static_cast<uint64>(v));
+	else
+		h = profile_mix(DatumGetUInt64(FunctionCall2Coll(&u->fn, u->collation, v, Int64GetDatum(0))));
+	return h == 0 ? 1 : h;
+}
+
+// The rank key of attempt `attempt`: from the kernel CSPRNG, or under the superuser-only
+// dxpriv.test_seed from the stream draw_rank_key (executor/unit_rank.cpp) uses, so that attempt 0
+// is the key dx._unit_rank draws and the kept rows equal the hash bounding's under one seed.
+void
+profile_rank_key(unsigned char key[16], int attempt)
+{
+	SystemRandom secure;
+	SeededRandom seeded(static_cast<std::uint64_t>(guc_test_seed) ^ 0x756e69745f72616bULL); // "unit_rak"
+	RandomSource &source = guc_test_seed < 0 ? static_cast<RandomSource &>(secure) : seeded;
+	for (int a = 0; a <= attempt; a++)
+		for (int i = 0; i < 2; i++) {
+			const std::uint64_t w = source.next_u64();
+			std::memcpy(key + 8 * i, &w, 8);
+		}
+}
+
+// Fingerprint of a snapshot (the leader's, restored in its parallel workers as it was).
+uint64
+snapshot_fingerprint(Snapshot s)
+{
+	uint64 h = hash_bytes_uint32_extended(s->xmin, (static_cast<uint64>(s->xmax) << 32) | s->curcid);
+	h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(s->xip), sizeof(TransactionId) * s->xcnt, h);
+	if (s->subxip && s->subxcnt > 0)
+		h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(s->subxip), sizeof(TransactionId) * s->subxcnt, h);
+	return h ^ (static_cast<uint64>(s->xcnt) << 40) ^ (s->suboverflowed ? 1 : 0);
+}
+
+// A handed-out profile: this clear prefix, then the profile's bytes (ProfileHeader and table)
+// encrypted by XOR with SipHash-2-4(secret[0..16]; nonce, block) (a PRF in counter mode), the MAC
+// SipHash-2-4(secret[16..32]) of the nonce and the ciphertext (encrypt-then-MAC). The analyst never
+// holds the secret: a profile obtained any other way than through dxpriv's own statements is
+// ciphertext (its length tells the table's size, rounded to a power of two), and dx._unit_keep
+// refuses anything the secret did not seal.
+struct SealedPrefix {
+	uint32 magic;
+	uint32 pad;
+	uint64 nonce;
+	uint64 mac;
+};
+
+void
+profile_xor(unsigned char *bytes, Size size, uint64 nonce)
+{
+	for (Size at = 0, block = 0; at < size; at += 8, block++) {
+		const uint64 in[2] = {nonce, static_cast<uint64>(block)};
+		const uint64 ks = siphash24(profile_shm->secret, in, sizeof in);
+		const Size n = std::min<Size>(8, size - at);
+		for (Size i = 0; i < n; i++)
+			bytes[at + i] ^= static_cast<unsigned char>(ks >> (8 * i));
+	}
+}
+
+uint64
+profile_mac(const unsigned char *cipher, Size size, uint64 nonce)
+{
+	return siphash24(profile_shm->secret + 16, cipher, size) ^ profile_mix(nonce + 0x6d6163ULL);
+}
+
+// Seals plain (a profile's bytes) into a new bytea.
+bytea *
+seal_profile(const char *plain, Size size)
+{
+	SealedPrefix pre;
+	std::memset(&pre, 0, sizeof pre);
+	pre.magic = kProfileMagic;
+	if (!pg_strong_random(&pre.nonce, sizeof pre.nonce))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv could not draw a nonce")));
+	bytea *out = static_cast<bytea *>(MemoryContextAllocHuge(CurrentMemoryContext, VARHDRSZ + sizeof pre + size));
+	SET_VARSIZE(out, VARHDRSZ + sizeof pre + size);
+	unsigned char *cipher = reinterpret_cast<unsigned char *>(VARDATA(out)) + sizeof pre;
+	std::memcpy(cipher, plain, size);
+	profile_xor(cipher, size, pre.nonce);
+	pre.mac = profile_mac(cipher, size, pre.nonce);
+	std::memcpy(VARDATA(out), &pre, sizeof pre);
+	return out;
+}
+
+// The plain bytes of sealed profile p (palloc'd, MAXALIGNed), or XX000 when the secret did not seal it.
+char *
+open_profile(const bytea *p, Size *size)
+{
+	const Size total = VARSIZE_ANY_EXHDR(p);
+	SealedPrefix pre;
+	if (!profile_shm || total < sizeof pre + sizeof(ProfileHeader))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: not a unit profile")));
+	std::memcpy(&pre, VARDATA_ANY(p), sizeof pre);
+	*size = total - sizeof pre;
+	const unsigned char *cipher = reinterpret_cast<const unsigned char *>(VARDATA_ANY(p)) + sizeof pre;
+	if (pre.magic != kProfileMagic || pre.mac != profile_mac(cipher, *size, pre.nonce))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: not a unit profile")));
+	char *plain = static_cast<char *>(MemoryContextAllocHuge(CurrentMemoryContext, *size));
+	std::memcpy(plain, cipher, *size);
+	profile_xor(reinterpret_cast<unsigned char *>(plain), *size, pre.nonce);
+	return plain;
+}
+
+struct RowRank {
+	uint64 hash;
+	int64 rank;
+};
+
+// Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
+// `attempt`: one scan of every member (its own unit attribute number, found by name), the (unit hash,
+// rank) of each row, sorted; a unit with more than k rows gets the rank of its k-th. nullptr when two
+// of a heavy unit's rows share the rank at the threshold (2^-64: the caller draws another key).
+bytea *
+build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attempt)
+{
+	ProfileHeader h;
+	std::memset(&h, 0, sizeof h);
+	h.magic = kProfileMagic;
+	h.id = id;
+	h.versioned = versioned;
+	profile_rank_key(h.key, attempt);
+	SipRowRank ranker(h.key);
+	UnitHasher hasher;
+	init_unit_hasher(&hasher, id.type, id.collation, CurrentMemoryContext);
+	const char *unit_name = get_attname(id.relid, id.attnum, false);
+	List *members = id.inh ? find_all_inheritors(id.relid, AccessShareLock, nullptr) : list_make1_oid(id.relid);
+	Size n = 0, cap = 1024;
+	RowRank *rows = static_cast<RowRank *>(MemoryContextAllocHuge(CurrentMemoryContext, cap * sizeof(RowRank)));
+	ListCell *lc;
+	foreach (lc, members) {
+		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE) // (its rows would count as light units' rows)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a unit profile cannot read a foreign table"),
+			                errhint("Set dxpriv.unit_profiles to off for statements on this table.")));
+		if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind)) {
+			table_close(rel, AccessShareLock);
+			continue;
+		}
+		const AttrNumber att = get_attnum(RelationGetRelid(rel), unit_name);
+		if (att == InvalidAttrNumber)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a member lacks the privacy unit column")));
+		const uint32 table = RelationGetRelid(rel);
+		TupleTableSlot *slot = table_slot_create(rel, nullptr);
+		TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+			CHECK_FOR_INTERRUPTS();
+			bool isnull = false;
+			const Datum v = slot_getattr(slot, att, &isnull);
+			if (n == cap) {
+				cap *= 2;
+				rows = static_cast<RowRank *>(repalloc_huge(rows, cap * sizeof(RowRank)));
+			}
+			rows[n].hash = unit_hash_of(&hasher, v, isnull);
+			rows[n].rank = static_cast<int64>(ranker.rank(table, ItemPointerGetBlockNumberNoCheck(&slot->tts_tid),
+			                           ItemPointerGetOffsetNumberNoCheck(&slot->tts_tid)));
+			n++;
+		}
+		table_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	std::sort(rows, rows + n, [](const RowRank &a, const RowRank &b) {
+		return a.hash != b.hash ? a.hash < b.hash : a.rank < b.rank;
+	});
+	const Size k = static_cast<Size>(id.k);
+	uint32 heavy = 0;
+	for (Size i = 0; i < n;) {
+		Size j = i;
+		while (j < n && rows[j].hash == rows[i].hash)
+			j++;
+		if (j - i > k) {
+			if (rows[i + k].rank == rows[i + k - 1].rank) { // a tie at the threshold would keep k + 1 rows
+				pfree(rows);
+				return nullptr;
+			}
+			heavy++;
+		}
+		i = j;
+	}
+	uint32 slots = 0;
+	if (heavy > 0) {
+		slots = 1;
+		while (slots < 2 * heavy)
+			slots <<= 1;
+	}
+	const Size size = sizeof(ProfileHeader) + static_cast<Size>(slots) * sizeof(HeavyUnit);
+	bytea *out = static_cast<bytea *>(MemoryContextAllocHuge(CurrentMemoryContext, VARHDRSZ + size));
+	SET_VARSIZE(out, VARHDRSZ + size);
+	h.heavy = heavy;
+	h.slots = slots;
+	std::memcpy(VARDATA(out), &h, sizeof h);
+	HeavyUnit *table = reinterpret_cast<HeavyUnit *>(VARDATA(out) + sizeof(ProfileHeader));
+	std::memset(table, 0, static_cast<Size>(slots) * sizeof(HeavyUnit));
+	for (Size i = 0; i < n;) {
+		Size j = i;
+		while (j < n && rows[j].hash == rows[i].hash)
+			j++;
+		if (j - i > k) {
+			uint32 at = static_cast<uint32>(rows[i].hash) & (slots - 1);
+			while (table[at].hash != 0)
+				at = (at + 1) & (slots - 1);
+			table[at].hash = rows[i].hash;
+			table[at].threshold = rows[i + k - 1].rank;
+		}
+		i = j;
+	}
+	pfree(rows);
+	return out;
+}
+
+// Copies the cached profile of id into a new bytea (nullptr: none).
+bytea *
+cached_profile(const ProfileId &id)
+{
+	if (!profile_shm || profile_shm->slot_bytes == 0)
+		return nullptr;
+	bytea *out = nullptr;
+	LWLockAcquire(profile_shm->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < kProfileSlots; i++) {
+		ProfileSlot &s = profile_shm->slots[i];
+		if (s.used && same_id(s.id, id)) {
+			out = static_cast<bytea *>(palloc_extended(VARHDRSZ + s.size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM));
+			if (out) {
+				SET_VARSIZE(out, VARHDRSZ + s.size);
+				std::memcpy(VARDATA(out), slot_area(i), s.size);
+				s.last_used = ++profile_shm->clock;
+			}
+			break;
+		}
+	}
+	LWLockRelease(profile_shm->lock);
+	return out;
+}
+
+// Stores profile p of id, replacing the profile of the same table, unit and k, else the least
+// recently used; not when it exceeds a slot (it is then built for each execution).
+void
+store_profile(const ProfileId &id, const bytea *p)
+{
+	const Size size = VARSIZE(p) - VARHDRSZ;
+	if (!profile_shm || size > profile_shm->slot_bytes)
+		return;
+	LWLockAcquire(profile_shm->lock, LW_EXCLUSIVE);
+	int victim = -1;
+	for (int i = 0; i < kProfileSlots && victim < 0; i++) {
+		const ProfileSlot &s = profile_shm->slots[i];
+		if (s.used && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k)
+			victim = i;
+	}
+	for (int i = 0; i < kProfileSlots && victim < 0; i++)
+		if (!profile_shm->slots[i].used)
+			victim = i;
+	if (victim < 0) {
+		victim = 0;
+		for (int i = 1; i < kProfileSlots; i++)
+			if (profile_shm->slots[i].last_used < profile_shm->slots[victim].last_used)
+				victim = i;
+	}
+	ProfileSlot &s = profile_shm->slots[victim];
+	std::memcpy(slot_area(victim), VARDATA_ANY(p), size);
+	s.used = true;
+	s.size = size;
+	s.id = id;
+	s.last_used = ++profile_shm->clock;
+	LWLockRelease(profile_shm->lock);
+}
+
+// Checks profile p (the argument of dx._unit_keep) in this process: handed out by dx._unit_profile
+// (its MAC), under this process's active snapshot (its fingerprint; a parallel worker restores the
+// leader's), for this table version (the version again, under this snapshot) and for this unit's
+// type and collation. Returns its plain bytes; raises XX000 otherwise.
+char *
+verify_profile(const bytea *p, Oid type, Oid collation)
+{
+	Size size = 0;
+	char *plain = open_profile(p, &size);
+	ProfileHeader h;
+	std::memcpy(&h, plain, sizeof h);
+	if (h.magic != kProfileMagic || size != sizeof h + static_cast<Size>(h.slots) * sizeof(HeavyUnit) ||
+	    (h.slots & (h.slots - 1)) != 0)
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: not a unit profile")));
+	if (!ActiveSnapshotSet() || h.snapshot != snapshot_fingerprint(GetActiveSnapshot()))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile used under another snapshot")));
+	if (h.id.type != type || h.id.collation != collation)
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another unit type")));
+	// (a parallel worker restores the leader's snapshot, checked above, but not its subtransaction
+	// ids, part of the version of a transaction that wrote: the leader checked the version under
+	// this very snapshot when it handed the profile out)
+	if (h.versioned && !IsParallelWorker()) {
+		uint64 version = 0;
+		if (!contents_version(h.id.relid, GetActiveSnapshot(), &version) || version != h.id.version)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another table version")));
+	}
+	return plain;
+}
+
+// Per call site of dx._unit_keep (fn_extra, in the executor's per-query memory).
+struct KeepState {
+	const void *arg; // the profile Datum verified (the same InitPlan value on every row)
+	uint64 mac;      // and its MAC (compared on every row: another value at the same address is verified)
+	uint64 nonce;
+	UnitHasher hasher;
+	SipRowRank *ranker;
+	const HeavyUnit *table;
+	uint32 mask;
+	uint32 slots;
+};
+
+// Verifies the profile at arg and makes the call site's state (the first row of an execution).
+KeepState *
+keep_setup(FunctionCallInfo fcinfo, const void *arg)
+{
+	KeepState *out = nullptr;
+	guarded([&] {
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		bytea *sealed = PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0));
+		const Oid type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+		const char *plain = verify_profile(sealed, type, PG_GET_COLLATION());
+		SealedPrefix pre;
+		std::memcpy(&pre, VARDATA(sealed), sizeof pre);
+		auto *st = static_cast<KeepState *>(fcinfo->flinfo->fn_extra);
+		if (!st)
+			st = static_cast<KeepState *>(palloc0(sizeof(KeepState)));
+		ProfileHeader h;
+		std::memcpy(&h, plain, sizeof h);
+		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
+		st->ranker = static_cast<SipRowRank *>(palloc(sizeof(SipRowRank)));
+		new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with fn_mcxt)
+		const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);
+		auto *table = static_cast<HeavyUnit *>(MemoryContextAllocHuge(fcinfo->flinfo->fn_mcxt, bytes + sizeof(HeavyUnit)));
+		std::memcpy(table, plain + sizeof(ProfileHeader), bytes); // (aligned)
+		st->table = table;
+		st->slots = h.slots;
+		st->mask = h.slots == 0 ? 0 : h.slots - 1;
+		st->arg = arg;
+		st->mac = pre.mac;
+		fcinfo->flinfo->fn_extra = st;
+		MemoryContextSwitchTo(old);
+		out = st;
+		return Datum(0);
+	});
+	return out;
+}
+
+} // namespace
+
+// See unit_profile.h.
+int64
+unit_profile_token()
+{
+	static int64 token = 0;
+	while (token == 0) {
+		uint64 t = 0;
+		if (!pg_strong_random(&t, sizeof t))
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv could not draw a token")));
+		token = static_cast<int64>(t & 0x7fffffffffffffffULL);
+	}
+	return token;
+}
+
+// See unit_profile.h.
+void
+unit_profile_define_gucs()
+{
+	DefineCustomBoolVariable("dxpriv.unit_profiles",
+	                         "Bounds privacy units through cached unit profiles (a row-local predicate).",
+	                         "On (default): a statement on a local table with a privacy unit and a contents-version "
+	                         "trigger keeps a row when its unit has at most k rows or its rank is within its "
+	                         "unit's k smallest, read from a profile cached per table version "
+	                         "(dxpriv.unit_profile_memory); count_units keeps dxpriv.unit_bounding. Off: "
+	                         "dxpriv.unit_bounding for every statement. Only superusers may change it.",
+	                         &guc_unit_profiles, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomIntVariable("dxpriv.unit_profile_memory",
+	                        "Shared memory of the unit profile cache.",
+	                        "Eight profiles of up to an eighth each (16 bytes per heavy unit, table of twice "
+	                        "their number rounded to a power of two); a larger profile is built for each "
+	                        "statement. 0: no cache. Needs a restart.",
+	                        &guc_unit_profile_memory, 16384, 0, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB, nullptr,
+	                        nullptr, nullptr);
+}
+
+// See unit_profile.h.
+void
+unit_profile_request_shmem()
+{
+	RequestAddinShmemSpace(profile_shmem_size());
+	RequestNamedLWLockTranche("dxpriv_unit_profiles", 1);
+}
+
+// See unit_profile.h.
+void
+unit_profile_startup()
+{
+	bool found = false;
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	profile_shm = static_cast<ProfileShared *>(ShmemInitStruct("dxpriv unit profiles", profile_shmem_size(), &found));
+	if (!found) {
+		std::memset(profile_shm, 0, sizeof(ProfileShared));
+		profile_shm->lock = &(GetNamedLWLockTranche("dxpriv_unit_profiles"))->lock;
+		profile_shm->slot_bytes = profile_slot_bytes();
+		if (!pg_strong_random(profile_shm->secret, sizeof profile_shm->secret))
+			ereport(FATAL, (errmsg("dxpriv could not draw the unit profile secret")));
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+} // namespace dxpriv::pg
+
+using namespace dxpriv;
+using namespace dxpriv::pg;
+
+// dx._unit_profile(relid oid, inh bool, attnum int2, k int4, token int8) -> bytea: the profile of the rows of
+// relid (its tree when inh) under the active snapshot, from the cache or built now (and cached when
+// the table has a contents version and the profile fits a slot), stamped with this snapshot's
+// fingerprint, and sealed (SealedPrefix: encrypted and MACed under the cluster's secret). PARALLEL
+// RESTRICTED (an InitPlan of the leader, whose value the workers receive). Refused (42501) unless the
+// caller is a superuser, or the call carries this backend's token (unit_profile_token: placed by the
+// planner, never shown to analysts) and a statement of this backend that released and paid a charge
+// on relid is running: the profile tells which units have more than k rows.
+DX_FUNCTION(dx_unit_profile)
+{
+	ProfileId id;
+	std::memset(&id, 0, sizeof id);
+	id.relid = PG_GETARG_OID(0);
+	id.inh = PG_GETARG_BOOL(1);
+	id.attnum = PG_GETARG_INT16(2);
+	id.k = PG_GETARG_INT32(3);
+	id.seed = guc_test_seed < 0 ? -1 : static_cast<int64>(guc_test_seed);
+	const int64 token = PG_GETARG_INT64(4);
+	bool allowed = false;
+	pg_call([&] {
+		allowed = !IsParallelWorker() &&
+		          (superuser() || (token == unit_profile_token() && statement::part_of_running(id.relid)));
+	});
+	if (!allowed)
+		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dx._unit_profile is placed by dxpriv only",
+		     "It is part of the statements dxpriv rewrites for tables with a privacy unit.");
+	if (id.k < 1 || id.attnum < 1)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a unit profile of no unit");
+	bytea *p = nullptr;
+	pg_call([&] {
+		int32 typmod = -1;
+		get_atttypetypmodcoll(id.relid, id.attnum, &id.type, &typmod, &id.collation);
+		Snapshot snap = GetActiveSnapshot();
+		const bool versioned = contents_version(id.relid, snap, &id.version);
+		if (versioned)
+			p = cached_profile(id);
+		if (!p) {
+			for (int attempt = 0; attempt < 4 && !p; attempt++)
+				p = build_profile(id, versioned, snap, attempt);
+			if (!p)
+				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: unit profile ranks tied four times")));
+			if (versioned)
+				store_profile(id, p);
+		}
+		const uint64 fingerprint = snapshot_fingerprint(snap);
+		std::memcpy(VARDATA(p) + offsetof(ProfileHeader, snapshot), &fingerprint, sizeof fingerprint);
+		p = seal_profile(VARDATA(p), VARSIZE(p) - VARHDRSZ);
+	});
+	PG_RETURN_BYTEA_P(p);
+}
+
+// dx._unit_keep(profile bytea, unit anyelement, tableoid oid, ctid tid) -> bool: whether the row is
+// kept: its unit is not in the profile (at most k rows), or its rank under the profile's key is at
+// most its unit's threshold. The profile is verified once per call site and execution
+// (verify_profile). PARALLEL SAFE: a plain qual of the scan, in parallel workers too. Not STRICT (a
+// NULL unit is one unit, as in the hash bounding).
+extern "C" {
+PG_FUNCTION_INFO_V1(dx_unit_keep);
+Datum
+dx_unit_keep(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep without a profile or row")));
+	auto *st = static_cast<KeepState *>(fcinfo->flinfo->fn_extra);
+	const void *arg = DatumGetPointer(PG_GETARG_DATUM(0));
+	if (!st || st->arg != arg || std::memcmp(static_cast<const char *>(arg) + VARHDRSZ + offsetof(SealedPrefix, mac), &st->mac, sizeof(uint64)) != 0)
+		st = keep_setup(fcinfo, arg);
+	if (st->slots == 0)
+		PG_RETURN_BOOL(true);
+	const uint64 hash = unit_hash_of(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+	uint32 at = static_cast<uint32>(hash) & st->mask;
+	while (st->table[at].hash != 0) {
+		if (st->table[at].hash == hash) {
+			const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
+			const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
+			                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
+			PG_RETURN_BOOL(rank <= st->table[at].threshold);
+		}
+		at = (at + 1) & st->mask;
+	}
+	PG_RETURN_BOOL(true);
+}
+}

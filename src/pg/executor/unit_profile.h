@@ -1,0 +1,32 @@
+// Privacy units: cached unit profiles (the heavy units of a table version and their rank thresholds).
+//
+// A profile of (protected table tree or ONLY the table, its contents version, unit column, k) holds a
+// 16-byte rank key drawn when the profile is built and, for every unit with more than k rows (over all
+// the rows of the table, before WHERE), the 64-bit hash of the unit value and its threshold: the k-th
+// smallest rank SipHash-2-4(key; tableoid, ctid) of its rows. A row is kept exactly when its unit is
+// light or its rank is at most its unit's threshold, which is the rule of the hash and sort
+// bounding (each unit keeps its k rows of smallest rank) as a row-local predicate:
+// dx._unit_keep(profile, unit, tableoid, ctid), a plain scan qual (no per-statement pass over units).
+// Profiles live in shared memory (dxpriv.unit_profile_memory) keyed on the contents version
+// (ledger/contents_version.h), so every backend and parallel worker reads the same one; a write to the
+// table gives a new version, hence a new profile (and a new key) built by the next statement.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+namespace dxpriv::pg {
+
+// This backend's random token (positive int8, drawn once): the planner passes it to
+// dx._unit_profile, which refuses a call without it (an analyst's own call, even inside a charged
+// statement, cannot know it).
+int64 unit_profile_token();
+
+// Defines dxpriv.unit_profiles and dxpriv.unit_profile_memory (from _PG_init, before shmem requests).
+void unit_profile_define_gucs();
+// Shared memory of the profile cache (shmem_request_hook / shmem_startup_hook).
+void unit_profile_request_shmem();
+void unit_profile_startup();
+
+} // namespace dxpriv::pg

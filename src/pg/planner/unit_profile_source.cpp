@@ -1,0 +1,56 @@
+// Privacy units: the SQL of the row-local bounding by a unit profile (unit_profile_source.h).
+#include "pg/planner/unit_profile_source.h"
+
+#include "pg/guard.h"
+#include "pg/settings.h"
+#include "pg/ledger/contents_version.h"
+#include "pg/executor/unit_profile.h"
+
+extern "C" {
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+}
+
+namespace dxpriv::pg {
+
+// See unit_profile_source.h.
+bool
+profile_bounding_applies(const UnitSource &spec)
+{
+	if (!guc_unit_profiles || guc_unit_bounding != 0 || spec.distributed || !spec.distinct_weights.empty() ||
+	    !spec.flag_columns.empty())
+		return false;
+	bool known = false;
+	pg_call([&] {
+		uint64 version = 0;
+		known = ActiveSnapshotSet() && contents_version(spec.policy->relid, GetActiveSnapshot(), &version);
+	});
+	return known;
+}
+
+// See unit_profile_source.h.
+std::string
+profile_keep_clause(const UnitSource &spec, bool inh)
+{
+	const TablePolicy &policy = *spec.policy;
+	const AttrNumber att = pg_value([&] { return get_attnum(policy.relid, policy.unit.column.c_str()); });
+	if (att == InvalidAttrNumber)
+		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the privacy unit column is missing");
+	const char *unit = pg_value([&] { return quote_identifier(policy.unit.column.c_str()); });
+	return "dx._unit_keep((SELECT dx._unit_profile(" + std::to_string(policy.relid) + "::pg_catalog.oid, " +
+	       (inh ? "true" : "false") + ", " + std::to_string(att) + "::pg_catalog.int2, " +
+	       std::to_string(spec.bound.max_rows) + ", " + std::to_string(pg_value([] { return unit_profile_token(); })) +
+	       "::pg_catalog.int8)), " + unit + ", tableoid, ctid)";
+}
+
+// See unit_profile_source.h.
+std::string
+profile_group_qual(Query *q, const UnitSource &spec)
+{
+	if (!profile_bounding_applies(spec))
+		return "";
+	return profile_keep_clause(spec, linitial_node(RangeTblEntry, q->rtable)->inh);
+}
+
+} // namespace dxpriv::pg
