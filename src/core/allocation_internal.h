@@ -144,6 +144,9 @@ private:
 // default true; false builds every pair row, the reference, for the equality tests and
 // dxpriv.exhaustive_analysis).
 void set_pair_generation(bool on);
+// How many PairPlanner::allocate() calls with two or more varying cells the pair tree's row
+// searches completed so far in this process (for the tests: the path was taken, not the reference).
+std::size_t pair_tree_generations();
 
 // plan_multi_linear's allocations over all pairs of points without storing them
 // (allocation_pairs.cpp): for a sub-universe of one points column (2+ dimensions) under an

@@ -22,6 +22,7 @@ namespace detail {
 namespace {
 
 bool pair_generation_on = true; // detail::set_pair_generation
+std::size_t tree_generations = 0; // detail::pair_tree_generations
 
 // Fewest pairs for which the generation replaces the stored set (below, the set is small).
 constexpr double kMinGeneratedPairs = 20000;
@@ -140,6 +141,13 @@ void
 set_pair_generation(bool on)
 {
 	pair_generation_on = on;
+}
+
+// See allocation_internal.h.
+std::size_t
+pair_tree_generations()
+{
+	return tree_generations;
 }
 
 // See allocation_internal.h.
@@ -670,6 +678,7 @@ PairPlanner::allocate(const CellWeights &weights, const AllocationRequest &reque
 		impl_->search_for = impl_->search ? &weights : nullptr;
 		if (impl_->search)
 			b = allocate_by_tree(sub, s, *impl_->search, pairs, request, epsilon, colmax, impl_->chosen, complete);
+		tree_generations += complete;
 		if (!complete)
 			refuse_stored_pairs(s, weights.cells());
 	}
