@@ -230,7 +230,7 @@ pair_layout(const std::vector<std::vector<double>> &q, std::size_t n)
 	return l;
 }
 
-// The working set: every presence row (finite presence), then the chosen pairs, through the
+// The working set: every presence row (finite presence), then the chosen pairs in ascending order, through the
 // collector of build_constraints (the same row values: a_k / d with a_k = |q_k(u) - q_k(v)|).
 ConstraintSet
 working_set(const SubUniverse &sub, const PairLayout &l, std::size_t n,
@@ -239,6 +239,10 @@ working_set(const SubUniverse &sub, const PairLayout &l, std::size_t n,
 	const std::size_t m = l.m;
 	const bool bottom = std::isfinite(sub.presence);
 	const double expected = (bottom ? static_cast<double>(n) : 0.0) + static_cast<double>(chosen.size());
+	// in the reference's order (i-major), whatever order the rows were found in: the set is then a
+	// subsequence of the reference's rows, and the scans and the tree's searches give the same set
+	std::vector<std::pair<std::uint32_t, std::uint32_t>> ordered = chosen;
+	std::sort(ordered.begin(), ordered.end());
 	return build_constraints_listed(m, expected, m, [&](const std::function<void(const double *, double)> &offer) {
 		double a[16];
 		if (bottom)
@@ -247,7 +251,7 @@ working_set(const SubUniverse &sub, const PairLayout &l, std::size_t n,
 					a[l.cell[t]] = std::fabs(l.w[u * m + t]);
 				offer(a, sub.presence);
 			}
-		for (const auto &p : chosen) {
+		for (const auto &p : ordered) {
 			for (std::size_t t = 0; t < m; t++)
 				a[l.cell[t]] = std::fabs(l.w[p.first * m + t] - l.w[p.second * m + t]);
 			offer(a, pairs.distance(p.first, p.second));
