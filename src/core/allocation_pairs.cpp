@@ -1,6 +1,7 @@
 // plan_multi_linear over all pairs of points (one points column with an l1/l2/linf metric) by
 // constraint generation: the allocation runs on a small working set of the pair rows, and every
-// pair and presence row is then checked against it; violated rows join the set until none is.
+// pair and presence row is then checked against it (by passes over the pairs, or by the pair tree's
+// searches); violated rows join the set until none is.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

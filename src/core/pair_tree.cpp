@@ -1,5 +1,6 @@
 // Dual k-d tree branch and bound for the largest change of a weight per unit of distance over all
-// pairs of points (see pair_tree.h), and the exhaustive scan it is tested against.
+// pairs of points, and for the pairs of largest weighted sum of several weights' changes (see
+// pair_tree.h), and the exhaustive scan they are tested against.
 #include "core/pair_tree.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// Exact maximum over all pairs of points of a weight's change per unit of l1/l2/linf distance, by a
-// dual k-d tree branch and bound whose node bounds are tight for weights affine in the coordinates.
+// Exact maximum over all pairs of points of a weight's change per unit of l1/l2/linf distance, and
+// the pairs of largest weighted sum of several weights' changes (PairSearch), by a dual k-d tree
+// branch and bound whose node bounds are tight for weights affine in the coordinates.
 #pragma once
 
 #include <cstddef>
