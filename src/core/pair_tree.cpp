@@ -137,13 +137,12 @@ public:
 		floor_ = std::max(floor, 0.0);
 		found_ = false;
 		out_ = PairMax{};
-		work_ = 0;
-		next_ = kProgressEvery;
+		const double start = work_; // the work of every search of this tree counts against the cap
 		out_.value = floor_; // only pairs above the floor are looked for
 		self(0);
 		if (out_.value == floor_ && !found_)
 			out_.value = 0;
-		out_.work = work_;
+		out_.work = work_ - start;
 		return out_;
 	}
 
@@ -153,8 +152,7 @@ public:
 		rows_ = &query;
 		heap_.clear();
 		rows_out_ = PairRowResult{};
-		work_ = 0;
-		next_ = kProgressEvery;
+		const double start = work_;
 		upper_.assign(cells_, 0.0);
 		for (std::size_t r = 0; r < query.rows; r++)
 			for (std::size_t t = 0; t < cells_; t++)
@@ -165,10 +163,12 @@ public:
 			self(0);
 		for (const RowCandidate &c : heap_)
 			rows_out_.rows.push_back(PairRow{c.value, c.i, c.j});
-		rows_out_.work = work_;
+		rows_out_.work = work_ - start;
 		rows_ = nullptr;
 		return rows_out_;
 	}
+
+	double work() const { return work_; }
 
 private:
 	double qv(std::uint32_t p, std::size_t t) const { return r_.q[static_cast<std::size_t>(p) * r_.stride + t]; }
@@ -768,6 +768,13 @@ PairMax
 PairSearch::max_cell(std::size_t t, PairExpr expr, double floor)
 {
 	return impl_->tree.run(t, expr, floor);
+}
+
+// See pair_tree.h.
+double
+PairSearch::work() const
+{
+	return impl_->tree.work();
 }
 
 // See pair_tree.h.

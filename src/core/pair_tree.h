@@ -80,8 +80,10 @@ struct PairRowResult {
 // bound of its pairs' values, widened by 1e-9 relative, is at most the level sought (the largest
 // value found, or the threshold / the smallest kept value); a row value's bound is the weighted sum
 // of the cells' bounds of pair_tree_max (the bound of a sum of absolute changes is at most the sum
-// of their bounds), and the largest over the rows. Each search throws CoreError(ProgramLimit)
-// when its work passes work_cap. Construct only when applies().
+// of their bounds), and the largest over the rows. A search throws CoreError(ProgramLimit) when
+// the work of all the searches of this object so far passes work_cap (one budget for a
+// statement's searches, so that a statement the bounds cannot prune is refused after at most
+// work_cap, not once per search). Construct only when applies().
 class PairSearch {
 public:
 	PairSearch(const PointSet &ps, PairNorm norm, double scale, const double *w, std::size_t stride,
@@ -94,6 +96,8 @@ public:
 	PairMax max_cell(std::size_t t, PairExpr expr, double floor);
 	// The query's `keep` pairs of largest value above its threshold (all of them when fewer).
 	PairRowResult top_rows(const PairRowQuery &query);
+	// The work of every search so far.
+	double work() const;
 
 private:
 	struct Impl;

@@ -188,6 +188,40 @@ TEST(PairSearchTest, RowSearchesAreTheBruteForce)
 	EXPECT_EQ(compared, 960);
 }
 
+// The work cap is one budget for all the searches of a PairSearch: a second search of the same
+// work passes a cap of 1.5 times the first's and is refused.
+TEST(PairSearchTest, WorkCapCountsEverySearch)
+{
+	SearchSwitchGuard guard;
+	detail::set_pair_tree_min_points(2);
+	std::mt19937_64 rng(3);
+	const std::size_t n = 3000; // about 4.5e6 pairs: the cap is checked every 2^20 units of work
+	const std::vector<double> c = search_points(rng, n, 2, 3);
+	const Domain dom = Domain::points(2, c);
+	const ColumnMetric metric = ColumnMetric::lp(2, 1.0);
+	std::vector<double> w(2 * n);
+	for (double &x : w)
+		x = std::uniform_real_distribution<double>(0, 1)(rng);
+	PairRowQuery every; // every pair is kept: nothing can be pruned
+	every.coef = {1.0, 1.0};
+	every.keep = n * n;
+	double first = 0;
+	{
+		const std::unique_ptr<PairSearch> s = metric.pair_search(dom, w.data(), 2, 2, 2e9);
+		first = s->top_rows(every).work;
+		EXPECT_EQ(s->work(), first);
+		EXPECT_GT(first, 3e6);
+	}
+	const std::unique_ptr<PairSearch> s = metric.pair_search(dom, w.data(), 2, 2, 1.5 * first);
+	EXPECT_EQ(s->top_rows(every).work, first);
+	try {
+		s->top_rows(every);
+		ADD_FAILURE() << "not refused";
+	} catch (const CoreError &e) {
+		EXPECT_EQ(e.kind(), ErrorKind::ProgramLimit);
+	}
+}
+
 struct Outcome {
 	MultiLinearPlan plan;
 	std::string error;
