@@ -144,6 +144,9 @@ private:
 // default true; false builds every pair row, the reference, for the equality tests and
 // dxpriv.exhaustive_analysis).
 void set_pair_generation(bool on);
+// How many PairPlanner::allocate() calls with two or more varying cells the pair tree's row
+// searches completed so far in this process (for the tests: the path was taken, not the reference).
+std::size_t pair_tree_generations();
 
 // plan_multi_linear's allocations over all pairs of points without storing them
 // (allocation_pairs.cpp): for a sub-universe of one points column (2+ dimensions) under an
@@ -163,14 +166,16 @@ void set_pair_generation(bool on);
 class PairPlanner {
 public:
 	// nullptr when the path does not apply (switched off, not an all-pairs points column, fewer
-	// than 2 or more than 16 cells, fewer than 20,000 or more than 2e8 pairs, weights not dense).
-	// With the pair tree on the column (ColumnMetric::pair_tree_applies) and at most one cell
-	// varying over the points, any number of pairs: allocate() then finds that cell's largest pair
-	// row with the tree (the other pair rows are multiples of its unit vector, dominated by it),
-	// allocates once on the presence rows and that row, and rates them; ratio() bounds the pair
-	// rows the same way. With two or more cells varying and the tree on, throws
-	// CoreError(ProgramLimit) with the numbers when the pairs' work (32 per edge) passes
-	// kMaxConstraintWork.
+	// than 2 or more than 16 cells, weights not dense; without the pair tree on the column, fewer
+	// than 20,000 or more than 2e8 pairs). With the pair tree on the column
+	// (ColumnMetric::pair_tree_applies), any number of pairs: with at most one cell varying over
+	// the points, allocate() finds that cell's largest pair row with the tree (the other pair rows
+	// are multiples of its unit vector, dominated by it), allocates once on the presence rows and
+	// that row, and rates them; with two or more, the column maxima, the seeds and each round's
+	// violated rows come from pair tree searches (PairSearch: the largest rows of the round's
+	// rating, exactly) instead of passes over the pairs. ratio() bounds or searches the pair rows
+	// the same way. When such a generation gives up and the stored set of every pair would pass
+	// kMaxConstraintWork (32 per edge), allocate() throws CoreError(ProgramLimit) with the numbers.
 	static std::unique_ptr<PairPlanner> make(const CellWeights &q);
 	~PairPlanner();
 	// Scales for `weights` (per-point, over the same sub-universe) under request at epsilon.
@@ -187,9 +192,6 @@ public:
 private:
 	struct Impl;
 	PairPlanner(const SubUniverse &sub, bool tree);
-	// allocate() when at most one cell varies over the points (allocation_pairs.cpp)
-	std::vector<double> allocate_tree(const CellWeights &weights, const AllocationRequest &request, double epsilon,
-	                                  std::vector<double> &colmax, bool &complete);
 	std::unique_ptr<Impl> impl_;
 };
 

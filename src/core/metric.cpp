@@ -1021,4 +1021,16 @@ ColumnMetric::pair_ratio_max(const Domain &dom, const double *q, std::size_t str
 	            : pair_scan_max(*ps, norm, param_, q, stride, expr);
 }
 
+// See metric.h.
+std::unique_ptr<PairSearch>
+ColumnMetric::pair_search(const Domain &dom, const double *w, std::size_t stride, std::size_t cells,
+                          double work_cap) const
+{
+	const PointSet *ps = dom.points_.get();
+	if (!pair_tree_applies(dom) || !PairSearch::applies(*ps, w, stride, cells))
+		return nullptr;
+	const PairNorm norm = kind_ == MetricKind::L1 ? PairNorm::L1 : kind_ == MetricKind::L2 ? PairNorm::L2 : PairNorm::LInf;
+	return std::make_unique<PairSearch>(*ps, norm, param_, w, stride, cells, work_cap);
+}
+
 } // namespace dxpriv

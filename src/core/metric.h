@@ -122,6 +122,11 @@ public:
 	// CoreError(Internal) for other metrics or domains.
 	PairMax pair_ratio_max(const Domain &dom, const double *q, std::size_t stride, PairExpr expr, bool tree,
 	                       double work_cap, double floor = 0) const;
+	// A PairSearch (pair_tree.h) over the points of dom and `cells` weight vectors w[u * stride + t]
+	// with this metric's norm and scale, when pair_tree_applies(dom) and PairSearch::applies;
+	// nullptr otherwise.
+	std::unique_ptr<PairSearch> pair_search(const Domain &dom, const double *w, std::size_t stride, std::size_t cells,
+	                                        double work_cap) const;
 
 private:
 	// Shortest-path row from point src (Graph or Theta1), cached per metric and domain.

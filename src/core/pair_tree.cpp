@@ -1,10 +1,12 @@
 // Dual k-d tree branch and bound for the largest change of a weight per unit of distance over all
-// pairs of points (see pair_tree.h), and the exhaustive scan it is tested against.
+// pairs of points, and for the pairs of largest weighted sum of several weights' changes (see
+// pair_tree.h), and the exhaustive scan they are tested against.
 #include "core/pair_tree.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -69,21 +71,41 @@ struct Rater {
 	}
 };
 
+// A node of the tree: its points (a range of the permutation), children and bounding box.
 struct TreeNode {
 	std::uint32_t lo, hi;        // range of the permutation
 	std::uint32_t left, right;   // children (0: leaf)
 	double box_lo[kMaxTreeDims], box_hi[kMaxTreeDims];
+	double xabs;                 // largest |x_d| over the box
+};
+
+// One cell's weights over one node.
+struct CellFit {
 	double c[kMaxTreeDims];      // least-squares slope of q over the node's points (0 when singular)
 	double qmin, qmax;           // range of q
 	double hmin, hmax;           // range of h = q - c.x over the node's points (computed)
 	double hslack;               // rounding allowance of the computed h
 	double cdual;                // dual norm of c
-	double xabs;                 // largest |x_d| over the box
+};
+
+// The smallest distance between two boxes and their box of differences (B - A).
+struct BoxGap {
+	double dlo[kMaxTreeDims], dhi[kMaxTreeDims];
+	double dmin; // 0 or NaN: the boxes touch (no bound)
+};
+
+// A candidate of a row search (a min-heap on value keeps the largest).
+struct RowCandidate {
+	double value;
+	std::uint32_t i, j;
+	bool operator>(const RowCandidate &o) const { return value > o.value; }
 };
 
 class PairTree {
 public:
-	PairTree(const Rater &rate, double work_cap, double floor) : r_(rate), cap_(work_cap), D_(rate.dims), floor_(floor)
+	// cells weight vectors w[p * stride + t]; r's q and stride give cell 0 (max_cell moves them)
+	PairTree(const Rater &rate, std::size_t cells, double work_cap)
+	    : r_(rate), cap_(work_cap), D_(rate.dims), cells_(cells)
 	{
 		gap_ = r_.ps.min_gap() * (1 - 1e-12); // distinct points differ by at least this in some coordinate
 		const std::size_t k = r_.ps.size();
@@ -91,29 +113,67 @@ public:
 		std::iota(perm_.begin(), perm_.end(), std::uint32_t{0});
 		nodes_.reserve(2 * (k / kTreeLeaf + 1) + 1);
 		build(0, static_cast<std::uint32_t>(k));
+		fits_.resize(nodes_.size() * cells_);
+		for (std::size_t id = 0; id < nodes_.size(); id++)
+			for (std::size_t t = 0; t < cells_; t++)
+				fit(nodes_[id], t, fits_[id * cells_ + t]);
 		// the coordinates and weights in tree order: the leaves' points are contiguous
 		px_.resize(k * D_);
-		pq_.resize(k);
+		pw_.resize(k * cells_);
 		for (std::size_t t = 0; t < k; t++) {
 			for (std::size_t d = 0; d < D_; d++)
 				px_[t * D_ + d] = x(perm_[t], d);
-			pq_[t] = qv(perm_[t]);
+			for (std::size_t c = 0; c < cells_; c++)
+				pw_[t * cells_ + c] = qv(perm_[t], c);
 		}
 	}
 
-	PairMax run()
+	// pair_tree_max of cell t
+	PairMax run(std::size_t t, PairExpr expr, double floor)
 	{
+		cell_ = t;
+		expr_ = expr;
+		rows_ = nullptr;
+		floor_ = std::max(floor, 0.0);
+		found_ = false;
+		out_ = PairMax{};
+		const double start = work_; // the work of every search of this tree counts against the cap
 		out_.value = floor_; // only pairs above the floor are looked for
 		self(0);
 		if (out_.value == floor_ && !found_)
 			out_.value = 0;
-		out_.work = work_;
+		out_.work = work_ - start;
 		return out_;
 	}
 
+	// PairSearch::top_rows
+	PairRowResult run_rows(const PairRowQuery &query)
+	{
+		rows_ = &query;
+		heap_.clear();
+		rows_out_ = PairRowResult{};
+		const double start = work_;
+		upper_.assign(cells_, 0.0);
+		for (std::size_t r = 0; r < query.rows; r++)
+			for (std::size_t t = 0; t < cells_; t++)
+				upper_[t] = std::max(upper_[t], query.coef[r * cells_ + t]);
+		cb_.resize(cells_);
+		level_ = query.threshold;
+		if (query.keep > 0)
+			self(0);
+		for (const RowCandidate &c : heap_)
+			rows_out_.rows.push_back(PairRow{c.value, c.i, c.j});
+		rows_out_.work = work_ - start;
+		rows_ = nullptr;
+		return rows_out_;
+	}
+
+	double work() const { return work_; }
+
 private:
-	double qv(std::uint32_t p) const { return r_.q[static_cast<std::size_t>(p) * r_.stride]; }
+	double qv(std::uint32_t p, std::size_t t) const { return r_.q[static_cast<std::size_t>(p) * r_.stride + t]; }
 	double x(std::uint32_t p, std::size_t d) const { return r_.ps.coord(p, d); }
+	const CellFit &cf(std::uint32_t id, std::size_t t) const { return fits_[id * cells_ + t]; }
 
 	std::uint32_t build(std::uint32_t lo, std::uint32_t hi)
 	{
@@ -126,18 +186,16 @@ private:
 			n.box_lo[d] = kInfinityD;
 			n.box_hi[d] = -kInfinityD;
 		}
-		n.qmin = kInfinityD;
-		n.qmax = -kInfinityD;
 		for (std::uint32_t t = lo; t < hi; t++) {
 			const std::uint32_t p = perm_[t];
 			for (std::size_t d = 0; d < D_; d++) {
 				n.box_lo[d] = std::min(n.box_lo[d], x(p, d));
 				n.box_hi[d] = std::max(n.box_hi[d], x(p, d));
 			}
-			n.qmin = std::min(n.qmin, qv(p));
-			n.qmax = std::max(n.qmax, qv(p));
 		}
-		fit(n);
+		n.xabs = 0;
+		for (std::size_t d = 0; d < D_; d++)
+			n.xabs = std::max({n.xabs, std::fabs(n.box_lo[d]), std::fabs(n.box_hi[d])});
 		if (hi - lo > kTreeLeaf) {
 			std::size_t axis = 0;
 			for (std::size_t d = 1; d < D_; d++)
@@ -153,29 +211,35 @@ private:
 		return id;
 	}
 
-	// Least-squares slope c of q over the node (normal equations on centred coordinates, Gaussian
-	// elimination with partial pivoting; c = 0 when singular), and the range of h = q - c.x.
-	void fit(TreeNode &n) const
+	// Least-squares slope c of cell t's q over the node (normal equations on centred coordinates,
+	// Gaussian elimination with partial pivoting; c = 0 when singular), and the range of h = q - c.x.
+	void fit(const TreeNode &node, std::size_t cell, CellFit &n) const
 	{
-		const std::size_t count = n.hi - n.lo;
+		const std::size_t count = node.hi - node.lo;
+		n.qmin = kInfinityD;
+		n.qmax = -kInfinityD;
+		for (std::uint32_t t = node.lo; t < node.hi; t++) {
+			n.qmin = std::min(n.qmin, qv(perm_[t], cell));
+			n.qmax = std::max(n.qmax, qv(perm_[t], cell));
+		}
 		for (std::size_t d = 0; d < D_; d++)
 			n.c[d] = 0;
 		if (count > D_ && n.qmax > n.qmin) {
 			double mean[kMaxTreeDims] = {0}, qmean = 0;
-			for (std::uint32_t t = n.lo; t < n.hi; t++) {
+			for (std::uint32_t t = node.lo; t < node.hi; t++) {
 				for (std::size_t d = 0; d < D_; d++)
 					mean[d] += x(perm_[t], d);
-				qmean += qv(perm_[t]);
+				qmean += qv(perm_[t], cell);
 			}
 			for (std::size_t d = 0; d < D_; d++)
 				mean[d] /= static_cast<double>(count);
 			qmean /= static_cast<double>(count);
 			double a[kMaxTreeDims][kMaxTreeDims + 1] = {{0}};
-			for (std::uint32_t t = n.lo; t < n.hi; t++) {
+			for (std::uint32_t t = node.lo; t < node.hi; t++) {
 				double dx[kMaxTreeDims];
 				for (std::size_t d = 0; d < D_; d++)
 					dx[d] = x(perm_[t], d) - mean[d];
-				const double dq = qv(perm_[t]) - qmean;
+				const double dq = qv(perm_[t], cell) - qmean;
 				for (std::size_t d = 0; d < D_; d++) {
 					for (std::size_t e = 0; e < D_; e++)
 						a[d][e] += dx[d] * dx[e];
@@ -218,15 +282,12 @@ private:
 				for (std::size_t d = 0; d < D_; d++)
 					n.c[d] = 0;
 		}
-		n.xabs = 0;
-		for (std::size_t d = 0; d < D_; d++)
-			n.xabs = std::max({n.xabs, std::fabs(n.box_lo[d]), std::fabs(n.box_hi[d])});
 		n.hmin = kInfinityD;
 		n.hmax = -kInfinityD;
 		double habs = 0;
-		for (std::uint32_t t = n.lo; t < n.hi; t++) {
+		for (std::uint32_t t = node.lo; t < node.hi; t++) {
 			const std::uint32_t p = perm_[t];
-			double h = qv(p), mag = std::fabs(qv(p));
+			double h = qv(p, cell), mag = std::fabs(qv(p, cell));
 			for (std::size_t d = 0; d < D_; d++) {
 				h -= n.c[d] * x(p, d);
 				mag += std::fabs(n.c[d] * x(p, d));
@@ -316,19 +377,19 @@ private:
 		return best;
 	}
 
-	// Upper bound of |q_i - q_j| / D(i, j) over i in a, j in b (distinct nodes).
-	double bound(const TreeNode &a, const TreeNode &b) const
+	// The box of differences of two nodes and their smallest distance (dmin > 0, or no bound).
+	bool box_gap(const TreeNode &a, const TreeNode &b, BoxGap &g) const
 	{
-		double dlo[kMaxTreeDims], dhi[kMaxTreeDims], gap[kMaxTreeDims];
+		double gap[kMaxTreeDims];
 		bool apart = false;
 		for (std::size_t d = 0; d < D_; d++) {
-			dlo[d] = b.box_lo[d] - a.box_hi[d];
-			dhi[d] = b.box_hi[d] - a.box_lo[d];
-			gap[d] = std::max({0.0, dlo[d], -dhi[d]});
+			g.dlo[d] = b.box_lo[d] - a.box_hi[d];
+			g.dhi[d] = b.box_hi[d] - a.box_lo[d];
+			gap[d] = std::max({0.0, g.dlo[d], -g.dhi[d]});
 			apart |= gap[d] > 0;
 		}
 		if (!apart)
-			return kInfinityD;
+			return false;
 		double dmin = 0;
 		for (std::size_t d = 0; d < D_; d++) {
 			switch (r_.norm) {
@@ -340,29 +401,75 @@ private:
 		if (r_.norm == PairNorm::L2)
 			dmin = std::sqrt(dmin);
 		dmin *= 1 - 1e-12;
-		if (!(dmin > 0))
-			return kInfinityD;
-		double best = std::max(b.qmax - a.qmin, a.qmax - b.qmin) / dmin;
+		g.dmin = dmin;
+		return dmin > 0;
+	}
+
+	// Upper bound of one cell's |q_i - q_j| / D(i, j) over i in a, j in b (distinct nodes, apart).
+	double cell_bound(const TreeNode &a, const CellFit &fa, const TreeNode &b, const CellFit &fb,
+	                  const BoxGap &g) const
+	{
+		const double dmin = g.dmin;
+		double best = std::max(fb.qmax - fa.qmin, fa.qmax - fb.qmin) / dmin;
 		// c = c_a, then c = c_b: h over the other node is its own h plus (c_own - c) . x over its box
 		for (int side = 0; side < 2; side++) {
-			const TreeNode &own = side == 0 ? a : b, &other = side == 0 ? b : a;
+			const CellFit &own = side == 0 ? fa : fb, &other = side == 0 ? fb : fa;
+			const TreeNode &other_box = side == 0 ? b : a;
 			if (own.cdual == 0)
 				continue;
 			double shift_lo = 0, shift_hi = 0, shift_mag = 0;
 			for (std::size_t d = 0; d < D_; d++) {
 				const double dc = other.c[d] - own.c[d];
-				const double u = dc * other.box_lo[d], w = dc * other.box_hi[d];
+				const double u = dc * other_box.box_lo[d], w = dc * other_box.box_hi[d];
 				shift_lo += std::min(u, w);
 				shift_hi += std::max(u, w);
-				shift_mag += std::fabs(dc) * other.xabs;
+				shift_mag += std::fabs(dc) * other_box.xabs;
 			}
 			const double slack = own.hslack + other.hslack + kResidualSlack * shift_mag;
 			const double olo = other.hmin + shift_lo, ohi = other.hmax + shift_hi;
 			const double dh = std::max(ohi - own.hmin, own.hmax - olo) + 2 * slack;
-			const double dir = direction_bound(own.c, own.cdual, dlo, dhi, dmin);
+			const double dir = direction_bound(own.c, own.cdual, g.dlo, g.dhi, dmin);
 			best = std::min(best, dir + std::max(dh, 0.0) / dmin * (1 + 1e-12));
 		}
 		return best;
+	}
+
+	// Upper bound of the searched expression over i in node ia, j in node ib (distinct nodes), in
+	// the units of the value compared with the level (see prunable).
+	double bound(std::uint32_t ia, std::uint32_t ib)
+	{
+		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
+		BoxGap g;
+		if (!box_gap(a, b, g))
+			return kInfinityD;
+		if (!rows_)
+			return cell_bound(a, cf(ia, cell_), b, cf(ib, cell_), g);
+		for (std::size_t t = 0; t < cells_; t++) {
+			cb_[t] = 0;
+			if (upper_[t] == 0)
+				continue;
+			const CellFit &fa = cf(ia, t), &fb = cf(ib, t);
+			if (fa.qmin == fa.qmax && fb.qmin == fb.qmax && fa.qmin == fb.qmin)
+				continue; // constant over both nodes
+			cb_[t] = cell_bound(a, fa, b, fb, g);
+		}
+		return row_bound();
+	}
+
+	// The largest row of the query applied to the cells' bounds cb_ (times the scale: a row's value
+	// divides by D / scale).
+	double row_bound() const
+	{
+		double best = 0;
+		for (std::size_t r = 0; r < rows_->rows; r++) {
+			const double *coef = rows_->coef.data() + r * cells_;
+			double s = 0;
+			for (std::size_t t = 0; t < cells_; t++)
+				if (coef[t] > 0)
+					s += coef[t] * cb_[t];
+			best = std::max(best, s);
+		}
+		return best * r_.scale;
 	}
 
 	void tick(double w)
@@ -398,9 +505,13 @@ private:
 	// Rates the pair at tree positions a and b (Rater's expression on the tree-order copies).
 	void rate_at(std::uint32_t a, std::uint32_t b)
 	{
+		if (rows_) {
+			rate_row(a, b);
+			return;
+		}
 		const double dist = tree_distance(a, b);
-		const double v = r_.expr == PairExpr::Raw ? std::fabs(pq_[b] - pq_[a]) / dist
-		                                          : std::fabs(pq_[a] - pq_[b]) / (dist / r_.scale);
+		const double qa = pw_[a * cells_ + cell_], qb = pw_[b * cells_ + cell_];
+		const double v = expr_ == PairExpr::Raw ? std::fabs(qb - qa) / dist : std::fabs(qa - qb) / (dist / r_.scale);
 		if (!(v < kInfinityD)) { // +inf or NaN
 			out_.finite = false;
 			return;
@@ -413,8 +524,48 @@ private:
 		}
 	}
 
-	// Upper bound of |q_i - q_j| / D(i, j) over the pairs inside node n (D >= the smallest gap).
-	double self_bound(const TreeNode &n) const
+	// Rates the pair at tree positions a and b with the query's rows (PairRowQuery's expression).
+	void rate_row(std::uint32_t a, std::uint32_t b)
+	{
+		const double d = tree_distance(a, b) / r_.scale, inv_d = 1 / d;
+		const double *wa = pw_.data() + a * cells_, *wb = pw_.data() + b * cells_;
+		double diff[16];
+		for (std::size_t t = 0; t < cells_; t++)
+			diff[t] = std::fabs(wa[t] - wb[t]);
+		double v = 0;
+		for (std::size_t r = 0; r < rows_->rows; r++) {
+			const double *coef = rows_->coef.data() + r * cells_;
+			double s = 0;
+			for (std::size_t t = 0; t < cells_; t++)
+				s += diff[t] * coef[t];
+			v = r == 0 ? s * inv_d : std::max(v, s * inv_d);
+		}
+		if (!(v < kInfinityD)) {
+			rows_out_.finite = false;
+			return;
+		}
+		if (!(v > level_))
+			return;
+		const std::uint32_t i = std::min(perm_[a], perm_[b]), j = std::max(perm_[a], perm_[b]);
+		if (rows_->exclude && rows_->exclude->count((static_cast<std::uint64_t>(i) << 32) | j)) {
+			rows_out_.excluded_above |= v > rows_->exclude_limit;
+			return;
+		}
+		const RowCandidate c{v, i, j};
+		if (heap_.size() == rows_->keep) {
+			std::pop_heap(heap_.begin(), heap_.end(), std::greater<RowCandidate>());
+			heap_.back() = c;
+		} else {
+			heap_.push_back(c);
+		}
+		std::push_heap(heap_.begin(), heap_.end(), std::greater<RowCandidate>());
+		if (heap_.size() == rows_->keep)
+			level_ = std::max(rows_->threshold, heap_.front().value);
+	}
+
+	// Upper bound of one cell's |q_i - q_j| / D(i, j) over the pairs inside a node (D >= the
+	// smallest gap).
+	double cell_self_bound(const CellFit &n) const
 	{
 		if (!(gap_ > 0))
 			return kInfinityD;
@@ -422,20 +573,45 @@ private:
 		return std::min((n.qmax - n.qmin) / gap_, n.cdual + dh / gap_) * (1 + 1e-12);
 	}
 
+	// Whether no pair inside the node changes the searched expression's cells.
+	bool constant(std::uint32_t id) const
+	{
+		if (!rows_)
+			return cf(id, cell_).qmax == cf(id, cell_).qmin;
+		for (std::size_t t = 0; t < cells_; t++)
+			if (upper_[t] > 0 && cf(id, t).qmax != cf(id, t).qmin)
+				return false;
+		return true;
+	}
+
+	double self_bound(std::uint32_t id)
+	{
+		if (!rows_)
+			return cell_self_bound(cf(id, cell_));
+		for (std::size_t t = 0; t < cells_; t++) {
+			cb_[t] = 0;
+			if (upper_[t] > 0 && cf(id, t).qmax != cf(id, t).qmin)
+				cb_[t] = cell_self_bound(cf(id, t));
+		}
+		return row_bound();
+	}
+
 	bool prunable(double ub) const
 	{
+		if (rows_)
+			return ub * (1 + kPruneSlack) <= level_;
 		// scaled to the expression: Metric rates (|dq| / D) * scale
-		const double f = r_.expr == PairExpr::Metric ? r_.scale : 1.0;
+		const double f = expr_ == PairExpr::Metric ? r_.scale : 1.0;
 		return ub * f * (1 + kPruneSlack) <= out_.value;
 	}
 
 	void self(std::uint32_t id)
 	{
 		const TreeNode &n = nodes_[id];
-		if (n.qmax == n.qmin)
+		if (constant(id))
 			return; // no change inside
 		tick(1);
-		if (prunable(self_bound(n)))
+		if (prunable(self_bound(id)))
 			return;
 		if (n.left == 0) {
 			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo));
@@ -446,7 +622,7 @@ private:
 		}
 		self(n.left);
 		self(n.right);
-		cross(n.left, n.right, bound(nodes_[n.left], nodes_[n.right]));
+		cross(n.left, n.right, bound(n.left, n.right));
 	}
 
 	void cross(std::uint32_t ia, std::uint32_t ib, double ub)
@@ -471,7 +647,7 @@ private:
 			p1 = b.left;
 			p2 = b.right;
 		}
-		double u1 = bound(nodes_[p1], nodes_[fixed]), u2 = bound(nodes_[p2], nodes_[fixed]);
+		double u1 = bound(p1, fixed), u2 = bound(p2, fixed);
 		if (u2 > u1) {
 			std::swap(p1, p2);
 			std::swap(u1, u2);
@@ -481,15 +657,25 @@ private:
 	}
 
 	static constexpr double kInfinityD = std::numeric_limits<double>::infinity();
-	const Rater &r_;
+	const Rater r_;
 	double cap_;
-	std::size_t D_;
-	double floor_, gap_ = 0;
-	bool found_ = false;
+	std::size_t D_, cells_;
+	double gap_ = 0;
 	std::vector<std::uint32_t> perm_;
-	std::vector<double> px_, pq_; // coordinates (D_ per point) and weights in tree order
+	std::vector<double> px_, pw_; // coordinates (D_ per point) and weights (cells_ per point) in tree order
 	std::vector<TreeNode> nodes_;
+	std::vector<CellFit> fits_;   // per node, cells_ each
+	// the search under way: one cell's maximum (rows_ null) or a row query
+	std::size_t cell_ = 0;
+	PairExpr expr_ = PairExpr::Raw;
+	double floor_ = 0;
+	bool found_ = false;
 	PairMax out_;
+	const PairRowQuery *rows_ = nullptr;
+	std::vector<double> upper_, cb_; // per cell: largest coefficient, bound of the node pair
+	std::vector<RowCandidate> heap_;
+	double level_ = 0;
+	PairRowResult rows_out_;
 	double work_ = 0, next_ = kProgressEvery;
 };
 
@@ -545,9 +731,57 @@ pair_tree_max(const PointSet &ps, PairNorm norm, double scale, const double *q, 
 			all = PairMax{0, 0, 0, all.finite, all.work};
 		return all;
 	}
-	const Rater r = make_rater(ps, norm, scale, q, stride, expr);
-	PairTree tree(r, work_cap, std::max(floor, 0.0));
-	return tree.run();
+	PairTree tree(make_rater(ps, norm, scale, q, stride, expr), 1, work_cap);
+	return tree.run(0, expr, floor);
+}
+
+// See pair_tree.h.
+struct PairSearch::Impl {
+	PairTree tree;
+};
+
+// See pair_tree.h.
+PairSearch::PairSearch(const PointSet &ps, PairNorm norm, double scale, const double *w, std::size_t stride,
+                       std::size_t cells, double work_cap)
+    : impl_(new Impl{PairTree(make_rater(ps, norm, scale, w, stride, PairExpr::Metric), cells, work_cap)})
+{
+}
+
+PairSearch::~PairSearch() = default;
+
+// See pair_tree.h.
+bool
+PairSearch::applies(const PointSet &ps, const double *w, std::size_t stride, std::size_t cells)
+{
+	const std::size_t k = ps.size();
+	if (ps.dims() > static_cast<std::size_t>(kMaxTreeDims) || k >= 0xFFFFFFFFu || k < 2 || cells > 16)
+		return false;
+	for (std::size_t i = 0; i < k; i++)
+		for (std::size_t t = 0; t < cells; t++)
+			if (!(std::fabs(w[i * stride + t]) <= 1e300))
+				return false;
+	return true;
+}
+
+// See pair_tree.h.
+PairMax
+PairSearch::max_cell(std::size_t t, PairExpr expr, double floor)
+{
+	return impl_->tree.run(t, expr, floor);
+}
+
+// See pair_tree.h.
+double
+PairSearch::work() const
+{
+	return impl_->tree.work();
+}
+
+// See pair_tree.h.
+PairRowResult
+PairSearch::top_rows(const PairRowQuery &query)
+{
+	return impl_->tree.run_rows(query);
 }
 
 namespace detail {

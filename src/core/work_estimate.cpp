@@ -71,9 +71,8 @@ calibration_work(const SubUniverse &sub, std::size_t m)
 	e.cap = kMaxConstraintWork;
 	e.edges = std::isfinite(sub.presence) ? static_cast<double>(n) : 0.0;
 	if (sub.domains.size() == 1 && m <= 16 && sub.metrics[0].pair_tree_applies(sub.domains[0])) {
-		// all pairs of an l_p points column: with at most one cell varying over the points the pair
-		// tree finds the one binding pair row (PairPlanner), about k log2 k; with two or more,
-		// PairPlanner::make refuses after the point evaluation when the pairs exceed the cap
+		// all pairs of an l_p points column: the pair tree finds the binding pair rows (PairPlanner:
+		// one search per varying cell and per generation round), at least about k log2 k
 		const double k = static_cast<double>(n);
 		e.edges += k * std::log2(k);
 		e.work = e.edges * kEdgeCost;

@@ -14,8 +14,7 @@ namespace dxpriv {
 // edge counts (presence edges, and per column k-1 for absolute, k(k-1)/2 for discrete and
 // per-value, the enumerated edges otherwise), cap kMaxConstraintWork. One l1/l2/linf points column
 // under the pair tree (ColumnMetric::pair_tree_applies) with m <= 16: presence edges + k log2 k (the
-// tree's path; two or more cells varying over the points are refused by PairPlanner::make, after
-// the point evaluation, when all their pairs would pass the cap). The estimate never exceeds
+// tree's searches, PairPlanner, which count their own work against the cap as they go). The estimate never exceeds
 // the work the calibration would count, so a query refused on it would have been refused later.
 // edges receives the number of edges (m >= 2) or the sum of line costs (m == 1). Throws like
 // SubUniverse::size and ColumnMetric::validate.

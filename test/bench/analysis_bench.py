@@ -18,7 +18,8 @@ this machine; on a loaded machine the CPU time is the steadier figure):
 for: avg(income) with income an integer column declared 0..200000 step 1 (200,001 points,
 absolute metric) and 0..999999 (10^6 points), 5 aggregates over a 10^5-point column, 5 aggregates
 over a 950-point l2 location domain (pseudo-random points in the US bounding box) and one
-aggregate over a 10^5-point l2 domain. Writes test/bench/results/analysis_bench.csv (statement,
+aggregate over a 10^5-point l2 domain; two (an average and a FILTERed count) and five aggregates
+over 10^4- and 10^5-point l2 domains (several cells varying over the points). Writes test/bench/results/analysis_bench.csv (statement,
 measure, median_ms, min_ms, cpu_median_ms, runs, rows) and, with --goals, the goal rows of
 issue 23 with their verdict; --plot also writes analysis_bench.png (matplotlib).
 
@@ -48,6 +49,13 @@ STATEMENTS = [
     ("5 aggregates, 10^5 points", "t100k", FIVE),
     ("5 aggregates, 950 l2 points", "cities", L2_FIVE),
     ("avg, 10^5 l2 points", "places", "SELECT avg(lat) FROM places"),
+    # two or more cells varying over an l2 column (the pair tree's row searches)
+    ("avg + FILTERed count, 10^4 l2 points", "places10k",
+     "SELECT avg(lat), count(*) FILTER (WHERE lon < -100) FROM places10k"),
+    ("avg + FILTERed count, 10^5 l2 points", "places",
+     "SELECT avg(lat), count(*) FILTER (WHERE lon < -100) FROM places"),
+    ("5 aggregates, 10^4 l2 points", "places10k", L2_FIVE.replace("cities", "places10k")),
+    ("5 aggregates, 10^5 l2 points", "places", L2_FIVE.replace("cities", "places")),
 ]
 DOMAINS = {"t200k": 200000, "t1m": 999999, "t100k": 99999}
 ANALYST = "dx_bench_analysis"
@@ -97,7 +105,7 @@ def setup(owner, rows):
         cur.execute("SELECT dx.set_column(%s, 'income', %s, %s)",
                     (t, '{"min": 0, "max": %d, "step": 1}' % hi, '{"type": "absolute", "scale": 1000}'))
         cur.execute("SELECT dx.grant_budget(%s, %s, 1e9)", (ANALYST, t))
-    for t, n in (("cities", 950), ("places", 100000)):
+    for t, n in (("cities", 950), ("places10k", 10000), ("places", 100000)):
         pts = points(n, n)
         cur.execute(f"DROP TABLE IF EXISTS {t}")
         cur.execute(f"CREATE TABLE {t} (id int, lon float8, lat float8)")

@@ -1587,7 +1587,8 @@ def _spots_setup(table, metric, extra_point, n=250):
 # spots: 251 points (31,375 pairs) under l2; spot 250 is 1e-6 east of spot 0 (-124.7, 25.1)
 # spots_tree (l2tree): 2,501 points, above the pair tree's 2,048 (core/pair_tree.h): a statement whose
 # cells vary at most one over the points (an average, a sum and a count) takes the tree's maximum
-# instead of rating every pair; point 2500 is 1e-6 east of point 0
+# instead of rating every pair, and two or more varying cells take the tree's row searches (l2multi);
+# point 2500 is 1e-6 east of point 0
 L2_PAIRS_SETUP = (_spots_setup("spots", '{"type": "l2", "scale": 1}', "(250, -124.699999, 25.1)")
                   + _spots_setup("spots_l1", '{"type": "l1", "scale": 0.5}', "(250, -124.7, 25.100001)")
                   + _spots_setup("spots_tree", '{"type": "l2", "scale": 1}', "(2500, -124.699999, 25.1)", 2500)
@@ -1616,7 +1617,20 @@ for _name, _sql in [
     ("tree: huge weights", "SELECT dx.avg(lat * 1e12) FROM spots_tree"),
     ("tree: a clamp", "SELECT dx.sum(least(greatest(lat, 30), 45)), dx.count(*) FROM spots_tree"),
     ("tree: linf with near-duplicates", "SELECT dx.avg(lat) FROM spots_tree_inf"),
-    ("tree: two varying cells (pair generation, not the tree)", "SELECT dx.sum(lat), dx.sum(lon) FROM spots_tree"),
+    # the pair tree's row searches (l2multi): two or more cells varying over the 2,501 points
+    ("rows: two varying cells", "SELECT dx.sum(lat), dx.sum(lon) FROM spots_tree"),
+    ("rows: a weight spike at one of the near-duplicates next to a sum",
+     "SELECT dx.sum(CASE WHEN lon > -124.6999995 AND lon < -124.699998 THEN 1000 ELSE 0 END), dx.sum(lat) "
+     "FROM spots_tree"),
+    ("rows: five aggregates", "SELECT dx.count(*), dx.count(*) FILTER (WHERE lat > 40), dx.sum(lat), dx.avg(lon), "
+                              "dx.count(*) FILTER (WHERE lon < -100) FROM spots_tree"),
+    ("rows: huge weights next to a FILTERed count",
+     "SELECT dx.sum(lat * 1e12), dx.count(*) FILTER (WHERE lon < -100) FROM spots_tree"),
+    ("rows: WHERE keeping the two close points, two averages",
+     "SELECT dx.avg(lat), dx.avg(lon) FROM spots_tree WHERE lon < -124.69"),
+    ("rows: averages with FILTERs", "SELECT dx.avg(lat) FILTER (WHERE lon > -100), dx.avg(lon) FILTER (WHERE lat < 30) "
+                                    "FROM spots_tree"),
+    ("rows: linf with near-duplicates", "SELECT dx.sum(lat), dx.sum(lon), dx.count(*) FROM spots_tree_inf"),
 ]:
     attack("l2_pairs", _name, _sql, Custom(same_plan_as_exhaustive))
 
