@@ -28,84 +28,13 @@
 #include "core/metric.h"
 #include "core/pair_tree.h"
 #include "core/point_set.h"
+#include "pair_fixtures.h"
 
 namespace dxpriv {
 namespace {
 
 using Matrix = std::vector<std::vector<double>>;
 
-// Restores the defaults whatever the test does.
-struct SearchSwitchGuard {
-	~SearchSwitchGuard()
-	{
-		detail::set_pair_tree(true);
-		detail::set_pair_tree_min_points(2048);
-		detail::set_pair_generation(true);
-	}
-};
-
-// n distinct random points of one shape: 0 uniform, 1 grid (ties), 2 clusters of near-duplicates,
-// 3 rounded coordinates, 4 a few tight clusters far apart.
-std::vector<double>
-search_points(std::mt19937_64 &rng, std::size_t n, std::size_t dims, int shape)
-{
-	std::uniform_real_distribution<double> u(-50, 50);
-	std::vector<double> c;
-	std::vector<std::vector<double>> seen;
-	std::vector<std::vector<double>> centres(4, std::vector<double>(dims));
-	for (auto &ce : centres)
-		for (double &x : ce)
-			x = u(rng);
-	while (c.size() < n * dims) {
-		std::vector<double> p(dims);
-		const std::size_t which = rng() % 4;
-		for (std::size_t d = 0; d < dims; d++) {
-			double x = u(rng);
-			if (shape == 1)
-				x = std::round(x / 4);
-			else if (shape == 2)
-				x = std::round(x / 20) * 20 + 1e-6 * u(rng);
-			else if (shape == 3)
-				x = std::round(x * 1e4) / 1e4;
-			else if (shape == 4)
-				x = centres[which][d] + 0.01 * u(rng);
-			p[d] = x;
-		}
-		bool dup = false;
-		for (const auto &s : seen)
-			dup = dup || s == p;
-		if (dup)
-			continue;
-		seen.push_back(p);
-		c.insert(c.end(), p.begin(), p.end());
-	}
-	return c;
-}
-
-// One cell's weights over the points, of kind t.
-std::vector<double>
-search_weight(std::mt19937_64 &rng, const std::vector<double> &c, std::size_t n, std::size_t dims, int t)
-{
-	std::uniform_real_distribution<double> u(-50, 50);
-	const std::size_t axis = static_cast<std::size_t>(rng() % dims), other = (axis + 1) % dims;
-	const double cut = u(rng), a = u(rng), b = u(rng);
-	std::vector<double> q(n);
-	for (std::size_t i = 0; i < n; i++) {
-		const double x = c[i * dims + axis], y = c[i * dims + other];
-		switch (t) {
-		case 0: q[i] = x; break;
-		case 1: q[i] = a * x + b * y + 7; break;
-		case 2: q[i] = x > cut; break;
-		case 3: q[i] = u(rng); break;
-		case 4: q[i] = std::min(std::max(x, cut - 10), cut + 10); break;
-		case 5: q[i] = x * 1e12; break;
-		case 6: q[i] = std::sqrt((x - cut) * (x - cut) + (y - a) * (y - a)); break;
-		case 7: q[i] = x > cut ? x : 0; break;
-		default: q[i] = 3; break;
-		}
-	}
-	return q;
-}
 
 ColumnMetric
 search_metric(int which, double scale)
@@ -117,7 +46,7 @@ search_metric(int which, double scale)
 // (values compared as doubles: the same expression), and max_cell is pair_scan_max's double.
 TEST(PairSearchTest, RowSearchesAreTheBruteForce)
 {
-	SearchSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	detail::set_pair_tree_min_points(2);
 	std::mt19937_64 rng(6901);
 	std::uniform_real_distribution<double> unit(0, 1);
@@ -125,14 +54,14 @@ TEST(PairSearchTest, RowSearchesAreTheBruteForce)
 	for (int t = 0; t < 240; t++) {
 		const std::size_t dims = 2 + static_cast<std::size_t>(t % 3);
 		const std::size_t n = 60 + static_cast<std::size_t>(rng() % 260);
-		const std::vector<double> c = search_points(rng, n, dims, t % 5);
+		const std::vector<double> c = testing::pair_test_points(rng, n, dims, t % 5, 4);
 		const Domain dom = Domain::points(dims, c);
 		const double scale = t % 4 == 0 ? 0.37 : (t % 4 == 1 ? 1e-3 : 1.0);
 		const ColumnMetric metric = search_metric(t % 3, scale);
 		const std::size_t cells = 2 + static_cast<std::size_t>(rng() % 4);
 		std::vector<double> w(n * cells);
 		for (std::size_t k = 0; k < cells; k++) {
-			const std::vector<double> q = search_weight(rng, c, n, dims, static_cast<int>(rng() % 9));
+			const std::vector<double> q = testing::pair_test_weight(rng, c, n, dims, static_cast<int>(rng() % 9));
 			for (std::size_t u = 0; u < n; u++)
 				w[u * cells + k] = q[u];
 		}
@@ -192,11 +121,11 @@ TEST(PairSearchTest, RowSearchesAreTheBruteForce)
 // work passes a cap of 1.5 times the first's and is refused.
 TEST(PairSearchTest, WorkCapCountsEverySearch)
 {
-	SearchSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	detail::set_pair_tree_min_points(2);
 	std::mt19937_64 rng(3);
 	const std::size_t n = 3000; // about 4.5e6 pairs: the cap is checked every 2^20 units of work
-	const std::vector<double> c = search_points(rng, n, 2, 3);
+	const std::vector<double> c = testing::pair_test_points(rng, n, 2, 3, 4);
 	const Domain dom = Domain::points(2, c);
 	const ColumnMetric metric = ColumnMetric::lp(2, 1.0);
 	std::vector<double> w(2 * n);
@@ -233,7 +162,7 @@ Outcome
 plan_with(const SubUniverse &sub, const Matrix &q, double epsilon, const AllocationRequest &request, bool tree,
           bool generation)
 {
-	SearchSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	detail::set_pair_tree_min_points(2);
 	detail::set_pair_tree(tree);
 	detail::set_pair_generation(generation);
@@ -285,7 +214,7 @@ TEST(PairSearchTest, SeveralVaryingCellsPlanAsTheReference)
 	for (int t = 0; t < 200; t++) {
 		const std::size_t dims = 2 + static_cast<std::size_t>(t % 3);
 		const std::size_t n = 120 + static_cast<std::size_t>(rng() % 180);
-		const std::vector<double> c = search_points(rng, n, dims, t % 5);
+		const std::vector<double> c = testing::pair_test_points(rng, n, dims, t % 5, 4);
 		SubUniverse sub;
 		sub.domains.push_back(Domain::points(dims, c));
 		const double scale = (t % 7 == 0) ? 1e-3 : (t % 7 == 1 ? 0.37 : 1.0);
@@ -294,7 +223,7 @@ TEST(PairSearchTest, SeveralVaryingCellsPlanAsTheReference)
 		const std::size_t m = 2 + static_cast<std::size_t>(rng() % 4);
 		Matrix q(m);
 		for (std::size_t k = 0; k < m; k++)
-			q[k] = search_weight(rng, c, n, dims, k < 2 ? static_cast<int>(rng() % 8) : static_cast<int>(rng() % 9));
+			q[k] = testing::pair_test_weight(rng, c, n, dims, k < 2 ? static_cast<int>(rng() % 8) : static_cast<int>(rng() % 9));
 		AllocationRequest request;
 		request.strategy = strategies[t % 5];
 		if (t % 3 == 1)
@@ -460,7 +389,7 @@ TEST(PairSearchTest, TenThousandPointsPlanWithSeveralVaryingCells)
 				if (n <= 10000)
 					EXPECT_LE(scan_ratio(sub, on_grids(*q, plan), scales, 0.1), 1 + 1e-9);
 				if (std::getenv("DXPRIV_BIG_BENCH") && n <= 10000) { // before: the pair generation's scans
-					SearchSwitchGuard guard;
+					testing::PairSwitchGuard guard;
 					detail::set_pair_tree(false);
 					const std::clock_t t0 = std::clock();
 					const MultiLinearPlan scans = plan_multi_linear(sub, *q, 0.1, request, nullptr);

@@ -23,84 +23,13 @@
 #include "core/metric.h"
 #include "core/pair_tree.h"
 #include "core/sensitivity.h"
+#include "pair_fixtures.h"
 
 namespace dxpriv {
 namespace {
 
 using Matrix = std::vector<std::vector<double>>;
 
-// Restores the defaults whatever the test does.
-struct TreeSwitchGuard {
-	~TreeSwitchGuard()
-	{
-		detail::set_pair_tree(true);
-		detail::set_pair_tree_min_points(2048);
-		detail::set_pair_generation(true);
-	}
-};
-
-// n distinct random points of one shape: 0 uniform, 1 grid (ties), 2 clusters of near-duplicates,
-// 3 rounded coordinates, 4 a few tight clusters far apart.
-std::vector<double>
-tree_points(std::mt19937_64 &rng, std::size_t n, std::size_t dims, int shape)
-{
-	std::uniform_real_distribution<double> u(-50, 50);
-	std::vector<double> c;
-	std::vector<std::vector<double>> seen;
-	std::vector<std::vector<double>> centres(4, std::vector<double>(dims));
-	for (auto &ce : centres)
-		for (double &x : ce)
-			x = u(rng);
-	while (c.size() < n * dims) {
-		std::vector<double> p(dims);
-		const std::size_t which = rng() % 4;
-		for (std::size_t d = 0; d < dims; d++) {
-			double x = u(rng);
-			if (shape == 1)
-				x = std::round(x / 2);
-			else if (shape == 2)
-				x = std::round(x / 20) * 20 + 1e-6 * u(rng);
-			else if (shape == 3)
-				x = std::round(x * 1e4) / 1e4;
-			else if (shape == 4)
-				x = centres[which][d] + 0.01 * u(rng);
-			p[d] = x;
-		}
-		bool dup = false;
-		for (const auto &s : seen)
-			dup = dup || s == p;
-		if (dup)
-			continue;
-		seen.push_back(p);
-		c.insert(c.end(), p.begin(), p.end());
-	}
-	return c;
-}
-
-// One weight over the points, of kind t.
-std::vector<double>
-tree_weight(std::mt19937_64 &rng, const std::vector<double> &c, std::size_t n, std::size_t dims, int t)
-{
-	std::uniform_real_distribution<double> u(-50, 50);
-	const std::size_t axis = static_cast<std::size_t>(rng() % dims), other = (axis + 1) % dims;
-	const double cut = u(rng), a = u(rng), b = u(rng);
-	std::vector<double> q(n);
-	for (std::size_t i = 0; i < n; i++) {
-		const double x = c[i * dims + axis], y = c[i * dims + other];
-		switch (t) {
-		case 0: q[i] = x; break;                                              // linear (a coordinate)
-		case 1: q[i] = a * x + b * y + 7; break;                              // affine
-		case 2: q[i] = x > cut; break;                                        // indicator
-		case 3: q[i] = u(rng); break;                                         // random
-		case 4: q[i] = std::min(std::max(x, cut - 10), cut + 10); break;      // clamp
-		case 5: q[i] = x * 1e12; break;                                       // huge
-		case 6: q[i] = std::sqrt((x - cut) * (x - cut) + (y - a) * (y - a)); break; // cone
-		case 7: q[i] = x > cut ? x : 0; break;                                // CASE
-		default: q[i] = 3; break;                                             // constant
-		}
-	}
-	return q;
-}
 
 TEST(PairTreeTest, MaximumIsTheScansDouble)
 {
@@ -111,13 +40,13 @@ TEST(PairTreeTest, MaximumIsTheScansDouble)
 		const std::size_t dims = 2 + static_cast<std::size_t>(t % 5 == 3) + 2 * static_cast<std::size_t>(t % 11 == 7);
 		const std::size_t n = 150 + static_cast<std::size_t>(rng() % 500);
 		const int shape = t % 5;
-		const std::vector<double> c = tree_points(rng, n, dims, shape);
+		const std::vector<double> c = testing::pair_test_points(rng, n, dims, shape, 2);
 		const Domain dom = Domain::points(dims, c);
 		const double scale = t % 3 == 0 ? 1.0 : t % 3 == 1 ? 0.37 : 1e-3;
 		const int p = t % 3 == 2 ? 0 : (t / 3) % 3 == 1 ? 1 : 2;
 		const ColumnMetric metric = ColumnMetric::lp(p, scale);
 		for (int kind = 0; kind < 9; kind++) {
-			const std::vector<double> q = tree_weight(rng, c, n, dims, kind);
+			const std::vector<double> q = testing::pair_test_weight(rng, c, n, dims, kind);
 			for (PairExpr expr : {PairExpr::Raw, PairExpr::Metric}) {
 				const PairMax ref = metric.pair_ratio_max(dom, q.data(), 1, expr, false, 1e18);
 				const PairMax got = metric.pair_ratio_max(dom, q.data(), 1, expr, true, 1e18);
@@ -149,18 +78,18 @@ TEST(PairTreeTest, MaximumIsTheScansDouble)
 
 TEST(PairTreeTest, SensitivityIsBitIdentical)
 {
-	TreeSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	detail::set_pair_tree_min_points(2);
 	std::mt19937_64 rng(7);
 	for (int t = 0; t < 120; t++) {
 		const std::size_t dims = 2 + static_cast<std::size_t>(t % 4 == 3);
 		const std::size_t n = 200 + static_cast<std::size_t>(rng() % 400);
-		const std::vector<double> c = tree_points(rng, n, dims, t % 5);
+		const std::vector<double> c = testing::pair_test_points(rng, n, dims, t % 5, 2);
 		SubUniverse sub;
 		sub.domains.push_back(Domain::points(dims, c));
 		sub.metrics.push_back(ColumnMetric::lp(t % 3 == 0 ? 1 : t % 3 == 1 ? 2 : 0, t % 2 ? 1.0 : 0.01));
 		sub.presence = t % 4 == 0 ? kInfinity : 100.0;
-		const std::vector<double> q = tree_weight(rng, c, n, dims, t % 9);
+		const std::vector<double> q = testing::pair_test_weight(rng, c, n, dims, t % 9);
 		detail::set_pair_tree(false);
 		const double ref = generalized_sensitivity(sub, q);
 		detail::set_pair_tree(true);
@@ -192,7 +121,7 @@ tree_close(double a, double b)
 
 TEST(PairTreeTest, OneVaryingCellPlansAsTheReference)
 {
-	TreeSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	std::mt19937_64 rng(11);
 	const AllocationStrategy strategies[] = {AllocationStrategy::Relative, AllocationStrategy::BudgetDistribution,
 	                                         AllocationStrategy::MinTotalVariance, AllocationStrategy::EqualScale,
@@ -201,14 +130,14 @@ TEST(PairTreeTest, OneVaryingCellPlansAsTheReference)
 	for (int t = 0; t < 150; t++) {
 		const std::size_t dims = 2 + static_cast<std::size_t>(t % 4 == 3);
 		const std::size_t n = 210 + static_cast<std::size_t>(rng() % 200);
-		const std::vector<double> c = tree_points(rng, n, dims, t % 5);
+		const std::vector<double> c = testing::pair_test_points(rng, n, dims, t % 5, 2);
 		SubUniverse sub;
 		sub.domains.push_back(Domain::points(dims, c));
 		sub.metrics.push_back(ColumnMetric::lp(t % 3 == 0 ? 1 : t % 3 == 1 ? 2 : 0, t % 7 == 0 ? 1e-3 : 1.0));
 		sub.presence = t % 6 == 5 ? kInfinity : (t % 6 == 4 ? 0.01 : 1.0);
 		// an average (sum of one weight, count) and sometimes further constant cells
 		Matrix q;
-		q.push_back(tree_weight(rng, c, n, dims, t % 8));
+		q.push_back(testing::pair_test_weight(rng, c, n, dims, t % 8));
 		q.push_back(std::vector<double>(n, 1.0));
 		for (int extra = 0; extra < t % 3; extra++)
 			q.push_back(std::vector<double>(n, 2.5 * (extra + 1)));
@@ -268,7 +197,7 @@ TEST(PairTreeTest, OneVaryingCellPlansAsTheReference)
 
 TEST(PairTreeTest, TwoVaryingCellsOverManyPairsArePlannedOrRefusedWithTheNumbers)
 {
-	TreeSwitchGuard guard;
+	testing::PairSwitchGuard guard;
 	const std::size_t n = 12000; // 7.2e7 pairs: 2.3e9 units of work for the stored set, over the cap
 	std::vector<double> c(2 * n);
 	for (std::size_t i = 0; i < n; i++) {
