@@ -6,6 +6,7 @@
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 
+#include "core/mix64.h"
 #include "core/random.h"
 
 extern "C" {
@@ -266,24 +267,13 @@ new_unit_bound(FunctionCallInfo fcinfo, MemoryContext parent, int32 k, int ncols
 }
 
 inline uint64
-mix(uint64 x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-inline uint64
 unit_hash(UnitBound *s, Datum key, bool isnull)
 {
 	if (isnull)
 		return 0x9E3779B97F4A7C15ULL;
 	if (s->unit_fast)
-		return mix(static_cast<uint64>(key));
-	return mix(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
+		return mix64(static_cast<uint64>(key));
+	return mix64(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
 }
 
 inline UnitPart &

@@ -7,6 +7,7 @@
 #include "pg/ledger/contents_version.h"
 #include "pg/statement/statement_context.h"
 
+#include "core/mix64.h"
 #include "core/random.h"
 #include "core/siphash.h"
 
@@ -128,17 +129,6 @@ same_id(const ProfileId &a, const ProfileId &b)
 // unit. Never 0 (the empty entry). Two units with one hash are one unit here: a light unit sharing
 // the hash of a heavy one only loses rows (the threshold is the k-th smallest rank of their rows
 // together, so neither keeps more than k), a 2^-64 event per pair.
-inline uint64
-profile_mix(uint64 x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 struct UnitHasher {
 	bool fast;
 	Oid collation;
@@ -166,9 +156,9 @@ unit_hash_of(UnitHasher *u, Datum v, bool isnull)
 	if (isnull)
 		h = 0x9E3779B97F4A7C15ULL;
 	else if (u->fast)
-		h = profile_mix(static_cast<uint64>(v));
+		h = mix64(static_cast<uint64>(v));
 	else
-		h = profile_mix(DatumGetUInt64(FunctionCall2Coll(&u->fn, u->collation, v, Int64GetDatum(0))));
+		h = mix64(DatumGetUInt64(FunctionCall2Coll(&u->fn, u->collation, v, Int64GetDatum(0))));
 	return h == 0 ? 1 : h;
 }
 
@@ -227,7 +217,7 @@ profile_xor(unsigned char *bytes, Size size, uint64 nonce)
 uint64
 profile_mac(const unsigned char *cipher, Size size, uint64 nonce)
 {
-	return siphash24(profile_shm->secret + 16, cipher, size) ^ profile_mix(nonce + 0x6d6163ULL);
+	return siphash24(profile_shm->secret + 16, cipher, size) ^ mix64(nonce + 0x6d6163ULL);
 }
 
 // Seals plain (a profile's bytes) into a new bytea.
