@@ -1,0 +1,88 @@
+// Privacy units: the SQL of count_units through the unit profile (unit_distinct_source.h).
+#include "pg/planner/unit_distinct_source.h"
+
+#include "pg/guard.h"
+#include "pg/planner/unit_profile_source.h"
+
+extern "C" {
+#include "nodes/nodeFuncs.h"
+#include "utils/builtins.h"
+}
+
+namespace dxpriv::pg {
+
+namespace {
+
+// True when node holds a count_units flag placeholder (unit_first_var) of this level.
+bool
+reads_unit_flag(Node *node, void *context)
+{
+	if (node == nullptr)
+		return false;
+	if (IsA(node, Var)) {
+		const Var *v = reinterpret_cast<const Var *>(node);
+		return v->varlevelsup == 0 && v->varno == 1 && v->varattno >= kUnitFirstPlaceholder;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reads_unit_flag), context);
+}
+
+// True when node holds a Var of this level's range table entry 1 that is a column (not a
+// placeholder of the unit source), or an aggregate that reads no count_units flag.
+bool
+reads_unit_table_column(Node *node, void *context)
+{
+	if (node == nullptr)
+		return false;
+	if (IsA(node, Var)) {
+		const Var *v = reinterpret_cast<const Var *>(node);
+		return v->varlevelsup == 0 && v->varno == 1 && v->varattno < kUnitFirstPlaceholder;
+	}
+	if (IsA(node, Query)) // (a sublink's query: its Vars of this level have varlevelsup 1; refuse)
+		return true;
+	if (IsA(node, Aggref) && !reads_unit_flag(reinterpret_cast<Node *>(reinterpret_cast<Aggref *>(node)->args), nullptr))
+		return true; // an aggregate not fed by a count_units flag (e.g. a one-pass count(*)): every row
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reads_unit_table_column), context);
+}
+
+} // namespace
+
+// See unit_distinct_source.h.
+bool
+unit_distinct_applies(Query *q, const UnitSource &spec)
+{
+	if (spec.distinct_weights.empty() || spec.keys != nullptr || spec.group_index != nullptr ||
+	    !spec.flag_columns.empty() || spec.distributed)
+		return false;
+	if (reads_unit_table_column((Node *) q->targetList, nullptr) || reads_unit_table_column(q->havingQual, nullptr) ||
+	    reads_unit_table_column(q->jointree->quals, nullptr) || q->groupClause != NIL || q->groupingSets != NIL)
+		return false;
+	UnitSource rows = spec; // the rows' bounding, without count_units
+	rows.distinct_weights.clear();
+	return profile_bounding_applies(rows);
+}
+
+// See unit_distinct_source.h.
+std::string
+unit_distinct_sql(const std::string &level0, const UnitSource &spec)
+{
+	const TablePolicy &policy = *spec.policy;
+	std::string sql = "SELECT ";
+	for (size_t i = 0; i < spec.columns.size(); ++i) {
+		const ColumnPolicy::Member *mem = policy.find(spec.columns[i])->member(spec.columns[i]);
+		const char *t = pg_value([&] { return format_type_be_qualified(mem->type); });
+		sql += std::string("NULL::") + t + " AS dx_c" + std::to_string(i) + ", ";
+	}
+	const size_t n = spec.distinct_weights.size();
+	std::string flags, any;
+	for (size_t j = 0; j < n; ++j) {
+		const std::string w = "dx_w" + std::to_string(j);
+		// one aggregate: the rows are filtered on its weight, so the flag is true (a DISTINCT)
+		flags += std::string(j ? ", " : "") + (n == 1 ? "true" : "pg_catalog.bool_or(" + w + " IS NOT NULL)") +
+		         " AS dx_d" + std::to_string(j);
+		any += std::string(j ? " OR " : "") + w + " IS NOT NULL";
+	}
+	sql += flags + " FROM (" + level0 + ") AS dx_l0 WHERE " + any + " GROUP BY dx_u";
+	return sql;
+}
+
+} // namespace dxpriv::pg
