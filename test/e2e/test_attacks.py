@@ -3873,7 +3873,7 @@ def distinct_units_charged_in_full(ctx, conn, a):
     statement alone."""
     base = "SELECT dx.count_units(person) FROM visits WHERE age <> 1023"
     charges = []
-    for sql, settings in ((base, []), (f"SELECT * FROM ({base}) s WHERE false", []),
+    for sql, settings in ((base, []), (f"SELECT u * 0 FROM (SELECT dx.count_units(person) AS u FROM visits WHERE age <> 1023) w WHERE u < 0", []),
                           (base + " HAVING dx.count_units(person) < 0", []), (base + " LIMIT 0", []),
                           (base, PARALLEL + ["SET force_parallel_mode = on"])):
         try:

@@ -39,10 +39,10 @@ DECLARE n bigint; c_on numeric; c_off numeric; s numeric; BEGIN
 	IF c_on <> c_off OR c_on <= 0 THEN RETURN format('charges differ: %s / %s', c_on, c_off); END IF;
 	RETURN 'same';
 END $$;
--- which path a statement takes: 'distinct' (keep qual, no hash pass), 'hash pass', 'profile rows'
+-- which path a statement takes: 'distinct' (keep qual, a Unique or a grouping, no hash pass), 'hash pass', 'profile rows'
 CREATE FUNCTION pg_temp.ud_path(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT CASE WHEN pg_temp.has(p, '_unit_bound(') > 0 THEN 'hash pass'
-	            WHEN pg_temp.has(p, 'Group Key: ') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'distinct'
+	            WHEN pg_temp.has(p, 'Group Key: ') + pg_temp.has(p, 'Unique') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'distinct'
 	            WHEN pg_temp.has(p, '_unit_keep(') > 0 THEN 'profile rows' ELSE 'other' END
 	FROM pg_temp.ud_plan(q) p $$;
 

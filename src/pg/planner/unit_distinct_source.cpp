@@ -81,7 +81,15 @@ unit_distinct_sql(const std::string &level0, const UnitSource &spec)
 		         " AS dx_d" + std::to_string(j);
 		any += std::string(j ? " OR " : "") + w + " IS NOT NULL";
 	}
-	sql += flags + " FROM (" + level0 + ") AS dx_l0 WHERE " + any + " GROUP BY dx_u";
+	// one aggregate: DISTINCT ON the unit, which PostgreSQL runs as a sort of the kept rows' units
+	// and a Unique (as native count(DISTINCT) sorts them); a hashed grouping of about one group per
+	// row spills and took twice as long at 2M rows (2.4 s against 1.1 s, native 0.64 s). Several:
+	// GROUP BY the unit with bool_or per aggregate (the planner's choice of hash or sort)
+	if (n == 1)
+		sql += flags + " FROM (SELECT DISTINCT ON (dx_u) dx_u FROM (" + level0 + ") AS dx_l0 WHERE " + any +
+		       " ORDER BY dx_u) AS dx_x";
+	else
+		sql += flags + " FROM (" + level0 + ") AS dx_l0 WHERE " + any + " GROUP BY dx_u";
 	return sql;
 }
 

@@ -22,7 +22,8 @@ bool unit_distinct_applies(Query *q, const UnitSource &spec);
 // The SQL of the bounded source's rows under unit_distinct_applies: level0 is the innermost level
 // with the profile's keep qual (columns dx_c<i>, dx_u, dx_w<j>); the result has the columns dx_c<i>
 // (typed NULLs: nothing reads them) and dx_d<j>, one row per unit with a kept row whose dx_w<j> is
-// not NULL for some j (GROUP BY dx_u: PostgreSQL's hash or sort aggregation, partial in workers).
+// not NULL for some j (one aggregate: DISTINCT ON (dx_u), a sort and a Unique; several: GROUP BY
+// dx_u with bool_or).
 std::string unit_distinct_sql(const std::string &level0, const UnitSource &spec);
 
 } // namespace dxpriv::pg
