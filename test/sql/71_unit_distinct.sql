@@ -1,9 +1,11 @@
--- count_units through the unit profile (planner/unit_distinct_source.h): an ungrouped statement
--- whose aggregates are all count_units reads the profile-bounded rows (the dx._unit_keep qual) and
--- keeps one row per unit (GROUP BY the unit) carrying, per aggregate, whether one of its kept rows
--- passes the aggregate's WHERE/FILTER lookup. Every answer and every charge must be those of the
--- hash pass (dxpriv.unit_profiles off), noisy, under one test seed; grouped statements and
--- statements mixing count_units with other aggregates keep the hash pass (same answers too).
+-- count_units through the unit profile (planner/unit_distinct_source.h): a statement whose
+-- aggregates are all count_units reads the profile-bounded rows (the dx._unit_keep qual) and keeps
+-- one row per unit (ungrouped: DISTINCT ON the unit, or GROUP BY it with one flag per aggregate) or
+-- per unit and group (grouped, one count_units: DISTINCT ON (unit, group), the row's own columns)
+-- among the rows passing the WHERE/FILTER lookup. Every answer and every charge must be those of
+-- the hash pass (dxpriv.unit_profiles off), noisy, under one test seed; statements mixing
+-- count_units with other aggregates, and several grouped count_units, keep the hash pass (compared
+-- too).
 SET client_min_messages = notice;
 CREATE FUNCTION pg_temp.ud_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text; o text := ''; BEGIN
@@ -61,21 +63,26 @@ SELECT dx.grant_budget(current_user::regrole, 'ud_visits', 1e6);
 SELECT dx.set_privacy_unit('ud_visits', 'person', 3);
 SET dxpriv.epsilon = 1;
 SET dxpriv.test_seed = 7171;
--- the paths: count_units alone (ungrouped) reads the profile's rows, one row per unit; grouped and
--- mixed statements keep the hash pass
+-- the paths: count_units alone reads the profile's rows, one row per unit (ungrouped) or per unit
+-- and group (grouped, one count_units); mixed statements and several grouped count_units keep the
+-- hash pass
 SELECT q, pg_temp.ud_path(q) AS path FROM (VALUES
 	('SELECT dx.count_units(person) FROM ud_visits'),
 	('SELECT dx.count(DISTINCT person) FROM ud_visits WHERE age > 40'),
 	('SELECT dx.count_units(person) FILTER (WHERE ward = ''a''), dx.count_units(person) FROM ud_visits'),
 	('SELECT dx.count_units(person), dx.count(*) FROM ud_visits'),
 	('SELECT dx.count_units(person), dx.sum(age) FROM ud_visits'),
-	('SELECT ward, dx.count_units(person) FROM ud_visits GROUP BY ward')
+	('SELECT ward, dx.count_units(person) FROM ud_visits GROUP BY ward'),
+	('SELECT ward, age / 20, dx.count_units(person) FILTER (WHERE cost > 10) FROM ud_visits WHERE age > 30 GROUP BY 1, 2'),
+	('SELECT ward, dx.count_units(person), dx.count(*) FROM ud_visits GROUP BY ward'),
+	('SELECT ward, dx.count_units(person), dx.count_units(person) FILTER (WHERE age > 50) FROM ud_visits GROUP BY ward')
 ) t(q);
 -- the profile stays sealed: the plan holds the profile's identity, no hash, no threshold
 SELECT regexp_replace(l, '[0-9]{4,}', 'N', 'g') AS profile_lines
 FROM regexp_split_to_table(pg_temp.ud_plan('SELECT dx.count_units(person) FROM ud_visits'), E'\n') l WHERE l ~ '_unit_';
 -- noisy answers and charges, path on and off: ungrouped, WHERE, FILTER, HAVING, an empty WHERE,
 -- mixed with count/sum (the hash pass: a one-pass count reads every row), grouped by 1 and 2 keys
+-- (expression keys: several column values per group), HAVING, two grouped count_units
 SELECT q, pg_temp.same_units(q) AS same FROM (VALUES
 	('SELECT dx.count_units(person) AS u FROM ud_visits'),
 	('SELECT dx.count(DISTINCT person) AS u FROM ud_visits'),
@@ -89,13 +96,18 @@ SELECT q, pg_temp.same_units(q) AS same FROM (VALUES
 	('SELECT dx.count(*) FILTER (WHERE age > 30) AS n, dx.count_units(person) AS u FROM ud_visits'),
 	('SELECT ward, dx.count_units(person) AS u FROM ud_visits GROUP BY ward'),
 	('SELECT ward, age / 20 AS band, dx.count_units(person) AS u, dx.count(*) AS n FROM ud_visits GROUP BY ward, age / 20'),
-	('SELECT ward, dx.count_units(person) FILTER (WHERE cost > 50) AS u FROM ud_visits WHERE age < 70 GROUP BY ward')
+	('SELECT ward, dx.count_units(person) FILTER (WHERE cost > 50) AS u FROM ud_visits WHERE age < 70 GROUP BY ward'),
+	('SELECT age / 10 AS band, dx.count_units(person) AS u FROM ud_visits GROUP BY age / 10 HAVING dx.count_units(person) > 2'),
+	('SELECT ward, cost > 50 AS dear, dx.count_units(person) AS u FROM ud_visits WHERE age BETWEEN 20 AND 60 GROUP BY 1, 2'),
+	('SELECT ward, dx.count_units(person) AS u, dx.count_units(person) FILTER (WHERE age > 50) AS o FROM ud_visits GROUP BY ward')
 ) t(q);
 -- k = 1 and k = 10
 SELECT dx.set_privacy_unit('ud_visits', 'person', 1);
-SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_visits WHERE age < 50') AS k1;
+SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_visits WHERE age < 50') AS k1,
+       pg_temp.same_units('SELECT ward, dx.count_units(person) AS u FROM ud_visits GROUP BY ward') AS k1_grouped;
 SELECT dx.set_privacy_unit('ud_visits', 'person', 10);
-SELECT pg_temp.same_units('SELECT dx.count_units(person) FILTER (WHERE ward = ''c'') AS c, dx.count_units(person) AS u FROM ud_visits') AS k10;
+SELECT pg_temp.same_units('SELECT dx.count_units(person) FILTER (WHERE ward = ''c'') AS c, dx.count_units(person) AS u FROM ud_visits') AS k10,
+       pg_temp.same_units('SELECT age / 10 AS band, dx.count_units(person) AS u FROM ud_visits GROUP BY 1') AS k10_grouped;
 SELECT dx.set_privacy_unit('ud_visits', 'person', 3);
 -- parallel (cheap workers) and forced parallel
 SET parallel_setup_cost = 0;
@@ -105,7 +117,8 @@ SET max_parallel_workers_per_gather = 2;
 SELECT q, pg_temp.same_units(q) AS same FROM (VALUES
 	('SELECT dx.count_units(person) AS u FROM ud_visits'),
 	('SELECT dx.count_units(person) FILTER (WHERE ward = ''a'') AS a, dx.count_units(person) AS u FROM ud_visits WHERE age > 25'),
-	('SELECT ward, dx.count_units(person) AS u FROM ud_visits GROUP BY ward')
+	('SELECT ward, dx.count_units(person) AS u FROM ud_visits GROUP BY ward'),
+	('SELECT ward, age / 25 AS band, dx.count_units(person) AS u FROM ud_visits WHERE cost < 80 GROUP BY 1, 2')
 ) t(q);
 SET enable_hashagg = off; -- the sort distinct
 SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_visits WHERE cost < 60') AS sorted_parallel;
@@ -127,7 +140,8 @@ SELECT dx.set_column('ud_text', 'age', '{"min":0,"max":100}', '{"type":"none"}')
 SELECT dx.grant_budget(current_user::regrole, 'ud_text', 1e6);
 SELECT dx.set_privacy_unit('ud_text', 'who', 3);
 SELECT pg_temp.ud_path('SELECT dx.count_units(who) FROM ud_text') AS text_path,
-       pg_temp.same_units('SELECT dx.count_units(who) AS u FROM ud_text WHERE age > 20') AS text_unit;
+       pg_temp.same_units('SELECT dx.count_units(who) AS u FROM ud_text WHERE age > 20') AS text_unit,
+       pg_temp.same_units('SELECT age / 20 AS band, dx.count_units(who) AS u FROM ud_text GROUP BY 1') AS text_grouped;
 CREATE TABLE ud_num (who numeric, age int);
 INSERT INTO ud_num SELECT CASE WHEN p = 3 THEN NULL ELSE (p % 50)::numeric + CASE WHEN i % 2 = 0 THEN 0.00 ELSE 0.0 END END, (p * 7 + i) % 100
 FROM generate_series(1, 80) p, generate_series(1, 9) i;
@@ -135,7 +149,8 @@ SELECT dx.protect_table('ud_num', 1.0);
 SELECT dx.set_column('ud_num', 'age', '{"min":0,"max":100}', '{"type":"none"}');
 SELECT dx.grant_budget(current_user::regrole, 'ud_num', 1e6);
 SELECT dx.set_privacy_unit('ud_num', 'who', 2);
-SELECT pg_temp.same_units('SELECT dx.count_units(who) AS u, dx.count_units(who) FILTER (WHERE age < 50) AS y FROM ud_num') AS numeric_unit;
+SELECT pg_temp.same_units('SELECT dx.count_units(who) AS u, dx.count_units(who) FILTER (WHERE age < 50) AS y FROM ud_num') AS numeric_unit,
+       pg_temp.same_units('SELECT age / 20 AS band, dx.count_units(who) AS u FROM ud_num GROUP BY 1') AS numeric_grouped;
 -- a partitioned table (partitions order their columns differently) and an inherited one, ONLY too
 CREATE TABLE ud_part (person int, age int) PARTITION BY RANGE (age);
 CREATE TABLE ud_part_1 PARTITION OF ud_part FOR VALUES FROM (0) TO (50);
@@ -147,7 +162,8 @@ SELECT dx.set_column('ud_part', 'age', '{"min":0,"max":100}', '{"type":"none"}')
 SELECT dx.grant_budget(current_user::regrole, 'ud_part', 1e6);
 SELECT dx.set_privacy_unit('ud_part', 'person', 4);
 SELECT pg_temp.ud_path('SELECT dx.count_units(person) FROM ud_part') AS partitioned_path,
-       pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_part WHERE age > 30') AS partitioned;
+       pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_part WHERE age > 30') AS partitioned,
+       pg_temp.same_units('SELECT age / 10 AS band, dx.count_units(person) AS u FROM ud_part GROUP BY 1') AS partitioned_grouped;
 CREATE TABLE ud_parent (person int, age int);
 CREATE TABLE ud_child () INHERITS (ud_parent);
 INSERT INTO ud_parent SELECT p, p % 100 FROM generate_series(1, 100) p, generate_series(1, 3) i;
@@ -157,6 +173,7 @@ SELECT dx.set_column('ud_parent', 'age', '{"min":0,"max":100}', '{"type":"none"}
 SELECT dx.grant_budget(current_user::regrole, 'ud_parent', 1e6);
 SELECT dx.set_privacy_unit('ud_parent', 'person', 5);
 SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ud_parent') AS inherited,
+       pg_temp.same_units('SELECT age / 30 AS band, dx.count_units(person) AS u FROM ud_parent GROUP BY 1') AS inherited_grouped,
        pg_temp.same_units('SELECT dx.count_units(person) AS u FROM ONLY ud_parent') AS only_parent;
 
 -- noiseless: the count is the number of units (NULL counted as the hash pass counts it) with a kept

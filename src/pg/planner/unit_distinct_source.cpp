@@ -26,8 +26,9 @@ reads_unit_flag(Node *node, void *context)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reads_unit_flag), context);
 }
 
-// True when node holds a Var of this level's range table entry 1 that is a column (not a
-// placeholder of the unit source), or an aggregate that reads no count_units flag.
+// True when node holds an aggregate that reads no count_units flag, a sublink, or (context
+// non-null: ungrouped) a Var of this level's range table entry 1 that is a column (not a
+// placeholder of the unit source).
 bool
 reads_unit_table_column(Node *node, void *context)
 {
@@ -35,7 +36,7 @@ reads_unit_table_column(Node *node, void *context)
 		return false;
 	if (IsA(node, Var)) {
 		const Var *v = reinterpret_cast<const Var *>(node);
-		return v->varlevelsup == 0 && v->varno == 1 && v->varattno < kUnitFirstPlaceholder;
+		return context != nullptr && v->varlevelsup == 0 && v->varno == 1 && v->varattno < kUnitFirstPlaceholder;
 	}
 	if (IsA(node, Query)) // (a sublink's query: its Vars of this level have varlevelsup 1; refuse)
 		return true;
@@ -50,11 +51,15 @@ reads_unit_table_column(Node *node, void *context)
 bool
 unit_distinct_applies(Query *q, const UnitSource &spec)
 {
-	if (spec.distinct_weights.empty() || spec.keys != nullptr || spec.group_index != nullptr ||
-	    !spec.flag_columns.empty() || spec.distributed)
+	const bool grouped = spec.keys != nullptr;
+	if (spec.distinct_weights.empty() || !spec.flag_columns.empty() || spec.distributed || q->groupingSets != NIL ||
+	    (grouped && (spec.distinct_weights.size() != 1 || !spec.empty_groups || spec.group_index == nullptr)) ||
+	    (!grouped && (spec.group_index != nullptr || q->groupClause != NIL)))
 		return false;
-	if (reads_unit_table_column((Node *) q->targetList, nullptr) || reads_unit_table_column(q->havingQual, nullptr) ||
-	    reads_unit_table_column(q->jointree->quals, nullptr) || q->groupClause != NIL || q->groupingSets != NIL)
+	static int ungrouped_marker;
+	void *columns = grouped ? nullptr : &ungrouped_marker; // grouped: the keys read the columns
+	if (reads_unit_table_column((Node *) q->targetList, columns) || reads_unit_table_column(q->havingQual, columns) ||
+	    reads_unit_table_column(q->jointree->quals, columns))
 		return false;
 	UnitSource rows = spec; // the rows' bounding, without count_units
 	rows.distinct_weights.clear();
@@ -66,6 +71,12 @@ std::string
 unit_distinct_sql(const std::string &level0, const UnitSource &spec)
 {
 	const TablePolicy &policy = *spec.policy;
+	if (spec.keys != nullptr) {
+		// grouped, one count_units: one row per (unit, group) among the rows whose weight is set, the
+		// row's own columns carried (the outer query computes the group from them: the same dx_g)
+		return "SELECT * FROM (SELECT DISTINCT ON (dx_u, dx_g) *, true AS dx_d0 FROM (" + level0 +
+		       ") AS dx_l0 WHERE dx_w0 IS NOT NULL ORDER BY dx_u, dx_g) AS dx_x";
+	}
 	std::string sql = "SELECT ";
 	for (size_t i = 0; i < spec.columns.size(); ++i) {
 		const ColumnPolicy::Member *mem = policy.find(spec.columns[i])->member(spec.columns[i]);
