@@ -26,19 +26,25 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--db", default=os.environ.get("DXPRIV_BENCH_DB", "dxpriv_unit_bench"))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--statement", choices=["count", "count_units"], default="count",
+                    help="count: dx.count(*) against count(*); count_units: dx.count_units(person) against "
+                         "count(DISTINCT person) (unitdistinct)")
     args = ap.parse_args()
     conn = psycopg2.connect(dbname=args.db)
     conn.autocommit = True
     cur = conn.cursor()
     cur.execute("SELECT dx.set_privacy_unit('bench_visits', 'person', 10, 3, 4)")
+    dx, plain = (("SELECT dx.count(*) FROM bench_visits", "SELECT count(*) FROM bench_visits")
+                 if args.statement == "count" else
+                 ("SELECT dx.count_units(person) FROM bench_visits", "SELECT count(DISTINCT person) FROM bench_visits"))
     rows = []
     for workers in (0, 2):
         cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
         for run in range(args.runs):
             cur.execute("UPDATE bench_visits SET age = age WHERE false")
-            first = timed(cur, "SELECT dx.count(*) FROM bench_visits")
-            cached = timed(cur, "SELECT dx.count(*) FROM bench_visits")
-            native = timed(cur, "SELECT count(*) FROM bench_visits")
+            first = timed(cur, dx)
+            cached = timed(cur, dx)
+            native = timed(cur, plain)
             rows.append([workers, run, round(native, 1), round(first, 1), round(cached, 1)])
             print(rows[-1], flush=True)
     with open(args.out, "w", newline="") as f:

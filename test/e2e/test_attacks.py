@@ -3828,6 +3828,84 @@ def profile_not_explained(ctx, conn, a):
 
 attack(C, "unit_profile_not_explained", "SELECT 1", Custom(profile_not_explained))
 
+
+# unitdistinct: an ungrouped statement of count_units alone reads the profile's kept rows, one row
+# per unit (planner/unit_distinct_source.h); every check serial, parallel and forced parallel.
+SETTINGS3 = ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"])
+
+
+def distinct_units_exact(expected):
+    def check(ctx, conn, a):
+        for settings in SETTINGS3:
+            try:
+                for s in settings:
+                    execute(conn, s)
+                ctx.clear_answer_cache()
+                rows = run_fetch(conn, a.sql)
+            finally:
+                for s in UNPARALLEL:
+                    execute(conn, s)
+            assert rows == [expected], f"{rows} != {expected} ({settings})"
+        return f"{expected} serial and parallel"
+    return check
+
+
+# a unit with 3000 rows (k = 3) counts once; spread over two FILTERs, once in each
+attack(C, "distinct_units_heavy_once", "SELECT dx.count_units(person) FROM visits WHERE ward = 'x' AND age <> 1020",
+       Custom(distinct_units_exact((1,))))
+attack(C, "distinct_units_heavy_once_per_filter",
+       "SELECT dx.count_units(person) FILTER (WHERE age < 1000), dx.count(DISTINCT person) FILTER (WHERE age >= 0)"
+       " FROM visits WHERE ward = 'x' AND age <> 1021", Custom(distinct_units_exact((1, 1))))
+# every person once (2000 units, 10,000+ rows)
+attack(C, "distinct_units_all", "SELECT dx.count_units(person) FROM visits WHERE age <> 1022",
+       Custom(distinct_units_exact((2000,))))
+
+
+def distinct_units_over_groups(ctx, conn, a):
+    """Grouped (the hash pass): the heavy unit counts once in each group holding one of its k kept
+    rows, so at most k groups, each 1."""
+    for settings in SETTINGS3:
+        try:
+            for s in settings:
+                execute(conn, s)
+            ctx.clear_answer_cache()
+            rows = run_fetch(conn, a.sql)
+        finally:
+            for s in UNPARALLEL:
+                execute(conn, s)
+        ones = [r for r in rows if r[1] == 1]
+        assert all(r[1] in (0, 1) for r in rows) and 1 <= len(ones) <= UNIT_K, f"{rows} ({settings})"
+    return "once per group, at most k groups"
+
+
+attack(C, "distinct_units_over_groups", "SELECT age, dx.count_units(person) FROM visits WHERE ward = 'x' GROUP BY age",
+       Custom(distinct_units_over_groups))
+
+
+def distinct_units_charged_in_full(ctx, conn, a):
+    """A wrapper, HAVING, LIMIT 0 or a parallel plan around count_units: the same charge as the
+    statement alone."""
+    base = "SELECT dx.count_units(person) FROM visits WHERE age <> 1023"
+    charges = []
+    for sql, settings in ((base, []), (f"SELECT u * 0 FROM (SELECT dx.count_units(person) AS u FROM visits WHERE age <> 1023) w WHERE u < 0", []),
+                          (base + " HAVING dx.count_units(person) < 0", []), (base + " LIMIT 0", []),
+                          (base, PARALLEL + ["SET force_parallel_mode = on"])):
+        try:
+            for s in settings:
+                execute(conn, s)
+            ctx.clear_answer_cache()
+            last = ctx.last_ledger_id()
+            run_fetch(conn, sql)
+            charges.append(ctx.ledger_since(last))
+        finally:
+            for s in UNPARALLEL:
+                execute(conn, s)
+    assert charges[0] and all(c == charges[0] for c in charges), f"charges differ: {charges}"
+    return "same charge for every shape"
+
+
+attack(C, "distinct_units_charged_in_full", "SELECT 1", Custom(distinct_units_charged_in_full))
+
 def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)
 

@@ -108,7 +108,7 @@ FROM regexp_split_to_table(pg_temp.uc_plan('SELECT dx.count(*) FROM uc_visits'),
 -- scan, a qual on the table's branch)
 SELECT pg_temp.has(p, 'dx._unit_keep($') AS keep_quals, pg_temp.has(p, 'dx_k0') > 0 AS keys_in_scan
 FROM pg_temp.uc_plan('SELECT ward, dx.count(*) FROM uc_visits GROUP BY ward') p;
--- count_units keeps the hash pass (its first-row flags need a unit's kept rows together)
+-- count_units alone: the profile's rows, one row per unit (unitdistinct, regress 71)
 SELECT pg_temp.has(p, '_unit_keep(') AS keep_quals, pg_temp.has(p, '_unit_bound(') AS hash_passes
 FROM pg_temp.uc_plan('SELECT dx.count_units(person) FROM uc_visits') p;
 -- the bounded count is the number of rows the rule keeps: sum over units of min(rows, 3)

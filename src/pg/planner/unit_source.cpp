@@ -8,6 +8,7 @@
 #include "pg/settings.h"
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
+#include "pg/planner/unit_distinct_source.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
 
@@ -100,7 +101,8 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		sql += std::string(quote_identifier(policy.find(spec.columns[i])->member(spec.columns[i])->name.c_str())) +
 		       " AS dx_c" + std::to_string(i) + ", ";
 	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
-	const bool profile = profile_bounding_applies(spec);
+	const bool distinct = unit_distinct_applies(q, spec); // (unitdistinct: count_units by the profile)
+	const bool profile = distinct || profile_bounding_applies(spec);
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
 	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
 	if (grouped)
@@ -126,7 +128,9 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		flag_extra += ", dx_c" + std::to_string(at - spec.columns.begin());
 	}
 	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
-	if (profile) {
+	if (distinct) {
+		sql = unit_distinct_sql(sql, spec); // (planner/unit_distinct_source.h)
+	} else if (profile) {
 		// the level that reads the table keeps exactly the bounded rows
 	} else if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags) {
 		sql = hash_bounded_sql(sql, spec); // (planner/unit_hash_source.h)
