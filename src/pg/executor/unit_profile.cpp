@@ -191,7 +191,7 @@ snapshot_fingerprint(Snapshot s)
 
 // A handed-out profile: this clear prefix, then the profile's bytes (ProfileHeader and table)
 // encrypted by XOR with SipHash-2-4(secret[0..16]; nonce, block) (a PRF in counter mode), the MAC
-// SipHash-2-4(secret[16..32]) of the nonce and the ciphertext (encrypt-then-MAC). The analyst never
+// SipHash-2-4(secret[16..32]) of the nonce followed by the ciphertext (encrypt-then-MAC). The analyst never
 // holds the secret: a profile obtained any other way than through dxpriv's own statements is
 // ciphertext (its length tells the table's size, rounded to a power of two), and dx._unit_keep
 // refuses anything the secret did not seal.
@@ -217,7 +217,10 @@ profile_xor(unsigned char *bytes, Size size, uint64 nonce)
 uint64
 profile_mac(const unsigned char *cipher, Size size, uint64 nonce)
 {
-	return siphash24(profile_shm->secret + 16, cipher, size) ^ mix64(nonce + 0x6d6163ULL);
+	SipHash24 mac(profile_shm->secret + 16); // over the nonce and then the ciphertext: a tag binds both
+	mac.update(&nonce, sizeof nonce);
+	mac.update(cipher, size);
+	return mac.finish();
 }
 
 // Seals plain (a profile's bytes) into a new bytea.
