@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Privacy units in backend CPU time (issue 23): the four statements of unit_bench.py, serial (no
 parallel workers, answer cache off), native against dx with the hash bounding and with the sort
-(dxpriv.unit_bounding = sort) and with unit profiles (dxpriv.unit_profiles, the default), interleaved --runs times after one warm-up; each run's CPU time is the
+(dxpriv.unit_bounding = sort) and with unit profiles (dxpriv.unit_profiles, the default; also with
+dxpriv.group_fold off: profile_nofold), interleaved --runs times after one warm-up; each run's CPU time is the
 backend's user + system time (/proc/<pid>/stat) around the statement, steadier than wall clock on a
 loaded machine. Needs the server on this machine, read access to /proc of its backends and a
 superuser (PGHOST/PGPORT/PGUSER). Creates the table of unit_bench.py (--persons persons, k = 10) in
@@ -68,27 +69,31 @@ def main():
     pid = cur.fetchone()[0]
     rows = []
     for label, native, _bounded, dx in QUERIES:
-        times = {"native": [], "hash": [], "sort": [], "profile": []}
+        times = {"native": [], "hash": [], "sort": [], "profile": [], "profile_nofold": []}
         for r in range(args.runs + 1):
-            order = ["native", "profile", "hash", "sort"] if r % 2 == 0 else ["sort", "hash", "profile", "native"]
+            order = ["native", "profile", "profile_nofold", "hash", "sort"] if r % 2 == 0 else \
+                ["sort", "hash", "profile_nofold", "profile", "native"]
             for mode in order:
                 if mode != "native":
                     # profile: dxpriv.unit_profiles on (the default; its build is in the warm-up run)
                     cur.execute(f"SET dxpriv.unit_bounding = {'sort' if mode == 'sort' else 'hash'}")
-                    cur.execute(f"SET dxpriv.unit_profiles = {'on' if mode == 'profile' else 'off'}")
+                    cur.execute(f"SET dxpriv.unit_profiles = {'on' if mode.startswith('profile') else 'off'}")
+                    # profile_nofold: the grouped statement's previous plan (dxpriv.group_fold off, unitpar)
+                    cur.execute(f"SET dxpriv.group_fold = {'off' if mode == 'profile_nofold' else 'on'}")
                 t = run(cur, pid, native if mode == "native" else dx)
                 if r > 0:
                     times[mode].append(t)
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append([label, round(med["native"]), round(med["hash"]), round(med["sort"]),
                      round(med["hash"] / med["native"], 2), round(med["sort"] / med["native"], 2), work_mem, args.runs,
-                     round(med["profile"]), round(med["profile"] / med["native"], 2)])
+                     round(med["profile"]), round(med["profile"] / med["native"], 2),
+                     round(med["profile_nofold"]), round(med["profile_nofold"] / med["native"], 2)])
         print(rows[-1], flush=True)
     if args.out:
         with open(args.out, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["query", "native_cpu_ms", "hash_cpu_ms", "sort_cpu_ms", "hash_ratio", "sort_ratio", "work_mem", "runs",
-                        "profile_cpu_ms", "profile_ratio"])
+                        "profile_cpu_ms", "profile_ratio", "profile_nofold_cpu_ms", "profile_nofold_ratio"])
             w.writerows(rows)
     conn.close()
 

@@ -3906,6 +3906,99 @@ def distinct_units_charged_in_full(ctx, conn, a):
 
 attack(C, "distinct_units_charged_in_full", "SELECT 1", Custom(distinct_units_charged_in_full))
 
+# unitpar (issue 23): a grouped statement over the unit table bounded by a profile is rewritten as
+# over a table without a unit, so the group fold reads the table in one ungrouped pass
+# (dx._fold_state over the scan filtered by dx._unit_keep), in parallel. The heavy unit (person 1,
+# 3000 rows in ward 'x') still keeps k rows in total over every group, serial and parallel; HAVING,
+# LIMIT and wrappers dropping groups are charged what the unfolded plan and the hash pass charge.
+
+
+def folded_plan(ctx, sql, parallel):
+    adm = ctx.admin
+    try:
+        for s in (PARALLEL if parallel else []):
+            execute(adm, s)
+        text = "\n".join(r[0] for r in run_fetch(adm, "EXPLAIN (VERBOSE, COSTS OFF) " + sql))
+    finally:
+        for s in UNPARALLEL:
+            execute(adm, s)
+    assert "_fold_state(" in text and "_unit_keep($" in text, f"not folded over the keep qual: {text}"
+    assert not parallel or "Gather" in text, f"not parallel: {text}"
+    return text
+
+
+def heavy_unit_in_every_group(ctx, conn, a):
+    """ward x: k rows in total however many groups (ward and age: 101 x 4 groups) and plans."""
+    out = []
+    for settings in ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"]):
+        folded_plan(ctx, a.sql, bool(settings))
+        try:
+            for s in settings:
+                execute(conn, s)
+            ctx.clear_answer_cache()
+            rows = run_fetch(conn, a.sql)
+        finally:
+            for s in UNPARALLEL:
+                execute(conn, s)
+        x = [float(r[-1]) for r in rows if r[0] == 'x']
+        assert all(v <= UNIT_K for v in x) and sum(x) == UNIT_K, f"heavy unit over groups {settings}: {x}"
+        out.append(f"{sum(x):g}")
+    return "ward x keeps " + "/".join(out) + f" rows (k = {UNIT_K}), folded"
+
+
+attack(C, "unit_fold_heavy_unit_every_group", "SELECT ward, age, dx.count(*) FROM visits GROUP BY ward, age",
+       Custom(heavy_unit_in_every_group))
+attack(C, "unit_fold_heavy_unit_sum_avg",
+       "SELECT ward, dx.sum(age) FILTER (WHERE age >= 0), dx.count(*) FROM visits WHERE age < 95 GROUP BY ward",
+       Custom(heavy_unit_in_every_group))
+
+
+def fold_charged_in_full(ctx, conn, a):
+    """Superuser side (dxpriv.epsilon = 0.5): the folded statement (serial, parallel) writes the ledger
+    rows (epsilon, one scale per cell of every declared group) of the unfolded plan and of the hash
+    pass, and at least dx.explain's allocation, however many groups HAVING, LIMIT or a wrapper drop."""
+    adm = ctx.admin
+    charges = {}
+    try:
+        execute(adm, "SET dxpriv.epsilon = 0.5")
+        for name, settings in (("hash pass", ["SET dxpriv.unit_profiles = off"]),
+                               ("unfolded", ["SET dxpriv.group_fold = off"]),
+                               ("folded", []), ("folded parallel", PARALLEL)):
+            for s in settings:
+                execute(adm, s)
+            if name.startswith("folded"):
+                folded_plan(ctx, a.sql, name.endswith("parallel"))
+            execute(adm, "SELECT dx.clear_cache()")
+            before = ctx.last_ledger_id()
+            run_fetch(adm, a.sql)
+            got = ctx.ledger_since(before, role=scalar(adm, "SELECT current_user"))
+            for s in UNPARALLEL + ["RESET dxpriv.unit_profiles", "RESET dxpriv.group_fold"]:
+                execute(adm, s)
+            assert got and all(e > 0 for e, _ in got), f"{name}: {got}"  # (visits is noiseless: scales 0)
+            charges[name] = [(float(e), [float(x) for x in sc]) for e, sc in got]
+        allocated = explained_epsilon(adm, a.sql)
+    finally:
+        execute(adm, "RESET dxpriv.epsilon")
+        for s in UNPARALLEL + ["RESET dxpriv.unit_profiles", "RESET dxpriv.group_fold"]:
+            execute(adm, s)
+    ref = charges["hash pass"]
+    for name, got in charges.items():
+        assert got == ref, f"{name} charged {got}, the hash pass {ref}"
+    total = sum(e for e, _ in ref)
+    assert allocated is None or total >= allocated * (1 - 1e-9), f"charged {total} for {allocated}"
+    cells = sum(len(sc) for _, sc in ref)
+    assert cells >= 4, f"fewer cells than declared groups: {ref}"
+    return f"charged {total:g} every way ({cells} cells)"
+
+
+attack(C, "unit_fold_having_drops_all",
+       "SELECT ward, dx.count(*) FROM visits GROUP BY ward HAVING dx.count(*) > 1e12", Custom(fold_charged_in_full))
+attack(C, "unit_fold_limit_one",
+       "SELECT age, dx.count(*), dx.avg(age) FROM visits GROUP BY age ORDER BY age LIMIT 1", Custom(fold_charged_in_full))
+attack(C, "unit_fold_wrapper_drops_groups",
+       "SELECT n FROM (SELECT ward, dx.count(*) AS n FROM visits GROUP BY ward) s WHERE ward = 'x'",
+       Custom(fold_charged_in_full))
+
 def test_units_bounding():
     run_category("units", admin_setup=UNITS_SETUP)
 

@@ -97,15 +97,16 @@ SELECT dx.set_column('uc_visits', 'cost', '{"min":0,"max":100,"step":0.1}', '{"t
 SELECT dx.grant_budget(current_user::regrole, 'uc_visits', 1e6);
 SELECT dx.set_privacy_unit('uc_visits', 'person', 3);
 SET dxpriv.test_seed = 6666;
--- the plan: a qual on the scan, the profile an InitPlan; no hash pass, no sort; the plan holds the
+-- the plan: a qual on the scan, the profile an InitPlan; no hash pass (the one sort: the folded
+-- statement's grouping of its one row per group, test 70); the plan holds the
 -- profile's identity only (table, ONLY or tree, unit attribute, k), never a unit hash or threshold
 SELECT pg_temp.has(p, 'dx._unit_keep($') AS keep_quals, pg_temp.has(p, 'InitPlan') AS initplans,
        pg_temp.has(p, '_unit_bound(') AS hash_passes, pg_temp.has(p, 'Sort Key') AS sorts
 FROM pg_temp.uc_plan('SELECT ward, dx.count(*), dx.sum(cost) FROM uc_visits GROUP BY ward') p;
 SELECT regexp_replace(l, '[0-9]{4,}', 'N', 'g') AS profile_lines
 FROM regexp_split_to_table(pg_temp.uc_plan('SELECT dx.count(*) FROM uc_visits'), E'\n') l WHERE l ~ '_unit_';
--- grouped: the statement is then rewritten as for a table without a unit (the keys computed in the
--- scan, a qual on the table's branch)
+-- grouped: the statement is then rewritten as for a table without a unit (a qual on the table's
+-- branch; GROUP BY declared columns is folded into one pass, no key in the scan: test 70)
 SELECT pg_temp.has(p, 'dx._unit_keep($') AS keep_quals, pg_temp.has(p, 'dx_k0') > 0 AS keys_in_scan
 FROM pg_temp.uc_plan('SELECT ward, dx.count(*) FROM uc_visits GROUP BY ward') p;
 -- count_units alone: the profile's rows, one row per unit (unitdistinct, regress 71)

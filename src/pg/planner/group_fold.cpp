@@ -141,7 +141,7 @@ unexpected_fold()
 
 // See group_fold.h.
 bool
-fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const ExtensionObjects &ext)
+fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const ExtensionObjects &ext, bool keep_qual)
 {
 	if (!guc_group_fold || q->groupingSets || !q->groupClause)
 		return false;
@@ -167,7 +167,7 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 	Query *empty = leaf(sub, sos->rarg);
 	if (sos->op != SETOP_UNION || !sos->all || !real || !empty || list_length(empty->rtable) != 1 ||
 	    list_length(real->rtable) != 1 || linitial_node(RangeTblEntry, empty->rtable)->rtekind != RTE_FUNCTION ||
-	    linitial_node(RangeTblEntry, real->rtable)->rtekind != RTE_RELATION || real->jointree->quals ||
+	    linitial_node(RangeTblEntry, real->rtable)->rtekind != RTE_RELATION || (real->jointree->quals != nullptr) != keep_qual ||
 	    list_length(empty->targetList) != list_length(sub->targetList))
 		return false;
 	RangeTblEntry *groups_rte = linitial_node(RangeTblEntry, empty->rtable);

@@ -33,6 +33,9 @@ constexpr AttrNumber kFoldSlicePlaceholder = 32200;
 // arguments (parameters, table, shape), and mapping gains kFoldSlicePlaceholder; returns true.
 // Otherwise leaves q unchanged and returns false. The fold state's arguments are the table's
 // columns and dxpriv's constants only (checked): no analyst expression runs on a stored row.
-bool fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const ExtensionObjects &ext);
+// keep_qual: the table's branch has a unit profile's keep qual (planner/unit_group_profile.h), which
+// stays the qual of the fold state's scan (the fold reads only the kept rows); else it has no qual.
+bool fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const ExtensionObjects &ext,
+                       bool keep_qual = false);
 
 } // namespace dxpriv::pg

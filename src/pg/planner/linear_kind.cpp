@@ -92,7 +92,9 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 	// (open keys: one state per partition, without a privacy unit, planner/open_keys.h)
 	const bool one_pass = guc_one_pass && !r.distributed && !r.slot && !a.join && !r.set && a.em.specs.empty() &&
 	                      (!a.open || !a.policy.unit.present());
-	const std::vector<bool> key = one_pass && !a.policy.unit.present() ? one_pass_key_columns(a.keys, cols) : std::vector<bool>{};
+	// (a unit bounded by a profile's keep qual: as a table without unit, planner/unit_group_profile.h)
+	const std::vector<bool> key = one_pass && (!a.policy.unit.present() || r.unit_profile)
+	                                  ? one_pass_key_columns(a.keys, cols) : std::vector<bool>{};
 	List *shared = one_pass ? one_pass_args(cols, groups, (Expr *) copy_node(r.group_index),
 	                                        grouped && !a.open ? (Expr *) present_flag_var() : nullptr, key, a.open)
 	                        : NIL;

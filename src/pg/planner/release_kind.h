@@ -51,6 +51,7 @@ struct KindRewrite {
 	Expr *group_index = nullptr;           // int4 output group of a row (never null)
 	Expr *slot = nullptr;                  // GROUP BY public columns: the row's slot (else nullptr)
 	bool distributed = false;              // a Citus table
+	bool unit_profile = false;             // grouped, unit bounded by a profile's keep qual (unit_group_profile.h)
 	std::vector<Expr *> distinct_weights;  // out: count_units' per-point weights (unit_source.h)
 };
 

@@ -37,6 +37,7 @@
 #include "pg/planner/universe_eval.h"
 #include "pg/planner/unit_source.h"
 #include "pg/planner/unit_profile_source.h"
+#include "pg/planner/unit_group_profile.h"
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
@@ -145,6 +146,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	r.group_index = group_index;
 	r.slot = slot;
 	r.distributed = distributed;
+	r.unit_profile = unit_profile_grouped(a, distributed); // (planner/unit_group_profile.h)
 	for (const ReleaseKind *k : release_kinds())
 		k->rewrite(q, a, r);
 	const std::vector<Expr *> &distinct_weights = r.distinct_weights; // count_units: read by the bounded source
@@ -172,8 +174,8 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
-		if (grouped && !a.open && !public_keys)
-			unit_where = profile_group_qual(q, source); // (planner/unit_profile_source.h)
+		if (r.unit_profile) // (planner/unit_group_profile.h, unit_profile_source.h)
+			unit_where = profile_keep_clause(source, linitial_node(RangeTblEntry, q->rtable)->inh);
 	}
 	if (a.policy.unit.present() && unit_where.empty()) {
 		if (grouped)
@@ -213,7 +215,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 		mapping = replace_with_group_source(q, a.policy, columns, keys, unit_where);
 		if (guc_key_columns_in_source) // the keys computed in the scan (planner/group_key_source.h)
 			key_columns_into_source(q, key_exprs, mapping, ext);
-		fold_group_source(q, mapping, ext); // one ungrouped pass cut into groups (planner/group_fold.h)
+		fold_group_source(q, mapping, ext, !unit_where.empty()); // one ungrouped pass cut into groups (planner/group_fold.h)
 	}
 	q->targetList = (List *) remap_vars((Node *) q->targetList, mapping);
 	q->havingQual = remap_vars(q->havingQual, mapping);
