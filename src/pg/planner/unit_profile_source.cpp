@@ -44,13 +44,4 @@ profile_keep_clause(const UnitSource &spec, bool inh)
 	       "::pg_catalog.int8)), " + unit + ", tableoid, ctid)";
 }
 
-// See unit_profile_source.h.
-std::string
-profile_group_qual(Query *q, const UnitSource &spec)
-{
-	if (!profile_bounding_applies(spec))
-		return "";
-	return profile_keep_clause(spec, linitial_node(RangeTblEntry, q->rtable)->inh);
-}
-
 } // namespace dxpriv::pg

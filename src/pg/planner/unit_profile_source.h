@@ -20,10 +20,4 @@ bool profile_bounding_applies(const UnitSource &spec);
 // InitPlan's value at execution, computed by the leader under the statement's snapshot.
 std::string profile_keep_clause(const UnitSource &spec, bool inh);
 
-// A grouped statement whose rows profile_bounding_applies to: the keep qual of q's table (its range
-// table entry 1), with which the statement is then rewritten as for a table without a unit (the
-// group source with the keys computed in the scan: release_rewrite.cpp; the group fold does not
-// apply, the analysis giving unit tables' one-pass aggregates no key columns); "" otherwise.
-std::string profile_group_qual(Query *q, const UnitSource &spec);
-
 } // namespace dxpriv::pg
