@@ -3465,18 +3465,26 @@ PARALLEL = ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0", "SET m
             "SET max_parallel_workers_per_gather = 2"]
 UNPARALLEL = ["RESET parallel_setup_cost", "RESET parallel_tuple_cost", "RESET min_parallel_table_scan_size",
               "RESET max_parallel_workers_per_gather", "RESET force_parallel_mode"]
+# serial, parallel and forced parallel
+SETTINGS3 = ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"])
+
+
+def fetch_under(ctx, conn, sql, settings):
+    """The rows of sql on conn under settings, the answer cache cleared first (a fresh release);
+    the parallel settings are reset after, whatever happens."""
+    try:
+        for s in settings:
+            execute(conn, s)
+        ctx.clear_answer_cache()
+        return run_fetch(conn, sql)
+    finally:
+        for s in UNPARALLEL:
+            execute(conn, s)
 
 
 def heavy_unit_capped(settings):
     def check(ctx, conn, a):
-        try:
-            for s in settings:
-                execute(conn, s)
-            ctx.clear_answer_cache()
-            rows = run_fetch(conn, a.sql)
-        finally:
-            for s in UNPARALLEL:
-                execute(conn, s)
+        rows = fetch_under(ctx, conn, a.sql, settings)
         total = sum(float(v) for r in rows for v in r[-1:])
         assert total <= UNIT_K, f"the heavy unit contributed {total} rows (k = {UNIT_K}): {rows}"
         assert total == UNIT_K, f"the heavy unit should keep exactly k rows: {rows}"
@@ -3831,20 +3839,12 @@ attack(C, "unit_profile_not_explained", "SELECT 1", Custom(profile_not_explained
 
 # unitdistinct: an ungrouped statement of count_units alone reads the profile's kept rows, one row
 # per unit (planner/unit_distinct_source.h); every check serial, parallel and forced parallel.
-SETTINGS3 = ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"])
 
 
 def distinct_units_exact(expected):
     def check(ctx, conn, a):
         for settings in SETTINGS3:
-            try:
-                for s in settings:
-                    execute(conn, s)
-                ctx.clear_answer_cache()
-                rows = run_fetch(conn, a.sql)
-            finally:
-                for s in UNPARALLEL:
-                    execute(conn, s)
+            rows = fetch_under(ctx, conn, a.sql, settings)
             assert rows == [expected], f"{rows} != {expected} ({settings})"
         return f"{expected} serial and parallel"
     return check
@@ -3865,14 +3865,7 @@ def distinct_units_over_groups(ctx, conn, a):
     """Grouped (the hash pass): the heavy unit counts once in each group holding one of its k kept
     rows, so at most k groups, each 1."""
     for settings in SETTINGS3:
-        try:
-            for s in settings:
-                execute(conn, s)
-            ctx.clear_answer_cache()
-            rows = run_fetch(conn, a.sql)
-        finally:
-            for s in UNPARALLEL:
-                execute(conn, s)
+        rows = fetch_under(ctx, conn, a.sql, settings)
         ones = [r for r in rows if r[1] == 1]
         assert all(r[1] in (0, 1) for r in rows) and 1 <= len(ones) <= UNIT_K, f"{rows} ({settings})"
     return "once per group, at most k groups"
@@ -3930,16 +3923,9 @@ def folded_plan(ctx, sql, parallel):
 def heavy_unit_in_every_group(ctx, conn, a):
     """ward x: k rows in total however many groups (ward and age: 101 x 4 groups) and plans."""
     out = []
-    for settings in ([], PARALLEL, PARALLEL + ["SET force_parallel_mode = on"]):
+    for settings in SETTINGS3:
         folded_plan(ctx, a.sql, bool(settings))
-        try:
-            for s in settings:
-                execute(conn, s)
-            ctx.clear_answer_cache()
-            rows = run_fetch(conn, a.sql)
-        finally:
-            for s in UNPARALLEL:
-                execute(conn, s)
+        rows = fetch_under(ctx, conn, a.sql, settings)
         x = [float(r[-1]) for r in rows if r[0] == 'x']
         assert all(v <= UNIT_K for v in x) and sum(x) == UNIT_K, f"heavy unit over groups {settings}: {x}"
         out.append(f"{sum(x):g}")
