@@ -3,10 +3,10 @@
 // parallel workers, spilling partitions of units to a temporary tape set beyond work_mem ×
 // hash_mem_multiplier (as PostgreSQL's hash aggregation does); dx._unit_rows emits the kept rows'
 // columns (planner/unit_source.h).
+#include "pg/executor/unit_hash.h"
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
 
-#include "core/mix64.h"
 #include "core/random.h"
 
 extern "C" {
@@ -108,12 +108,11 @@ struct UnitBound {
 	Size row_size;
 	Size pending_size;
 	Oid unit_type;
-	Oid collation;
 	int16 unit_len;
 	bool unit_byval;
-	bool unit_fast;   // int2/int4/int8/oid: the Datum itself is the key (binary equality = equality)
+	UnitHasher hasher; // the unit's hash (executor/unit_hash.h; fast: the Datum itself is the key)
 	bool no_rows;     // the empty state of a final function that saw no row
-	FmgrInfo hash_fn, eq_fn;
+	FmgrInfo eq_fn;
 	Oid *col_type;
 	int16 *col_len;
 	bool *col_byval;
@@ -183,16 +182,15 @@ void
 init_unit_type(UnitBound *s, Oid type, Oid collation)
 {
 	s->unit_type = type;
-	s->collation = collation;
 	get_typlenbyval(type, &s->unit_len, &s->unit_byval);
-	s->unit_fast = type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID;
-	if (s->unit_fast)
+	init_unit_hasher(&s->hasher, type, collation, s->mcxt,
+	                 "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).");
+	if (s->hasher.fast)
 		return;
-	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO | TYPECACHE_EQ_OPR_FINFO);
-	if (!OidIsValid(tc->hash_extended_proc) || !OidIsValid(tc->eq_opr))
+	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR_FINFO);
+	if (!OidIsValid(tc->eq_opr))
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "the privacy unit column's type has no hash function",
 		     "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).");
-	fmgr_info_cxt(tc->hash_extended_proc_finfo.fn_oid, &s->hash_fn, s->mcxt);
 	fmgr_info_cxt(tc->eq_opr_finfo.fn_oid, &s->eq_fn, s->mcxt);
 }
 
@@ -269,11 +267,7 @@ new_unit_bound(FunctionCallInfo fcinfo, MemoryContext parent, int32 k, int ncols
 inline uint64
 unit_hash(UnitBound *s, Datum key, bool isnull)
 {
-	if (isnull)
-		return 0x9E3779B97F4A7C15ULL;
-	if (s->unit_fast)
-		return mix64(static_cast<uint64>(key));
-	return mix64(DatumGetUInt64(FunctionCall2Coll(&s->hash_fn, s->collation, key, Int64GetDatum(0))));
+	return unit_hash_value(&s->hasher, key, isnull);
 }
 
 inline UnitPart &
@@ -291,9 +285,9 @@ unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 		return false;
 	if (isnull)
 		return true;
-	if (s->unit_fast)
+	if (s->hasher.fast)
 		return u->key == key;
-	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->collation, u->key, key));
+	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key));
 }
 
 void
@@ -980,7 +974,7 @@ DX_FUNCTION(dx_unit_bound_combinefn)
 	if (PG_ARGISNULL(0) && !other->finalized && MemoryContextGetParent(other->mcxt) == aggctx)
 		PG_RETURN_POINTER(other); // (a deserialized state in this aggregate's memory: adopted as is)
 	UnitBound *s = PG_ARGISNULL(0) ? new_unit_bound(fcinfo, aggctx, other->k, other->ncols, other->col_type,
-	                                                other->unit_type, other->collation)
+	                                                other->unit_type, other->hasher.collation)
 	                               : reinterpret_cast<UnitBound *>(PG_GETARG_POINTER(0));
 	if (s->k != other->k || s->ncols != other->ncols || s->unit_type != other->unit_type || s->finalized ||
 	    other->finalized || other->depth != 0 || s->depth != 0)
@@ -1063,7 +1057,7 @@ DX_FUNCTION(dx_unit_bound_serialize)
 	put(&k, 4);
 	put(&nc, 4);
 	put(&s->unit_type, 4);
-	put(&s->collation, 4);
+	put(&s->hasher.collation, 4);
 	for (int c = 0; c < s->ncols; ++c)
 		put(&s->col_type[c], 4);
 	uint64 nrecords = 0;

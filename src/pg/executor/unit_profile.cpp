@@ -1,13 +1,13 @@
 // Privacy units: unit profiles (executor/unit_profile.h): built, cached in shared memory, handed to
 // a statement by dx._unit_profile and used per row by dx._unit_keep.
 #include "pg/executor/unit_profile.h"
+#include "pg/executor/unit_hash.h"
 
 #include "pg/guard.h"
 #include "pg/settings.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/statement/statement_context.h"
 
-#include "core/mix64.h"
 #include "core/random.h"
 #include "core/siphash.h"
 
@@ -124,43 +124,18 @@ same_id(const ProfileId &a, const ProfileId &b)
 	       a.collation == b.collation && a.version == b.version && a.seed == b.seed;
 }
 
-// The unit's 64-bit hash: integer units mix their Datum, others the default hash opclass's extended
-// hash (so 1.0 and 1.00 are one numeric unit, as in GROUP BY and the hash bounding); NULL is one
-// unit. Never 0 (the empty entry). Two units with one hash are one unit here: a light unit sharing
-// the hash of a heavy one only loses rows (the threshold is the k-th smallest rank of their rows
-// together, so neither keeps more than k), a 2^-64 event per pair.
-struct UnitHasher {
-	bool fast;
-	Oid collation;
-	FmgrInfo fn;
-};
-
-void
-init_unit_hasher(UnitHasher *u, Oid type, Oid collation, MemoryContext mcxt)
-{
-	u->collation = collation;
-	u->fast = type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID;
-	if (u->fast)
-		return;
-	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO);
-	if (!OidIsValid(tc->hash_extended_proc))
-		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("the privacy unit column's type has no hash function"),
-		                errhint("Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.")));
-	fmgr_info_cxt(tc->hash_extended_proc_finfo.fn_oid, &u->fn, mcxt);
-}
-
+// The unit's 64-bit hash in a profile (executor/unit_hash.h), never 0 (the empty entry). Two units
+// with one hash are one unit here: a light unit sharing the hash of a heavy one only loses rows (the
+// threshold is the k-th smallest rank of their rows together, so neither keeps more than k), a
+// 2^-64 event per pair.
 inline uint64
-unit_hash_of(UnitHasher *u, Datum v, bool isnull)
+unit_hash_of(const UnitHasher *u, Datum v, bool isnull)
 {
-	uint64 h;
-	if (isnull)
-		h = 0x9E3779B97F4A7C15ULL;
-	else if (u->fast)
-		h = mix64(static_cast<uint64>(v));
-	else
-		h = mix64(DatumGetUInt64(FunctionCall2Coll(&u->fn, u->collation, v, Int64GetDatum(0))));
+	const uint64 h = unit_hash_value(u, v, isnull);
 	return h == 0 ? 1 : h;
 }
+
+constexpr const char *kProfileHashHint = "Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.";
 
 // The rank key of attempt `attempt`: from the kernel CSPRNG, or under the superuser-only
 // dxpriv.test_seed from the stream draw_rank_key (executor/unit_rank.cpp) uses, so that attempt 0
@@ -281,7 +256,7 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	profile_rank_key(h.key, attempt);
 	SipRowRank ranker(h.key);
 	UnitHasher hasher;
-	init_unit_hasher(&hasher, id.type, id.collation, CurrentMemoryContext);
+	init_unit_hasher(&hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint);
 	const char *unit_name = get_attname(id.relid, id.attnum, false);
 	List *members = id.inh ? find_all_inheritors(id.relid, AccessShareLock, nullptr) : list_make1_oid(id.relid);
 	Size n = 0, cap = 1024;
@@ -483,7 +458,7 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 			st = static_cast<KeepState *>(palloc0(sizeof(KeepState)));
 		ProfileHeader h;
 		std::memcpy(&h, plain, sizeof h);
-		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
+		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint);
 		st->ranker = static_cast<SipRowRank *>(palloc(sizeof(SipRowRank)));
 		new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with fn_mcxt)
 		const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);
