@@ -2,13 +2,13 @@
 // a statement by dx._unit_profile and used per row by dx._unit_keep.
 #include "pg/executor/unit_profile.h"
 #include "pg/executor/unit_hash.h"
+#include "pg/executor/rank_key.h"
 
 #include "pg/guard.h"
 #include "pg/settings.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/statement/statement_context.h"
 
-#include "core/random.h"
 #include "core/siphash.h"
 
 extern "C" {
@@ -137,22 +137,6 @@ unit_hash_of(const UnitHasher *u, Datum v, bool isnull)
 
 constexpr const char *kProfileHashHint = "Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.";
 
-// The rank key of attempt `attempt`: from the kernel CSPRNG, or under the superuser-only
-// dxpriv.test_seed from the stream draw_rank_key (executor/unit_rank.cpp) uses, so that attempt 0
-// is the key dx._unit_rank draws and the kept rows equal the hash bounding's under one seed.
-void
-profile_rank_key(unsigned char key[16], int attempt)
-{
-	SystemRandom secure;
-	SeededRandom seeded(static_cast<std::uint64_t>(guc_test_seed) ^ 0x756e69745f72616bULL); // "unit_rak"
-	RandomSource &source = guc_test_seed < 0 ? static_cast<RandomSource &>(secure) : seeded;
-	for (int a = 0; a <= attempt; a++)
-		for (int i = 0; i < 2; i++) {
-			const std::uint64_t w = source.next_u64();
-			std::memcpy(key + 8 * i, &w, 8);
-		}
-}
-
 // Fingerprint of a snapshot (the leader's, restored in its parallel workers as it was).
 uint64
 snapshot_fingerprint(Snapshot s)
@@ -253,7 +237,7 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	h.magic = kProfileMagic;
 	h.id = id;
 	h.versioned = versioned;
-	profile_rank_key(h.key, attempt);
+	draw_rank_key(h.key, attempt);
 	SipRowRank ranker(h.key);
 	UnitHasher hasher;
 	init_unit_hasher(&hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint);

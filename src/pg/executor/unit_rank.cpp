@@ -1,6 +1,7 @@
 // Privacy units at execution: the rank of a row within its unit (dx._unit_rank, SipHash-2-4 of the
 // row's physical identity under a key drawn per execution) and the generator of table keys
 // (dx._unit_key). The ranking rule itself is SQL placed by the analyzer (planner/unit_source.h).
+#include "pg/executor/rank_key.h"
 #include "pg/settings.h"
 #include "pg/guard.h"
 
@@ -32,24 +33,23 @@ struct RankKey {
 	SipRowRank fast;
 };
 
-// Fills key with 16 bytes: from the kernel CSPRNG, or, under the superuser-only dxpriv.test_seed, from
-// a stream derived from the seed alone (the same in the leader and every parallel worker, and
-// without consuming the seeded noise stream).
+static_assert(std::is_trivially_destructible_v<RankKey>, "RankKey lives in PostgreSQL memory");
+
+} // namespace
+
+// See rank_key.h.
 void
-draw_rank_key(unsigned char key[16])
+dxpriv::pg::draw_rank_key(unsigned char key[16], int attempt)
 {
 	SystemRandom secure;
 	SeededRandom seeded(static_cast<std::uint64_t>(guc_test_seed) ^ 0x756e69745f72616bULL); // "unit_rak"
 	RandomSource &source = guc_test_seed < 0 ? static_cast<RandomSource &>(secure) : seeded;
-	for (int i = 0; i < 2; i++) {
-		const std::uint64_t w = source.next_u64();
-		std::memcpy(key + 8 * i, &w, 8);
-	}
+	for (int a = 0; a <= attempt; a++)
+		for (int i = 0; i < 2; i++) {
+			const std::uint64_t w = source.next_u64();
+			std::memcpy(key + 8 * i, &w, 8);
+		}
 }
-
-static_assert(std::is_trivially_destructible_v<RankKey>, "RankKey lives in PostgreSQL memory");
-
-} // namespace
 
 // dx._unit_rank(tableoid oid, ctid tid) -> bigint: SipHash-2-4 of the row's table and position
 // under the key of this call site for this execution. Distinct rows of one scan have distinct
