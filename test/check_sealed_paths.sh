@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one sealed path for elevated execution (src/pg/elevated/sealed_execution.h): fails when an owner
-# switch, an SPI entry, or a change of settings appears in src/pg outside src/pg/elevated, or when a
-# SECURITY DEFINER function of the install script does not fix its search_path. Run by `make regress`.
+# switch, an SPI entry, a change of settings, a table scan or the opening of a user relation appears
+# in src/pg outside src/pg/elevated, or when a SECURITY DEFINER function of the install script does
+# not fix its search_path. Run by `make regress` (hence `make test`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,6 +23,48 @@ while IFS= read -r hit; do
 	echo "elevated execution outside src/pg/elevated: $hit" >&2
 	status=1
 done < <(grep -rnE "$pattern" src/pg --include='*.cpp' --include='*.h' || true)
+
+# Reads of stored rows by C code: a table scan, or the opening of a relation that is not a system
+# catalog (table_open(...RelationId...) opens a catalog), outside src/pg/elevated. A scan of a user
+# table belongs in elevated/sealed_scan.h (as the owner, sealed settings). Each exception is one exact
+# line of code (file|line, spaces trimmed) with its reason; an entry that matches no line is stale
+# and fails too.
+declare -A read_allowed=(
+	# the protected table's tuple descriptor only (its column types for an empty row source): no row is read
+	["src/pg/planner/probes.cpp|Relation rel = relation_open(relid, AccessShareLock);"]=1
+	# the protected table's tuple descriptor only (a virtual slot filled with declared domain points): no row is read
+	["src/pg/planner/universe_eval.cpp|Relation rel = relation_open(relid, AccessShareLock);"]=1
+	# each member's trigger descriptor and relfilenode (the contents version): no row is read
+	["src/pg/ledger/contents_version.cpp|Relation rel = table_open(lfirst_oid(lc), AccessShareLock);"]=1
+	# dx.contents_changes, dxpriv's own table of write counts (no analyst data), by its primary key index
+	["src/pg/ledger/contents_version.cpp|Relation r = table_open(changes, AccessShareLock);"]=1
+	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);"]=1
+	# pg_trigger and pg_inherits, system catalogs opened by their RelationId above
+	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(tr, TriggerOidIndexId, true, nullptr, 1, &key);"]=1
+	["src/pg/analyst/inheritance.cpp|SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);"]=1
+)
+read_pattern='\b(table_beginscan[a-z_]*|heap_beginscan|index_beginscan|systable_beginscan[a-z_]*|table_index_fetch_begin|heap_getnext|table_open|table_openrv[a-z_]*|try_table_open|relation_open|relation_openrv[a-z_]*|try_relation_open|heap_open|index_open)\b'
+declare -A read_used=()
+while IFS= read -r hit; do
+	file=${hit%%:*}
+	rest=${hit#*:}
+	code=${rest#*:}
+	code=$(echo "$code" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	case "$file" in src/pg/elevated/*) continue ;; esac
+	case "$code" in //*) continue ;; esac
+	# a system catalog opened by its RelationId
+	if [[ "$code" =~ (table_open|relation_open)\([A-Za-z]+RelationId, ]]; then continue; fi
+	key="$file|$code"
+	if [ -n "${read_allowed[$key]:-}" ]; then read_used[$key]=1; continue; fi
+	echo "table read or relation open outside src/pg/elevated (use elevated/sealed_scan.h): $hit" >&2
+	status=1
+done < <(grep -rnE "$read_pattern" src/pg --include='*.cpp' --include='*.h' || true)
+for key in "${!read_allowed[@]}"; do
+	if [ -z "${read_used[$key]:-}" ]; then
+		echo "stale entry of read_allowed in test/check_sealed_paths.sh: $key" >&2
+		status=1
+	fi
+done
 
 # SECURITY DEFINER functions run as the extension owner: each fixes search_path to pg_catalog, pg_temp.
 python3 - "$root"/sql/[0-9]*.sql <<'PY' || status=1

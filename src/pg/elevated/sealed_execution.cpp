@@ -323,12 +323,15 @@ pop_sealed_settings(int level)
 
 // See sealed_execution.h.
 SealedCallState
-sealed_call_enter(Oid user)
+sealed_call_enter(Oid user, bool restricted)
 {
 	SealedCallState state{InvalidOid, 0, 0};
 	GetUserIdAndSecContext(&state.saved_user, &state.saved_context);
+	const int restrict_flag = restricted ? SECURITY_RESTRICTED_OPERATION : 0;
 	if (OidIsValid(user))
-		SetUserIdAndSecContext(user, state.saved_context | SECURITY_LOCAL_USERID_CHANGE);
+		SetUserIdAndSecContext(user, state.saved_context | SECURITY_LOCAL_USERID_CHANGE | restrict_flag);
+	else if (restricted)
+		SetUserIdAndSecContext(state.saved_user, state.saved_context | restrict_flag);
 	state.level = NewGUCNestLevel();
 	// errors need no restore: the (sub)transaction abort resets the user and unwinds the nest level
 	apply_sealed_settings();

@@ -105,7 +105,8 @@ struct SealedCallState {
 	int saved_context;
 	int level;
 };
-SealedCallState sealed_call_enter(Oid user);
+// restricted adds SECURITY_RESTRICTED_OPERATION (sealed_scan.h's reads).
+SealedCallState sealed_call_enter(Oid user, bool restricted = false);
 void sealed_call_leave(const SealedCallState &state);
 
 // Runs f (a PostgreSQL frame: it may ereport) as `user` (InvalidOid: no switch) with the sealed

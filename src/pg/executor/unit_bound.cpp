@@ -113,6 +113,7 @@ struct UnitBound {
 	UnitHasher hasher; // the unit's hash (executor/unit_hash.h; fast: the Datum itself is the key)
 	bool no_rows;     // the empty state of a final function that saw no row
 	FmgrInfo eq_fn;
+	bool eq_sealed; // eq_fn is not built in: each call through the sealed path (unit_hash.h)
 	Oid *col_type;
 	int16 *col_len;
 	bool *col_byval;
@@ -183,8 +184,10 @@ init_unit_type(UnitBound *s, Oid type, Oid collation)
 {
 	s->unit_type = type;
 	get_typlenbyval(type, &s->unit_len, &s->unit_byval);
+	// (a hash or equality function not built in runs sealed, as the analyst: unit_hash.h)
 	init_unit_hasher(&s->hasher, type, collation, s->mcxt,
-	                 "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).");
+	                 "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).",
+	                 true, InvalidOid);
 	if (s->hasher.fast)
 		return;
 	TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR_FINFO);
@@ -192,6 +195,7 @@ init_unit_type(UnitBound *s, Oid type, Oid collation)
 		fail(ERRCODE_FEATURE_NOT_SUPPORTED, "the privacy unit column's type has no hash function",
 		     "Set dxpriv.unit_bounding to 'sort', or use a unit column of a hashable type (integer, text, uuid).");
 	fmgr_info_cxt(tc->eq_opr_finfo.fn_oid, &s->eq_fn, s->mcxt);
+	s->eq_sealed = unit_type_call_sealed(tc->eq_opr_finfo.fn_oid);
 }
 
 // Empties a partition (its memory, table and arena; its tape is the caller's).
@@ -287,6 +291,11 @@ unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 		return true;
 	if (s->hasher.fast)
 		return u->key == key;
+	if (s->eq_sealed) {
+		bool eq = false;
+		sealed_call(InvalidOid, [&] { eq = DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key)); });
+		return eq;
+	}
 	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key));
 }
 

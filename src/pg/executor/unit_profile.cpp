@@ -3,6 +3,7 @@
 #include "pg/executor/unit_profile.h"
 #include "pg/executor/unit_hash.h"
 #include "pg/executor/rank_key.h"
+#include "pg/elevated/sealed_scan.h"
 
 #include "pg/guard.h"
 #include "pg/settings.h"
@@ -13,14 +14,9 @@
 
 extern "C" {
 #include "access/parallel.h"
-#include "access/relation.h"
-#include "access/table.h"
-#include "access/tableam.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "common/hashfn.h"
 #include "catalog/pg_type.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -225,6 +221,28 @@ struct RowRank {
 	int64 rank;
 };
 
+// What the build's scan fills (plain data: the scan's callback is a PostgreSQL frame).
+struct ProfileScan {
+	SipRowRank *ranker;
+	UnitHasher hasher;
+	RowRank *rows;
+	Size n, cap;
+};
+
+// One row of the build's scan (SealedRowFn): its unit's hash and its rank.
+void
+profile_scan_row(void *ctx, const SealedRow &row)
+{
+	auto *ps = static_cast<ProfileScan *>(ctx);
+	if (ps->n == ps->cap) {
+		ps->cap *= 2;
+		ps->rows = static_cast<RowRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(RowRank)));
+	}
+	RowRank &r = ps->rows[ps->n++];
+	r.hash = unit_hash_of(&ps->hasher, row.value, row.isnull);
+	r.rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+}
+
 // Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
 // `attempt`: one scan of every member (its own unit attribute number, found by name), the (unit hash,
 // rank) of each row, sorted; a unit with more than k rows gets the rank of its k-th. nullptr when two
@@ -239,45 +257,18 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	h.versioned = versioned;
 	draw_rank_key(h.key, attempt);
 	SipRowRank ranker(h.key);
-	UnitHasher hasher;
-	init_unit_hasher(&hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint);
-	const char *unit_name = get_attname(id.relid, id.attnum, false);
-	List *members = id.inh ? find_all_inheritors(id.relid, AccessShareLock, nullptr) : list_make1_oid(id.relid);
-	Size n = 0, cap = 1024;
-	RowRank *rows = static_cast<RowRank *>(MemoryContextAllocHuge(CurrentMemoryContext, cap * sizeof(RowRank)));
-	ListCell *lc;
-	foreach (lc, members) {
-		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
-		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE) // (its rows would count as light units' rows)
-			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a unit profile cannot read a foreign table"),
-			                errhint("Set dxpriv.unit_profiles to off for statements on this table.")));
-		if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind)) {
-			table_close(rel, AccessShareLock);
-			continue;
-		}
-		const AttrNumber att = get_attnum(RelationGetRelid(rel), unit_name);
-		if (att == InvalidAttrNumber)
-			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a member lacks the privacy unit column")));
-		const uint32 table = RelationGetRelid(rel);
-		TupleTableSlot *slot = table_slot_create(rel, nullptr);
-		TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
-		while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
-			CHECK_FOR_INTERRUPTS();
-			bool isnull = false;
-			const Datum v = slot_getattr(slot, att, &isnull);
-			if (n == cap) {
-				cap *= 2;
-				rows = static_cast<RowRank *>(repalloc_huge(rows, cap * sizeof(RowRank)));
-			}
-			rows[n].hash = unit_hash_of(&hasher, v, isnull);
-			rows[n].rank = static_cast<int64>(ranker.rank(table, ItemPointerGetBlockNumberNoCheck(&slot->tts_tid),
-			                           ItemPointerGetOffsetNumberNoCheck(&slot->tts_tid)));
-			n++;
-		}
-		table_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		table_close(rel, AccessShareLock);
-	}
+	// the scan and every hash call run inside the sealed path, as the table's owner
+	// (elevated/sealed_scan.h): the hasher is not sealed again per call
+	ProfileScan ps;
+	ps.n = 0;
+	ps.ranker = &ranker;
+	init_unit_hasher(&ps.hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint, false, InvalidOid);
+	ps.cap = 1024;
+	ps.rows = static_cast<RowRank *>(MemoryContextAllocHuge(CurrentMemoryContext, ps.cap * sizeof(RowRank)));
+	sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
+	                   profile_scan_row, &ps);
+	RowRank *rows = ps.rows;
+	const Size n = ps.n;
 	std::sort(rows, rows + n, [](const RowRank &a, const RowRank &b) {
 		return a.hash != b.hash ? a.hash < b.hash : a.rank < b.rank;
 	});
@@ -442,7 +433,9 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 			st = static_cast<KeepState *>(palloc0(sizeof(KeepState)));
 		ProfileHeader h;
 		std::memcpy(&h, plain, sizeof h);
-		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint);
+		// a hash function that is not built in runs sealed, as the table's owner, as in the build
+		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint, true,
+		                 sealed_read_user(h.id.relid));
 		st->ranker = static_cast<SipRowRank *>(palloc(sizeof(SipRowRank)));
 		new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with fn_mcxt)
 		const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);

@@ -1,0 +1,77 @@
+// The sealed read of one column of a protected table by C code (sealed_scan.h).
+#include "pg/elevated/sealed_scan.h"
+#include "pg/elevated/sealed_execution.h"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+}
+
+namespace dxpriv::pg {
+
+// See sealed_scan.h.
+Oid
+sealed_read_user(Oid relid)
+{
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+// See sealed_scan.h.
+void
+sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
+                   SealedRowFn each, void *ctx)
+{
+	const Oid owner = sealed_read_user(relid);
+	if (!OidIsValid(owner))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the protected table read by dxpriv no longer exists"),
+		                errhint("Run the statement again.")));
+	const char *column = get_attname(relid, attnum, false);
+	List *members = inh ? find_all_inheritors(relid, AccessShareLock, nullptr) : list_make1_oid(relid);
+	// as the owner, restricted, sealed settings (sealed_execution.h); an error unwinds it with the
+	// (sub)transaction, as it does for a SECURITY DEFINER function
+	const SealedCallState state = sealed_call_enter(owner, true);
+	ListCell *lc;
+	foreach (lc, members) {
+		Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE) // (its rows would count as light units' rows)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("a unit profile cannot read a foreign table"),
+			                errhint("%s", foreign_hint)));
+		if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind)) {
+			table_close(rel, AccessShareLock);
+			continue;
+		}
+		const AttrNumber att = get_attnum(RelationGetRelid(rel), column);
+		if (att == InvalidAttrNumber)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a member lacks the privacy unit column")));
+		SealedRow row;
+		row.table = RelationGetRelid(rel);
+		TupleTableSlot *slot = table_slot_create(rel, nullptr);
+		TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+			CHECK_FOR_INTERRUPTS();
+			row.value = slot_getattr(slot, att, &row.isnull);
+			row.block = ItemPointerGetBlockNumberNoCheck(&slot->tts_tid);
+			row.offset = ItemPointerGetOffsetNumberNoCheck(&slot->tts_tid);
+			each(ctx, row);
+		}
+		table_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, AccessShareLock);
+	}
+	sealed_call_leave(state);
+}
+
+} // namespace dxpriv::pg

@@ -1,0 +1,50 @@
+// The sealed read of a protected table's stored rows by C code (the unit profile build): one column,
+// every row, as the table's owner with the sealed settings.
+//
+// Every direct scan of a user table by dxpriv goes through sealed_column_scan: it opens the table
+// (and, for a tree, each member) and runs the callback for each row inside the sealed path
+// (sealed_execution.h: the owner switch with SECURITY_LOCAL_USERID_CHANGE, a security-restricted
+// operation, sealed_settings() forced and the search path checked), so that whatever the callback
+// calls (a unit type's hash opclass function, which a DBA may have written in SQL) runs as the
+// owner, with pg_catalog, pg_temp as search path and fixed formatting settings, never under the
+// analyst's identity, search path or settings. test/check_sealed_paths.sh fails on a table scan or
+// a user relation opened outside src/pg/elevated.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "access/attnum.h"
+#include "storage/block.h"
+#include "storage/off.h"
+#include "utils/snapshot.h"
+}
+
+namespace dxpriv::pg {
+
+// One stored row as the scan hands it over: its table (the member of a tree), its item pointer and
+// the column's value.
+struct SealedRow {
+	Oid table;
+	BlockNumber block;
+	OffsetNumber offset;
+	Datum value;
+	bool isnull;
+};
+
+// Called for every row, inside the sealed scope; a PostgreSQL frame (it may ereport; it must not
+// throw a C++ exception). `ctx` is the caller's.
+using SealedRowFn = void (*)(void *ctx, const SealedRow &row);
+
+// Scans relid (inh: every member of its inheritance tree, each read through its own column of the
+// name of relid's `attnum`) under `snapshot` as relid's owner, in a security-restricted operation
+// with the sealed settings, and calls each(ctx, row) for every row. Members without storage are
+// skipped; a foreign member is refused (0A000, `foreign_hint`): its rows are not dxpriv's to read
+// this way. On return the user and the settings are the caller's again; on error the
+// (sub)transaction abort restores them. A PostgreSQL frame: call inside pg_call.
+void sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
+                        SealedRowFn each, void *ctx);
+
+// The user the sealed path reads relid as (its owner; InvalidOid when relid is gone). A PostgreSQL frame.
+Oid sealed_read_user(Oid relid);
+
+} // namespace dxpriv::pg
