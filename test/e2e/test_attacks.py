@@ -3502,6 +3502,30 @@ attack(C, "heavy_unit_over_groups", "SELECT age, dx.count(*) FROM visits WHERE w
        Custom(heavy_unit_capped(PARALLEL)))
 
 
+# the profile is built inside the sealed path (elevated/sealed_scan.h: as the table's owner, with the
+# sealed settings): the analyst's search path (pg_catalog after public, a temporary lower()) and
+# formatting settings change nothing; the heavy unit keeps k rows (test_sealed_unit_profile.py: a
+# DBA's hash opclass function records the owner and the sealed settings)
+HOSTILE_SESSION = ["SET search_path = public, pg_catalog", "SET extra_float_digits = -15", "SET DateStyle = 'SQL, DMY'",
+                   "SET lc_numeric = 'C.utf8'", "SET TimeZone = 'Pacific/Chatham'",
+                   "CREATE FUNCTION pg_temp.lower(t text) RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$"]
+HOSTILE_RESET = ["RESET search_path", "RESET extra_float_digits", "RESET DateStyle", "RESET lc_numeric",
+                 "RESET TimeZone", "DROP FUNCTION IF EXISTS pg_temp.lower(text)"]
+
+
+def heavy_unit_capped_hostile(ctx, conn, a):
+    try:
+        execute(ctx.admin, "UPDATE visits SET age = age WHERE false")  # a new version: this statement builds
+        return heavy_unit_capped(HOSTILE_SESSION)(ctx, conn, a)
+    finally:
+        for s in HOSTILE_RESET:
+            execute(conn, s)
+
+
+attack(C, "heavy_unit_hostile_session", "SELECT dx.count(*)::numeric FROM visits WHERE ward = 'x'",
+       Custom(heavy_unit_capped_hostile))
+
+
 def heavy_unit_counts_once(ctx, conn, a):
     ctx.clear_answer_cache()
     rows = run_fetch(conn, a.sql)
