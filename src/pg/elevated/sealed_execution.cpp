@@ -71,6 +71,10 @@ boot_value(struct config_generic *g)
 void
 reset_session_citus_settings()
 {
+	// without Citus (not even a placeholder of its settings) there is nothing to reset: skip the walk
+	// over every setting (a sealed call per row, e.g. a DBA's hash function of a unit type, pays it)
+	if (!GetConfigOption("citus.max_intermediate_result_size", true, false))
+		return;
 	struct config_generic **vars = get_guc_variables();
 	const int n = GetNumConfigOptions();
 	for (int i = 0; i < n; ++i) {
