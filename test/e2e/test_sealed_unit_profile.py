@@ -148,6 +148,24 @@ def test_unit_profile_build_is_sealed():
                     assert calls and all(c[:6] == (who, "pg_catalog, pg_temp", "ISO, MDY", "3", "C", "UTC")
                                          for c in calls), f"{what}: {calls}"
                     assert scalar(admin, "SELECT count(*) FROM public.sb_evil_calls") == 0, what
+            # sorting or grouping the units in the analyst's statement would call the DBA's PL/pgSQL
+            # equality there, unsealed: count_units (by the profile, the default) is refused (0A000)
+            # before any row is read (with profiles off the hash pass flags each unit's first counted
+            # row itself, through the sealed calls checked above)
+            execute(admin, f"ALTER ROLE {ANALYST} RESET dxpriv.unit_profiles")
+            execute(admin, "TRUNCATE public.sb_calls")
+            conn = connect(db, user=ANALYST)
+            try:
+                for s in EVIL + HOSTILE:
+                    execute(conn, s)
+                try:
+                    execute(conn, "SELECT dx.count_units(person) FROM sb_visits")
+                    raise AssertionError("count_units over a unit type with PL/pgSQL operators was answered")
+                except psycopg2.Error as e:
+                    assert e.pgcode == "0A000", (e.pgcode, e.pgerror)
+            finally:
+                conn.close()
+            assert scalar(admin, "SELECT count(*) FROM public.sb_calls") == 0
         finally:
             execute(admin, f"DROP OWNED BY {ANALYST}, {OWNER}")
             admin.close()

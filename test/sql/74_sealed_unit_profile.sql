@@ -105,6 +105,16 @@ RESET lc_numeric;
 RESET dxpriv.unit_profiles;
 RESET dxpriv.test_seed;
 
+-- the statements that sort or group the stored units in the analyst's statement (count_units, the
+-- sort bounding) would call the DBA's PL/pgSQL equality there, under her settings: refused (0A000)
+SET dxpriv.unit_bounding = 'sort';
+SET ROLE dx_regress_sb;
+SELECT err('SELECT dx.count(*) FROM sb_visits') AS sort_bounding;
+RESET ROLE;
+RESET dxpriv.unit_bounding;
+SET ROLE dx_regress_sb;
+SELECT err('SELECT dx.count_units(person) FROM sb_visits') AS count_units;
+RESET ROLE;
 -- every call of the DBA's functions in the hostile session ran with the sealed settings; the
 -- profile's build and dx._unit_keep as the table's owner, the hash pass (the analyst's own
 -- statement, no owner switch) as the analyst

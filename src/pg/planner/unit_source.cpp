@@ -9,6 +9,7 @@
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
 #include "pg/planner/unit_distinct_source.h"
+#include "pg/planner/unit_order_check.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
 
@@ -128,6 +129,9 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		flag_extra += ", dx_c" + std::to_string(at - spec.columns.begin());
 	}
 	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
+	// every path but the profile's qual and the hash pass sorts or groups by dx_u in this statement
+	if (distinct || (!profile && !(guc_unit_bounding == 0 && !spec.distributed && !extra_flags)))
+		refuse_unsealed_unit_order(policy);
 	if (distinct) {
 		sql = unit_distinct_sql(sql, spec); // (planner/unit_distinct_source.h)
 	} else if (profile) {
