@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one sealed path for elevated execution (src/pg/elevated/sealed_execution.h): fails when an owner
-# switch, an SPI entry, a change of settings, a table scan or the opening of a user relation appears
-# in src/pg outside src/pg/elevated, or when a SECURITY DEFINER function of the install script does
+# switch, an SPI entry, a change of settings, a table scan, the opening of a user relation or an
+# unlisted fmgr call or expression evaluation appears in src/pg outside src/pg/elevated, or when a SECURITY DEFINER function of the install script does
 # not fix its search_path. Run by `make regress` (hence `make test`).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +62,65 @@ done < <(grep -rnE "$read_pattern" src/pg --include='*.cpp' --include='*.h' || t
 for key in "${!read_allowed[@]}"; do
 	if [ -z "${read_used[$key]:-}" ]; then
 		echo "stale entry of read_allowed in test/check_sealed_paths.sh: $key" >&2
+		status=1
+	fi
+done
+
+# Calls of functions through fmgr (the functions a type, an operator class, a DBA or an analyst may
+# have chosen) and evaluations of expressions outside src/pg/elevated: each exact line is listed with
+# why it needs no sealing; a new call fails until it is sealed or justified here.
+declare -A call_allowed=(
+	# dx.* functions of the extension (LookupFuncName of "dx"), in the DBA's own DDL statement
+	["src/pg/metadata/ddl_events.cpp|OidFunctionCall4(fn, ObjectIdGetDatum(relid), an, DirectFunctionCall1(namein, CStringGetDatum(b)),"]=1
+	["src/pg/metadata/ddl_events.cpp|OidFunctionCall3(fn, ObjectIdGetDatum(relid), an, BoolGetDatum(recurse));"]=1
+	# the column type's input function on the declared labels, under push_sealed_settings (domain_datums)
+	["src/pg/metadata/policy_domain.cpp|out[i] = OidInputFunctionCall(input, const_cast<char *>(labels[i].c_str()), ioparam, typmod);"]=1
+	# analysis: comparisons and output of GROUP BY key values computed on declared (public) points, and
+	# the analyst's own expressions evaluated on declared points, with her rights; no stored row
+	["src/pg/planner/group_keys.cpp|const int32 c = DatumGetInt32(FunctionCall2Coll(cmp[k], collation[k], d.value[k][a], d.value[k][b]));"]=1
+	["src/pg/planner/group_keys.cpp|return OidOutputFunctionCall(output, value[k][g]);"]=1
+	["src/pg/planner/join_cells.cpp|const int32 c = DatumGetInt32(FunctionCall2Coll(cmp_[k], collation_[k], va[k], vb[k]));"]=1
+	["src/pg/planner/universe_eval.cpp|states[e] = ExecPrepareExpr(exprs[e], estate);"]=1
+	["src/pg/planner/universe_eval.cpp|on_states.push_back(inner->steps[s].on ? ExecPrepareExpr(inner->steps[s].on, estate) : nullptr);"]=1
+	["src/pg/planner/universe_eval.cpp|Datum r = ExecEvalExprSwitchContext(states[e], econtext, &isnull);"]=1
+	["src/pg/planner/universe_eval.cpp|const Datum ok = ExecEvalExprSwitchContext(on_states[step], econtext, &isnull);"]=1
+	# a unit type's hash and equality on stored units: inside sealed_call when the function is not
+	# built in (unit_type_call_sealed), else PostgreSQL's own C function of the value and collation
+	["src/pg/executor/unit_hash.h|h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0)));"]=1
+	["src/pg/executor/unit_hash.h|return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0))));"]=1
+	["src/pg/executor/unit_bound.cpp|sealed_call(InvalidOid, [&] { eq = DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key)); });"]=1
+	["src/pg/executor/unit_bound.cpp|return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key));"]=1
+	# pg_catalog.citus_* size functions (looked up qualified) as the analyst, with her rights
+	["src/pg/analyst/citus_surface.cpp|result = nargs == 2 ? OidFunctionCall2(fn, ObjectIdGetDatum(rel), PG_GETARG_DATUM(1))"]=1
+	["src/pg/analyst/citus_surface.cpp|: OidFunctionCall1(fn, ObjectIdGetDatum(rel));"]=1
+	# dx.* helpers of the extension (SECURITY DEFINER, search_path fixed: checked below) and built-in
+	# size functions by their fixed OIDs (F_PG_*)
+	["src/pg/analyst/catalog_sizes.cpp|Datum r = FunctionCallInvoke(call);"]=1
+	["src/pg/analyst/catalog_sizes.cpp|pg_call([&] { result = OidFunctionCall1(F_PG_DATABASE_SIZE_OID, ObjectIdGetDatum(db)); });"]=1
+	["src/pg/analyst/catalog_sizes.cpp|pg_call([&] { result = OidFunctionCall1(F_PG_TABLESPACE_SIZE_OID, ObjectIdGetDatum(spc)); });"]=1
+	["src/pg/analyst/catalog_sizes.cpp|result = OidFunctionCall2(F_PG_RELATION_SIZE_REGCLASS_TEXT, ObjectIdGetDatum(rel), PG_GETARG_DATUM(1));"]=1
+	["src/pg/analyst/catalog_sizes.cpp|result = OidFunctionCall1(F_PG_RELATION_SIZE_REGCLASS, ObjectIdGetDatum(rel));"]=1
+	["src/pg/analyst/catalog_sizes.cpp|result = OidFunctionCall1(F_PG_TABLE_SIZE, ObjectIdGetDatum(rel));"]=1
+	["src/pg/analyst/catalog_sizes.cpp|result = OidFunctionCall1(F_PG_TOTAL_RELATION_SIZE, ObjectIdGetDatum(rel));"]=1
+	["src/pg/analyst/catalog_sizes.cpp|result = OidFunctionCall1(F_PG_INDEXES_SIZE, ObjectIdGetDatum(rel));"]=1
+)
+call_pattern='\b(OidFunctionCall[0-9]+(Coll)?|FunctionCall[0-9]+(Coll)?|FunctionCallInvoke|OidInputFunctionCall|OidOutputFunctionCall|InputFunctionCall|OutputFunctionCall|OidReceiveFunctionCall|ReceiveFunctionCall|OidSendFunctionCall|SendFunctionCall|ExecEvalExpr[A-Za-z]*|ExecPrepareExpr|ExecInitExpr)\b'
+declare -A call_used=()
+while IFS= read -r hit; do
+	file=${hit%%:*}
+	rest=${hit#*:}
+	code=${rest#*:}
+	code=$(echo "$code" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+	case "$file" in src/pg/elevated/*) continue ;; esac
+	case "$code" in //*) continue ;; esac
+	key="$file|$code"
+	if [ -n "${call_allowed[$key]:-}" ]; then call_used[$key]=1; continue; fi
+	echo "function call outside src/pg/elevated, neither sealed nor justified in test/check_sealed_paths.sh: $hit" >&2
+	status=1
+done < <(grep -rnE "$call_pattern" src/pg --include='*.cpp' --include='*.h' || true)
+for key in "${!call_allowed[@]}"; do
+	if [ -z "${call_used[$key]:-}" ]; then
+		echo "stale entry of call_allowed in test/check_sealed_paths.sh: $key" >&2
 		status=1
 	fi
 done
