@@ -111,12 +111,13 @@ void sealed_call_leave(const SealedCallState &state);
 
 // Runs f (a PostgreSQL frame: it may ereport) as `user` (InvalidOid: no switch) with the sealed
 // settings; restores both on return. On error PostgreSQL's (sub)transaction abort restores them, as
-// it does for SECURITY DEFINER functions. No C++ object is live across f.
+// it does for SECURITY DEFINER functions. No C++ object is live across f. restricted: f runs in a
+// security-restricted operation (a DBA's function run as a table owner on stored values).
 template <class F>
 void
-sealed_call(Oid user, F &&f)
+sealed_call(Oid user, F &&f, bool restricted = false)
 {
-	const SealedCallState state = sealed_call_enter(user);
+	const SealedCallState state = sealed_call_enter(user, restricted);
 	f();
 	sealed_call_leave(state);
 }

@@ -293,7 +293,8 @@ unit_equal(UnitBound *s, const Unit *u, uint64 hash, Datum key, bool isnull)
 		return u->key == key;
 	if (s->eq_sealed) {
 		bool eq = false;
-		sealed_call(InvalidOid, [&] { eq = DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key)); });
+		sealed_call(InvalidOid, [&] { eq = DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key)); },
+		            true);
 		return eq;
 	}
 	return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key));

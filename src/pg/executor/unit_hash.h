@@ -70,9 +70,12 @@ unit_hash_value(const UnitHasher *u, Datum v, bool isnull)
 		return mix64(static_cast<uint64>(v));
 	if (u->sealed) {
 		uint64 h = 0;
-		sealed_call(u->user, [&] {
-			h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0)));
-		});
+		sealed_call(
+		    u->user,
+		    [&] {
+			    h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0)));
+		    },
+		    true);
 		return mix64(h);
 	}
 	return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0))));
