@@ -10,6 +10,7 @@
 #include "pg/statement/statement_context.h"
 
 #include "core/siphash.h"
+#include "core/unit_prefilter.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -423,10 +424,11 @@ struct KeepState {
 	const HeavyUnit *table;
 	uint32 mask;
 	uint32 slots;
+	UnitPrefilter filter; // over the heavy units' hashes: a light unit's row mostly skips the table
 };
 
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
-KeepState *
+pg_noinline KeepState *
 keep_setup(FunctionCallInfo fcinfo, const void *arg)
 {
 	KeepState *out = nullptr;
@@ -451,6 +453,15 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 		st->table = table;
 		st->slots = h.slots;
 		st->mask = h.slots == 0 ? 0 : h.slots - 1;
+		Size heavy = 0; // (counted in the table itself: the filter holds exactly its hashes)
+		for (uint32 i = 0; i < h.slots; i++)
+			heavy += table[i].hash != 0;
+		const Size words = UnitPrefilter::words_for(heavy);
+		auto *bits = static_cast<uint64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, Max(words, 1) * sizeof(uint64)));
+		st->filter = UnitPrefilter(bits, words);
+		for (uint32 i = 0; i < h.slots; i++)
+			if (table[i].hash != 0)
+				st->filter.add(table[i].hash);
 		st->arg = arg;
 		st->mac = pre.mac;
 		fcinfo->flinfo->fn_extra = st;
@@ -582,7 +593,9 @@ DX_FUNCTION(dx_unit_profile)
 // dx._unit_keep(profile bytea, unit anyelement, tableoid oid, ctid tid) -> bool: whether the row is
 // kept: its unit is not in the profile (at most k rows), or its rank under the profile's key is at
 // most its unit's threshold. The profile is verified once per call site and execution
-// (verify_profile). PARALLEL SAFE: a plain qual of the scan, in parallel workers too. Not STRICT (a
+// (verify_profile), when the call site also builds a prefilter of the heavy units' hashes
+// (core/unit_prefilter.h): a row whose unit hash fails it is a light unit's (kept) without the
+// table probe; a false positive only goes on to the exact lookup. PARALLEL SAFE: a plain qual of the scan, in parallel workers too. Not STRICT (a
 // NULL unit is one unit, as in the hash bounding).
 extern "C" {
 PG_FUNCTION_INFO_V1(dx_unit_keep);
@@ -598,6 +611,8 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 	if (st->slots == 0)
 		PG_RETURN_BOOL(true);
 	const uint64 hash = unit_hash_of(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+	if (!st->filter.maybe(hash)) // surely not a heavy unit (a false positive only reaches the table)
+		PG_RETURN_BOOL(true);
 	uint32 at = static_cast<uint32>(hash) & st->mask;
 	while (st->table[at].hash != 0) {
 		if (st->table[at].hash == hash) {
