@@ -65,13 +65,20 @@ SipHash24::SipHash24(const unsigned char key[16]) noexcept
 	v3_ = 0x7465646279746573ULL ^ k1;
 }
 
-// Appends bytes, compressing every full 8-byte word.
+// Appends bytes, compressing every full 8-byte word (whole words straight from the input once the
+// buffered tail is empty: a long message, e.g. a sealed profile's MAC, is not copied word by word).
 void
 SipHash24::update(const void *data, std::size_t len) noexcept
 {
 	const auto *p = static_cast<const unsigned char *>(data);
 	total_ += len;
 	while (len > 0) {
+		if (tail_len_ == 0) {
+			for (; len >= 8; p += 8, len -= 8)
+				compress(v0_, v1_, v2_, v3_, load_le64(p));
+			if (len == 0)
+				break;
+		}
 		const std::size_t take = std::min<std::size_t>(8 - tail_len_, len);
 		std::memcpy(tail_ + tail_len_, p, take);
 		tail_len_ += take;
@@ -115,6 +122,34 @@ siphash24(const unsigned char key[16], const void *data, std::size_t len) noexce
 	for (std::size_t i = 0; i < left; i++)
 		b |= static_cast<std::uint64_t>(p[i]) << (8 * i);
 	compress(v0, v1, v2, v3, b);
+	v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sip_round(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// See siphash.h: the message bytes as siphash24 reads them (memory order, little-endian words).
+SipKeyStream::SipKeyStream(const unsigned char key[16], std::uint64_t nonce) noexcept
+{
+	const std::uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	v0_ = 0x736f6d6570736575ULL ^ k0;
+	v1_ = 0x646f72616e646f6dULL ^ k1;
+	v2_ = 0x6c7967656e657261ULL ^ k0;
+	v3_ = 0x7465646279746573ULL ^ k1;
+	unsigned char word[8];
+	std::memcpy(word, &nonce, 8);
+	compress(v0_, v1_, v2_, v3_, load_le64(word));
+}
+
+// See siphash.h.
+std::uint64_t
+SipKeyStream::block(std::uint64_t i) const noexcept
+{
+	unsigned char word[8];
+	std::memcpy(word, &i, 8);
+	std::uint64_t v0 = v0_, v1 = v1_, v2 = v2_, v3 = v3_;
+	compress(v0, v1, v2, v3, load_le64(word));
+	compress(v0, v1, v2, v3, std::uint64_t{16} << 56);
 	v2 ^= 0xff;
 	for (int r = 0; r < 4; r++)
 		sip_round(v0, v1, v2, v3);

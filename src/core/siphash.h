@@ -32,6 +32,20 @@ private:
 // One-shot SipHash-2-4 of len bytes.
 std::uint64_t siphash24(const unsigned char key[16], const void *data, std::size_t len) noexcept;
 
+// SipHash-2-4 of the 16-byte messages (nonce, i) for i = 0, 1, ... under one key and nonce (a PRF
+// in counter mode: the keystream that encrypts a sealed unit profile): block(i) equals
+// siphash24(key, msg, 16) where msg holds the 8 bytes of nonce then the 8 bytes of i as stored in
+// memory (GoogleTest SipHash.KeyStreamEqualsGeneric). The state after the key and the nonce is
+// computed once, so a block costs 8 SipRounds instead of 10 and no key loading. A plain value type.
+class SipKeyStream {
+public:
+	SipKeyStream(const unsigned char key[16], std::uint64_t nonce) noexcept;
+	std::uint64_t block(std::uint64_t i) const noexcept;
+
+private:
+	std::uint64_t v0_, v1_, v2_, v3_; // the state after the key and the nonce's word
+};
+
 // SipHash-2-4 specialised to the 10-byte row identity that ranks a privacy unit's rows: rank(t, b, o)
 // equals siphash24(key, msg, 10) where msg holds the bytes of t (4), b (4) and o (2) as stored in
 // memory (GoogleTest SipHash.RowRankEqualsGeneric). The key's initial state is computed once, and the

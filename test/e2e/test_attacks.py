@@ -3861,6 +3861,77 @@ def profile_not_explained(ctx, conn, a):
 attack(C, "unit_profile_not_explained", "SELECT 1", Custom(profile_not_explained))
 
 
+# unitqual: dx._unit_keep answers "light unit" from a blocked Bloom filter over the heavy units'
+# hashes (core/unit_prefilter.h) before the exact table of heavy units. Int units hash by mix64,
+# which anyone can compute: units chosen so that light ones pass the filter (false positives) and
+# heavy ones share a probe slot of the table with person 1 must still keep min(rows, k) each.
+M64 = (1 << 64) - 1
+
+
+def mix64(x):
+    x &= M64
+    x ^= x >> 33
+    x = (x * 0xff51afd7ed558ccd) & M64
+    x ^= x >> 33
+    x = (x * 0xc4ceb9fe1a85ec53) & M64
+    return x ^ (x >> 33)
+
+
+def prefilter_maybe(words, h):
+    """core/unit_prefilter.h in Python: the word (bits 32..) and the three bits (20.., 26.., 58..)."""
+    if not words:
+        return True
+    b = (1 << ((h >> 20) & 63)) | (1 << ((h >> 26) & 63)) | (1 << (h >> 58))
+    return words[(h >> 32) & (len(words) - 1)] & b == b
+
+
+def prefilter_collisions(settings):
+    def check(ctx, conn, a):
+        adm = ctx.admin
+        heavy = [r[0] for r in run_fetch(adm, f"SELECT person FROM visits GROUP BY person HAVING count(*) > {UNIT_K}")]
+        n_heavy = len(heavy) + 5
+        slots = 1
+        while slots < 2 * n_heavy:
+            slots <<= 1
+        twins, v = [], 200000  # heavy units on person 1's probe slot (10 rows each)
+        while len(twins) < 5:
+            v += 1
+            if mix64(v) & (slots - 1) == mix64(1) & (slots - 1):
+                twins.append(v)
+        nwords = 1
+        while nwords * 8 < n_heavy and nwords < 8192:
+            nwords <<= 1
+        words = [0] * nwords
+        for u in heavy + twins:
+            h = mix64(u)
+            words[(h >> 32) & (nwords - 1)] |= (1 << ((h >> 20) & 63)) | (1 << ((h >> 26) & 63)) | (1 << (h >> 58))
+        fakes, v = [], 300000  # light units (2 rows each) whose hash passes the filter
+        while len(fakes) < 5:
+            v += 1
+            if prefilter_maybe(words, mix64(v)):
+                fakes.append(v)
+        try:
+            for i, u in enumerate(twins):  # ages 91..95: 10 rows each
+                execute(adm, f"INSERT INTO visits SELECT {u}, 'a', {91 + i} FROM generate_series(1, 10)")
+            for i, u in enumerate(fakes):  # ages 96..100: 2 rows each
+                execute(adm, f"INSERT INTO visits SELECT {u}, 'a', {96 + i} FROM generate_series(1, 2)")
+            rows = fetch_under(ctx, conn, a.sql, settings)
+            got = {int(r[0]): float(r[1]) for r in rows if int(r[0]) > 90}
+            want = {**{91 + i: float(UNIT_K) for i in range(5)}, **{96 + i: 2.0 for i in range(5)}}
+            assert got == want, f"kept rows per crafted unit: {got} != {want}"
+            assert ward_x(conn) == UNIT_K, "person 1, sharing its probe slot"
+        finally:
+            execute(adm, "DELETE FROM visits WHERE person >= 200000")
+        return "crafted heavy units keep k, filter false positives keep all their rows"
+    return check
+
+
+attack(C, "unit_prefilter_collisions_serial", "SELECT age, dx.count(*) FROM visits WHERE ward = 'a' GROUP BY age",
+       Custom(prefilter_collisions([])))
+attack(C, "unit_prefilter_collisions_parallel", "SELECT age, dx.count(*) FROM visits WHERE age > 90 GROUP BY age",
+       Custom(prefilter_collisions(PARALLEL + ["SET force_parallel_mode = on"])))
+
+
 # unitdistinct: an ungrouped statement of count_units alone reads the profile's kept rows, one row
 # per unit (planner/unit_distinct_source.h); every check serial, parallel and forced parallel.
 

@@ -274,6 +274,46 @@ TEST(SipHash, RowRankEqualsGeneric)
 			}
 }
 
+TEST(SipHash, KeyStreamEqualsGeneric)
+{
+	// the keystream of sealed unit profiles equals the generic hash of (nonce, i), 16 bytes
+	std::mt19937_64 rng(20261129);
+	for (int trial = 0; trial < 40; trial++) {
+		unsigned char key[16];
+		for (unsigned char &b : key)
+			b = static_cast<unsigned char>(rng());
+		const std::uint64_t nonce = trial == 0 ? 0 : trial == 1 ? ~std::uint64_t{0} : rng();
+		const SipKeyStream ks(key, nonce);
+		for (std::uint64_t i : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{65535}, rng(), ~std::uint64_t{0}}) {
+			const std::uint64_t msg[2] = {nonce, i};
+			ASSERT_EQ(ks.block(i), siphash24(key, msg, sizeof msg)) << trial << " " << i;
+		}
+	}
+}
+
+TEST(SipHash, LongUpdatesEqualOneShot)
+{
+	// a long message (the MAC of a sealed profile) in pieces of every alignment, whole words read
+	// straight from the input, equals the one-shot hash
+	std::mt19937_64 rng(7);
+	std::vector<unsigned char> msg(5000);
+	for (unsigned char &b : msg)
+		b = static_cast<unsigned char>(rng());
+	unsigned char key[16];
+	for (unsigned char &b : key)
+		b = static_cast<unsigned char>(rng());
+	for (int trial = 0; trial < 60; trial++) {
+		const std::size_t len = trial < 10 ? trial * 497 : rng() % msg.size();
+		SipHash24 h(key);
+		for (std::size_t at = 0; at < len;) {
+			const std::size_t piece = std::min<std::size_t>(len - at, trial % 3 == 0 ? 8 : 1 + rng() % 70);
+			h.update(msg.data() + at, piece);
+			at += piece;
+		}
+		ASSERT_EQ(h.finish(), siphash24(key, msg.data(), len)) << trial << " " << len;
+	}
+}
+
 TEST(ContributionBound, ForQueryAndValidation)
 {
 	const ContributionBound u = ContributionBound::for_query(5, 2, 3, false);

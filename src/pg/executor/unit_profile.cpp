@@ -11,6 +11,7 @@
 #include "pg/statement/statement_context.h"
 
 #include "core/siphash.h"
+#include "core/unit_prefilter.h"
 
 extern "C" {
 #include "access/parallel.h"
@@ -160,9 +161,9 @@ struct SealedPrefix {
 void
 profile_xor(unsigned char *bytes, Size size, uint64 nonce)
 {
+	const SipKeyStream stream(profile_shm->secret, nonce); // (siphash24 of {nonce, block}, specialised)
 	for (Size at = 0, block = 0; at < size; at += 8, block++) {
-		const uint64 in[2] = {nonce, static_cast<uint64>(block)};
-		const uint64 ks = siphash24(profile_shm->secret, in, sizeof in);
+		const uint64 ks = stream.block(static_cast<uint64>(block));
 		const Size n = std::min<Size>(8, size - at);
 		for (Size i = 0; i < n; i++)
 			bytes[at + i] ^= static_cast<unsigned char>(ks >> (8 * i));
@@ -414,10 +415,29 @@ struct KeepState {
 	const HeavyUnit *table;
 	uint32 mask;
 	uint32 slots;
+	UnitPrefilter filter; // over the heavy units' hashes: a light unit's row mostly skips the table
+	uint64 last_hash;     // the unit of the previous row (0: none; rows of a unit often follow each other)
+	bool last_heavy;      // and its lookup: heavy, with this threshold, or light
+	int64 last_threshold;
 };
 
+// Whether the unit of hash h is heavy (then *threshold is its threshold): the prefilter, then the
+// exact table (a false positive of the filter finds no entry there).
+inline bool
+heavy_threshold(const KeepState *st, uint64 h, int64 *threshold)
+{
+	if (!st->filter.maybe(h))
+		return false;
+	for (uint32 at = static_cast<uint32>(h) & st->mask; st->table[at].hash != 0; at = (at + 1) & st->mask)
+		if (st->table[at].hash == h) {
+			*threshold = st->table[at].threshold;
+			return true;
+		}
+	return false;
+}
+
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
-KeepState *
+pg_noinline KeepState *
 keep_setup(FunctionCallInfo fcinfo, const void *arg)
 {
 	KeepState *out = nullptr;
@@ -444,6 +464,17 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 		st->table = table;
 		st->slots = h.slots;
 		st->mask = h.slots == 0 ? 0 : h.slots - 1;
+		Size heavy = 0; // (counted in the table itself: the filter holds exactly its hashes)
+		for (uint32 i = 0; i < h.slots; i++)
+			heavy += table[i].hash != 0;
+		const Size words = UnitPrefilter::words_for(heavy);
+		auto *bits = static_cast<uint64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, Max(words, 1) * sizeof(uint64)));
+		st->filter = UnitPrefilter(bits, words);
+		for (uint32 i = 0; i < h.slots; i++)
+			if (table[i].hash != 0)
+				st->filter.add(table[i].hash);
+		st->last_hash = 0; // (never a unit's hash: unit_hash_of)
+		st->last_heavy = false;
 		st->arg = arg;
 		st->mac = pre.mac;
 		fcinfo->flinfo->fn_extra = st;
@@ -575,7 +606,9 @@ DX_FUNCTION(dx_unit_profile)
 // dx._unit_keep(profile bytea, unit anyelement, tableoid oid, ctid tid) -> bool: whether the row is
 // kept: its unit is not in the profile (at most k rows), or its rank under the profile's key is at
 // most its unit's threshold. The profile is verified once per call site and execution
-// (verify_profile). PARALLEL SAFE: a plain qual of the scan, in parallel workers too. Not STRICT (a
+// (verify_profile), when the call site also builds a prefilter of the heavy units' hashes
+// (core/unit_prefilter.h): a row whose unit hash fails it is a light unit's (kept) without the
+// table probe; a false positive only goes on to the exact lookup. PARALLEL SAFE: a plain qual of the scan, in parallel workers too. Not STRICT (a
 // NULL unit is one unit, as in the hash bounding).
 extern "C" {
 PG_FUNCTION_INFO_V1(dx_unit_keep);
@@ -591,16 +624,15 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 	if (st->slots == 0)
 		PG_RETURN_BOOL(true);
 	const uint64 hash = unit_hash_of(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
-	uint32 at = static_cast<uint32>(hash) & st->mask;
-	while (st->table[at].hash != 0) {
-		if (st->table[at].hash == hash) {
-			const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
-			const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
-			                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
-			PG_RETURN_BOOL(rank <= st->table[at].threshold);
-		}
-		at = (at + 1) & st->mask;
+	if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
+		st->last_hash = hash;
+		st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
 	}
-	PG_RETURN_BOOL(true);
+	if (!st->last_heavy)
+		PG_RETURN_BOOL(true);
+	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
+	const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
+	                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
+	PG_RETURN_BOOL(rank <= st->last_threshold);
 }
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Where the privacy-unit count's time goes (issue 23, doc/performance.md "the keep qual's per-row cost"):
+plain count(*) over unit_bench.py's table, then the same scan with quals that add one piece of
+dx._unit_keep's cost at a time (a qual at all, the unit column's deform, a function call, the system
+columns, the profile's function itself), then dx.count(*) with the unit and without it. Backend CPU
+time from /proc/<pid>/schedstat (nanoseconds), serial, JIT off, interleaved --runs times after one
+warm-up; medians. The superuser calls dx._unit_profile and dx._unit_keep directly (allowed to
+superusers only). Needs the server on this machine and PGHOST/PGPORT/PGUSER of a superuser; creates
+the table of unit_bench.py in --db unless it exists. Prints one line per statement; --out writes a CSV.
+"""
+import argparse
+import csv
+import os
+import statistics
+
+import psycopg2
+
+from unit_bench import K, G, KG
+
+PROFILE = "(SELECT dx._unit_profile('bench_visits'::regclass, true, 1::int2, {k}, 0))"
+STEPS = [
+    ("count(*)", "SELECT count(*) FROM bench_visits"),
+    ("count(person) (deform, no qual)", "SELECT count(person) FROM bench_visits"),
+    ("+ a qual on a system column", "SELECT count(*) FROM bench_visits WHERE ctid IS NOT NULL"),
+    ("+ a qual on the unit column (deform)", "SELECT count(*) FROM bench_visits WHERE person IS NOT NULL"),
+    ("+ a function call on the unit", "SELECT count(*) FROM bench_visits WHERE int4eq(person, person)"),
+    ("dx._unit_keep qual", "SELECT count(*) FROM bench_visits WHERE dx._unit_keep(" + PROFILE + ", person, tableoid, ctid)"),
+    ("dx._unit_keep as FILTER", "SELECT count(*) FILTER (WHERE dx._unit_keep(" + PROFILE + ", person, tableoid, ctid)) "
+     "FROM bench_visits"),
+    ("dx.count(*) (unit, k rows)", "SELECT dx.count(*) FROM bench_visits"),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--persons", type=int, default=1_000_000)
+    ap.add_argument("--db", default="dxpriv_unit_cpu")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    admin = psycopg2.connect(dbname="postgres")
+    admin.autocommit = True
+    with admin.cursor() as c:
+        c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.db,))
+        if not c.fetchone():
+            c.execute(f"CREATE DATABASE {args.db}")
+            c.execute(f"ALTER DATABASE {args.db} SET dxpriv.cache_lifetime = 0")
+    conn = psycopg2.connect(dbname=args.db)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("SELECT to_regclass('bench_visits') IS NOT NULL")
+    if not cur.fetchone()[0]:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS dxpriv")
+        cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
+        cur.execute(f"""INSERT INTO bench_visits
+            SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
+            FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
+        cur.execute("VACUUM ANALYZE bench_visits")
+        cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
+        cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
+        cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
+    cur.execute(f"SELECT dx.set_privacy_unit('bench_visits', 'person', {K}, {G}, {KG})")
+    cur.execute("SET max_parallel_workers_per_gather = 0")
+    cur.execute("SET jit = off")
+    cur.execute("SELECT pg_backend_pid()")
+    pid = cur.fetchone()[0]
+    steps = [(label, sql.replace("{k}", str(K))) for label, sql in STEPS]
+    steps.append(("dx.count(*) (no unit)", "SELECT dx.count(*) FROM bench_visits"))
+
+    def cpu_ms():
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+
+    times = {label: [] for label, _ in steps}
+    for run in range(args.runs + 1):
+        order = steps if run % 2 == 0 else list(reversed(steps))
+        for label, sql in order:
+            if label == "dx.count(*) (no unit)":
+                cur.execute("SELECT dx.unset_privacy_unit('bench_visits')")
+            before = cpu_ms()
+            cur.execute(sql)
+            cur.fetchall()
+            spent = cpu_ms() - before
+            if label == "dx.count(*) (no unit)":
+                cur.execute(f"SELECT dx.set_privacy_unit('bench_visits', 'person', {K}, {G}, {KG})")
+            if run > 0:
+                times[label].append(spent)
+    base = statistics.median(times["count(*)"])
+    rows = []
+    for label, _ in steps:
+        med = statistics.median(times[label])
+        rows.append([label, round(med, 1), round(med / base, 2)])
+        print(f"{label:40s} {med:7.1f} ms CPU  {med / base:.2f}", flush=True)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["statement", "cpu_ms", "ratio_to_count", "runs"])
+            for r in rows:
+                w.writerow(r + [args.runs])
+
+
+if __name__ == "__main__":
+    main()
