@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "core/point_set.h"
 #include "core/progress.h"
+#include "core/work_budget.h"
 
 namespace dxpriv {
 
@@ -139,7 +141,11 @@ public:
 		out_ = PairMax{};
 		const double start = work_; // the work of every search of this tree counts against the cap
 		out_.value = floor_; // only pairs above the floor are looked for
+		search_start_ = start;
+		covered_ = 0;
+		arm();
 		self(0);
+		flush();
 		if (out_.value == floor_ && !found_)
 			out_.value = 0;
 		out_.work = work_ - start;
@@ -159,8 +165,12 @@ public:
 				upper_[t] = std::max(upper_[t], query.coef[r * cells_ + t]);
 		cb_.resize(cells_);
 		level_ = query.threshold;
+		search_start_ = start;
+		covered_ = 0;
+		arm();
 		if (query.keep > 0)
 			self(0);
+		flush();
 		for (const RowCandidate &c : heap_)
 			rows_out_.rows.push_back(PairRow{c.value, c.i, c.j});
 		rows_out_.work = work_ - start;
@@ -475,15 +485,65 @@ private:
 	void tick(double w)
 	{
 		work_ += w;
-		if (work_ >= next_) {
-			if (work_ > cap_)
-				throw CoreError(ErrorKind::ProgramLimit,
-				                "computing the sensitivity of this query needs more than 2e9 distance evaluations",
-				                "Declare fewer points or coarser domains, or use a metric with few edges (absolute, "
-				                "graph, theta1).");
-			report_progress("sensitivity over pairs of points (tree)", std::min(work_, cap_), cap_);
-			next_ = work_ + kProgressEvery;
-		}
+		if (work_ >= next_)
+			checkpoint();
+	}
+
+	// Every kProgressEvery units (and where the budget would run out): charges the statement's
+	// work budget (work_budget.h; without one, this tree's cap), refuses with the numbers when it
+	// is spent, and reports progress (a cancel or a statement timeout throws from there).
+	void checkpoint()
+	{
+		const double left = work_budget_charge(work_ - charged_);
+		charged_ = work_;
+		const bool budgeted = std::isfinite(left);
+		if (budgeted ? left < 0 : work_ > cap_)
+			refuse();
+		report_progress("sensitivity over pairs of points (tree)", std::min(work_, cap_), cap_);
+		next_ = work_ + std::min(kProgressEvery, std::max(budgeted ? left : cap_ - work_, 0.0));
+	}
+
+	// The work limit is spent: the refusal, with the search's numbers.
+	[[noreturn]] void refuse() const
+	{
+		const double k = static_cast<double>(r_.ps.size());
+		const double pairs = 0.5 * k * (k - 1);
+		const double limit = work_budget_limit(cap_), spent = std::max(work_budget_spent(), work_);
+		std::size_t varying = 0; // cells of the search under way
+		for (std::size_t t = 0; t < cells_; t++)
+			varying += rows_ ? upper_[t] > 0 : t == cell_;
+		char msg[480], hint[400];
+		std::snprintf(msg, sizeof msg,
+		              "computing the sensitivity of this query needs more than %.3g distance evaluations: the pair "
+		              "tree over %.0f points (%.3g pairs, %zu %s) spent %.3g of them, %.3g in a search for %s that "
+		              "had settled %.2g%% of the pairs",
+		              limit, k, pairs, cells_, cells_ == 1 ? "cell" : "cells varying over them", spent,
+		              work_ - search_start_,
+		              rows_ ? (varying == 1 ? "the pairs of largest privacy ratio of 1 cell"
+		                                    : "the pairs of largest privacy ratio of several cells")
+		                    : "the largest change of one cell per unit of distance",
+		              pairs > 0 ? 100 * covered_ / pairs : 100.0);
+		std::snprintf(hint, sizeof hint,
+		              "Declare fewer points or a coarser domain, ask for fewer aggregates or FILTERed cells per "
+		              "query (dx.explain shows the plan of a query that is accepted), or ask a superuser to raise "
+		              "dxpriv.analysis_work_limit (now %.3g; the work is counted before any row is read).",
+		              limit);
+		throw CoreError(ErrorKind::ProgramLimit, msg, hint);
+	}
+
+	// The next checkpoint: at most kProgressEvery units on, and where the statement's budget (as
+	// other searches left it) would run out.
+	void arm()
+	{
+		const double left = work_budget_limit(kInfinityD) - work_budget_spent() - (work_ - charged_);
+		next_ = work_ + std::min(kProgressEvery, std::max(std::isfinite(left) ? left : cap_ - work_, 0.0));
+	}
+
+	// Flushes the work not charged yet to the statement's budget (at the end of a search).
+	void flush()
+	{
+		work_budget_charge(work_ - charged_);
+		charged_ = work_;
 	}
 
 	// D(i, j) of the points at tree positions a and b, with PointSet's formulas (l1, linf, euclid)
@@ -608,16 +668,22 @@ private:
 	void self(std::uint32_t id)
 	{
 		const TreeNode &n = nodes_[id];
-		if (constant(id))
+		const double inside = 0.5 * static_cast<double>(n.hi - n.lo) * static_cast<double>(n.hi - n.lo - 1);
+		if (constant(id)) {
+			covered_ += inside;
 			return; // no change inside
+		}
 		tick(1);
-		if (prunable(self_bound(id)))
+		if (prunable(self_bound(id))) {
+			covered_ += inside;
 			return;
+		}
 		if (n.left == 0) {
 			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo));
 			for (std::uint32_t s = n.lo; s + 1 < n.hi; s++)
 				for (std::uint32_t t = s + 1; t < n.hi; t++)
 					rate_at(s, t);
+			covered_ += inside;
 			return;
 		}
 		self(n.left);
@@ -627,15 +693,19 @@ private:
 
 	void cross(std::uint32_t ia, std::uint32_t ib, double ub)
 	{
-		tick(1);
-		if (prunable(ub))
-			return;
 		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
+		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
+		tick(1);
+		if (prunable(ub)) {
+			covered_ += between;
+			return;
+		}
 		if (a.left == 0 && b.left == 0) {
-			tick(static_cast<double>(a.hi - a.lo) * (b.hi - b.lo));
+			tick(between);
 			for (std::uint32_t s = a.lo; s < a.hi; s++)
 				for (std::uint32_t t = b.lo; t < b.hi; t++)
 					rate_at(s, t);
+			covered_ += between;
 			return;
 		}
 		const bool split_a = b.left == 0 || (a.left != 0 && a.hi - a.lo >= b.hi - b.lo);
@@ -677,6 +747,9 @@ private:
 	double level_ = 0;
 	PairRowResult rows_out_;
 	double work_ = 0, next_ = kProgressEvery;
+	double charged_ = 0;      // work_ already charged to the statement's budget
+	double search_start_ = 0; // work_ when the search under way began
+	double covered_ = 0;      // point pairs the search under way has settled (rated or bounded off)
 };
 
 Rater
@@ -721,12 +794,20 @@ pair_tree_max(const PointSet &ps, PairNorm norm, double scale, const double *q, 
 	for (std::size_t i = 0; i < k && tame; i++)
 		tame = std::fabs(q[i * stride]) <= 1e300;
 	if (!tame || k < 2) {
-		if (0.5 * static_cast<double>(k) * static_cast<double>(k) > work_cap)
-			throw CoreError(ErrorKind::ProgramLimit,
-			                "computing the sensitivity of this query needs more than 2e9 distance evaluations",
+		const double left = work_budget_limit(work_cap) - work_budget_spent();
+		if (0.5 * static_cast<double>(k) * static_cast<double>(k) > left) {
+			char msg[300];
+			std::snprintf(msg, sizeof msg,
+			              "computing the sensitivity of this query needs %.3g distance evaluations (every pair of %zu "
+			              "points), more than the %.3g left of the limit of %.3g",
+			              0.5 * static_cast<double>(k) * static_cast<double>(k - 1), k, std::max(left, 0.0),
+			              work_budget_limit(work_cap));
+			throw CoreError(ErrorKind::ProgramLimit, msg,
 			                "Declare fewer points or coarser domains, or use a metric with few edges (absolute, graph, "
-			                "theta1).");
+			                "theta1); a superuser may raise dxpriv.analysis_work_limit.");
+		}
 		PairMax all = pair_scan_max(ps, norm, scale, q, stride, expr);
+		work_budget_charge(all.work);
 		if (!(all.value > floor)) // below the floor: reported as none, like the tree
 			all = PairMax{0, 0, 0, all.finite, all.work};
 		return all;
