@@ -22,6 +22,7 @@ namespace dxpriv {
 namespace {
 
 bool tree_on = true;               // detail::set_pair_tree
+bool joint_on = true;              // detail::set_pair_joint_bound
 std::size_t tree_min_points = 2048; // detail::set_pair_tree_min_points
 
 constexpr std::size_t kTreeLeaf = 8;
@@ -164,6 +165,7 @@ public:
 			for (std::size_t t = 0; t < cells_; t++)
 				upper_[t] = std::max(upper_[t], query.coef[r * cells_ + t]);
 		cb_.resize(cells_);
+		joint_ = joint_on && std::count_if(upper_.begin(), upper_.end(), [](double u) { return u > 0; }) >= 2;
 		level_ = query.threshold;
 		search_start_ = start;
 		covered_ = 0;
@@ -444,6 +446,123 @@ private:
 		return best;
 	}
 
+	// The residual term of cell_bound for c = the slope of `own` (the node on `side`): (range of
+	// h = q - c.x over both nodes, widened for rounding) / dmin.
+	double residual_term(const CellFit &own, const CellFit &other, const TreeNode &other_box, const BoxGap &g) const
+	{
+		double shift_lo = 0, shift_hi = 0, shift_mag = 0;
+		for (std::size_t d = 0; d < D_; d++) {
+			const double dc = other.c[d] - own.c[d];
+			const double u = dc * other_box.box_lo[d], w = dc * other_box.box_hi[d];
+			shift_lo += std::min(u, w);
+			shift_hi += std::max(u, w);
+			shift_mag += std::fabs(dc) * other_box.xabs;
+		}
+		const double slack = own.hslack + other.hslack + kResidualSlack * shift_mag;
+		const double olo = other.hmin + shift_lo, ohi = other.hmax + shift_hi;
+		const double dh = std::max(ohi - own.hmin, own.hmax - olo) + 2 * slack;
+		return std::max(dh, 0.0) / g.dmin * (1 + 1e-12);
+	}
+
+	// A second bound of a row search's value over i in node ia, j in node ib (apart), tried where
+	// the sum of the cells' bounds (bound()) cannot prune: that sum maximises each cell's change
+	// over its own direction, while one pair has one direction v. With one slope per cell (the
+	// node on one side's c_t, or 0 where the cell's bound with 0 is smaller), a row's value is at
+	// most sum_t coef_t (|c_t . v| / |v| + res_t), and sum_t coef_t |c_t . v| is the largest over
+	// signs s of (sum_t s_t coef_t c_t) . v, each bounded by direction_bound; a cell whose c_t . v
+	// keeps one sign over the box of differences has its sign fixed (at most 4 cells of either
+	// sign, 16 patterns, else no bound). The smaller of the two sides' bounds, per row; in the units of
+	// row_bound. Pruning by it skips only pairs the traversal would have rated below the level,
+	// in the same order: the kept values, the pairs and the work of the other pairs are unchanged.
+	double joint_bound(std::uint32_t ia, std::uint32_t ib)
+	{
+		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
+		BoxGap g;
+		if (!box_gap(a, b, g))
+			return kInfinityD;
+		const std::size_t rows = rows_->rows;
+		double best_rows[8];
+		if (rows > 8)
+			return kInfinityD;
+		for (std::size_t r = 0; r < rows; r++)
+			best_rows[r] = kInfinityD;
+		for (int side = 0; side < 2; side++) {
+			const TreeNode &other_box = side == 0 ? b : a;
+			std::size_t lin[16], free_cells[16];
+			std::size_t nlin = 0, nfree = 0;
+			double konst[16], sign[16];
+			bool ok = true;
+			for (std::size_t t = 0; t < cells_ && ok; t++) {
+				konst[t] = 0;
+				sign[t] = 0;
+				if (upper_[t] == 0)
+					continue;
+				const CellFit &fa = cf(ia, t), &fb = cf(ib, t);
+				if (fa.qmin == fa.qmax && fb.qmin == fb.qmax && fa.qmin == fb.qmin)
+					continue; // constant over both nodes
+				const CellFit &own = side == 0 ? fa : fb, &other = side == 0 ? fb : fa;
+				const double b0 = std::max(fb.qmax - fa.qmin, fa.qmax - fb.qmin) / g.dmin;
+				if (own.cdual == 0) {
+					konst[t] = b0;
+					continue;
+				}
+				const double res = residual_term(own, other, other_box, g);
+				if (b0 <= direction_bound(own.c, own.cdual, g.dlo, g.dhi, g.dmin) + res) {
+					konst[t] = b0;
+					continue;
+				}
+				// rounding of the combined slopes: 1e-12 of the cell's largest |c.v| / |v|
+				konst[t] = res + 1e-12 * own.cdual;
+				lin[nlin++] = t;
+				double lo = 0, hi = 0;
+				for (std::size_t d = 0; d < D_; d++) {
+					const double u = own.c[d] * g.dlo[d], w = own.c[d] * g.dhi[d];
+					lo += std::min(u, w);
+					hi += std::max(u, w);
+				}
+				if (lo >= 0)
+					sign[t] = 1;
+				else if (hi <= 0)
+					sign[t] = -1;
+				else if (nfree < 4)
+					free_cells[nfree++] = t;
+				else
+					ok = false;
+			}
+			if (!ok)
+				continue;
+			for (std::size_t r = 0; r < rows; r++) {
+				const double *coef = rows_->coef.data() + r * cells_;
+				double base = 0;
+				for (std::size_t t = 0; t < cells_; t++)
+					if (coef[t] > 0)
+						base += coef[t] * konst[t];
+				double dir = 0;
+				// every sign pattern of the free cells (the fixed cells' signs break the symmetry of s and -s)
+				const std::size_t patterns = std::size_t{1} << nfree;
+				for (std::size_t p = 0; p < patterns; p++) {
+					for (std::size_t f = 0; f < nfree; f++)
+						sign[free_cells[f]] = ((p >> f) & 1) ? -1.0 : 1.0;
+					double gsum[kMaxTreeDims] = {0};
+					for (std::size_t l = 0; l < nlin; l++) {
+						const std::size_t t = lin[l];
+						if (!(coef[t] > 0))
+							continue;
+						const double *c = (side == 0 ? cf(ia, t) : cf(ib, t)).c;
+						for (std::size_t d = 0; d < D_; d++)
+							gsum[d] += sign[t] * coef[t] * c[d];
+					}
+					dir = std::max(dir, direction_bound(gsum, dual_norm(gsum), g.dlo, g.dhi, g.dmin));
+				}
+				best_rows[r] = std::min(best_rows[r], (base + dir) * (1 + 1e-12));
+			}
+		}
+		double best = 0;
+		for (std::size_t r = 0; r < rows; r++)
+			best = std::max(best, best_rows[r]);
+		return best * r_.scale;
+	}
+
 	// Upper bound of the searched expression over i in node ia, j in node ib (distinct nodes), in
 	// the units of the value compared with the level (see prunable).
 	double bound(std::uint32_t ia, std::uint32_t ib)
@@ -696,7 +815,7 @@ private:
 		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
 		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
 		tick(1);
-		if (prunable(ub)) {
+		if (prunable(ub) || (joint_ && rows_ && prunable(joint_bound(ia, ib)))) {
 			covered_ += between;
 			return;
 		}
@@ -747,6 +866,7 @@ private:
 	double level_ = 0;
 	PairRowResult rows_out_;
 	double work_ = 0, next_ = kProgressEvery;
+	bool joint_ = joint_on;   // detail::set_pair_joint_bound, and two or more cells in the row search
 	double charged_ = 0;      // work_ already charged to the statement's budget
 	double search_start_ = 0; // work_ when the search under way began
 	double covered_ = 0;      // point pairs the search under way has settled (rated or bounded off)
@@ -866,6 +986,13 @@ PairSearch::top_rows(const PairRowQuery &query)
 }
 
 namespace detail {
+
+// See pair_tree.h.
+void
+set_pair_joint_bound(bool on)
+{
+	joint_on = on;
+}
 
 // See pair_tree.h.
 void
