@@ -815,7 +815,12 @@ private:
 		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
 		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
 		tick(1);
-		if (prunable(ub) || (joint_ && rows_ && prunable(joint_bound(ia, ib)))) {
+		bool skip = prunable(ub);
+		if (!skip && joint_ && rows_) {
+			tick(1); // the joint bound is a second node-pair bound
+			skip = prunable(joint_bound(ia, ib));
+		}
+		if (skip) {
 			covered_ += between;
 			return;
 		}
