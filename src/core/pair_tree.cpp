@@ -470,8 +470,8 @@ private:
 	// node on one side's c_t, or 0 where the cell's bound with 0 is smaller), a row's value is at
 	// most sum_t coef_t (|c_t . v| / |v| + res_t), and sum_t coef_t |c_t . v| is the largest over
 	// signs s of (sum_t s_t coef_t c_t) . v, each bounded by direction_bound; a cell whose c_t . v
-	// keeps one sign over the box of differences has its sign fixed (at most 4 cells of either
-	// sign, 16 patterns, else no bound). The smaller of the two sides' bounds, per row; in the units of
+	// keeps one sign over the box of differences has its sign fixed (at most 2 cells of either
+	// sign, 4 patterns, else no bound). Each direction_bound it calls counts in joint_calls_. The smaller of the two sides' bounds, per row; in the units of
 	// row_bound. Pruning by it skips only pairs the traversal would have rated below the level,
 	// in the same order: the kept values, the pairs and the work of the other pairs are unchanged.
 	double joint_bound(std::uint32_t ia, std::uint32_t ib)
@@ -507,7 +507,7 @@ private:
 					continue;
 				}
 				const double res = residual_term(own, other, other_box, g);
-				if (b0 <= direction_bound(own.c, own.cdual, g.dlo, g.dhi, g.dmin) + res) {
+				if (b0 <= own.cdual + res) { // c = 0 at least as good as the slope in any direction
 					konst[t] = b0;
 					continue;
 				}
@@ -524,7 +524,7 @@ private:
 					sign[t] = 1;
 				else if (hi <= 0)
 					sign[t] = -1;
-				else if (nfree < 4)
+				else if (nfree < 2)
 					free_cells[nfree++] = t;
 				else
 					ok = false;
@@ -553,6 +553,7 @@ private:
 							gsum[d] += sign[t] * coef[t] * c[d];
 					}
 					dir = std::max(dir, direction_bound(gsum, dual_norm(gsum), g.dlo, g.dhi, g.dmin));
+					joint_calls_++;
 				}
 				best_rows[r] = std::min(best_rows[r], (base + dir) * (1 + 1e-12));
 			}
@@ -816,9 +817,12 @@ private:
 		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
 		tick(1);
 		bool skip = prunable(ub);
-		if (!skip && joint_ && rows_) {
-			tick(1); // the joint bound is a second node-pair bound
+		// the joint bound only where the sum of the cells' bounds is within twice the level (further
+		// above, one direction rarely gains that much)
+		if (!skip && joint_ && rows_ && ub * (1 + kPruneSlack) <= 2 * level_) {
+			joint_calls_ = 0;
 			skip = prunable(joint_bound(ia, ib));
+			tick(static_cast<double>(std::max<std::size_t>(joint_calls_, 1))); // one unit per direction bound
 		}
 		if (skip) {
 			covered_ += between;
@@ -872,6 +876,7 @@ private:
 	PairRowResult rows_out_;
 	double work_ = 0, next_ = kProgressEvery;
 	bool joint_ = joint_on;   // detail::set_pair_joint_bound, and two or more cells in the row search
+	std::size_t joint_calls_ = 0; // direction bounds of the last joint_bound
 	double charged_ = 0;      // work_ already charged to the statement's budget
 	double search_start_ = 0; // work_ when the search under way began
 	double covered_ = 0;      // point pairs the search under way has settled (rated or bounded off)
