@@ -817,9 +817,7 @@ private:
 		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
 		tick(1);
 		bool skip = prunable(ub);
-		// the joint bound only where the sum of the cells' bounds is within twice the level (further
-		// above, one direction rarely gains that much)
-		if (!skip && joint_ && rows_ && ub * (1 + kPruneSlack) <= 2 * level_) {
+		if (!skip && joint_ && rows_) {
 			joint_calls_ = 0;
 			skip = prunable(joint_bound(ia, ib));
 			tick(static_cast<double>(std::max<std::size_t>(joint_calls_, 1))); // one unit per direction bound
