@@ -1639,7 +1639,7 @@ for _name, _sql in [
 # a statement the searches cannot prune is refused when the statement's budget runs out (54000, the
 # numbers, nothing charged), the analyst cannot raise the limit, and a statement_timeout or a
 # pg_cancel_backend stops a long analysis without a charge or an answer; the next statement works.
-# spots_far: 40,000 points in the bounded model, where two sums need 1.6e9 evaluations (47 s of CPU).
+# spots_far: 40,000 points in the bounded model, where two sums need 4.3e9 units of work (over a minute).
 L2_PAIRS_SETUP = L2_PAIRS_SETUP + [
     "CREATE TABLE spots_far (id int, x float8, y float8)",
     "INSERT INTO spots_far SELECT g, ((g * 7919) % 40009) * 0.00173 + ((g * 13) % 7) * 0.0001, "
@@ -1744,7 +1744,7 @@ attack("l2_pairs", "work: a statement over the limit is refused with the numbers
        "SELECT dx.sum(x), dx.sum(y), dx.sum(x * y) FROM spots_far", Custom(work_limit_refuses_uncharged))
 attack("l2_pairs", "work: the analyst cannot raise the limit", "SHOW dxpriv.analysis_work_limit",
        Custom(work_limit_not_settable))
-attack("l2_pairs", "work: the default limit refuses two sums over 40,000 points (1.6e9 evaluations)", FAR_SUMS,
+attack("l2_pairs", "work: the default limit refuses two sums over 40,000 points (4.3e9 units)", FAR_SUMS,
        Custom(default_limit_refuses_in_time))
 attack("l2_pairs", "work: a statement_timeout stops a long analysis, nothing charged", FAR_SUMS,
        Custom(analysis_statement_timeout))
