@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -14,12 +15,14 @@
 #include "core/error.h"
 #include "core/point_set.h"
 #include "core/progress.h"
+#include "core/work_budget.h"
 
 namespace dxpriv {
 
 namespace {
 
 bool tree_on = true;               // detail::set_pair_tree
+bool joint_on = true;              // detail::set_pair_joint_bound
 std::size_t tree_min_points = 2048; // detail::set_pair_tree_min_points
 
 constexpr std::size_t kTreeLeaf = 8;
@@ -139,7 +142,11 @@ public:
 		out_ = PairMax{};
 		const double start = work_; // the work of every search of this tree counts against the cap
 		out_.value = floor_; // only pairs above the floor are looked for
+		search_start_ = start;
+		covered_ = 0;
+		arm();
 		self(0);
+		flush();
 		if (out_.value == floor_ && !found_)
 			out_.value = 0;
 		out_.work = work_ - start;
@@ -158,9 +165,14 @@ public:
 			for (std::size_t t = 0; t < cells_; t++)
 				upper_[t] = std::max(upper_[t], query.coef[r * cells_ + t]);
 		cb_.resize(cells_);
+		joint_ = joint_on && std::count_if(upper_.begin(), upper_.end(), [](double u) { return u > 0; }) >= 2;
 		level_ = query.threshold;
+		search_start_ = start;
+		covered_ = 0;
+		arm();
 		if (query.keep > 0)
 			self(0);
+		flush();
 		for (const RowCandidate &c : heap_)
 			rows_out_.rows.push_back(PairRow{c.value, c.i, c.j});
 		rows_out_.work = work_ - start;
@@ -434,6 +446,124 @@ private:
 		return best;
 	}
 
+	// The residual term of cell_bound for c = the slope of `own` (the node on `side`): (range of
+	// h = q - c.x over both nodes, widened for rounding) / dmin.
+	double residual_term(const CellFit &own, const CellFit &other, const TreeNode &other_box, const BoxGap &g) const
+	{
+		double shift_lo = 0, shift_hi = 0, shift_mag = 0;
+		for (std::size_t d = 0; d < D_; d++) {
+			const double dc = other.c[d] - own.c[d];
+			const double u = dc * other_box.box_lo[d], w = dc * other_box.box_hi[d];
+			shift_lo += std::min(u, w);
+			shift_hi += std::max(u, w);
+			shift_mag += std::fabs(dc) * other_box.xabs;
+		}
+		const double slack = own.hslack + other.hslack + kResidualSlack * shift_mag;
+		const double olo = other.hmin + shift_lo, ohi = other.hmax + shift_hi;
+		const double dh = std::max(ohi - own.hmin, own.hmax - olo) + 2 * slack;
+		return std::max(dh, 0.0) / g.dmin * (1 + 1e-12);
+	}
+
+	// A second bound of a row search's value over i in node ia, j in node ib (apart), tried where
+	// the sum of the cells' bounds (bound()) cannot prune: that sum maximises each cell's change
+	// over its own direction, while one pair has one direction v. With one slope per cell (the
+	// node on one side's c_t, or 0 where the cell's bound with 0 is smaller), a row's value is at
+	// most sum_t coef_t (|c_t . v| / |v| + res_t), and sum_t coef_t |c_t . v| is the largest over
+	// signs s of (sum_t s_t coef_t c_t) . v, each bounded by direction_bound; a cell whose c_t . v
+	// keeps one sign over the box of differences has its sign fixed (at most 2 cells of either
+	// sign, 4 patterns, else no bound). Each direction_bound it calls counts in joint_calls_. The smaller of the two sides' bounds, per row; in the units of
+	// row_bound. Pruning by it skips only pairs the traversal would have rated below the level,
+	// in the same order: the kept values, the pairs and the work of the other pairs are unchanged.
+	double joint_bound(std::uint32_t ia, std::uint32_t ib)
+	{
+		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
+		BoxGap g;
+		if (!box_gap(a, b, g))
+			return kInfinityD;
+		const std::size_t rows = rows_->rows;
+		double best_rows[8];
+		if (rows > 8)
+			return kInfinityD;
+		for (std::size_t r = 0; r < rows; r++)
+			best_rows[r] = kInfinityD;
+		for (int side = 0; side < 2; side++) {
+			const TreeNode &other_box = side == 0 ? b : a;
+			std::size_t lin[16], free_cells[16];
+			std::size_t nlin = 0, nfree = 0;
+			double konst[16], sign[16];
+			bool ok = true;
+			for (std::size_t t = 0; t < cells_ && ok; t++) {
+				konst[t] = 0;
+				sign[t] = 0;
+				if (upper_[t] == 0)
+					continue;
+				const CellFit &fa = cf(ia, t), &fb = cf(ib, t);
+				if (fa.qmin == fa.qmax && fb.qmin == fb.qmax && fa.qmin == fb.qmin)
+					continue; // constant over both nodes
+				const CellFit &own = side == 0 ? fa : fb, &other = side == 0 ? fb : fa;
+				const double b0 = std::max(fb.qmax - fa.qmin, fa.qmax - fb.qmin) / g.dmin;
+				if (own.cdual == 0) {
+					konst[t] = b0;
+					continue;
+				}
+				const double res = residual_term(own, other, other_box, g);
+				if (b0 <= own.cdual + res) { // c = 0 at least as good as the slope in any direction
+					konst[t] = b0;
+					continue;
+				}
+				// rounding of the combined slopes: 1e-12 of the cell's largest |c.v| / |v|
+				konst[t] = res + 1e-12 * own.cdual;
+				lin[nlin++] = t;
+				double lo = 0, hi = 0;
+				for (std::size_t d = 0; d < D_; d++) {
+					const double u = own.c[d] * g.dlo[d], w = own.c[d] * g.dhi[d];
+					lo += std::min(u, w);
+					hi += std::max(u, w);
+				}
+				if (lo >= 0)
+					sign[t] = 1;
+				else if (hi <= 0)
+					sign[t] = -1;
+				else if (nfree < 2)
+					free_cells[nfree++] = t;
+				else
+					ok = false;
+			}
+			if (!ok)
+				continue;
+			for (std::size_t r = 0; r < rows; r++) {
+				const double *coef = rows_->coef.data() + r * cells_;
+				double base = 0;
+				for (std::size_t t = 0; t < cells_; t++)
+					if (coef[t] > 0)
+						base += coef[t] * konst[t];
+				double dir = 0;
+				// every sign pattern of the free cells (the fixed cells' signs break the symmetry of s and -s)
+				const std::size_t patterns = std::size_t{1} << nfree;
+				for (std::size_t p = 0; p < patterns; p++) {
+					for (std::size_t f = 0; f < nfree; f++)
+						sign[free_cells[f]] = ((p >> f) & 1) ? -1.0 : 1.0;
+					double gsum[kMaxTreeDims] = {0};
+					for (std::size_t l = 0; l < nlin; l++) {
+						const std::size_t t = lin[l];
+						if (!(coef[t] > 0))
+							continue;
+						const double *c = (side == 0 ? cf(ia, t) : cf(ib, t)).c;
+						for (std::size_t d = 0; d < D_; d++)
+							gsum[d] += sign[t] * coef[t] * c[d];
+					}
+					dir = std::max(dir, direction_bound(gsum, dual_norm(gsum), g.dlo, g.dhi, g.dmin));
+					joint_calls_++;
+				}
+				best_rows[r] = std::min(best_rows[r], (base + dir) * (1 + 1e-12));
+			}
+		}
+		double best = 0;
+		for (std::size_t r = 0; r < rows; r++)
+			best = std::max(best, best_rows[r]);
+		return best * r_.scale;
+	}
+
 	// Upper bound of the searched expression over i in node ia, j in node ib (distinct nodes), in
 	// the units of the value compared with the level (see prunable).
 	double bound(std::uint32_t ia, std::uint32_t ib)
@@ -475,15 +605,65 @@ private:
 	void tick(double w)
 	{
 		work_ += w;
-		if (work_ >= next_) {
-			if (work_ > cap_)
-				throw CoreError(ErrorKind::ProgramLimit,
-				                "computing the sensitivity of this query needs more than 2e9 distance evaluations",
-				                "Declare fewer points or coarser domains, or use a metric with few edges (absolute, "
-				                "graph, theta1).");
-			report_progress("sensitivity over pairs of points (tree)", std::min(work_, cap_), cap_);
-			next_ = work_ + kProgressEvery;
-		}
+		if (work_ >= next_)
+			checkpoint();
+	}
+
+	// Every kProgressEvery units (and where the budget would run out): charges the statement's
+	// work budget (work_budget.h; without one, this tree's cap), refuses with the numbers when it
+	// is spent, and reports progress (a cancel or a statement timeout throws from there).
+	void checkpoint()
+	{
+		const double left = work_budget_charge(work_ - charged_);
+		charged_ = work_;
+		const bool budgeted = std::isfinite(left);
+		if (budgeted ? left < 0 : work_ > cap_)
+			refuse();
+		report_progress("sensitivity over pairs of points (tree)", std::min(work_, cap_), cap_);
+		next_ = work_ + std::min(kProgressEvery, std::max(budgeted ? left : cap_ - work_, 0.0));
+	}
+
+	// The work limit is spent: the refusal, with the search's numbers.
+	[[noreturn]] void refuse() const
+	{
+		const double k = static_cast<double>(r_.ps.size());
+		const double pairs = 0.5 * k * (k - 1);
+		const double limit = work_budget_limit(cap_), spent = std::max(work_budget_spent(), work_);
+		std::size_t varying = 0; // cells of the search under way
+		for (std::size_t t = 0; t < cells_; t++)
+			varying += rows_ ? upper_[t] > 0 : t == cell_;
+		char msg[480], hint[400];
+		std::snprintf(msg, sizeof msg,
+		              "computing the sensitivity of this query needs more than %.3g distance evaluations: the pair "
+		              "tree over %.0f points (%.3g pairs, %zu %s) spent %.3g of them, %.3g in a search for %s that "
+		              "had settled %.2g%% of the pairs",
+		              limit, k, pairs, cells_, cells_ == 1 ? "cell" : "cells varying over them", spent,
+		              work_ - search_start_,
+		              rows_ ? (varying == 1 ? "the pairs of largest privacy ratio of 1 cell"
+		                                    : "the pairs of largest privacy ratio of several cells")
+		                    : "the largest change of one cell per unit of distance",
+		              pairs > 0 ? 100 * covered_ / pairs : 100.0);
+		std::snprintf(hint, sizeof hint,
+		              "Declare fewer points or a coarser domain, ask for fewer aggregates or FILTERed cells per "
+		              "query (dx.explain shows the plan of a query that is accepted), or ask a superuser to raise "
+		              "dxpriv.analysis_work_limit (now %.3g; the work is counted before any row is read).",
+		              limit);
+		throw CoreError(ErrorKind::ProgramLimit, msg, hint);
+	}
+
+	// The next checkpoint: at most kProgressEvery units on, and where the statement's budget (as
+	// other searches left it) would run out.
+	void arm()
+	{
+		const double left = work_budget_limit(kInfinityD) - work_budget_spent() - (work_ - charged_);
+		next_ = work_ + std::min(kProgressEvery, std::max(std::isfinite(left) ? left : cap_ - work_, 0.0));
+	}
+
+	// Flushes the work not charged yet to the statement's budget (at the end of a search).
+	void flush()
+	{
+		work_budget_charge(work_ - charged_);
+		charged_ = work_;
 	}
 
 	// D(i, j) of the points at tree positions a and b, with PointSet's formulas (l1, linf, euclid)
@@ -608,16 +788,22 @@ private:
 	void self(std::uint32_t id)
 	{
 		const TreeNode &n = nodes_[id];
-		if (constant(id))
+		const double inside = 0.5 * static_cast<double>(n.hi - n.lo) * static_cast<double>(n.hi - n.lo - 1);
+		if (constant(id)) {
+			covered_ += inside;
 			return; // no change inside
+		}
 		tick(1);
-		if (prunable(self_bound(id)))
+		if (prunable(self_bound(id))) {
+			covered_ += inside;
 			return;
+		}
 		if (n.left == 0) {
 			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo));
 			for (std::uint32_t s = n.lo; s + 1 < n.hi; s++)
 				for (std::uint32_t t = s + 1; t < n.hi; t++)
 					rate_at(s, t);
+			covered_ += inside;
 			return;
 		}
 		self(n.left);
@@ -627,15 +813,25 @@ private:
 
 	void cross(std::uint32_t ia, std::uint32_t ib, double ub)
 	{
-		tick(1);
-		if (prunable(ub))
-			return;
 		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
+		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
+		tick(1);
+		bool skip = prunable(ub);
+		if (!skip && joint_ && rows_) {
+			joint_calls_ = 0;
+			skip = prunable(joint_bound(ia, ib));
+			tick(static_cast<double>(std::max<std::size_t>(joint_calls_, 1))); // one unit per direction bound
+		}
+		if (skip) {
+			covered_ += between;
+			return;
+		}
 		if (a.left == 0 && b.left == 0) {
-			tick(static_cast<double>(a.hi - a.lo) * (b.hi - b.lo));
+			tick(between);
 			for (std::uint32_t s = a.lo; s < a.hi; s++)
 				for (std::uint32_t t = b.lo; t < b.hi; t++)
 					rate_at(s, t);
+			covered_ += between;
 			return;
 		}
 		const bool split_a = b.left == 0 || (a.left != 0 && a.hi - a.lo >= b.hi - b.lo);
@@ -677,6 +873,11 @@ private:
 	double level_ = 0;
 	PairRowResult rows_out_;
 	double work_ = 0, next_ = kProgressEvery;
+	bool joint_ = joint_on;   // detail::set_pair_joint_bound, and two or more cells in the row search
+	std::size_t joint_calls_ = 0; // direction bounds of the last joint_bound
+	double charged_ = 0;      // work_ already charged to the statement's budget
+	double search_start_ = 0; // work_ when the search under way began
+	double covered_ = 0;      // point pairs the search under way has settled (rated or bounded off)
 };
 
 Rater
@@ -721,12 +922,20 @@ pair_tree_max(const PointSet &ps, PairNorm norm, double scale, const double *q, 
 	for (std::size_t i = 0; i < k && tame; i++)
 		tame = std::fabs(q[i * stride]) <= 1e300;
 	if (!tame || k < 2) {
-		if (0.5 * static_cast<double>(k) * static_cast<double>(k) > work_cap)
-			throw CoreError(ErrorKind::ProgramLimit,
-			                "computing the sensitivity of this query needs more than 2e9 distance evaluations",
+		const double left = work_budget_limit(work_cap) - work_budget_spent();
+		if (0.5 * static_cast<double>(k) * static_cast<double>(k) > left) {
+			char msg[300];
+			std::snprintf(msg, sizeof msg,
+			              "computing the sensitivity of this query needs %.3g distance evaluations (every pair of %zu "
+			              "points), more than the %.3g left of the limit of %.3g",
+			              0.5 * static_cast<double>(k) * static_cast<double>(k - 1), k, std::max(left, 0.0),
+			              work_budget_limit(work_cap));
+			throw CoreError(ErrorKind::ProgramLimit, msg,
 			                "Declare fewer points or coarser domains, or use a metric with few edges (absolute, graph, "
-			                "theta1).");
+			                "theta1); a superuser may raise dxpriv.analysis_work_limit.");
+		}
 		PairMax all = pair_scan_max(ps, norm, scale, q, stride, expr);
+		work_budget_charge(all.work);
 		if (!(all.value > floor)) // below the floor: reported as none, like the tree
 			all = PairMax{0, 0, 0, all.finite, all.work};
 		return all;
@@ -785,6 +994,13 @@ PairSearch::top_rows(const PairRowQuery &query)
 }
 
 namespace detail {
+
+// See pair_tree.h.
+void
+set_pair_joint_bound(bool on)
+{
+	joint_on = on;
+}
 
 // See pair_tree.h.
 void

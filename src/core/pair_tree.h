@@ -109,6 +109,10 @@ namespace detail {
 // the exhaustive scans, for the equality tests and dxpriv.exhaustive_analysis).
 void set_pair_tree(bool on);
 bool pair_tree();
+// Whether a row search with two or more cells also tries, where the sum of the cells' bounds
+// cannot prune a pair of nodes, the joint bound over one direction (default true; false for the
+// equality tests and the benchmarks: the same kept values, pairs and order either way).
+void set_pair_joint_bound(bool on);
 // Fewest points for which the tree replaces the scan (default 2048; tests lower it).
 void set_pair_tree_min_points(std::size_t k);
 std::size_t pair_tree_min_points();

@@ -11,6 +11,7 @@ extern "C" {
 namespace dxpriv::pg {
 
 double guc_progress_interval = 1.0;
+double guc_analysis_work_limit = 2e8;
 
 // See progress.h.
 void
@@ -21,6 +22,12 @@ define_release_progress_guc()
 	                         "A synthetic release or a statement's analysis that runs longer than this sends NOTICE "
 	                         "messages with its progress.",
 	                         &guc_progress_interval, 1.0, 0.0, 86400.0, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomRealVariable("dxpriv.analysis_work_limit",
+	                         "Most pair-search work (distance evaluations) one statement's analysis may spend.",
+	                         "Point pairs rated plus node pairs bounded by the pair searches over l1/l2/linf point "
+	                         "columns, summed over every search of the statement; beyond it the statement is refused "
+	                         "(54000) before any row is read. Only superusers may set it.",
+	                         &guc_analysis_work_limit, 2e8, 1e5, 1e12, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 }
 
 // See progress.h.
@@ -69,6 +76,17 @@ ReleaseProgress::step(const char *what, double done, double total)
 		pg_call([&] {
 			ereport(NOTICE, (errmsg("%s: %s, %.0f of %.0f", entry_, what, done, total),
 			                 errdetail("%.1f s elapsed.", seconds)));
+		});
+}
+
+// See progress.h.
+void
+CoreProgress::debug_work() const
+{
+	if (budget_.spent() > 0)
+		pg_call([&] {
+			elog(DEBUG1, "%s: pair-search work %.0f of the limit %.3g", progress_.entry(), budget_.spent(),
+			     budget_.limit());
 		});
 }
 

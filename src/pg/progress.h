@@ -8,6 +8,7 @@ extern "C" {
 }
 
 #include "core/progress.h"
+#include "core/work_budget.h"
 
 namespace dxpriv::pg {
 
@@ -15,7 +16,12 @@ namespace dxpriv::pg {
 // this reports its progress with a NOTICE at most once per interval.
 extern double guc_progress_interval;
 
-// Defines dxpriv.progress_interval (called from _PG_init).
+// dxpriv.analysis_work_limit (superusers): the most pair-search work (distance evaluations: point
+// pairs rated plus node pairs bounded, core/work_budget.h) one statement's analysis may spend over
+// its l1/l2/linf point columns before it is refused (54000, with the numbers).
+extern double guc_analysis_work_limit;
+
+// Defines dxpriv.progress_interval and dxpriv.analysis_work_limit (called from _PG_init).
 void define_release_progress_guc();
 
 // Reports the progress of one long piece of work. Each call honours a cancel or a statement
@@ -29,6 +35,7 @@ public:
 	void round(int done, int total);
 	// At a safe point of a computation: "NOTICE: <entry>: <what>, <done> of <total>".
 	void step(const char *what, double done, double total);
+	const char *entry() const { return entry_; }
 
 private:
 	// CHECK_FOR_INTERRUPTS, then whether a notice is due (and if so, restarts the interval);
@@ -41,15 +48,19 @@ private:
 // Installs a ReleaseProgress as the core progress sink (core/progress.h) for its lifetime: the
 // core loops of an analysis (sensitivity pairs, constraint edges, allocation rounds) then honour
 // a cancel and report "NOTICE: <entry>: <stage>, <done> of <total>". Only inside guarded code
-// (a cancel is thrown as a PgError through the core frames).
+// (a cancel is thrown as a PgError through the core frames). Also installs the statement's
+// budget of pair-search work, dxpriv.analysis_work_limit (core/work_budget.h).
 class CoreProgress : public dxpriv::ProgressSink {
 public:
-	explicit CoreProgress(const char *entry) : progress_(entry), scope_(this) {}
+	explicit CoreProgress(const char *entry) : progress_(entry), scope_(this), budget_(guc_analysis_work_limit) {}
 	void report(const char *stage, double done, double total) override { progress_.step(stage, done, total); }
+	// Sends "DEBUG1: <entry>: pair-search work <spent> of the limit <limit>" when a pair search ran.
+	void debug_work() const;
 
 private:
 	ReleaseProgress progress_;
 	dxpriv::ProgressScope scope_;
+	dxpriv::WorkBudgetScope budget_;
 };
 
 } // namespace dxpriv::pg

@@ -1635,6 +1635,123 @@ for _name, _sql in [
     attack("l2_pairs", _name, _sql, Custom(same_plan_as_exhaustive))
 
 
+# The work budget of a statement's pair searches (l2refuse, dxpriv.analysis_work_limit, regress 75):
+# a statement the searches cannot prune is refused when the statement's budget runs out (54000, the
+# numbers, nothing charged), the analyst cannot raise the limit, and a statement_timeout or a
+# pg_cancel_backend stops a long analysis without a charge or an answer; the next statement works.
+# spots_far: 40,000 points in the bounded model, where two sums need 4.3e9 units of work (over a minute).
+L2_PAIRS_SETUP = L2_PAIRS_SETUP + [
+    "CREATE TABLE spots_far (id int, x float8, y float8)",
+    "INSERT INTO spots_far SELECT g, ((g * 7919) % 40009) * 0.00173 + ((g * 13) % 7) * 0.0001, "
+    "((g::int8 * 104729) % 39989) * 0.00093 + ((g * 31) % 11) * 0.00007 FROM generate_series(0, 39999) g",
+    "SELECT dx.protect_table('spots_far', 'Infinity')",
+    "SELECT dx.set_column_group('spots_far', '{x,y}', (SELECT jsonb_build_object('points', "
+    "jsonb_agg(jsonb_build_array(x, y) ORDER BY id)) FROM spots_far), '{\"type\": \"l2\", \"scale\": 1}')",
+    "SELECT dx.grant_budget('mallory', 'spots_far', 100000)",
+]
+FAR_SUMS = "SELECT dx.sum(x), dx.sum(y) FROM spots_far"
+
+
+def _with_work_limit(ctx, limit, fn):
+    """Runs fn(conn) in a new analyst session whose dxpriv.analysis_work_limit a superuser set to
+    limit (ALTER ROLE ... SET), then removes the setting."""
+    execute(ctx.admin, f"ALTER ROLE {ANALYST} SET dxpriv.analysis_work_limit = {limit}")
+    conn = analyst_conn(ctx.db)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+        execute(ctx.admin, f"ALTER ROLE {ANALYST} RESET dxpriv.analysis_work_limit")
+
+
+def work_limit_refuses_uncharged(ctx, conn, attempt):
+    def run(c):
+        ctx.clear_answer_cache()
+        before, spent_before = ctx.last_ledger_id(), spent(ctx.admin, "spots_far")
+        err = run_expect_error(c, attempt.sql)
+        assert err.pgcode == "54000", f"{err.pgcode} {err.diag.message_primary}"
+        m, h = err.diag.message_primary or "", err.diag.message_hint or ""
+        for say in ("more than 1e+06 distance evaluations", "40000 points", "8e+08 pairs", "had settled"):
+            assert say in m, f"message {m!r} does not say {say!r}"
+        assert "dxpriv.analysis_work_limit" in h and "dx.explain" in h, h
+        assert not ctx.ledger_since(before), "a refused statement was charged"
+        assert spent(ctx.admin, "spots_far") == spent_before, "budget spent on a refusal"
+        # the same statement in dx.explain: refused the same way
+        err = run_expect_error(c, "SELECT * FROM dx.explain(%s)" % psycopg2.extensions.adapt(attempt.sql).getquoted()
+                               .decode())
+        assert err.pgcode == "54000", err.pgcode
+        return f"refused: {m}"
+    return _with_work_limit(ctx, "1e6", run)
+
+
+def work_limit_not_settable(ctx, conn, attempt):
+    for sql in ("SET dxpriv.analysis_work_limit = 1e12", "SET LOCAL dxpriv.analysis_work_limit = 1e12",
+                "SELECT set_config('dxpriv.analysis_work_limit', '1e12', false)",
+                "CREATE FUNCTION mallory_ws.raise_limit() RETURNS int LANGUAGE sql "
+                "SET dxpriv.analysis_work_limit = 1e12 AS 'SELECT 1'"):
+        err = run_expect_error(conn, sql)
+        assert err.pgcode == "42501", f"{sql}: {err.pgcode} {err.diag.message_primary}"
+    assert scalar(conn, "SHOW dxpriv.analysis_work_limit") == "2e+08"
+    return "42501 for SET, SET LOCAL, set_config and a function's SET clause"
+
+
+def _cancelled_uncharged(ctx, conn, sql, cancel):
+    """Runs sql (a long analysis) in conn, stopped by cancel(conn, pid); checks nothing was charged or
+    answered and that the next statement of the session is answered and charged."""
+    ctx.clear_answer_cache()
+    before, spent_before = ctx.last_ledger_id(), spent(ctx.admin, "spots_far")
+    pid = scalar(conn, "SELECT pg_backend_pid()")
+    cancel(conn, pid)
+    err = run_expect_error(conn, sql)
+    assert err.pgcode == "57014", f"{err.pgcode} {err.diag.message_primary}"
+    assert not ctx.ledger_since(before), "a cancelled analysis was charged"
+    assert spent(ctx.admin, "spots_far") == spent_before, "budget spent on a cancelled statement"
+    execute(conn, "RESET statement_timeout")
+    rows = run_fetch(conn, "SELECT dx.avg(lat) FROM spots_tree")
+    assert len(rows) == 1 and ctx.ledger_since(before), "the next statement was not answered and charged"
+    return "cancelled (57014), nothing charged, the next statement answered"
+
+
+def analysis_statement_timeout(ctx, conn, attempt):
+    return _with_work_limit(ctx, "1e12", lambda c: _cancelled_uncharged(
+        ctx, c, attempt.sql, lambda c2, pid: execute(c2, "SET statement_timeout = '200ms'")))
+
+
+def analysis_cancel_backend(ctx, conn, attempt):
+    def cancel(c, pid):
+        def later():
+            import time
+            time.sleep(0.5)
+            execute(ctx.admin, "SELECT pg_cancel_backend(%s)", (pid,))
+        threading.Thread(target=later, daemon=True).start()
+    return _with_work_limit(ctx, "1e12", lambda c: _cancelled_uncharged(ctx, c, attempt.sql, cancel))
+
+
+def default_limit_refuses_in_time(ctx, conn, attempt):
+    import time
+    ctx.clear_answer_cache()
+    before = ctx.last_ledger_id()
+    t0 = time.time()
+    err = run_expect_error(conn, attempt.sql)
+    took = time.time() - t0
+    assert err.pgcode == "54000", f"{err.pgcode} {err.diag.message_primary}"
+    assert "40000 points" in err.diag.message_primary, err.diag.message_primary
+    assert not ctx.ledger_since(before), "a refused statement was charged"
+    return f"refused in {took:.1f} s (54000): {err.diag.message_primary}"
+
+
+attack("l2_pairs", "work: a statement over the limit is refused with the numbers, uncharged",
+       "SELECT dx.sum(x), dx.sum(y), dx.sum(x * y) FROM spots_far", Custom(work_limit_refuses_uncharged))
+attack("l2_pairs", "work: the analyst cannot raise the limit", "SHOW dxpriv.analysis_work_limit",
+       Custom(work_limit_not_settable))
+attack("l2_pairs", "work: the default limit refuses two sums over 40,000 points (4.3e9 units)", FAR_SUMS,
+       Custom(default_limit_refuses_in_time))
+attack("l2_pairs", "work: a statement_timeout stops a long analysis, nothing charged", FAR_SUMS,
+       Custom(analysis_statement_timeout))
+attack("l2_pairs", "work: pg_cancel_backend stops a long analysis, nothing charged",
+       "SELECT * FROM dx.explain('SELECT dx.sum(x), dx.sum(y) FROM spots_far')", Custom(analysis_cancel_backend))
+
+
 def test_l2_pair_generation():
     run_category("l2_pairs", admin_setup=L2_PAIRS_SETUP)
 

@@ -358,6 +358,7 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			const uint64 memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : 0;
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);
+				progress.debug_work(); // DEBUG1: the statement's pair-search work
 				analysis_memo_store(memo, query);
 			}
 		});
