@@ -623,6 +623,19 @@ onepass_transfn_rest(FunctionCallInfo fcinfo)
 	PG_RETURN_POINTER(s);
 }
 
+// A later row of a General state (s, argument 0): its point through the call site's map, as the
+// per-row path was before the fast paths (a separate function, so that the fast paths save no register).
+[[gnu::noinline]] static Datum
+onepass_transfn_general(FunctionCallInfo fcinfo, OnePassState *s)
+{
+	const auto *map = static_cast<const RowPointMap *>(fcinfo->flinfo->fn_extra);
+	if (unlikely(map == nullptr))
+		return onepass_transfn_rest(fcinfo);
+	if (row_is_real(fcinfo, *map))
+		add_count(s, row_point_inline(fcinfo, *map), 1);
+	PG_RETURN_POINTER(s);
+}
+
 // A full buffer: counted, then the state returned.
 [[gnu::noinline]] static Datum
 onepass_flush_full(OnePassState *s)
@@ -643,26 +656,34 @@ dx_onepass_transfn(PG_FUNCTION_ARGS)
 {
 	if (likely(!PG_ARGISNULL(0))) {
 		auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
-		const FastPath fast = s->fast;
-		if (fast == FastPath::Float8 && likely(s->pending != nullptr)) {
-			const uint32 n = s->npending; // (read once: the store below may alias it as far as the compiler knows)
-			s->pending[n] = PG_ARGISNULL(2) ? std::numeric_limits<double>::quiet_NaN() : PG_GETARG_FLOAT8(2);
-			s->npending = n + 1;
-			if (unlikely(n + 1 == kPendingValues))
-				return onepass_flush_full(s);
-			PG_RETURN_POINTER(s);
-		}
-		if (fast == FastPath::Int4 && likely(s->pending_int != nullptr)) {
-			const uint32 n = s->npending;
-			s->pending_int[n] = PG_ARGISNULL(2) ? s->lo_int : static_cast<int64>(PG_GETARG_INT32(2));
-			s->npending = n + 1;
-			if (unlikely(n + 1 == kPendingValues))
-				return onepass_flush_full(s);
-			PG_RETURN_POINTER(s);
-		}
-		if (fast == FastPath::Count) {
+		switch (s->fast) {
+		case FastPath::Float8:
+			if (likely(s->pending != nullptr)) {
+				const uint32 n = s->npending; // (read once: the store below may alias it as far as the compiler knows)
+				s->pending[n] = PG_ARGISNULL(2) ? std::numeric_limits<double>::quiet_NaN() : PG_GETARG_FLOAT8(2);
+				s->npending = n + 1;
+				if (unlikely(n + 1 == kPendingValues))
+					return onepass_flush_full(s);
+				PG_RETURN_POINTER(s);
+			}
+			break;
+		case FastPath::Int4:
+			if (likely(s->pending_int != nullptr)) {
+				const uint32 n = s->npending;
+				s->pending_int[n] = PG_ARGISNULL(2) ? s->lo_int : static_cast<int64>(PG_GETARG_INT32(2));
+				s->npending = n + 1;
+				if (unlikely(n + 1 == kPendingValues))
+					return onepass_flush_full(s);
+				PG_RETURN_POINTER(s);
+			}
+			break;
+		case FastPath::Count:
 			++s->pending_rows;
 			PG_RETURN_POINTER(s);
+		case FastPath::General:
+			return onepass_transfn_general(fcinfo, s);
+		case FastPath::Ordinal:
+			break;
 		}
 	}
 	return onepass_transfn_rest(fcinfo);
