@@ -11,7 +11,7 @@ SET dxpriv.cache_lifetime = 0;
 CREATE TABLE ob (k int, f float8, i int, n numeric, h float8, s smallint, e int);
 -- f over [0, 1] step 0.001 (the float8 path); i over [-5, 50] step 1 (the int4 path); n over
 -- [-2, 3] step 0.01 (a numeric: the ordinal path); h over [-1.234, 2.5] step 0.003 (float8, halves
--- of a decimal grid); s a smallint of step 1 and e an int of step 2 (the one-row-at-a-time path).
+-- of a decimal grid); s a smallint of step 1 (one row at a time, as before); e an int of step 2 (its ordinal buffered).
 INSERT INTO ob
 SELECT k,
        CASE k % 17 WHEN 0 THEN NULL WHEN 1 THEN 'NaN' WHEN 2 THEN 'Infinity' WHEN 3 THEN '-Infinity'
