@@ -9,6 +9,7 @@
 
 #include "core/linear_query.h"
 #include "core/point_table.h"
+#include "core/range_batch.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -20,6 +21,7 @@ extern "C" {
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 
 using namespace dxpriv;
@@ -29,6 +31,19 @@ namespace {
 
 constexpr uint8 kOnePassVersion = 1;
 constexpr uint64 kDenseMaxPoints = uint64(1) << 24; // a dense histogram is never larger (planner: far less)
+// The buffered paths (one range column, no group argument, no key column, every row real): a
+// state's values wait in a buffer of this many until they are indexed together; the buffer is
+// made after this many rows counted one at a time (a state of a few rows never has one).
+constexpr uint32 kPendingValues = 256;
+
+// How a state's rows after its first are counted (dx_onepass_transfn):
+// * General: at once, through the call site's map (row_point_inline);
+// * Count: no column, every row real: one more row at point 0 (a 64-bit counter, added at flush);
+// * Float8 / Int4: one float8 range column / one int4 range column of step 1 at argument 2, every
+//   row real, no group: the value is buffered, without reading the map;
+// * Ordinal: one range column of another type, same conditions: its ordinal is buffered;
+// * the last three count their first kPendingValues rows at once, as General, until the buffer is made.
+enum class FastPath : uint8 { General, Count, Float8, Int4, Ordinal };
 
 // One output group's histogram of row points, and the final states its aggregates built from it.
 struct OnePassState {
@@ -51,6 +66,16 @@ struct OnePassState {
 	int nfinals, cap_finals;
 	int *final_index;
 	LinearState **final_state;
+	// The fast paths (dx_onepass_transfn): rows not yet in the histogram, which every reader of the
+	// histogram counts first (flush_pending). fast says which path the state's later rows take.
+	FastPath fast;
+	uint32 npending;         // Float8, Int4, Ordinal: the values waiting in the buffer
+	uint32 direct_rows;      // Float8, Int4, Ordinal: rows counted one at a time before the buffer
+	uint64 pending_rows;     // Count: the rows not yet added at point 0
+	double *pending;         // Float8, Ordinal: the values (NULL: NaN, whose index is also 0)
+	int64 *pending_int;      // Int4: the values (NULL: lo, whose index is also 0)
+	RangeGrid grid;          // Float8, Ordinal: the column's grid
+	int64 lo_int;            // Int4: the grid's integral lower bound (step 1)
 };
 
 [[noreturn]] void
@@ -167,11 +192,74 @@ add_count(OnePassState *s, uint64 point, int64 count)
 	}
 }
 
-// Calls f(point, count) for every point met (count > 0), once a point.
+// Counts the rows of the fast paths at their points (the same points as row_point_inline computes
+// one row at a time: RangeGrid::index and unit_int_index are its arithmetic).
+[[gnu::noinline]] void
+flush_pending(OnePassState *s)
+{
+	if (s->pending_rows > 0) {
+		const int64 n = static_cast<int64>(s->pending_rows);
+		s->pending_rows = 0;
+		add_count(s, 0, n);
+	}
+	const uint32 n = s->npending;
+	s->npending = 0;
+	if (s->pending_int)
+		for_each_unit_int_index(s->lo_int, s->grid.size, s->pending_int, n, [s](size_t u) { add_count(s, u, 1); });
+	else if (s->pending)
+		for_each_range_index(s->grid, s->pending, n, [s](size_t u) { add_count(s, u, 1); });
+}
+
+inline bool
+has_pending(const OnePassState *s)
+{
+	return s->npending > 0 || s->pending_rows > 0;
+}
+
+// The fast path of a state's later rows at this call site (see FastPath).
+FastPath
+fast_path_of(FunctionCallInfo fcinfo, const RowPointMap &map)
+{
+	if (map.present_arg >= 0)
+		return FastPath::General;
+	if (map.shape == RowPointShape::None)
+		return FastPath::Count;
+	if (!map.buffered)
+		return FastPath::General;
+	const RowPointMap::Column &c = map.only;
+	if (c.value_arg == 2 && PG_NARGS() == 3 && c.type == FLOAT8OID && !c.unit_int)
+		return FastPath::Float8;
+	if (c.value_arg == 2 && PG_NARGS() == 3 && c.type == INT4OID && c.unit_int)
+		return FastPath::Int4;
+	return c.unit_int ? FastPath::General : FastPath::Ordinal;
+}
+
+// Makes the state's buffer (Float8, Int4, Ordinal: after kPendingValues rows counted one at a time).
+void
+start_pending(OnePassState *s, const RowPointMap &map)
+{
+	const RowPointMap::Column &c = map.only;
+	s->grid.lo = c.lo;
+	s->grid.step = c.step;
+	s->grid.inv_step = c.inv_step;
+	s->grid.recip = c.recip;
+	s->grid.last = c.last;
+	s->grid.size = c.size;
+	s->lo_int = c.lo_int;
+	s->npending = 0;
+	if (s->fast == FastPath::Int4)
+		s->pending_int = static_cast<int64 *>(MemoryContextAlloc(s->mcxt, kPendingValues * sizeof(int64)));
+	else
+		s->pending = static_cast<double *>(MemoryContextAlloc(s->mcxt, kPendingValues * sizeof(double)));
+}
+
+// Calls f(point, count) for every point met (count > 0), once a point (the buffered values counted first).
 template <typename F>
 void
-for_each_entry(const OnePassState *s, F f)
+for_each_entry(OnePassState *s, F f)
 {
+	if (has_pending(s))
+		flush_pending(s);
 	if (s->dense) {
 		for (uint64 u = 0; u < s->points; ++u) {
 			const int64 c = static_cast<int64>(s->counts[u]) + dense_carried(s, u);
@@ -439,6 +527,8 @@ build_one_pass_map(FunctionCallInfo fcinfo)
 	map->group_arg = group_arg;
 	map->present_arg = present_arg;
 	map->dense = dense;
+	map->buffered = (map->shape == RowPointShape::Range || map->shape == RowPointShape::UnitInt) && !group && !present &&
+	                !row_point_has_keys(*map);
 	return map;
 }
 
@@ -483,6 +573,7 @@ onepass_transfn_first_impl(FunctionCallInfo fcinfo)
 		if (group < 0)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
 		s = new_one_pass_state(aggctx, group, map.dense, row_point_count(map));
+		s->fast = fast_path_of(fcinfo, map);
 	} else {
 		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	}
@@ -497,21 +588,105 @@ onepass_transfn_first(FunctionCallInfo fcinfo)
 	return guarded([&] { return onepass_transfn_first_impl(fcinfo); });
 }
 
-extern "C" {
-PG_FUNCTION_INFO_V1(dx_onepass_transfn);
-// The per-row path: a row of a group whose state exists, at a call site whose map is built. It
-// neither allocates nor raises an error, except when a dense 16-bit counter carries (dense_carry:
-// memory only) or a generic column's indexer detoasts a value; no C++ object is alive here.
-Datum
-dx_onepass_transfn(PG_FUNCTION_ARGS)
+// The later rows of a state whose values are buffered (Float8, Int4, Ordinal: the map's one range
+// column), or of any other state (General).
+[[gnu::noinline]] static Datum
+onepass_transfn_rest(FunctionCallInfo fcinfo)
 {
 	const auto *map = static_cast<const RowPointMap *>(fcinfo->flinfo->fn_extra);
 	if (unlikely(map == nullptr || PG_ARGISNULL(0)))
 		return onepass_transfn_first(fcinfo);
 	auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	switch (s->fast) {
+	case FastPath::Ordinal:
+		if (s->pending) {
+			const int a = map->only.value_arg;
+			s->pending[s->npending] = PG_ARGISNULL(a) ? std::numeric_limits<double>::quiet_NaN()
+			                                          : ordinal_of(PG_GETARG_DATUM(a), map->only.type);
+			if (unlikely(++s->npending == kPendingValues))
+				flush_pending(s);
+			PG_RETURN_POINTER(s);
+		}
+		[[fallthrough]];
+	case FastPath::Float8:
+	case FastPath::Int4: // (the buffer is not made yet)
+		add_count(s, row_point_inline(fcinfo, *map), 1);
+		if (++s->direct_rows == kPendingValues)
+			start_pending(s, *map);
+		PG_RETURN_POINTER(s);
+	case FastPath::Count: // (a state made by the combine or deserialise function: never on this path)
+	case FastPath::General:
+		break;
+	}
 	if (row_is_real(fcinfo, *map))
 		add_count(s, row_point_inline(fcinfo, *map), 1);
 	PG_RETURN_POINTER(s);
+}
+
+// A later row of a General state (s, argument 0): its point through the call site's map, as the
+// per-row path was before the fast paths (a separate function, so that the fast paths save no register).
+[[gnu::noinline]] static Datum
+onepass_transfn_general(FunctionCallInfo fcinfo, OnePassState *s)
+{
+	const auto *map = static_cast<const RowPointMap *>(fcinfo->flinfo->fn_extra);
+	if (unlikely(map == nullptr))
+		return onepass_transfn_rest(fcinfo);
+	if (row_is_real(fcinfo, *map))
+		add_count(s, row_point_inline(fcinfo, *map), 1);
+	PG_RETURN_POINTER(s);
+}
+
+// A full buffer: counted, then the state returned.
+[[gnu::noinline]] static Datum
+onepass_flush_full(OnePassState *s)
+{
+	flush_pending(s);
+	PG_RETURN_POINTER(s);
+}
+
+extern "C" {
+PG_FUNCTION_INFO_V1(dx_onepass_transfn);
+// The per-row path. The fast paths read only the state and the value argument (argument 2, where
+// the state's first row found the map's one column: fast_path_of); everything else takes
+// onepass_transfn_rest. Neither allocates nor raises an error, except when a dense 16-bit counter
+// carries (dense_carry: memory only), a buffer is made (memory only) or a generic column's indexer
+// detoasts a value; no C++ object is alive here.
+Datum
+dx_onepass_transfn(PG_FUNCTION_ARGS)
+{
+	if (likely(!PG_ARGISNULL(0))) {
+		auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+		switch (s->fast) {
+		case FastPath::Float8:
+			if (likely(s->pending != nullptr)) {
+				const uint32 n = s->npending; // (read once: the store below may alias it as far as the compiler knows)
+				s->pending[n] = PG_ARGISNULL(2) ? std::numeric_limits<double>::quiet_NaN() : PG_GETARG_FLOAT8(2);
+				s->npending = n + 1;
+				if (unlikely(n + 1 == kPendingValues))
+					return onepass_flush_full(s);
+				PG_RETURN_POINTER(s);
+			}
+			break;
+		case FastPath::Int4:
+			if (likely(s->pending_int != nullptr)) {
+				const uint32 n = s->npending;
+				s->pending_int[n] = PG_ARGISNULL(2) ? s->lo_int : static_cast<int64>(PG_GETARG_INT32(2));
+				s->npending = n + 1;
+				if (unlikely(n + 1 == kPendingValues))
+					return onepass_flush_full(s);
+				PG_RETURN_POINTER(s);
+			}
+			break;
+		case FastPath::Count:
+			++s->pending_rows;
+			PG_RETURN_POINTER(s);
+		case FastPath::General:
+			return onepass_transfn_general(fcinfo, s);
+		case FastPath::Ordinal:
+			break;
+		}
+	}
+	return onepass_transfn_rest(fcinfo);
 }
 }
 
@@ -526,14 +701,14 @@ DX_FUNCTION(dx_onepass_combinefn)
 	                                  : reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	if (s->group != other->group || s->points != other->points || s->dense != other->dense || s->compacted)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine states of different queries or groups");
-	for_each_entry(other, [&](uint64 u, int64 count) { add_count(s, u, count); });
+	for_each_entry(other, [&](uint64 u, int64 count) { add_count(s, u, count); }); // (other's buffer first)
 	PG_RETURN_POINTER(s);
 }
 
 // dx._onepass_serialize(state) -> bytea: version, group, dense, points, then (point, count) pairs.
 DX_FUNCTION(dx_onepass_serialize)
 {
-	const auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+	auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	uint64 n = 0;
 	for_each_entry(s, [&](uint64, int64) { ++n; });
 	StringInfoData buf;

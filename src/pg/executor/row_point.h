@@ -56,6 +56,8 @@ struct RowPointMap {
 	int group_arg;   // the row's output group (int4); else the group is 0
 	int present_arg; // the "row is real" flag (bool); else every row is real
 	bool dense;      // a histogram array per group
+	bool buffered;   // shape Range or UnitInt, no group or present argument, no key column: the
+	                 // transition may buffer the column's values and index them together (core/range_batch.h)
 };
 
 // Contract: reads the layout text at argument layout_arg (one letter per column: 'e' value, labels
