@@ -64,8 +64,8 @@ SELECT dx.set_privacy_unit('ud_visits', 'person', 3);
 SET dxpriv.epsilon = 1;
 SET dxpriv.test_seed = 7171;
 -- the paths: count_units alone reads the profile's rows, one row per unit (ungrouped) or per unit
--- and group (grouped, one count_units); mixed statements and several grouped count_units read the
--- profile's rows too (unitmixed, regress 76: a window flags each unit's first row)
+-- and group (grouped, one count_units); mixed statements and several grouped count_units keep the
+-- hash pass
 SELECT q, pg_temp.ud_path(q) AS path FROM (VALUES
 	('SELECT dx.count_units(person) FROM ud_visits'),
 	('SELECT dx.count(DISTINCT person) FROM ud_visits WHERE age > 40'),

@@ -1,8 +1,8 @@
--- count_units mixed with other aggregates through the unit profile (planner/unit_mixed_source.h):
--- the kept rows (the dx._unit_keep qual) with, per count_units aggregate, a flag on one row per unit
--- (grouped: per unit and group): a window over the kept rows partitioned by the unit, no rank.
--- Every noisy answer and every charge must be those of the hash pass (dxpriv.unit_profiles off)
--- under one test seed.
+-- count_units mixed with other aggregates, and several grouped count_units (unitmixed): they keep
+-- the per-statement hash pass (dx._unit_bound) with dxpriv.unit_profiles on, because the two
+-- profile-based sources tried were slower at 2M rows (doc/performance.md, "Mixed count_units
+-- statements"). Every noisy answer and every charge must be those of profiles off under one test
+-- seed, and the path of each shape is checked, so a later profile path for them is compared here.
 SET client_min_messages = notice;
 CREATE FUNCTION pg_temp.um_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text; o text := ''; BEGIN
@@ -38,7 +38,7 @@ DECLARE n bigint; c_on numeric; c_off numeric; s numeric; BEGIN
 	IF c_on <> c_off OR c_on <= 0 THEN RETURN format('charges differ: %s / %s', c_on, c_off); END IF;
 	RETURN 'same';
 END $$;
--- which path: 'mixed' (keep qual, a window flagging each unit's first counted row), 'distinct', 'hash pass'
+-- which path: 'hash pass', 'mixed' (keep qual and a window), 'distinct' (keep qual, one row per unit)
 CREATE FUNCTION pg_temp.um_path(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT CASE WHEN pg_temp.has(p, '_unit_bound(') > 0 THEN 'hash pass'
 	            WHEN pg_temp.has(p, 'WindowAgg') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'mixed'
@@ -62,7 +62,7 @@ SELECT dx.set_privacy_unit('um_visits', 'person', 3);
 SET dxpriv.epsilon = 1;
 SET dxpriv.test_seed = 7676;
 -- the paths: count_units with other aggregates (ungrouped or grouped) and several grouped
--- count_units read the profile's rows; count_units alone keeps one row per unit
+-- count_units: the hash pass; count_units alone keeps one row per unit
 SELECT q, pg_temp.um_path(q) AS path FROM (VALUES
 	('SELECT dx.count_units(person), dx.count(*) FROM um_visits'),
 	('SELECT dx.count_units(person), dx.count(*), dx.sum(age), dx.avg(cost) FROM um_visits WHERE ward = ''a'''),

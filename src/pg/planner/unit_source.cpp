@@ -9,7 +9,6 @@
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
 #include "pg/planner/unit_distinct_source.h"
-#include "pg/planner/unit_mixed_source.h"
 #include "pg/planner/unit_order_check.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
@@ -104,8 +103,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		       " AS dx_c" + std::to_string(i) + ", ";
 	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
 	const bool distinct = unit_distinct_applies(q, spec); // (unitdistinct: count_units by the profile)
-	const bool mixed = !distinct && unit_mixed_applies(q, spec); // (unitmixed: with other aggregates)
-	const bool profile = distinct || mixed || profile_bounding_applies(spec);
+	const bool profile = distinct || profile_bounding_applies(spec);
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
 	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
 	if (grouped)
@@ -132,12 +130,10 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 	}
 	const bool extra_flags = !flag_extra.empty() && !spec.distinct_weights.empty();
 	// every path but the profile's qual and the hash pass sorts or groups by dx_u in this statement
-	if (distinct || mixed || (!profile && !(guc_unit_bounding == 0 && !spec.distributed && !extra_flags)))
+	if (distinct || (!profile && !(guc_unit_bounding == 0 && !spec.distributed && !extra_flags)))
 		refuse_unsealed_unit_order(policy);
 	if (distinct) {
 		sql = unit_distinct_sql(sql, spec); // (planner/unit_distinct_source.h)
-	} else if (mixed) {
-		sql = unit_mixed_sql(sql, spec); // (planner/unit_mixed_source.h)
 	} else if (profile) {
 		// the level that reads the table keeps exactly the bounded rows
 	} else if (guc_unit_bounding == 0 && !spec.distributed && !extra_flags) {
