@@ -429,19 +429,8 @@ private:
 			const TreeNode &other_box = side == 0 ? b : a;
 			if (own.cdual == 0)
 				continue;
-			double shift_lo = 0, shift_hi = 0, shift_mag = 0;
-			for (std::size_t d = 0; d < D_; d++) {
-				const double dc = other.c[d] - own.c[d];
-				const double u = dc * other_box.box_lo[d], w = dc * other_box.box_hi[d];
-				shift_lo += std::min(u, w);
-				shift_hi += std::max(u, w);
-				shift_mag += std::fabs(dc) * other_box.xabs;
-			}
-			const double slack = own.hslack + other.hslack + kResidualSlack * shift_mag;
-			const double olo = other.hmin + shift_lo, ohi = other.hmax + shift_hi;
-			const double dh = std::max(ohi - own.hmin, own.hmax - olo) + 2 * slack;
 			const double dir = direction_bound(own.c, own.cdual, g.dlo, g.dhi, dmin);
-			best = std::min(best, dir + std::max(dh, 0.0) / dmin * (1 + 1e-12));
+			best = std::min(best, dir + residual_term(own, other, other_box, g));
 		}
 		return best;
 	}
