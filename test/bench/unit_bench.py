@@ -61,6 +61,21 @@ BOUNDED_CTE = f"""WITH b AS (SELECT * FROM (SELECT v.*, row_number() OVER (PARTI
 GROUPED_CTE = BOUNDED_CTE.replace("WITH b AS", "WITH bg AS")
 
 
+def create_bench_table(cur, persons):
+    """Creates, fills and protects bench_visits (the table of every unit benchmark: `persons` persons,
+    1 to 500 rows each) and grants the current user a budget; the privacy unit is set by the caller."""
+    cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
+    cur.execute(f"""INSERT INTO bench_visits
+        SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
+        FROM generate_series(1, {persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
+    cur.execute("VACUUM ANALYZE bench_visits")
+    cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
+    cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
+    cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
+
+
 def timed(cur, sql):
     start = time.perf_counter()
     cur.execute(sql)
@@ -97,18 +112,9 @@ def main():
     for setting in args.set:
         name, _, value = setting.partition("=")
         cur.execute("SELECT set_config(%s, %s, false)", (name.strip(), value.strip()))
-    cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
-    cur.execute(f"""INSERT INTO bench_visits
-        SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
-        FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
-    cur.execute("VACUUM ANALYZE bench_visits")
+    create_bench_table(cur, args.persons)
     cur.execute("SELECT count(*) FROM bench_visits")
     rows = cur.fetchone()[0]
-    cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
-    cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
-    cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
-    cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
-    cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
     results = []
     for workers in [int(w) for w in args.workers.split(",")]:
         cur.execute(f"SET max_parallel_workers_per_gather = {workers}")

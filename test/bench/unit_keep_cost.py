@@ -15,7 +15,7 @@ import statistics
 
 import psycopg2
 
-from unit_bench import K, G, KG
+from unit_bench import K, G, KG, create_bench_table
 
 PROFILE = "(SELECT dx._unit_profile('bench_visits'::regclass, true, 1::int2, {k}, 0))"
 STEPS = [
@@ -51,16 +51,7 @@ def main():
     cur.execute("SELECT to_regclass('bench_visits') IS NOT NULL")
     if not cur.fetchone()[0]:
         cur.execute("CREATE EXTENSION IF NOT EXISTS dxpriv")
-        cur.execute("CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)")
-        cur.execute(f"""INSERT INTO bench_visits
-            SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001
-            FROM generate_series(1, {args.persons}) p, generate_series(1, least(500, 1 + 150000 / (p + 99))) i""")
-        cur.execute("VACUUM ANALYZE bench_visits")
-        cur.execute("SELECT dx.protect_table('bench_visits', 1.0)")
-        cur.execute("""SELECT dx.set_column('bench_visits', 'ward', '{"values": ["a","b","c","d","e"]}', '{"type": "discrete"}')""")
-        cur.execute("""SELECT dx.set_column('bench_visits', 'age', '{"min": 0, "max": 100}', '{"type": "absolute", "scale": 10}')""")
-        cur.execute("""SELECT dx.set_column('bench_visits', 'cost', '{"min": 0, "max": 1000}', '{"type": "none"}')""")
-        cur.execute("SELECT dx.grant_budget(current_user::regrole, 'bench_visits', 1e9)")
+        create_bench_table(cur, args.persons)
     cur.execute(f"SELECT dx.set_privacy_unit('bench_visits', 'person', {K}, {G}, {KG})")
     cur.execute("SET max_parallel_workers_per_gather = 0")
     cur.execute("SET jit = off")
