@@ -103,6 +103,9 @@ def test_create_extension_in_same_session_then_protect():
             execute(s, "CREATE TABLE t (id int PRIMARY KEY, v int)")
             execute(s, "INSERT INTO t SELECT i, i FROM generate_series(1, 100) i")
             execute(s, "SELECT dx.protect_table('t', 1.0)")
+            # the same session sees the extension it just created: dx.count is rewritten and answered
+            execute(s, "SELECT dx.grant_budget('postgres'::regrole, 't', 10.0)")
+            assert scalar(s, "SELECT dx.count(*) FROM t") is not None
             # the superuser may still read natively; an analyst in a fresh session may not
             execute(s, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'mallory')"
                        " THEN CREATE ROLE mallory LOGIN; END IF; END $$")
