@@ -1,5 +1,5 @@
 // Lazy lookup of the extension's OIDs in the current database, cached per backend and dropped by
-// syscache invalidation of pg_proc/pg_namespace/pg_type (every CREATE/DROP/ALTER EXTENSION changes them).
+// syscache invalidation of pg_proc/pg_namespace (every CREATE/DROP/ALTER EXTENSION changes them).
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
@@ -21,10 +21,12 @@ namespace dxpriv::pg {
 
 static ExtensionObjects cached;
 static bool cached_valid = false;
-// The answer of the last lookup (present or absent) still holds: no pg_proc, pg_namespace or pg_type
-// change has been seen since. Creating or dropping the extension creates or drops its functions, its
-// type and its schema, so each of them sends an invalidation that clears this flag (in this session
-// at the next CommandCounterIncrement, in other sessions at their next transaction start or lock).
+// The answer of the last lookup (present or absent) still holds: no pg_proc or pg_namespace change
+// has been seen since. Creating, dropping or updating the extension creates or drops its functions
+// (load() answers "present" only when all of them exist) and its schema, so each of them sends an
+// invalidation that clears this flag (in this session at the next CommandCounterIncrement, in other
+// sessions at their next transaction start or lock). pg_type is not watched: temporary tables
+// create types, and a reload per CREATE TEMP TABLE anywhere on the server is what this avoids.
 static bool lookup_current = false;
 static bool callbacks_registered = false;
 
@@ -178,7 +180,6 @@ extension_objects()
 	if (!callbacks_registered) {
 		CacheRegisterSyscacheCallback(PROCOID, forget_extension_objects, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_extension_objects, (Datum) 0);
-		CacheRegisterSyscacheCallback(TYPEOID, forget_extension_objects, (Datum) 0);
 		callbacks_registered = true;
 	}
 	if (lookup_current)
