@@ -1,4 +1,5 @@
-// Lazy lookup of the extension's OIDs in the current database, refreshed when it is re-created.
+// Lazy lookup of the extension's OIDs in the current database, cached per backend and dropped by
+// syscache invalidation of pg_proc/pg_namespace (every CREATE/DROP/ALTER EXTENSION changes them).
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
@@ -13,12 +14,27 @@ extern "C" {
 #include "utils/syscache.h"
 #include "access/htup_details.h"
 #include "catalog/pg_namespace.h"
+#include "utils/inval.h"
 }
 
 namespace dxpriv::pg {
 
 static ExtensionObjects cached;
 static bool cached_valid = false;
+// The answer of the last lookup (present or absent) still holds: no pg_proc or pg_namespace change
+// has been seen since. Creating, dropping or updating the extension creates or drops its functions
+// (load() answers "present" only when all of them exist) and its schema, so each of them sends an
+// invalidation that clears this flag (in this session at the next CommandCounterIncrement, in other
+// sessions at their next transaction start or lock). pg_type is not watched: temporary tables
+// create types, and a reload per CREATE TEMP TABLE anywhere on the server is what this avoids.
+static bool lookup_current = false;
+static bool callbacks_registered = false;
+
+static void
+forget_extension_objects(Datum, int, uint32)
+{
+	lookup_current = false;
+}
 
 // OID of dx.<name>(argtypes), or InvalidOid.
 static Oid
@@ -161,11 +177,21 @@ extension_objects()
 {
 	if (creating_extension || !IsTransactionState())
 		return nullptr;
+	if (!callbacks_registered) {
+		CacheRegisterSyscacheCallback(PROCOID, forget_extension_objects, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, forget_extension_objects, (Datum) 0);
+		callbacks_registered = true;
+	}
+	if (lookup_current)
+		return cached_valid ? &cached : nullptr;
+	// Set before the lookup: an invalidation arriving during it (the lookups take locks and so accept
+	// invalidations) clears it again, and the next call looks again instead of trusting this answer.
+	// Always a full reload: ALTER EXTENSION UPDATE may re-create functions under new OIDs.
+	lookup_current = true;
+	cached_valid = false;
 	Oid ext = get_extension_oid("dxpriv", true);
 	if (!OidIsValid(ext))
 		return nullptr;
-	if (cached_valid && cached.extension == ext)
-		return &cached;
 	cached_valid = load(ext, cached);
 	return cached_valid ? &cached : nullptr;
 }
