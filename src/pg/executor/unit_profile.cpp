@@ -16,6 +16,8 @@
 extern "C" {
 #include "access/parallel.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "nodes/primnodes.h"
 #include "common/hashfn.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -482,6 +484,30 @@ heavy_threshold(const KeepState *st, uint64 h, int64 *threshold)
 	return false;
 }
 
+// When the call site passes tableoid as a constant (unit_profile_source.cpp: a table without
+// inheritance children at planning), checks that it is the profile's table and that the table still
+// has no child (or the profile is of ONLY the table): a child attached since planning could be in the
+// plan's scan, whose rows would then share the parent's OID in their rank. (relhassubclass is set
+// when a child is attached and cleared only lazily, and a child in the plan stays locked, hence a
+// child, until the end of the transaction.) Refused with 55000 otherwise.
+void
+check_constant_tableoid(FunctionCallInfo fcinfo, const ProfileId &id)
+{
+	const Node *e = fcinfo->flinfo->fn_expr;
+	if (!e || !IsA(e, FuncExpr) || list_length(castNode(FuncExpr, e)->args) != 4)
+		return;
+	const Node *rel = static_cast<const Node *>(lthird(castNode(FuncExpr, e)->args));
+	if (!IsA(rel, Const))
+		return;
+	const Const *c = castNode(Const, rel);
+	if (c->constisnull || DatumGetObjectId(c->constvalue) != id.relid)
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another table")));
+	if (id.inh && has_subclass(id.relid))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("the table with a privacy unit got an inheritance child after the statement was planned"),
+		                errhint("Run the statement again.")));
+}
+
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
 pg_noinline KeepState *
 keep_setup(FunctionCallInfo fcinfo, const void *arg)
@@ -499,6 +525,7 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 			st = static_cast<KeepState *>(palloc0(sizeof(KeepState)));
 		ProfileHeader h;
 		std::memcpy(&h, plain, sizeof h);
+		check_constant_tableoid(fcinfo, h.id);
 		// a hash function that is not built in runs sealed, as the table's owner, as in the build
 		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint, true,
 		                 sealed_read_user(h.id.relid));
