@@ -25,6 +25,8 @@ STEPS = [
     ("+ a qual on the unit column (deform)", "SELECT count(*) FROM bench_visits WHERE person IS NOT NULL"),
     ("+ a function call on the unit", "SELECT count(*) FROM bench_visits WHERE int4eq(person, person)"),
     ("dx._unit_keep qual", "SELECT count(*) FROM bench_visits WHERE dx._unit_keep(" + PROFILE + ", person, tableoid, ctid)"),
+    ("dx._unit_keep qual, constant OID", "SELECT count(*) FROM bench_visits WHERE dx._unit_keep(" + PROFILE +
+     ", person, 'bench_visits'::regclass::oid, ctid)"),
     ("dx._unit_keep as FILTER", "SELECT count(*) FILTER (WHERE dx._unit_keep(" + PROFILE + ", person, tableoid, ctid)) "
      "FROM bench_visits"),
     ("dx.count(*) (unit, k rows)", "SELECT dx.count(*) FROM bench_visits"),

@@ -3978,6 +3978,42 @@ def profile_not_explained(ctx, conn, a):
 attack(C, "unit_profile_not_explained", "SELECT 1", Custom(profile_not_explained))
 
 
+def profile_child_after_prepare(ctx, conn, a):
+    """unitqual2: on a table without inheritance children the keep qual passes the table's OID for
+    tableoid. A child holding more rows of the heavy person 1 in ward 'x', attached (ALTER TABLE ...
+    INHERIT) between PREPARE and EXECUTE, must not have its rows ranked as the parent's: the
+    execution keeps k rows of person 1 over both tables, or is refused (55000); never more."""
+    adm = ctx.admin
+    k = UNIT_K
+    try:
+        ctx.clear_answer_cache()
+        execute(conn, "PREPARE pc AS SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1008")
+        assert float(scalar(conn, "EXECUTE pc")) == k
+        execute(adm, "CREATE TABLE visits_kid (LIKE visits)")
+        execute(adm, "INSERT INTO visits_kid (person, ward, age) SELECT 1, 'x', i FROM generate_series(1, 50) i")
+        execute(adm, "ALTER TABLE visits_kid INHERIT visits")
+        outcomes = []
+        for q in ("EXECUTE pc", "SELECT dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1009"):
+            try:
+                n = float(scalar(conn, q))
+                assert n <= k, f"{q}: {n} rows of one unit kept (k = {k})"
+                outcomes.append(n)
+            except psycopg2.Error as e:
+                conn.rollback() if not conn.autocommit else None
+                outcomes.append(e.pgcode)
+        assert all(o == k or (isinstance(o, str) and o[:2] in ("55", "0A", "42")) for o in outcomes), outcomes
+    finally:
+        try:
+            execute(conn, "DEALLOCATE pc")
+        except psycopg2.Error:
+            pass
+        execute(adm, "DROP TABLE IF EXISTS visits_kid")
+    return f"after INHERIT: {outcomes}"
+
+
+attack(C, "unit_profile_child_after_prepare", "SELECT 1", Custom(profile_child_after_prepare))
+
+
 # unitqual: dx._unit_keep answers "light unit" from a blocked Bloom filter over the heavy units'
 # hashes (core/unit_prefilter.h) before the exact table of heavy units. Int units hash by mix64,
 # which anyone can compute: units chosen so that light ones pass the filter (false positives) and

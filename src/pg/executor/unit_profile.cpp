@@ -16,6 +16,8 @@
 extern "C" {
 #include "access/parallel.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "nodes/primnodes.h"
 #include "common/hashfn.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -376,6 +378,52 @@ store_profile(const ProfileId &id, const bytea *p)
 	LWLockRelease(profile_shm->lock);
 }
 
+// The profile this backend sealed last (dx._unit_profile, the leader only), with its plain bytes, so
+// that the leader's dx._unit_keep skips decrypting and MAC-checking the very bytes it just sealed: a
+// value is taken from here only when it equals the sealed copy byte for byte (any other value, and
+// every value in a parallel worker, goes through open_profile). Kept in its own context, replaced
+// by the next seal; profiles larger than a cache slot are not kept (their memory is not held).
+struct SealedMemo {
+	MemoryContext cxt;
+	bytea *sealed;
+	char *plain;
+	Size size;
+};
+SealedMemo sealed_memo;
+
+// Remembers sealed (made from plain, size bytes) as the backend's last sealed profile.
+void
+remember_sealed(const bytea *sealed, const char *plain, Size size)
+{
+	if (!sealed_memo.cxt)
+		sealed_memo.cxt = AllocSetContextCreate(TopMemoryContext, "dxpriv sealed unit profile", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(sealed_memo.cxt);
+	sealed_memo.sealed = nullptr;
+	sealed_memo.plain = nullptr;
+	if (!profile_shm || size > profile_shm->slot_bytes)
+		return;
+	auto *s = static_cast<bytea *>(MemoryContextAllocHuge(sealed_memo.cxt, VARSIZE(sealed)));
+	std::memcpy(s, sealed, VARSIZE(sealed));
+	auto *pl = static_cast<char *>(MemoryContextAllocHuge(sealed_memo.cxt, size));
+	std::memcpy(pl, plain, size);
+	sealed_memo.sealed = s;
+	sealed_memo.plain = pl;
+	sealed_memo.size = size;
+}
+
+// The plain bytes of sealed profile p: the leader's own last seal when p is byte for byte that seal,
+// else open_profile (decrypted and MAC-checked).
+char *
+open_or_remembered(const bytea *p, Size *size)
+{
+	if (!IsParallelWorker() && sealed_memo.sealed && !VARATT_IS_EXTENDED(p) && VARSIZE(p) == VARSIZE(sealed_memo.sealed) &&
+	    std::memcmp(p, sealed_memo.sealed, VARSIZE(p)) == 0) {
+		*size = sealed_memo.size;
+		return sealed_memo.plain;
+	}
+	return open_profile(p, size);
+}
+
 // Checks profile p (the argument of dx._unit_keep) in this process: handed out by dx._unit_profile
 // (its MAC), under this process's active snapshot (its fingerprint; a parallel worker restores the
 // leader's), for this table version (the version again, under this snapshot) and for this unit's
@@ -384,7 +432,7 @@ char *
 verify_profile(const bytea *p, Oid type, Oid collation)
 {
 	Size size = 0;
-	char *plain = open_profile(p, &size);
+	char *plain = open_or_remembered(p, &size);
 	ProfileHeader h;
 	std::memcpy(&h, plain, sizeof h);
 	if (h.magic != kProfileMagic || size != sizeof h + static_cast<Size>(h.slots) * sizeof(HeavyUnit) ||
@@ -436,6 +484,30 @@ heavy_threshold(const KeepState *st, uint64 h, int64 *threshold)
 	return false;
 }
 
+// When the call site passes tableoid as a constant (unit_profile_source.cpp: a table without
+// inheritance children at planning), checks that it is the profile's table and that the table still
+// has no child (or the profile is of ONLY the table): a child attached since planning could be in the
+// plan's scan, whose rows would then share the parent's OID in their rank. (relhassubclass is set
+// when a child is attached and cleared only lazily, and a child in the plan stays locked, hence a
+// child, until the end of the transaction.) Refused with 55000 otherwise.
+void
+check_constant_tableoid(FunctionCallInfo fcinfo, const ProfileId &id)
+{
+	const Node *e = fcinfo->flinfo->fn_expr;
+	if (!e || !IsA(e, FuncExpr) || list_length(castNode(FuncExpr, e)->args) != 4)
+		return;
+	const Node *rel = static_cast<const Node *>(lthird(castNode(FuncExpr, e)->args));
+	if (!IsA(rel, Const))
+		return;
+	const Const *c = castNode(Const, rel);
+	if (c->constisnull || DatumGetObjectId(c->constvalue) != id.relid)
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another table")));
+	if (id.inh && has_subclass(id.relid))
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+		                errmsg("the table with a privacy unit got an inheritance child after the statement was planned"),
+		                errhint("Run the statement again.")));
+}
+
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
 pg_noinline KeepState *
 keep_setup(FunctionCallInfo fcinfo, const void *arg)
@@ -453,6 +525,7 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 			st = static_cast<KeepState *>(palloc0(sizeof(KeepState)));
 		ProfileHeader h;
 		std::memcpy(&h, plain, sizeof h);
+		check_constant_tableoid(fcinfo, h.id);
 		// a hash function that is not built in runs sealed, as the table's owner, as in the build
 		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint, true,
 		                 sealed_read_user(h.id.relid));
@@ -598,7 +671,9 @@ DX_FUNCTION(dx_unit_profile)
 		}
 		const uint64 fingerprint = snapshot_fingerprint(snap);
 		std::memcpy(VARDATA(p) + offsetof(ProfileHeader, snapshot), &fingerprint, sizeof fingerprint);
-		p = seal_profile(VARDATA(p), VARSIZE(p) - VARHDRSZ);
+		bytea *sealed = seal_profile(VARDATA(p), VARSIZE(p) - VARHDRSZ);
+		remember_sealed(sealed, VARDATA(p), VARSIZE(p) - VARHDRSZ);
+		p = sealed;
 	});
 	PG_RETURN_BYTEA_P(p);
 }

@@ -7,6 +7,8 @@
 #include "pg/executor/unit_profile.h"
 
 extern "C" {
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -38,10 +40,18 @@ profile_keep_clause(const UnitSource &spec, bool inh)
 	if (att == InvalidAttrNumber)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the privacy unit column is missing");
 	const char *unit = pg_value([&] { return quote_identifier(policy.unit.column.c_str()); });
+	// a plain table without inheritance children (or ONLY): every scanned row's tableoid is its OID,
+	// passed as a constant (no system column fetched per row); dx._unit_keep checks again at execution
+	// that the table has no child (a child attached since planning is refused, never ranked as the
+	// parent's rows)
+	const bool single = !inh || pg_value([&] {
+		return get_rel_relkind(policy.relid) == RELKIND_RELATION && !has_subclass(policy.relid);
+	});
+	const std::string rel = single ? std::to_string(policy.relid) + "::pg_catalog.oid" : std::string("tableoid");
 	return "dx._unit_keep((SELECT dx._unit_profile(" + std::to_string(policy.relid) + "::pg_catalog.oid, " +
 	       (inh ? "true" : "false") + ", " + std::to_string(att) + "::pg_catalog.int2, " +
 	       std::to_string(spec.bound.max_rows) + ", " + std::to_string(pg_value([] { return unit_profile_token(); })) +
-	       "::pg_catalog.int8)), " + unit + ", tableoid, ctid)";
+	       "::pg_catalog.int8)), " + unit + ", " + rel + ", ctid)";
 }
 
 } // namespace dxpriv::pg
