@@ -4123,32 +4123,39 @@ attack(C, "distinct_units_over_groups", "SELECT age, dx.count_units(person) FROM
        Custom(distinct_units_over_groups))
 
 
-def distinct_units_charged_in_full(ctx, conn, a):
-    """A wrapper, HAVING, LIMIT 0 or a parallel plan around count_units: the same charge as the
-    statement alone."""
-    base = "SELECT dx.count_units(person) FROM visits WHERE age <> 1023"
+def charges_of_shapes(ctx, conn, shapes, read=lambda row: row):
+    """Each (sql, settings) of `shapes` run with a fresh answer cache: the ledger rows it wrote,
+    each passed through `read`; the parallel settings are reset after each."""
     charges = []
-    for sql, settings in ((base, []), (f"SELECT u * 0 FROM (SELECT dx.count_units(person) AS u FROM visits WHERE age <> 1023) w WHERE u < 0", []),
-                          (base + " HAVING dx.count_units(person) < 0", []), (base + " LIMIT 0", []),
-                          (base, PARALLEL + ["SET force_parallel_mode = on"])):
+    for sql, settings in shapes:
         try:
             for s in settings:
                 execute(conn, s)
             ctx.clear_answer_cache()
             last = ctx.last_ledger_id()
             run_fetch(conn, sql)
-            charges.append(ctx.ledger_since(last))
+            charges.append([read(r) for r in ctx.ledger_since(last)])
         finally:
             for s in UNPARALLEL:
                 execute(conn, s)
     assert charges[0] and all(c == charges[0] for c in charges), f"charges differ: {charges}"
+    return charges
+
+
+def distinct_units_charged_in_full(ctx, conn, a):
+    """A wrapper, HAVING, LIMIT 0 or a parallel plan around count_units: the same charge as the
+    statement alone."""
+    base = "SELECT dx.count_units(person) FROM visits WHERE age <> 1023"
+    charges_of_shapes(ctx, conn, ((base, []), (f"SELECT u * 0 FROM (SELECT dx.count_units(person) AS u FROM visits WHERE age <> 1023) w WHERE u < 0", []),
+                                  (base + " HAVING dx.count_units(person) < 0", []), (base + " LIMIT 0", []),
+                                  (base, PARALLEL + ["SET force_parallel_mode = on"])))
     return "same charge for every shape"
 
 
 attack(C, "distinct_units_charged_in_full", "SELECT 1", Custom(distinct_units_charged_in_full))
 
-# unitmixed: count_units with other aggregates (and several grouped count_units) read the profile's
-# kept rows, each unit's count_units row found by (tableoid, ctid) (planner/unit_mixed_source.h).
+# unitmixed: count_units with other aggregates (and several grouped count_units) keep the hash pass
+# (a profile path was measured slower and reverted: doc/performance.md); whatever path they take:
 # a unit with 3000 rows (k = 3) counts once and keeps k rows in the row-level aggregates
 attack(C, "mixed_units_heavy_once", "SELECT dx.count_units(person), dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1030",
        Custom(distinct_units_exact((1, UNIT_K))))
@@ -4177,22 +4184,10 @@ def mixed_units_charged_in_full(ctx, conn, a):
     """A wrapper dropping the count_units or the count, HAVING, LIMIT 0 or a parallel plan: the
     same charge as the statement alone (every cell of the release)."""
     inner = "SELECT dx.count_units(person) AS u, dx.count(*) AS n, dx.sum(age) AS s FROM visits WHERE age <> 1032"
-    charges = []
-    for sql, settings in ((inner, []), (f"SELECT n FROM ({inner}) w", []), (f"SELECT u * 0 FROM ({inner}) w WHERE u < 0", []),
-                          (inner + " HAVING dx.count_units(person) < 0", []), (inner + " LIMIT 0", []),
-                          (inner, PARALLEL + ["SET force_parallel_mode = on"])):
-        try:
-            for s in settings:
-                execute(conn, s)
-            ctx.clear_answer_cache()
-            last = ctx.last_ledger_id()
-            run_fetch(conn, sql)
-            # (the epsilon: PostgreSQL drops a wrapper's unread columns, whose cells then log no scale)
-            charges.append([e for e, _ in ctx.ledger_since(last)])
-        finally:
-            for s in UNPARALLEL:
-                execute(conn, s)
-    assert charges[0] and all(c == charges[0] for c in charges), f"charges differ: {charges}"
+    # (the epsilon only: PostgreSQL drops a wrapper's unread columns, whose cells then log no scale)
+    charges_of_shapes(ctx, conn, ((inner, []), (f"SELECT n FROM ({inner}) w", []), (f"SELECT u * 0 FROM ({inner}) w WHERE u < 0", []),
+                                  (inner + " HAVING dx.count_units(person) < 0", []), (inner + " LIMIT 0", []),
+                                  (inner, PARALLEL + ["SET force_parallel_mode = on"])), read=lambda row: row[0])
     return "same charge for every shape"
 
 
