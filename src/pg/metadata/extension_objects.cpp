@@ -29,10 +29,14 @@ static bool cached_valid = false;
 // create types, and a reload per CREATE TEMP TABLE anywhere on the server is what this avoids.
 static bool lookup_current = false;
 static bool callbacks_registered = false;
+// Invalidations seen so far: a lookup is current only if none arrived while it ran (its catalog
+// reads take locks and so accept invalidations), and a lookup that raised an error never is.
+static uint64 invalidations = 0;
 
 static void
 forget_extension_objects(Datum, int, uint32)
 {
+	invalidations++;
 	lookup_current = false;
 }
 
@@ -184,15 +188,16 @@ extension_objects()
 	}
 	if (lookup_current)
 		return cached_valid ? &cached : nullptr;
-	// Set before the lookup: an invalidation arriving during it (the lookups take locks and so accept
-	// invalidations) clears it again, and the next call looks again instead of trusting this answer.
-	// Always a full reload: ALTER EXTENSION UPDATE may re-create functions under new OIDs.
-	lookup_current = true;
+	// Marked current only after the lookup completes, and only if no invalidation arrived while it
+	// ran; an ERROR inside it leaves the flag clear, so the next call looks again instead of trusting
+	// a half-made answer. Always a full reload: ALTER EXTENSION UPDATE may re-create functions under
+	// new OIDs.
+	const uint64 seen = invalidations;
 	cached_valid = false;
 	Oid ext = get_extension_oid("dxpriv", true);
-	if (!OidIsValid(ext))
-		return nullptr;
-	cached_valid = load(ext, cached);
+	if (OidIsValid(ext))
+		cached_valid = load(ext, cached);
+	lookup_current = invalidations == seen;
 	return cached_valid ? &cached : nullptr;
 }
 
