@@ -3,7 +3,7 @@ from a stale state: protection, CREATE/DROP EXTENSION in another session or in t
 seen by the next statement, and a warm cache never lets an analyst read a protected table natively."""
 import psycopg2
 
-from attack_fixture import ANALYST, analyst_conn, attack_db, build, create_people
+from attack_fixture import ANALYST, analyst_conn, attack_db, build, create_people, ledger_rows, tag
 from e2e_common import connect, execute, scalar
 
 PRIV = "42501"
@@ -85,6 +85,42 @@ def test_drop_and_create_extension_seen_by_both_sessions():
             assert scalar(admin, "SELECT count(*) FROM zips") == 10
             _refused(b, "SELECT name FROM people WHERE id = 5")
             assert scalar(b, "SELECT dx.count(*) FROM people") is not None
+        finally:
+            b.close()
+
+
+def test_analysis_memo_not_replayed_across_drop_create_extension():
+    """The analysis memo (planner/analysis_memo.cpp) keys on the catalog invalidation count: an
+    identical statement in a long-lived session, before and after DROP/CREATE EXTENSION and a new
+    protection, is analysed again against the new extension's objects and charged in the new
+    ledger, never replayed with the old function OIDs; the same in the session that ran the DDL."""
+    with attack_db() as (db, admin):
+        b = analyst_conn(db)
+        try:
+            sql = "SELECT dx.count(*), dx.sum(income) FROM people WHERE age > 30"
+            m1 = tag()
+            for _ in range(2):  # the second one is a memo (and answer cache) hit
+                with b.cursor() as cur:
+                    cur.execute(f"{m1} {sql}")
+                    assert cur.fetchone()[0] is not None
+            assert len(ledger_rows(admin, m1)) >= 1
+            execute(admin, "DROP EXTENSION dxpriv CASCADE")
+            execute(admin, "CREATE EXTENSION dxpriv")
+            execute(admin, "DROP TABLE people, zips")
+            execute(admin, f"DROP SCHEMA {ANALYST}_ws CASCADE")
+            build(admin)
+            m2 = tag()
+            for conn in (b, admin):  # the analyst's long-lived session, and the one that ran the DDL
+                if conn is admin:
+                    execute(admin, f"SELECT dx.grant_budget(current_user::regrole, 'people', 10.0)")
+                with conn.cursor() as cur:
+                    cur.execute(f"{m2} {sql}")
+                    row = cur.fetchone()
+                    assert row[0] is not None and row[1] is not None
+            # both were charged in the new extension's ledger (a replay of the old analysis would
+            # carry charge ids and functions of the dropped extension)
+            assert len(ledger_rows(admin, m2)) == 2, ledger_rows(admin, m2)
+            _refused(b, "SELECT name FROM people WHERE id = 5")
         finally:
             b.close()
 
