@@ -3,6 +3,8 @@ table carries the contents trigger, so the memo keys on how Citus holds the tabl
 rows' version. A statement answered from the memo gives the same seeded answers and the same
 charge as its own analysis (a new session, the local copy); a changed policy, changed rows, a
 changed distribution and another role are each analysed again (or charged again)."""
+import difflib
+import re
 import time
 
 import citus_fixture as fx
@@ -234,3 +236,60 @@ def test_memo_follows_settings_search_path_domains_and_recreated_tables():
         got, want = scales_of(owner), fresh()
         assert got == want and got != base, ("re-created", base, got, want)
         owner.close()
+
+
+def _plan(conn, sql):
+    """The plan text with the per-statement random ids of the noise parameters masked."""
+    text = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE, COSTS OFF) " + sql))
+    return re.sub(r"\b\d(\.\d+)?e\+\d+\b|\b\d{12,}\b", "<id>", text)
+
+
+def test_session_warm_before_create_extension_citus_plans_like_a_fresh_one():
+    """Whether Citus is installed is cached per backend (metadata/citus_tables.cpp) and cleared by
+    pg_class changes: a session that ran dx statements before CREATE EXTENSION citus (in the same
+    session) plans and answers a distributed table's statement exactly as a fresh session does."""
+    from citus_common import HOST, port
+    import os
+    name = f"citus_late_{os.getpid()}"
+    nodes = ("coord", "w1", "w2")
+    for n in nodes:
+        admin = connect(n)
+        execute(admin, f"CREATE DATABASE {name}")
+        execute(admin, f"ALTER DATABASE {name} SET dxpriv.cache_lifetime = 0")
+        admin.close()
+    for w in ("w1", "w2"):  # the workers hold citus and dxpriv before they are added
+        c = connect(w, name)
+        execute(c, "CREATE EXTENSION citus")
+        execute(c, "CREATE EXTENSION dxpriv")
+        c.close()
+    s = connect("coord", name)
+    try:
+        execute(s, "CREATE EXTENSION dxpriv")
+        execute(s, "CREATE TABLE warm (id bigint PRIMARY KEY, v int)")
+        execute(s, "INSERT INTO warm SELECT g, g FROM generate_series(1, 100) g")
+        execute(s, "SELECT dx.protect_table('warm', 'Infinity')")
+        execute(s, "SELECT dx.grant_budget('postgres'::regrole, 'warm', 1000)")
+        assert scalar(s, "SELECT dx.count(*) FROM warm") == 100  # the cache now says: no Citus
+        execute(s, "CREATE EXTENSION citus")
+        execute(s, "SELECT citus_set_coordinator_host(%s, %s)", (HOST, port("coord")))
+        for w in ("w1", "w2"):
+            execute(s, "SELECT citus_add_node(%s, %s)", (HOST, port(w)))
+        fx.exact_table(s, "late", 8, 5000)
+        sql = "SELECT dx.count(*), dx.sum(income) FROM late WHERE age > 30"
+        native = rows(s, "SELECT count(*), sum(income) FROM late WHERE age > 30")[0]
+        warm_plan, warm = _plan(s, sql), rows(s, sql)[0]
+        fresh = connect("coord", name)
+        try:
+            fresh_plan, fresh_rows = _plan(fresh, sql), rows(fresh, sql)[0]
+        finally:
+            fresh.close()
+        assert "Citus" in fresh_plan, fresh_plan
+        assert warm_plan == fresh_plan, '\n'.join(difflib.unified_diff(warm_plan.split('\n'), fresh_plan.split('\n'), lineterm=''))
+        assert float(warm[0]) == float(fresh_rows[0]) == native[0]
+        assert float(warm[1]) == float(fresh_rows[1]) == float(native[1])
+    finally:
+        s.close()
+        for n in nodes:
+            admin = connect(n)
+            execute(admin, f"DROP DATABASE {name} WITH (FORCE)")
+            admin.close()

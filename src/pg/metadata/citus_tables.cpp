@@ -9,18 +9,46 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 #include <string>
 
 namespace dxpriv::pg {
 
-// True when Citus's metadata exists in this database (a syscache lookup).
+// Whether pg_catalog.pg_dist_partition exists, as last looked up: 1, 0, or -1 when unknown. Any
+// pg_class change this backend sees (CREATE or DROP EXTENSION citus creates or drops that relation,
+// in this session at its next CommandCounterIncrement, in others at their next invalidation
+// processing) clears it, so the next call looks it up again; a lookup during which an invalidation
+// arrived is not kept.
+static int citus_presence = -1;
+static bool citus_presence_callback = false;
+static uint64 citus_presence_invalidations = 0;
+
+static void
+forget_citus_presence(Datum, int, uint32)
+{
+	citus_presence_invalidations++;
+	citus_presence = -1;
+}
+
+// True when Citus's metadata exists in this database (a syscache lookup once per pg_class change).
 bool
 citus_installed()
 {
-	return OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE));
+	if (citus_presence >= 0)
+		return citus_presence == 1;
+	if (!citus_presence_callback) {
+		CacheRegisterSyscacheCallback(RELNAMENSP, forget_citus_presence, (Datum) 0);
+		citus_presence_callback = true;
+	}
+	uint64 seen = citus_presence_invalidations;
+	bool present = OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE));
+	if (seen == citus_presence_invalidations)
+		citus_presence = present ? 1 : 0;
+	return present;
 }
 
 // Citus's view of relid; not a Citus table when Citus is not installed in this database.

@@ -13,7 +13,7 @@ struct CitusTable {
 	bool on_coordinator = false; // a placement of one of its shards is on the coordinator (group 0)
 };
 
-// True when Citus's metadata exists in this database (a syscache lookup).
+// True when Citus's metadata exists in this database (cached per backend until a pg_class change).
 bool citus_installed();
 // Citus's view of relid; not a Citus table when Citus is not installed in this database. Runs SQL
 // as the extension owner (sealed SPI).
