@@ -92,6 +92,39 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- a partitioned table of 10 partitions, partitionwise aggregation: partial states combined in one
+-- process (their sorts merged as parts, more than 8 parts merged into one), serial and parallel
+CREATE TABLE ums_part (person int, age int) PARTITION BY HASH (age);
+DO $$ BEGIN FOR i IN 0..9 LOOP
+	EXECUTE format('CREATE TABLE ums_part_%s PARTITION OF ums_part FOR VALUES WITH (MODULUS 10, REMAINDER %s)', i, i);
+END LOOP; END $$;
+INSERT INTO ums_part SELECT p, (p * 13 + i * 29) % 100 FROM generate_series(1, 3000) p, generate_series(1, p % 9 + 1) i;
+SELECT dx.protect_table('ums_part', 1.0);
+SELECT dx.set_column('ums_part', 'age', '{"min":0,"max":100}', '{"type":"none"}');
+SELECT dx.grant_budget(current_user::regrole, 'ums_part', 1e6);
+SELECT dx.set_privacy_unit('ums_part', 'person', 4);
+ANALYZE ums_part;
+SET enable_partitionwise_aggregate = on;
+SELECT pg_temp.has(p, 'Partial Aggregate') > 1 AS partitionwise, pg_temp.has(p, '_noisy_count_units(') > 0 AS count_units_set
+FROM pg_temp.um_plan('SELECT dx.count_units(person), dx.count(*) FROM ums_part') p;
+SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u, dx.count(*) AS n FROM ums_part') AS partitionwise,
+       pg_temp.same_units('SELECT dx.count_units(person) FILTER (WHERE age < 50) AS u, dx.sum(age) AS s FROM ums_part WHERE age > 5') AS partitionwise_filter;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u, dx.count(*) AS n FROM ums_part') AS partitionwise_parallel;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET enable_partitionwise_aggregate;
+SELECT dx.protect_table('ums_part', 'Infinity');
+SET enable_partitionwise_aggregate = on;
+SELECT dx.count_units(person) AS units, dx.count(*) AS kept FROM ums_part; -- 3000 units, sum(min(p % 9 + 1, 4))
+RESET enable_partitionwise_aggregate;
+SELECT sum(least(p % 9 + 1, 4)) AS native_kept FROM generate_series(1, 3000) p;
+
 -- noiseless: the exact numbers (30,000 persons of which 30 NULL are one unit: 29,971 units; each
 -- unit keeps min(rows, 3) rows: the NULL unit 3)
 SELECT dx.protect_table('ums_visits', 'Infinity');

@@ -45,19 +45,28 @@ namespace {
 
 constexpr uint8 kUnitSetVersion = 1;
 
-// The state of one group (trivially destructible; its memory is the aggregate context's).
+constexpr int kMaxParts = 8; // sorted parts kept by a combined state before they are merged into one
+
+// A sorted run of distinct hashes (increasing as int8).
+struct HashPart {
+	int64 *vals;
+	int64 n;
+};
+
+// The state of one group (trivially destructible; its memory is the aggregate context's). A
+// transition state puts its hashes into `sort`; a deserialized state holds one part (a worker's
+// distinct hashes); a combined state (the leader's union) holds the parts it was given, merged at
+// the end without another sort.
 struct UnitSetState {
 	LinearState *lin;      // the count's parameters; its rows are added at release
-	Tuplesortstate *sort;  // the hashes put (nullptr once ended)
-	uint64 *vals;          // or (a worker's deserialized state) its distinct hashes, increasing
-	int64 nvals;
+	Tuplesortstate *sort;  // the hashes put (nullptr: none, or ended)
+	HashPart parts[kMaxParts];
+	int nparts;
 	MemoryContext mcxt;    // the aggregate context
 	UnitHasher hasher;
-	bool hasher_ready;
 	bool null_seen;        // a NULL unit had a counted row
 	bool have_last;        // the previous row's hash (consecutive rows of one unit put once)
 	uint64 last;
-	int64 put;             // values put into sort
 };
 
 // Ends the sort of a state (AggRegisterCallback: the aggregate's reset or shutdown).
@@ -72,20 +81,22 @@ end_unit_set_sort(Datum arg)
 	}
 }
 
-// A new state in aggctx for lin (copied), with an empty sort of int8 bounded by work_mem divided
-// among the statement's groups (at least 64 kB each).
+// A new state in aggctx for lin (copied); with_sort: an empty sort of int8 bounded by work_mem
+// divided among the statement's groups (at least 64 kB each), ended by the aggregate's shutdown.
 UnitSetState *
-new_unit_set(FunctionCallInfo fcinfo, MemoryContext aggctx, const LinearState &lin, int groups)
+new_unit_set(FunctionCallInfo fcinfo, MemoryContext aggctx, const LinearState &lin, int groups, bool with_sort)
 {
 	auto *s = static_cast<UnitSetState *>(MemoryContextAllocZero(aggctx, sizeof(UnitSetState)));
 	s->lin = new_state(aggctx);
 	*s->lin = lin;
 	s->mcxt = aggctx;
-	const int mem = Max(64, work_mem / Max(1, groups));
-	MemoryContext old = MemoryContextSwitchTo(aggctx);
-	s->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false, mem, nullptr, TUPLESORT_NONE);
-	MemoryContextSwitchTo(old);
-	AggRegisterCallback(fcinfo, end_unit_set_sort, PointerGetDatum(s));
+	if (with_sort) {
+		const int mem = Max(64, work_mem / Max(1, groups));
+		MemoryContext old = MemoryContextSwitchTo(aggctx);
+		s->sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false, mem, nullptr, TUPLESORT_NONE);
+		MemoryContextSwitchTo(old);
+		AggRegisterCallback(fcinfo, end_unit_set_sort, PointerGetDatum(s));
+	}
 	return s;
 }
 
@@ -108,13 +119,12 @@ unit_set_setup(FunctionCallInfo fcinfo)
 			groups = p.groups;
 			relid = p.relid;
 		}
-		UnitSetState *s = new_unit_set(fcinfo, aggctx, *lin, groups);
+		UnitSetState *s = new_unit_set(fcinfo, aggctx, *lin, groups, true);
 		const Oid type = get_fn_expr_argtype(fcinfo->flinfo, 4);
 		// a hash function that is not built in runs sealed, as the table's owner (as in dx._unit_keep)
 		init_unit_hasher(&s->hasher, type, PG_GET_COLLATION(), aggctx,
 		                 "Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.", true,
 		                 sealed_read_user(relid));
-		s->hasher_ready = true;
 		out = s;
 		return Datum(0);
 	});
@@ -130,38 +140,90 @@ put_hash(UnitSetState *s, uint64 h)
 	s->have_last = true;
 	s->last = h;
 	tuplesort_putdatum(s->sort, Int64GetDatum(static_cast<int64>(h)), false);
-	s->put++;
 }
 
-// Calls f on each distinct hash of s, in increasing order (as int64), and ends its sort (or frees
-// its deserialized hashes): a state is read once.
+// Calls f on each distinct hash of s's sort and parts, in increasing order (as int64): a merge of
+// the sorted sources (the sort's stream and at most kMaxParts parts). Ends the sort and frees the
+// parts: a state is read once.
 template <class F>
 void
 for_each_distinct(UnitSetState *s, F &&f)
 {
-	if (s->vals) {
-		for (int64 i = 0; i < s->nvals; ++i)
-			f(static_cast<int64>(s->vals[i]));
-		pfree(s->vals);
-		s->vals = nullptr;
-		s->nvals = 0;
-		return;
+	int64 pos[kMaxParts] = {};
+	bool have_sorted = false;
+	int64 sorted = 0;
+	auto next_sorted = [&] {
+		Datum d;
+		bool isnull;
+		have_sorted = s->sort && tuplesort_getdatum(s->sort, true, &d, &isnull, nullptr);
+		if (have_sorted)
+			sorted = DatumGetInt64(d);
+	};
+	if (s->sort) {
+		tuplesort_performsort(s->sort);
+		next_sorted();
 	}
-	if (!s->sort)
-		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a count_units state was read twice");
-	tuplesort_performsort(s->sort);
-	Datum d;
-	bool isnull;
 	bool first = true;
 	int64 prev = 0;
-	while (tuplesort_getdatum(s->sort, true, &d, &isnull, nullptr)) {
-		const int64 v = DatumGetInt64(d);
+	for (;;) {
+		bool any = have_sorted;
+		int64 v = sorted;
+		for (int i = 0; i < s->nparts; ++i)
+			if (pos[i] < s->parts[i].n && (!any || s->parts[i].vals[pos[i]] < v)) {
+				v = s->parts[i].vals[pos[i]];
+				any = true;
+			}
+		if (!any)
+			break;
+		if (have_sorted && sorted == v)
+			next_sorted();
+		for (int i = 0; i < s->nparts; ++i)
+			if (pos[i] < s->parts[i].n && s->parts[i].vals[pos[i]] == v)
+				pos[i]++;
 		if (first || v != prev)
 			f(v);
 		first = false;
 		prev = v;
 	}
 	end_unit_set_sort(PointerGetDatum(s));
+	for (int i = 0; i < s->nparts; ++i)
+		pfree(s->parts[i].vals);
+	s->nparts = 0;
+}
+
+// Moves the distinct hashes of other (read once) into one new part of s; when s holds kMaxParts
+// parts, they are merged into one first.
+void
+take_part(UnitSetState *s, UnitSetState *other)
+{
+	auto collect = [](UnitSetState *from, MemoryContext mcxt, HashPart &out) {
+		Size cap = 1024;
+		for (int i = 0; i < from->nparts; ++i)
+			cap += static_cast<Size>(from->parts[i].n);
+		out.vals = static_cast<int64 *>(MemoryContextAllocHuge(mcxt, cap * sizeof(int64)));
+		out.n = 0;
+		for_each_distinct(from, [&](int64 v) {
+			if (static_cast<Size>(out.n) == cap) {
+				cap *= 2;
+				out.vals = static_cast<int64 *>(repalloc_huge(out.vals, cap * sizeof(int64)));
+			}
+			out.vals[out.n++] = v;
+		});
+	};
+	if (s->nparts == kMaxParts) {
+		HashPart merged;
+		collect(s, s->mcxt, merged);
+		s->parts[0] = merged;
+		s->nparts = 1;
+	}
+	if (!other->sort && other->nparts == 1) { // (a deserialized state: its part as it is)
+		s->parts[s->nparts++] = other->parts[0];
+		other->nparts = 0;
+		return;
+	}
+	HashPart p;
+	collect(other, s->mcxt, p);
+	s->parts[s->nparts++] = p;
 }
 
 [[noreturn]] void
@@ -201,15 +263,14 @@ DX_FUNCTION(dx_count_units_combinefn)
 	auto *other = reinterpret_cast<UnitSetState *>(PG_GETARG_POINTER(1));
 	UnitSetState *s;
 	if (PG_ARGISNULL(0)) {
-		s = new_unit_set(fcinfo, aggctx, *other->lin, 1);
+		s = new_unit_set(fcinfo, aggctx, *other->lin, 1, false);
 	} else {
 		s = reinterpret_cast<UnitSetState *>(PG_GETARG_POINTER(0));
 		LinearState check = *s->lin; // (no rows yet: merge_states checks statement, aggregate and group)
 		merge_states(check, *other->lin);
 	}
 	s->null_seen = s->null_seen || other->null_seen;
-	s->have_last = false;
-	for_each_distinct(other, [&](int64 v) { put_hash(s, static_cast<uint64>(v)); });
+	take_part(s, other); // (merged with the others at the end: no second sort)
 	PG_RETURN_POINTER(s);
 }
 
@@ -252,11 +313,13 @@ DX_FUNCTION(dx_count_units_deserialize)
 	*s->lin = state;
 	s->mcxt = mcxt;
 	s->null_seen = flag == 1;
-	s->nvals = (buf.len - buf.cursor) / 8;
-	s->vals = static_cast<uint64 *>(MemoryContextAllocHuge(mcxt, Max(s->nvals, 1) * sizeof(uint64)));
-	for (int64 i = 0; i < s->nvals; ++i) {
-		s->vals[i] = static_cast<uint64>(pq_getmsgint64(&buf));
-		if (i > 0 && static_cast<int64>(s->vals[i]) <= static_cast<int64>(s->vals[i - 1])) // (int8 order)
+	HashPart &part = s->parts[0];
+	s->nparts = 1;
+	part.n = (buf.len - buf.cursor) / 8;
+	part.vals = static_cast<int64 *>(MemoryContextAllocHuge(mcxt, Max(part.n, 1) * sizeof(int64)));
+	for (int64 i = 0; i < part.n; ++i) {
+		part.vals[i] = pq_getmsgint64(&buf);
+		if (i > 0 && part.vals[i] <= part.vals[i - 1])
 			unit_set_corrupted();
 	}
 	PG_RETURN_POINTER(s);
