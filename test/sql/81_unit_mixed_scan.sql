@@ -134,9 +134,59 @@ SELECT count(DISTINCT person) + 1 AS native_units,
 FROM ums_visits;
 SELECT dx.count_units(person) FILTER (WHERE age < 50) AS some_units, dx.count(*) FILTER (WHERE age < 50) AS some_rows FROM ums_visits;
 
--- an analyst cannot place the aggregate (internal), nor feed its functions
+-- a unit type whose hash function is the DBA's (PL/pgSQL, reads the search path and a setting): in
+-- the mixed statement it runs through the sealed path as the table's owner, never under the
+-- analyst's search path or settings; the counts are exact (noiseless)
+SET client_min_messages = warning;
+CREATE ROLE dx_regress_ums_owner;
 CREATE ROLE dx_regress_ums LOGIN;
 SELECT dx.add_analyst('dx_regress_ums');
+CREATE SCHEMA ums_evil AUTHORIZATION dx_regress_ums;
+CREATE TABLE public.ums_calls (who text, search_path text, efd text);
+GRANT INSERT, SELECT ON public.ums_calls TO PUBLIC;
+CREATE FUNCTION public.ums_json_eq(a json, b json) RETURNS boolean LANGUAGE sql IMMUTABLE AS
+$$ SELECT a::text = b::text $$;
+CREATE FUNCTION public.ums_json_hash(v json) RETURNS int4 LANGUAGE sql IMMUTABLE AS
+$$ SELECT pg_catalog.hashtext(v::text) $$;
+CREATE FUNCTION public.ums_json_hash_ext(v json, seed int8) RETURNS int8 LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.ums_calls SELECT current_user, current_setting('search_path'), current_setting('extra_float_digits');
+	RETURN pg_catalog.hashtextextended(lower(v::text), seed);
+END $$;
+CREATE OPERATOR public.= (LEFTARG = json, RIGHTARG = json, FUNCTION = public.ums_json_eq);
+CREATE OPERATOR CLASS public.ums_json_ops DEFAULT FOR TYPE json USING hash AS
+	OPERATOR 1 public.=(json, json), FUNCTION 1 public.ums_json_hash(json), FUNCTION 2 public.ums_json_hash_ext(json, int8);
+CREATE TABLE ums_json (person json, age int);
+INSERT INTO ums_json SELECT json_build_object('p', p), (p * 7 + i * 11) % 100
+FROM generate_series(1, 150) p, generate_series(1, 1 + (p * p) % 9) i;
+ALTER TABLE ums_json OWNER TO dx_regress_ums_owner;
+SELECT dx.protect_table('ums_json', 'Infinity');
+SELECT dx.set_column('ums_json', 'age', '{"min":0,"max":100}', '{"type":"none"}');
+SELECT dx.grant_budget('dx_regress_ums', 'ums_json', 1e6);
+SELECT dx.set_privacy_unit('ums_json', 'person', 3);
+CREATE FUNCTION ums_evil.lower(t text) RETURNS text LANGUAGE sql AS $$ SELECT 'one unit' $$;
+ALTER FUNCTION ums_evil.lower(text) OWNER TO dx_regress_ums;
+SET ROLE dx_regress_ums;
+SET search_path = ums_evil, pg_catalog, public;
+SET extra_float_digits = -15;
+SELECT dx.count_units(person) AS units, dx.count(*) AS kept, dx.count_units(person) FILTER (WHERE age < 0) AS none
+FROM ums_json; -- 150 units, sum(min(3, 1 + p * p % 9)) rows
+RESET ROLE;
+RESET search_path;
+RESET extra_float_digits;
+SELECT sum(least(3, 1 + (p * p) % 9)) AS native_kept FROM generate_series(1, 150) p;
+SELECT who, search_path, efd, count(*) > 0 AS called FROM public.ums_calls GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+DROP TABLE ums_json;
+DROP OPERATOR CLASS public.ums_json_ops USING hash;
+DROP OPERATOR FAMILY public.ums_json_ops USING hash;
+DROP OPERATOR public.= (json, json);
+DROP FUNCTION public.ums_json_eq(json, json), public.ums_json_hash(json), public.ums_json_hash_ext(json, int8);
+DROP TABLE public.ums_calls;
+DROP SCHEMA ums_evil CASCADE;
+DROP ROLE dx_regress_ums_owner;
+SET client_min_messages = notice;
+
+-- an analyst cannot place the aggregate (internal), nor feed its functions
 SELECT dx.grant_budget('dx_regress_ums'::regrole, 'ums_visits', 100);
 SET ROLE dx_regress_ums;
 SELECT dx._noisy_count_units(1.0::float8, 0, '{}'::float8[], person) FROM ums_visits;
