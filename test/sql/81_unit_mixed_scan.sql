@@ -182,6 +182,26 @@ SET extra_float_digits = -15;
 SELECT dx.count_units(person) AS units, dx.count(*) AS kept, dx.count_units(person) FILTER (WHERE age < 0) AS none
 FROM ums_json; -- 150 units, sum(min(3, 1 + p * p % 9)) rows
 RESET ROLE;
+-- in parallel workers (the same hash, without the recording INSERT, which workers cannot run)
+CREATE OR REPLACE FUNCTION public.ums_json_hash_ext(v json, seed int8) RETURNS int8 LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN pg_catalog.hashtextextended(lower(v::text), seed);
+END $$;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET force_parallel_mode = on;
+SET ROLE dx_regress_ums;
+SET search_path = ums_evil, pg_catalog, public;
+SET extra_float_digits = -15;
+SELECT dx.count_units(person) AS units, dx.count(*) AS kept FROM ums_json WHERE age >= 0;
+RESET ROLE;
+RESET force_parallel_mode;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
 RESET search_path;
 RESET extra_float_digits;
 SELECT sum(least(3, 1 + (p * p) % 9)) AS native_kept FROM generate_series(1, 150) p;
