@@ -65,6 +65,10 @@ SELECT q, pg_temp.same_units(q) AS same FROM (VALUES
 	('SELECT dx.count_units(person) + dx.count(*) AS x FROM ums_visits HAVING dx.count(*) > 0'),
 	('SELECT dx.count_units(person) AS u, dx.count(*) AS n FROM ums_visits WHERE age > 1000')
 ) t(q);
+-- without the one-pass transition (dxpriv.one_pass off: every aggregate its own lookup per row)
+SET dxpriv.one_pass = off;
+SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u, dx.count(*) AS n, dx.avg(cost) AS a FROM ums_visits WHERE age > 10') AS no_one_pass;
+RESET dxpriv.one_pass;
 -- the set spilled to temporary files (work_mem 64kB: about 8,000 hashes in memory)
 SET work_mem = '64kB';
 SELECT pg_temp.same_units('SELECT dx.count_units(person) AS u, dx.count(*) AS n, dx.sum(cost) AS s FROM ums_visits') AS spilled;
