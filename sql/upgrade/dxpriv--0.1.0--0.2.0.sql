@@ -1055,3 +1055,34 @@ COMMENT ON FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) IS 'internal: 
 CREATE FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) RETURNS bool
 LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_keep';
 COMMENT ON FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) IS 'internal: whether a row is among its unit''s kept rows, by a unit profile';
+
+-- unitmixed2 (issue 23): count_units beside other aggregates in one scan (src/pg/executor/unit_count_set.cpp).
+-- dx._noisy_count_units(weight, group, params, unit) reads the unit profile's kept rows and counts the
+-- distinct units (by their 64-bit unit hash; a NULL unit is one unit) of the rows whose weight is not
+-- NULL, in a tuplesort bounded by work_mem; it releases that count as dx._noisy_count does.
+CREATE FUNCTION dx._count_units_transfn(internal, float8, int4, float8[], anyelement) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_count_units_transfn';
+CREATE FUNCTION dx._count_units_combinefn(internal, internal) RETURNS internal
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_count_units_combinefn';
+CREATE FUNCTION dx._count_units_serialize(internal) RETURNS bytea
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_count_units_serialize';
+CREATE FUNCTION dx._count_units_deserialize(bytea, internal) RETURNS internal
+LANGUAGE c STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_count_units_deserialize';
+CREATE FUNCTION dx._count_units_finalfn(internal, float8, int4, float8[], anyelement) RETURNS bigint
+LANGUAGE c PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_count_units_finalfn';
+COMMENT ON FUNCTION dx._count_units_transfn(internal, float8, int4, float8[], anyelement) IS 'internal: puts the unit hash of a row whose weight is not NULL';
+COMMENT ON FUNCTION dx._count_units_combinefn(internal, internal) IS 'internal: the union of two partial sets of unit hashes';
+COMMENT ON FUNCTION dx._count_units_serialize(internal) IS 'internal: a partial set of unit hashes, sorted';
+COMMENT ON FUNCTION dx._count_units_deserialize(bytea, internal) IS 'internal: inverse of dx._count_units_serialize';
+COMMENT ON FUNCTION dx._count_units_finalfn(internal, float8, int4, float8[], anyelement) IS 'internal: the noisy number of distinct units counted';
+CREATE AGGREGATE dx._noisy_count_units(float8, int4, float8[], anyelement) (
+	SFUNC = dx._count_units_transfn, STYPE = internal,
+	FINALFUNC = dx._count_units_finalfn, FINALFUNC_EXTRA, FINALFUNC_MODIFY = READ_WRITE,
+	COMBINEFUNC = dx._count_units_combinefn, SERIALFUNC = dx._count_units_serialize,
+	DESERIALFUNC = dx._count_units_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dx._noisy_count_units(float8, int4, float8[], anyelement) IS 'internal: placed by the dxpriv analyzer only (count_units beside other aggregates, over a unit profile''s kept rows)';
+REVOKE EXECUTE ON FUNCTION dx._count_units_transfn(internal, float8, int4, float8[], anyelement) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._count_units_combinefn(internal, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._count_units_serialize(internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._count_units_deserialize(bytea, internal) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION dx._count_units_finalfn(internal, float8, int4, float8[], anyelement) FROM PUBLIC;

@@ -3163,6 +3163,9 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # unit profiles (unitcache): _unit_profile refuses a caller that is not a statement
                       # charged on the table (42501), _unit_keep a profile it did not hand out (XX000)
                       "_unit_profile", "_unit_keep",
+                      # count_units beside other aggregates in one scan (unitmixed2): the aggregate is placed
+                      # in analysts' statements; written by hand it is refused (units/mixed_units_set_by_hand)
+                      "_noisy_count_units",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",
@@ -4154,8 +4157,8 @@ def distinct_units_charged_in_full(ctx, conn, a):
 
 attack(C, "distinct_units_charged_in_full", "SELECT 1", Custom(distinct_units_charged_in_full))
 
-# unitmixed: count_units with other aggregates (and several grouped count_units) keep the hash pass
-# (a profile path was measured slower and reverted: doc/performance.md); whatever path they take:
+# unitmixed: count_units with other aggregates: ungrouped, one scan of the profile's kept rows
+# (unitmixed2, below); grouped, the hash pass; whatever path they take:
 # a unit with 3000 rows (k = 3) counts once and keeps k rows in the row-level aggregates
 attack(C, "mixed_units_heavy_once", "SELECT dx.count_units(person), dx.count(*) FROM visits WHERE ward = 'x' AND age <> 1030",
        Custom(distinct_units_exact((1, UNIT_K))))
@@ -4192,6 +4195,51 @@ def mixed_units_charged_in_full(ctx, conn, a):
 
 
 attack(C, "mixed_units_charged_in_full", "SELECT 1", Custom(mixed_units_charged_in_full))
+
+# unitmixed2: an ungrouped count_units beside other aggregates now runs in one scan of the profile's
+# kept rows (dx._noisy_count_units, a set of unit hashes; planner/unit_count_set.h): the attacks
+# above run on it. Every unit counts exactly once however its kept rows fall among parallel
+# workers (their sets united), the row aggregates keep k rows per unit, the plan reads the table
+# once, and neither the aggregate nor its state functions are the analyst's.
+MIXED_KEPT = UNIT_K + sum(min(1 + p % 6, UNIT_K) for p in range(2, 2001))
+
+
+def mixed_units_one_scan(ctx, conn, a):
+    """2000 units and the kept rows exactly, serial, parallel and forced parallel; the plan holds
+    dx._noisy_count_units over the keep qual, no hash pass."""
+    plan = "\n".join(r[0] for r in run_fetch(ctx.admin, "EXPLAIN (VERBOSE, COSTS OFF) " + a.sql))
+    assert "_noisy_count_units(" in plan and "_unit_keep(" in plan and "_unit_bound(" not in plan, plan
+    for settings in SETTINGS3:
+        rows = fetch_under(ctx, conn, a.sql, settings)
+        assert rows == [(2000, MIXED_KEPT, 2000)], f"{rows} != {(2000, MIXED_KEPT, 2000)} ({settings})"
+    return f"2000 units, {MIXED_KEPT} rows, serial and parallel"
+
+
+attack(C, "mixed_units_one_scan_exact",
+       "SELECT dx.count_units(person), dx.count(*), dx.count(DISTINCT person) FILTER (WHERE age >= 0) FROM visits"
+       " WHERE age <> 1033", Custom(mixed_units_one_scan))
+
+
+def mixed_units_spilled(ctx, conn, a):
+    """The set of unit hashes spilled to temporary files (work_mem 64kB), serial and parallel: the
+    same exact counts."""
+    try:
+        execute(conn, "SET work_mem = '64kB'")
+        for settings in SETTINGS3:
+            rows = fetch_under(ctx, conn, a.sql, settings)
+            assert rows == [(2000, MIXED_KEPT)], f"{rows} ({settings})"
+    finally:
+        execute(conn, "RESET work_mem")
+    return "exact when spilled"
+
+
+attack(C, "mixed_units_one_scan_spilled", "SELECT dx.count_units(person), dx.count(*) FROM visits WHERE age <> 1034",
+       Custom(mixed_units_spilled))
+# the aggregate by hand, with forged parameters or on the protected table; its state functions
+attack(C, "mixed_units_set_by_hand", f"SELECT dx._noisy_count_units(1.0::float8, 0, {FORGED}, person) FROM visits",
+       Reject(PRIV))
+attack(C, "mixed_units_set_deserialize_by_hand",
+       "SELECT dx._count_units_deserialize('\\x01'::bytea, NULL::internal)", Reject(PRIV, "42883", "42804", "0A000", "42846", "22P02", hint=False))
 
 # unitpar (issue 23): a grouped statement over the unit table bounded by a profile is rewritten as
 # over a table without a unit, so the group fold reads the table in one ungrouped pass

@@ -4,8 +4,8 @@
 -- per unit and group (grouped, one count_units: DISTINCT ON (unit, group), the row's own columns)
 -- among the rows passing the WHERE/FILTER lookup. Every answer and every charge must be those of
 -- the hash pass (dxpriv.unit_profiles off), noisy, under one test seed; statements mixing
--- count_units with other aggregates, and several grouped count_units, keep the hash pass (compared
--- too).
+-- count_units with other aggregates take one scan ungrouped (unitmixed2, regress 81) and the hash
+-- pass grouped, as do several grouped count_units (compared too).
 SET client_min_messages = notice;
 CREATE FUNCTION pg_temp.ud_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text; o text := ''; BEGIN
@@ -41,10 +41,12 @@ DECLARE n bigint; c_on numeric; c_off numeric; s numeric; BEGIN
 	IF c_on <> c_off OR c_on <= 0 THEN RETURN format('charges differ: %s / %s', c_on, c_off); END IF;
 	RETURN 'same';
 END $$;
--- which path a statement takes: 'distinct' (keep qual, a Unique or a grouping, no hash pass), 'hash pass', 'profile rows'
+-- which path a statement takes: 'distinct' (keep qual, a Unique or a grouping, no hash pass), 'hash pass',
+-- 'one scan' (keep qual and dx._noisy_count_units: unitmixed2), 'profile rows'
 CREATE FUNCTION pg_temp.ud_path(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT CASE WHEN pg_temp.has(p, '_unit_bound(') > 0 THEN 'hash pass'
 	            WHEN pg_temp.has(p, 'Group Key: ') + pg_temp.has(p, 'Unique') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'distinct'
+	            WHEN pg_temp.has(p, '_noisy_count_units(') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'one scan'
 	            WHEN pg_temp.has(p, '_unit_keep(') > 0 THEN 'profile rows' ELSE 'other' END
 	FROM pg_temp.ud_plan(q) p $$;
 
@@ -81,7 +83,7 @@ SELECT q, pg_temp.ud_path(q) AS path FROM (VALUES
 SELECT regexp_replace(l, '[0-9]{4,}', 'N', 'g') AS profile_lines
 FROM regexp_split_to_table(pg_temp.ud_plan('SELECT dx.count_units(person) FROM ud_visits'), E'\n') l WHERE l ~ '_unit_';
 -- noisy answers and charges, path on and off: ungrouped, WHERE, FILTER, HAVING, an empty WHERE,
--- mixed with count/sum (the hash pass: a one-pass count reads every row), grouped by 1 and 2 keys
+-- mixed with count/sum (one scan, regress 81: a one-pass count reads every row), grouped by 1 and 2 keys
 -- (expression keys: several column values per group), HAVING, two grouped count_units
 SELECT q, pg_temp.same_units(q) AS same FROM (VALUES
 	('SELECT dx.count_units(person) AS u FROM ud_visits'),

@@ -1,8 +1,9 @@
--- count_units mixed with other aggregates, and several grouped count_units (unitmixed): they keep
--- the per-statement hash pass (dx._unit_bound) with dxpriv.unit_profiles on, because the two
--- profile-based sources tried were slower at 2M rows (doc/performance.md, "Mixed count_units
--- statements"). Every noisy answer and every charge must be those of profiles off under one test
--- seed, and the path of each shape is checked, so a later profile path for them is compared here.
+-- count_units mixed with other aggregates, and several grouped count_units (unitmixed): grouped,
+-- they keep the per-statement hash pass (dx._unit_bound) with dxpriv.unit_profiles on, because the
+-- two profile-based sources tried were slower at 2M rows (doc/performance.md, "Mixed count_units
+-- statements"); ungrouped, they run in one scan of the profile's kept rows (unitmixed2,
+-- dx._noisy_count_units). Every noisy answer and every charge must be those of profiles off under
+-- one test seed, and the path of each shape is checked.
 SET client_min_messages = notice;
 CREATE FUNCTION pg_temp.um_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text; o text := ''; BEGIN
@@ -38,11 +39,13 @@ DECLARE n bigint; c_on numeric; c_off numeric; s numeric; BEGIN
 	IF c_on <> c_off OR c_on <= 0 THEN RETURN format('charges differ: %s / %s', c_on, c_off); END IF;
 	RETURN 'same';
 END $$;
--- which path: 'hash pass', 'mixed' (keep qual and a window), 'distinct' (keep qual, one row per unit)
+-- which path: 'hash pass', 'mixed' (keep qual and a window), 'distinct' (keep qual, one row per unit),
+-- 'one scan' (keep qual, dx._noisy_count_units beside the other aggregates: unitmixed2, regress 81)
 CREATE FUNCTION pg_temp.um_path(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT CASE WHEN pg_temp.has(p, '_unit_bound(') > 0 THEN 'hash pass'
 	            WHEN pg_temp.has(p, 'WindowAgg') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'mixed'
 	            WHEN pg_temp.has(p, 'Group Key: ') + pg_temp.has(p, 'Unique') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'distinct'
+	            WHEN pg_temp.has(p, '_noisy_count_units(') > 0 AND pg_temp.has(p, '_unit_keep(') > 0 THEN 'one scan'
 	            WHEN pg_temp.has(p, '_unit_keep(') > 0 THEN 'profile rows' ELSE 'other' END
 	FROM pg_temp.um_plan(q) p $$;
 
@@ -61,8 +64,8 @@ SELECT dx.grant_budget(current_user::regrole, 'um_visits', 1e6);
 SELECT dx.set_privacy_unit('um_visits', 'person', 3);
 SET dxpriv.epsilon = 1;
 SET dxpriv.test_seed = 7676;
--- the paths: count_units with other aggregates (ungrouped or grouped) and several grouped
--- count_units: the hash pass; count_units alone keeps one row per unit
+-- the paths: count_units with other aggregates ungrouped: one scan (unitmixed2); grouped, and several
+-- grouped count_units: the hash pass; count_units alone keeps one row per unit
 SELECT q, pg_temp.um_path(q) AS path FROM (VALUES
 	('SELECT dx.count_units(person), dx.count(*) FROM um_visits'),
 	('SELECT dx.count_units(person), dx.count(*), dx.sum(age), dx.avg(cost) FROM um_visits WHERE ward = ''a'''),

@@ -82,6 +82,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.noisy_avg = lookup("_noisy_avg", 3, linear);
 	const Oid linear_pairs[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, FLOAT8OID};
 	o.noisy_avg_pairs = lookup("_noisy_avg", 4, linear_pairs);
+	const Oid count_units_set[] = {FLOAT8OID, INT4OID, FLOAT8ARRAYOID, ANYELEMENTOID};
+	o.noisy_count_units = lookup("_noisy_count_units", 4, count_units_set);
 	o.noisy_part = lookup("_noisy_part", 3, linear);
 	const Oid dispersion_args[] = {INT4OID,        TEXTOID,        FLOAT8OID,      FLOAT8OID,      FLOAT8ARRAYOID,
 	                               FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
@@ -160,7 +162,7 @@ load(Oid ext, ExtensionObjects &o)
 	o.em_point_enum = lookup("_em_point", 3, em_point_enum);
 	const Oid all[] = {o.count_star, o.count_any, o.count_any_eps, o.sum_any, o.sum_any_eps, o.avg_any,
 	                   o.avg_any_eps, o.linear_any, o.linear_any_eps, o.noisy_count, o.noisy_sum, o.noisy_avg,
-	                   o.noisy_avg_pairs,
+	                   o.noisy_avg_pairs, o.noisy_count_units,
 	                   o.indicator, o.weigh, o.weigh_int, o.group_key, o.group_key_int, o.partial, o.linear_partial_type,
 	                   o.release_count, o.release_sum, o.release_avg, o.release_part, o.release_selection, o.weigh_cached, o.weigh_int_cached,
 	                   o.store_point_table, o.units, o.units_by_group, o.state_of, o.collect, o.em_collect,

@@ -17,6 +17,7 @@ struct ExtensionObjects {
 	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
+	Oid noisy_count_units = InvalidOid; // dx._noisy_count_units: count_units in one scan (planner/unit_count_set.h)
 	Oid partition_select = InvalidOid; // dx._partition_select: open GROUP BY keys (planner/open_keys.h)
 	Oid open_cells = InvalidOid;       // dx._open_cells: their dx.last_release() (planner/open_release_log.h)
 	// analysts' stddev/variance/covar/corr/regr_* (analyst/dispersion_spelling.h): a linear part
@@ -69,7 +70,7 @@ struct ExtensionObjects {
 	// Internal noisy aggregates: (..., ..., float8[] NoiseParams [, ...]) — charged by charge.cpp.
 	bool is_internal(Oid f) const
 	{
-		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == em_select ||
+		return f == noisy_count || f == noisy_sum || f == noisy_avg || f == noisy_avg_pairs || f == noisy_count_units || f == em_select ||
 		       f == partial || f == partition_select || f == noisy_part || is_one_pass(f) ||
 		       is_fold(f);
 	}

@@ -13,6 +13,7 @@
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/unit_source.h"
+#include "pg/planner/unit_count_set.h"
 
 #include "core/unit_bound.h"
 
@@ -143,6 +144,13 @@ LinearKind::rewrite(Query *, ReleaseAnalysis &a, KindRewrite &r) const
 			weight = real_rows_only(weight, FLOAT8OID, nullptr);
 		Aggref *agg = s.aggref;
 		const bool pair_avg = a.join && s.kind == AggKind::Avg; // its count grows by the row's joined pairs
+		if (s.kind == AggKind::CountUnits && r.unit_count_set) { // distinct units of the kept rows (unit_count_set.h)
+			make_unit_count_set(agg, weight, (Expr *) copy_node(r.group_index),
+			                    makeConst(FLOAT8ARRAYOID, -1, InvalidOid, -1, PointerGetDatum(build_noise_params(p)), false, false),
+			                    a.policy, ext);
+			agg->location = kRewrittenLocation;
+			continue;
+		}
 		if (s.kind == AggKind::CountUnits) { // the unit's first counted row of its group adds 1 (unit_source.h)
 			r.distinct_weights.push_back(weight); // dx._weigh: 1 or NULL at the row's point
 			weight = unit_count_weight(r.distinct_weights.size() - 1, grouped && !r.distributed && !a.open);

@@ -52,6 +52,7 @@ struct KindRewrite {
 	Expr *slot = nullptr;                  // GROUP BY public columns: the row's slot (else nullptr)
 	bool distributed = false;              // a Citus table
 	bool unit_profile = false;             // grouped, unit bounded by a profile's keep qual (unit_group_profile.h)
+	bool unit_count_set = false;           // count_units beside other aggregates in one scan (unit_count_set.h)
 	std::vector<Expr *> distinct_weights;  // out: count_units' per-point weights (unit_source.h)
 };
 

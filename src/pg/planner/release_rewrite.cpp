@@ -38,6 +38,7 @@
 #include "pg/planner/unit_source.h"
 #include "pg/planner/unit_profile_source.h"
 #include "pg/planner/unit_group_profile.h"
+#include "pg/planner/unit_count_set.h"
 #include "pg/executor/release_log.h"
 
 #include "core/allocation.h"
@@ -147,6 +148,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 	r.slot = slot;
 	r.distributed = distributed;
 	r.unit_profile = unit_profile_grouped(a, distributed); // (planner/unit_group_profile.h)
+	r.unit_count_set = unit_count_set_applies(a, distributed, set != nullptr); // (planner/unit_count_set.h)
 	for (const ReleaseKind *k : release_kinds())
 		k->rewrite(q, a, r);
 	const std::vector<Expr *> &distinct_weights = r.distinct_weights; // count_units: read by the bounded source
@@ -174,6 +176,7 @@ rewrite_release(Query *q, const ExtensionObjects &ext, ReleaseAnalysis &a, const
 			q->jointree->quals = nullptr; // (no shard pruning through the bounded source)
 		source.group_index = grouped ? group_index : nullptr;
 		source.distinct_weights = distinct_weights;
+		source.unit_value = r.unit_count_set; // (the unit's value for dx._noisy_count_units)
 		if (r.unit_profile) // (planner/unit_group_profile.h, unit_profile_source.h)
 			unit_where = profile_keep_clause(source, linitial_node(RangeTblEntry, q->rtable)->inh);
 	}

@@ -9,6 +9,7 @@
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
 #include "pg/planner/unit_distinct_source.h"
+#include "pg/planner/unit_count_set.h"
 #include "pg/planner/unit_order_check.h"
 #include "pg/planner/group_source.h"
 #include "pg/metadata/policy.h"
@@ -175,6 +176,13 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		out += "dx_c" + std::to_string(i) + " AS " + quote_identifier(mem->name.c_str()) + ", ";
 		colnames = lappend(colnames, makeString(pstrdup(mem->name.c_str())));
 		mapping[spec.columns[i]] = next++;
+	}
+	if (spec.unit_value) { // (planner/unit_count_set.h: dx._noisy_count_units reads it)
+		if (!profile || grouped)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: the unit's value is read only from a profile's kept rows");
+		out += "dx_u AS dx_unit, ";
+		colnames = lappend(colnames, makeString(pstrdup("dx_unit")));
+		mapping[kUnitValuePlaceholder] = next++;
 	}
 	std::string empty_flags;
 	for (size_t j = 0; j < spec.distinct_weights.size(); ++j) {

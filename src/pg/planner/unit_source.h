@@ -38,6 +38,8 @@ struct UnitSource {
 	std::vector<Expr *> distinct_weights;  // per count_units aggregate: 1 or NULL at the row's point
 	std::vector<AttrNumber> flag_columns;  // count_units: flags per (unit, group, these columns), e.g. the
 	                                       // open keys of a partition (open_unit_source.h); sort bounding
+	bool unit_value = false;               // also the unit's value, mapped from kUnitValuePlaceholder (profile
+	                                       // bounding only: planner/unit_count_set.h)
 	bool distributed = false;              // a Citus table: the window-function bounding (pushed to the
 	                                       // workers with the unit's co-located rows), whatever the setting
 };
