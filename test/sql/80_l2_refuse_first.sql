@@ -75,5 +75,17 @@ SELECT s1 IS NOT NULL AS answered FROM (SELECT sum(x) AS s1, sum(y) AS s2 FROM r
 RESET ROLE;
 RESET dxpriv.test_seed;
 SELECT count(*) AS ledger_rows FROM dx.ledger WHERE role = 'dx_regress_l2refuse2'::regrole;
+-- the answer cache's key hashes the per-point lookup tables instead of spelling them: the same
+-- statement is replayed (the same answer, no new charge), a statement whose rewritten form differs
+-- only in its table (y instead of x) is a new release
+SET dxpriv.test_seed = 81;
+SET ROLE dx_regress_l2refuse2;
+SELECT sum(x) AS first_x FROM rf2_t \gset
+SELECT sum(x) AS again_x FROM rf2_t \gset
+SELECT sum(y) AS first_y FROM rf2_t \gset
+RESET ROLE;
+RESET dxpriv.test_seed;
+SELECT :first_x = :again_x AS replayed, :first_x <> :first_y AS new_answer;
+SELECT count(*) AS ledger_rows FROM dx.ledger WHERE role = 'dx_regress_l2refuse2'::regrole;
 RESET dxpriv.analysis_work_limit;
 RESET dxpriv.epsilon;
