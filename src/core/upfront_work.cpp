@@ -22,13 +22,13 @@ upfront_work(const SubUniverse &sub, std::size_t expressions, std::size_t cells)
 	w.applies = true;
 	w.points = static_cast<double>(sub.domains[0].size());
 	w.evaluation = w.points * static_cast<double>(expressions) * kEvaluationUnits;
-	w.setup = pair_tree_setup_work(sub.domains[0].size(), sub.domains[0].dims(), cells);
+	w.setup = pair_tree_setup_work(sub.domains[0].size(), sub.domains[0].dims(), 1);
 	return w;
 }
 
 // See upfront_work.h.
 void
-charge_upfront_work(const UpFrontWork &w, std::size_t expressions, std::size_t cells)
+charge_upfront_work(const UpFrontWork &w, std::size_t expressions)
 {
 	if (!w.applies)
 		return;
@@ -36,14 +36,14 @@ charge_upfront_work(const UpFrontWork &w, std::size_t expressions, std::size_t c
 	if (!std::isfinite(limit))
 		return;
 	const double spent = work_budget_spent();
-	if (w.total() > limit - spent) {
+	if (w.evaluation > limit - spent) {
 		char msg[520], hint[400];
 		std::snprintf(msg, sizeof msg,
 		              "computing the sensitivity of this query needs more than %.3g units of work: before any "
-		              "pair search, evaluating its %zu expressions at the %.0f points of its column takes %.3g and "
-		              "building the pair tree with its %zu %s %.3g (%.3g in all%s)",
-		              limit, expressions, w.points, w.evaluation, cells, cells == 1 ? "cell" : "cells", w.setup,
-		              w.total(), spent > 0 ? ", after the statement's earlier work" : "");
+		              "pair search, evaluating its %zu expressions at the %.0f points of its column takes %.3g%s, "
+		              "and building a pair tree at least %.3g more",
+		              limit, expressions, w.points, w.evaluation,
+		              spent > 0 ? " after the statement's earlier work" : "", w.setup);
 		std::snprintf(hint, sizeof hint,
 		              "Declare fewer points or a coarser domain, ask for fewer aggregates or FILTERed cells per "
 		              "query (dx.explain shows the plan of a query that is accepted), or ask a superuser to raise "

@@ -1740,7 +1740,7 @@ def default_limit_refuses_in_time(ctx, conn, attempt):
     return f"refused in {took:.1f} s (54000): {err.diag.message_primary}"
 
 
-# l2refuse2: the work known up front (evaluation at the points, the first tree's construction) is
+# l2refuse2: the work known up front (the evaluation at the points; each tree's construction) is
 # refused before it runs, and reads no row; a statement that fits exactly in the limit is planned as
 # without one (the exhaustive path's plan).
 def _seq_scans(ctx, table):
@@ -1768,7 +1768,8 @@ def work_refused_up_front(ctx, conn, attempt):
         assert err.pgcode == "54000", f"{err.pgcode} {err.diag.message_primary}"
         return err.diag.message_primary or ""
     m = _with_work_limit(ctx, "1e5", run)
-    for say in ("more than 1e+05 units of work", "before any pair search", "at the 40000 points", "2 cells"):
+    for say in ("more than 1e+05 units of work", "before any pair search", "evaluating its 5 expressions",
+                "at the 40000 points"):
         assert say in m, f"message {m!r} does not say {say!r}"
     assert not ctx.ledger_since(before), "a refused statement was charged"
     assert spent(ctx.admin, "spots_far") == spent_before, "budget spent on a refusal"
@@ -1810,7 +1811,7 @@ def work_just_under_the_limit(ctx, conn, attempt):
     return f"{needed:.4g} units: the same plan at that limit (the exhaustive path's), refused at 0.999 of it"
 
 
-attack("l2_pairs", "work: refused before the evaluation and the tree (up-front units), no row read, uncharged",
+attack("l2_pairs", "work: refused before the evaluation (up-front units), no row read, uncharged",
        FAR_SUMS, Custom(work_refused_up_front))
 attack("l2_pairs", "work: a statement just under the limit gets the plan it gets without one",
        "SELECT dx.count(*), dx.count(*) FILTER (WHERE lat > 40), dx.sum(lat), dx.avg(lon), "

@@ -1,9 +1,10 @@
 -- The work known before the pair searches is refused first (issue 23, l2refuse2): over a points
--- column under the pair tree, evaluating the statement's expressions at every point and building
--- the first tree (its fits) are counted against dxpriv.analysis_work_limit before they run, in
--- units of about the same CPU time whatever the dimension and the cells; a statement that does not
--- fit is refused (54000) with the points, expressions, cells, units and the limit, uncharged. A
--- statement that fits is planned exactly as without a limit (the same plan as the exhaustive path).
+-- column under the pair tree, evaluating the statement's expressions at every point is counted
+-- against dxpriv.analysis_work_limit before it runs, and each pair tree's construction (its fits,
+-- for the cells that vary) before it is built, in units of about the same CPU time whatever the
+-- dimension and the cells; a statement that does not fit is refused (54000) with the points,
+-- expressions, cells, units and the limit, uncharged. A statement that fits is planned exactly as
+-- without a limit (the same plan as the exhaustive path).
 CREATE TABLE rf2_t (id int, x float8, y float8);
 INSERT INTO rf2_t SELECT g, ((g * 7919) % 3001) * 0.0173 + ((g * 13) % 7) * 0.001,
 	((g * 104729) % 2999) * 0.0093 + ((g * 31) % 11) * 0.0007 FROM generate_series(0, 2999) g;
@@ -35,13 +36,13 @@ SET dxpriv.epsilon = 0.5;
 -- the default (units of about 7 ns of CPU; superusers only, regress 75)
 SHOW dxpriv.analysis_work_limit;
 
--- under the smallest limit, two sums over 3,000 points are refused before any evaluation: the
--- message gives the expressions, the points, the cells and the units of each part
+-- under the smallest limit, two sums over 3,000 points are evaluated (6e4 units) but refused
+-- before their pair tree is built (2 varying cells: 2.09e5 units), with the numbers
 SET dxpriv.analysis_work_limit = 1e5;
 SET ROLE dx_regress_l2refuse2;
 SELECT * FROM pg_temp.attempt('SELECT sum(x), sum(y) FROM rf2_t');
 SELECT * FROM pg_temp.attempt('SELECT * FROM dx.explain(''SELECT sum(x), sum(y) FROM rf2_t'')');
--- five aggregates: more expressions and cells, more units
+-- five aggregates: their 11 expressions (1.32e5 units) are refused before any evaluation
 SELECT * FROM pg_temp.attempt('SELECT count(*), count(*) FILTER (WHERE x > 20), sum(y), avg(x), sum(x) FILTER (WHERE y < 10) FROM rf2_t');
 -- below the tree's 2,048 points the pair generation's scans are not counted: accepted
 SELECT count(*) AS cells FROM dx.explain('SELECT sum(x), sum(y) FROM rf2_small');

@@ -187,9 +187,9 @@ TEST(WorkBudgetTest, ConstructionRefusedBeforeBuilding)
 	EXPECT_LT(pair_tree_costs(2, 2, 1, 1, PairNorm::L2).bound, pair_tree_costs(2, 2, 2, 1, PairNorm::L2).bound);
 }
 
-// The statement's work before its first search (evaluation at every point, the first tree's
-// construction): refused before any of it when it does not fit, with the points, expressions,
-// cells, units and limit; else the evaluation is charged (the tree charges its construction).
+// The statement's work before its first search (its evaluation at every point): refused before
+// it runs when it does not fit, with the expressions, points, units and limit; else charged. A
+// tree's construction is then checked by the tree (ConstructionRefusedBeforeBuilding).
 TEST(WorkBudgetTest, UpFrontWorkRefusedFirst)
 {
 	testing::PairSwitchGuard guard;
@@ -204,12 +204,12 @@ TEST(WorkBudgetTest, UpFrontWorkRefusedFirst)
 	ASSERT_TRUE(v.applies);
 	EXPECT_EQ(v.points, 3000);
 	EXPECT_EQ(v.evaluation, 3000 * 5 * kEvaluationUnits);
-	EXPECT_EQ(v.setup, pair_tree_setup_work(3000, 2, 2));
+	EXPECT_EQ(v.setup, pair_tree_setup_work(3000, 2, 1));
 	EXPECT_FALSE(upfront_work(sub, 5, 17).applies); // more than 16 cells: no tree
 	{
-		WorkBudgetScope budget(v.total() - 1);
+		WorkBudgetScope budget(v.evaluation - 1);
 		try {
-			charge_upfront_work(v, 5, 2);
+			charge_upfront_work(v, 5);
 			ADD_FAILURE() << "not refused";
 		} catch (const CoreError &e) {
 			EXPECT_EQ(e.kind(), ErrorKind::ProgramLimit);
@@ -217,14 +217,14 @@ TEST(WorkBudgetTest, UpFrontWorkRefusedFirst)
 			EXPECT_NE(m.find("evaluating its 5 expressions at the 3000 points of its column takes 6e+04"),
 			          std::string::npos)
 			    << m;
-			EXPECT_NE(m.find("building the pair tree with its 2 cells"), std::string::npos) << m;
+			EXPECT_NE(m.find("and building a pair tree at least"), std::string::npos) << m;
 		}
 		EXPECT_EQ(budget.spent(), 0);
 	}
-	WorkBudgetScope budget(v.total());
-	charge_upfront_work(v, 5, 2);
+	WorkBudgetScope budget(v.evaluation);
+	charge_upfront_work(v, 5);
 	EXPECT_EQ(budget.spent(), v.evaluation);
-	charge_upfront_work(UpFrontWork{}, 5, 2); // not under the tree: nothing
+	charge_upfront_work(UpFrontWork{}, 5); // not under the tree: nothing
 	EXPECT_EQ(budget.spent(), v.evaluation);
 }
 

@@ -683,9 +683,9 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 	if (!join && analyse_line_release(a, exprs, grouping_set)) // by pieces, no point evaluated (line_release.h)
 		return true;
 	UniverseValues vals;
-	if (!join) { // over a points column under the pair tree: the evaluation and the first tree's fits
-		// are charged to the work budget, or refused, before either runs (core/upfront_work.h)
-		charge_upfront_work(upfront_work(sub, exprs.size(), m), exprs.size(), m);
+	if (!join) { // over a points column under the pair tree: the evaluation is charged to the work
+		// budget, or refused, before it runs (core/upfront_work.h; each tree checks its construction)
+		charge_upfront_work(upfront_work(sub, exprs.size(), m), exprs.size());
 		vals = evaluate_over_universe(relid, cols, sub, exprs);
 	}
 
