@@ -10,9 +10,11 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/pair_tree_cost.h"
 #include "core/point_set.h"
 #include "core/progress.h"
 #include "core/work_budget.h"
@@ -110,8 +112,9 @@ public:
 	PairTree(const Rater &rate, std::size_t cells, double work_cap)
 	    : r_(rate), cap_(work_cap), D_(rate.dims), cells_(cells)
 	{
-		gap_ = r_.ps.min_gap() * (1 - 1e-12); // distinct points differ by at least this in some coordinate
 		const std::size_t k = r_.ps.size();
+		charge_setup(pair_tree_setup_work(k, D_, cells_)); // refused here, before building, when over
+		gap_ = r_.ps.min_gap() * (1 - 1e-12); // distinct points differ by at least this in some coordinate
 		perm_.resize(k);
 		std::iota(perm_.begin(), perm_.end(), std::uint32_t{0});
 		nodes_.reserve(2 * (k / kTreeLeaf + 1) + 1);
@@ -144,6 +147,7 @@ public:
 		out_.value = floor_; // only pairs above the floor are looked for
 		search_start_ = start;
 		covered_ = 0;
+		set_costs(1, 1);
 		arm();
 		self(0);
 		flush();
@@ -169,6 +173,8 @@ public:
 		level_ = query.threshold;
 		search_start_ = start;
 		covered_ = 0;
+		set_costs(static_cast<std::size_t>(std::count_if(upper_.begin(), upper_.end(), [](double u) { return u > 0; })),
+		          query.rows);
 		arm();
 		if (query.keep > 0)
 			self(0);
@@ -591,6 +597,38 @@ private:
 		return best * r_.scale;
 	}
 
+	// The units of one operation of the search under way (pair_tree_units: about one CPU cost per
+	// unit whatever the dimension and the number of cells), for `varying` cells bounded and `rows`
+	// rows rated.
+	void set_costs(std::size_t varying, std::size_t rows)
+	{
+		const PairTreeCosts c = pair_tree_costs(D_, cells_, varying, rows, r_.norm);
+		rate_units_ = c.rate;
+		bound_units_ = c.bound;
+		self_units_ = c.self;
+		joint_units_ = c.joint;
+		direction_units_ = c.direction;
+	}
+
+	// Charges the tree's construction (its estimate, known before it is built) to the statement's
+	// budget, or to this tree's cap without one; refuses before building when it does not fit.
+	void charge_setup(double units)
+	{
+		const double left = work_budget_limit(cap_) - work_budget_spent();
+		if (units > left) {
+			const double k = static_cast<double>(r_.ps.size());
+			char msg[480];
+			std::snprintf(msg, sizeof msg,
+			              "computing the sensitivity of this query needs more than %.3g units of work: building the "
+			              "pair tree over %.0f points (%zu dimensions, %.3g pairs) with the weights of %zu %s needs "
+			              "%.3g before any search, and %.3g were spent before",
+			              work_budget_limit(cap_), k, D_, 0.5 * k * (k - 1), cells_, cells_ == 1 ? "cell" : "cells",
+			              units, work_budget_spent());
+			throw CoreError(ErrorKind::ProgramLimit, msg, refusal_hint(work_budget_limit(cap_)));
+		}
+		work_budget_charge(units);
+	}
+
 	void tick(double w)
 	{
 		work_ += w;
@@ -621,9 +659,9 @@ private:
 		std::size_t varying = 0; // cells of the search under way
 		for (std::size_t t = 0; t < cells_; t++)
 			varying += rows_ ? upper_[t] > 0 : t == cell_;
-		char msg[480], hint[400];
+		char msg[480];
 		std::snprintf(msg, sizeof msg,
-		              "computing the sensitivity of this query needs more than %.3g distance evaluations: the pair "
+		              "computing the sensitivity of this query needs more than %.3g units of work: the pair "
 		              "tree over %.0f points (%.3g pairs, %zu %s) spent %.3g of them, %.3g in a search for %s that "
 		              "had settled %.2g%% of the pairs",
 		              limit, k, pairs, cells_, cells_ == 1 ? "cell" : "cells varying over them", spent,
@@ -632,12 +670,18 @@ private:
 		                                    : "the pairs of largest privacy ratio of several cells")
 		                    : "the largest change of one cell per unit of distance",
 		              pairs > 0 ? 100 * covered_ / pairs : 100.0);
+		throw CoreError(ErrorKind::ProgramLimit, msg, refusal_hint(limit));
+	}
+
+	static std::string refusal_hint(double limit)
+	{
+		char hint[400];
 		std::snprintf(hint, sizeof hint,
 		              "Declare fewer points or a coarser domain, ask for fewer aggregates or FILTERed cells per "
 		              "query (dx.explain shows the plan of a query that is accepted), or ask a superuser to raise "
 		              "dxpriv.analysis_work_limit (now %.3g; the work is counted before any row is read).",
 		              limit);
-		throw CoreError(ErrorKind::ProgramLimit, msg, hint);
+		return hint;
 	}
 
 	// The next checkpoint: at most kProgressEvery units on, and where the statement's budget (as
@@ -782,13 +826,13 @@ private:
 			covered_ += inside;
 			return; // no change inside
 		}
-		tick(1);
+		tick(self_units_);
 		if (prunable(self_bound(id))) {
 			covered_ += inside;
 			return;
 		}
 		if (n.left == 0) {
-			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo));
+			tick(0.5 * (n.hi - n.lo) * (n.hi - n.lo) * rate_units_);
 			for (std::uint32_t s = n.lo; s + 1 < n.hi; s++)
 				for (std::uint32_t t = s + 1; t < n.hi; t++)
 					rate_at(s, t);
@@ -804,19 +848,19 @@ private:
 	{
 		const TreeNode &a = nodes_[ia], &b = nodes_[ib];
 		const double between = static_cast<double>(a.hi - a.lo) * static_cast<double>(b.hi - b.lo);
-		tick(1);
+		tick(bound_units_);
 		bool skip = prunable(ub);
 		if (!skip && joint_ && rows_) {
 			joint_calls_ = 0;
 			skip = prunable(joint_bound(ia, ib));
-			tick(static_cast<double>(std::max<std::size_t>(joint_calls_, 1))); // one unit per direction bound
+			tick(joint_units_ + static_cast<double>(joint_calls_) * direction_units_);
 		}
 		if (skip) {
 			covered_ += between;
 			return;
 		}
 		if (a.left == 0 && b.left == 0) {
-			tick(between);
+			tick(between * rate_units_);
 			for (std::uint32_t s = a.lo; s < a.hi; s++)
 				for (std::uint32_t t = b.lo; t < b.hi; t++)
 					rate_at(s, t);
@@ -865,6 +909,8 @@ private:
 	bool joint_ = joint_on;   // detail::set_pair_joint_bound, and two or more cells in the row search
 	std::size_t joint_calls_ = 0; // direction bounds of the last joint_bound
 	double charged_ = 0;      // work_ already charged to the statement's budget
+	// units per operation of the search under way (set_costs)
+	double rate_units_ = 1, bound_units_ = 1, self_units_ = 1, joint_units_ = 0, direction_units_ = 1;
 	double search_start_ = 0; // work_ when the search under way began
 	double covered_ = 0;      // point pairs the search under way has settled (rated or bounded off)
 };

@@ -11,7 +11,7 @@ extern "C" {
 namespace dxpriv::pg {
 
 double guc_progress_interval = 1.0;
-double guc_analysis_work_limit = 2e8;
+double guc_analysis_work_limit = 1.2e8;
 
 // See progress.h.
 void
@@ -23,11 +23,13 @@ define_release_progress_guc()
 	                         "messages with its progress.",
 	                         &guc_progress_interval, 1.0, 0.0, 86400.0, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 	DefineCustomRealVariable("dxpriv.analysis_work_limit",
-	                         "Most pair-search work (distance evaluations) one statement's analysis may spend.",
-	                         "Point pairs rated plus node pairs bounded by the pair searches over l1/l2/linf point "
-	                         "columns, summed over every search of the statement; beyond it the statement is refused "
-	                         "(54000) before any row is read. Only superusers may set it.",
-	                         &guc_analysis_work_limit, 2e8, 1e5, 1e12, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	                         "Most pair-search work (units of about 7 ns of CPU) one statement's analysis may spend.",
+	                         "Over l1/l2/linf point columns: the evaluation at every point, the pair trees' "
+	                         "construction and their searches (point pairs rated, node pairs bounded, weighted by "
+	                         "their arithmetic), summed over the statement; the work known up front is counted before "
+	                         "it is done. Beyond it the statement is refused (54000) before any row is read. Only "
+	                         "superusers may set it.",
+	                         &guc_analysis_work_limit, 1.2e8, 1e5, 1e12, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 }
 
 // See progress.h.

@@ -16,9 +16,11 @@ namespace dxpriv::pg {
 // this reports its progress with a NOTICE at most once per interval.
 extern double guc_progress_interval;
 
-// dxpriv.analysis_work_limit (superusers): the most pair-search work (distance evaluations: point
-// pairs rated plus node pairs bounded, core/work_budget.h) one statement's analysis may spend over
-// its l1/l2/linf point columns before it is refused (54000, with the numbers).
+// dxpriv.analysis_work_limit (superusers): the most pair-search work (units of about the same CPU
+// time: evaluation at the points, pair-tree construction, point pairs rated and node pairs bounded,
+// core/pair_tree_cost.h, core/upfront_work.h) one statement's analysis may spend over its
+// l1/l2/linf point columns before it is refused (54000, with the numbers; the work known up front
+// is refused before it is done).
 extern double guc_analysis_work_limit;
 
 // Defines dxpriv.progress_interval and dxpriv.analysis_work_limit (called from _PG_init).

@@ -1671,7 +1671,7 @@ def work_limit_refuses_uncharged(ctx, conn, attempt):
         err = run_expect_error(c, attempt.sql)
         assert err.pgcode == "54000", f"{err.pgcode} {err.diag.message_primary}"
         m, h = err.diag.message_primary or "", err.diag.message_hint or ""
-        for say in ("more than 1e+06 distance evaluations", "40000 points", "8e+08 pairs", "had settled"):
+        for say in ("more than 2e+07 units of work", "40000 points", "8e+08 pairs", "had settled"):
             assert say in m, f"message {m!r} does not say {say!r}"
         assert "dxpriv.analysis_work_limit" in h and "dx.explain" in h, h
         assert not ctx.ledger_since(before), "a refused statement was charged"
@@ -1681,7 +1681,7 @@ def work_limit_refuses_uncharged(ctx, conn, attempt):
                                .decode())
         assert err.pgcode == "54000", err.pgcode
         return f"refused: {m}"
-    return _with_work_limit(ctx, "1e6", run)
+    return _with_work_limit(ctx, "2e7", run)  # above the up-front work (5.9e6): refused in the search
 
 
 def work_limit_not_settable(ctx, conn, attempt):
@@ -1691,7 +1691,7 @@ def work_limit_not_settable(ctx, conn, attempt):
                 "SET dxpriv.analysis_work_limit = 1e12 AS 'SELECT 1'"):
         err = run_expect_error(conn, sql)
         assert err.pgcode == "42501", f"{sql}: {err.pgcode} {err.diag.message_primary}"
-    assert scalar(conn, "SHOW dxpriv.analysis_work_limit") == "2e+08"
+    assert scalar(conn, "SHOW dxpriv.analysis_work_limit") == "1.2e+08"
     return "42501 for SET, SET LOCAL, set_config and a function's SET clause"
 
 
@@ -1740,6 +1740,82 @@ def default_limit_refuses_in_time(ctx, conn, attempt):
     return f"refused in {took:.1f} s (54000): {err.diag.message_primary}"
 
 
+# l2refuse2: the work known up front (the evaluation at the points; each tree's construction) is
+# refused before it runs, and reads no row; a statement that fits exactly in the limit is planned as
+# without one (the exhaustive path's plan).
+def _seq_scans(ctx, table):
+    """Scans of table counted by the statistics (the sessions that read it flush at exit)."""
+    import time
+    for _ in range(50):
+        execute(ctx.admin, "SELECT pg_stat_clear_snapshot()")
+        n = scalar(ctx.admin, "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+                              "WHERE relid = %s::regclass", (table,))
+        time.sleep(0.1)
+        execute(ctx.admin, "SELECT pg_stat_clear_snapshot()")
+        if scalar(ctx.admin, "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+                             "WHERE relid = %s::regclass", (table,)) == n:
+            return n
+    return n
+
+
+def work_refused_up_front(ctx, conn, attempt):
+    ctx.clear_answer_cache()
+    before, spent_before = ctx.last_ledger_id(), spent(ctx.admin, "spots_far")
+    scans_before = _seq_scans(ctx, "spots_far")
+
+    def run(c):
+        err = run_expect_error(c, attempt.sql)
+        assert err.pgcode == "54000", f"{err.pgcode} {err.diag.message_primary}"
+        return err.diag.message_primary or ""
+    m = _with_work_limit(ctx, "1e5", run)
+    for say in ("more than 1e+05 units of work", "before any pair search", "evaluating its 5 expressions",
+                "at the 40000 points"):
+        assert say in m, f"message {m!r} does not say {say!r}"
+    assert not ctx.ledger_since(before), "a refused statement was charged"
+    assert spent(ctx.admin, "spots_far") == spent_before, "budget spent on a refusal"
+    assert _seq_scans(ctx, "spots_far") == scans_before, "a statement refused up front read the table"
+    # the control: the same session shape with a statement that is answered does read it
+    _with_work_limit(ctx, "1e12", lambda c: run_fetch(c, "SELECT dx.sum(x) FROM spots_far"))
+    assert _seq_scans(ctx, "spots_far") > scans_before, "the scan counter did not see an answered statement"
+    return f"refused up front: {m}"
+
+
+def work_just_under_the_limit(ctx, conn, attempt):
+    def plan(c):
+        with c.cursor() as cur:
+            cur.execute("SELECT cell, epsilon, noise_scale, plain_dp_scale FROM dx.explain(%s) ORDER BY cell",
+                        (attempt.sql,))
+            return cur.fetchall()
+
+    def used(c):
+        execute(c, "SET client_min_messages = debug1")
+        c.notices.clear()
+        rows = plan(c)
+        work = [float(n.split("pair-search work ")[1].split()[0]) for n in c.notices if "pair-search work" in n]
+        assert work, f"no work reported: {c.notices}"
+        return rows, work[-1]
+    free, needed = _with_work_limit(ctx, "1e12", used)
+    assert needed > 1e5, needed
+    exact = _with_work_limit(ctx, repr(needed + 1), plan)  # it fits (the work is printed rounded): the same plan
+    assert exact == free, f"{exact} != {free}"
+    err = _with_work_limit(ctx, repr(needed * 0.999), lambda c: run_expect_error(c, attempt.sql))
+    assert err.pgcode == "54000", err.pgcode
+    execute(ctx.admin, "SET dxpriv.exhaustive_analysis = on")
+    execute(ctx.admin, f"SET ROLE {ANALYST}")
+    try:
+        exhaustive = plan(ctx.admin)
+    finally:
+        execute(ctx.admin, "RESET ROLE")
+        execute(ctx.admin, "RESET dxpriv.exhaustive_analysis")
+    assert free == exhaustive, f"tree plan {free} != exhaustive {exhaustive}"
+    return f"{needed:.4g} units: the same plan at that limit (the exhaustive path's), refused at 0.999 of it"
+
+
+attack("l2_pairs", "work: refused before the evaluation (up-front units), no row read, uncharged",
+       FAR_SUMS, Custom(work_refused_up_front))
+attack("l2_pairs", "work: a statement just under the limit gets the plan it gets without one",
+       "SELECT dx.count(*), dx.count(*) FILTER (WHERE lat > 40), dx.sum(lat), dx.avg(lon), "
+       "dx.count(*) FILTER (WHERE lon < -100) FROM spots_tree", Custom(work_just_under_the_limit))
 attack("l2_pairs", "work: a statement over the limit is refused with the numbers, uncharged",
        "SELECT dx.sum(x), dx.sum(y), dx.sum(x * y) FROM spots_far", Custom(work_limit_refuses_uncharged))
 attack("l2_pairs", "work: the analyst cannot raise the limit", "SHOW dxpriv.analysis_work_limit",

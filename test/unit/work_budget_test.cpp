@@ -17,6 +17,8 @@
 #include "core/error.h"
 #include "core/metric.h"
 #include "core/pair_tree.h"
+#include "core/pair_tree_cost.h"
+#include "core/upfront_work.h"
 #include "core/point_set.h"
 #include "core/work_budget.h"
 #include "pair_fixtures.h"
@@ -76,13 +78,14 @@ TEST(WorkBudgetTest, UnderTheLimitSameMaxima)
 	for (int t = 0; t < 6; t++) {
 		const BudgetCase b = budget_case(40 + t, 400 + 150 * t);
 		const PairMax free = cell_max(b, t % 2);
-		WorkBudgetScope budget(free.work + 1);
+		const double setup = pair_tree_setup_work(b.n, 2, 1); // charged before the tree is built
+		WorkBudgetScope budget(setup + free.work + 1);
 		const PairMax got = cell_max(b, t % 2);
 		EXPECT_EQ(got.value, free.value);
 		EXPECT_EQ(got.i, free.i);
 		EXPECT_EQ(got.j, free.j);
 		EXPECT_EQ(got.work, free.work);
-		EXPECT_EQ(budget.spent(), free.work);
+		EXPECT_EQ(budget.spent(), setup + free.work);
 	}
 }
 
@@ -107,10 +110,11 @@ TEST(WorkBudgetTest, OneBudgetForEveryTreeOfAStatement)
 	const BudgetCase b = budget_case(75, 3000);
 	const double first = search_all(b);
 	ASSERT_GT(first, 4e6);
-	const double limit = 1.5 * first;
+	const double setup = pair_tree_setup_work(b.n, 2, 2);
+	const double limit = 1.5 * (first + setup);
 	WorkBudgetScope budget(limit);
 	EXPECT_EQ(search_all(b), first);
-	EXPECT_EQ(budget.spent(), first);
+	EXPECT_EQ(budget.spent(), first + setup);
 	try {
 		search_all(b);
 		ADD_FAILURE() << "not refused";
@@ -130,7 +134,8 @@ TEST(WorkBudgetTest, OneBudgetForEveryTreeOfAStatement)
 		EXPECT_NE(e.hint().find("dx.explain"), std::string::npos) << e.hint();
 	}
 	EXPECT_GT(budget.spent(), limit);
-	EXPECT_LE(budget.spent(), limit + 64); // checked where the budget runs out, not every 2^20 units
+	// checked where the budget runs out, not every 2^20 units: at most one leaf pair (64 point pairs) over
+	EXPECT_LE(budget.spent(), limit + 64 * pair_tree_costs(2, 2, 2, 1, PairNorm::L2).rate);
 }
 
 // A small limit refuses a row search at once (within a leaf pair), whatever the tree's own cap.
@@ -143,11 +148,84 @@ TEST(WorkBudgetTest, SmallLimitRefusesRowSearchAtOnce)
 	PairRowQuery every;
 	every.coef = {1.0, 1.0};
 	every.keep = b.n * b.n;
-	WorkBudgetScope budget(1e5);
+	const double limit = pair_tree_setup_work(b.n, 2, 2) + 1e5;
+	WorkBudgetScope budget(limit);
 	const std::unique_ptr<PairSearch> s = metric.pair_search(b.dom, b.w.data(), 2, 2, 2e9);
 	EXPECT_THROW(s->top_rows(every), CoreError);
-	EXPECT_GT(budget.spent(), 1e5);
-	EXPECT_LE(budget.spent(), 1e5 + 64);
+	EXPECT_GT(budget.spent(), limit);
+	EXPECT_LE(budget.spent(), limit + 64 * pair_tree_costs(2, 2, 2, 1, PairNorm::L2).rate);
+}
+
+// The tree's construction is charged before it is built: a budget it does not fit in refuses at
+// once, with the numbers, and nothing is charged (l2refuse2).
+TEST(WorkBudgetTest, ConstructionRefusedBeforeBuilding)
+{
+	testing::PairSwitchGuard guard;
+	detail::set_pair_tree_min_points(2);
+	const BudgetCase b = budget_case(78, 3000);
+	const double setup = pair_tree_setup_work(b.n, 2, 2);
+	ASSERT_GT(setup, 1e5);
+	WorkBudgetScope budget(setup - 1);
+	try {
+		ColumnMetric::lp(2, 1.0).pair_search(b.dom, b.w.data(), 2, 2, 2e9);
+		ADD_FAILURE() << "not refused";
+	} catch (const CoreError &e) {
+		EXPECT_EQ(e.kind(), ErrorKind::ProgramLimit);
+		const std::string m = e.what();
+		EXPECT_NE(m.find("building the pair tree over 3000 points (2 dimensions, 4.5e+06 pairs) with the weights of 2 "
+		                 "cells"),
+		          std::string::npos)
+		    << m;
+		EXPECT_NE(e.hint().find("dxpriv.analysis_work_limit"), std::string::npos) << e.hint();
+	}
+	EXPECT_EQ(budget.spent(), 0);
+	// the units grow with the points, the dimensions and the cells
+	EXPECT_LT(pair_tree_setup_work(3000, 2, 2), pair_tree_setup_work(6000, 2, 2));
+	EXPECT_LT(pair_tree_setup_work(3000, 2, 2), pair_tree_setup_work(3000, 8, 2));
+	EXPECT_LT(pair_tree_setup_work(3000, 2, 2), pair_tree_setup_work(3000, 2, 16));
+	EXPECT_LT(pair_tree_costs(2, 2, 2, 1, PairNorm::L2).bound, pair_tree_costs(8, 2, 2, 1, PairNorm::L2).bound);
+	EXPECT_LT(pair_tree_costs(2, 2, 1, 1, PairNorm::L2).bound, pair_tree_costs(2, 2, 2, 1, PairNorm::L2).bound);
+}
+
+// The statement's work before its first search (its evaluation at every point): refused before
+// it runs when it does not fit, with the expressions, points, units and limit; else charged. A
+// tree's construction is then checked by the tree (ConstructionRefusedBeforeBuilding).
+TEST(WorkBudgetTest, UpFrontWorkRefusedFirst)
+{
+	testing::PairSwitchGuard guard;
+	const BudgetCase b = budget_case(79, 3000);
+	SubUniverse sub;
+	sub.domains.push_back(b.dom);
+	sub.metrics.push_back(ColumnMetric::lp(2, 1.0));
+	detail::set_pair_tree(false); // dxpriv.exhaustive_analysis: no tree, nothing counted here
+	EXPECT_FALSE(upfront_work(sub, 5, 2).applies);
+	detail::set_pair_tree(true);
+	const UpFrontWork v = upfront_work(sub, 5, 2);
+	ASSERT_TRUE(v.applies);
+	EXPECT_EQ(v.points, 3000);
+	EXPECT_EQ(v.evaluation, 3000 * 5 * kEvaluationUnits);
+	EXPECT_EQ(v.setup, pair_tree_setup_work(3000, 2, 1));
+	EXPECT_FALSE(upfront_work(sub, 5, 17).applies); // more than 16 cells: no tree
+	{
+		WorkBudgetScope budget(v.evaluation - 1);
+		try {
+			charge_upfront_work(v, 5);
+			ADD_FAILURE() << "not refused";
+		} catch (const CoreError &e) {
+			EXPECT_EQ(e.kind(), ErrorKind::ProgramLimit);
+			const std::string m = e.what();
+			EXPECT_NE(m.find("evaluating its 5 expressions at the 3000 points of its column takes 6e+04"),
+			          std::string::npos)
+			    << m;
+			EXPECT_NE(m.find("and building a pair tree at least"), std::string::npos) << m;
+		}
+		EXPECT_EQ(budget.spent(), 0);
+	}
+	WorkBudgetScope budget(v.evaluation);
+	charge_upfront_work(v, 5);
+	EXPECT_EQ(budget.spent(), v.evaluation);
+	charge_upfront_work(UpFrontWork{}, 5); // not under the tree: nothing
+	EXPECT_EQ(budget.spent(), v.evaluation);
 }
 
 // plan_multi_linear (two cells varying over 3,000 l2 points, the row searches): the same plan under

@@ -39,6 +39,7 @@
 #include "pg/planner/unit_source.h"
 #include "pg/executor/release_log.h"
 
+#include "core/upfront_work.h"
 #include "core/allocation.h"
 #include "core/approximate_dp.h"
 #include "core/linear_query.h"
@@ -682,8 +683,11 @@ analyse_release(Query *q, const ExtensionObjects &ext, const Discovery &d, const
 	if (!join && analyse_line_release(a, exprs, grouping_set)) // by pieces, no point evaluated (line_release.h)
 		return true;
 	UniverseValues vals;
-	if (!join)
+	if (!join) { // over a points column under the pair tree: the evaluation is charged to the work
+		// budget, or refused, before it runs (core/upfront_work.h; each tree checks its construction)
+		charge_upfront_work(upfront_work(sub, exprs.size(), m), exprs.size());
 		vals = evaluate_over_universe(relid, cols, sub, exprs);
+	}
 
 	// cells: (group, aggregate component); cell k = g * cells_per_group + first_cell + c
 	// and the per-point table of each aggregate: what a row at point u adds (execution by lookup);

@@ -1,5 +1,6 @@
 // Release identities: charge ids, epsilon ids and the answer-cache key stamped on a rewritten statement.
 #include "pg/planner/release_identity.h"
+#include "pg/planner/cache_key_consts.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_allocation.h"
 #include "pg/planner/release_rewrite.h"
@@ -170,7 +171,9 @@ query_cache_key(Query *q)
 	q->sortClause = NIL;
 	q->limitCount = q->limitOffset = nullptr;
 	q->limitOption = LIMIT_OPTION_COUNT;
+	List *hashed = hash_large_consts(q); // the lookup tables by their hash, not byte by byte
 	std::string text = nodeToString(q);
+	restore_large_consts(hashed);
 	q->sortClause = sort;
 	q->limitCount = limit;
 	q->limitOffset = offset;

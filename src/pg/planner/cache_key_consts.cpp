@@ -1,0 +1,73 @@
+// Large constants stood in for by their hash while the answer-cache key is computed (cache_key_consts.h).
+#include "pg/planner/cache_key_consts.h"
+
+extern "C" {
+#include "common/hashfn.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/primnodes.h"
+}
+
+namespace dxpriv::pg::analysis {
+
+namespace {
+
+constexpr Size kLargeConstBytes = 1024;
+
+struct ConstSwap {
+	List *saved; // pairs: the Const, then its original value (as a pointer)
+};
+
+bool
+swap_large_const_walker(Node *node, void *p)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(reinterpret_cast<Query *>(node), reinterpret_cast<bool (*)()>(swap_large_const_walker),
+		                         p, 0);
+	if (IsA(node, Const)) {
+		Const *c = reinterpret_cast<Const *>(node);
+		if (c->constisnull || c->constlen != -1)
+			return false;
+		const struct varlena *v = reinterpret_cast<const struct varlena *>(DatumGetPointer(c->constvalue));
+		const Size bytes = VARSIZE_ANY(v);
+		if (bytes <= kLargeConstBytes)
+			return false;
+		// the stored bytes, as nodeToString would print them (outDatum: datumGetSize bytes)
+		const uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(bytes), 0x6478);
+		const uint64 n = bytes;
+		struct varlena *stand_in = static_cast<struct varlena *>(palloc(VARHDRSZ + 2 * sizeof(uint64)));
+		SET_VARSIZE(stand_in, VARHDRSZ + 2 * sizeof(uint64));
+		memcpy(VARDATA(stand_in), &h, sizeof h);
+		memcpy(VARDATA(stand_in) + sizeof h, &n, sizeof n);
+		ConstSwap *swap = static_cast<ConstSwap *>(p);
+		swap->saved = lappend(swap->saved, c);
+		swap->saved = lappend(swap->saved, DatumGetPointer(c->constvalue));
+		c->constvalue = PointerGetDatum(stand_in);
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(swap_large_const_walker), p);
+}
+
+} // namespace
+
+// See cache_key_consts.h.
+List *
+hash_large_consts(Query *q)
+{
+	ConstSwap swap{NIL};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(swap_large_const_walker), &swap, 0);
+	return swap.saved;
+}
+
+// See cache_key_consts.h.
+void
+restore_large_consts(List *saved)
+{
+	for (int i = 0; i + 1 < list_length(saved); i += 2) {
+		Const *c = static_cast<Const *>(list_nth(saved, i));
+		c->constvalue = PointerGetDatum(list_nth(saved, i + 1));
+	}
+}
+
+} // namespace dxpriv::pg::analysis
