@@ -48,6 +48,12 @@ SHOW dxpriv.analysis_work_limit;
 SET ROLE dx_regress_l2refuse;
 SET dxpriv.analysis_work_limit = 1e12;
 RESET ROLE;
+-- out of its range (1e5-1e12), or not a number: refused, the setting unchanged
+SET dxpriv.analysis_work_limit = 1e4;
+SET dxpriv.analysis_work_limit = 1e13;
+SET dxpriv.analysis_work_limit = -1;
+SET dxpriv.analysis_work_limit = 'many';
+SHOW dxpriv.analysis_work_limit;
 
 -- two sums over 3,000 points: accepted under the default
 SET ROLE dx_regress_l2refuse;
