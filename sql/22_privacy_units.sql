@@ -152,3 +152,11 @@ COMMENT ON FUNCTION dx._unit_profile(oid, bool, int2, int4, int8) IS 'internal: 
 CREATE FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) RETURNS bool
 LANGUAGE c VOLATILE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_unit_keep';
 COMMENT ON FUNCTION dx._unit_keep(bytea, anyelement, oid, tid) IS 'internal: whether a row is among its unit''s kept rows, by a unit profile';
+-- citusunit (issue 23): a Citus table distributed by its unit column is bounded per shard on the
+-- workers: each shard's task query reads SELECT ... FROM shard WHERE dx._unit_keep_shard(unit,
+-- tableoid, ctid, k, 'unit column'), whose worker backend finds (shared memory, by the shard's OID
+-- and contents version) or builds (the sealed scan) the unit profile of that shard. Refused unless
+-- the session user and the current user may both SELECT the relation (the table owner on a worker).
+CREATE FUNCTION dx._unit_keep_shard(anyelement, oid, tid, int4, text) RETURNS bool
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_unit_keep_shard';
+COMMENT ON FUNCTION dx._unit_keep_shard(anyelement, oid, tid, int4, text) IS 'internal: whether a row of a shard is among its unit''s kept rows, by the shard''s unit profile (placed by the dxpriv analyzer only)';

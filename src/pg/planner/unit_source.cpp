@@ -8,6 +8,7 @@
 #include "pg/settings.h"
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
+#include "pg/planner/unit_shard_source.h"
 #include "pg/planner/unit_distinct_source.h"
 #include "pg/planner/unit_order_check.h"
 #include "pg/planner/group_source.h"
@@ -103,7 +104,8 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		       " AS dx_c" + std::to_string(i) + ", ";
 	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
 	const bool distinct = unit_distinct_applies(q, spec); // (unitdistinct: count_units by the profile)
-	const bool profile = distinct || profile_bounding_applies(spec);
+	const bool shard = !distinct && shard_bounding_applies(spec); // (citusunit: per shard, on the workers)
+	const bool profile = distinct || shard || profile_bounding_applies(spec);
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
 	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
 	if (grouped)
@@ -112,7 +114,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		sql += ", NULL::pg_catalog.float8 AS dx_w" + std::to_string(j);
 	sql += " FROM " + table;
 	if (profile)
-		sql += " WHERE " + profile_keep_clause(spec, rte->inh);
+		sql += " WHERE " + (shard ? shard_keep_clause(spec) : profile_keep_clause(spec, rte->inh));
 	int level = 0;
 	auto wrap = [&](const std::string &select, const std::string &where) {
 		const std::string alias = "dx_l" + std::to_string(level++);
