@@ -262,6 +262,14 @@ def test_units_per_shard_bounding_answers():
         for t in ("pu3", "pu1", "put"):
             plan = "\n".join(r[0] for r in rows(conn, f"EXPLAIN (VERBOSE) SELECT dx.count(*) FROM {t}"))
             assert "_unit_keep_shard" in plan, plan
+            # count_units / COUNT(DISTINCT unit): one row per (unit, group) of each shard's kept rows, in
+            # the shard's task (DISTINCT ON the unit, the distribution column), no window
+            for q in (f"SELECT region, dx.count(DISTINCT person) FROM {t} GROUP BY region",
+                      f"SELECT dx.count_units(person) FROM {t} WHERE age > 30"):
+                plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q))
+                tasks = [line for line in plan.splitlines() if "Query: " in line and f"{t}_" in line]
+                assert tasks and all("_unit_keep_shard" in x and "DISTINCT ON" in x for x in tasks), plan
+                assert not any("OVER" in x or "intermediate_result" in x for x in tasks), plan
         # before WHERE: flag holds on every other row (floor(n/2) of a unit's n rows). Kept first (3 of n at
         # random), filtered after, the units of 1..6 rows count 0, 1, 1, 1.5, 1.2, 1.5 flagged rows in
         # expectation (6.2 per person of each size); filtered first, they would count 0, 1, 1, 2, 2, 3 (9)

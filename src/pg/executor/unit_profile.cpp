@@ -50,7 +50,7 @@ namespace {
 
 constexpr uint32 kProfileMagic = 0x75707266; // "uprf"
 constexpr int kLargeSlots = 8;               // cached profiles that may use 1/8 of the memory each
-constexpr int kSmallSlots = 56;              // (citusunit) and of 1/64 each (a shard's profile), beyond it
+constexpr int kSmallSlots = 24;              // (citusunit) and of 1/32 each (a shard's profile), beyond it
 constexpr int kProfileSlots = kLargeSlots + kSmallSlots;
 
 // What identifies a profile: the rows it describes (the table, ONLY or its tree, and their contents
@@ -111,7 +111,7 @@ profile_slot_bytes()
 Size
 profile_small_bytes()
 {
-	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / 64);
+	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / 32);
 }
 
 Size
@@ -706,8 +706,8 @@ unit_profile_define_gucs()
 	DefineCustomIntVariable("dxpriv.unit_profile_memory",
 	                        "Shared memory of the unit profile cache.",
 	                        "Eight profiles of up to an eighth each (16 bytes per heavy unit, table of twice "
-	                        "their number rounded to a power of two), and 56 more of up to a 64th each (the "
-	                        "shards of Citus tables; shared memory used: 1.875 times this setting); a larger "
+	                        "their number rounded to a power of two), and 24 more of up to a 32nd each (the "
+	                        "shards of Citus tables; shared memory used: 1.75 times this setting); a larger "
 	                        "profile is built for each statement. 0: no cache. Needs a restart.",
 	                        &guc_unit_profile_memory, 16384, 0, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);

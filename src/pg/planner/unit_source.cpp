@@ -104,7 +104,8 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		       " AS dx_c" + std::to_string(i) + ", ";
 	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
 	const bool distinct = unit_distinct_applies(q, spec); // (unitdistinct: count_units by the profile)
-	const bool shard = !distinct && shard_bounding_applies(spec); // (citusunit: per shard, on the workers)
+	// (citusunit: a Citus table distributed by its unit column, bounded per shard on the workers)
+	const bool shard = spec.distributed && (distinct || shard_bounding_applies(spec));
 	const bool profile = distinct || shard || profile_bounding_applies(spec);
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
 	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
