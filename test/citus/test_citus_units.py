@@ -340,6 +340,10 @@ def test_units_per_shard_attacks():
         _refused(a, "SELECT dx._contents_trigger_on_shard('pa')", "42501")
         bounded = float(scalar(conn, "SELECT sum(least(n, 3)) FROM (SELECT count(*) n FROM pa GROUP BY person) s"))
         assert float(scalar(a, "SELECT dx.count(*) FROM pa")) == bounded  # (noiseless table: exact)
+        # no grant lets her SELECT a distributed table (it would reach the shards); on a local table
+        # with such a grant the keep function refuses her as an analyst (test_attacks units
+        # unit_keep_shard_*)
+        _refused(conn, f"GRANT SELECT ON pa TO {ANALYST}", "42501")
         shards = [r[0] for r in rows(conn, "SELECT shard_name FROM citus_shards WHERE table_name = 'pa'::regclass")]
         for node in ("w1", "w2"):
             w = connect(node, db, user=ANALYST)

@@ -612,6 +612,8 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 	return out;
 }
 
+AnalystRoleCheck unit_shard_analyst_check = nullptr; // (set_unit_shard_analyst_check)
+
 // Per call site of dx._unit_keep_shard: the relation whose profile the keep state holds.
 struct ShardKeepState {
 	Oid relid;
@@ -632,6 +634,9 @@ shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
 			          pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
 			          pg_class_aclcheck(relid, GetSessionUserId(), ACL_SELECT) == ACLCHECK_OK;
 		});
+		// an analyst may hold SELECT on a protected table (a grant after dx.protect_table) and still
+		// read none of its rows (the hooks refuse her statements on it): she is refused here too
+		allowed = allowed && unit_shard_analyst_check && !unit_shard_analyst_check();
 		if (!allowed)
 			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dx._unit_keep_shard is placed by dxpriv only",
 			     "It is part of the shard queries dxpriv sends for Citus tables distributed by their privacy unit.");
@@ -689,6 +694,13 @@ unit_profile_token()
 		token = static_cast<int64>(t & 0x7fffffffffffffffULL);
 	}
 	return token;
+}
+
+// See unit_profile.h.
+void
+set_unit_shard_analyst_check(AnalystRoleCheck check)
+{
+	unit_shard_analyst_check = check;
 }
 
 // See unit_profile.h.
@@ -830,10 +842,11 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 // the sealed build (profile_for), and applies the rule of dx._unit_keep: a row is kept when its unit
 // has at most k rows in the relation or its rank is within its unit's k smallest. Nothing of the
 // profile leaves the backend. Refused (42501) unless both the session user and the current user may
-// SELECT the relation (its owner on a worker, where Citus runs the tasks of an analyst's charged
-// statement as the table owner; an analyst holds no SELECT on a protected table, so her own call,
-// on a worker or inside a dx statement on the coordinator, is refused: whoever passes could read the
-// rows themselves). PARALLEL RESTRICTED: one profile (one rank key) per relation and execution, never
+// SELECT the relation and neither is an analyst (set_unit_shard_analyst_check): on a worker Citus
+// runs the tasks of an analyst's charged statement as the table owner; an analyst's own call, by hand
+// or inside her dx statement on the coordinator (her session user), is refused even where a grant
+// lets her SELECT the table; on a worker she holds no privilege on the shards (dx.protect_table
+// revokes them, Citus copies the table's grants), and whoever passes could read the rows themselves. PARALLEL RESTRICTED: one profile (one rank key) per relation and execution, never
 // one per parallel worker. A relation whose tableoid changes between rows (not a shard task) gets the
 // profile of each relation in turn.
 extern "C" {
