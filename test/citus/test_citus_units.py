@@ -6,7 +6,7 @@ one ledger row per statement on the coordinator, and an analyst on a worker read
 releases nothing."""
 import psycopg2
 
-from citus_common import citus_db, connect, create_role, execute, rows, scalar
+from citus_common import citus_db, connect, create_role, execute, port, rows, scalar
 
 ANALYST = "units_analyst"
 COLUMNS = [
@@ -369,4 +369,26 @@ def test_units_per_shard_same_noise_as_the_window_path():
             answers.append(rows(conn, "SELECT dx.count(*), dx.count(*) FILTER (WHERE age > 200) FROM noisy"))
         execute(conn, "RESET dxpriv.unit_bounding")
         assert answers[0] == answers[1], answers
+        conn.close()
+
+
+def test_units_shard_on_the_coordinator_keeps_the_window():
+    """(citusunit) A table distributed by its unit column with a shard on the coordinator: Citus reads
+    that shard in the analyst's own backend, where the per-shard keep function refuses her, so the
+    table keeps the window-function bounding and her statements are answered (bounded to k)."""
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
+        execute(conn, "SELECT citus_set_node_property(%s, %s, 'shouldhaveshards', true)", ("127.0.0.1", port("coord")))
+        make_person_table(conn, "pc", "person", persons=600)
+        execute(conn, f"SELECT dx.grant_budget(%s::regrole, 'pc', 1000)", (ANALYST,))
+        assert scalar(conn, "SELECT count(*) FROM citus_shards WHERE table_name = 'pc'::regclass AND nodeport = %s",
+                      (port("coord"),)) > 0
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM pc"))
+        assert "_unit_keep_shard" not in plan and "row_number() OVER" in plan, plan
+        a = connect("coord", db, user=ANALYST)
+        bounded = float(scalar(conn, "SELECT sum(least(n, 3)) FROM (SELECT count(*) n FROM pc GROUP BY person) s"))
+        assert float(scalar(a, "SELECT dx.count(*) FROM pc")) == bounded
+        a.close()
         conn.close()

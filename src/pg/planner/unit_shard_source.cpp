@@ -23,7 +23,11 @@ shard_bounding_applies(const UnitSource &spec)
 	if (!ext)
 		return false;
 	const std::string column = citus_hash_distribution_column(*ext, spec.policy->relid);
-	return !column.empty() && column == spec.policy->unit.column;
+	if (column.empty() || column != spec.policy->unit.column)
+		return false;
+	// a placement on the coordinator is read by Citus's local execution in the analyst's own backend,
+	// where dx._unit_keep_shard refuses her (its caller check): such tables keep the window functions
+	return !citus_table(*ext, spec.policy->relid).on_coordinator;
 }
 
 // See unit_shard_source.h.

@@ -11,7 +11,9 @@ namespace dxpriv::pg {
 // True when spec's rows (a Citus table: spec.distributed) may be bounded on the workers by
 // dx._unit_keep_shard: dxpriv.unit_profiles on and dxpriv.unit_bounding 'hash', the table
 // hash-distributed by its unit column (so every row of a unit is in one shard, and a shard's own
-// profile keeps exactly the unit's k rows of smallest rank), and no count_units aggregate nor flag
+// profile keeps exactly the unit's k rows of smallest rank) with no placement on the coordinator
+// (Citus would run that shard's task in the analyst's backend, where dx._unit_keep_shard refuses
+// her), and no count_units aggregate nor flag
 // columns (their first-row flags need each unit's kept rows together: the window path). Any other
 // Citus table keeps the window-function bounding (on the coordinator when not co-located).
 bool shard_bounding_applies(const UnitSource &spec);
