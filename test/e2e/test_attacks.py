@@ -3163,6 +3163,9 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # unit profiles (unitcache): _unit_profile refuses a caller that is not a statement
                       # charged on the table (42501), _unit_keep a profile it did not hand out (XX000)
                       "_unit_profile", "_unit_keep",
+                      # (citusunit) run by the table owner in the shard tasks of a Citus table distributed
+                      # by its unit: refuses an analyst (42501, attacks units unit_keep_shard_*)
+                      "_unit_keep_shard",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",
