@@ -76,6 +76,46 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
 
+-- citusunit: the contents-version trigger dx_contents_<shard OID> on one shard of a Citus table, run
+-- on its worker (a shard is a plain table there), so that the per-shard unit profiles of a table
+-- distributed by its unit column (executor/unit_profile.cpp, dx._unit_keep_shard) are cached per
+-- shard version instead of built by every statement. dx.version_shards (a DBA's call on the
+-- coordinator, in a statement of its own: the triggers are created through other connections, which
+-- wait for the locks of the calling transaction, hence the lock timeout) runs it on every placement
+-- of rel's shards and returns how many have the trigger; a placement without it (a failure, a shard
+-- moved or split since) has no version, so its profile is built per statement (correct, slower).
+CREATE FUNCTION dx._contents_trigger_on_shard(rel regclass) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '5s' AS $$
+DECLARE
+	tg text := 'dx_contents_' || rel::oid::text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = tg) THEN
+		EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s '
+		               'FOR EACH STATEMENT EXECUTE FUNCTION dx._note_contents_change(%s)', tg, rel, rel::oid);
+		EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', rel, tg);
+	END IF;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._contents_trigger_on_shard(regclass) FROM PUBLIC;
+CREATE FUNCTION dx.version_shards(rel regclass) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	done integer;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'dx.version_shards needs Citus' USING ERRCODE = '0A000',
+			HINT = 'Local tables get their contents-version trigger from dx.protect_table.';
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM dx.protected_tables p WHERE p.relid = rel) THEN
+		RAISE EXCEPTION 'table % is not protected', rel USING ERRCODE = '42P01',
+			HINT = 'Protect it first with dx.protect_table.';
+	END IF;
+	EXECUTE 'SELECT count(*) FILTER (WHERE r.success)::integer FROM pg_catalog.run_command_on_placements($1, $2) r'
+	INTO done USING rel, 'SELECT dx._contents_trigger_on_shard(''%s'')';
+	RETURN done;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx.version_shards(regclass) FROM PUBLIC;
+COMMENT ON FUNCTION dx.version_shards(regclass) IS 'installs the contents-version trigger on every shard placement of a protected Citus table (per-shard unit profiles are then cached per shard version); returns the placements that have it';
+
 -- Installs (drop: removes) the contents-version trigger dx_contents_<rel> on every member of rel's
 -- inheritance tree. Not on Citus (triggers block create_distributed_table): without the trigger a
 -- release is never replayed from the answer cache.

@@ -183,3 +183,11 @@ REVOKE EXECUTE ON FUNCTION dx._count_units_combinefn(internal, internal) FROM PU
 REVOKE EXECUTE ON FUNCTION dx._count_units_serialize(internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._count_units_deserialize(bytea, internal) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._count_units_finalfn(internal, float8, int4, float8[], anyelement) FROM PUBLIC;
+-- citusunit (issue 23): a Citus table distributed by its unit column is bounded per shard on the
+-- workers: each shard's task query reads SELECT ... FROM shard WHERE dx._unit_keep_shard(unit,
+-- tableoid, ctid, k, 'unit column'), whose worker backend finds (shared memory, by the shard's OID
+-- and contents version) or builds (the sealed scan) the unit profile of that shard. Refused unless
+-- the session user and the current user may both SELECT the relation (the table owner on a worker).
+CREATE FUNCTION dx._unit_keep_shard(anyelement, oid, tid, int4, text) RETURNS bool
+LANGUAGE c VOLATILE PARALLEL RESTRICTED AS 'MODULE_PATHNAME', 'dx_unit_keep_shard';
+COMMENT ON FUNCTION dx._unit_keep_shard(anyelement, oid, tid, int4, text) IS 'internal: whether a row of a shard is among its unit''s kept rows, by the shard''s unit profile (placed by the dxpriv analyzer only)';

@@ -33,6 +33,7 @@
 #include "pg/hooks.h"
 
 #include "pg/analyst/analyst_guard.h"
+#include "pg/analyst/analyst_context.h"
 #include "pg/elevated/sealed_execution.h"
 #include "pg/executor/release_log.h"
 #include "pg/executor/unit_profile.h"
@@ -76,6 +77,15 @@ ExecutorRun_hook_type prev_executor_run = nullptr;
 ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
+
+// (citusunit) dx._unit_keep_shard's analyst check (executor/unit_profile.h): the current role or the
+// session's login role is (or inherits) an analyst role; true (refuse) without dxpriv's objects.
+bool
+caller_is_analyst()
+{
+	const ExtensionObjects *ext = extension_objects();
+	return !ext || load_analyst_context(*ext).analyst;
+}
 
 // True for statements of the client's backend that dxpriv admits and charges (not a parallel
 // worker, not dxpriv's own SQL, not the ledger worker).
@@ -278,6 +288,7 @@ install_hooks()
 	prev_planner = planner_hook;
 	planner_hook = dx_planner;
 	install_catalog_cache_invalidation(); // a relcache callback, not a hook
+	set_unit_shard_analyst_check(&caller_is_analyst); // (citusunit: dx._unit_keep_shard's callers)
 	prev_emit_log = emit_log_hook;
 	emit_log_hook = dx_emit_log;
 	prev_executor_start = ExecutorStart_hook;

@@ -115,6 +115,8 @@ def build_extra(conn, n):
                 execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (t, col, domain, metric))
         execute(conn, f"SELECT dx.grant_budget('postgres', '{t}', 100000)")
         execute(conn, f"SELECT dx.set_privacy_unit('{t}', 'person', 3)")
+        if by == "person":  # (citusunit) per-shard unit profiles cached per shard version
+            execute(conn, f"SELECT dx.version_shards('{t}')")
     execute(conn, "CREATE TABLE zones (region text, zone text)")
     execute(conn, "INSERT INTO zones VALUES ('north', 'cold'), ('north', 'polar'), ('south', 'warm'), ('west', 'mild')")
     execute(conn, "SELECT create_reference_table('zones')")

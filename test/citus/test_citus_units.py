@@ -6,7 +6,7 @@ one ledger row per statement on the coordinator, and an analyst on a worker read
 releases nothing."""
 import psycopg2
 
-from citus_common import citus_db, connect, create_role, execute, rows, scalar
+from citus_common import citus_db, connect, create_role, execute, port, rows, scalar
 
 ANALYST = "units_analyst"
 COLUMNS = [
@@ -93,6 +93,17 @@ def test_units_bounded_on_the_workers_when_co_located():
         make_table(conn, "by_id", "id", persons=300)
         for q in ("SELECT dx.count(*) FROM {t}", "SELECT region, dx.sum(income) FROM {t} GROUP BY region"):
             plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q.format(t="by_unit")))
+            tasks = [line for line in plan.splitlines() if "Query: " in line and "by_unit_" in line]
+            # (citusunit) each shard's task bounds its own rows by the shard's unit profile: a row-local
+            # qual, no sort, no coordinator OID or profile byte in the task
+            assert tasks and all("_unit_keep_shard(person, tableoid, ctid, 3, 'person'::text)" in t for t in tasks), plan
+            assert not any("OVER" in t or "_unit_rank" in t or "_unit_profile" in t for t in tasks), plan
+            oid = scalar(conn, "SELECT 'by_unit'::regclass::oid")
+            assert not any(str(oid) in t for t in tasks), plan
+            # the window path stays for comparison (superusers only)
+            execute(conn, "SET dxpriv.unit_bounding = sort")
+            plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q.format(t="by_unit")))
+            execute(conn, "RESET dxpriv.unit_bounding")
             tasks = [line for line in plan.splitlines() if "Query: " in line and "by_unit_" in line]
             assert tasks and all("row_number() OVER" in t and "_unit_rank" in t for t in tasks), plan
             plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q.format(t="by_id")))
@@ -182,5 +193,202 @@ def test_units_attacks_on_the_coordinator_and_the_workers():
                 _refused(w, f"SELECT dx.count(*) FROM {s}")
             w.close()
         assert scalar(conn, "SELECT count(*) FROM dx.ledger") == before
+        a.close()
+        conn.close()
+
+
+def per_person_sql(persons, most, text_unit=False):
+    """Person p holds 1 + p % most rows; every column but `flag` depends on the person only, so the
+    answers over any choice of at most k rows per person are known natively: sum(least(n, k) * v)."""
+    unit = "'u' || p" if text_unit else "p"
+    return f"""SELECT row_number() OVER (), {unit}, 18 + (p * 37) % 73,
+                      (ARRAY['north','south','east','west'])[1 + (p * 7) % 4], ((p::bigint * 7919) % 2000) * 100,
+                      k % 2 = 0
+               FROM generate_series(1, {persons}) p, generate_series(1, {most}) k WHERE k <= 1 + p % {most}"""
+
+
+def make_person_table(conn, name, by, persons=2000, most=6, k=3, text_unit=False, shards=8):
+    ptype = "text" if text_unit else "int"
+    execute(conn, f"CREATE TABLE {name} (id bigint, person {ptype}, age int, region text, income int, flag bool)")
+    if by:
+        execute(conn, f"SELECT create_distributed_table('{name}', '{by}', shard_count => {shards})")
+    execute(conn, f"INSERT INTO {name} {per_person_sql(persons, most, text_unit)}")
+    execute(conn, f"SELECT dx.protect_table('{name}', 'Infinity')")
+    for col, domain, metric in NOISELESS + [("flag", '{"values": [true, false]}', '{"type": "none"}')]:
+        execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", (name, col, domain, metric))
+    execute(conn, f"SELECT dx.set_privacy_unit('{name}', 'person', {k})")
+    execute(conn, f"SELECT dx.grant_budget('postgres', '{name}', 100000)")
+
+
+def bounded_native(t, k):
+    """Native SQL of the bounded answers of per_person tables (each unit keeps least(n, k) rows)."""
+    per = f"(SELECT person, count(*) n, min(age) age, min(region) region, min(income) income FROM {t} GROUP BY person) u"
+    return [
+        ("SELECT dx.count(*) FROM {t}", f"SELECT sum(least(n, {k})) FROM {per}"),
+        ("SELECT dx.sum(income) FROM {t} WHERE age > 40", f"SELECT sum(least(n, {k}) * income) FROM {per} WHERE age > 40"),
+        ("SELECT round(dx.avg(age)::numeric, 6) FROM {t} WHERE region = 'east'",
+         f"SELECT round((sum(least(n, {k}) * age)::numeric / sum(least(n, {k})))::numeric, 6) FROM {per} WHERE region = 'east'"),
+        ("SELECT dx.count(*) FILTER (WHERE age < 50), dx.sum(income) FILTER (WHERE region = 'west') FROM {t}",
+         f"SELECT sum(least(n, {k})) FILTER (WHERE age < 50), coalesce(sum(least(n, {k}) * income) FILTER (WHERE region = 'west'), 0) FROM {per}"),
+        ("SELECT region, dx.count(*), dx.sum(income) FROM {t} GROUP BY region ORDER BY 1",
+         f"SELECT r, coalesce(sum(least(coalesce(n, 0), {k})), 0), coalesce(sum(least(n, {k}) * income), 0) FROM "
+         f"unnest(ARRAY['east','none','north','south','west']) r LEFT JOIN {per} ON u.region = r GROUP BY r ORDER BY 1"),
+        ("SELECT dx.count(DISTINCT person) FROM {t} WHERE age > 30", f"SELECT count(*) FROM {per} WHERE age > 30"),
+        ("SELECT region, dx.count_units(person) FROM {t} GROUP BY region ORDER BY 1",
+         f"SELECT r, count(u.person) FROM unnest(ARRAY['east','none','north','south','west']) r "
+         f"LEFT JOIN {per} ON u.region = r GROUP BY r ORDER BY 1"),
+    ]
+
+
+def check_bounded(conn, t, k):
+    for dx_sql, native in bounded_native(t, k):
+        got, want = norm(rows(conn, dx_sql.format(t=t))), norm(rows(conn, native))
+        assert got == want, (t, dx_sql, got, want)
+
+
+def test_units_per_shard_bounding_answers():
+    """(citusunit) Distributed by the unit column, bounded per shard on the workers: heavy units (up to
+    6 rows) keep exactly k rows whatever the statement (count, sum, avg, WHERE, FILTER, GROUP BY,
+    COUNT(DISTINCT unit), count_units), for int and text units, k = 1 and 3, and the rows are kept before
+    WHERE (a unit's k rows are drawn from all its rows, then WHERE applies)."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_person_table(conn, "pu3", "person")
+        make_person_table(conn, "pu1", "person", k=1)
+        make_person_table(conn, "put", "person", text_unit=True, shards=4)
+        make_person_table(conn, "local3", None)
+        for t, k in (("pu3", 3), ("pu1", 1), ("put", 3), ("local3", 3)):
+            check_bounded(conn, t, k)
+        for t in ("pu3", "pu1", "put"):
+            plan = "\n".join(r[0] for r in rows(conn, f"EXPLAIN (VERBOSE) SELECT dx.count(*) FROM {t}"))
+            assert "_unit_keep_shard" in plan, plan
+            # count_units / COUNT(DISTINCT unit): one row per (unit, group) of each shard's kept rows, in
+            # the shard's task (DISTINCT ON the unit, the distribution column), no window
+            for q in (f"SELECT region, dx.count(DISTINCT person) FROM {t} GROUP BY region",
+                      f"SELECT dx.count_units(person) FROM {t} WHERE age > 30"):
+                plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) " + q))
+                tasks = [line for line in plan.splitlines() if "Query: " in line and f"{t}_" in line]
+                assert tasks and all("_unit_keep_shard" in x and "DISTINCT ON" in x for x in tasks), plan
+                assert not any("OVER" in x or "intermediate_result" in x for x in tasks), plan
+        # before WHERE: flag holds on every other row (floor(n/2) of a unit's n rows). Kept first (3 of n at
+        # random), filtered after, the units of 1..6 rows count 0, 1, 1, 1.5, 1.2, 1.5 flagged rows in
+        # expectation (6.2 per person of each size); filtered first, they would count 0, 1, 1, 2, 2, 3 (9)
+        for t in ("pu3", "local3"):
+            m = scalar(conn, f"SELECT count(*) FROM (SELECT person FROM {t} GROUP BY person HAVING count(*) = 6) s")
+            flagged = float(scalar(conn, f"SELECT dx.count(*) FROM {t} WHERE flag"))
+            assert abs(flagged - 6.2 * m) < 0.3 * m, (t, flagged, m)
+        conn.close()
+
+
+def test_units_per_shard_fresh_after_writes_and_moves():
+    """(citusunit) A write between statements (a new heavy unit, rows added to a light unit, a delete,
+    inside a transaction too) gives answers of the new rows; a shard moved to the other worker keeps
+    its units whole, so the answers stay exact."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_person_table(conn, "pw", "person", persons=600)
+        check_bounded(conn, "pw", 3)  # (shards without a version: profiles built per statement)
+        assert scalar(conn, "SELECT dx.version_shards('pw')") == 8  # (then cached per shard version)
+        check_bounded(conn, "pw", 3)
+        check_bounded(conn, "pw", 3)
+        execute(conn, "INSERT INTO pw SELECT 100000 + g, 100000, 30, 'north', 1000, true FROM generate_series(1, 9) g")
+        execute(conn, "INSERT INTO pw SELECT 200000 + g, person, age, region, income, flag "
+                      "FROM (SELECT * FROM pw WHERE person = 6 LIMIT 1) s, generate_series(1, 4) g")
+        check_bounded(conn, "pw", 3)
+        execute(conn, "DELETE FROM pw WHERE person % 7 = 0")
+        check_bounded(conn, "pw", 3)
+        tx = connect("coord", db, autocommit=False)
+        execute(tx, "INSERT INTO pw SELECT 300000 + g, 300000, 30, 'south', 500, false FROM generate_series(1, 8) g")
+        check_bounded(tx, "pw", 3)
+        execute(tx, "UPDATE pw SET income = 600 WHERE person = 300000")  # (new ctids for a heavy unit's rows)
+        check_bounded(tx, "pw", 3)
+        tx.rollback()
+        tx.close()
+        check_bounded(conn, "pw", 3)
+        # move a shard of pw to the other worker (its rows, units whole, get new ctids and a new OID)
+        shard, node, port_ = rows(conn, "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = 'pw'::regclass "
+                                        "ORDER BY shardid LIMIT 1")[0]
+        other = rows(conn, "SELECT nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid > 0 "
+                           "AND nodeport <> %s LIMIT 1", (port_,))[0]
+        execute(conn, "SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => 'block_writes')",
+                (shard, node, port_, other[0], other[1]))
+        check_bounded(conn, "pw", 3)
+        assert scalar(conn, "SELECT dx.version_shards('pw')") == 8
+        check_bounded(conn, "pw", 3)
+        execute(conn, "INSERT INTO pw SELECT 400000 + g, 400000, 30, 'west', 700, true FROM generate_series(1, 5) g")
+        check_bounded(conn, "pw", 3)
+        conn.close()
+
+
+def test_units_per_shard_attacks():
+    """(citusunit) The worker-side keep function is refused to an analyst everywhere: by hand on the
+    coordinator (on the table or a constant row), inside her dx statement, and on a worker on a shard;
+    her charged statement still bounds each unit to k rows (noiseless count = sum(least(n, k))), and
+    its noisy answer under one seed equals the window path's (same sensitivity, hence same scale)."""
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
+        make_person_table(conn, "pa", "person", persons=900)
+        execute(conn, f"SELECT dx.grant_budget(%s::regrole, 'pa', 1000)", (ANALYST,))
+        a = connect("coord", db, user=ANALYST)
+        _refused(a, "SELECT dx._unit_keep_shard(person, tableoid, ctid, 1000, 'person') FROM pa", "42501")
+        _refused(a, "SELECT dx._unit_keep_shard(5, 'pa'::regclass::oid, '(0,1)'::tid, 1, 'person')", "42501")
+        _refused(a, "SELECT dx.count(*) FROM pa WHERE dx._unit_keep_shard(person, tableoid, ctid, 1000, 'person')")
+        _refused(a, "SELECT dx._unit_keep_shard(5, 'pa'::regclass::oid, '(0,1)'::tid, 1, 'person'), dx.count(*) FROM pa")
+        _refused(a, "SELECT dx.version_shards('pa')", "42501")
+        _refused(a, "SELECT dx._contents_trigger_on_shard('pa')", "42501")
+        bounded = float(scalar(conn, "SELECT sum(least(n, 3)) FROM (SELECT count(*) n FROM pa GROUP BY person) s"))
+        assert float(scalar(a, "SELECT dx.count(*) FROM pa")) == bounded  # (noiseless table: exact)
+        # no grant lets her SELECT a distributed table (it would reach the shards); on a local table
+        # with such a grant the keep function refuses her as an analyst (test_attacks units
+        # unit_keep_shard_*)
+        _refused(conn, f"GRANT SELECT ON pa TO {ANALYST}", "42501")
+        shards = [r[0] for r in rows(conn, "SELECT shard_name FROM citus_shards WHERE table_name = 'pa'::regclass")]
+        for node in ("w1", "w2"):
+            w = connect(node, db, user=ANALYST)
+            for s in [s for s in shards if scalar(w, "SELECT to_regclass(%s) IS NOT NULL", (s,))]:
+                _refused(w, f"SELECT dx._unit_keep_shard(5, '{s}'::regclass::oid, '(0,1)'::tid, 1, 'person')", "42501")
+                _refused(w, f"SELECT count(*) FROM {s} WHERE dx._unit_keep_shard(person, tableoid, ctid, 3, 'person')", "42501")
+            w.close()
+        a.close()
+        conn.close()
+
+
+def test_units_per_shard_same_noise_as_the_window_path():
+    """(citusunit) Under one seed, the per-shard bounding and the window path release the same noisy
+    count of a table with heavy units (the count of bounded rows does not depend on which rows are
+    kept): the sensitivity is the unit's k on both paths."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        make_table(conn, "noisy", "person", persons=2000, most=6)
+        answers = []
+        for bounding in ("hash", "sort"):
+            execute(conn, f"SET dxpriv.unit_bounding = {bounding}")
+            execute(conn, "SET dxpriv.test_seed = 11")
+            answers.append(rows(conn, "SELECT dx.count(*), dx.count(*) FILTER (WHERE age > 200) FROM noisy"))
+        execute(conn, "RESET dxpriv.unit_bounding")
+        assert answers[0] == answers[1], answers
+        conn.close()
+
+
+def test_units_shard_on_the_coordinator_keeps_the_window():
+    """(citusunit) A table distributed by its unit column with a shard on the coordinator: Citus reads
+    that shard in the analyst's own backend, where the per-shard keep function refuses her, so the
+    table keeps the window-function bounding and her statements are answered (bounded to k)."""
+    create_role(ANALYST)
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
+        execute(conn, "SELECT citus_set_node_property(%s, %s, 'shouldhaveshards', true)", ("127.0.0.1", port("coord")))
+        make_person_table(conn, "pc", "person", persons=600)
+        execute(conn, f"SELECT dx.grant_budget(%s::regrole, 'pc', 1000)", (ANALYST,))
+        assert scalar(conn, "SELECT count(*) FROM citus_shards WHERE table_name = 'pc'::regclass AND nodeport = %s",
+                      (port("coord"),)) > 0
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM pc"))
+        assert "_unit_keep_shard" not in plan and "row_number() OVER" in plan, plan
+        a = connect("coord", db, user=ANALYST)
+        bounded = float(scalar(conn, "SELECT sum(least(n, 3)) FROM (SELECT count(*) n FROM pc GROUP BY person) s"))
+        assert float(scalar(a, "SELECT dx.count(*) FROM pc")) == bounded
         a.close()
         conn.close()

@@ -3242,6 +3242,9 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # count_units beside other aggregates in one scan (unitmixed2): the aggregate is placed
                       # in analysts' statements; written by hand it is refused (units/mixed_units_set_by_hand)
                       "_noisy_count_units",
+                      # (citusunit) run by the table owner in the shard tasks of a Citus table distributed
+                      # by its unit: refuses an analyst (42501, attacks units unit_keep_shard_*)
+                      "_unit_keep_shard",
                       # stddev/corr/... (issue 24): the parts' aggregate and the statistic from them;
                       # written by hand they are refused (the dispersion attack category)
                       "_noisy_part", "_dispersion",
@@ -3934,6 +3937,21 @@ attack(C, "unit_profile_in_a_dx_statement",
 attack(C, "unit_keep_forged", "SELECT dx._unit_keep('\\x66727075'::bytea, 1, 0::oid, '(0,1)'::tid)", Reject("XX000", hint=False))
 attack(C, "unit_keep_guessed", "SELECT dx._unit_keep(decode(repeat('00', 80), 'hex'), p, 0::oid, '(0,1)'::tid) "
        "FROM generate_series(1, 20) p", Reject("XX000", hint=False))
+# citusunit: dx._unit_keep_shard(unit, tableoid, ctid, k, column), the shard tasks' keep qual of a Citus
+# table distributed by its unit column, builds the profile of the relation it is given: the analyst
+# (who holds SELECT on visits here, through the grant after protection) is refused by hand, over
+# guessed units, and inside a dx statement (where a large k would keep every row)
+attack(C, "unit_keep_shard_by_hand", "SELECT dx._unit_keep_shard(1, 'visits'::regclass::oid, '(0,1)'::tid, 1, 'person')",
+       Reject("42501"))
+attack(C, "unit_keep_shard_guessed_units", "SELECT dx._unit_keep_shard(p, 'visits'::regclass::oid, '(0,1)'::tid, 1, 'person') "
+       "FROM generate_series(1, 20) p", Reject("42501"))
+attack(C, "unit_keep_shard_in_a_dx_statement",
+       "SELECT dx.count(*) FROM visits WHERE dx._unit_keep_shard(person, tableoid, ctid, 100000, 'person')",
+       Reject(*SHAPE, "42501"))
+attack(C, "unit_keep_shard_in_a_dx_target",
+       "SELECT dx.count(*), dx._unit_keep_shard(1, 'visits'::regclass::oid, '(0,1)'::tid, 1, 'person') FROM visits",
+       Reject(*SHAPE, "42501"))
+attack(C, "version_shards", "SELECT dx.version_shards('visits')", Reject("42501", hint=False))
 
 
 def ward_x(conn):

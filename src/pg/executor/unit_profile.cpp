@@ -26,6 +26,7 @@ extern "C" {
 #include "storage/itemptr.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -48,7 +49,9 @@ int guc_unit_profile_memory = 16384; // kB
 namespace {
 
 constexpr uint32 kProfileMagic = 0x75707266; // "uprf"
-constexpr int kProfileSlots = 8;             // cached profiles; each may use 1/8 of the memory
+constexpr int kLargeSlots = 8;               // cached profiles that may use 1/8 of the memory each
+constexpr int kSmallSlots = 24;              // (citusunit) and of 1/32 each (a shard's profile), beyond it
+constexpr int kProfileSlots = kLargeSlots + kSmallSlots;
 
 // What identifies a profile: the rows it describes (the table, ONLY or its tree, and their contents
 // version) and how it splits them into units (the column, its type and collation, k).
@@ -91,9 +94,10 @@ struct ProfileShared {
 	LWLock *lock;
 	unsigned char secret[32]; // encryption (16) and MAC (16) keys of handed-out profiles (drawn at startup)
 	uint64 clock;
-	Size slot_bytes;
+	Size slot_bytes;  // a large slot's area (the largest profile cached)
+	Size small_bytes; // a small slot's area
 	ProfileSlot slots[kProfileSlots];
-	// then kProfileSlots areas of slot_bytes each
+	// then kLargeSlots areas of slot_bytes each and kSmallSlots of small_bytes each
 };
 
 ProfileShared *profile_shm = nullptr;
@@ -101,19 +105,34 @@ ProfileShared *profile_shm = nullptr;
 Size
 profile_slot_bytes()
 {
-	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / kProfileSlots);
+	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / kLargeSlots);
+}
+
+Size
+profile_small_bytes()
+{
+	return MAXALIGN(static_cast<Size>(guc_unit_profile_memory) * 1024 / 32);
 }
 
 Size
 profile_shmem_size()
 {
-	return MAXALIGN(sizeof(ProfileShared)) + kProfileSlots * profile_slot_bytes();
+	return MAXALIGN(sizeof(ProfileShared)) + kLargeSlots * profile_slot_bytes() + kSmallSlots * profile_small_bytes();
 }
 
 char *
 slot_area(int i)
 {
-	return reinterpret_cast<char *>(profile_shm) + MAXALIGN(sizeof(ProfileShared)) + i * profile_shm->slot_bytes;
+	const Size at = i < kLargeSlots ? i * profile_shm->slot_bytes
+	                                : kLargeSlots * profile_shm->slot_bytes + (i - kLargeSlots) * profile_shm->small_bytes;
+	return reinterpret_cast<char *>(profile_shm) + MAXALIGN(sizeof(ProfileShared)) + at;
+}
+
+// The bytes slot i holds at most.
+Size
+slot_capacity(int i)
+{
+	return i < kLargeSlots ? profile_shm->slot_bytes : profile_shm->small_bytes;
 }
 
 bool
@@ -356,17 +375,25 @@ store_profile(const ProfileId &id, const bytea *p)
 	LWLockAcquire(profile_shm->lock, LW_EXCLUSIVE);
 	int victim = -1;
 	for (int i = 0; i < kProfileSlots && victim < 0; i++) {
-		const ProfileSlot &s = profile_shm->slots[i];
-		if (s.used && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k)
+		ProfileSlot &s = profile_shm->slots[i];
+		if (s.used && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k) {
+			if (size <= slot_capacity(i))
+				victim = i;
+			else
+				s.used = false; // (the older version of the profile, in a slot too small for this one)
+		}
+	}
+	// a free slot that fits, small ones first (they hold the profiles of a worker's shards, citusunit),
+	// else the least recently used that fits
+	for (int n = 0; n < kProfileSlots && victim < 0; n++) {
+		const int i = (n + kLargeSlots) % kProfileSlots;
+		if (!profile_shm->slots[i].used && size <= slot_capacity(i))
 			victim = i;
 	}
-	for (int i = 0; i < kProfileSlots && victim < 0; i++)
-		if (!profile_shm->slots[i].used)
-			victim = i;
 	if (victim < 0) {
-		victim = 0;
-		for (int i = 1; i < kProfileSlots; i++)
-			if (profile_shm->slots[i].last_used < profile_shm->slots[victim].last_used)
+		for (int i = 0; i < kProfileSlots; i++)
+			if (size <= slot_capacity(i) &&
+			    (victim < 0 || profile_shm->slots[i].last_used < profile_shm->slots[victim].last_used))
 				victim = i;
 	}
 	ProfileSlot &s = profile_shm->slots[victim];
@@ -376,6 +403,24 @@ store_profile(const ProfileId &id, const bytea *p)
 	s.id = id;
 	s.last_used = ++profile_shm->clock;
 	LWLockRelease(profile_shm->lock);
+}
+
+// The profile of id under snap (id.version filled here): the cached copy, else built now (and
+// cached when the table has a contents version and the profile fits a slot). A PostgreSQL frame.
+bytea *
+profile_for(ProfileId &id, Snapshot snap)
+{
+	const bool versioned = contents_version(id.relid, snap, &id.version);
+	bytea *p = versioned ? cached_profile(id) : nullptr;
+	if (!p) {
+		for (int attempt = 0; attempt < 4 && !p; attempt++)
+			p = build_profile(id, versioned, snap, attempt);
+		if (!p)
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: unit profile ranks tied four times")));
+		if (versioned)
+			store_profile(id, p);
+	}
+	return p;
 }
 
 // The profile this backend sealed last (dx._unit_profile, the leader only), with its plain bytes, so
@@ -508,6 +553,36 @@ check_constant_tableoid(FunctionCallInfo fcinfo, const ProfileId &id)
 		                errhint("Run the statement again.")));
 }
 
+// Fills keep state st from a profile's plain bytes (header and table): the hasher of the unit type
+// (a hash function that is not built in runs sealed, as the table's owner, as in the build), the
+// ranker under the profile's key, a copy of the heavy units' table and its prefilter, in mcxt.
+void
+fill_keep_state(KeepState *st, const char *plain, Oid type, Oid collation, MemoryContext mcxt)
+{
+	ProfileHeader h;
+	std::memcpy(&h, plain, sizeof h);
+	init_unit_hasher(&st->hasher, type, collation, mcxt, kProfileHashHint, true, sealed_read_user(h.id.relid));
+	st->ranker = static_cast<SipRowRank *>(MemoryContextAlloc(mcxt, sizeof(SipRowRank)));
+	new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with mcxt)
+	const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);
+	auto *table = static_cast<HeavyUnit *>(MemoryContextAllocHuge(mcxt, bytes + sizeof(HeavyUnit)));
+	std::memcpy(table, plain + sizeof(ProfileHeader), bytes); // (aligned)
+	st->table = table;
+	st->slots = h.slots;
+	st->mask = h.slots == 0 ? 0 : h.slots - 1;
+	Size heavy = 0; // (counted in the table itself: the filter holds exactly its hashes)
+	for (uint32 i = 0; i < h.slots; i++)
+		heavy += table[i].hash != 0;
+	const Size words = UnitPrefilter::words_for(heavy);
+	auto *bits = static_cast<uint64 *>(MemoryContextAllocZero(mcxt, Max(words, 1) * sizeof(uint64)));
+	st->filter = UnitPrefilter(bits, words);
+	for (uint32 i = 0; i < h.slots; i++)
+		if (table[i].hash != 0)
+			st->filter.add(table[i].hash);
+	st->last_hash = 0; // (never a unit's hash: unit_hash_of)
+	st->last_heavy = false;
+}
+
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
 pg_noinline KeepState *
 keep_setup(FunctionCallInfo fcinfo, const void *arg)
@@ -526,33 +601,80 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 		ProfileHeader h;
 		std::memcpy(&h, plain, sizeof h);
 		check_constant_tableoid(fcinfo, h.id);
-		// a hash function that is not built in runs sealed, as the table's owner, as in the build
-		init_unit_hasher(&st->hasher, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt, kProfileHashHint, true,
-		                 sealed_read_user(h.id.relid));
-		st->ranker = static_cast<SipRowRank *>(palloc(sizeof(SipRowRank)));
-		new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with fn_mcxt)
-		const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);
-		auto *table = static_cast<HeavyUnit *>(MemoryContextAllocHuge(fcinfo->flinfo->fn_mcxt, bytes + sizeof(HeavyUnit)));
-		std::memcpy(table, plain + sizeof(ProfileHeader), bytes); // (aligned)
-		st->table = table;
-		st->slots = h.slots;
-		st->mask = h.slots == 0 ? 0 : h.slots - 1;
-		Size heavy = 0; // (counted in the table itself: the filter holds exactly its hashes)
-		for (uint32 i = 0; i < h.slots; i++)
-			heavy += table[i].hash != 0;
-		const Size words = UnitPrefilter::words_for(heavy);
-		auto *bits = static_cast<uint64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, Max(words, 1) * sizeof(uint64)));
-		st->filter = UnitPrefilter(bits, words);
-		for (uint32 i = 0; i < h.slots; i++)
-			if (table[i].hash != 0)
-				st->filter.add(table[i].hash);
-		st->last_hash = 0; // (never a unit's hash: unit_hash_of)
-		st->last_heavy = false;
+		fill_keep_state(st, plain, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
 		st->arg = arg;
 		st->mac = pre.mac;
 		fcinfo->flinfo->fn_extra = st;
 		MemoryContextSwitchTo(old);
 		out = st;
+		return Datum(0);
+	});
+	return out;
+}
+
+AnalystRoleCheck unit_shard_analyst_check = nullptr; // (set_unit_shard_analyst_check)
+
+// Per call site of dx._unit_keep_shard: the relation whose profile the keep state holds.
+struct ShardKeepState {
+	Oid relid;
+	KeepState keep;
+};
+
+// Checks the caller of dx._unit_keep_shard and makes the call site's state for relation relid (the
+// first row of an execution, or a row of another relation): the profile of ONLY relid under the
+// active snapshot, its unit column found by name, of the type and collation of the unit argument.
+pg_noinline ShardKeepState *
+shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
+{
+	ShardKeepState *out = nullptr;
+	guarded([&] {
+		bool allowed = false;
+		pg_call([&] {
+			allowed = !IsParallelWorker() && get_rel_relkind(relid) == RELKIND_RELATION &&
+			          pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
+			          pg_class_aclcheck(relid, GetSessionUserId(), ACL_SELECT) == ACLCHECK_OK;
+		});
+		// an analyst may hold SELECT on a protected table (a grant after dx.protect_table) and still
+		// read none of its rows (the hooks refuse her statements on it): she is refused here too
+		allowed = allowed && unit_shard_analyst_check && !unit_shard_analyst_check();
+		if (!allowed)
+			fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dx._unit_keep_shard is placed by dxpriv only",
+			     "It is part of the shard queries dxpriv sends for Citus tables distributed by their privacy unit.");
+		const int32 k = PG_GETARG_INT32(3);
+		if (k < 1)
+			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a unit profile of no unit");
+		pg_call([&] {
+			MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+			ProfileId id;
+			std::memset(&id, 0, sizeof id);
+			id.relid = relid;
+			id.inh = false;
+			id.k = k;
+			id.seed = guc_test_seed < 0 ? -1 : static_cast<int64>(guc_test_seed);
+			char *column = text_to_cstring(PG_GETARG_TEXT_PP(4));
+			id.attnum = get_attnum(relid, column);
+			if (id.attnum == InvalidAttrNumber)
+				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: the privacy unit column is missing")));
+			int32 typmod = -1;
+			get_atttypetypmodcoll(relid, id.attnum, &id.type, &typmod, &id.collation);
+			// (the unit hashes under the column's own collation, in the build and here alike: the call's
+			// input collation also mixes the column name's)
+			if (id.type != get_fn_expr_argtype(fcinfo->flinfo, 0))
+				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another unit type")));
+			if (!ActiveSnapshotSet())
+				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep_shard without a snapshot")));
+			bytea *p = profile_for(id, GetActiveSnapshot());
+			auto *st = static_cast<ShardKeepState *>(fcinfo->flinfo->fn_extra);
+			if (!st)
+				st = static_cast<ShardKeepState *>(palloc0(sizeof(ShardKeepState)));
+			st->relid = InvalidOid;
+			fill_keep_state(&st->keep, VARDATA(p), id.type, id.collation, fcinfo->flinfo->fn_mcxt);
+			pfree(p);
+			st->relid = relid;
+			fcinfo->flinfo->fn_extra = st;
+			MemoryContextSwitchTo(old);
+			out = st;
+		});
 		return Datum(0);
 	});
 	return out;
@@ -576,6 +698,13 @@ unit_profile_token()
 
 // See unit_profile.h.
 void
+set_unit_shard_analyst_check(AnalystRoleCheck check)
+{
+	unit_shard_analyst_check = check;
+}
+
+// See unit_profile.h.
+void
 unit_profile_define_gucs()
 {
 	DefineCustomBoolVariable("dxpriv.unit_profiles",
@@ -589,8 +718,9 @@ unit_profile_define_gucs()
 	DefineCustomIntVariable("dxpriv.unit_profile_memory",
 	                        "Shared memory of the unit profile cache.",
 	                        "Eight profiles of up to an eighth each (16 bytes per heavy unit, table of twice "
-	                        "their number rounded to a power of two); a larger profile is built for each "
-	                        "statement. 0: no cache. Needs a restart.",
+	                        "their number rounded to a power of two), and 24 more of up to a 32nd each (the "
+	                        "shards of Citus tables; shared memory used: 1.75 times this setting); a larger "
+	                        "profile is built for each statement. 0: no cache. Needs a restart.",
 	                        &guc_unit_profile_memory, 16384, 0, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
 }
@@ -614,6 +744,7 @@ unit_profile_startup()
 		std::memset(profile_shm, 0, sizeof(ProfileShared));
 		profile_shm->lock = &(GetNamedLWLockTranche("dxpriv_unit_profiles"))->lock;
 		profile_shm->slot_bytes = profile_slot_bytes();
+		profile_shm->small_bytes = profile_small_bytes();
 		if (!pg_strong_random(profile_shm->secret, sizeof profile_shm->secret))
 			ereport(FATAL, (errmsg("dxpriv could not draw the unit profile secret")));
 	}
@@ -658,17 +789,7 @@ DX_FUNCTION(dx_unit_profile)
 		int32 typmod = -1;
 		get_atttypetypmodcoll(id.relid, id.attnum, &id.type, &typmod, &id.collation);
 		Snapshot snap = GetActiveSnapshot();
-		const bool versioned = contents_version(id.relid, snap, &id.version);
-		if (versioned)
-			p = cached_profile(id);
-		if (!p) {
-			for (int attempt = 0; attempt < 4 && !p; attempt++)
-				p = build_profile(id, versioned, snap, attempt);
-			if (!p)
-				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: unit profile ranks tied four times")));
-			if (versioned)
-				store_profile(id, p);
-		}
+		p = profile_for(id, snap);
 		const uint64 fingerprint = snapshot_fingerprint(snap);
 		std::memcpy(VARDATA(p) + offsetof(ProfileHeader, snapshot), &fingerprint, sizeof fingerprint);
 		bytea *sealed = seal_profile(VARDATA(p), VARSIZE(p) - VARHDRSZ);
@@ -709,5 +830,49 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 	const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
 	                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
 	PG_RETURN_BOOL(rank <= st->last_threshold);
+}
+}
+
+// dx._unit_keep_shard(unit anyelement, tableoid oid, ctid tid, k int4, unit_column text) -> bool
+// (citusunit): whether a row of a shard of a Citus table distributed by its unit column is kept,
+// its unit's rows being all in that shard. The shard task queries of such a table carry it as the
+// qual of the scan; the worker backend that runs the task finds (shared memory, keyed on the shard's
+// OID and contents version) or builds the profile of ONLY the relation `tableoid` (the shard there:
+// Citus renames relations in the task query but tableoid is the scanned relation's own OID) through
+// the sealed build (profile_for), and applies the rule of dx._unit_keep: a row is kept when its unit
+// has at most k rows in the relation or its rank is within its unit's k smallest. Nothing of the
+// profile leaves the backend. Refused (42501) unless both the session user and the current user may
+// SELECT the relation and neither is an analyst (set_unit_shard_analyst_check): on a worker Citus
+// runs the tasks of an analyst's charged statement as the table owner; an analyst's own call, by hand
+// or inside her dx statement on the coordinator (her session user), is refused even where a grant
+// lets her SELECT the table; on a worker she holds no privilege on the shards (dx.protect_table
+// revokes them, Citus copies the table's grants), and whoever passes could read the rows themselves. PARALLEL RESTRICTED: one profile (one rank key) per relation and execution, never
+// one per parallel worker. A relation whose tableoid changes between rows (not a shard task) gets the
+// profile of each relation in turn.
+extern "C" {
+PG_FUNCTION_INFO_V1(dx_unit_keep_shard);
+Datum
+dx_unit_keep_shard(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_ARGISNULL(4))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep_shard without a row")));
+	const Oid relid = PG_GETARG_OID(1);
+	auto *st = static_cast<ShardKeepState *>(fcinfo->flinfo->fn_extra);
+	if (!st || st->relid != relid)
+		st = shard_keep_setup(fcinfo, relid);
+	KeepState *ks = &st->keep;
+	if (ks->slots == 0)
+		PG_RETURN_BOOL(true);
+	const uint64 hash = unit_hash_of(&ks->hasher, PG_ARGISNULL(0) ? 0 : PG_GETARG_DATUM(0), PG_ARGISNULL(0));
+	if (hash != ks->last_hash) {
+		ks->last_hash = hash;
+		ks->last_heavy = heavy_threshold(ks, hash, &ks->last_threshold);
+	}
+	if (!ks->last_heavy)
+		PG_RETURN_BOOL(true);
+	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(2)));
+	const int64 rank = static_cast<int64>(
+	    ks->ranker->rank(relid, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
+	PG_RETURN_BOOL(rank <= ks->last_threshold);
 }
 }

@@ -23,6 +23,12 @@ namespace dxpriv::pg {
 // statement, cannot know it).
 int64 unit_profile_token();
 
+// (citusunit) The check dx._unit_keep_shard makes of its caller besides privileges: true when the
+// current role or the session's login role is (or inherits) an analyst role. Registered by the hooks
+// layer at load (the analyst layer is above this one); unregistered, every call is refused.
+using AnalystRoleCheck = bool (*)();
+void set_unit_shard_analyst_check(AnalystRoleCheck check);
+
 // Defines dxpriv.unit_profiles and dxpriv.unit_profile_memory (from _PG_init, before shmem requests).
 void unit_profile_define_gucs();
 // Shared memory of the profile cache (shmem_request_hook / shmem_startup_hook).

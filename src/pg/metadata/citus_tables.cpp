@@ -89,4 +89,19 @@ answered_on_one_node(const CitusTable &t)
 	return t.citus && (t.method == 'n' || t.shards < 2);
 }
 
+// See citus_tables.h.
+std::string
+citus_hash_distribution_column(const ExtensionObjects &ext, Oid relid)
+{
+	if (!citus_installed())
+		return "";
+	InternalSpi spi(ext.schema_owner);
+	if (spi.exec("SELECT pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) FROM pg_catalog.pg_dist_partition p "
+	             "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1 AND p.partmethod OPERATOR(pg_catalog.=) 'h' "
+	             "AND p.partkey IS NOT NULL",
+	             {{OIDOID, ObjectIdGetDatum(relid)}}, true) == 0)
+		return "";
+	return spi.text(0, 0);
+}
+
 } // namespace dxpriv::pg

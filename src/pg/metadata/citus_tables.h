@@ -3,6 +3,8 @@
 
 #include "pg/metadata/extension_objects.h"
 
+#include <string>
+
 namespace dxpriv::pg {
 
 // How Citus holds a table (pg_dist_partition, pg_dist_shard).
@@ -24,5 +26,9 @@ bool citus_distributed_table(Oid relid);
 // schema-based-sharding table, or one shard): its router planner would send the whole statement,
 // releases included, to that node, so such statements are planned without it (planner/distributed.h).
 bool answered_on_one_node(const CitusTable &t);
+// The distribution column's name of a hash-distributed Citus table relid ("" for any other table,
+// or without Citus) (citusunit: a unit column that is the distribution column keeps every row of a
+// unit in one shard). Runs SQL as the extension owner (sealed SPI).
+std::string citus_hash_distribution_column(const ExtensionObjects &ext, Oid relid);
 
 } // namespace dxpriv::pg

@@ -1,5 +1,6 @@
 // Privacy units: the SQL of count_units through the unit profile (unit_distinct_source.h).
 #include "pg/planner/unit_distinct_source.h"
+#include "pg/planner/unit_shard_source.h"
 
 #include "pg/guard.h"
 #include "pg/planner/unit_profile_source.h"
@@ -52,8 +53,11 @@ bool
 unit_distinct_applies(Query *q, const UnitSource &spec)
 {
 	const bool grouped = spec.keys != nullptr;
-	if (spec.distinct_weights.empty() || !spec.flag_columns.empty() || spec.distributed || q->groupingSets != NIL ||
-	    (grouped && (spec.distinct_weights.size() != 1 || !spec.empty_groups || spec.group_index == nullptr)) ||
+	// (citusunit: on a Citus table distributed by its unit column, the rows bounded per shard; its groups
+	// come from one state, with no empty-group rows, planner/distributed.h)
+	if (spec.distinct_weights.empty() || !spec.flag_columns.empty() || q->groupingSets != NIL ||
+	    (grouped && (spec.distinct_weights.size() != 1 || (!spec.empty_groups && !spec.distributed) ||
+	                 spec.group_index == nullptr)) ||
 	    (!grouped && (spec.group_index != nullptr || q->groupClause != NIL)))
 		return false;
 	static int ungrouped_marker;
@@ -63,7 +67,7 @@ unit_distinct_applies(Query *q, const UnitSource &spec)
 		return false;
 	UnitSource rows = spec; // the rows' bounding, without count_units
 	rows.distinct_weights.clear();
-	return profile_bounding_applies(rows);
+	return spec.distributed ? shard_bounding_applies(rows) : profile_bounding_applies(rows);
 }
 
 // See unit_distinct_source.h.

@@ -9,7 +9,9 @@ namespace dxpriv::pg {
 
 // True when spec's count_units flags may be computed from the profile-bounded rows without the hash
 // pass: the profile applies to the rows (profile_bounding_applies with spec's count_units ignored),
-// there are no flag columns (open keys), no grouping sets, not a Citus table, and every aggregate
+// there are no flag columns (open keys), no grouping sets (on a Citus table: it is distributed by the
+// unit column and the rows are bounded per shard, unit_shard_source.h, whose groups come from one
+// state, without empty-group rows; the DISTINCT ON the unit runs in each shard's task), and every aggregate
 // of q (the statement being rewritten, its table still range table entry 1) reads a count_units
 // flag placeholder (so its answer depends only on the flags; a one-pass count(*) reads none).
 // Ungrouped, q must read no column of the table outside the source: the hash pass's flag of unit u

@@ -8,6 +8,7 @@
 #include "pg/settings.h"
 #include "pg/planner/unit_hash_source.h"
 #include "pg/planner/unit_profile_source.h"
+#include "pg/planner/unit_shard_source.h"
 #include "pg/planner/unit_distinct_source.h"
 #include "pg/planner/unit_count_set.h"
 #include "pg/planner/unit_order_check.h"
@@ -104,7 +105,9 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		       " AS dx_c" + std::to_string(i) + ", ";
 	// (unit profiles, planner/unit_profile_source.h: no rank column, the kept rows are a qual)
 	const bool distinct = unit_distinct_applies(q, spec); // (unitdistinct: count_units by the profile)
-	const bool profile = distinct || profile_bounding_applies(spec);
+	// (citusunit: a Citus table distributed by its unit column, bounded per shard on the workers)
+	const bool shard = spec.distributed && (distinct || shard_bounding_applies(spec));
+	const bool profile = distinct || shard || profile_bounding_applies(spec);
 	sql += std::string(quote_identifier(unit.column.c_str())) + " AS dx_u" +
 	       (profile ? "" : ", dx._unit_rank(tableoid, ctid) AS dx_h");
 	if (grouped)
@@ -113,7 +116,7 @@ replace_with_unit_source(Query *q, const UnitSource &spec)
 		sql += ", NULL::pg_catalog.float8 AS dx_w" + std::to_string(j);
 	sql += " FROM " + table;
 	if (profile)
-		sql += " WHERE " + profile_keep_clause(spec, rte->inh);
+		sql += " WHERE " + (shard ? shard_keep_clause(spec) : profile_keep_clause(spec, rte->inh));
 	int level = 0;
 	auto wrap = [&](const std::string &select, const std::string &where) {
 		const std::string alias = "dx_l" + std::to_string(level++);
