@@ -78,6 +78,10 @@ struct ProfileHeader {
 	unsigned char key[16]; // the rank key
 	uint32 heavy;
 	uint32 slots;
+	// the two units no table entry can name (unit_special): the NULL unit and the unit whose hash is
+	// 0 (the empty entry); special_heavy[c]: more than k rows, with threshold special_threshold[c]
+	int64 special_threshold[2];
+	bool special_heavy[2];
 };
 
 struct HeavyUnit {
@@ -154,15 +158,23 @@ unit_hash_identity(Oid type, uint64 *identity)
 	return c;
 }
 
-// The unit's 64-bit hash in a profile (executor/unit_hash.h), never 0 (the empty entry). Two units
-// with one hash are one unit here: a light unit sharing the hash of a heavy one only loses rows (the
-// threshold is the k-th smallest rank of their rows together, so neither keeps more than k), a
-// 2^-64 event per pair.
-inline uint64
-unit_hash_of(const UnitHasher *u, Datum v, bool isnull)
+// The unit's 64-bit hash in a profile (executor/unit_hash.h) and its class: -1 for a unit named by
+// its hash in the table of heavy units, 0 for the NULL unit, 1 for the unit whose hash is 0 (the
+// table's empty entry); the two special units have their own entries in the header. So integer
+// units (whose hash is a bijection of their value) never share an entry: before, the NULL unit's
+// constant hash and the remapping of hash 0 to 1 let two chosen int8 values share one with NULL
+// and with 0, and two units sharing an entry keep k rows together, which may be all of one of them
+// (adding a unit could then swap up to k of another unit's kept rows for its own: twice the presence
+// bound; e2e test_unit_redteam.test_crafted_int8_units_colliding_with_null_and_zero). Other types
+// share an entry only when their opclass's 64-bit hashes collide.
+inline int
+unit_special(const UnitHasher *u, Datum v, bool isnull, uint64 *hash)
 {
-	const uint64 h = unit_hash_value(u, v, isnull);
-	return h == 0 ? 1 : h;
+	*hash = 0;
+	if (isnull)
+		return 0;
+	*hash = unit_hash_value(u, v, false);
+	return *hash == 0 ? 1 : -1;
 }
 
 constexpr const char *kProfileHashHint = "Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.";
@@ -261,6 +273,8 @@ struct ProfileScan {
 	UnitHasher hasher;
 	RowRank *rows;
 	Size n, cap;
+	int64 *special[2]; // the ranks of the special units' rows (unit_special)
+	Size nspecial[2], capspecial[2];
 };
 
 // One row of the build's scan (SealedRowFn): its unit's hash and its rank.
@@ -268,13 +282,26 @@ void
 profile_scan_row(void *ctx, const SealedRow &row)
 {
 	auto *ps = static_cast<ProfileScan *>(ctx);
+	uint64 hash;
+	const int c = unit_special(&ps->hasher, row.value, row.isnull, &hash);
+	const int64 rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+	if (c >= 0) {
+		if (ps->nspecial[c] == ps->capspecial[c]) {
+			ps->capspecial[c] = ps->capspecial[c] == 0 ? 64 : 2 * ps->capspecial[c];
+			ps->special[c] = static_cast<int64 *>(
+			    ps->special[c] ? repalloc_huge(ps->special[c], ps->capspecial[c] * sizeof(int64))
+			                   : MemoryContextAllocHuge(CurrentMemoryContext, ps->capspecial[c] * sizeof(int64)));
+		}
+		ps->special[c][ps->nspecial[c]++] = rank;
+		return;
+	}
 	if (ps->n == ps->cap) {
 		ps->cap *= 2;
 		ps->rows = static_cast<RowRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(RowRank)));
 	}
 	RowRank &r = ps->rows[ps->n++];
-	r.hash = unit_hash_of(&ps->hasher, row.value, row.isnull);
-	r.rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+	r.hash = hash;
+	r.rank = rank;
 }
 
 // Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
@@ -294,6 +321,7 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	// the scan and every hash call run inside the sealed path, as the table's owner
 	// (elevated/sealed_scan.h): the hasher is not sealed again per call
 	ProfileScan ps;
+	std::memset(&ps, 0, sizeof ps);
 	ps.n = 0;
 	ps.ranker = &ranker;
 	init_unit_hasher(&ps.hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint, false, InvalidOid);
@@ -307,6 +335,19 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 		return a.hash != b.hash ? a.hash < b.hash : a.rank < b.rank;
 	});
 	const Size k = static_cast<Size>(id.k);
+	for (int c = 0; c < 2; c++) { // the special units (unit_special): their own entries
+		int64 *ranks = ps.special[c];
+		const Size m = ps.nspecial[c];
+		if (m <= k)
+			continue;
+		std::sort(ranks, ranks + m);
+		if (ranks[k] == ranks[k - 1]) { // a tie at the threshold would keep k + 1 rows
+			pfree(rows);
+			return nullptr;
+		}
+		h.special_heavy[c] = true;
+		h.special_threshold[c] = ranks[k - 1];
+	}
 	uint32 heavy = 0;
 	for (Size i = 0; i < n;) {
 		Size j = i;
@@ -498,6 +539,9 @@ struct KeepState {
 	uint64 last_hash;     // the unit of the previous row (0: none; rows of a unit often follow each other)
 	bool last_heavy;      // and its lookup: heavy, with this threshold, or light
 	int64 last_threshold;
+	bool special_heavy[2]; // the special units (unit_special), from the profile's header
+	int64 special_threshold[2];
+	bool none_heavy;       // no heavy unit at all: every row is kept
 };
 
 // Whether the unit of hash h is heavy (then *threshold is its threshold): the prefilter, then the
@@ -505,7 +549,7 @@ struct KeepState {
 inline bool
 heavy_threshold(const KeepState *st, uint64 h, int64 *threshold)
 {
-	if (!st->filter.maybe(h))
+	if (st->slots == 0 || !st->filter.maybe(h))
 		return false;
 	for (uint32 at = static_cast<uint32>(h) & st->mask; st->table[at].hash != 0; at = (at + 1) & st->mask)
 		if (st->table[at].hash == h) {
@@ -593,7 +637,12 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 		for (uint32 i = 0; i < h.slots; i++)
 			if (table[i].hash != 0)
 				st->filter.add(table[i].hash);
-		st->last_hash = 0; // (never a unit's hash: unit_hash_of)
+		st->last_hash = 0; // (never a table unit's hash: unit_special)
+		for (int c = 0; c < 2; c++) {
+			st->special_heavy[c] = h.special_heavy[c];
+			st->special_threshold[c] = h.special_threshold[c];
+		}
+		st->none_heavy = h.slots == 0 && !h.special_heavy[0] && !h.special_heavy[1];
 		st->last_heavy = false;
 		st->arg = arg;
 		st->mac = pre.mac;
@@ -745,18 +794,27 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 	const void *arg = DatumGetPointer(PG_GETARG_DATUM(0));
 	if (!st || !same_sealed_value(st, arg))
 		st = keep_setup(fcinfo, arg);
-	if (st->slots == 0)
+	if (st->none_heavy)
 		PG_RETURN_BOOL(true);
-	const uint64 hash = unit_hash_of(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
-	if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
-		st->last_hash = hash;
-		st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
+	uint64 hash;
+	const int c = unit_special(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1), &hash);
+	int64 threshold;
+	if (c >= 0) {
+		if (!st->special_heavy[c])
+			PG_RETURN_BOOL(true);
+		threshold = st->special_threshold[c];
+	} else {
+		if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
+			st->last_hash = hash;
+			st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
+		}
+		if (!st->last_heavy)
+			PG_RETURN_BOOL(true);
+		threshold = st->last_threshold;
 	}
-	if (!st->last_heavy)
-		PG_RETURN_BOOL(true);
 	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
 	const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
 	                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
-	PG_RETURN_BOOL(rank <= st->last_threshold);
+	PG_RETURN_BOOL(rank <= threshold);
 }
 }
