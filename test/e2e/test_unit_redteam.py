@@ -270,6 +270,62 @@ def test_profile_follows_snapshots_across_concurrent_writes():
         assert rows_of(other, "EXECUTE p") == [(after,)]
 
 
+def test_partitions_attached_and_detached_under_a_prepared_statement():
+    """A prepared statement (no parameter: its plan is generic and cached) on a partitioned table
+    and on an inheritance parent, run again after a partition (or child) holding 100 rows of a
+    person is attached, detached, re-attached with its trigger from before, and after ONLY: every
+    execution keeps the rule's rows (or is refused with 55000)."""
+    with fresh_db() as db:
+        admin = connect(db)
+        ensure_analyst(admin, db)
+        execute(admin, "CREATE TABLE pt (u int, g text) PARTITION BY LIST (g)")
+        execute(admin, "CREATE TABLE pt_x PARTITION OF pt FOR VALUES IN ('x')")
+        execute(admin, "INSERT INTO pt SELECT i % 40, 'x' FROM generate_series(1, 100) i")
+        protect(admin, "pt")
+        execute(admin, "CREATE TABLE ih (u int, g text)")
+        execute(admin, "INSERT INTO ih SELECT i % 40, 'x' FROM generate_series(1, 100) i")
+        protect(admin, "ih")
+        analyst = connect(db, user=ANALYST)
+        execute(analyst, "PREPARE a AS SELECT dx.count(*), dx.count_units(u) FROM pt")
+        execute(analyst, "PREPARE b AS SELECT dx.count(*) FROM pt WHERE g = 'y'")
+        execute(analyst, "PREPARE c AS SELECT dx.count(*), dx.count_units(u) FROM ih")
+        execute(analyst, "PREPARE d AS SELECT dx.count(*) FROM ONLY ih")
+
+        def check(step):
+            for name, table, only in [("a", "pt", False), ("c", "ih", False), ("d", "ih", True)]:
+                rows, units = exact(admin, ("ONLY " if only else "") + table)
+                try:
+                    got = rows_of(analyst, f"EXECUTE {name}")
+                except psycopg2.Error as e:
+                    assert e.pgcode == "55000", f"{step} {name}: {e.pgcode} {e.diag.message_primary}"
+                    continue
+                want = [(rows,)] if only else [(rows, units)]
+                assert got == want, f"{step}, EXECUTE {name}: {got} (the rule: {want})"
+            got = rows_of(analyst, "EXECUTE b")[0][0]
+            most = exact(admin, "(SELECT u FROM pt WHERE g = 'y') s")[0]  # each unit's y rows, at most k
+            assert got <= most, f"{step}: {got} rows of ward y kept, the rule keeps at most {most}"
+
+        check("before")
+        execute(admin, "CREATE TABLE pt_y (u int, g text)")
+        execute(admin, "INSERT INTO pt_y SELECT 1, 'y' FROM generate_series(1, 100)")
+        execute(admin, "ALTER TABLE pt ATTACH PARTITION pt_y FOR VALUES IN ('y')")
+        execute(admin, "CREATE TABLE ih_c (u int, g text)")
+        execute(admin, "INSERT INTO ih_c SELECT 1, 'x' FROM generate_series(1, 100)")
+        execute(admin, "ALTER TABLE ih_c INHERIT ih")
+        check("attached")
+        execute(admin, "SELECT dx.protect_table('pt', 'Infinity')")  # reinstalls the missing triggers
+        execute(admin, "SELECT dx.protect_table('ih', 'Infinity')")
+        check("triggers reinstalled")
+        execute(admin, "ALTER TABLE pt DETACH PARTITION pt_y")
+        execute(admin, "ALTER TABLE ih_c NO INHERIT ih")
+        check("detached")
+        execute(admin, "INSERT INTO pt_y SELECT 2, 'y' FROM generate_series(1, 50)")
+        execute(admin, "INSERT INTO ih_c SELECT 2, 'x' FROM generate_series(1, 50)")
+        execute(admin, "ALTER TABLE pt ATTACH PARTITION pt_y FOR VALUES IN ('y')")
+        execute(admin, "ALTER TABLE ih_c INHERIT ih")
+        check("re-attached with their triggers")
+
+
 def test_scroll_cursor_releases_once():
     """A scrollable cursor over a noisy count: fetching it again after a rewind gives the same
     answer (materialized, not a fresh draw), and the ledger holds one charge."""
@@ -330,6 +386,16 @@ def test_cancel_mid_scan_leaves_profiles_correct():
                     cancelled += 1
                 finally:
                     execute(analyst, "RESET statement_timeout")
+                # the build runs as the table's owner with the sealed settings: a cancel inside it
+                # leaves the analyst herself, with her own settings, and raw rows refused
+                assert rows_of(analyst, "SELECT current_user, current_setting('search_path')") == \
+                    [(ANALYST, '"$user", public')]
+                try:
+                    rows_of(analyst, "SELECT u FROM big LIMIT 1")
+                except psycopg2.Error as e:
+                    assert e.pgcode == "42501", f"{e.pgcode} {e.diag.message_primary}"
+                else:
+                    raise AssertionError("a raw row was read after a cancelled statement")
                 assert rows_of(analyst, "SELECT dx.count(*), dx.count_units(u) FROM big") == [want]
         assert cancelled > 0, "no statement was cancelled: the test did not test cancellation"
         for label, settings in SETTINGS.items():
