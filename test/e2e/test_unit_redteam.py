@@ -480,6 +480,53 @@ def test_replaced_unit_hash_function_keeps_k():
                 assert got == [want], f"{label}, hash function replaced: {got}, the rule keeps {want}"
 
 
+# ---------------------------------------------------------------- a database copied from another
+
+def test_database_made_from_a_template_has_its_own_profiles():
+    """CREATE DATABASE b TEMPLATE a copies a's files: the same table OIDs, relfilenodes, trigger rows
+    and dx.contents_changes rows, so after one write on each side both tables had one contents
+    version, and the cluster-wide profile cache gave b the profile built in a (b: 300 rows counted
+    where the rule keeps 104, persons 5 and 6 keeping 101 rows each). The profile key holds the
+    database; so does the answer cache's key (b's statement is answered from b's rows)."""
+    name_a = f"unit_tpl_a_{os.getpid()}"
+    name_b = f"unit_tpl_b_{os.getpid()}"
+    root = connect()
+    try:
+        execute(root, f"CREATE DATABASE {name_a}")
+        a = connect(name_a)
+        execute(a, "CREATE EXTENSION dxpriv")
+        ensure_analyst(a, name_a)
+        execute(a, "CREATE TABLE v (u int, g text)")
+        execute(a, "INSERT INTO v SELECT i, 'x' FROM generate_series(1, 100) i")
+        protect(a, "v")
+        a.close()
+        execute(root, f"CREATE DATABASE {name_b} TEMPLATE {name_a}")
+        a, b = connect(name_a), connect(name_b)
+        for step, (in_a, in_b) in enumerate([("INSERT INTO v VALUES (1, 'x')",
+                                             "INSERT INTO v SELECT 5, 'x' FROM generate_series(1, 100)"),
+                                            ("INSERT INTO v VALUES (2, 'x')",
+                                             "INSERT INTO v SELECT 6, 'x' FROM generate_series(1, 100)")]):
+            execute(a, in_a)
+            execute(b, in_b)
+            analyst_a, analyst_b = connect(name_a, user=ANALYST), connect(name_b, user=ANALYST)
+            for label, settings in SETTINGS.items():
+                want_a, want_b = exact(a, "v"), exact(b, "v")
+                got_a = under(analyst_a, settings, "SELECT dx.count(*), dx.count_units(u) FROM v")
+                got_b = under(analyst_b, settings, "SELECT dx.count(*), dx.count_units(u) FROM v")
+                assert got_a == [want_a], f"step {step} {label}, database a: {got_a} (the rule: {want_a})"
+                assert got_b == [want_b], f"step {step} {label}, database b: {got_b} (the rule: {want_b})"
+                # (the answer cache is on in these databases: b's statement has a's role, text and
+                # version, and was answered from a's rows before)
+            analyst_a.close()
+            analyst_b.close()
+        a.close()
+        b.close()
+    finally:
+        execute(root, f"DROP DATABASE IF EXISTS {name_b} WITH (FORCE)")
+        execute(root, f"DROP DATABASE IF EXISTS {name_a} WITH (FORCE)")
+        root.close()
+
+
 # ---------------------------------------------------------------- logical replication
 
 def _as_cluster_owner(cmd):

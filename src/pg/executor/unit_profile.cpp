@@ -57,6 +57,9 @@ constexpr int kProfileSlots = 8;             // cached profiles; each may use 1/
 // What identifies a profile: the rows it describes (the table, ONLY or its tree, and their contents
 // version) and how it splits them into units (the column, its type and collation, k).
 struct ProfileId {
+	Oid database; // (MyDatabaseId: a database made from another as its template has the same table
+	              // OIDs, relfilenodes, trigger rows and contents_changes rows, hence equal versions
+	              // after as many writes on each side; the cache is the cluster's)
 	Oid relid;
 	bool inh;
 	int16 attnum;
@@ -128,7 +131,7 @@ slot_area(int i)
 bool
 same_id(const ProfileId &a, const ProfileId &b)
 {
-	return a.relid == b.relid && a.inh == b.inh && a.attnum == b.attnum && a.k == b.k && a.type == b.type &&
+	return a.database == b.database && a.relid == b.relid && a.inh == b.inh && a.attnum == b.attnum && a.k == b.k && a.type == b.type &&
 	       a.collation == b.collation && a.version == b.version && a.seed == b.seed && a.hash_fn == b.hash_fn;
 }
 
@@ -429,7 +432,7 @@ store_profile(const ProfileId &id, const bytea *p)
 	int victim = -1;
 	for (int i = 0; i < kProfileSlots && victim < 0; i++) {
 		const ProfileSlot &s = profile_shm->slots[i];
-		if (s.used && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k)
+		if (s.used && s.id.database == id.database && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k)
 			victim = i;
 	}
 	for (int i = 0; i < kProfileSlots && victim < 0; i++)
@@ -733,6 +736,7 @@ DX_FUNCTION(dx_unit_profile)
 {
 	ProfileId id;
 	std::memset(&id, 0, sizeof id);
+	id.database = MyDatabaseId;
 	id.relid = PG_GETARG_OID(0);
 	id.inh = PG_GETARG_BOOL(1);
 	id.attnum = PG_GETARG_INT16(2);
