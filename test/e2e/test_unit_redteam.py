@@ -201,7 +201,16 @@ def test_mixed_count_units_shapes_keep_k_and_count_once():
                 for r in got:
                     pair = sorted(r)  # (units, rows) whatever the column order
                     assert pair == [1, K], f"{label}: {sql}: {got}"
+        execute(admin, "CREATE TABLE ward_tags (ward text, tag int)")
+        execute(admin, "INSERT INTO ward_tags SELECT 'x', i FROM generate_series(1, 10) i")  # fans ward x out 10x
+        execute(admin, "GRANT SELECT ON ward_tags TO PUBLIC")
+        execute(admin, "SELECT dx.set_public('public.ward_tags')")
         for sql, state in [("SELECT dx.count_units(person) FILTER (WHERE person = 1), dx.count(*) FROM visits", "42501"),
+                           ("SELECT dx.count_units(ward), dx.count(*) FROM visits", "0A000"),
+                           ("SELECT dx.count(*), dx.count_units(person) FROM visits v JOIN ward_tags w ON v.ward = w.ward",
+                            "0A000"),
+                           ("SELECT w.tag, dx.count(*) FROM visits v LEFT JOIN ward_tags w ON v.ward = w.ward GROUP BY w.tag",
+                            "0A000"),
                            ("SELECT ward, dx.count(*), dx.count_units(person) FROM visits GROUP BY GROUPING SETS ((ward), ())",
                             "0A000")]:
             try:
