@@ -14,7 +14,10 @@
 #include "core/unit_prefilter.h"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "access/parallel.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "nodes/primnodes.h"
@@ -33,6 +36,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 }
 
@@ -56,6 +60,9 @@ constexpr int kProfileSlots = kLargeSlots + kSmallSlots;
 // What identifies a profile: the rows it describes (the table, ONLY or its tree, and their contents
 // version) and how it splits them into units (the column, its type and collation, k).
 struct ProfileId {
+	Oid database; // (MyDatabaseId: a database made from another as its template has the same table
+	              // OIDs, relfilenodes, trigger rows and contents_changes rows, hence equal versions
+	              // after as many writes on each side; the cache is the cluster's)
 	Oid relid;
 	bool inh;
 	int16 attnum;
@@ -64,6 +71,7 @@ struct ProfileId {
 	Oid collation;
 	uint64 version;
 	int64 seed; // dxpriv.test_seed when built (-1: none): a seeded statement uses a profile of its seed
+	uint64 hash_fn; // identity of the unit type's hash function when not built in (unit_hash_identity)
 };
 
 // The bytes of a profile (a bytea's payload): this header, then `slots` (a power of two, or 0)
@@ -76,6 +84,10 @@ struct ProfileHeader {
 	unsigned char key[16]; // the rank key
 	uint32 heavy;
 	uint32 slots;
+	// the two units no table entry can name (unit_special): the NULL unit and the unit whose hash is
+	// 0 (the empty entry); special_heavy[c]: more than k rows, with threshold special_threshold[c]
+	int64 special_threshold[2];
+	bool special_heavy[2];
 };
 
 struct HeavyUnit {
@@ -138,19 +150,53 @@ slot_capacity(int i)
 bool
 same_id(const ProfileId &a, const ProfileId &b)
 {
-	return a.relid == b.relid && a.inh == b.inh && a.attnum == b.attnum && a.k == b.k && a.type == b.type &&
-	       a.collation == b.collation && a.version == b.version && a.seed == b.seed;
+	return a.database == b.database && a.relid == b.relid && a.inh == b.inh && a.attnum == b.attnum && a.k == b.k && a.type == b.type &&
+	       a.collation == b.collation && a.version == b.version && a.seed == b.seed && a.hash_fn == b.hash_fn;
 }
 
-// The unit's 64-bit hash in a profile (executor/unit_hash.h), never 0 (the empty entry). Two units
-// with one hash are one unit here: a light unit sharing the hash of a heavy one only loses rows (the
-// threshold is the k-th smallest rank of their rows together, so neither keeps more than k), a
-// 2^-64 event per pair.
-inline uint64
-unit_hash_of(const UnitHasher *u, Datum v, bool isnull)
+// Whether the profiles of unit type `type` may be cached, with *identity the identity of its hash
+// function for the cache key (0: built in). A cached profile holds hashes computed by the function
+// as it was at the build: a DBA's function replaced since (CREATE OR REPLACE, still a valid hash)
+// would find no heavy unit, and every row would be kept. A C function (an extension's) is
+// identified by its pg_proc row (OID and xmin: replacing it writes a new row; a new library needs a
+// restart, which clears the cache); a function in another language (SQL, PL/pgSQL) may call others
+// that change without touching its row, so its profiles are never cached (built by each statement,
+// as for a table without a contents version). Ereports (the type cache): call inside pg_call.
+bool
+unit_hash_identity(Oid type, uint64 *identity)
 {
-	const uint64 h = unit_hash_value(u, v, isnull);
-	return h == 0 ? 1 : h;
+	*identity = 0;
+	if (type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID) // (unit_hash.h: no function)
+		return true;
+	const Oid fn = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc;
+	if (!OidIsValid(fn) || !unit_type_call_sealed(fn))
+		return true; // built in (or none: the build refuses the type)
+	HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	const bool c = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup))->prolang == ClanguageId;
+	*identity = hash_bytes_uint32_extended(fn, HeapTupleHeaderGetXmin(tup->t_data)) | 1;
+	ReleaseSysCache(tup);
+	return c;
+}
+
+// The unit's 64-bit hash in a profile (executor/unit_hash.h) and its class: -1 for a unit named by
+// its hash in the table of heavy units, 0 for the NULL unit, 1 for the unit whose hash is 0 (the
+// table's empty entry); the two special units have their own entries in the header. So integer
+// units (whose hash is a bijection of their value) never share an entry: before, the NULL unit's
+// constant hash and the remapping of hash 0 to 1 let two chosen int8 values share one with NULL
+// and with 0, and two units sharing an entry keep k rows together, which may be all of one of them
+// (adding a unit could then swap up to k of another unit's kept rows for its own: twice the presence
+// bound; e2e test_unit_redteam.test_crafted_int8_units_colliding_with_null_and_zero). Other types
+// share an entry only when their opclass's 64-bit hashes collide.
+inline int
+unit_special(const UnitHasher *u, Datum v, bool isnull, uint64 *hash)
+{
+	*hash = 0;
+	if (isnull)
+		return 0;
+	*hash = unit_hash_value(u, v, false);
+	return *hash == 0 ? 1 : -1;
 }
 
 constexpr const char *kProfileHashHint = "Set dxpriv.unit_profiles to off, or use a unit column of a hashable type.";
@@ -249,6 +295,8 @@ struct ProfileScan {
 	UnitHasher hasher;
 	RowRank *rows;
 	Size n, cap;
+	int64 *special[2]; // the ranks of the special units' rows (unit_special)
+	Size nspecial[2], capspecial[2];
 };
 
 // One row of the build's scan (SealedRowFn): its unit's hash and its rank.
@@ -256,13 +304,26 @@ void
 profile_scan_row(void *ctx, const SealedRow &row)
 {
 	auto *ps = static_cast<ProfileScan *>(ctx);
+	uint64 hash;
+	const int c = unit_special(&ps->hasher, row.value, row.isnull, &hash);
+	const int64 rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+	if (c >= 0) {
+		if (ps->nspecial[c] == ps->capspecial[c]) {
+			ps->capspecial[c] = ps->capspecial[c] == 0 ? 64 : 2 * ps->capspecial[c];
+			ps->special[c] = static_cast<int64 *>(
+			    ps->special[c] ? repalloc_huge(ps->special[c], ps->capspecial[c] * sizeof(int64))
+			                   : MemoryContextAllocHuge(CurrentMemoryContext, ps->capspecial[c] * sizeof(int64)));
+		}
+		ps->special[c][ps->nspecial[c]++] = rank;
+		return;
+	}
 	if (ps->n == ps->cap) {
 		ps->cap *= 2;
 		ps->rows = static_cast<RowRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(RowRank)));
 	}
 	RowRank &r = ps->rows[ps->n++];
-	r.hash = unit_hash_of(&ps->hasher, row.value, row.isnull);
-	r.rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+	r.hash = hash;
+	r.rank = rank;
 }
 
 // Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
@@ -282,6 +343,7 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	// the scan and every hash call run inside the sealed path, as the table's owner
 	// (elevated/sealed_scan.h): the hasher is not sealed again per call
 	ProfileScan ps;
+	std::memset(&ps, 0, sizeof ps);
 	ps.n = 0;
 	ps.ranker = &ranker;
 	init_unit_hasher(&ps.hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint, false, InvalidOid);
@@ -295,6 +357,19 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 		return a.hash != b.hash ? a.hash < b.hash : a.rank < b.rank;
 	});
 	const Size k = static_cast<Size>(id.k);
+	for (int c = 0; c < 2; c++) { // the special units (unit_special): their own entries
+		int64 *ranks = ps.special[c];
+		const Size m = ps.nspecial[c];
+		if (m <= k)
+			continue;
+		std::sort(ranks, ranks + m);
+		if (ranks[k] == ranks[k - 1]) { // a tie at the threshold would keep k + 1 rows
+			pfree(rows);
+			return nullptr;
+		}
+		h.special_heavy[c] = true;
+		h.special_threshold[c] = ranks[k - 1];
+	}
 	uint32 heavy = 0;
 	for (Size i = 0; i < n;) {
 		Size j = i;
@@ -376,7 +451,8 @@ store_profile(const ProfileId &id, const bytea *p)
 	int victim = -1;
 	for (int i = 0; i < kProfileSlots && victim < 0; i++) {
 		ProfileSlot &s = profile_shm->slots[i];
-		if (s.used && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum && s.id.k == id.k) {
+		if (s.used && s.id.database == id.database && s.id.relid == id.relid && s.id.inh == id.inh && s.id.attnum == id.attnum &&
+		    s.id.k == id.k) {
 			if (size <= slot_capacity(i))
 				victim = i;
 			else
@@ -410,7 +486,9 @@ store_profile(const ProfileId &id, const bytea *p)
 bytea *
 profile_for(ProfileId &id, Snapshot snap)
 {
-	const bool versioned = contents_version(id.relid, snap, &id.version);
+	bool versioned = contents_version(id.relid, snap, &id.version);
+	if (versioned && !unit_hash_identity(id.type, &id.hash_fn))
+		versioned = false; // (a DBA's hash function in SQL or PL/pgSQL: never cached)
 	bytea *p = versioned ? cached_profile(id) : nullptr;
 	if (!p) {
 		for (int attempt = 0; attempt < 4 && !p; attempt++)
@@ -512,6 +590,9 @@ struct KeepState {
 	uint64 last_hash;     // the unit of the previous row (0: none; rows of a unit often follow each other)
 	bool last_heavy;      // and its lookup: heavy, with this threshold, or light
 	int64 last_threshold;
+	bool special_heavy[2]; // the special units (unit_special), from the profile's header
+	int64 special_threshold[2];
+	bool none_heavy;       // no heavy unit at all: every row is kept
 };
 
 // Whether the unit of hash h is heavy (then *threshold is its threshold): the prefilter, then the
@@ -519,7 +600,7 @@ struct KeepState {
 inline bool
 heavy_threshold(const KeepState *st, uint64 h, int64 *threshold)
 {
-	if (!st->filter.maybe(h))
+	if (st->slots == 0 || !st->filter.maybe(h))
 		return false;
 	for (uint32 at = static_cast<uint32>(h) & st->mask; st->table[at].hash != 0; at = (at + 1) & st->mask)
 		if (st->table[at].hash == h) {
@@ -579,8 +660,58 @@ fill_keep_state(KeepState *st, const char *plain, Oid type, Oid collation, Memor
 	for (uint32 i = 0; i < h.slots; i++)
 		if (table[i].hash != 0)
 			st->filter.add(table[i].hash);
-	st->last_hash = 0; // (never a unit's hash: unit_hash_of)
+	st->last_hash = 0; // (never a table unit's hash: unit_special)
+	for (int c = 0; c < 2; c++) {
+		st->special_heavy[c] = h.special_heavy[c];
+		st->special_threshold[c] = h.special_threshold[c];
+	}
+	st->none_heavy = h.slots == 0 && !h.special_heavy[0] && !h.special_heavy[1];
 	st->last_heavy = false;
+}
+
+// Whether arg is the value the call site verified: the same address and MAC. A profile of a table
+// with no heavy unit is small enough (under 127 bytes) to reach the qual with a 1-byte varlena
+// header (the InitPlan's value formed into a tuple), so the MAC is read after VARDATA_ANY: read at
+// VARHDRSZ it never matched, and every row verified the profile again (decryption, MAC and the
+// contents version's catalog reads: 37x the scan's time on 400,000 rows of light units, and a
+// timing difference between a table with and without a heavy unit).
+inline bool
+same_sealed_value(const KeepState *st, const void *arg)
+{
+	const auto *v = static_cast<const varlena *>(arg);
+	if (st->arg != arg || VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v) ||
+	    VARSIZE_ANY_EXHDR(v) < sizeof(SealedPrefix))
+		return false;
+	return std::memcmp(VARDATA_ANY(v) + offsetof(SealedPrefix, mac), &st->mac, sizeof(uint64)) == 0;
+}
+
+// The rule of a profile for one row (dx._unit_keep and dx._unit_keep_shard): kept when its unit has
+// at most k rows, else when its rank under the profile's key is within the unit's threshold. The
+// special units (NULL, hash 0) have their own entries in the header (unit_special).
+inline bool
+keep_row(KeepState *st, Datum unit, bool isnull, Oid table, ItemPointer tid)
+{
+	if (st->none_heavy)
+		return true;
+	uint64 hash;
+	const int c = unit_special(&st->hasher, isnull ? 0 : unit, isnull, &hash);
+	int64 threshold;
+	if (c >= 0) {
+		if (!st->special_heavy[c])
+			return true;
+		threshold = st->special_threshold[c];
+	} else {
+		if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
+			st->last_hash = hash;
+			st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
+		}
+		if (!st->last_heavy)
+			return true;
+		threshold = st->last_threshold;
+	}
+	const int64 rank = static_cast<int64>(
+	    st->ranker->rank(table, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
+	return rank <= threshold;
 }
 
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
@@ -647,6 +778,7 @@ shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
 			MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 			ProfileId id;
 			std::memset(&id, 0, sizeof id);
+			id.database = MyDatabaseId;
 			id.relid = relid;
 			id.inh = false;
 			id.k = k;
@@ -768,6 +900,7 @@ DX_FUNCTION(dx_unit_profile)
 {
 	ProfileId id;
 	std::memset(&id, 0, sizeof id);
+	id.database = MyDatabaseId;
 	id.relid = PG_GETARG_OID(0);
 	id.inh = PG_GETARG_BOOL(1);
 	id.attnum = PG_GETARG_INT16(2);
@@ -815,21 +948,10 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep without a profile or row")));
 	auto *st = static_cast<KeepState *>(fcinfo->flinfo->fn_extra);
 	const void *arg = DatumGetPointer(PG_GETARG_DATUM(0));
-	if (!st || st->arg != arg || std::memcmp(static_cast<const char *>(arg) + VARHDRSZ + offsetof(SealedPrefix, mac), &st->mac, sizeof(uint64)) != 0)
+	if (!st || !same_sealed_value(st, arg))
 		st = keep_setup(fcinfo, arg);
-	if (st->slots == 0)
-		PG_RETURN_BOOL(true);
-	const uint64 hash = unit_hash_of(&st->hasher, PG_ARGISNULL(1) ? 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
-	if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
-		st->last_hash = hash;
-		st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
-	}
-	if (!st->last_heavy)
-		PG_RETURN_BOOL(true);
-	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
-	const int64 rank = static_cast<int64>(st->ranker->rank(PG_GETARG_OID(2), ItemPointerGetBlockNumberNoCheck(tid),
-	                                                       ItemPointerGetOffsetNumberNoCheck(tid)));
-	PG_RETURN_BOOL(rank <= st->last_threshold);
+	PG_RETURN_BOOL(keep_row(st, PG_GETARG_DATUM(1), PG_ARGISNULL(1), PG_GETARG_OID(2),
+	                        reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)))));
 }
 }
 
@@ -860,19 +982,7 @@ dx_unit_keep_shard(PG_FUNCTION_ARGS)
 	auto *st = static_cast<ShardKeepState *>(fcinfo->flinfo->fn_extra);
 	if (!st || st->relid != relid)
 		st = shard_keep_setup(fcinfo, relid);
-	KeepState *ks = &st->keep;
-	if (ks->slots == 0)
-		PG_RETURN_BOOL(true);
-	const uint64 hash = unit_hash_of(&ks->hasher, PG_ARGISNULL(0) ? 0 : PG_GETARG_DATUM(0), PG_ARGISNULL(0));
-	if (hash != ks->last_hash) {
-		ks->last_hash = hash;
-		ks->last_heavy = heavy_threshold(ks, hash, &ks->last_threshold);
-	}
-	if (!ks->last_heavy)
-		PG_RETURN_BOOL(true);
-	const ItemPointer tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(2)));
-	const int64 rank = static_cast<int64>(
-	    ks->ranker->rank(relid, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
-	PG_RETURN_BOOL(rank <= ks->last_threshold);
+	PG_RETURN_BOOL(keep_row(&st->keep, PG_GETARG_DATUM(0), PG_ARGISNULL(0), relid,
+	                        reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(2)))));
 }
 }

@@ -466,7 +466,8 @@ charge_plan(QueryDesc *qd, PaidRelease &paid)
 	cacheable = cacheable && answer_offset.size() == ordered.size();
 	// the key also holds the contents version of every table released, read under the statement's
 	// snapshot: after a write the same statement is a new release (charged), never a replay
-	uint64 key = first.cache_key;
+	// (and the database: one made from another as its template has the same OIDs and versions)
+	uint64 key = hash_combine64(first.cache_key, static_cast<uint64>(MyDatabaseId));
 	for (auto &kv : by_table) {
 		if (!cacheable)
 			break;

@@ -11,7 +11,9 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription_rel.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -69,6 +71,28 @@ version_trigger(Relation rel, const std::string &name, Oid function)
 	return 0;
 }
 
+// Whether a logical replication subscription of this database writes into relid (a row of
+// pg_subscription_rel, whatever its state: a subscription may be enabled or refreshed later). Its
+// apply worker fires row triggers only, never the statement-level dx_contents_<relid> (PostgreSQL
+// "Logical Replication: Triggers"; the initial copy does fire it), so the rows it writes would not
+// change the contents version: a unit profile or an answer cached before them would be served after
+// them (a unit whose replicated rows made it heavy kept every row). Such a tree has no version.
+bool
+subscription_target(Oid relid)
+{
+	bool found = false;
+	pg_call([&] {
+		Relation r = table_open(SubscriptionRelRelationId, AccessShareLock);
+		ScanKeyData key;
+		ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+		SysScanDesc scan = systable_beginscan(r, SubscriptionRelSrrelidSrsubidIndexId, true, nullptr, 1, &key);
+		found = systable_getnext(scan) != nullptr;
+		systable_endscan(scan);
+		table_close(r, AccessShareLock);
+	});
+	return found;
+}
+
 // The version of the rows of members as seen by snapshot, counted under relid in
 // dx.contents_changes (see contents_version); false when a member lacks the trigger
 // dx_contents_<relid> or dx.contents_changes is absent.
@@ -98,7 +122,7 @@ members_version(Oid relid, List *members, Snapshot snapshot, uint64 *version)
 			node = rel->rd_node.relNode;
 			table_close(rel, AccessShareLock);
 		});
-		if (trigger == 0)
+		if (trigger == 0 || subscription_target(lfirst_oid(lc)))
 			return false;
 		h = hash_combine64(h, hash_combine64(trigger, hash_bytes_uint32_extended(lfirst_oid(lc), node)));
 	}
@@ -155,6 +179,15 @@ bool
 contents_version(Oid relid, Snapshot snapshot, uint64 *version)
 {
 	if (!OidIsValid(get_namespace_oid("dx", true)))
+		return false;
+	// (a partition is also written by a subscription into one of its ancestors, which routes rows to it)
+	bool replicated = false;
+	pg_call([&] {
+		ListCell *lc;
+		foreach (lc, get_partition_ancestors(relid))
+			replicated = replicated || subscription_target(lfirst_oid(lc));
+	});
+	if (replicated)
 		return false;
 	return members_version(relid, find_all_inheritors(relid, AccessShareLock, nullptr), snapshot, version);
 }

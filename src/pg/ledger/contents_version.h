@@ -22,7 +22,8 @@ namespace dxpriv::pg {
 // command of a writing transaction, and each statement after a rolled-back savepoint, gets a new
 // version, so INSERT; SELECT; INSERT; SELECT is two versions), and the identity of each trigger row (a trigger disabled or dropped
 // and then restored may have missed writes: answers stored before are not replayed). Returns false (do not replay, do not store) when some member of
-// the tree lacks the trigger, the trigger is not enabled always, or dx.contents_changes is absent.
+// the tree lacks the trigger, the trigger is not enabled always, dx.contents_changes is absent, or a logical replication
+// subscription writes into a member or an ancestor of relid (its apply worker fires no statement trigger).
 // May ereport: call inside pg_call.
 bool contents_version(Oid relid, Snapshot snapshot, uint64 *version);
 
