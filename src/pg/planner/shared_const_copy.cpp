@@ -40,6 +40,8 @@ share_const_walker(Node *node, void *p)
 				c->constisnull = true; // (the value stays: copyConst copies a null's Datum as is)
 				s->marked = lappend(s->marked, c);
 				s->indices = lappend_int(s->indices, at);
+			} else if (c->constisnull && list_member_ptr(s->marked, c)) {
+				s->indices = lappend_int(s->indices, at); // a node reached twice: copied twice, both put back
 			}
 		} else if (s->next && lfirst_int(s->next) == at) {
 			c->constisnull = false; // the copy's Const: the same pointer, now a value again
