@@ -10,6 +10,7 @@
 #include "pg/guard.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/planner/explain.h"
+#include "pg/planner/shared_const_copy.h"
 
 extern "C" {
 #include "fmgr.h"
@@ -55,7 +56,30 @@ struct MemoEntry {
 	bool analyst = false;        // analyst_mode() after the analysis
 	std::vector<Described> described;
 	Size bytes = 0;
+	struct Pins *pins = nullptr; // the replays' trees sharing cxt's per-point tables (TopMemoryContext)
 };
+
+// How many replayed trees still point into a memo entry's memory (analysis_memo_replay shares its
+// per-point tables): a dropped entry's memory is freed only when the last of them is gone, i.e.
+// when the memory context each was copied into is reset or deleted (a statement's message
+// context at its end; an unnamed prepared statement's when it is replaced, which may be many
+// transactions later; a tree kept longer is copied by whoever keeps it, which reads the tables
+// while they are alive).
+struct Pins {
+	MemoryContext cxt;
+	int count;
+	bool dropped;
+};
+
+void
+unpin(void *arg)
+{
+	auto *p = static_cast<Pins *>(arg);
+	if (--p->count == 0 && p->dropped) {
+		MemoryContextDelete(p->cxt);
+		pfree(p);
+	}
+}
 
 std::unordered_map<uint64, MemoEntry> entries;
 std::deque<uint64> order; // oldest first
@@ -70,7 +94,13 @@ drop(uint64 key)
 	if (it == entries.end())
 		return;
 	total_bytes -= it->second.bytes;
-	MemoryContextDelete(it->second.cxt);
+	Pins *p = it->second.pins;
+	if (p->count > 0) // replayed trees still read its tables: freed by the last unpin
+		p->dropped = true;
+	else {
+		MemoryContextDelete(p->cxt);
+		pfree(p);
+	}
 	entries.erase(it);
 }
 
@@ -325,9 +355,18 @@ analysis_memo_replay(uint64 key, Query *q)
 	auto it = entries.find(key);
 	if (key == 0 || it == entries.end())
 		return false;
-	const MemoEntry &e = it->second;
+	MemoEntry &e = it->second;
 	Query *copy = nullptr;
-	pg_call([&] { copy = static_cast<Query *>(copyObjectImpl(e.tree)); });
+	// the per-point tables are not copied (a copy of 10^5-point tables was a fifth of a replay's
+	// time): the copy points at the memo's, pinned until the memory the copy is made in goes (Pins)
+	pg_call([&] {
+		auto *cb = static_cast<MemoryContextCallback *>(palloc(sizeof(MemoryContextCallback)));
+		copy = reinterpret_cast<Query *>(copy_sharing_large_consts(reinterpret_cast<Node *>(e.tree)));
+		cb->func = unpin;
+		cb->arg = e.pins;
+		e.pins->count++;
+		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+	});
 	Restamp r{extension_objects()};
 	query_tree_walker(copy, reinterpret_cast<bool (*)()>(restamp_walker), &r, 0);
 	*q = *copy;
@@ -377,8 +416,11 @@ analysis_memo_store(uint64 key, Query *q)
 		e.tree = static_cast<Query *>(copyObjectImpl(q));
 		MemoryContextSwitchTo(old);
 		e.bytes = MemoryContextMemAllocated(e.cxt, true);
+		e.pins = static_cast<Pins *>(MemoryContextAllocZero(TopMemoryContext, sizeof(Pins)));
+		e.pins->cxt = e.cxt;
 	});
 	if (e.bytes > kMaxBytes / 4) { // one huge tree: not worth holding
+		pfree(e.pins);
 		MemoryContextDelete(e.cxt);
 		return;
 	}

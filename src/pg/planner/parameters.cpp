@@ -7,6 +7,7 @@
 #include "pg/planner/distributed.h"
 #include "pg/planner/distributed_exposure.h"
 #include "pg/planner/distributed_route.h"
+#include "pg/planner/shared_const_copy.h"
 #include "pg/node_build.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/ledger/charge.h"
@@ -197,7 +198,7 @@ plan_statement(Query *parse, const char *query_string, int cursor_options, Param
 	Query *again = nullptr;
 	guarded([&] {
 		if (!in_internal_query() && releases == NIL && holds_noisy_aggregates(parse))
-			again = copy_node(parse);
+			again = reinterpret_cast<Query *>(copy_sharing_large_consts(reinterpret_cast<Node *>(parse)));
 	});
 	PlannedStmt *result = next(parse, query_string, cursor_options, params);
 	bool in_workers = false;
