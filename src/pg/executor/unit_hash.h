@@ -22,6 +22,8 @@ struct UnitHasher {
 	bool sealed; // each call of fn goes through the sealed path (unit_type_call_sealed) as `user`
 	Oid user;    // (InvalidOid: the current user)
 	Oid collation;
+	int64 seed;  // the opclass's extended hash seed (0 unless set after init_unit_hasher; the fast path
+	             // ignores it: a bijection of the value needs none)
 	FmgrInfo fn;
 };
 
@@ -47,6 +49,7 @@ inline void
 init_unit_hasher(UnitHasher *u, Oid type, Oid collation, MemoryContext mcxt, const char *hint, bool seal, Oid user)
 {
 	u->collation = collation;
+	u->seed = 0;
 	u->sealed = false;
 	u->user = user;
 	u->fast = type == INT2OID || type == INT4OID || type == INT8OID || type == OIDOID;
@@ -60,7 +63,8 @@ init_unit_hasher(UnitHasher *u, Oid type, Oid collation, MemoryContext mcxt, con
 	u->sealed = seal && unit_type_call_sealed(tc->hash_extended_proc_finfo.fn_oid);
 }
 
-// The hash of one unit value; every NULL is one unit (one constant hash). May ereport (the opclass).
+// The hash of one unit value under u's seed; every NULL is one unit (one constant hash). May ereport
+// (the opclass).
 inline uint64
 unit_hash_value(const UnitHasher *u, Datum v, bool isnull)
 {
@@ -73,12 +77,12 @@ unit_hash_value(const UnitHasher *u, Datum v, bool isnull)
 		sealed_call(
 		    u->user,
 		    [&] {
-			    h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0)));
+			    h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(u->seed)));
 		    },
 		    true);
 		return mix64(h);
 	}
-	return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0))));
+	return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(u->seed))));
 }
 
 } // namespace dxpriv::pg

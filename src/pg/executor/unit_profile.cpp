@@ -180,6 +180,19 @@ unit_hash_identity(Oid type, uint64 *identity)
 	return c;
 }
 
+// The seed of the unit type's extended hash in a profile: a keyed function of the profile's secret
+// rank key (the rank of a row identity no row has: table OID 0, block 0, offset 0), drawn anew with
+// each profile. Two unit values sharing a profile entry keep k rows together (a pair whose 64-bit
+// hashes collide could swap up to k of one unit's kept rows for the other's, twice the presence
+// bound); with an unkeyed hash (seed 0) such a pair of text, numeric or composite values could be
+// searched for offline and stored, with the seed it would have to be found for a key nobody sees,
+// which changes at every write. Integer units need none (unit_hash.h: a bijection, never shared).
+inline int64
+unit_hash_seed(SipRowRank &ranker)
+{
+	return static_cast<int64>(ranker.rank(InvalidOid, 0, 0));
+}
+
 // The unit's 64-bit hash in a profile (executor/unit_hash.h) and its class: -1 for a unit named by
 // its hash in the table of heavy units, 0 for the NULL unit, 1 for the unit whose hash is 0 (the
 // table's empty entry); the two special units have their own entries in the header. So integer
@@ -347,6 +360,7 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	ps.n = 0;
 	ps.ranker = &ranker;
 	init_unit_hasher(&ps.hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint, false, InvalidOid);
+	ps.hasher.seed = unit_hash_seed(ranker);
 	ps.cap = 1024;
 	ps.rows = static_cast<RowRank *>(MemoryContextAllocHuge(CurrentMemoryContext, ps.cap * sizeof(RowRank)));
 	sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
@@ -645,6 +659,7 @@ fill_keep_state(KeepState *st, const char *plain, Oid type, Oid collation, Memor
 	init_unit_hasher(&st->hasher, type, collation, mcxt, kProfileHashHint, true, sealed_read_user(h.id.relid));
 	st->ranker = static_cast<SipRowRank *>(MemoryContextAlloc(mcxt, sizeof(SipRowRank)));
 	new (st->ranker) SipRowRank(h.key); // (trivially destructible: freed with mcxt)
+	st->hasher.seed = unit_hash_seed(*st->ranker);
 	const Size bytes = static_cast<Size>(h.slots) * sizeof(HeavyUnit);
 	auto *table = static_cast<HeavyUnit *>(MemoryContextAllocHuge(mcxt, bytes + sizeof(HeavyUnit)));
 	std::memcpy(table, plain + sizeof(ProfileHeader), bytes); // (aligned)
