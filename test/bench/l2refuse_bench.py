@@ -26,6 +26,8 @@ import time
 import psycopg2
 import psycopg2.extras
 
+from analysis_bench import points as places  # n distinct random points in the contiguous US box
+
 ANALYST = "dx_bench_l2refuse"
 
 
@@ -74,17 +76,6 @@ def clusters(n, seed):
 
 def collinear(n):
     return [(i * 0.001, i * 0.002) for i in range(n)]
-
-
-def places(n, seed):
-    rnd = random.Random(seed)
-    seen, out = set(), []
-    while len(out) < n:
-        p = (round(rnd.uniform(-124.7, -67.0), 4), round(rnd.uniform(25.1, 49.4), 4))
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
 
 
 def make_table(cur, name, pts, presence, rows):
