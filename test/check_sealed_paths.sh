@@ -88,8 +88,8 @@ declare -A call_allowed=(
 	["src/pg/planner/universe_eval.cpp|const Datum ok = ExecEvalExprSwitchContext(on_states[step], econtext, &isnull);"]=1
 	# a unit type's hash and equality on stored units: inside sealed_call when the function is not
 	# built in (unit_type_call_sealed), else PostgreSQL's own C function of the value and collation
-	["src/pg/executor/unit_hash.h|h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0)));"]=1
-	["src/pg/executor/unit_hash.h|return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(0))));"]=1
+	["src/pg/executor/unit_hash.h|h = DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(u->seed)));"]=1
+	["src/pg/executor/unit_hash.h|return mix64(DatumGetUInt64(FunctionCall2Coll(const_cast<FmgrInfo *>(&u->fn), u->collation, v, Int64GetDatum(u->seed))));"]=1
 	["src/pg/executor/unit_bound.cpp|sealed_call(InvalidOid, [&] { eq = DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key)); },"]=1
 	["src/pg/executor/unit_bound.cpp|return DatumGetBool(FunctionCall2Coll(&s->eq_fn, s->hasher.collation, u->key, key));"]=1
 	# pg_catalog.citus_* size functions (looked up qualified) as the analyst, with her rights
