@@ -110,7 +110,7 @@ BEGIN
 			HINT = 'Protect it first with dx.protect_table.';
 	END IF;
 	EXECUTE 'SELECT count(*) FILTER (WHERE r.success)::integer FROM pg_catalog.run_command_on_placements($1, $2) r'
-	INTO done USING rel, 'SELECT dx._contents_trigger_on_shard(''%s'')';
+	INTO done USING rel, 'SELECT dx._contents_trigger_on_shard(%L)';
 	RETURN done;
 END $$;
 REVOKE EXECUTE ON FUNCTION dx.version_shards(regclass) FROM PUBLIC;

@@ -392,3 +392,62 @@ def test_units_shard_on_the_coordinator_keeps_the_window():
         assert float(scalar(a, "SELECT dx.count(*) FROM pc")) == bounded
         a.close()
         conn.close()
+
+
+def test_units_partitioned_table_keeps_k_over_all_partitions():
+    """A partitioned table distributed by its unit column: a shard task reads the parent's shard, which
+    the worker expands into the partitions' shards, so a per-relation profile would bound each unit per
+    partition (k rows in each). Such tables keep the window functions, and each unit keeps k rows over
+    all its partitions; the per-shard keep function refuses a partition (or a parent) even to a
+    superuser on a worker."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE pp (id bigint, person int, age int, region text, income int, flag bool, month int) "
+                      "PARTITION BY RANGE (month)")
+        for m in range(3):
+            execute(conn, f"CREATE TABLE pp_{m} PARTITION OF pp FOR VALUES FROM ({m}) TO ({m + 1})")
+        execute(conn, "SELECT create_distributed_table('pp', 'person', shard_count => 4)")
+        execute(conn, f"INSERT INTO pp SELECT s.*, (s.id % 3)::int FROM ({per_person_sql(600, 6)}) "
+                      f"s(id, person, age, region, income, flag)")
+        execute(conn, "SELECT dx.protect_table('pp', 'Infinity')")
+        for col, domain, metric in NOISELESS + [("flag", '{"values": [true, false]}', '{"type": "none"}'),
+                                                ("month", '{"min": 0, "max": 2}', '{"type": "none"}')]:
+            execute(conn, "SELECT dx.set_column(%s::regclass, %s, %s::jsonb, %s::jsonb)", ("pp", col, domain, metric))
+        execute(conn, "SELECT dx.set_privacy_unit('pp', 'person', 1)")
+        execute(conn, "SELECT dx.grant_budget('postgres', 'pp', 100000)")
+        # persons whose rows are in two or three partitions: k = 1 per partition would keep 2 or 3 rows
+        spread = scalar(conn, "SELECT count(*) FROM (SELECT person FROM pp GROUP BY person "
+                              "HAVING count(DISTINCT month) > 1) s")
+        assert spread > 50, spread
+        check_bounded(conn, "pp", 1)
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN (VERBOSE) SELECT dx.count(*) FROM pp"))
+        assert "_unit_keep_shard" not in plan, plan
+        # by hand on a worker, as the superuser, over a partition's shard: refused
+        shard = scalar(conn, "SELECT shard_name('pp_0'::regclass, min(shardid)) FROM pg_dist_shard "
+                             "WHERE logicalrelid = 'pp_0'::regclass AND shardid IN (SELECT shardid FROM "
+                             "pg_dist_placement p JOIN pg_dist_node n USING (groupid) WHERE n.nodeport = %s)",
+                       (port("w1"),))
+        conn.close()
+        if shard:
+            w = connect("w1", db)
+            _refused(w, f"SELECT count(*) FROM {shard} WHERE dx._unit_keep_shard(person, tableoid, ctid, 1, 'person')",
+                     "42501")
+            w.close()
+
+
+def test_version_shards_quotes_the_shard_name():
+    """dx.version_shards passes each shard's name to the workers as a literal (%L), so a table whose
+    name holds a quote gets its triggers, and the name cannot close the literal and run other SQL on
+    the workers as the extension's owner."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE canary (x int)")
+        execute(conn, "SELECT create_distributed_table('canary', 'x', shard_count => 2)")
+        name = "q'); DROP TABLE canary; --"
+        execute(conn, f'CREATE TABLE "{name}" (id bigint, person int, age int, region text, income int, flag bool)')
+        execute(conn, "SELECT create_distributed_table(%s, 'person', shard_count => 4)", (f'"{name}"',))
+        execute(conn, "SELECT dx.protect_table(%s, 'Infinity')", (f'"{name}"',))
+        execute(conn, "SELECT dx.set_privacy_unit(%s, 'person', 3)", (f'"{name}"',))
+        assert scalar(conn, "SELECT dx.version_shards(%s)", (f'"{name}"',)) == 4
+        assert scalar(conn, "SELECT count(*) FROM canary") == 0  # still there on every worker
+        conn.close()

@@ -776,7 +776,8 @@ shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
 	guarded([&] {
 		bool allowed = false;
 		pg_call([&] {
-			allowed = !IsParallelWorker() && get_rel_relkind(relid) == RELKIND_RELATION &&
+			allowed = !IsParallelWorker() && get_rel_relkind(relid) == RELKIND_RELATION && !get_rel_relispartition(relid) &&
+			          !has_subclass(relid) &&
 			          pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK &&
 			          pg_class_aclcheck(relid, GetSessionUserId(), ACL_SELECT) == ACLCHECK_OK;
 		});

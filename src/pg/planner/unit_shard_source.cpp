@@ -7,7 +7,10 @@
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 }
 
 namespace dxpriv::pg {
@@ -21,6 +24,16 @@ shard_bounding_applies(const UnitSource &spec)
 		return false;
 	const ExtensionObjects *ext = extension_objects();
 	if (!ext)
+		return false;
+	// a partitioned (or inherited) table: a shard task reads the parent's shard, which PostgreSQL
+	// expands into its partitions' shards, and a per-relation profile would bound each unit per
+	// partition (k rows in each): such tables keep the window functions, partitioned by the unit over
+	// the whole shard
+	const bool parent = pg_value([&] {
+		const Oid relid = spec.policy->relid;
+		return get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE || has_subclass(relid);
+	});
+	if (parent)
 		return false;
 	const std::string column = citus_hash_distribution_column(*ext, spec.policy->relid);
 	if (column.empty() || column != spec.policy->unit.column)
