@@ -135,3 +135,25 @@ REVOKE EXECUTE ON FUNCTION dx._on_sql_drop() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
 	EXECUTE FUNCTION dx._on_ddl_start();
 CREATE EVENT TRIGGER dx_sql_drop ON sql_drop EXECUTE FUNCTION dx._on_sql_drop();
+
+-- After ALTER or DROP SUBSCRIPTION in this database, every protected table and every member of its
+-- tree gets a new contents version. While a subscription writes into a table it has no version
+-- (its apply worker fires no statement trigger: contents_version.cpp), but a unit profile or an
+-- answer cached before the subscription was created would be served again once it is dropped or
+-- the table leaves its publication, after rows it replicated without a version change (a unit made
+-- heavy by them would keep every row). Subscription DDL is rare: all tables are renewed, not only the
+-- subscription's (which ddl_command_start cannot name).
+CREATE FUNCTION dx._on_subscription_change() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid)
+	WITH RECURSIVE tree(relid) AS (
+		SELECT p.relid::oid FROM dx.protected_tables p
+		UNION
+		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent OPERATOR(pg_catalog.=) t.relid)
+	SELECT t.relid, pg_catalog.pg_current_xact_id() FROM tree t
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
+CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
+	EXECUTE FUNCTION dx._on_subscription_change();

@@ -630,3 +630,49 @@ def test_logical_replication_apply_keeps_k():
                     execute(conn_, sql)
                 except psycopg2.Error:
                     pass
+
+
+def test_profile_cached_before_a_subscription_is_not_served_after_it_is_dropped():
+    """A profile (and answers) cached while the table had a version, then a subscription with
+    copy_data = false replicates rows that make a unit heavy (no statement trigger, and no dx
+    statement while it exists), then DROP SUBSCRIPTION: without a new version the old profile would be
+    served again and the unit would keep every replicated row. ALTER/DROP SUBSCRIPTION renew every
+    protected table's contents version (sql/95_ddl_events.sql, dx_subscription_change)."""
+    with logical_cluster() as (conn, work, port):
+        admin = conn()
+        execute(admin, "CREATE DATABASE pub")
+        execute(admin, "CREATE DATABASE sub")
+        pub, sub = conn("pub"), conn("sub")
+        execute(pub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+        execute(pub, "CREATE PUBLICATION pv FOR TABLE visits")
+        execute(pub, "SELECT pg_create_logical_replication_slot('sv', 'pgoutput')")
+        execute(sub, "CREATE EXTENSION dxpriv")
+        execute(sub, f"CREATE ROLE {ANALYST} LOGIN")
+        execute(sub, f"SELECT dx.add_analyst('{ANALYST}'::regrole)")
+        execute(sub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+        execute(sub, "INSERT INTO visits SELECT i, i, 'x' FROM generate_series(1, 200) i")  # versioned
+        protect(sub, "visits", unit="person")
+        analyst = conn("sub", ANALYST)
+        for settings in SETTINGS.values():  # profiles cached at this version (and the answers)
+            assert under(analyst, settings, "SELECT dx.count(*), dx.count_units(person) FROM visits") == [(200, 200)]
+        execute(sub, f"CREATE SUBSCRIPTION sv CONNECTION 'host={work} port={port} dbname=pub user=postgres' "
+                     "PUBLICATION pv WITH (create_slot = false, slot_name = 'sv', copy_data = false)")
+        dropped = False
+        try:
+            execute(pub, "INSERT INTO visits SELECT 1000 + i, 1, 'x' FROM generate_series(1, 100) i")
+            _wait_for(sub, "SELECT count(*) FROM visits", 300)
+            execute(sub, "DROP SUBSCRIPTION sv")
+            dropped = True
+            want = exact(sub, "visits", unit="person")
+            assert want == (300 - (101 - K), 200)
+            for label, settings in SETTINGS.items():
+                got = under(analyst, settings, "SELECT dx.count(*), dx.count_units(person) FROM visits")
+                assert got == [want], f"{label}: {got}, the rule keeps {want} (a profile from before the subscription)"
+        finally:
+            if not dropped:
+                for sql in ("ALTER SUBSCRIPTION sv DISABLE", "ALTER SUBSCRIPTION sv SET (slot_name = NONE)",
+                            "DROP SUBSCRIPTION sv"):
+                    try:
+                        execute(sub, sql)
+                    except psycopg2.Error:
+                        pass
