@@ -70,4 +70,23 @@ restore_large_consts(List *saved)
 	}
 }
 
+// See cache_key_consts.h.
+char *
+query_text_with_hashed_consts(Query *q)
+{
+	List *volatile hashed = NIL;
+	char *text = nullptr;
+	PG_TRY();
+	{
+		hashed = hash_large_consts(q);
+		text = nodeToString(q);
+	}
+	PG_FINALLY();
+	{
+		restore_large_consts(hashed);
+	}
+	PG_END_TRY();
+	return text;
+}
+
 } // namespace dxpriv::pg::analysis

@@ -18,4 +18,8 @@ List *hash_large_consts(Query *q);
 // Puts back the values hash_large_consts replaced.
 void restore_large_consts(List *saved);
 
+// nodeToString(q) with its large constants stood in for by their hashes, put back afterwards even
+// when an error (out of memory) interrupts it. A PostgreSQL frame: call through pg_value.
+char *query_text_with_hashed_consts(Query *q);
+
 } // namespace dxpriv::pg::analysis

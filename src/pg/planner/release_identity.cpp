@@ -171,9 +171,10 @@ query_cache_key(Query *q)
 	q->sortClause = NIL;
 	q->limitCount = q->limitOffset = nullptr;
 	q->limitOption = LIMIT_OPTION_COUNT;
-	List *hashed = hash_large_consts(q); // the lookup tables by their hash, not byte by byte
-	std::string text = nodeToString(q);
-	restore_large_consts(hashed);
+	// the lookup tables by their hash, not byte by byte; a PostgreSQL frame (the containers above live)
+	char *raw = pg_value([&] { return query_text_with_hashed_consts(q); });
+	std::string text = raw;
+	pfree(raw);
 	q->sortClause = sort;
 	q->limitCount = limit;
 	q->limitOffset = offset;
