@@ -495,6 +495,26 @@ store_profile(const ProfileId &id, const bytea *p)
 	LWLockRelease(profile_shm->lock);
 }
 
+// The identity of the profile of column attnum of relid (inh: with its inheritance tree) bounding
+// units to k rows, in this database and under dxpriv.test_seed, with the column's type and collation;
+// its version and hash function identity are filled by profile_for. Ereports (the catalog): call in
+// a PostgreSQL frame.
+ProfileId
+profile_id_of(Oid relid, bool inh, int16 attnum, int32 k)
+{
+	ProfileId id;
+	std::memset(&id, 0, sizeof id);
+	id.database = MyDatabaseId;
+	id.relid = relid;
+	id.inh = inh;
+	id.attnum = attnum;
+	id.k = k;
+	id.seed = guc_test_seed < 0 ? -1 : static_cast<int64>(guc_test_seed);
+	int32 typmod = -1;
+	get_atttypetypmodcoll(relid, attnum, &id.type, &typmod, &id.collation);
+	return id;
+}
+
 // The profile of id under snap (id.version filled here): the cached copy, else built now (and
 // cached when the table has a contents version and the profile fits a slot). A PostgreSQL frame.
 bytea *
@@ -792,19 +812,11 @@ shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a unit profile of no unit");
 		pg_call([&] {
 			MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-			ProfileId id;
-			std::memset(&id, 0, sizeof id);
-			id.database = MyDatabaseId;
-			id.relid = relid;
-			id.inh = false;
-			id.k = k;
-			id.seed = guc_test_seed < 0 ? -1 : static_cast<int64>(guc_test_seed);
 			char *column = text_to_cstring(PG_GETARG_TEXT_PP(4));
-			id.attnum = get_attnum(relid, column);
-			if (id.attnum == InvalidAttrNumber)
+			const AttrNumber attnum = get_attnum(relid, column);
+			if (attnum == InvalidAttrNumber)
 				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: the privacy unit column is missing")));
-			int32 typmod = -1;
-			get_atttypetypmodcoll(relid, id.attnum, &id.type, &typmod, &id.collation);
+			ProfileId id = profile_id_of(relid, false, attnum, k);
 			// (the unit hashes under the column's own collation, in the build and here alike: the call's
 			// input collation also mixes the column name's)
 			if (id.type != get_fn_expr_argtype(fcinfo->flinfo, 0))
@@ -914,29 +926,24 @@ using namespace dxpriv::pg;
 // on relid is running: the profile tells which units have more than k rows.
 DX_FUNCTION(dx_unit_profile)
 {
-	ProfileId id;
-	std::memset(&id, 0, sizeof id);
-	id.database = MyDatabaseId;
-	id.relid = PG_GETARG_OID(0);
-	id.inh = PG_GETARG_BOOL(1);
-	id.attnum = PG_GETARG_INT16(2);
-	id.k = PG_GETARG_INT32(3);
-	id.seed = guc_test_seed < 0 ? -1 : static_cast<int64>(guc_test_seed);
+	const Oid relid = PG_GETARG_OID(0);
+	const bool inh = PG_GETARG_BOOL(1);
+	const int16 attnum = PG_GETARG_INT16(2);
+	const int32 k = PG_GETARG_INT32(3);
 	const int64 token = PG_GETARG_INT64(4);
 	bool allowed = false;
 	pg_call([&] {
 		allowed = !IsParallelWorker() &&
-		          (superuser() || (token == unit_profile_token() && statement::part_of_running(id.relid)));
+		          (superuser() || (token == unit_profile_token() && statement::part_of_running(relid)));
 	});
 	if (!allowed)
 		fail(ERRCODE_INSUFFICIENT_PRIVILEGE, "dx._unit_profile is placed by dxpriv only",
 		     "It is part of the statements dxpriv rewrites for tables with a privacy unit.");
-	if (id.k < 1 || id.attnum < 1)
+	if (k < 1 || attnum < 1)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv: a unit profile of no unit");
 	bytea *p = nullptr;
 	pg_call([&] {
-		int32 typmod = -1;
-		get_atttypetypmodcoll(id.relid, id.attnum, &id.type, &typmod, &id.collation);
+		ProfileId id = profile_id_of(relid, inh, attnum, k);
 		Snapshot snap = GetActiveSnapshot();
 		p = profile_for(id, snap);
 		const uint64 fingerprint = snapshot_fingerprint(snap);
