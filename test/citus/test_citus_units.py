@@ -450,4 +450,8 @@ def test_version_shards_quotes_the_shard_name():
         execute(conn, "SELECT dx.set_privacy_unit(%s, 'person', 3)", (f'"{name}"',))
         assert scalar(conn, "SELECT dx.version_shards(%s)", (f'"{name}"',)) == 4
         assert scalar(conn, "SELECT count(*) FROM canary") == 0  # still there on every worker
+        # bad inputs with Citus: a table that is not protected (42P01 with a hint), NULL
+        e = _refused(conn, "SELECT dx.version_shards('canary')", "42P01")
+        assert e.diag.message_hint, e.pgerror
+        _refused(conn, "SELECT dx.version_shards(NULL)", "42P01")
         conn.close()
