@@ -1157,3 +1157,71 @@ END $$;
 REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
 	EXECUTE FUNCTION dx._on_subscription_change();
+
+-- lead (session 16): dx.contents_changes merged (contents versions unchanged), by the trigger and by the DBA
+
+-- Merges the rows of dx.contents_changes (of one relid, or of every relid when rel is NULL) whose
+-- transactions had all ended before this call's snapshot into one row per relid: n the sum of
+-- theirs, xid the largest of theirs (an ended transaction: it never writes again). Every snapshot
+-- sees the same sum before and after: one that sees the merge sees every merged row's transaction
+-- (they ended before the merge began), one that does not sees the rows as they were (MVCC), so no
+-- contents version changes and no cached answer or unit profile is lost; the rows of running
+-- transactions (the caller's own among them) stay as they are. One merger per relid at a time (a
+-- transaction-level advisory lock; a second one skips that relid). Returns how many rows it removed.
+-- Without it the table grows by a row per writing transaction and the version scan of every
+-- cacheable statement grows with it (doc/dba-guide.md "Fresh after writes").
+CREATE FUNCTION dx.compact_contents_changes(rel oid DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	horizon xid8 := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+	target oid;
+	merged bigint;
+	total bigint;
+	newest xid8;
+	removed bigint := 0;
+BEGIN
+	-- (under repeatable read or serializable a second merger would fail on the rows the first deleted)
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+		RAISE EXCEPTION 'dx.compact_contents_changes needs the read committed isolation level'
+			USING ERRCODE = '25000', HINT = 'Call it outside an explicit transaction, or in one that is read committed.';
+	END IF;
+	FOR target IN SELECT DISTINCT c.relid FROM dx.contents_changes c
+	              WHERE rel IS NULL OR c.relid OPERATOR(pg_catalog.=) rel LOOP
+		-- (key: 'dxcc' in the high half, the relid in the low half)
+		CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(
+			(x'64786363'::bigint OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) target::bigint);
+		WITH old AS (
+			DELETE FROM dx.contents_changes c
+			WHERE c.relid OPERATOR(pg_catalog.=) target AND c.xid OPERATOR(pg_catalog.<) horizon
+			RETURNING c.xid, c.n)
+		SELECT pg_catalog.count(*), pg_catalog.sum(o.n), pg_catalog.max(o.xid)
+		INTO merged, total, newest FROM old o;
+		IF merged > 0 THEN
+			INSERT INTO dx.contents_changes (relid, xid, n) VALUES (target, newest, total);
+			removed := removed OPERATOR(pg_catalog.+) merged OPERATOR(pg_catalog.-) 1;
+		END IF;
+	END LOOP;
+	RETURN removed;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx.compact_contents_changes(oid) FROM PUBLIC;
+COMMENT ON FUNCTION dx.compact_contents_changes(oid) IS 'merges the rows of dx.contents_changes of ended transactions into one row per table (contents versions unchanged); returns how many rows it removed';
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+-- One read committed writing transaction in 64 (at random) also merges the ended ones' rows of that
+-- relid, so the rows of a table stay about 64 plus its running writers, whatever its write rate
+-- (not under repeatable read or serializable: the merge must never make a writer's transaction fail).
+CREATE OR REPLACE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	noted bigint;
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	GET DIAGNOSTICS noted = ROW_COUNT;
+	IF noted > 0 AND pg_catalog.random() < 1.0 / 64
+	   AND pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed' THEN
+		PERFORM dx.compact_contents_changes(TG_ARGV[0]::oid);
+	END IF;
+	RETURN NULL;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
