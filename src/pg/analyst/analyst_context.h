@@ -30,9 +30,6 @@ struct AnalystContext {
 	Oid policy_table(Oid relid) const;
 	// A relation reading relid with its descendants (no ONLY) also reads protected descendants.
 	bool has_protected_descendant(Oid relid) const;
-
-private:
-	mutable std::map<Oid, Oid> policy_table_memo;
 };
 AnalystContext load_analyst_context(const ExtensionObjects &ext);
 // Registers the relcache callback that keeps the cached analyst/protected lists fresh.
