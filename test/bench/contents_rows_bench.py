@@ -13,9 +13,12 @@ PGHOST/PGPORT (superuser PGUSER):
   kept     the same statement when the table holds R rows, one per transaction (what the extension
            kept before the merge after R writing transactions; inserted directly), for each R;
   merged   the same when those R transactions are one row (n = R), as a merge leaves them (the kept
-           rows' xids are synthetic, so the merge itself is exercised by the writes, not here).
+           rows' xids are synthetic, so the merge itself is exercised by the writes, not here);
+  partitions  a cached `SELECT avg(v)` over a table of P partitions (backend CPU per statement from
+           /proc/<pid>/schedstat, median of --runs) next to the owner's native `EXPLAIN` of the same
+           statement (planning only: what any statement over P partitions pays).
 
-  python3 test/bench/contents_rows_bench.py --writes 20000 --rows 100000 1000000 \\
+  python3 test/bench/contents_rows_bench.py --writes 20000 --rows 100000 1000000 --partitions 100 \\
       --out test/bench/results/contents_rows.csv
 """
 import argparse
@@ -50,6 +53,38 @@ def cached_ms(analyst, runs):
     return statistics.median(out)
 
 
+def backend_cpu_ms(conn, sql, runs):
+    cur = conn.cursor()
+    cur.execute("SELECT pg_backend_pid()")
+    pid = cur.fetchone()[0]
+    cur.execute(sql)
+    cur.fetchall()
+    out = []
+    for _ in range(runs):
+        with open(f"/proc/{pid}/schedstat") as f:
+            c0 = int(f.read().split()[0])
+        cur.execute(sql)
+        cur.fetchall()
+        with open(f"/proc/{pid}/schedstat") as f:
+            out.append((int(f.read().split()[0]) - c0) / 1e6)
+    return statistics.median(out)
+
+
+def partitions(owner, analyst, p, runs):
+    cur = owner.cursor()
+    cur.execute("DROP TABLE IF EXISTS bench_cc_parts")
+    cur.execute("CREATE TABLE bench_cc_parts (id int, v int) PARTITION BY RANGE (id)")
+    for i in range(p):
+        cur.execute(f"CREATE TABLE bench_cc_parts_{i} PARTITION OF bench_cc_parts FOR VALUES FROM ({i * 1000}) TO ({(i + 1) * 1000})")
+    cur.execute("INSERT INTO bench_cc_parts SELECT g, g %% 1000 FROM generate_series(0, %s) g", (p * 1000 - 1,))
+    cur.execute("SELECT dx.protect_table('bench_cc_parts', 1.0)")
+    cur.execute("SELECT dx.set_column('bench_cc_parts', 'v', '{\"min\": 0, \"max\": 999, \"step\": 1}', "
+                "'{\"type\": \"absolute\", \"scale\": 100}')")
+    cur.execute("SELECT dx.grant_budget(%s, 'bench_cc_parts', 1e9)", (ANALYST,))
+    sql = "SELECT avg(v) FROM bench_cc_parts"
+    return backend_cpu_ms(analyst, sql, runs), backend_cpu_ms(owner, "EXPLAIN " + sql, runs)
+
+
 def rows(owner):
     cur = owner.cursor()
     cur.execute("SELECT count(*), coalesce(sum(n), 0) FROM dx.contents_changes WHERE relid = 'bench_cc'::regclass")
@@ -61,6 +96,7 @@ def main():
     ap.add_argument("--writes", type=int, default=20000)
     ap.add_argument("--rows", type=int, nargs="*", default=[100000, 1000000])
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--out", default="test/bench/results/contents_rows.csv")
     a = ap.parse_args()
     owner = connect()
@@ -100,9 +136,12 @@ def main():
         cur.execute("VACUUM ANALYZE dx.contents_changes")
         n, total = rows(owner)
         results.append(("merged", r, n, total, round(cached_ms(analyst, a.runs), 3), None))
+    cached, native_plan = partitions(owner, analyst, a.partitions, a.runs)
+    results.append(("partitions_cached_cpu", a.partitions, None, None, round(cached, 3), None))
+    results.append(("partitions_native_explain_cpu", a.partitions, None, None, round(native_plan, 3), None))
     with open(a.out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["case", "transactions", "rows", "sum_n", "cached_statement_ms", "write_us"])
+        w.writerow(["case", "transactions_or_partitions", "rows", "sum_n", "statement_ms", "write_us"])
         w.writerows(results)
     for r in results:
         print(r)
