@@ -54,20 +54,18 @@ heavy_units(const UnitRank *rows, std::size_t n, std::size_t k, UnitRank *out) n
 	return heavy;
 }
 
-unsigned
-split_bits(std::size_t rows, std::size_t capacity, unsigned depth) noexcept
+std::size_t
+leading_in_range(const UnitRank *rows, std::size_t n, HashRange range) noexcept
 {
-	if (depth >= 64)
-		return 0;
-	const unsigned most = std::min<unsigned>(kMaxSplitBits, 64 - depth);
-	const std::size_t half = std::max<std::size_t>(capacity / 2, 1);
-	unsigned bits = 1;
-	const auto part = [rows](unsigned b) { // ceil(rows / 2^b)
-		return (rows >> b) + ((rows & ((std::size_t{1} << b) - 1)) != 0 ? 1 : 0);
-	};
-	while (bits < most && part(bits) > half)
-		bits++;
-	return bits;
+	std::size_t lo = 0, hi = n; // (sorted: the entries in range come first; binary search for the end)
+	while (lo < hi) {
+		const std::size_t mid = lo + (hi - lo) / 2;
+		if (range.contains(rows[mid].hash))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 } // namespace dxpriv

@@ -33,23 +33,22 @@ constexpr std::size_t kTiedThreshold = static_cast<std::size_t>(-1);
 std::size_t heavy_units(const UnitRank *rows, std::size_t n, std::size_t k, UnitRank *out) noexcept;
 
 // A range of unit hashes: those whose `depth` high bits are `prefix` (HashRange{0, 0}: every hash).
-// Plain data (memset and PostgreSQL memory are fine). Ranges of
-// one depth in increasing prefix are in increasing hash order, so a build that takes them in that
-// order (and a split range's parts in order, before the next range) meets the heavy units in the
-// order of a single sort of all rows.
+// Plain data (memset and PostgreSQL memory are fine). A range's lower half precedes its upper half in
+// hash order, so a build that, when its work area overflows, keeps the lower half of its range and
+// leaves the upper half for a later pass (a stack: the last half left is the next range scanned)
+// meets the heavy units in the order of one sort of every row.
 struct HashRange {
 	unsigned depth;
 	std::uint64_t prefix;
 
 	bool contains(std::uint64_t h) const noexcept { return depth == 0 || (h >> (64 - depth)) == prefix; }
-	// Part i of the 2^bits equal parts (1 <= bits, depth + bits <= 64).
-	HashRange part(unsigned bits, std::uint64_t i) const noexcept { return HashRange{depth + bits, (prefix << bits) | i}; }
+	// The lower (half 0) or upper (half 1) half; depth < 64.
+	HashRange half(unsigned which) const noexcept { return HashRange{depth + 1, (prefix << 1) | which}; }
 };
 
-// Into how many parts (as 2^bits) to split a range of `rows` rows that overflowed a work area of
-// `capacity` entries: the fewest with rows / 2^bits at most capacity / 2 (hash bits are uniform),
-// at least 1 bit, at most kMaxSplitBits and 64 - depth. 0 when depth is 64 (cannot be split).
-constexpr unsigned kMaxSplitBits = 16;
-unsigned split_bits(std::size_t rows, std::size_t capacity, unsigned depth) noexcept;
+// How many of rows[0, n), sorted by hash (compact_unit_ranks), lead with a hash in `range`, when
+// every one of them is in range's parent or in range itself and range is its parent's lower half:
+// the entries the build keeps when it narrows its range to that half.
+std::size_t leading_in_range(const UnitRank *rows, std::size_t n, HashRange range) noexcept;
 
 } // namespace dxpriv

@@ -37,11 +37,12 @@ reference(std::vector<UnitRank> rows, std::size_t k, std::vector<UnitRank> *heav
 }
 
 // The pass driver of build_profile over a work area of `cap` entries: a full work area is compacted,
-// and when over half of it is still used the range overflowed (its rows are only counted to the end
-// of the pass) and is split; the heavy units of a finished range are appended to the output.
+// and while over half of it is still used the pass narrows its range to the lower half, leaving the
+// upper half on a stack for a later pass; the heavy units of each finished range are appended.
 struct Passes {
 	std::size_t passes = 0;
 	std::size_t result = 0;
+	std::size_t most_left = 0; // the most ranges left at once
 };
 
 Passes
@@ -50,46 +51,29 @@ bounded(const std::vector<UnitRank> &table, std::size_t k, std::size_t cap, std:
 	EXPECT_GE(cap, 2 * (k + 1));
 	std::vector<UnitRank> buf(cap);
 	heavy->clear();
-	struct Frame {
-		HashRange parent;
-		unsigned bits;
-		std::uint64_t next;
-	};
-	std::vector<Frame> stack{{HashRange{0, 0}, 0, 0}};
+	std::vector<HashRange> todo{HashRange{0, 0}};
 	Passes out;
-	while (!stack.empty()) {
-		Frame &f = stack.back();
-		if (f.next == (f.bits == 0 ? 1 : std::uint64_t{1} << f.bits)) {
-			stack.pop_back();
-			continue;
-		}
-		const HashRange range = f.bits == 0 ? f.parent : f.parent.part(f.bits, f.next);
-		f.next++;
-		std::size_t n = 0, in_range = 0;
-		bool overflow = false;
+	while (!todo.empty()) {
+		HashRange range = todo.back();
+		todo.pop_back();
+		std::size_t n = 0;
 		out.passes++;
 		for (const UnitRank &r : table) {
 			if (!range.contains(r.hash))
 				continue;
-			in_range++;
-			if (overflow)
-				continue;
 			if (n == cap) {
 				n = compact_unit_ranks(buf.data(), n, k + 1);
-				if (n > cap / 2) {
-					overflow = true;
-					continue;
+				while (n > cap / 2) {
+					EXPECT_LT(range.depth, 64u);
+					todo.push_back(range.half(1));
+					range = range.half(0);
+					n = leading_in_range(buf.data(), n, range);
 				}
+				out.most_left = std::max(out.most_left, todo.size());
+				if (!range.contains(r.hash))
+					continue;
 			}
 			buf[n++] = r;
-		}
-		if (overflow) {
-			const unsigned bits = split_bits(in_range, cap, range.depth);
-			EXPECT_GT(bits, 0u);
-			if (bits == 0)
-				return out;
-			stack.push_back({range, bits, 0});
-			continue;
 		}
 		n = compact_unit_ranks(buf.data(), n, k + 1);
 		const std::size_t h = heavy_units(buf.data(), n, k, buf.data());
@@ -173,28 +157,33 @@ TEST(UnitRankCompact, HeavyUnitsAndTies)
 	EXPECT_EQ(heavy_units(tied.data(), tied.size(), 2, tied.data()), 0u); // two rows: light at k = 2
 }
 
-TEST(UnitRankCompact, RangesAndSplits)
+TEST(UnitRankCompact, RangesAndHalves)
 {
 	const HashRange all{0, 0};
 	EXPECT_TRUE(all.contains(0) && all.contains(~std::uint64_t{0}));
-	const HashRange a = all.part(2, 1), b = all.part(2, 2);
-	EXPECT_TRUE(a.contains(std::uint64_t{1} << 62));
-	EXPECT_FALSE(a.contains(std::uint64_t{1} << 63));
-	EXPECT_TRUE(b.contains(std::uint64_t{1} << 63));
-	const HashRange deep = all.part(16, 0xabcd).part(16, 0x1234).part(16, 5).part(16, 7);
+	const HashRange lo = all.half(0), hi = all.half(1);
+	EXPECT_TRUE(lo.contains(0) && lo.contains((std::uint64_t{1} << 63) - 1));
+	EXPECT_FALSE(lo.contains(std::uint64_t{1} << 63));
+	EXPECT_TRUE(hi.contains(std::uint64_t{1} << 63) && hi.contains(~std::uint64_t{0}));
+	HashRange deep = all;
+	for (int i = 0; i < 64; i++)
+		deep = deep.half(static_cast<unsigned>((0xabcd123400050007ULL >> (63 - i)) & 1));
 	EXPECT_EQ(deep.depth, 64u);
 	EXPECT_TRUE(deep.contains(0xabcd123400050007ULL));
 	EXPECT_FALSE(deep.contains(0xabcd123400050006ULL));
-	EXPECT_EQ(split_bits(1000, 1000, 0), 1u);     // 500 rows per half: fits half of 1000
-	EXPECT_EQ(split_bits(1001, 1000, 0), 2u);
-	EXPECT_EQ(split_bits(100000, 1000, 0), 8u);   // 390 per part
-	EXPECT_EQ(split_bits(100000, 1000, 60), 4u);  // at most 64 - depth
-	EXPECT_EQ(split_bits(~std::size_t{0}, 4, 0), kMaxSplitBits);
-	EXPECT_EQ(split_bits(10, 4, 64), 0u);
+	// sorted entries of `hi`: those of its lower half lead
+	const HashRange q = hi.half(0);
+	std::vector<UnitRank> rows{{std::uint64_t{1} << 63, 1}, {(std::uint64_t{1} << 63) + 5, 2}, {std::uint64_t{3} << 62, 3},
+	                           {~std::uint64_t{0}, 4}};
+	EXPECT_EQ(leading_in_range(rows.data(), rows.size(), q), 2u);
+	EXPECT_EQ(leading_in_range(rows.data(), 2, q), 2u);
+	EXPECT_EQ(leading_in_range(rows.data() + 2, 2, q), 0u);
+	EXPECT_EQ(leading_in_range(rows.data(), 0, q), 0u);
 }
 
 // The bounded build against the one-sort build: same heavy units, thresholds and order (hence the
-// same open-addressing table), and the same tie refusal, over work areas from 2(k + 1) entries up.
+// same open-addressing table), and the same tie refusal, over work areas from 2(k + 1) entries up;
+// every pass finishes a range, so the passes are about the rows over half the work area.
 TEST(UnitRankCompact, PassesGiveTheOneSortProfile)
 {
 	std::mt19937_64 rng(2026);
@@ -208,6 +197,7 @@ TEST(UnitRankCompact, PassesGiveTheOneSortProfile)
 		for (std::size_t cap : {table.size() + 1, 2 * (k + 1), 2 * (k + 1) + 8, std::size_t{64}, std::size_t{400}}) {
 			const Passes p = bounded(table, k, cap, &got);
 			ASSERT_EQ(p.result, ref) << trial << " cap " << cap;
+			EXPECT_LE(p.most_left, 64u);
 			multi += p.passes > 1;
 			tied += ref == kTiedThreshold;
 			if (ref == kTiedThreshold)

@@ -309,12 +309,12 @@ struct ProfileScan {
 	UnitHasher hasher;
 	MemoryContext cxt;
 	Size keep;     // k + 1: the ranks of a unit the build needs (its k-th and the tie check)
-	HashRange range;
+	HashRange range; // this pass's range (narrowed to its lower half while the work area overflows)
+	HashRange *todo; // the ranges left for later passes, a stack (the next on top)
+	int ntodo;
 	bool specials; // this pass collects the special units (the first)
 	UnitRank *rows;
 	Size n, cap, max_cap;
-	bool overflow;   // the work area stayed over half full after a compaction: the range is split
-	Size in_range;   // rows of the range this pass saw (counted to the end after an overflow)
 	Size total;      // rows of the table (the first pass)
 	int64 *special[2]; // the ranks of the special units' rows (unit_special)
 	Size nspecial[2], capspecial[2];
@@ -322,6 +322,7 @@ struct ProfileScan {
 };
 
 constexpr Size kBuildSlack = 16 * 1024; // of the budget, for the context's own blocks and headers
+constexpr int kBuildRanges = 65;        // ranges left at once: halves of distinct depths, at most 64
 
 inline void
 note_build_memory(ProfileScan *ps)
@@ -360,20 +361,26 @@ profile_scan_row(void *ctx, const SealedRow &row)
 	}
 	if (!ps->range.contains(hash))
 		return;
-	ps->in_range++;
-	if (ps->overflow)
-		return;
 	if (ps->n == ps->cap) {
 		if (ps->cap < ps->max_cap) {
 			ps->cap = Min(2 * ps->cap, ps->max_cap);
 			ps->rows = static_cast<UnitRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(UnitRank)));
 			note_build_memory(ps);
 		} else {
+			// full: each unit's k + 1 smallest ranks; while that is still over half the work area
+			// (two units at least: k + 1 <= max_cap / 2), the pass narrows its range to the lower
+			// half and leaves the upper half to a later pass (its entries dropped: sorted, they are
+			// the last ones), so every pass finishes a range
 			ps->n = compact_unit_ranks(ps->rows, ps->n, ps->keep);
-			if (ps->n > ps->max_cap / 2) {
-				ps->overflow = true;
-				return;
+			while (ps->n > ps->max_cap / 2) {
+				if (ps->range.depth >= 64 || ps->ntodo >= kBuildRanges)
+					ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile range that cannot be split")));
+				ps->todo[ps->ntodo++] = ps->range.half(1);
+				ps->range = ps->range.half(0);
+				ps->n = leading_in_range(ps->rows, ps->n, ps->range);
 			}
+			if (!ps->range.contains(hash))
+				return;
 		}
 	}
 	UnitRank &r = ps->rows[ps->n++];
@@ -387,9 +394,10 @@ constexpr const char *kBuildMemoryHint =
 // Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
 // `attempt`, its work memory within dxpriv.unit_profile_build_memory: the (unit hash, rank) of each
 // row of a range of unit hashes (core/unit_rank_compact.h) in a work area compacted, when full, to
-// each unit's k + 1 smallest ranks; the first pass takes every hash, and a range whose work area
-// stays over half full after a compaction is split into parts (by the hash's high bits, as many as
-// its rows need), each scanned again, in hash order. A unit with more than k rows gets the rank of
+// each unit's k + 1 smallest ranks; the first pass takes every hash, and while its work area stays
+// over half full after a compaction a pass narrows its range to the lower half (by the hash's next
+// high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
+// A unit with more than k rows gets the rank of
 // its k-th. The same profile, byte for byte, as one sort of every row (the same heavy units,
 // thresholds and table order; regress 85, GoogleTest UnitRankCompact). nullptr when two of a heavy
 // unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
@@ -435,41 +443,20 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	// the heavy units found, in hash order (the output: in the caller's context)
 	Size nheavy = 0, capheavy = 64;
 	auto *heavy = static_cast<UnitRank *>(MemoryContextAllocHuge(CurrentMemoryContext, capheavy * sizeof(UnitRank)));
-	// the ranges still to scan, in hash order: frame f's parts next .. 2^bits - 1 of its range (bits 0:
-	// the range itself); a split pushes a frame one bit deeper at least, so at most 65 frames
-	struct Frame {
-		HashRange parent;
-		unsigned bits;
-		uint64 next;
-	};
-	Frame frames[66];
-	int depth = 0;
-	frames[0] = Frame{HashRange{0, 0}, 0, 0};
+	// the ranges still to scan, a stack in hash order (the top is the lowest)
+	HashRange todo[kBuildRanges];
+	todo[0] = HashRange{0, 0};
+	ps.todo = todo;
+	ps.ntodo = 1;
 	int passes = 0;
 	bool tied = false;
-	while (depth >= 0 && !tied) {
-		Frame &f = frames[depth];
-		if (f.next == (f.bits == 0 ? 1 : (uint64{1} << f.bits))) {
-			depth--;
-			continue;
-		}
-		const HashRange range = f.bits == 0 ? f.parent : f.parent.part(f.bits, f.next);
-		f.next++;
-		ps.range = range;
+	while (ps.ntodo > 0) {
+		ps.range = todo[--ps.ntodo];
 		ps.specials = passes == 0;
 		ps.n = 0;
-		ps.overflow = false;
-		ps.in_range = 0;
 		passes++;
 		sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
 		                   profile_scan_row, &ps);
-		if (ps.overflow) { // (more than half of a work area of 2(k + 1) entries or more: two units at least)
-			const unsigned bits = split_bits(ps.in_range, ps.max_cap, range.depth);
-			if (bits == 0 || depth + 1 >= static_cast<int>(lengthof(frames)))
-				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile range that cannot be split")));
-			frames[++depth] = Frame{range, bits, 0};
-			continue;
-		}
 		ps.n = compact_unit_ranks(ps.rows, ps.n, ps.keep);
 		const Size found = heavy_units(ps.rows, ps.n, k, ps.rows);
 		if (found == kTiedThreshold) { // a tie at the threshold would keep k + 1 rows
