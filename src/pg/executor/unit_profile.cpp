@@ -397,9 +397,9 @@ constexpr const char *kBuildMemoryHint =
 // each unit's k + 1 smallest ranks; the first pass takes every hash, and while its work area stays
 // over half full after a compaction a pass narrows its range to the lower half (by the hash's next
 // high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
-// A unit with more than k rows gets the rank of
-// its k-th. The same profile, byte for byte, as one sort of every row (the same heavy units,
-// thresholds and table order; regress 85, GoogleTest UnitRankCompact). nullptr when two of a heavy
+// A unit with more than k rows gets the rank of its k-th. The same profile, byte for byte, as one
+// sort of every row (the same heavy units, thresholds and table order; regress 85, GoogleTest
+// UnitRankCompact); every pass reads `snapshot`. nullptr when two of a heavy
 // unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
 // setting cannot hold a unit's k + 1 ranks twice over (a function of k and the setting only: never
 // of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
