@@ -7,6 +7,7 @@ sum over units of min(k, rows of the unit), and the number of units.
 """
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -676,3 +677,74 @@ def test_profile_cached_before_a_subscription_is_not_served_after_it_is_dropped(
                         execute(sub, sql)
                     except psycopg2.Error:
                         pass
+
+
+# ---------------------------------------------------------------- profilemem: the build in passes
+
+def test_profile_built_in_passes_keeps_k_under_concurrent_writes():
+    """dxpriv.unit_profile_build_memory (profilemem): under a setting of 64 kB the profile of a
+    20,000-row table is built in several scans over ranges of unit hashes. The analyst may not
+    change the setting (42501, SET and set_config alike); a superuser's setting for her role holds.
+    While another session commits batches that make new units heavy, every answer of hers (serial
+    and parallel) is the rule under one committed state: all the passes of one build read the
+    statement's snapshot, so a batch committed between two passes is in none of them or in all."""
+    with fresh_db() as db:
+        admin = connect(db)
+        ensure_analyst(admin, db)
+        execute(admin, "CREATE TABLE passes (u int, g text)")
+        execute(admin, "INSERT INTO passes SELECT i % 7000, CASE WHEN i % 2 = 0 THEN 'x' ELSE 'y' END "
+                       "FROM generate_series(1, 20000) i")
+        execute(admin, "INSERT INTO passes SELECT NULL, 'x' FROM generate_series(1, 500)")
+        protect(admin, "passes")
+        execute(admin, f"ALTER ROLE {ANALYST} IN DATABASE {db} SET dxpriv.unit_profile_build_memory = '64kB'")
+        analyst = connect(db, user=ANALYST)
+        assert scalar(analyst, "SHOW dxpriv.unit_profile_build_memory") == "64kB"
+        for attempt in ["SET dxpriv.unit_profile_build_memory = '1GB'",
+                        "SELECT set_config('dxpriv.unit_profile_build_memory', '1GB', false)"]:
+            try:
+                execute(analyst, attempt)
+                raise AssertionError(f"an analyst changed the build memory: {attempt}")
+            except psycopg2.Error as e:
+                assert e.pgcode == "42501", (attempt, e.pgcode, e.pgerror)
+        before = exact(admin, "passes")[0]
+        assert rows_of(analyst, "SELECT dx.count(*) FROM passes") == [(before,)]
+        batches = 12
+        states = {before + K * i for i in range(batches + 1)}  # batch i: unit 100000 + i, K + 2 rows
+        done = threading.Event()
+
+        def writer():
+            w = connect(db)
+            try:
+                for i in range(1, batches + 1):
+                    execute(w, f"INSERT INTO passes SELECT {100000 + i}, 'x' FROM generate_series(1, {K + 2})")
+                    time.sleep(0.05)
+            finally:
+                done.set()
+                w.close()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        answers, bad = 0, []
+        try:
+            while not done.is_set() or answers < 4:
+                for label in ("serial", "parallel"):
+                    got = under(analyst, SETTINGS[label], "SELECT dx.count(*) FROM passes")[0][0]
+                    answers += 1
+                    if got not in states:
+                        bad.append((label, got))
+        finally:
+            t.join()
+        assert not bad, f"answers of no committed state: {bad[:5]} (states {sorted(states)})"
+        assert rows_of(analyst, "SELECT dx.count(*) FROM passes") == [(before + K * batches,)]
+        assert exact(admin, "passes")[0] == before + K * batches
+        # (the builds above did take several passes: the superuser's DEBUG1 line of a build under
+        # the same setting)
+        execute(admin, "SET dxpriv.unit_profile_build_memory = '64kB'")
+        execute(admin, "UPDATE passes SET g = g WHERE false")
+        admin.notices.clear()
+        execute(admin, "SET client_min_messages = debug1")
+        execute(admin, "SELECT dx.count(*) FROM passes")
+        execute(admin, "RESET client_min_messages")
+        passes = [int(m.group(1)) for n in admin.notices
+                  for m in [re.search(r"unit profile of \"passes\" built in (\d+) pass", n)] if m]
+        assert passes and passes[0] > 1, admin.notices

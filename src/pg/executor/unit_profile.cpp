@@ -12,6 +12,7 @@
 
 #include "core/siphash.h"
 #include "core/unit_prefilter.h"
+#include "core/unit_rank_compact.h"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -49,6 +50,7 @@ namespace dxpriv::pg {
 
 bool guc_unit_profiles = true;
 int guc_unit_profile_memory = 16384; // kB
+int guc_unit_profile_build_memory = 65536; // kB
 
 namespace {
 
@@ -297,52 +299,112 @@ open_profile(const bytea *p, Size *size)
 	return plain;
 }
 
-struct RowRank {
-	uint64 hash;
-	int64 rank;
-};
-
-// What the build's scan fills (plain data: the scan's callback is a PostgreSQL frame).
+// What the build's scan fills in one pass (plain data: the scan's callback is a PostgreSQL frame). The
+// build's work arrays live in their own memory context, bounded by dxpriv.unit_profile_build_memory:
+// `rows`, this pass's work area, grown by doubling up to max_cap entries, and the special units'
+// ranks, collected by the first pass only, each in an array of at most 2(k + 1) entries. (The heavy
+// units found, the build's output, are outside: see build_profile.)
 struct ProfileScan {
 	SipRowRank *ranker;
 	UnitHasher hasher;
-	RowRank *rows;
-	Size n, cap;
+	MemoryContext cxt;
+	Size keep;     // k + 1: the ranks of a unit the build needs (its k-th and the tie check)
+	HashRange range; // this pass's range (narrowed to its lower half while the work area overflows)
+	HashRange *todo; // the ranges left for later passes, a stack (the next on top)
+	int ntodo;
+	bool specials; // this pass collects the special units (the first)
+	UnitRank *rows;
+	Size n, cap, max_cap;
+	Size total;      // rows of the table (the first pass)
 	int64 *special[2]; // the ranks of the special units' rows (unit_special)
 	Size nspecial[2], capspecial[2];
+	Size peak;       // the most the build's context held (MemoryContextMemAllocated), in bytes
 };
 
-// One row of the build's scan (SealedRowFn): its unit's hash and its rank.
+constexpr Size kBuildSlack = 16 * 1024; // of the budget, for the context's own blocks and headers
+constexpr int kBuildRanges = 65;        // ranges left at once: halves of distinct depths, at most 64
+
+inline void
+note_build_memory(ProfileScan *ps)
+{
+	ps->peak = Max(ps->peak, MemoryContextMemAllocated(ps->cxt, true));
+}
+
+// One row of the build's scan (SealedRowFn): its unit's hash and, when its unit is in this pass's
+// range, its rank.
 void
 profile_scan_row(void *ctx, const SealedRow &row)
 {
 	auto *ps = static_cast<ProfileScan *>(ctx);
 	uint64 hash;
 	const int c = unit_special(&ps->hasher, row.value, row.isnull, &hash);
-	const int64 rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
+	if (ps->specials)
+		ps->total++;
 	if (c >= 0) {
+		if (!ps->specials)
+			return;
+		const int64 rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
 		if (ps->nspecial[c] == ps->capspecial[c]) {
-			ps->capspecial[c] = ps->capspecial[c] == 0 ? 64 : 2 * ps->capspecial[c];
-			ps->special[c] = static_cast<int64 *>(
-			    ps->special[c] ? repalloc_huge(ps->special[c], ps->capspecial[c] * sizeof(int64))
-			                   : MemoryContextAllocHuge(CurrentMemoryContext, ps->capspecial[c] * sizeof(int64)));
+			if (ps->capspecial[c] < 2 * ps->keep) {
+				const Size cap = ps->capspecial[c] == 0 ? Min(2 * ps->keep, 2048) : Min(2 * ps->capspecial[c], 2 * ps->keep);
+				ps->special[c] = static_cast<int64 *>(
+				    ps->special[c] ? repalloc_huge(ps->special[c], cap * sizeof(int64))
+				                   : MemoryContextAllocHuge(ps->cxt, cap * sizeof(int64)));
+				ps->capspecial[c] = cap;
+				note_build_memory(ps);
+			} else {
+				ps->nspecial[c] = compact_ranks(ps->special[c], ps->nspecial[c], ps->keep);
+			}
 		}
 		ps->special[c][ps->nspecial[c]++] = rank;
 		return;
 	}
+	if (!ps->range.contains(hash))
+		return;
 	if (ps->n == ps->cap) {
-		ps->cap *= 2;
-		ps->rows = static_cast<RowRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(RowRank)));
+		if (ps->cap < ps->max_cap) {
+			ps->cap = Min(2 * ps->cap, ps->max_cap);
+			ps->rows = static_cast<UnitRank *>(repalloc_huge(ps->rows, ps->cap * sizeof(UnitRank)));
+			note_build_memory(ps);
+		} else {
+			// full: each unit's k + 1 smallest ranks; while that is still over half the work area
+			// (two units at least: k + 1 <= max_cap / 2), the pass narrows its range to the lower
+			// half and leaves the upper half to a later pass (its entries dropped: sorted, they are
+			// the last ones), so every pass finishes a range
+			ps->n = compact_unit_ranks(ps->rows, ps->n, ps->keep);
+			while (ps->n > ps->max_cap / 2) {
+				if (ps->range.depth >= 64 || ps->ntodo >= kBuildRanges)
+					ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile range that cannot be split")));
+				ps->todo[ps->ntodo++] = ps->range.half(1);
+				ps->range = ps->range.half(0);
+				ps->n = leading_in_range(ps->rows, ps->n, ps->range);
+			}
+			if (!ps->range.contains(hash))
+				return;
+		}
 	}
-	RowRank &r = ps->rows[ps->n++];
+	UnitRank &r = ps->rows[ps->n++];
 	r.hash = hash;
-	r.rank = rank;
+	r.rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
 }
 
+constexpr const char *kBuildMemoryHint =
+    "Raise dxpriv.unit_profile_build_memory (superusers), or set dxpriv.unit_profiles to off for statements on this table.";
+
 // Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
-// `attempt`: one scan of every member (its own unit attribute number, found by name), the (unit hash,
-// rank) of each row, sorted; a unit with more than k rows gets the rank of its k-th. nullptr when two
-// of a heavy unit's rows share the rank at the threshold (2^-64: the caller draws another key).
+// `attempt`, its work memory within dxpriv.unit_profile_build_memory: the (unit hash, rank) of each
+// row of a range of unit hashes (core/unit_rank_compact.h) in a work area compacted, when full, to
+// each unit's k + 1 smallest ranks; the first pass takes every hash, and while its work area stays
+// over half full after a compaction a pass narrows its range to the lower half (by the hash's next
+// high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
+// A unit with more than k rows gets the rank of its k-th. The same profile, byte for byte, as one
+// sort of every row (the same heavy units, thresholds and table order; regress 85, GoogleTest
+// UnitRankCompact); every pass reads `snapshot`. nullptr when two of a heavy
+// unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
+// setting cannot hold a unit's k + 1 ranks twice over (a function of k and the setting only: never
+// of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
+// output, outside the setting: a limit on them would be an error whose occurrence tells the analyst
+// something of the rows.
 bytea *
 build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attempt)
 {
@@ -353,79 +415,107 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	h.versioned = versioned;
 	draw_rank_key(h.key, attempt);
 	SipRowRank ranker(h.key);
-	// the scan and every hash call run inside the sealed path, as the table's owner
-	// (elevated/sealed_scan.h): the hasher is not sealed again per call
+	const Size k = static_cast<Size>(id.k);
+	const Size budget = static_cast<Size>(guc_unit_profile_build_memory) * 1024;
+	// the special units' arrays at their largest, then the work area: at least 2(k + 1) entries
+	const Size special_bytes = 2 * 2 * (k + 1) * sizeof(int64);
+	const Size least = kBuildSlack + special_bytes + 2 * (k + 1) * sizeof(UnitRank);
+	if (budget < least)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+		                errmsg("dxpriv.unit_profile_build_memory (%d kB) is too small for the unit profile of a table with max_rows_per_unit %d",
+		                       guc_unit_profile_build_memory, id.k),
+		                errdetail("The build holds the %d smallest row ranks of a unit at once, twice over: it needs at least %zu kB.",
+		                          id.k + 1, (least + 1023) / 1024),
+		                errhint("%s", kBuildMemoryHint)));
 	ProfileScan ps;
 	std::memset(&ps, 0, sizeof ps);
-	ps.n = 0;
 	ps.ranker = &ranker;
+	// the scan and every hash call run inside the sealed path, as the table's owner
+	// (elevated/sealed_scan.h): the hasher is not sealed again per call
 	init_unit_hasher(&ps.hasher, id.type, id.collation, CurrentMemoryContext, kProfileHashHint, false, InvalidOid);
 	ps.hasher.seed = unit_hash_seed(ranker);
-	ps.cap = 1024;
-	ps.rows = static_cast<RowRank *>(MemoryContextAllocHuge(CurrentMemoryContext, ps.cap * sizeof(RowRank)));
-	sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
-	                   profile_scan_row, &ps);
-	RowRank *rows = ps.rows;
-	const Size n = ps.n;
-	std::sort(rows, rows + n, [](const RowRank &a, const RowRank &b) {
-		return a.hash != b.hash ? a.hash < b.hash : a.rank < b.rank;
-	});
-	const Size k = static_cast<Size>(id.k);
-	for (int c = 0; c < 2; c++) { // the special units (unit_special): their own entries
-		int64 *ranks = ps.special[c];
-		const Size m = ps.nspecial[c];
+	ps.cxt = AllocSetContextCreate(CurrentMemoryContext, "dxpriv unit profile build", ALLOCSET_SMALL_SIZES);
+	ps.keep = k + 1;
+	ps.max_cap = (budget - kBuildSlack - special_bytes) / sizeof(UnitRank);
+	ps.cap = std::min<Size>(1024, ps.max_cap);
+	ps.rows = static_cast<UnitRank *>(MemoryContextAllocHuge(ps.cxt, ps.cap * sizeof(UnitRank)));
+	note_build_memory(&ps);
+	// the heavy units found, in hash order (the output: in the caller's context)
+	Size nheavy = 0, capheavy = 64;
+	auto *heavy = static_cast<UnitRank *>(MemoryContextAllocHuge(CurrentMemoryContext, capheavy * sizeof(UnitRank)));
+	// the ranges still to scan, a stack in hash order (the top is the lowest)
+	HashRange todo[kBuildRanges];
+	todo[0] = HashRange{0, 0};
+	ps.todo = todo;
+	ps.ntodo = 1;
+	int passes = 0;
+	bool tied = false;
+	while (ps.ntodo > 0) {
+		ps.range = todo[--ps.ntodo];
+		ps.specials = passes == 0;
+		ps.n = 0;
+		passes++;
+		sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
+		                   profile_scan_row, &ps);
+		ps.n = compact_unit_ranks(ps.rows, ps.n, ps.keep);
+		const Size found = heavy_units(ps.rows, ps.n, k, ps.rows);
+		if (found == kTiedThreshold) { // a tie at the threshold would keep k + 1 rows
+			tied = true;
+			break;
+		}
+		if (nheavy + found > capheavy) {
+			while (capheavy < nheavy + found)
+				capheavy *= 2;
+			heavy = static_cast<UnitRank *>(repalloc_huge(heavy, capheavy * sizeof(UnitRank)));
+		}
+		std::memcpy(heavy + nheavy, ps.rows, found * sizeof(UnitRank));
+		nheavy += found;
+	}
+	for (int c = 0; c < 2 && !tied; c++) { // the special units (unit_special): their own entries
+		const Size m = compact_ranks(ps.special[c], ps.nspecial[c], ps.keep);
 		if (m <= k)
 			continue;
-		std::sort(ranks, ranks + m);
-		if (ranks[k] == ranks[k - 1]) { // a tie at the threshold would keep k + 1 rows
-			pfree(rows);
-			return nullptr;
-		}
+		if (ps.special[c][k] == ps.special[c][k - 1]) // a tie at the threshold would keep k + 1 rows
+			tied = true;
 		h.special_heavy[c] = true;
-		h.special_threshold[c] = ranks[k - 1];
+		h.special_threshold[c] = ps.special[c][k - 1];
 	}
-	uint32 heavy = 0;
-	for (Size i = 0; i < n;) {
-		Size j = i;
-		while (j < n && rows[j].hash == rows[i].hash)
-			j++;
-		if (j - i > k) {
-			if (rows[i + k].rank == rows[i + k - 1].rank) { // a tie at the threshold would keep k + 1 rows
-				pfree(rows);
-				return nullptr;
-			}
-			heavy++;
-		}
-		i = j;
+	// (to superusers only: the number of passes and of rows tell the table's size, which the
+	// analyst's answers hide behind noise)
+	if (superuser()) {
+		ereport(DEBUG1, (errmsg_internal("dxpriv: unit profile of \"%s\" built in %d pass%s over %zu rows, within dxpriv.unit_profile_build_memory: %s",
+		                                 get_rel_name(id.relid), passes, passes == 1 ? "" : "es", ps.total,
+		                                 ps.peak <= budget ? "yes" : "NO")));
+		ereport(DEBUG2, (errmsg_internal("dxpriv: unit profile build memory: peak %zu bytes of %zu, %d passes, %zu heavy units",
+		                                 ps.peak, budget, passes, nheavy)));
+	}
+	MemoryContextDelete(ps.cxt);
+	if (tied) {
+		pfree(heavy);
+		return nullptr;
 	}
 	uint32 slots = 0;
-	if (heavy > 0) {
+	if (nheavy > 0) {
 		slots = 1;
-		while (slots < 2 * heavy)
+		while (slots < 2 * nheavy)
 			slots <<= 1;
 	}
 	const Size size = sizeof(ProfileHeader) + static_cast<Size>(slots) * sizeof(HeavyUnit);
 	bytea *out = static_cast<bytea *>(MemoryContextAllocHuge(CurrentMemoryContext, VARHDRSZ + size));
 	SET_VARSIZE(out, VARHDRSZ + size);
-	h.heavy = heavy;
+	h.heavy = static_cast<uint32>(nheavy);
 	h.slots = slots;
 	std::memcpy(VARDATA(out), &h, sizeof h);
 	HeavyUnit *table = reinterpret_cast<HeavyUnit *>(VARDATA(out) + sizeof(ProfileHeader));
 	std::memset(table, 0, static_cast<Size>(slots) * sizeof(HeavyUnit));
-	for (Size i = 0; i < n;) {
-		Size j = i;
-		while (j < n && rows[j].hash == rows[i].hash)
-			j++;
-		if (j - i > k) {
-			uint32 at = static_cast<uint32>(rows[i].hash) & (slots - 1);
-			while (table[at].hash != 0)
-				at = (at + 1) & (slots - 1);
-			table[at].hash = rows[i].hash;
-			table[at].threshold = rows[i + k - 1].rank;
-		}
-		i = j;
+	for (Size i = 0; i < nheavy; i++) { // (in hash order: the order of the one-sort build)
+		uint32 at = static_cast<uint32>(heavy[i].hash) & (slots - 1);
+		while (table[at].hash != 0)
+			at = (at + 1) & (slots - 1);
+		table[at].hash = heavy[i].hash;
+		table[at].threshold = heavy[i].rank;
 	}
-	pfree(rows);
+	pfree(heavy);
 	return out;
 }
 
@@ -882,6 +972,14 @@ unit_profile_define_gucs()
 	                        "shards of Citus tables; shared memory used: 1.75 times this setting); a larger "
 	                        "profile is built for each statement. 0: no cache. Needs a restart.",
 	                        &guc_unit_profile_memory, 16384, 0, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB, nullptr,
+	                        nullptr, nullptr);
+	DefineCustomIntVariable("dxpriv.unit_profile_build_memory",
+	                        "Memory of one unit profile build.",
+	                        "The build's arrays (a row's unit hash and rank: 16 bytes; each unit's k + 1 smallest "
+	                        "ranks are kept) stay within it: a table whose rows do not fit is read in several passes "
+	                        "over ranges of unit hashes, giving the same profile. A build that cannot fit (k + 1 "
+	                        "ranks twice over, or heavy units filling it) fails with 54000. Only superusers may change it.",
+	                        &guc_unit_profile_build_memory, 65536, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
 }
 
