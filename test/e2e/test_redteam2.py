@@ -194,7 +194,10 @@ PARALLEL8 = ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0", "SET 
              "SET max_parallel_workers_per_gather = 8"]
 SETTINGS = {"serial": [], "parallel8": PARALLEL8,
             "workers_only": PARALLEL8 + ["SET parallel_leader_participation = off"],
-            "forced": PARALLEL8 + ["SET force_parallel_mode = on"]}
+            "forced": PARALLEL8 + ["SET force_parallel_mode = on"],
+            # a partial state per partition (12), combined unserialized, or serialized by the workers
+            "partitionwise": ["SET enable_partitionwise_aggregate = on"],
+            "partitionwise_parallel": PARALLEL8 + ["SET enable_partitionwise_aggregate = on"]}
 
 
 def under(conn, settings, sql):
@@ -224,15 +227,16 @@ def _exact(admin, table, where="true"):
                                                 f"(SELECT count(*) AS n FROM {table} WHERE {where} GROUP BY person) s")[0])
 
 
-UNIT_ROWS = """SELECT 1, 'x', 40 FROM generate_series(1, 3000) i
-    UNION ALL SELECT NULL::int, 'x', 40 FROM generate_series(1, 7) i
-    UNION ALL SELECT p, (ARRAY['a','b','c'])[1 + (p + i) % 3], CASE WHEN p % 2 = 0 THEN 20 ELSE 60 END
+UNIT_ROWS = """SELECT 1, 'x', 40, i FROM generate_series(1, 3000) i
+    UNION ALL SELECT NULL::int, 'x', 40, i FROM generate_series(1, 7) i
+    UNION ALL SELECT p, (ARRAY['a','b','c'])[1 + (p + i) % 3], CASE WHEN p % 2 = 0 THEN 20 ELSE 60 END, p * 7 + i
     FROM generate_series(2, 6000) p, generate_series(1, 1 + p % 6) i"""
 
 
 def test_count_units_mixed_scan_many_workers_partitions_and_filters():
     """dx._noisy_count_units merges up to 8 sorted parts, then merges them into one before more
-    (kMaxParts): 8 planned workers and the leader give 9 partial states. Serial, 8 workers, workers
+    (kMaxParts): partitionwise aggregation gives a partial state per partition (12; under Gather,
+    serialized by the workers), 8 planned workers and the leader up to 9. Serial, 8 workers, workers
     alone and forced parallel, on a plain table and on a partitioned one whose units spread over
     partitions (one unit: one hash however many workers and partitions read its rows), with NULL
     units and a FILTER on a column constant per unit: count(*) keeps least(n, k) rows per unit and
@@ -241,16 +245,15 @@ def test_count_units_mixed_scan_many_workers_partitions_and_filters():
         admin = connect(db)
         ensure_analyst_role(admin, ANALYST)
         execute(admin, "SELECT dx.add_analyst(%s::regrole)", (ANALYST,))
-        execute(admin, "CREATE TABLE uv (person int, ward text, age int)")
+        execute(admin, "CREATE TABLE uv (person int, ward text, age int, visit int)")
         execute(admin, f"INSERT INTO uv {UNIT_ROWS}")
         execute(admin, "ALTER TABLE uv SET (parallel_workers = 8)")
-        execute(admin, "CREATE TABLE upart (person int, ward text, age int) PARTITION BY LIST (ward)")
-        for w in ("a", "b", "c", "x"):
-            execute(admin, f"CREATE TABLE upart_{w} PARTITION OF upart FOR VALUES IN ('{w}')")
-            execute(admin, f"ALTER TABLE upart_{w} SET (parallel_workers = 4)")
+        execute(admin, "CREATE TABLE upart (person int, ward text, age int, visit int) PARTITION BY HASH (visit)")
+        for i in range(12):
+            execute(admin, f"CREATE TABLE upart_{i} PARTITION OF upart FOR VALUES WITH (MODULUS 12, REMAINDER {i})")
         execute(admin, f"INSERT INTO upart {UNIT_ROWS}")
         spread = scalar(admin, "SELECT count(*) FROM (SELECT person FROM upart GROUP BY person "
-                               "HAVING count(DISTINCT ward) > 1) s")
+                               "HAVING count(DISTINCT tableoid) > 1) s")
         assert spread > 1000, spread
         for t in ("uv", "upart"):
             _protect_units(admin, t)
@@ -258,6 +261,10 @@ def test_count_units_mixed_scan_many_workers_partitions_and_filters():
         plan = "\n".join(r[0] for r in under(admin, PARALLEL8, "EXPLAIN (VERBOSE) SELECT dx.count(*), "
                                                                "dx.count_units(person) FROM uv"))
         assert "_noisy_count_units" in plan and "Workers Planned: 8" in plan, plan
+        # (more than 8 partial states: the combine merges its parts once before taking more)
+        plan = "\n".join(r[0] for r in under(admin, SETTINGS["partitionwise_parallel"], "EXPLAIN (ANALYZE, VERBOSE) "
+                                                "SELECT dx.count(*), dx.count_units(person) FROM upart"))
+        assert "_noisy_count_units" in plan and plan.count("Partial Aggregate") == 12, plan
         analyst = connect(db, user=ANALYST)
         try:
             for t in ("uv", "upart"):
