@@ -157,3 +157,12 @@ END $$;
 REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
 	EXECUTE FUNCTION dx._on_subscription_change();
+
+-- Every dx event trigger fires ALWAYS: one left at the default (ENABLE, origin only) is skipped when
+-- session_replication_role = replica (replication and restore tools set it), so a RENAME COLUMN of a
+-- unit column went unfollowed (a later rename of another column to the old name made it the unit),
+-- the unit column could be dropped, a dropped table left its policy row and subscription DDL renewed
+-- no contents version (redteam2; regress 86). The contents-version triggers are ENABLE ALWAYS too.
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_subscription_change ENABLE ALWAYS;

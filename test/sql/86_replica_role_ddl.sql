@@ -1,0 +1,48 @@
+-- dxpriv's event triggers fire under session_replication_role = replica (redteam2): an event
+-- trigger that is not ENABLE ALWAYS is skipped in that mode (PostgreSQL's rule, like an ordinary
+-- trigger's), which replication and restore tools set. Before the fix, a superuser's RENAME COLUMN
+-- in that mode was not followed: the unit policy kept the old name, so a later rename of the row id
+-- to it made every row its own unit (a person's 600 rows all counted where k = 3 keeps 3), and
+-- subscription DDL renewed no contents version. Each check below fails if a trigger is skipped.
+\set SHOW_CONTEXT never
+SET dxpriv.cache_lifetime = 0;
+SELECT evtname, evtenabled FROM pg_event_trigger WHERE evtname LIKE 'dx\_%' ORDER BY 1;
+CREATE TABLE rr86 (id int, person int, ward text);
+INSERT INTO rr86 SELECT g, CASE WHEN g <= 600 THEN 1 ELSE g END, 'a' FROM generate_series(1, 1000) g;
+SELECT dx.protect_table('rr86', 'Infinity');
+SELECT dx.set_column('rr86', 'ward', '{"values": ["a", "b"]}', '{"type": "none"}');
+SELECT dx.set_privacy_unit('rr86', 'person', 3);
+SELECT dx.grant_budget(current_user::regrole, 'rr86', 1e9);
+SELECT dx.count(*) AS bounded FROM rr86; -- 400 persons of one row, person 1 keeps 3
+-- the unit column renamed, then the row id renamed to its old name, in replica mode
+SET session_replication_role = replica;
+ALTER TABLE rr86 RENAME COLUMN person TO pid;
+ALTER TABLE rr86 RENAME COLUMN id TO person;
+RESET session_replication_role;
+SELECT unit_column FROM dx.privacy_units WHERE relid = 'rr86'::regclass;
+SELECT dx.count(*) AS still_bounded FROM rr86;
+-- dropping the unit column is refused in replica mode too
+SET session_replication_role = replica;
+ALTER TABLE rr86 DROP COLUMN pid;
+RESET session_replication_role;
+-- a protected table dropped in replica mode leaves no policy row behind
+CREATE TABLE rr86_gone (id int, person int);
+SELECT dx.protect_table('rr86_gone', 1.0);
+SELECT 'rr86_gone'::regclass::oid AS gone_oid \gset
+SET session_replication_role = replica;
+DROP TABLE rr86_gone;
+RESET session_replication_role;
+SELECT count(*) AS policy_rows_left FROM dx.protected_tables WHERE relid::oid = :gone_oid;
+-- subscription DDL in replica mode renews the contents version of every protected table
+CREATE SUBSCRIPTION rr86_sub CONNECTION 'dbname=rr86_nowhere' PUBLICATION rr86_pub WITH (connect = false);
+SELECT count(*) AS changes_before FROM dx.contents_changes WHERE relid = 'rr86'::regclass \gset
+SET session_replication_role = replica;
+ALTER SUBSCRIPTION rr86_sub SET (slot_name = NONE);
+RESET session_replication_role;
+SELECT count(*) - :changes_before AS renewed_by_alter FROM dx.contents_changes WHERE relid = 'rr86'::regclass;
+SELECT count(*) AS changes_before FROM dx.contents_changes WHERE relid = 'rr86'::regclass \gset
+SET session_replication_role = replica;
+DROP SUBSCRIPTION rr86_sub;
+RESET session_replication_role;
+SELECT count(*) - :changes_before AS renewed_by_drop FROM dx.contents_changes WHERE relid = 'rr86'::regclass;
+DROP TABLE rr86;
