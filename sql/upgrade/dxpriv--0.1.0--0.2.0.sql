@@ -1168,3 +1168,25 @@ CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('A
 ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
 ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
 ALTER EVENT TRIGGER dx_subscription_change ENABLE ALWAYS;
+
+-- redteam2 (session 16): ALTER TYPE ... CASCADE renames, retypes and drops the columns of typed tables
+
+-- rel and, when recurse, every table that inherits from it (ALTER TABLE without ONLY recurses).
+-- When rel is a composite type's relation (ALTER TYPE ... CASCADE), the typed tables of that type
+-- (CREATE TABLE ... OF type) and, when recurse, the tables inheriting from them: ALTER TYPE renames,
+-- retypes and drops their columns (redteam2: a typed table's unit column was renamed unfollowed).
+CREATE OR REPLACE FUNCTION dx._ddl_family(rel oid, recurse boolean) RETURNS SETOF oid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	WITH RECURSIVE down(r) AS (
+		SELECT rel
+		UNION
+		SELECT c.oid FROM pg_catalog.pg_class t JOIN pg_catalog.pg_class c ON c.reloftype OPERATOR(pg_catalog.=) t.reltype
+		WHERE t.oid OPERATOR(pg_catalog.=) rel AND t.relkind OPERATOR(pg_catalog.=) 'c'
+		UNION
+		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r WHERE recurse)
+	SELECT r FROM down
+$$;
+DROP EVENT TRIGGER dx_ddl_start;
+CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
+	EXECUTE FUNCTION dx._on_ddl_start();
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;

@@ -4,6 +4,8 @@
 -- in that mode was not followed: the unit policy kept the old name, so a later rename of the row id
 -- to it made every row its own unit (a person's 600 rows all counted where k = 3 keeps 3), and
 -- subscription DDL renewed no contents version. Each check below fails if a trigger is skipped.
+-- The columns of a typed table (CREATE TABLE ... OF type) are renamed, retyped and dropped by ALTER
+-- TYPE ... CASCADE, not ALTER TABLE: the same holes without replica mode (the second part).
 \set SHOW_CONTEXT never
 SET dxpriv.cache_lifetime = 0;
 SELECT evtname, evtenabled FROM pg_event_trigger WHERE evtname LIKE 'dx\_%' ORDER BY 1;
@@ -46,3 +48,30 @@ DROP SUBSCRIPTION rr86_sub;
 RESET session_replication_role;
 SELECT count(*) - :changes_before AS renewed_by_drop FROM dx.contents_changes WHERE relid = 'rr86'::regclass;
 DROP TABLE rr86;
+-- a typed table (and a table inheriting from it): ALTER TYPE ... RENAME ATTRIBUTE ... CASCADE renames
+-- their columns; the unit policy follows, so the row id renamed to the unit's old name stays the id
+CREATE TYPE rr86_row AS (id int, person int, ward text);
+CREATE TABLE rr86_typed OF rr86_row;
+CREATE TABLE rr86_child (extra int) INHERITS (rr86_typed);
+INSERT INTO rr86_typed SELECT g, CASE WHEN g <= 600 THEN 1 ELSE g END, 'a' FROM generate_series(1, 1000) g;
+INSERT INTO rr86_child SELECT g, CASE WHEN g <= 600 THEN 1 ELSE g END, 'a', 0 FROM generate_series(1, 1000) g;
+SELECT dx.protect_table(t, 'Infinity'), dx.set_column(t, 'ward', '{"values": ["a", "b"]}', '{"type": "none"}'),
+       dx.set_privacy_unit(t, 'person', 3), dx.grant_budget(current_user::regrole, t, 1e9)
+FROM unnest(ARRAY['rr86_typed', 'rr86_child']::regclass[]) t;
+SELECT dx.count(*) AS typed FROM ONLY rr86_typed;
+SELECT dx.count(*) AS child FROM rr86_child;
+ALTER TYPE rr86_row RENAME ATTRIBUTE person TO pid CASCADE;
+ALTER TYPE rr86_row RENAME ATTRIBUTE id TO person CASCADE;
+SELECT relid, unit_column FROM dx.privacy_units WHERE relid IN ('rr86_typed'::regclass, 'rr86_child'::regclass) ORDER BY 1;
+SELECT dx.count(*) AS typed FROM ONLY rr86_typed;
+SELECT dx.count(*) AS child FROM rr86_child;
+-- the unit column and a declared column: refused like ALTER TABLE's DROP COLUMN and ALTER COLUMN TYPE
+ALTER TYPE rr86_row DROP ATTRIBUTE pid CASCADE;
+ALTER TYPE rr86_row ALTER ATTRIBUTE ward TYPE varchar CASCADE;
+-- the same in replica mode
+SET session_replication_role = replica;
+ALTER TYPE rr86_row RENAME ATTRIBUTE ward TO area CASCADE;
+RESET session_replication_role;
+SELECT relid, column_name FROM dx.protected_columns WHERE relid IN ('rr86_typed'::regclass, 'rr86_child'::regclass) ORDER BY 1;
+DROP TABLE rr86_child, rr86_typed;
+DROP TYPE rr86_row;
