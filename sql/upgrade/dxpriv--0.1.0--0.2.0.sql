@@ -1190,3 +1190,28 @@ DROP EVENT TRIGGER dx_ddl_start;
 CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
 	EXECUTE FUNCTION dx._on_ddl_start();
 ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
+
+-- redteam2 (session 16): a write through a parent renews the version of its protected partitions and children
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+-- A statement on a parent (an INSERT routed to a partition, an UPDATE or DELETE through the parent)
+-- fires the parent's statement triggers only, never its partitions' or children's: every protected
+-- table below the trigger's table (a partition or child protected on its own) is noted too, or its
+-- cached unit profile and answers would be served after rows it did not see (redteam2, regress 86).
+CREATE OR REPLACE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID) THEN
+		INSERT INTO dx.contents_changes (relid, xid)
+		WITH RECURSIVE down(r) AS (
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID
+			UNION
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent OPERATOR(pg_catalog.=) down.r)
+		SELECT p.relid::oid, pg_current_xact_id() FROM dx.protected_tables p JOIN down
+		ON p.relid::oid OPERATOR(pg_catalog.=) down.r
+		ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	END IF;
+	RETURN NULL;
+END $$;
