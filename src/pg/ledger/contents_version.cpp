@@ -71,6 +71,52 @@ version_trigger(Relation rel, const std::string &name, Oid function)
 	return 0;
 }
 
+// Identity of an enabled-always statement-level trigger of rel that records writes, whatever
+// protected table it is named for (0: none). On an ancestor of a protected table, such a trigger
+// records a write through that ancestor for every protected table below it (_note_contents_change).
+uint64
+any_version_trigger(Relation rel, Oid function)
+{
+	const TriggerDesc *td = rel->trigdesc;
+	if (!td)
+		return 0;
+	for (int i = 0; i < td->numtriggers; ++i) {
+		const Trigger &t = td->triggers[i];
+		if (t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
+		    TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents)
+			return trigger_identity(t.tgoid);
+	}
+	return 0;
+}
+
+// Every ancestor of relid (partitioned parents and inheritance parents, transitively), nearest
+// first. A PostgreSQL call: may ERROR.
+List *
+all_ancestors(Oid relid)
+{
+	List *out = NIL;
+	List *todo = list_make1_oid(relid);
+	while (todo != NIL) {
+		const Oid child = linitial_oid(todo);
+		todo = list_delete_first(todo);
+		Relation rel = table_open(InheritsRelationId, AccessShareLock);
+		ScanKeyData key;
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(child));
+		SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);
+		HeapTuple tup;
+		while ((tup = systable_getnext(scan)) != nullptr) {
+			const Oid parent = reinterpret_cast<Form_pg_inherits>(GETSTRUCT(tup))->inhparent;
+			if (!list_member_oid(out, parent)) {
+				out = lappend_oid(out, parent);
+				todo = lappend_oid(todo, parent);
+			}
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	return out;
+}
+
 // Whether a logical replication subscription of this database writes into relid (a row of
 // pg_subscription_rel, whatever its state: a subscription may be enabled or refreshed later). Its
 // apply worker fires row triggers only, never the statement-level dx_contents_<relid> (PostgreSQL
@@ -189,7 +235,30 @@ contents_version(Oid relid, Snapshot snapshot, uint64 *version)
 	});
 	if (replicated)
 		return false;
-	return members_version(relid, find_all_inheritors(relid, AccessShareLock, nullptr), snapshot, version);
+	// A write through an ancestor (an INSERT routed down, an UPDATE or DELETE of the parent) fires the
+	// ancestor's statement triggers only: every ancestor must carry a contents trigger, which records
+	// the write for every protected table below it (before, a protected partition or child of an
+	// unprotected parent kept its version after such writes, and its unit profile was served stale).
+	uint64 above = 0;
+	bool all = true;
+	pg_call([&] {
+		List *fname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_note_contents_change")));
+		const Oid function = LookupFuncName(fname, 0, nullptr, true);
+		ListCell *lc;
+		foreach (lc, all_ancestors(relid)) {
+			Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+			const uint64 t = OidIsValid(function) ? any_version_trigger(rel, function) : 0;
+			table_close(rel, AccessShareLock);
+			all = all && t != 0;
+			above = hash_combine64(above, t);
+		}
+	});
+	if (!all)
+		return false;
+	if (!members_version(relid, find_all_inheritors(relid, AccessShareLock, nullptr), snapshot, version))
+		return false;
+	*version = hash_combine64(*version, above);
+	return true;
 }
 
 // The dx tables whose rows are the policy (sql/57_policy_version.sql installs their trigger).
