@@ -110,6 +110,14 @@ DELETE FROM rr86_ip WHERE person = 4;
 SELECT dx.count(*) AS partition_after_update, pg_temp.rule('rr86_pv_a') AS rule FROM rr86_pv_a;
 SELECT dx.count(*) AS child_after_delete, pg_temp.rule('rr86_ic') AS rule FROM rr86_ic;
 SELECT dx.count(*) AS parent, pg_temp.rule('rr86_pv') AS rule FROM rr86_pv;
+-- the answer cache keys on the same version: a routed INSERT is a new release, not a replay
+SET dxpriv.cache_lifetime = 3600;
+SELECT dx.count(*) FROM rr86_pv_a;
+SELECT dx.count(*) FROM rr86_pv_a; -- (replayed)
+INSERT INTO rr86_pv SELECT 3, 'a' FROM generate_series(1, 20);
+SELECT dx.count(*) FROM rr86_pv_a;
+SELECT pg_temp.rule('rr86_pv_a') AS rule;
+SET dxpriv.cache_lifetime = 0;
 DROP TABLE rr86_pv, rr86_ip, rr86_ic;
 -- below an unprotected inheritance parent and an unprotected partitioned root: writes through them
 -- fire no dx trigger, so these tables have no contents version (each statement builds the profile)
