@@ -113,9 +113,14 @@ REVOKE EXECUTE ON FUNCTION dx.compact_contents_changes(oid) FROM PUBLIC;
 COMMENT ON FUNCTION dx.compact_contents_changes(oid) IS 'merges the rows of dx.contents_changes of ended transactions into one row per table (contents versions unchanged); returns how many rows it removed';
 
 -- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
--- One read committed writing transaction in 64 (at random) also merges the ended ones' rows of that
--- relid, so the rows of a table stay about 64 plus its running writers, whatever its write rate
--- (not under repeatable read or serializable: the merge must never make a writer's transaction fail).
+-- A statement on a parent (an INSERT routed to a partition, an UPDATE or DELETE through the parent)
+-- fires the parent's statement triggers only, never its partitions' or children's: every protected
+-- table below the trigger's table (a partition or child protected on its own) is noted too, or its
+-- cached unit profile and answers would be served after rows it did not see (redteam2, regress 86).
+-- One read committed writing transaction in 64 (at random) also merges the ended transactions' rows
+-- of every table (a table noted through a parent fires no trigger of its own), so the rows of a
+-- table stay about 64 plus its running writers, whatever its write rate (not under repeatable read
+-- or serializable: the merge must never make a writer's transaction fail).
 CREATE FUNCTION dx._note_contents_change() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -124,9 +129,19 @@ BEGIN
 	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
 	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
 	GET DIAGNOSTICS noted = ROW_COUNT;
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID) THEN
+		INSERT INTO dx.contents_changes (relid, xid)
+		WITH RECURSIVE down(r) AS (
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID
+			UNION
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent OPERATOR(pg_catalog.=) down.r)
+		SELECT p.relid::oid, pg_current_xact_id() FROM dx.protected_tables p JOIN down
+		ON p.relid::oid OPERATOR(pg_catalog.=) down.r
+		ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	END IF;
 	IF noted > 0 AND pg_catalog.random() < 1.0 / 64
 	   AND pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed' THEN
-		PERFORM dx.compact_contents_changes(TG_ARGV[0]::oid);
+		PERFORM dx.compact_contents_changes();
 	END IF;
 	RETURN NULL;
 END $$;

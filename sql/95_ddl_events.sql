@@ -5,10 +5,16 @@
 -- SCHEMA RENAME need nothing; columns are referenced by name and followed below.
 
 -- rel and, when recurse, every table that inherits from it (ALTER TABLE without ONLY recurses).
+-- When rel is a composite type's relation (ALTER TYPE ... CASCADE), the typed tables of that type
+-- (CREATE TABLE ... OF type) and, when recurse, the tables inheriting from them: ALTER TYPE renames,
+-- retypes and drops their columns (redteam2: a typed table's unit column was renamed unfollowed).
 CREATE FUNCTION dx._ddl_family(rel oid, recurse boolean) RETURNS SETOF oid
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 	WITH RECURSIVE down(r) AS (
 		SELECT rel
+		UNION
+		SELECT c.oid FROM pg_catalog.pg_class t JOIN pg_catalog.pg_class c ON c.reloftype OPERATOR(pg_catalog.=) t.reltype
+		WHERE t.oid OPERATOR(pg_catalog.=) rel AND t.relkind OPERATOR(pg_catalog.=) 'c'
 		UNION
 		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r WHERE recurse)
 	SELECT r FROM down
@@ -76,7 +82,8 @@ BEGIN
 	END LOOP;
 END $$;
 
--- ddl_command_start of ALTER TABLE: reads the parse tree (C) and calls the two functions above.
+-- ddl_command_start of ALTER TABLE and ALTER TYPE (a composite type's RENAME ATTRIBUTE and ALTER
+-- ATTRIBUTE TYPE reach its typed tables): reads the parse tree (C) and calls the two functions above.
 CREATE FUNCTION dx._on_ddl_start() RETURNS event_trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'dx_on_ddl_start';
 
@@ -132,7 +139,7 @@ REVOKE EXECUTE ON FUNCTION dx._ddl_check_column_type(regclass, name, boolean) FR
 REVOKE EXECUTE ON FUNCTION dx._on_ddl_start() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION dx._on_sql_drop() FROM PUBLIC;
 
-CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
 	EXECUTE FUNCTION dx._on_ddl_start();
 CREATE EVENT TRIGGER dx_sql_drop ON sql_drop EXECUTE FUNCTION dx._on_sql_drop();
 
@@ -157,3 +164,12 @@ END $$;
 REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
 	EXECUTE FUNCTION dx._on_subscription_change();
+
+-- Every dx event trigger fires ALWAYS: one left at the default (ENABLE, origin only) is skipped when
+-- session_replication_role = replica (replication and restore tools set it), so a RENAME COLUMN of a
+-- unit column went unfollowed (a later rename of another column to the old name made it the unit),
+-- the unit column could be dropped, a dropped table left its policy row and subscription DDL renewed
+-- no contents version (redteam2; regress 86). The contents-version triggers are ENABLE ALWAYS too.
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_subscription_change ENABLE ALWAYS;

@@ -1158,6 +1158,64 @@ REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
 	EXECUTE FUNCTION dx._on_subscription_change();
 
+-- redteam2 (session 16): dx's event triggers fire under session_replication_role = replica too
+
+-- Every dx event trigger fires ALWAYS: one left at the default (ENABLE, origin only) is skipped when
+-- session_replication_role = replica (replication and restore tools set it), so a RENAME COLUMN of a
+-- unit column went unfollowed (a later rename of another column to the old name made it the unit),
+-- the unit column could be dropped, a dropped table left its policy row and subscription DDL renewed
+-- no contents version (redteam2; regress 86). The contents-version triggers are ENABLE ALWAYS too.
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
+ALTER EVENT TRIGGER dx_subscription_change ENABLE ALWAYS;
+
+-- redteam2 (session 16): ALTER TYPE ... CASCADE renames, retypes and drops the columns of typed tables
+
+-- rel and, when recurse, every table that inherits from it (ALTER TABLE without ONLY recurses).
+-- When rel is a composite type's relation (ALTER TYPE ... CASCADE), the typed tables of that type
+-- (CREATE TABLE ... OF type) and, when recurse, the tables inheriting from them: ALTER TYPE renames,
+-- retypes and drops their columns (redteam2: a typed table's unit column was renamed unfollowed).
+CREATE OR REPLACE FUNCTION dx._ddl_family(rel oid, recurse boolean) RETURNS SETOF oid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	WITH RECURSIVE down(r) AS (
+		SELECT rel
+		UNION
+		SELECT c.oid FROM pg_catalog.pg_class t JOIN pg_catalog.pg_class c ON c.reloftype OPERATOR(pg_catalog.=) t.reltype
+		WHERE t.oid OPERATOR(pg_catalog.=) rel AND t.relkind OPERATOR(pg_catalog.=) 'c'
+		UNION
+		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent = down.r WHERE recurse)
+	SELECT r FROM down
+$$;
+DROP EVENT TRIGGER dx_ddl_start;
+CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
+	EXECUTE FUNCTION dx._on_ddl_start();
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
+
+-- redteam2 (session 16): a write through a parent renews the version of its protected partitions and children
+
+-- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
+-- A statement on a parent (an INSERT routed to a partition, an UPDATE or DELETE through the parent)
+-- fires the parent's statement triggers only, never its partitions' or children's: every protected
+-- table below the trigger's table (a partition or child protected on its own) is noted too, or its
+-- cached unit profile and answers would be served after rows it did not see (redteam2, regress 86).
+CREATE OR REPLACE FUNCTION dx._note_contents_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID) THEN
+		INSERT INTO dx.contents_changes (relid, xid)
+		WITH RECURSIVE down(r) AS (
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID
+			UNION
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent OPERATOR(pg_catalog.=) down.r)
+		SELECT p.relid::oid, pg_current_xact_id() FROM dx.protected_tables p JOIN down
+		ON p.relid::oid OPERATOR(pg_catalog.=) down.r
+		ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	END IF;
+	RETURN NULL;
+END $$;
+
 -- lead (session 16): dx.contents_changes merged (contents versions unchanged), by the trigger and by the DBA
 
 -- Merges the rows of dx.contents_changes (of one relid, or of every relid when rel is NULL) whose
@@ -1218,9 +1276,19 @@ BEGIN
 	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
 	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
 	GET DIAGNOSTICS noted = ROW_COUNT;
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID) THEN
+		INSERT INTO dx.contents_changes (relid, xid)
+		WITH RECURSIVE down(r) AS (
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID
+			UNION
+			SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent OPERATOR(pg_catalog.=) down.r)
+		SELECT p.relid::oid, pg_current_xact_id() FROM dx.protected_tables p JOIN down
+		ON p.relid::oid OPERATOR(pg_catalog.=) down.r
+		ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+	END IF;
 	IF noted > 0 AND pg_catalog.random() < 1.0 / 64
 	   AND pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed' THEN
-		PERFORM dx.compact_contents_changes(TG_ARGV[0]::oid);
+		PERFORM dx.compact_contents_changes();
 	END IF;
 	RETURN NULL;
 END $$;

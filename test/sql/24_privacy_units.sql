@@ -128,7 +128,7 @@ ALTER EVENT TRIGGER dx_ddl_start DISABLE;
 ALTER TABLE pu_visits RENAME COLUMN person TO who;
 SELECT dx.count(*) FROM pu_visits;
 ALTER TABLE pu_visits RENAME COLUMN who TO person;
-ALTER EVENT TRIGGER dx_ddl_start ENABLE;
+ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
 SELECT dx.count(*) >= 0 FROM pu_visits;
 
 -- refused on tables with a privacy unit

@@ -169,7 +169,7 @@ SELECT dx.protect_table('ddl30_stale2');
 ALTER EVENT TRIGGER dx_sql_drop DISABLE;
 CREATE TEMP TABLE ddl30_oids AS SELECT 'ddl30_stale2'::regclass::oid AS o;
 DROP TABLE ddl30_stale, ddl30_stale2;
-ALTER EVENT TRIGGER dx_sql_drop ENABLE;
+ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
 SELECT count(*) AS stale FROM dx.protected_tables p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
 SELECT dx.unprotect_table((SELECT o FROM ddl30_oids)::regclass);
 SELECT regexp_replace(err('SELECT dx.unprotect_table(' || (SELECT o FROM ddl30_oids) || '::oid::regclass)'), '[0-9]{4,}', 'N') AS again;

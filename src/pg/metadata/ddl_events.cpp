@@ -1,7 +1,10 @@
-// dx._on_ddl_start: the ddl_command_start event trigger of ALTER TABLE (sql/95_ddl_events.sql).
+// dx._on_ddl_start: the ddl_command_start event trigger of ALTER TABLE and ALTER TYPE (sql/95_ddl_events.sql).
 // It only reads the parse tree: RENAME COLUMN and ALTER COLUMN TYPE name a column that the
 // catalog functions dx._ddl_rename_column / dx._ddl_check_column_type (plpgsql, SECURITY DEFINER,
-// fixed search_path) follow or refuse, in the statement's transaction (rolled back with it).
+// fixed search_path) follow or refuse, in the statement's transaction (rolled back with it). A
+// composite type's RENAME ATTRIBUTE and ALTER ATTRIBUTE TYPE (... CASCADE) do the same to the
+// columns of its typed tables: the functions get the type's relation, whose family (dx._ddl_family)
+// is those tables.
 #include "pg/guard.h"
 
 extern "C" {
@@ -50,11 +53,13 @@ DX_FUNCTION(dx_on_ddl_start)
 		Node *tree = ((EventTriggerData *) fcinfo->context)->parsetree;
 		if (IsA(tree, RenameStmt)) {
 			RenameStmt *s = (RenameStmt *) tree;
-			if (s->renameType != OBJECT_COLUMN || !s->subname || !s->newname)
+			const bool attribute = s->renameType == OBJECT_ATTRIBUTE; // (ALTER TYPE ... RENAME ATTRIBUTE)
+			if ((s->renameType != OBJECT_COLUMN && !attribute) || !s->relation || !s->subname || !s->newname)
 				return;
 			const Oid relid = altered_table(s->relation);
 			if (OidIsValid(relid))
-				call_catalog_function("_ddl_rename_column", relid, s->subname, s->newname, s->relation->inh);
+				call_catalog_function("_ddl_rename_column", relid, s->subname, s->newname,
+				                      attribute || s->relation->inh); // (ALTER TYPE reaches the typed tables' children)
 		} else if (IsA(tree, AlterTableStmt)) {
 			AlterTableStmt *s = (AlterTableStmt *) tree;
 			Oid relid = InvalidOid;
@@ -66,7 +71,8 @@ DX_FUNCTION(dx_on_ddl_start)
 				if (!OidIsValid(relid))
 					relid = altered_table(s->relation);
 				if (OidIsValid(relid))
-					call_catalog_function("_ddl_check_column_type", relid, cmd->name, nullptr, s->relation->inh);
+					call_catalog_function("_ddl_check_column_type", relid, cmd->name, nullptr,
+					                      s->objtype == OBJECT_TYPE || s->relation->inh);
 			}
 		}
 	});
