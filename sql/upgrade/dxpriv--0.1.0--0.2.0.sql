@@ -1157,3 +1157,8 @@ END $$;
 REVOKE EXECUTE ON FUNCTION dx._on_subscription_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('ALTER SUBSCRIPTION', 'DROP SUBSCRIPTION')
 	EXECUTE FUNCTION dx._on_subscription_change();
+
+-- (sharedmemo) How many statements this backend answered from the shared analysis memo (tests;
+-- superuser only).
+CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
+REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;
