@@ -20,6 +20,7 @@ extern "C" {
 
 extern "C" {
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
@@ -317,13 +318,16 @@ temp_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(temp_walker), ctx);
 }
 
-// True when this backend may look up or store q's analysis in the shared memo: no DDL of its
-// transaction, nothing written by it, no temporary objects in this session or in the query.
+// True when this backend may look up or store q's analysis in the shared memo: not a standby, no
+// DDL of its transaction, nothing written by it, no temporary objects in this session or in the
+// query.
 bool
 shareable(Query *q, Oid relid)
 {
+	// (a hot standby replays the primary's DDL from WAL, past any ProcessUtility hook: the
+	// generation would not move there)
 	if (!shared_memo_enabled() || !catalog_generation_available() || catalog_generation_holding() ||
-	    GetTopTransactionIdIfAny() != InvalidTransactionId)
+	    GetTopTransactionIdIfAny() != InvalidTransactionId || RecoveryInProgress())
 		return false;
 	Oid temp = InvalidOid, temp_toast = InvalidOid;
 	GetTempNamespaceState(&temp, &temp_toast);
