@@ -360,10 +360,38 @@ insert(uint64 key, MemoEntry &&e)
 	order.push_back(key);
 }
 
+// Completes key.shared (the normalised text so far) into the shared key, or empties it: a catalog
+// generation with no DDL in flight before and after this backend accepted the invalidation
+// messages (metadata/catalog_generation.h), and q shareable at all.
+void
+shared_key(MemoKey &key, Query *q)
+{
+	if (key.shared_hash != 0 || key.shared.empty())
+		return; // (done, or not shared)
+	bool shared = shareable(q, key.relid);
+	if (shared) {
+		key.generation = catalog_generation_read();
+		pg_call([&] { AcceptInvalidationMessages(); });
+		shared = catalog_generation_quiet(key.generation) && catalog_generation_read() == key.generation;
+	}
+	if (!shared) {
+		key.shared.clear();
+		return;
+	}
+	const uint64 parts[] = {key.parts[0], key.parts[1], key.parts[2], key.generation, key.parts[3], key.parts[4]};
+	key.shared.append(reinterpret_cast<const char *>(parts), sizeof parts);
+	key.shared_hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
+	                                      static_cast<int>(key.shared.size()), 0x5348);
+	key.shared_hash += key.shared_hash == 0;
+}
+
 // Takes the analysis of key from the shared memo into this backend's memo; false when it has none.
 bool
-fetch_shared(const MemoKey &key, Query *q)
+fetch_shared(MemoKey &key, Query *q)
 {
+	shared_key(key, q);
+	if (key.shared.empty())
+		return false;
 	MemoEntry e;
 	Query *tree = nullptr;
 	if (!shared_memo_lookup(key.shared, key.shared_hash, &e.cxt, &tree, &e.analyst, e.described))
@@ -430,19 +458,11 @@ analysis_memo_key(Query *q)
 		if (!known)
 			return key;
 	}
-	// the shared key: a catalog generation with no DDL in flight before and after this backend
-	// accepted the invalidation messages (metadata/catalog_generation.h)
-	bool shared = shareable(q, rte->relid);
-	if (shared) {
-		key.generation = catalog_generation_read();
-		pg_call([&] { AcceptInvalidationMessages(); });
-		shared = catalog_generation_quiet(key.generation) && catalog_generation_read() == key.generation;
-	}
-	const std::string text = normalised_text(q);
+	key.shared = normalised_text(q); // (the shared key's text: completed on a miss, shared_key)
 	const uint64 settings = settings_hash();
 	const uint64 roles = (static_cast<uint64>(GetUserId()) << 32) | GetSessionUserId();
-	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(text.data()), static_cast<int>(text.size()),
-	                               0x616e);
+	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
+	                               static_cast<int>(key.shared.size()), 0x616e);
 	h = hash_combine64(h, policy);
 	h = hash_combine64(h, contents);
 	h = hash_combine64(h, settings);
@@ -450,19 +470,18 @@ analysis_memo_key(Query *q)
 	h = hash_combine64(h, roles);
 	h = hash_combine64(h, MyDatabaseId);
 	key.local = h == 0 ? 1 : h;
-	if (shared) {
-		const uint64 parts[] = {policy, contents, settings, key.generation, roles, MyDatabaseId};
-		key.shared = text;
-		key.shared.append(reinterpret_cast<const char *>(parts), sizeof parts);
-		key.shared_hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
-		                                      static_cast<int>(key.shared.size()), 0x5348);
-	}
+	key.parts[0] = policy;
+	key.parts[1] = contents;
+	key.parts[2] = settings;
+	key.parts[3] = roles;
+	key.parts[4] = MyDatabaseId;
+	key.relid = rte->relid;
 	return key;
 }
 
 // See analysis_memo.h.
 bool
-analysis_memo_replay(const MemoKey &key, Query *q)
+analysis_memo_replay(MemoKey &key, Query *q)
 {
 	if (key.local == 0)
 		return false;
@@ -500,7 +519,7 @@ analysis_memo_replay(const MemoKey &key, Query *q)
 
 // See analysis_memo.h.
 void
-analysis_memo_store(const MemoKey &key, Query *q)
+analysis_memo_store(MemoKey &key, Query *q)
 {
 	const ExtensionObjects *ext = extension_objects();
 	if (key.local == 0 || !ext || explain_capture_active())
@@ -522,7 +541,7 @@ analysis_memo_store(const MemoKey &key, Query *q)
 		e.described.push_back(std::move(d));
 	}
 	// shared when no DDL began since the key was computed (nor did this transaction write)
-	if (!key.shared.empty() && catalog_generation_read() == key.generation && !catalog_generation_holding() &&
+	if (key.shared_hash != 0 && catalog_generation_read() == key.generation && !catalog_generation_holding() &&
 	    pg_value([] { return GetTopTransactionIdIfAny(); }) == InvalidTransactionId)
 		shared_memo_store(key.shared, key.shared_hash, q, e.analyst, e.described);
 	pg_call([&] {

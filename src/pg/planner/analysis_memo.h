@@ -16,30 +16,35 @@ extern "C" {
 namespace dxpriv::pg {
 
 // The keys of a parsed query in the per-backend memo (local; 0: the query is not memoized) and in
-// the shared memo (planner/shared_memo.h; shared empty: not shared).
+// the shared memo (planner/shared_memo.h), the latter completed only on a per-backend miss.
 struct MemoKey {
 	uint64 local = 0;
-	std::string shared;      // the exact key: normalised text, versions, settings, generation, roles
-	uint64 shared_hash = 0;  // its hash
-	uint64 generation = 0;   // the catalog generation word it was computed under
+	std::string shared;      // the normalised text; on a miss the exact shared key (text, versions,
+	                         // settings, generation, roles), or empty: not shared
+	uint64 shared_hash = 0;  // the shared key's hash once completed (0: not completed or not shared)
+	uint64 generation = 0;   // the catalog generation word it was completed under
+	uint64 parts[5] = {};    // policy and contents versions, settings hash, roles, database
+	Oid relid = InvalidOid;
 };
 
 // The memo key of a parsed query, local 0 when the query is not memoized (not a plain SELECT over
 // one table, parameters, mutable functions, subqueries, dx.explain running, versions unknown, ...).
-// The shared key replaces the backend's invalidation count by the cluster's catalog generation
-// (metadata/catalog_generation.h) and is empty whenever a DDL transaction is in flight, this
-// transaction has written anything, this session has temporary objects, or the query names a
-// temporary object. Call before the analysis rewrites q.
+// The shared key (completed by analysis_memo_replay on a per-backend miss) replaces the backend's
+// invalidation count by the cluster's catalog generation (metadata/catalog_generation.h) and is
+// empty whenever a DDL transaction is in flight, this transaction has written anything or run
+// DDL, this is a standby, this session has temporary objects, or the query calls a function of a
+// temporary schema or reads a temporary table. Call before the analysis rewrites q.
 MemoKey analysis_memo_key(Query *q);
 
 // Replaces q by the memoized analysis under key (fresh charge, epsilon and allocation ids; the
-// release descriptions registered again): from this backend's memo, else from the shared memo
-// (then also kept in this backend's); false when there is none.
-bool analysis_memo_replay(const MemoKey &key, Query *q);
+// release descriptions registered again): from this backend's memo, else (the shared key
+// completed in key) from the shared memo, then also kept in this backend's; false when there is
+// none. Call right after analysis_memo_key.
+bool analysis_memo_replay(MemoKey &key, Query *q);
 
 // Memoizes the analysis of q (just rewritten) under key when it is a local release of internal
 // aggregates only, in this backend and, when the catalog generation has not moved since the key
 // was computed, in the shared memo; otherwise does nothing.
-void analysis_memo_store(const MemoKey &key, Query *q);
+void analysis_memo_store(MemoKey &key, Query *q);
 
 } // namespace dxpriv::pg
