@@ -100,6 +100,25 @@ def test_sessions_share_one_analysis_with_the_same_answers():
             for answer, shared, memo in _concurrent(db, 4):
                 assert shared == 1 and memo == 1, (shared, memo)
                 assert answer == first  # the answer of a fresh analysis under the same seed
+            # with the answer cache on: a new session's shared hit is answered from the cache, free
+            spent = "SELECT spent FROM dx.budget_grants WHERE role = %s::regrole"
+
+            def cached_session():
+                c = connect(db)
+                try:
+                    execute(c, f"SET dxpriv.cache_lifetime = 3600; SET ROLE {ROLE_A}")
+                    answer = scalar(c, SQL)
+                    execute(c, "RESET ROLE")
+                    return answer, scalar(c, "SELECT dx._shared_memo_hits()")
+                finally:
+                    c.close()
+
+            cached, shared = cached_session()
+            assert shared == 0  # (another setting: another key)
+            paid = scalar(admin, spent, (ROLE_A,))
+            for _ in range(3):
+                assert cached_session() == (cached, 1)
+            assert scalar(admin, spent, (ROLE_A,)) == paid  # answered from the answer cache
         finally:
             admin.close()
 

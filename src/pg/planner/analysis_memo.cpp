@@ -396,7 +396,9 @@ fetch_shared(MemoKey &key, Query *q)
 	Query *tree = nullptr;
 	if (!shared_memo_lookup(key.shared, key.shared_hash, &e.cxt, &tree, &e.analyst, e.described))
 		return false;
-	tree->queryId = q->queryId; // (not in nodeToString's text)
+	tree->queryId = q->queryId; // (not in nodeToString's text; nor are locations read back)
+	tree->stmt_location = q->stmt_location;
+	tree->stmt_len = q->stmt_len;
 	e.tree = tree;
 	pg_call([&] {
 		e.bytes = MemoryContextMemAllocated(e.cxt, true);
