@@ -16,3 +16,8 @@ END $$;
 -- How many statements this backend answered from the analysis memo (tests; superuser only).
 CREATE FUNCTION dx._analysis_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_analysis_memo_hits';
 REVOKE EXECUTE ON FUNCTION dx._analysis_memo_hits() FROM PUBLIC;
+
+-- How many statements this backend answered from the shared analysis memo, i.e. from an analysis
+-- another session made (tests; superuser only).
+CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
+REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;

@@ -1293,3 +1293,8 @@ BEGIN
 	RETURN NULL;
 END $$;
 REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
+
+-- (sharedmemo) How many statements this backend answered from the shared analysis memo (tests;
+-- superuser only).
+CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
+REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;

@@ -9,6 +9,7 @@
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
+#include "pg/planner/shared_memo.h"
 #include "core/allocation_internal.h"
 #include "core/pair_tree.h"
 
@@ -178,6 +179,7 @@ _PG_init(void)
 	                         &guc_unit_rank_reference, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	define_release_progress_guc();
 	unit_profile_define_gucs(); // (unitcache)
+	shared_memo_define_gucs();
 	MarkGUCPrefixReserved("dxpriv");
 	statement::define_gucs();
 	ledger::define_gucs();

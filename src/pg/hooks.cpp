@@ -6,10 +6,12 @@
 //
 //  hook                 | order of the stages                                        | why this order
 //  ---------------------+------------------------------------------------------------+------------------------------
-//  shmem_request        | next; answer cache; ledger queue                           | sizes only; independent
-//  shmem_startup        | next; answer cache; ledger queue                           | attach after PostgreSQL's own
+//  shmem_request        | next; answer cache; unit profiles; open rows; catalog      | sizes only; independent
+//                       |   generation; shared memo; ledger queue                    |
+//  shmem_startup        | next; the same, in the same order                          | attach after PostgreSQL's own
 //  post_parse_analyze   | next; PARSE-ANALYSIS (planner/analyzer.h)                  | rewrite what others analysed
-//  ProcessUtility       | ledger stop_workers_for; sealed_note_utility;              | DROP DATABASE must not wait
+//  ProcessUtility       | catalog generation (a DDL begins); ledger                  | a DDL is counted before it
+//                       |   stop_workers_for; sealed_note_utility;                   |   runs; DROP DATABASE must not wait
 //                       | analysis_enter_utility; next; analysis_leave_utility       |   for our worker; the marks
 //                       |   (leave in PG_FINALLY)                                    |   must bracket next exactly
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
@@ -43,12 +45,14 @@
 #include "pg/ledger/open_row_cache.h"
 #include "pg/ledger/charge.h"
 #include "pg/ledger/ledger_queue.h"
+#include "pg/metadata/catalog_generation.h"
 #include "pg/planner/analyzer.h"
 #include "pg/planner/distributed_exposure.h"
 #include "pg/planner/distributed_hooks.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/public_joins.h"
+#include "pg/planner/shared_memo.h"
 #include "pg/statement/statement_context.h"
 
 extern "C" {
@@ -103,6 +107,8 @@ dx_shmem_request(void)
 	answer_cache_request_shmem();
 	unit_profile_request_shmem();
 	open_row_cache_request_shmem();
+	catalog_generation_request_shmem();
+	shared_memo_request_shmem();
 	ledger::request_shmem();
 }
 
@@ -114,6 +120,8 @@ dx_shmem_startup(void)
 	answer_cache_startup();
 	unit_profile_startup();
 	open_row_cache_startup();
+	catalog_generation_startup();
+	shared_memo_startup();
 	ledger::startup_shmem();
 }
 
@@ -130,6 +138,7 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
                    ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node *stmt = pstmt->utilityStmt;
+	catalog_generation_note_utility(stmt); // a DDL transaction begins: no shared analysis until it ends
 	ledger::stop_workers_for(stmt);
 	sealed_note_utility(stmt);
 	const UtilityMarks marks = analysis_enter_utility(stmt);
@@ -299,6 +308,7 @@ install_hooks()
 	ExecutorFinish_hook = dx_executor_finish;
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = dx_executor_end;
+	catalog_generation_install(); // the end of a DDL transaction (a resource release callback)
 	RegisterXactCallback(on_xact, nullptr);
 	RegisterSubXactCallback(on_subxact, nullptr);
 }

@@ -5,18 +5,23 @@
 #include "pg/contract/noise_params.h"
 #include "pg/contract/param_consts.h"
 #include "pg/executor/release_log.h"
+#include "pg/metadata/catalog_generation.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/shared_const_copy.h"
+#include "pg/planner/shared_memo.h"
 
 extern "C" {
 #include "fmgr.h"
 }
 
 extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -24,6 +29,8 @@ extern "C" {
 #include "storage/sinval.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 }
@@ -44,11 +51,7 @@ constexpr size_t kMaxEntries = 64;
 constexpr Size kMaxBytes = 256 * 1024 * 1024; // memoized trees of this backend (large per-point tables)
 
 // One registration of release descriptions made by the analysis (release_log_describe).
-struct Described {
-	std::vector<int64> ids;
-	std::vector<ReleaseDescription> descriptions;
-	std::vector<std::string> labels;
-};
+using Described = MemoDescribed;
 
 struct MemoEntry {
 	MemoryContext cxt = nullptr; // holds tree
@@ -85,7 +88,7 @@ std::unordered_map<uint64, MemoEntry> entries;
 std::deque<uint64> order; // oldest first
 Size total_bytes = 0;
 SystemRandom id_source;
-int64 hits = 0; // statements answered from the memo (dx._analysis_memo_hits)
+int64 hits = 0; // statements answered from the memo, either level (dx._analysis_memo_hits)
 
 void
 drop(uint64 key)
@@ -295,31 +298,152 @@ restamp_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(restamp_walker), ctx);
 }
 
+// A function of a temporary schema (of this session or another): such objects go when their
+// session ends, without a DDL statement, so the catalog generation does not see them go.
+bool
+temp_function(Oid f, void *)
+{
+	return isAnyTempNamespace(get_func_namespace(f));
+}
+
+bool
+temp_walker(Node *node, void *ctx)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(temp_walker), ctx, 0);
+	if (check_functions_in_node(node, temp_function, ctx))
+		return true;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(temp_walker), ctx);
+}
+
+// True when this backend may look up or store q's analysis in the shared memo: not a standby, no
+// DDL of its transaction, nothing written by it, no temporary objects in this session or in the
+// query.
+bool
+shareable(Query *q, Oid relid)
+{
+	// (a hot standby replays the primary's DDL from WAL, past any ProcessUtility hook: the
+	// generation would not move there)
+	if (!shared_memo_enabled() || !catalog_generation_available() || catalog_generation_holding() ||
+	    GetTopTransactionIdIfAny() != InvalidTransactionId || RecoveryInProgress())
+		return false;
+	Oid temp = InvalidOid, temp_toast = InvalidOid;
+	GetTempNamespaceState(&temp, &temp_toast);
+	if (OidIsValid(temp)) // (pg_temp on the path could resolve a name to this session's objects)
+		return false;
+	bool temp_objects = true;
+	pg_call([&] {
+		temp_objects = isAnyTempNamespace(get_rel_namespace(relid)) ||
+		               query_tree_walker(q, reinterpret_cast<bool (*)()>(temp_walker), nullptr, 0);
+	});
+	return !temp_objects;
+}
+
+// Keeps an analysis in this backend's memo under key (the oldest dropped when full).
+void
+insert(uint64 key, MemoEntry &&e)
+{
+	drop(key);
+	for (auto o = order.begin(); o != order.end(); ++o)
+		if (*o == key) {
+			order.erase(o);
+			break;
+		}
+	while (!order.empty() && (entries.size() >= kMaxEntries || total_bytes + e.bytes > kMaxBytes)) {
+		drop(order.front());
+		order.pop_front();
+	}
+	total_bytes += e.bytes;
+	entries.emplace(key, std::move(e));
+	order.push_back(key);
+}
+
+// Completes key.shared (the normalised text so far) into the shared key, or empties it: a catalog
+// generation with no DDL in flight before and after this backend accepted the invalidation
+// messages (metadata/catalog_generation.h), and q shareable at all.
+void
+shared_key(MemoKey &key, Query *q)
+{
+	if (key.shared_hash != 0 || key.shared.empty())
+		return; // (done, or not shared)
+	bool shared = shareable(q, key.relid);
+	if (shared) {
+		key.generation = catalog_generation_read();
+		pg_call([&] { AcceptInvalidationMessages(); });
+		shared = catalog_generation_quiet(key.generation) && catalog_generation_read() == key.generation;
+	}
+	if (!shared) {
+		key.shared.clear();
+		return;
+	}
+	const uint64 parts[] = {key.parts[0], key.parts[1], key.parts[2], key.generation, key.parts[3], key.parts[4]};
+	key.shared.append(reinterpret_cast<const char *>(parts), sizeof parts);
+	key.shared_hash = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
+	                                      static_cast<int>(key.shared.size()), 0x5348);
+	key.shared_hash += key.shared_hash == 0;
+}
+
+// Takes the analysis of key from the shared memo into this backend's memo; false when it has none.
+bool
+fetch_shared(MemoKey &key, Query *q)
+{
+	shared_key(key, q);
+	if (key.shared.empty())
+		return false;
+	MemoEntry e;
+	Query *tree = nullptr;
+	if (!shared_memo_lookup(key.shared, key.shared_hash, &e.cxt, &tree, &e.analyst, e.described))
+		return false;
+	tree->queryId = q->queryId; // (not in nodeToString's text; nor are locations read back)
+	tree->stmt_location = q->stmt_location;
+	tree->stmt_len = q->stmt_len;
+	e.tree = tree;
+	pg_call([&] {
+		e.bytes = MemoryContextMemAllocated(e.cxt, true);
+		e.pins = static_cast<Pins *>(MemoryContextAllocZero(TopMemoryContext, sizeof(Pins)));
+		e.pins->cxt = e.cxt;
+	});
+	if (e.bytes > kMaxBytes / 4) {
+		pg_call([&] {
+			pfree(e.pins);
+			MemoryContextDelete(e.cxt);
+		});
+		return false;
+	}
+	insert(key.local, std::move(e));
+	shared_memo_count_hit();
+	return true;
+}
+
 } // namespace
 
 // See analysis_memo.h.
-uint64
+MemoKey
 analysis_memo_key(Query *q)
 {
 	const ExtensionObjects *ext = extension_objects();
-	if (!ext || explain_capture_active() || !ActiveSnapshotSet())
-		return 0;
+	const bool snapshot = ActiveSnapshotSet();
+	MemoKey key;
+	if (!ext || explain_capture_active() || !snapshot)
+		return key;
 	// grouping sets: their analysis registers the consistent-totals state of the release
 	// (consistent_register, executor/consistent_release.h), which a memo hit would not register again
 	if (q->commandType != CMD_SELECT || q->utilityStmt || !q->hasAggs || q->hasSubLinks || q->cteList ||
 	    q->setOperations || q->groupingSets || list_length(q->rtable) != 1)
-		return 0;
+		return key;
 	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
 	if (rte->rtekind != RTE_RELATION)
-		return 0;
+		return key;
 	ParsedScan scan{ext};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(parsed_walker), &scan, 0);
 	if (scan.params || scan.internal)
-		return 0;
+		return key;
 	bool mutable_fns = true;
 	pg_call([&] { mutable_fns = contain_mutable_functions((Node *) q); });
 	if (mutable_fns) // now(), current_date: fixed per statement, so another statement is another analysis
-		return 0;
+		return key;
 	// the policy and the table's rows as this statement sees them
 	uint64 policy = 0, contents = 0;
 	bool known = false;
@@ -331,30 +455,44 @@ analysis_memo_key(Query *q)
 	if (!known) {
 		// where Citus is installed: how Citus holds the table instead of its rows' version
 		if (!memo_citus_holding(*ext, rte->relid, &contents))
-			return 0;
+			return key;
 		pg_call([&] { known = policy_version(GetActiveSnapshot(), &policy); });
 		if (!known)
-			return 0;
+			return key;
 	}
-	const std::string text = normalised_text(q);
-	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(text.data()), static_cast<int>(text.size()),
-	                               0x616e);
+	key.shared = normalised_text(q); // (the shared key's text: completed on a miss, shared_key)
+	const uint64 settings = settings_hash();
+	const uint64 roles = (static_cast<uint64>(GetUserId()) << 32) | GetSessionUserId();
+	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
+	                               static_cast<int>(key.shared.size()), 0x616e);
 	h = hash_combine64(h, policy);
 	h = hash_combine64(h, contents);
-	h = hash_combine64(h, settings_hash());
+	h = hash_combine64(h, settings);
 	h = hash_combine64(h, SharedInvalidMessageCounter); // any catalog change seen by this backend
-	h = hash_combine64(h, (static_cast<uint64>(GetUserId()) << 32) | GetSessionUserId());
+	h = hash_combine64(h, roles);
 	h = hash_combine64(h, MyDatabaseId);
-	return h == 0 ? 1 : h;
+	key.local = h == 0 ? 1 : h;
+	key.parts[0] = policy;
+	key.parts[1] = contents;
+	key.parts[2] = settings;
+	key.parts[3] = roles;
+	key.parts[4] = MyDatabaseId;
+	key.relid = rte->relid;
+	return key;
 }
 
 // See analysis_memo.h.
 bool
-analysis_memo_replay(uint64 key, Query *q)
+analysis_memo_replay(MemoKey &key, Query *q)
 {
-	auto it = entries.find(key);
-	if (key == 0 || it == entries.end())
+	if (key.local == 0)
 		return false;
+	auto it = entries.find(key.local);
+	if (it == entries.end()) {
+		if (key.shared.empty() || !fetch_shared(key, q))
+			return false;
+		it = entries.find(key.local);
+	}
 	MemoEntry &e = it->second;
 	Query *copy = nullptr;
 	// the per-point tables are not copied (a copy of 10^5-point tables was a fifth of a replay's
@@ -383,10 +521,10 @@ analysis_memo_replay(uint64 key, Query *q)
 
 // See analysis_memo.h.
 void
-analysis_memo_store(uint64 key, Query *q)
+analysis_memo_store(MemoKey &key, Query *q)
 {
 	const ExtensionObjects *ext = extension_objects();
-	if (key == 0 || !ext || explain_capture_active())
+	if (key.local == 0 || !ext || explain_capture_active())
 		return;
 	StoredScan scan{ext};
 	query_tree_walker(q, reinterpret_cast<bool (*)()>(stored_walker), &scan, 0);
@@ -404,12 +542,10 @@ analysis_memo_store(uint64 key, Query *q)
 		seen.insert(d.ids.begin(), d.ids.end());
 		e.described.push_back(std::move(d));
 	}
-	drop(key);
-	for (auto o = order.begin(); o != order.end(); ++o)
-		if (*o == key) {
-			order.erase(o);
-			break;
-		}
+	// shared when no DDL began since the key was computed (nor did this transaction write)
+	if (key.shared_hash != 0 && catalog_generation_read() == key.generation && !catalog_generation_holding() &&
+	    pg_value([] { return GetTopTransactionIdIfAny(); }) == InvalidTransactionId)
+		shared_memo_store(key.shared, key.shared_hash, q, e.analyst, e.described);
 	pg_call([&] {
 		e.cxt = AllocSetContextCreate(TopMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(e.cxt);
@@ -424,13 +560,7 @@ analysis_memo_store(uint64 key, Query *q)
 		MemoryContextDelete(e.cxt);
 		return;
 	}
-	while (!order.empty() && (entries.size() >= kMaxEntries || total_bytes + e.bytes > kMaxBytes)) {
-		drop(order.front());
-		order.pop_front();
-	}
-	total_bytes += e.bytes;
-	entries.emplace(key, std::move(e));
-	order.push_back(key);
+	insert(key.local, std::move(e));
 }
 
 } // namespace dxpriv::pg

@@ -355,7 +355,7 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			CoreProgress progress("dxpriv analysis"); // a long analysis: cancel and NOTICEs (pg/progress.h)
 			AnalysisHeap heap;                        // large vectors reuse mapped pages (pg/analysis_heap.h)
 			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
-			const uint64 memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : 0;
+			MemoKey memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : MemoKey();
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);
 				progress.debug_work(); // DEBUG1: the statement's pair-search work

@@ -1,0 +1,144 @@
+// Cluster-wide catalog generation (catalog_generation.h): DDL transactions counted in shared memory.
+#include "pg/metadata/catalog_generation.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "tcop/utility.h"
+#include "utils/resowner.h"
+}
+
+namespace dxpriv::pg {
+
+namespace {
+
+constexpr int kInFlightShift = 48;
+
+struct GenerationShared {
+	pg_atomic_uint64 word;
+};
+
+GenerationShared *generation_shm = nullptr;
+bool holding = false;      // this backend's top-level transaction has added one to in-flight
+bool exit_armed = false;   // the before_shmem_exit callback is registered
+
+// A DDL transaction begins: in-flight + 1, generation + 1.
+void
+begin_ddl()
+{
+	pg_atomic_fetch_add_u64(&generation_shm->word, static_cast<int64>((UINT64CONST(1) << kInFlightShift) + 1));
+}
+
+// It ended (after its invalidation messages): generation + 1, in-flight - 1.
+void
+end_ddl()
+{
+	pg_atomic_fetch_add_u64(&generation_shm->word, 1 - static_cast<int64>(UINT64CONST(1) << kInFlightShift));
+}
+
+// PG15 CommitTransaction and AbortTransaction send (or discard) the transaction's invalidation
+// messages (AtEOXact_Inval) before the top-level resource owner releases its locks.
+void
+on_resource_release(ResourceReleasePhase phase, bool is_commit, bool is_top_level, void *)
+{
+	(void) is_commit;
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level || !holding)
+		return;
+	holding = false;
+	end_ddl();
+}
+
+// A backend leaving while its transaction holds one (normally released by the abort that
+// ShutdownPostgres runs first).
+void
+release_at_exit(int, Datum)
+{
+	if (holding && generation_shm) {
+		holding = false;
+		end_ddl();
+	}
+}
+
+} // namespace
+
+// See catalog_generation.h.
+uint64
+catalog_generation_read()
+{
+	return generation_shm ? pg_atomic_read_u64(&generation_shm->word) : 0;
+}
+
+// See catalog_generation.h.
+bool
+catalog_generation_quiet(uint64 word)
+{
+	return (word >> kInFlightShift) == 0;
+}
+
+// See catalog_generation.h.
+bool
+catalog_generation_holding()
+{
+	return holding;
+}
+
+// See catalog_generation.h.
+bool
+catalog_generation_available()
+{
+	return generation_shm != nullptr;
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_note_utility(Node *stmt)
+{
+	if (!generation_shm || holding || !IsTransactionState())
+		return;
+	// (COMMIT/ROLLBACK PREPARED send a prepared transaction's invalidation messages)
+	const bool prepared = IsA(stmt, TransactionStmt) &&
+	                      (castNode(TransactionStmt, stmt)->kind == TRANS_STMT_COMMIT_PREPARED ||
+	                       castNode(TransactionStmt, stmt)->kind == TRANS_STMT_ROLLBACK_PREPARED);
+	if (!prepared && GetCommandLogLevel(stmt) != LOGSTMT_DDL)
+		return;
+	if (!exit_armed) {
+		before_shmem_exit(release_at_exit, 0);
+		exit_armed = true;
+	}
+	begin_ddl();
+	holding = true;
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_request_shmem()
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(GenerationShared)));
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_startup()
+{
+	bool found = false;
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	generation_shm =
+	    static_cast<GenerationShared *>(ShmemInitStruct("dxpriv catalog generation", sizeof(GenerationShared), &found));
+	if (!found)
+		pg_atomic_init_u64(&generation_shm->word, 0);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_install()
+{
+	RegisterResourceReleaseCallback(on_resource_release, nullptr);
+}
+
+} // namespace dxpriv::pg

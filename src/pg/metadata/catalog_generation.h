@@ -1,0 +1,40 @@
+// Cluster-wide catalog generation: a counter in shared memory that changes around every DDL
+// transaction, so that an analysis shared between backends (planner/shared_memo.h) is keyed by a
+// catalog state every backend agrees on.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+#include "nodes/nodes.h"
+}
+
+namespace dxpriv::pg {
+
+// One 64-bit word: the number of DDL transactions in flight (high 16 bits) and the generation
+// (low 48 bits). A DDL transaction (a utility statement GetCommandLogLevel calls LOGSTMT_DDL:
+// CREATE/ALTER/DROP, GRANT/REVOKE, roles, ...) adds one to both before its first DDL statement
+// runs; at the end of its top-level transaction, after its invalidation messages are sent, it adds
+// one to the generation and takes its one from in-flight (also when the backend exits holding it).
+// Hence: a backend that reads a word with no DDL in flight, then accepts invalidation messages, then
+// reads the same word again, has seen every catalog change committed before that word and no DDL
+// was between the two reads.
+uint64 catalog_generation_read();
+// True when no DDL transaction was in flight at word (catalog_generation_read).
+bool catalog_generation_quiet(uint64 word);
+// True when this backend's current transaction has run DDL (it holds one in-flight count).
+bool catalog_generation_holding();
+// False when the shared word is not there (dxpriv not in shared_preload_libraries): nothing may be
+// shared.
+bool catalog_generation_available();
+
+// The ProcessUtility hook, before the statement runs: notes a DDL statement (once per top-level
+// transaction). May ERROR only as GetCommandLogLevel may.
+void catalog_generation_note_utility(Node *stmt);
+
+// Shared memory (shmem_request / shmem_startup hooks) and the end-of-transaction callback
+// (install_hooks).
+void catalog_generation_request_shmem();
+void catalog_generation_startup();
+void catalog_generation_install();
+
+} // namespace dxpriv::pg

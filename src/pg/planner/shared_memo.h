@@ -1,0 +1,55 @@
+// Shared analysis memo: the second level behind the per-backend analysis memo (analysis_memo.h),
+// in a fixed shared-memory region (dxpriv.shared_memo_memory), so that a new session's first
+// statement does not pay an analysis another backend already made.
+#pragma once
+
+#include "pg/executor/release_log.h"
+
+extern "C" {
+#include "postgres.h"
+#include "nodes/parsenodes.h"
+}
+
+#include <string>
+#include <vector>
+
+namespace dxpriv::pg {
+
+extern int guc_shared_memo_memory; // dxpriv.shared_memo_memory (kB, postmaster; 0: no shared memo)
+
+// One registration of release descriptions made by an analysis (release_log_describe).
+struct MemoDescribed {
+	std::vector<int64> ids;
+	std::vector<ReleaseDescription> descriptions;
+	std::vector<std::string> labels;
+};
+
+// True when the region exists (dxpriv preloaded, dxpriv.shared_memo_memory > 0).
+bool shared_memo_enabled();
+
+// Stores the analysis of a statement (tree: the rewritten query; analyst: analyst_mode() after it;
+// described: its release descriptions) under key (exact bytes; hash: its hash). The tree is kept
+// as nodeToString text in which every pass-by-reference Const over 1 kB (the per-point tables) is a
+// placeholder for a blob kept as raw bytes. Stores nothing, silently, when the text does not read
+// back to an equal tree, when a large constant is not plain bytes (an external or expanded datum),
+// when the entry is over a quarter of the region, or when the lock is busy (fail closed: the next
+// backend analyses). Evicts the oldest entries to make room. A PostgreSQL call: may ERROR (out of
+// memory).
+void shared_memo_store(const std::string &key, uint64 hash, Query *tree, bool analyst,
+                       const std::vector<MemoDescribed> &described);
+
+// Looks up key: on a hit, builds the stored tree (its per-point tables in the same memory) in a
+// new memory context under TopMemoryContext (*cxt; the caller owns it), and fills analyst and
+// described. False (nothing allocated) when there is no entry. May ERROR (out of memory).
+bool shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt, Query **tree, bool *analyst,
+                        std::vector<MemoDescribed> &described);
+
+// Counts a statement answered from the shared memo (dx._shared_memo_hits).
+void shared_memo_count_hit();
+
+// The GUC (_PG_init) and shared memory (shmem_request / shmem_startup hooks).
+void shared_memo_define_gucs();
+void shared_memo_request_shmem();
+void shared_memo_startup();
+
+} // namespace dxpriv::pg
