@@ -224,7 +224,7 @@ def test_a_merge_holding_its_lock_never_blocks_a_writer_or_another_merger():
         assert scalar(w, "SELECT dx.compact_contents_changes('rv_t'::regclass)") > 0
         other = connect(db)
         execute(other, "SET statement_timeout = '3s'")
-        assert scalar(other, "SELECT dx.compact_contents_changes('rv_t'::regclass)") == 0
+        assert scalar(other, "SELECT dx.compact_contents_changes('rv_t'::regclass)") >= 0
         assert scalar(other, "SELECT dx.compact_contents_changes()") >= 0
         for i in range(5):  # writers, some merging themselves (called directly here)
             execute(other, "BEGIN")
@@ -235,6 +235,26 @@ def test_a_merge_holding_its_lock_never_blocks_a_writer_or_another_merger():
         assert _sum_rows(admin)[0] == total + 1 + 5
         w.close()
         other.close()
+
+
+def test_an_analyst_holding_an_advisory_lock_does_not_stop_the_merges():
+    """Before review1 the merger took pg_try_advisory_xact_lock(('dxcc' << 32) | relid) and skipped
+    the table when it failed: any role (an analyst) could hold that key for its whole session and
+    stop every merge of the table, whose rows (and every cacheable statement's version scan) then
+    grew by one per writing transaction."""
+    with fresh_db() as db:
+        admin = _setup(db)
+        a = connect(db, user=ROLE)
+        key = "(x'64786363'::bigint << 32) | 'rv_t'::regclass::oid::bigint"
+        scalar(a, f"SELECT pg_advisory_lock({key})")
+        scalar(a, f"SELECT pg_advisory_lock(('rv_t'::regclass::oid)::bigint)")
+        for i in range(20):
+            execute(admin, f"UPDATE rv_t SET v = v WHERE id = {i}")
+        total, rows = _sum_rows(admin)
+        assert rows >= 2  # (the last writer's row and at least one before it: a merge in the trigger keeps its own)
+        assert scalar(admin, "SELECT dx.compact_contents_changes('rv_t'::regclass)") == rows - 1
+        assert tuple(_sum_rows(admin)) == (total, 1)
+        a.close()
 
 
 def test_an_analyst_cannot_merge():
