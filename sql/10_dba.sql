@@ -72,8 +72,10 @@ REVOKE ALL ON TABLE dx.contents_changes FROM PUBLIC;
 -- sees the same sum before and after: one that sees the merge sees every merged row's transaction
 -- (they ended before the merge began), one that does not sees the rows as they were (MVCC), so no
 -- contents version changes and no cached answer or unit profile is lost; the rows of running
--- transactions (the caller's own among them) stay as they are. One merger per relid at a time (a
--- transaction-level advisory lock; a second one skips that relid). Returns how many rows it removed.
+-- transactions (the caller's own among them) stay as they are. Mergers never wait for each other:
+-- each locks the rows it merges (FOR UPDATE SKIP LOCKED) and skips those another one holds, so
+-- concurrent mergers merge disjoint rows (review1: an advisory lock, which any role may take and
+-- keep, let an analyst stop every merge of a table). Returns how many rows it removed.
 -- Without it the table grows by a row per writing transaction and the version scan of every
 -- cacheable statement grows with it (doc/dba-guide.md "Fresh after writes").
 CREATE FUNCTION dx.compact_contents_changes(rel oid DEFAULT NULL) RETURNS bigint
@@ -93,12 +95,14 @@ BEGIN
 	END IF;
 	FOR target IN SELECT DISTINCT c.relid FROM dx.contents_changes c
 	              WHERE rel IS NULL OR c.relid OPERATOR(pg_catalog.=) rel LOOP
-		-- (key: 'dxcc' in the high half, the relid in the low half)
-		CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(
-			(x'64786363'::bigint OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) target::bigint);
+		-- (the merged row's key is the largest xid of the rows this merger locked and deleted: never
+		-- one of another merger's, whose rows are disjoint from these)
 		WITH old AS (
 			DELETE FROM dx.contents_changes c
-			WHERE c.relid OPERATOR(pg_catalog.=) target AND c.xid OPERATOR(pg_catalog.<) horizon
+			WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+				SELECT l.ctid FROM dx.contents_changes l
+				WHERE l.relid OPERATOR(pg_catalog.=) target AND l.xid OPERATOR(pg_catalog.<) horizon
+				FOR UPDATE SKIP LOCKED))
 			RETURNING c.xid, c.n)
 		SELECT pg_catalog.count(*), pg_catalog.sum(o.n), pg_catalog.max(o.xid)
 		INTO merged, total, newest FROM old o;

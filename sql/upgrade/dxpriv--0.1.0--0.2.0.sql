@@ -1298,3 +1298,54 @@ REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
 -- superuser only).
 CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
 REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;
+
+-- review1 (session 16): dx.compact_contents_changes locks the rows it merges (FOR UPDATE SKIP LOCKED)
+-- instead of an advisory lock any role could hold to stop every merge of a table
+
+-- Merges the rows of dx.contents_changes (of one relid, or of every relid when rel is NULL) whose
+-- transactions had all ended before this call's snapshot into one row per relid: n the sum of
+-- theirs, xid the largest of theirs (an ended transaction: it never writes again). Every snapshot
+-- sees the same sum before and after: one that sees the merge sees every merged row's transaction
+-- (they ended before the merge began), one that does not sees the rows as they were (MVCC), so no
+-- contents version changes and no cached answer or unit profile is lost; the rows of running
+-- transactions (the caller's own among them) stay as they are. Mergers never wait for each other:
+-- each locks the rows it merges (FOR UPDATE SKIP LOCKED) and skips those another one holds, so
+-- concurrent mergers merge disjoint rows (review1: an advisory lock, which any role may take and
+-- keep, let an analyst stop every merge of a table). Returns how many rows it removed.
+-- Without it the table grows by a row per writing transaction and the version scan of every
+-- cacheable statement grows with it (doc/dba-guide.md "Fresh after writes").
+CREATE OR REPLACE FUNCTION dx.compact_contents_changes(rel oid DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	horizon xid8 := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
+	target oid;
+	merged bigint;
+	total bigint;
+	newest xid8;
+	removed bigint := 0;
+BEGIN
+	-- (under repeatable read or serializable a second merger would fail on the rows the first deleted)
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+		RAISE EXCEPTION 'dx.compact_contents_changes needs the read committed isolation level'
+			USING ERRCODE = '25000', HINT = 'Call it outside an explicit transaction, or in one that is read committed.';
+	END IF;
+	FOR target IN SELECT DISTINCT c.relid FROM dx.contents_changes c
+	              WHERE rel IS NULL OR c.relid OPERATOR(pg_catalog.=) rel LOOP
+		-- (the merged row's key is the largest xid of the rows this merger locked and deleted: never
+		-- one of another merger's, whose rows are disjoint from these)
+		WITH old AS (
+			DELETE FROM dx.contents_changes c
+			WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+				SELECT l.ctid FROM dx.contents_changes l
+				WHERE l.relid OPERATOR(pg_catalog.=) target AND l.xid OPERATOR(pg_catalog.<) horizon
+				FOR UPDATE SKIP LOCKED))
+			RETURNING c.xid, c.n)
+		SELECT pg_catalog.count(*), pg_catalog.sum(o.n), pg_catalog.max(o.xid)
+		INTO merged, total, newest FROM old o;
+		IF merged > 0 THEN
+			INSERT INTO dx.contents_changes (relid, xid, n) VALUES (target, newest, total);
+			removed := removed OPERATOR(pg_catalog.+) merged OPERATOR(pg_catalog.-) 1;
+		END IF;
+	END LOOP;
+	RETURN removed;
+END $$;

@@ -8,6 +8,7 @@
 #include "pg/analyst/inheritance.h"
 
 #include "pg/analyst/analyst_context.h"
+#include "pg/metadata/catalog_epoch.h"
 #include "pg/analyst/refusals.h"
 
 #include "pg/guard.h"
@@ -20,7 +21,6 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/fmgroids.h"
-#include "storage/sinval.h"
 #include "utils/lsyscache.h"
 }
 
@@ -132,8 +132,8 @@ AnalystContext::directly_protected(Oid relid) const
 
 namespace {
 
-// The protected ancestors found by policy_table in this backend (relid -> ancestor), kept while no
-// invalidation message arrived (SharedInvalidMessageCounter, as the analysis memo's key) and dx's
+// The protected ancestors found by policy_table in this backend (relid -> ancestor), kept while the
+// catalog epoch is the same (metadata/catalog_epoch.h: a change of the current transaction too) and dx's
 // list of protected tables is the same: attaching, detaching, INHERIT and NO INHERIT send relcache
 // invalidations. Only found ancestors are kept: "not protected" is looked up again on every use, so
 // a partition attached or a child created since is covered at once even by a backend that has not
@@ -159,15 +159,15 @@ AnalystContext::policy_table(Oid relid) const
 		return relid;
 	if (protected_rels.empty())
 		return InvalidOid;
-	if (found_ancestors.counter != SharedInvalidMessageCounter || found_ancestors.protected_rels != protected_rels) {
+	const uint64 counter = pg_value([&] { return catalog_epoch(); });
+	if (found_ancestors.counter != counter || found_ancestors.protected_rels != protected_rels) {
 		found_ancestors.found.clear();
-		found_ancestors.counter = SharedInvalidMessageCounter;
+		found_ancestors.counter = counter;
 		found_ancestors.protected_rels = protected_rels;
 	}
 	auto memo = found_ancestors.found.find(relid);
 	if (memo != found_ancestors.found.end())
 		return memo->second;
-	const uint64 counter = SharedInvalidMessageCounter;
 	Oid found = InvalidOid;
 	std::deque<Oid> todo{relid};
 	std::set<Oid> seen{relid};
@@ -184,7 +184,8 @@ AnalystContext::policy_table(Oid relid) const
 		}
 	}
 	// (kept only when no message arrived during the lookup: the next call then starts afresh)
-	if (OidIsValid(found) && counter == SharedInvalidMessageCounter && found_ancestors.found.size() < 4096)
+	if (OidIsValid(found) && counter == pg_value([&] { return catalog_epoch(); }) &&
+	    found_ancestors.found.size() < 4096)
 		found_ancestors.found[relid] = found;
 	return found;
 }

@@ -2,6 +2,7 @@
 #include "pg/ledger/contents_version.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/catalog_epoch.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -213,12 +214,15 @@ tree_members(Oid relid, List **members)
 bool
 tree_shape(Oid relid, const TreeShape **out)
 {
+	// (counter: catalog_epoch(), not SharedInvalidMessageCounter alone, which a change of the
+	// current transaction does not move and a backend already holding its locks may not have
+	// updated: review1, test/e2e/test_review1.py)
+	const uint64 counter = pg_value([&] { return catalog_epoch(); });
 	auto it = shapes.find(relid);
-	if (it != shapes.end() && it->second.counter == SharedInvalidMessageCounter) {
+	if (it != shapes.end() && it->second.counter == counter) {
 		*out = &it->second;
 		return true;
 	}
-	const uint64 counter = SharedInvalidMessageCounter;
 	Oid nsp = get_namespace_oid("dx", true);
 	if (!OidIsValid(nsp))
 		return false;
@@ -269,7 +273,7 @@ tree_shape(Oid relid, const TreeShape **out)
 	shape.triggers = triggers;
 	shape.hash = h;
 	shape.counter = counter;
-	if (counter != SharedInvalidMessageCounter) { // a message arrived while reading: not kept
+	if (counter != pg_value([&] { return catalog_epoch(); })) { // a message arrived while reading: not kept
 		static TreeShape transient;
 		transient = std::move(shape);
 		*out = &transient;

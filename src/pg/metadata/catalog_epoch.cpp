@@ -1,0 +1,37 @@
+// The catalog epoch: shared invalidation messages processed plus this backend's own relcache invalidations.
+#include "pg/metadata/catalog_epoch.h"
+
+extern "C" {
+#include "storage/sinval.h"
+#include "utils/inval.h"
+}
+
+namespace dxpriv::pg {
+
+namespace {
+
+uint64 relcache_invalidations = 0; // relcache invalidations seen by this backend (its own ones too)
+bool epoch_callback_registered = false;
+
+void
+count_relcache_invalidation(Datum, Oid)
+{
+	++relcache_invalidations;
+}
+
+} // namespace
+
+// See catalog_epoch.h.
+uint64
+catalog_epoch()
+{
+	if (!epoch_callback_registered) {
+		CacheRegisterRelcacheCallback(count_relcache_invalidation, (Datum) 0);
+		epoch_callback_registered = true;
+	}
+	AcceptInvalidationMessages();
+	// (both only grow: the sum moves whenever one of them does)
+	return SharedInvalidMessageCounter + relcache_invalidations;
+}
+
+} // namespace dxpriv::pg
