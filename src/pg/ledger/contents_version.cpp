@@ -162,9 +162,9 @@ written_by_subscription(const std::vector<Oid> &targets, Oid relid)
 // down, an UPDATE or DELETE of the parent) fires the ancestor's statement triggers only: every
 // ancestor must carry a contents trigger, which records the write for every protected table below
 // it (redteam2: before, a protected partition or child of an unprotected parent kept its version
-// after such writes, and its unit profile was served stale). Kept per backend while this
-// backend processes no invalidation message (SharedInvalidMessageCounter unchanged, as the
-// analysis memo's key): every change that moves it sends one (a trigger created, dropped,
+// after such writes, and its unit profile was served stale). Kept per backend while the
+// catalog epoch (metadata/catalog_epoch.h: the shared messages this backend processed and its own
+// transaction's relcache invalidations) does not move: every change that moves it sends one (a trigger created, dropped,
 // disabled, enabled or altered; TRUNCATE, VACUUM FULL or CLUSTER giving a new relfilenode; a
 // partition created, attached or detached, INHERIT and NO INHERIT; a dropped table), and the
 // statement's lock on the table has just processed the messages sent before it. What writes rows
@@ -173,7 +173,7 @@ written_by_subscription(const std::vector<Oid> &targets, Oid relid)
 // pg_subscription_rel for it: over 100 partitions a statement answered from the cache took
 // 1.13-1.18 ms of backend CPU, 0.59 ms with this (the planner's own share: 0.41 ms).
 struct TreeShape {
-	uint64 counter = 0; // SharedInvalidMessageCounter when it was read
+	uint64 counter = 0; // catalog_epoch() when it was read
 	bool triggers = false;           // every member has its version trigger
 	bool ancestors_triggers = false; // every ancestor has a contents trigger (any_version_trigger)
 	uint64 hash = 0;                 // the members' trigger identities and relfilenodes

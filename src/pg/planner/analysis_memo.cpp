@@ -6,6 +6,7 @@
 #include "pg/contract/param_consts.h"
 #include "pg/executor/release_log.h"
 #include "pg/metadata/catalog_generation.h"
+#include "pg/metadata/catalog_epoch.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
@@ -468,7 +469,11 @@ analysis_memo_key(Query *q)
 	h = hash_combine64(h, policy);
 	h = hash_combine64(h, contents);
 	h = hash_combine64(h, settings);
-	h = hash_combine64(h, SharedInvalidMessageCounter); // any catalog change seen by this backend
+	// any catalog change seen by this backend, its own transaction's relcache changes included (review1:
+	// SharedInvalidMessageCounter alone never moves for those)
+	uint64 epoch = 0;
+	pg_call([&] { epoch = catalog_epoch(); });
+	h = hash_combine64(h, epoch);
 	h = hash_combine64(h, roles);
 	h = hash_combine64(h, MyDatabaseId);
 	key.local = h == 0 ? 1 : h;
