@@ -287,8 +287,8 @@ attack(C, "one_pass_keys_left_out_two_keys",
 attack(C, "one_pass_fast_path_count", "SELECT count(*) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "one_pass_fast_path_sum_avg", "SELECT sum(age), avg(age), sum(income) FROM people WHERE age > 20",
        Noised(min_scale=1.0, rows=1))
-# the Small shape (two to four range or short enumerated columns mapped inline, regress 84) and the
-# enumerated labels in the layout ('f<n>:<len>:<bytes>...;'): still charged and noised at their scales
+# the Small shape (two to four range or short enumerated columns mapped inline, regress 84): still
+# charged and noised at their declared scales
 attack(C, "one_pass_small_shape_count_where", "SELECT count(*) FROM people WHERE age > 40 AND sex = 'M'",
        Noised(min_scale=1.0, rows=1))
 attack(C, "one_pass_small_shape_filters",
@@ -2345,15 +2345,6 @@ attack(C, "onepass_flags_group_negative_grouped",
 attack(C, "onepass_flags_group_beside_keys",
        "SELECT age, dx._onepass_count('g|Q0:120:1;', 7, age) FROM people GROUP BY age", Reject(PRIV))
 attack(C, "fold_state_flags_by_hand", "SELECT dx._fold_state('d|q0:120:1;', age) FROM people", Reject(PRIV))
-# the enumerated labels in the layout ('f<n>:<len>:<bytes>...;', 'F' a key column) by hand: forged labels
-# (every other value at the first one's point) must not be accepted either
-attack(C, "onepass_labels_layout_by_hand", "SELECT dx._onepass_count('d|f2:1:M1:F;', sex) FROM people", Reject(PRIV))
-attack(C, "onepass_labels_layout_forged", "SELECT dx._onepass_sum('d|q0:120:1;f1:1:X;', age, sex) FROM people",
-       Reject(PRIV))
-attack(C, "onepass_labels_key_layout_by_hand",
-       "SELECT sex, dx._onepass_count('F2:1:M1:F;', sex) FROM people GROUP BY sex", Reject(PRIV))
-attack(C, "fold_state_labels_by_hand", "SELECT dx._fold_state('d|f2:1:M1:F;q0:120:1;', sex, age) FROM people",
-       Reject(PRIV))
 attack(C, "onepass_flags_on_public_table", "SELECT dx._onepass_count('|', 0) FROM zips", Reject(PRIV))
 attack(C, "set_one_pass", "SET dxpriv.one_pass = off", Reject(PRIV, hint=False))
 # a GROUP BY folded into one pass (issue 23, regress 64): the ungrouped state with the key columns,

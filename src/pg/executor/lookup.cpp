@@ -131,8 +131,6 @@ bad_layout()
 //   'p': coords float8[], dims int4, then dims member values (numeric types)
 //   'q<lo>:<hi>:<step>;': value (an 'r' column whose constants are in the layout, in decimal text
 //   that reads back as the same doubles: the one-pass transition's form, planner/one_pass.cpp)
-//   'f<n>:<len>:<bytes>...;': value (an 'e' column whose n labels are in the layout, each its
-//   byte length then its bytes: the one-pass transition's form)
 RowPointMap *
 build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip)
 {
@@ -158,10 +156,10 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 	for (size_t pos = 0; pos < layout.size();) {
 		const char letter = layout[pos++];
 		RowPointMap::Column &c = map->columns[map->ncolumns++];
-		c.key = allow_keys && (letter == 'E' || letter == 'R' || letter == 'Q' || letter == 'F');
+		c.key = allow_keys && (letter == 'E' || letter == 'R' || letter == 'Q');
 		const char kind = c.key ? static_cast<char>(letter - 'A' + 'a') : letter;
 		map->has_keys = map->has_keys || c.key;
-		c.kind = kind == 'q' ? 'r' : kind == 'f' ? 'e' : kind;
+		c.kind = kind == 'q' ? 'r' : kind;
 		if (kind == 'q') { // 'r' with lo, hi and step in the layout: q<lo>:<hi>:<step>;
 			double b[3];
 			for (int k = 0; k < 3; ++k) {
@@ -176,34 +174,6 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			c.value_arg = arg;
 			c.members = 1;
 			c.indexer = DomainIndexer::create(mcxt, Domain::range(b[0], b[1], b[2]), arg_type(fcinfo, arg), arg_typmod(fcinfo, arg));
-			arg += 1;
-		} else if (kind == 'f') { // 'e' with its labels in the layout: f<n>:<len>:<bytes>...;
-			auto number = [&](size_t max) {
-				size_t v = 0, digits = 0;
-				while (pos < layout.size() && layout[pos] >= '0' && layout[pos] <= '9' && digits < 9)
-					v = v * 10 + static_cast<size_t>(layout[pos++] - '0'), ++digits;
-				if (digits == 0 || pos >= layout.size() || layout[pos] != ':' || v > max)
-					bad_layout();
-				++pos;
-				return v;
-			};
-			const size_t n = number(kMaxDomainSize);
-			std::vector<std::string> labels;
-			for (size_t i = 0; i < n; ++i) {
-				const size_t len = number(layout.size());
-				if (len > layout.size() - pos)
-					bad_layout();
-				labels.emplace_back(layout, pos, len);
-				pos += len;
-			}
-			if (pos >= layout.size() || layout[pos] != ';')
-				bad_layout();
-			++pos;
-			need(1);
-			c.value_arg = arg;
-			c.members = 1;
-			c.indexer = DomainIndexer::create(mcxt, Domain::enumerated(std::move(labels)), arg_type(fcinfo, arg),
-			                                  arg_typmod(fcinfo, arg));
 			arg += 1;
 		} else if (kind == 'e') {
 			need(2);

@@ -78,10 +78,9 @@ struct RowPointMap {
 
 // Contract: reads the layout text at argument layout_arg (one letter per column: 'e' value, labels
 // text[]; 'r' value, lo, hi, step; 'q<lo>:<hi>:<step>;' value: an 'r' column with its constants in
-// the layout; 'f<n>:<len>:<bytes>...;' value: an 'e' column with its n labels in the layout;
-// 'p' coords float8[], dims int4, then dims member values) and the arguments from
+// the layout; 'p' coords float8[], dims int4, then dims member values) and the arguments from
 // first_arg to the last, which must be exactly the layout's; builds the columns' indexers once in
-// fn_mcxt. With allow_keys, 'E', 'R', 'Q' and 'F' are 'e', 'r', 'q' and 'f' columns that are GROUP BY keys:
+// fn_mcxt. With allow_keys, 'E', 'R' and 'Q' are 'e', 'r' and 'q' columns that are GROUP BY keys:
 // row_point leaves them out and row_key_point reads them. skip: the layout's columns start after
 // its first skip characters (the one-pass transition's flags). Errors (22023) on a malformed layout.
 RowPointMap *build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys = false,

@@ -5,7 +5,6 @@
 #include "pg/node_build.h"
 #include "pg/settings.h"
 #include "pg/planner/group_source.h"
-#include "pg/planner/one_pass.h"
 #include "pg/planner/release_analysis.h"
 
 extern "C" {
@@ -226,7 +225,9 @@ fold_group_source(Query *q, std::map<AttrNumber, AttrNumber> &mapping, const Ext
 			std::string flags = layout.substr(0, bar);
 			drop_present = flags.find('p') != std::string::npos;
 			flags = flags.find('d') != std::string::npos ? "d" : "";
-			const std::string columns = one_pass_columns_lower(layout.substr(bar + 1)); // (not the labels inside)
+			std::string columns = layout.substr(bar + 1);
+			for (char &ch : columns)
+				ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
 			layout = flags + "|" + columns;
 			e = (Expr *) makeConst(TEXTOID, -1, InvalidOid, -1, CStringGetTextDatum(layout.c_str()), false, false);
 		} else if (i == 1 && drop_present) {

@@ -19,7 +19,6 @@ extern "C" {
 
 #include <cstdio>
 #include <cstdlib>
-#include <cctype>
 #include <cstring>
 #include <string>
 
@@ -61,38 +60,11 @@ exact_decimal(double v)
 	return "";
 }
 
-// The labels of an enumerated column's constant (a text[] without NULLs), or false.
-bool
-const_labels(Node *n, std::vector<std::string> &out)
-{
-	if (!IsA(n, Const) || castNode(Const, n)->constisnull || castNode(Const, n)->consttype != TEXTARRAYOID)
-		return false;
-	const Datum d = castNode(Const, n)->constvalue;
-	bool ok = true;
-	pg_call([&] {
-		ArrayType *arr = DatumGetArrayTypeP(d);
-		Datum *elems;
-		bool *nulls;
-		int k;
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &k);
-		for (int i = 0; i < k && ok; ++i) {
-			if (nulls[i]) {
-				ok = false;
-				break;
-			}
-			text *t = DatumGetTextPP(elems[i]);
-			out.emplace_back(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-		}
-	});
-	return ok && !out.empty();
-}
-
-// The range columns' lo, hi and step, and the enumerated columns' labels, moved from the
-// arguments into the layout: 'r' (value, lo, hi, step) becomes 'q<lo>:<hi>:<step>;' (value), 'R'
-// becomes 'Q...;', 'e' (value, labels) becomes 'f<n>:<len>:<bytes>...;' (value: the n labels'
-// bytes, each after its length), 'E' becomes 'F...;', so that the transition's arguments are the
-// columns' values only (fewer interpreter steps per row; executor/row_point.h reads every form).
-// A constant without an exact decimal form keeps its column in the 'r' form.
+// The range columns' lo, hi and step moved from the arguments into the layout: 'r' (value, lo,
+// hi, step) becomes 'q<lo>:<hi>:<step>;' (value), 'R' becomes 'Q...;', so that the transition's
+// arguments are the columns' values and the enumerated columns' labels only (fewer interpreter
+// steps per row; executor/row_point.h reads both forms). A constant without an exact decimal form
+// keeps its column in the 'r' form.
 void
 inline_range_constants(const std::vector<const ColumnPolicy *> &cols, std::string &layout, List *&values)
 {
@@ -103,17 +75,6 @@ inline_range_constants(const std::vector<const ColumnPolicy *> &cols, std::strin
 		const char letter = layout[i];
 		int n = letter == 'e' || letter == 'E' ? 2 : letter == 'r' || letter == 'R' ? 4
 		                                                : 2 + static_cast<int>(cols[i]->members.size());
-		std::vector<std::string> labels;
-		if ((letter == 'e' || letter == 'E') && const_labels(static_cast<Node *>(list_nth(values, a + 1)), labels)) {
-			out += letter == 'e' ? 'f' : 'F';
-			out += std::to_string(labels.size()) + ":";
-			for (const std::string &l : labels)
-				out += std::to_string(l.size()) + ":" + l;
-			out += ';';
-			args = lappend(args, list_nth(values, a));
-			a += n;
-			continue;
-		}
 		if (letter == 'r' || letter == 'R') {
 			std::string text;
 			bool exact = true;
@@ -145,42 +106,6 @@ inline_range_constants(const std::vector<const ColumnPolicy *> &cols, std::strin
 }
 
 } // namespace
-
-// See one_pass.h.
-std::string
-one_pass_columns_lower(const std::string &columns)
-{
-	std::string out;
-	for (size_t pos = 0; pos < columns.size();) {
-		const char letter = columns[pos++];
-		out += static_cast<char>(std::tolower(static_cast<unsigned char>(letter)));
-		if (letter == 'q' || letter == 'Q') { // <lo>:<hi>:<step>;
-			const size_t end = columns.find(';', pos);
-			if (end == std::string::npos)
-				fail(ERRCODE_INTERNAL_ERROR, "dxpriv one-pass layout is malformed");
-			out.append(columns, pos, end + 1 - pos);
-			pos = end + 1;
-		} else if (letter == 'f' || letter == 'F') { // <n>:(<len>:<bytes>)*;
-			const size_t start = pos;
-			auto number = [&] {
-				const size_t colon = columns.find(':', pos);
-				if (colon == std::string::npos || colon == pos || colon - pos > 9)
-					fail(ERRCODE_INTERNAL_ERROR, "dxpriv one-pass layout is malformed");
-				const size_t v = std::stoul(columns.substr(pos, colon - pos));
-				pos = colon + 1;
-				return v;
-			};
-			const size_t n = number();
-			for (size_t i = 0; i < n; ++i)
-				pos += number();
-			if (pos >= columns.size() || columns[pos] != ';')
-				fail(ERRCODE_INTERNAL_ERROR, "dxpriv one-pass layout is malformed");
-			++pos;
-			out.append(columns, start, pos - start);
-		}
-	}
-	return out;
-}
 
 // See one_pass.h.
 std::vector<bool>

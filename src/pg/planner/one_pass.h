@@ -12,7 +12,6 @@ extern "C" {
 }
 
 #include <optional>
-#include <string>
 #include <vector>
 
 namespace dxpriv::pg {
@@ -23,10 +22,6 @@ namespace dxpriv::pg {
 // Within a group the key columns are constant, so the group and the histogram's point give the
 // row's point of cols (executor/one_pass.cpp).
 std::vector<bool> one_pass_key_columns(const GroupKeys &keys, const std::vector<const ColumnPolicy *> &cols);
-
-// The columns part of a one-pass layout (after its '|') with every column letter in lower case (key
-// columns no longer marked), the constants inside it ('q…;', 'f…;') unchanged.
-std::string one_pass_columns_lower(const std::string &columns);
 
 // The arguments shared by every one-pass aggregate of a statement (equal nodes, so that the
 // planner gives them one transition state): (layout text, [group int4], [present bool], <the
