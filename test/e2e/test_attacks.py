@@ -287,6 +287,13 @@ attack(C, "one_pass_keys_left_out_two_keys",
 attack(C, "one_pass_fast_path_count", "SELECT count(*) FROM people", Noised(min_scale=1.0, rows=1))
 attack(C, "one_pass_fast_path_sum_avg", "SELECT sum(age), avg(age), sum(income) FROM people WHERE age > 20",
        Noised(min_scale=1.0, rows=1))
+# the Small shape (two to four range or short enumerated columns mapped inline, regress 84): still
+# charged and noised at their declared scales
+attack(C, "one_pass_small_shape_count_where", "SELECT count(*) FROM people WHERE age > 40 AND sex = 'M'",
+       Noised(min_scale=1.0, rows=1))
+attack(C, "one_pass_small_shape_filters",
+       "SELECT count(*) FILTER (WHERE sex = 'F' AND age < 30), sum(age) FILTER (WHERE sex = 'M'), "
+       "avg(income) FILTER (WHERE age > 60 AND sex <> 'F') FROM people", Noised(min_scale=1.0, rows=1))
 # the GROUP BY keys computed in the row source (dxpriv.keys_in_scan, regress 58): the key column of
 # the scan is the lookup of the row's point, never the analyst's expression; a key used in HAVING,
 # in the output and as an expression key still gives every declared group, charged and noised once

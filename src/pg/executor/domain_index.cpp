@@ -78,6 +78,7 @@ DomainIndexer::fill_points(int32 typmod)
 	if (domain_.kind() == DomainKind::Enumerated) { // (ranges and dates are indexed by arithmetic)
 		int16 typlen;
 		get_typlenbyval(type_, &typlen, &byval_);
+		typlen_ = typlen;
 		std::vector<Datum> pts = domain_datums(domain_, type_, typmod);
 		points_ = static_cast<Datum *>(palloc(sizeof(Datum) * pts.size()));
 		std::copy(pts.begin(), pts.end(), points_);
@@ -94,6 +95,34 @@ DomainIndexer::fill_points(int32 typmod)
 		}
 		std::sort(keys_, keys_ + nkeys_, key_less);
 	}
+}
+
+// See domain_index.h.
+bool
+DomainIndexer::short_keys(size_t max, uint64 *words, uint8 *lens, uint32 *points, size_t &n, bool &byval) const
+{
+	if (domain_.kind() != DomainKind::Enumerated || (!byval_ && typlen_ != -1) || nkeys_ == 0 || nkeys_ > max ||
+	    nkeys_ > 16) // (index() scans at most 16 keys in this order)
+		return false;
+	for (size_t i = 0; i < nkeys_; ++i)
+		if (keys_[i].len > 8 || keys_[i].index > PG_UINT32_MAX)
+			return false;
+	for (size_t i = 0; i < nkeys_; ++i) {
+		const Key &k = keys_[i];
+		uint64 w = 0;
+		if (byval_) { // (value_bytes: the Datum's bytes)
+			std::memcpy(&w, k.data, sizeof w);
+		} else {
+			for (size_t b = 0; b < k.len; ++b)
+				w |= static_cast<uint64>(static_cast<unsigned char>(k.data[b])) << (8 * b);
+		}
+		words[i] = w;
+		lens[i] = static_cast<uint8>(k.len);
+		points[i] = static_cast<uint32>(k.index);
+	}
+	n = nkeys_;
+	byval = byval_;
+	return true;
 }
 
 // See domain_index.h.

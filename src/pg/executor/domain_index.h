@@ -29,6 +29,13 @@ public:
 	// Points: the declared point nearest to x (domain().dims() coordinates; NaN: default_index()).
 	size_t nearest(const double *x) const { return domain_.nearest(x); }
 	Oid type() const { return type_; }
+	// Enumerated domains of at most max labels (and at most 16), of a by-value type or of a varlena
+	// type whose labels are all at most 8 bytes: each label's bytes as index() compares them packed
+	// into a word (a by-value type: its Datum, length 8; a varlena: its bytes little-endian,
+	// zero-padded, and their length), and its point, in the order index() tries them, so that a
+	// caller may match a value inline with the same result as index() (row_point.h); byval says
+	// which. False otherwise (n and the arrays untouched).
+	bool short_keys(size_t max, uint64 *words, uint8 *lens, uint32 *points, size_t &n, bool &byval) const;
 
 	DomainIndexer(Domain domain, Oid type) : domain_(std::move(domain)), type_(type) {}
 
@@ -44,6 +51,7 @@ private:
 	Domain domain_;
 	Oid type_;
 	bool byval_ = true;
+	int16 typlen_ = 0;
 	Datum *points_ = nullptr; // domain_datums in mcxt (enumerated domains: a range is indexed by arithmetic)
 	Key *keys_ = nullptr;     // enumerated: the points' bytes, sorted for binary search
 	size_t nkeys_ = 0;

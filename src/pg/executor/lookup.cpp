@@ -235,6 +235,13 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			             std::fabs(c.lo) < 4503599627370496.0 && c.size >= 1;
 			c.lo_int = c.unit_int ? static_cast<int64>(c.lo) : 0;
 		}
+		if (c.kind == 'e') {
+			size_t n = 0;
+			c.nshort = c.indexer->short_keys(kShortLabels, c.short_word, c.short_len, c.short_point, n, c.short_byval)
+			               ? static_cast<int>(n)
+			               : 0;
+			c.missing = d.default_index();
+		}
 	}
 	// the non-key columns' shape, for row_point_inline
 	int nonkey = 0;
@@ -250,6 +257,18 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 	} else if (nonkey == 1 && only->kind == 'r' && only->size >= 1) {
 		map->shape = only->unit_int ? RowPointShape::UnitInt : RowPointShape::Range;
 		map->only = *only;
+	} else if (nonkey >= 2 && nonkey <= kSmallColumns) { // Small: range and short enumerated columns only
+		bool small = true;
+		for (int i = 0; i < map->ncolumns; ++i) {
+			const RowPointMap::Column &c = map->columns[i];
+			small = small && (c.key || (c.kind == 'r' && c.size >= 1) || (c.kind == 'e' && c.nshort > 0));
+		}
+		if (small) {
+			map->shape = RowPointShape::Small;
+			for (int i = 0; i < map->ncolumns; ++i)
+				if (!map->columns[i].key)
+					map->small[map->nsmall++] = map->columns[i];
+		}
 	}
 	return map;
 }
@@ -282,6 +301,13 @@ row_value_ordinal(Datum value, Oid type)
 	return datum_to_ordinal(value, type);
 }
 
+// See row_point.h.
+size_t
+short_enum_slow(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
+{
+	return c.indexer->index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
+}
+
 namespace {
 
 // The nearest declared point of a column group's member values (NULL members: NaN).
@@ -309,8 +335,9 @@ point_over(FunctionCallInfo fcinfo, const RowPointMap &map)
 			u = u * c.size + range_column_index(fcinfo, c);
 			continue;
 		}
-		const size_t idx = c.kind == 'p' ? group_point_index(fcinfo, c)
-		                                 : c.indexer->index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
+		const size_t idx = c.kind == 'p'   ? group_point_index(fcinfo, c)
+		                   : c.nshort > 0 ? short_enum_index(fcinfo, c) // (the same index, inline)
+		                                  : c.indexer->index(PG_GETARG_DATUM(c.value_arg), PG_ARGISNULL(c.value_arg));
 		u = u * c.size + idx;
 	}
 	return u;

@@ -22,8 +22,14 @@ class DomainIndexer;
 
 // The shape of a map's non-key columns, for the one-pass transition's inline path (row_point_inline):
 // none (the point is 0), one range column over int2/int4 with step 1 and an integral lower bound
-// (value - lo, clamped), one other range column (range_index), or anything else (row_point).
-enum class RowPointShape : unsigned char { Generic, None, UnitInt, Range };
+// (value - lo, clamped), one other range column (range_index), two to kSmallColumns columns each a
+// range column or a short enumerated column (Small: e.g. `WHERE age > 40 AND sex = 'M'`), or
+// anything else (row_point).
+enum class RowPointShape : unsigned char { Generic, None, UnitInt, Range, Small };
+
+// Small: at most this many non-key columns; a short enumerated column: at most this many labels.
+constexpr int kSmallColumns = 4;
+constexpr int kShortLabels = 8;
 
 // The columns of a fused lookup (dx._weigh, dx._weigh_int, the one-pass transition): for each
 // column, in point-index order, its indexer and the positions of its arguments. Built once per
@@ -44,6 +50,14 @@ struct RowPointMap {
 		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
 		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
 		int64 lo_int;    // unit_int: lo
+		// 'e' with at most kShortLabels labels, of a by-value type or of a varlena type with labels of
+		// at most 8 bytes (DomainIndexer::short_keys): matched inline by short_enum_index; nshort 0 otherwise
+		int nshort;
+		bool short_byval;
+		uint8 short_len[kShortLabels];
+		uint32 short_point[kShortLabels];
+		uint64 short_word[kShortLabels];
+		size_t missing; // 'e': the point of NULL and of an undeclared value (Domain::default_index)
 	};
 	Column *columns;
 	int ncolumns;
@@ -52,6 +66,8 @@ struct RowPointMap {
 	bool has_keys;
 	RowPointShape shape; // of the non-key columns
 	Column only;         // UnitInt, Range: a copy of the one non-key column (one load fewer per row)
+	Column small[kSmallColumns]; // Small: copies of the non-key columns, in point-index order
+	int nsmall;
 	// the one-pass transition's flags (executor/one_pass.cpp; -1: not an argument)
 	int group_arg;   // the row's output group (int4); else the group is 0
 	int present_arg; // the "row is real" flag (bool); else every row is real
@@ -82,6 +98,8 @@ bool row_point_has_keys(const RowPointMap &map);
 
 // datum_to_ordinal of a value of a type other than int2/int4/int8/float8 (lookup.cpp).
 double row_value_ordinal(Datum value, Oid type);
+// The index of a short enumerated column's compressed or external value, by its indexer (lookup.cpp).
+size_t short_enum_slow(FunctionCallInfo fcinfo, const RowPointMap::Column &c);
 
 // datum_to_ordinal with the common by-value types inlined.
 [[gnu::always_inline]] inline double
@@ -118,6 +136,47 @@ range_column_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
 	                    : range_index(v, c.lo, c.step, c.inv_step, c.size);
 }
 
+// The index of a short enumerated column's value (c.nshort > 0; argument c.value_arg), as
+// DomainIndexer::index computes it: the first label (in the indexer's order) whose bytes equal the
+// value's (a by-value type: whose Datum equals the value's), else c.missing (also for NULL). A
+// varlena stored inline and uncompressed is read in place; a compressed or external one goes to
+// the indexer (which detoasts it).
+[[gnu::always_inline]] inline size_t
+short_enum_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
+{
+	const int a = c.value_arg;
+	if (PG_ARGISNULL(a))
+		return c.missing;
+	if (c.short_byval) { // (DomainIndexer: a by-value type's Datum compared whole)
+		const uint64 w = static_cast<uint64>(PG_GETARG_DATUM(a));
+		for (int i = 0; i < c.nshort; ++i)
+			if (c.short_word[i] == w)
+				return c.short_point[i];
+		return c.missing;
+	}
+	const auto *p = reinterpret_cast<const char *>(DatumGetPointer(PG_GETARG_DATUM(a)));
+	const char *data;
+	size_t len;
+	if (VARATT_IS_1B(p) && !VARATT_IS_1B_E(p)) {
+		data = VARDATA_1B(p);
+		len = VARSIZE_1B(p) - VARHDRSZ_SHORT;
+	} else if (VARATT_IS_4B_U(p)) {
+		data = VARDATA_4B(p);
+		len = VARSIZE_4B(p) - VARHDRSZ;
+	} else {
+		return short_enum_slow(fcinfo, c);
+	}
+	if (len > 8)
+		return c.missing; // (no label is longer)
+	uint64 w = 0;
+	for (size_t b = 0; b < len; ++b)
+		w |= static_cast<uint64>(static_cast<unsigned char>(data[b])) << (8 * b);
+	for (int i = 0; i < c.nshort; ++i)
+		if (c.short_len[i] == len && c.short_word[i] == w)
+			return c.short_point[i];
+	return c.missing;
+}
+
 // row_point, with the map's common shapes computed inline (the same index: the same functions).
 [[gnu::always_inline]] inline size_t
 row_point_inline(FunctionCallInfo fcinfo, const RowPointMap &map)
@@ -128,6 +187,14 @@ row_point_inline(FunctionCallInfo fcinfo, const RowPointMap &map)
 	case RowPointShape::UnitInt:
 	case RowPointShape::Range:
 		return range_column_index(fcinfo, map.only);
+	case RowPointShape::Small: {
+		size_t u = 0;
+		for (int i = 0; i < map.nsmall; ++i) {
+			const RowPointMap::Column &c = map.small[i];
+			u = u * c.size + (c.kind == 'r' ? range_column_index(fcinfo, c) : short_enum_index(fcinfo, c));
+		}
+		return u;
+	}
 	default:
 		return row_point(fcinfo, map);
 	}
