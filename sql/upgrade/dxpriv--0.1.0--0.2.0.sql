@@ -1191,32 +1191,9 @@ CREATE EVENT TRIGGER dx_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE
 	EXECUTE FUNCTION dx._on_ddl_start();
 ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
 
--- redteam2 (session 16): a write through a parent renews the version of its protected partitions and children
-
--- Statement-level trigger of every member of a protected tree: notes that this transaction wrote.
--- A statement on a parent (an INSERT routed to a partition, an UPDATE or DELETE through the parent)
--- fires the parent's statement triggers only, never its partitions' or children's: every protected
--- table below the trigger's table (a partition or child protected on its own) is noted too, or its
--- cached unit profile and answers would be served after rows it did not see (redteam2, regress 86).
-CREATE OR REPLACE FUNCTION dx._note_contents_change() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-	INSERT INTO dx.contents_changes (relid, xid) VALUES (TG_ARGV[0]::oid, pg_current_xact_id())
-	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
-	IF EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID) THEN
-		INSERT INTO dx.contents_changes (relid, xid)
-		WITH RECURSIVE down(r) AS (
-			SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) TG_RELID
-			UNION
-			SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down ON i.inhparent OPERATOR(pg_catalog.=) down.r)
-		SELECT p.relid::oid, pg_current_xact_id() FROM dx.protected_tables p JOIN down
-		ON p.relid::oid OPERATOR(pg_catalog.=) down.r
-		ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
-	END IF;
-	RETURN NULL;
-END $$;
-
--- lead (session 16): dx.contents_changes merged (contents versions unchanged), by the trigger and by the DBA
+-- lead, redteam2 and review1 (session 16): dx.contents_changes merged (contents versions unchanged), by the
+-- trigger and by the DBA (mergers lock the rows they merge); a write through a parent renews the version
+-- of its protected partitions and children
 
 -- Merges the rows of dx.contents_changes (of one relid, or of every relid when rel is NULL) whose
 -- transactions had all ended before this call's snapshot into one row per relid: n the sum of
@@ -1224,8 +1201,10 @@ END $$;
 -- sees the same sum before and after: one that sees the merge sees every merged row's transaction
 -- (they ended before the merge began), one that does not sees the rows as they were (MVCC), so no
 -- contents version changes and no cached answer or unit profile is lost; the rows of running
--- transactions (the caller's own among them) stay as they are. One merger per relid at a time (a
--- transaction-level advisory lock; a second one skips that relid). Returns how many rows it removed.
+-- transactions (the caller's own among them) stay as they are. Mergers never wait for each other:
+-- each locks the rows it merges (FOR UPDATE SKIP LOCKED) and skips those another one holds, so
+-- concurrent mergers merge disjoint rows (review1: an advisory lock, which any role may take and
+-- keep, let an analyst stop every merge of a table). Returns how many rows it removed.
 -- Without it the table grows by a row per writing transaction and the version scan of every
 -- cacheable statement grows with it (doc/dba-guide.md "Fresh after writes").
 CREATE FUNCTION dx.compact_contents_changes(rel oid DEFAULT NULL) RETURNS bigint
@@ -1245,12 +1224,14 @@ BEGIN
 	END IF;
 	FOR target IN SELECT DISTINCT c.relid FROM dx.contents_changes c
 	              WHERE rel IS NULL OR c.relid OPERATOR(pg_catalog.=) rel LOOP
-		-- (key: 'dxcc' in the high half, the relid in the low half)
-		CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(
-			(x'64786363'::bigint OPERATOR(pg_catalog.<<) 32) OPERATOR(pg_catalog.|) target::bigint);
+		-- (the merged row's key is the largest xid of the rows this merger locked and deleted: never
+		-- one of another merger's, whose rows are disjoint from these)
 		WITH old AS (
 			DELETE FROM dx.contents_changes c
-			WHERE c.relid OPERATOR(pg_catalog.=) target AND c.xid OPERATOR(pg_catalog.<) horizon
+			WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+				SELECT l.ctid FROM dx.contents_changes l
+				WHERE l.relid OPERATOR(pg_catalog.=) target AND l.xid OPERATOR(pg_catalog.<) horizon
+				FOR UPDATE SKIP LOCKED))
 			RETURNING c.xid, c.n)
 		SELECT pg_catalog.count(*), pg_catalog.sum(o.n), pg_catalog.max(o.xid)
 		INTO merged, total, newest FROM old o;
@@ -1298,54 +1279,3 @@ REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
 -- superuser only).
 CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
 REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;
-
--- review1 (session 16): dx.compact_contents_changes locks the rows it merges (FOR UPDATE SKIP LOCKED)
--- instead of an advisory lock any role could hold to stop every merge of a table
-
--- Merges the rows of dx.contents_changes (of one relid, or of every relid when rel is NULL) whose
--- transactions had all ended before this call's snapshot into one row per relid: n the sum of
--- theirs, xid the largest of theirs (an ended transaction: it never writes again). Every snapshot
--- sees the same sum before and after: one that sees the merge sees every merged row's transaction
--- (they ended before the merge began), one that does not sees the rows as they were (MVCC), so no
--- contents version changes and no cached answer or unit profile is lost; the rows of running
--- transactions (the caller's own among them) stay as they are. Mergers never wait for each other:
--- each locks the rows it merges (FOR UPDATE SKIP LOCKED) and skips those another one holds, so
--- concurrent mergers merge disjoint rows (review1: an advisory lock, which any role may take and
--- keep, let an analyst stop every merge of a table). Returns how many rows it removed.
--- Without it the table grows by a row per writing transaction and the version scan of every
--- cacheable statement grows with it (doc/dba-guide.md "Fresh after writes").
-CREATE OR REPLACE FUNCTION dx.compact_contents_changes(rel oid DEFAULT NULL) RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	horizon xid8 := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
-	target oid;
-	merged bigint;
-	total bigint;
-	newest xid8;
-	removed bigint := 0;
-BEGIN
-	-- (under repeatable read or serializable a second merger would fail on the rows the first deleted)
-	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
-		RAISE EXCEPTION 'dx.compact_contents_changes needs the read committed isolation level'
-			USING ERRCODE = '25000', HINT = 'Call it outside an explicit transaction, or in one that is read committed.';
-	END IF;
-	FOR target IN SELECT DISTINCT c.relid FROM dx.contents_changes c
-	              WHERE rel IS NULL OR c.relid OPERATOR(pg_catalog.=) rel LOOP
-		-- (the merged row's key is the largest xid of the rows this merger locked and deleted: never
-		-- one of another merger's, whose rows are disjoint from these)
-		WITH old AS (
-			DELETE FROM dx.contents_changes c
-			WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
-				SELECT l.ctid FROM dx.contents_changes l
-				WHERE l.relid OPERATOR(pg_catalog.=) target AND l.xid OPERATOR(pg_catalog.<) horizon
-				FOR UPDATE SKIP LOCKED))
-			RETURNING c.xid, c.n)
-		SELECT pg_catalog.count(*), pg_catalog.sum(o.n), pg_catalog.max(o.xid)
-		INTO merged, total, newest FROM old o;
-		IF merged > 0 THEN
-			INSERT INTO dx.contents_changes (relid, xid, n) VALUES (target, newest, total);
-			removed := removed OPERATOR(pg_catalog.+) merged OPERATOR(pg_catalog.-) 1;
-		END IF;
-	END LOOP;
-	RETURN removed;
-END $$;
