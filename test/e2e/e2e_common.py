@@ -68,3 +68,16 @@ def race(dbname, sql, threads, repeats, user="postgres"):
     for t in pool:
         t.join()
     return results
+
+
+def us_points(n, seed):
+    """n distinct pseudo-random (lon, lat) points in the US bounding box, rounded to 3 decimals."""
+    import random
+    rnd = random.Random(seed)
+    seen, out = set(), []
+    while len(out) < n:
+        p = (round(rnd.uniform(-124.7, -67.0), 3), round(rnd.uniform(25.1, 49.4), 3))
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out

@@ -13,8 +13,8 @@ import psycopg2.extras
 
 from e2e_common import connect, execute, fresh_db, scalar
 
-# 4.5e8 pairs: about 10 s of analysis on the development machine when every pair is rated
-# (dxpriv.exhaustive_analysis; the pair tree of core/pair_tree.h finds the same maximum in well under 1 s)
+# 4.5e8 pairs: about 1.3 s per scan on the development machine when every pair is rated (10 s in
+# 2026-10; dxpriv.exhaustive_analysis; the pair tree of core/pair_tree.h finds the same maximum in well under 1 s)
 POINTS = 30000
 
 
@@ -82,7 +82,9 @@ def test_statement_timeout_stops_a_long_analysis():
         notices = pair_notices(conn)
         assert notices, f"no progress notice in {took:.1f}s: {conn.notices}"
         assert notices[-1][0] < notices[-1][1], notices[-1]  # stopped in the middle of the scan
-        assert all(b[0] > a[0] for a, b in zip(notices, notices[1:])), notices
+        # progress grows within a scan; the exhaustive path may scan the pairs again (a later pass starts
+        # from below: on an idle machine the first scan of 4.5e8 pairs ends within the timeout)
+        assert all(b[0] > a[0] or b[0] < 0.5 * a[1] <= a[0] for a, b in zip(notices, notices[1:])), notices
         assert charged(admin) == before, "a cancelled analysis was charged"
         still_usable(conn, admin)
 

@@ -7,26 +7,14 @@ answer), that a statement still reads the memo's tables after its entry was evic
 transaction (a cursor fetched after 70 other analyses), and that a statement with no row still
 releases."""
 import math
-import random
 
 from attack_fixture import ensure_analyst_role
-from e2e_common import connect, execute, fresh_db, scalar
+from e2e_common import connect, execute, fresh_db, scalar, us_points
 
 ROLE_A = "replayfast_a"
 ROLE_B = "replayfast_b"
 POINTS = 3000  # per-point tables of 24 kB: well above the 1 kB of a shared constant
 SQL = "SELECT avg(lat), count(*) FILTER (WHERE lon < -100) FROM spots"
-
-
-def _points(n, seed):
-    rnd = random.Random(seed)
-    seen, out = set(), []
-    while len(out) < n:
-        p = (round(rnd.uniform(-124.7, -67.0), 3), round(rnd.uniform(25.1, 49.4), 3))
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
 
 
 def _setup(db, seed=1):
@@ -35,7 +23,7 @@ def _setup(db, seed=1):
     for r in (ROLE_A, ROLE_B):
         ensure_analyst_role(admin, r)
         execute(admin, "SELECT dx.add_analyst(%s::regrole)", (r,))
-    pts = _points(POINTS, seed)
+    pts = us_points(POINTS, seed)
     execute(admin, "CREATE TABLE spots (id int, lon float8, lat float8)")
     execute(admin, "INSERT INTO spots SELECT g, a.lons[1 + (g * 7919) %% %s], a.lats[1 + (g * 7919) %% %s] "
                    "FROM generate_series(1, 20000) g, (SELECT %s::float8[] AS lons, %s::float8[] AS lats) a",

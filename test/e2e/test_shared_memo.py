@@ -7,14 +7,13 @@ DDL does not leave the memo off; attack tests: another role, other contents, an 
 (uncommitted) DDL and a full region never serve an analysis made for something else."""
 import json
 import os
-import random
 import threading
 import time
 
 import psycopg2
 
 from attack_fixture import ensure_analyst_role
-from e2e_common import connect, execute, fresh_db, scalar
+from e2e_common import connect, execute, fresh_db, scalar, us_points
 
 ROLE_A = "sharedmemo_a"
 ROLE_B = "sharedmemo_b"
@@ -24,23 +23,12 @@ SQL = "SELECT avg(lat), count(*) FILTER (WHERE lon < -100) FROM spots"  # by an 
 OWNER_SQL = "SELECT dx.sum(sm_f(id)), dx.count(*) FROM spots"
 
 
-def _points(n, seed):
-    rnd = random.Random(seed)
-    seen, out = set(), []
-    while len(out) < n:
-        p = (round(rnd.uniform(-124.7, -67.0), 3), round(rnd.uniform(25.1, 49.4), 3))
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
-
-
 def _setup(db):
     admin = connect(db)
     for r in (ROLE_A, ROLE_B):
         ensure_analyst_role(admin, r)
         execute(admin, "SELECT dx.add_analyst(%s::regrole)", (r,))
-    pts = _points(POINTS, 3)
+    pts = us_points(POINTS, 3)
     execute(admin, "CREATE TABLE spots (id int, lon float8, lat float8)")
     execute(admin, "INSERT INTO spots SELECT g %% 50, a.lons[1 + (g * 7919) %% %s], a.lats[1 + (g * 7919) %% %s] "
                    "FROM generate_series(1, 5000) g, (SELECT %s::float8[] AS lons, %s::float8[] AS lats) a",

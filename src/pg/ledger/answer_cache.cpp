@@ -36,6 +36,8 @@ struct CacheEntry {
 
 struct CacheShared {
 	LWLock *lock;
+	unsigned char secret[16]; // answer_cache_secret
+
 	int next_victim;
 	CacheEntry entries[kCacheEntries];
 };
@@ -73,8 +75,19 @@ answer_cache_startup()
 	if (!found) {
 		memset(cache_shm, 0, sizeof(CacheShared));
 		cache_shm->lock = &(GetNamedLWLockTranche("dxpriv_answer_cache"))->lock;
+		if (!pg_strong_random(cache_shm->secret, sizeof cache_shm->secret))
+			ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate the answer cache's secret"),
+			                errhint("The server needs a working strong random source (pg_strong_random).")));
 	}
 	LWLockRelease(AddinShmemInitLock);
+}
+
+// See answer_cache.h.
+const unsigned char *
+answer_cache_secret()
+{
+	static const unsigned char none[16] = {0};
+	return cache_shm ? cache_shm->secret : none;
 }
 
 // See answer_cache.h.

@@ -24,6 +24,13 @@ extern int guc_cache_lifetime; // seconds; 0 disables reuse
 void answer_cache_request_shmem();
 void answer_cache_startup();
 
+// A 16-byte secret drawn (pg_strong_random) when the server starts, the same in every backend: the
+// answer-cache keys are keyed hashes under it (planner/release_identity.cpp, cache_key_consts.cpp),
+// so an analyst cannot build offline two statements whose keys collide and be served one's answer
+// for the other (the hashes' code and seeds are public; the secret is not, and the cache does not
+// outlive it). Zero before answer_cache_startup.
+const unsigned char *answer_cache_secret();
+
 // Stored answers for (key, role), or false when absent or expired. parts: two values per answer
 // (an average's noisy sum and count, NaN for other aggregates), for dx.last_release.
 bool answer_cache_lookup(uint64 key, Oid role, std::vector<double> &answers, std::vector<double> &parts);

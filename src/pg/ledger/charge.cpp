@@ -13,6 +13,7 @@
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/elevated/sealed_execution.h"
+#include "core/siphash.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/open_row_cache.h"
 #include "pg/settings.h"
@@ -366,8 +367,8 @@ open_rows_key(QueryDesc *qd, const std::vector<Charge> &ordered, const std::map<
 		uint64 version = 0;
 		ok = ok && policy_version(qd->snapshot, &version);
 		k = hash_combine64(k, version);
-		k = hash_combine64(k, hash_bytes_extended(reinterpret_cast<const unsigned char *>(qd->sourceText),
-		                                          static_cast<int>(strlen(qd->sourceText)), 0x6f70));
+		// (keyed with the server's secret, as the release's identity: no collision built offline)
+		k = hash_combine64(k, siphash24(answer_cache_secret(), qd->sourceText, strlen(qd->sourceText)));
 		foreach (lc, ps->planTree->targetlist) {
 			TargetEntry *tle = lfirst_node(TargetEntry, lc);
 			k = hash_combine64(k, static_cast<uint64>(exprType((Node *) tle->expr)));

@@ -1,6 +1,8 @@
 // Large constants stood in for by their hash while the answer-cache key is computed (cache_key_consts.h).
 #include "pg/planner/cache_key_consts.h"
 
+#include "pg/ledger/answer_cache.h"
+
 extern "C" {
 #include "common/hashfn.h"
 #include "nodes/nodeFuncs.h"
@@ -33,13 +35,17 @@ swap_large_const_walker(Node *node, void *p)
 		const Size bytes = VARSIZE_ANY(v);
 		if (bytes <= kLargeConstBytes)
 			return false;
-		// the stored bytes, as nodeToString would print them (outDatum: datumGetSize bytes)
-		const uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(bytes), 0x6478);
-		const uint64 n = bytes;
-		struct varlena *stand_in = static_cast<struct varlena *>(palloc(VARHDRSZ + 2 * sizeof(uint64)));
-		SET_VARSIZE(stand_in, VARHDRSZ + 2 * sizeof(uint64));
-		memcpy(VARDATA(stand_in), &h, sizeof h);
-		memcpy(VARDATA(stand_in) + sizeof h, &n, sizeof n);
+		// the stored bytes, as nodeToString would print them (outDatum: datumGetSize bytes), by two
+		// hashes seeded with the halves of the server's secret (answer_cache_secret: a table built to
+		// collide offline with another one under public seeds collides under these only by chance)
+		uint64 seeds[2];
+		memcpy(seeds, answer_cache_secret(), sizeof seeds);
+		const uint64 stand[3] = {
+		    hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(bytes), seeds[0]),
+		    hash_bytes_extended(reinterpret_cast<const unsigned char *>(v), static_cast<int>(bytes), seeds[1]), bytes};
+		struct varlena *stand_in = static_cast<struct varlena *>(palloc(VARHDRSZ + sizeof stand));
+		SET_VARSIZE(stand_in, VARHDRSZ + sizeof stand);
+		memcpy(VARDATA(stand_in), stand, sizeof stand);
 		ConstSwap *swap = static_cast<ConstSwap *>(p);
 		swap->saved = lappend(swap->saved, c);
 		swap->saved = lappend(swap->saved, DatumGetPointer(c->constvalue));

@@ -1,5 +1,8 @@
 // Release identities: charge ids, epsilon ids and the answer-cache key stamped on a rewritten statement.
 #include "pg/planner/release_identity.h"
+
+#include "core/siphash.h"
+#include "pg/ledger/answer_cache.h"
 #include "pg/planner/cache_key_consts.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_allocation.h"
@@ -208,7 +211,8 @@ query_cache_key(Query *q)
 	}
 	Oid role = GetUserId();
 	normal.append(reinterpret_cast<const char *>(&role), sizeof role);
-	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(normal.data()), static_cast<int>(normal.size()), 0x6478);
+	// keyed with the server's secret (answer_cache_secret): no key collision can be built offline
+	return siphash24(answer_cache_secret(), normal.data(), normal.size());
 }
 
 // See planner/release_identity.h.
