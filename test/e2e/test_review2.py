@@ -1,0 +1,189 @@
+"""review2: attacks on the shared analysis memo (src/pg/planner/shared_memo.h) as an analyst and as a
+careless DBA. Each test fails when its attack works: a new session served an analysis that a fresh
+analysis would not give now (catalog written with DML or COPY, settings or search_path differing
+between sessions), a catalog change through a statement the generation might not classify as DDL
+(COMMENT, ALTER DEFAULT PRIVILEGES, DDL through SPI in a DO block, an event trigger's DDL), analyst
+access to the memo's counter or setting, or node syntax in an analyst's aliases and constants."""
+import io
+import os
+
+import psycopg2
+
+from e2e_common import connect, execute, fresh_db, scalar
+from test_shared_memo import OWNER_SQL, ROLE_A, SQL, _run, _setup
+
+
+def _run_with(db, options, role=None, sql=OWNER_SQL):
+    """sql in a new session opened with libpq options (settings from the client, no SET):
+    (answer, shared hits of that session)."""
+    c = psycopg2.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user="postgres", dbname=db,
+                         options=options)
+    c.autocommit = True
+    try:
+        answer, shared, _ = _run(db, role, sql, conn=c)
+        return answer, shared
+    finally:
+        c.close()
+
+
+def _stored(db, sql=OWNER_SQL, role=None):
+    """Makes sure sql's analysis is in the shared memo now: a second new session hits it."""
+    answer = _run(db, role, sql)[0]
+    again, shared, _ = _run(db, role, sql)
+    assert shared == 1 and again == answer, (shared, again, answer)
+    return answer
+
+
+def test_catalog_dml_by_a_superuser_is_not_served_a_stale_analysis():
+    # UPDATE pg_proc changes the function the statement calls without any utility statement: the
+    # generation must still move (catalog_generation_note_executor), else a new session replays
+    # the analysis (per-point table) of the old body
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            old = _stored(db)
+            execute(admin, "UPDATE pg_proc SET prosrc = 'SELECT x + 1000' WHERE proname = 'sm_f'")
+            answer, shared, _ = _run(db, None, OWNER_SQL)
+            assert shared == 0 and answer != old, (shared, answer, old)
+            # and the new analysis is what sessions now share
+            assert _run(db, None, OWNER_SQL)[:2] == (answer, 1)
+            # a catalog write in an open transaction: nobody shares until it ends
+            tx = connect(db, autocommit=False)
+            try:
+                execute(tx, "UPDATE pg_proc SET prosrc = 'SELECT x + 2000' WHERE proname = 'sm_f'")
+                assert _run(db, None, OWNER_SQL)[1] == 0
+                tx.rollback()
+            finally:
+                tx.close()
+            assert _run(db, None, OWNER_SQL)[1] == 0  # (the generation moved at its end)
+            assert _run(db, None, OWNER_SQL)[:2] == (answer, 1)
+        finally:
+            admin.close()
+
+
+def test_copy_into_a_catalog_moves_the_generation():
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            _stored(db)
+            oid = scalar(admin, "SELECT 'spots'::regclass::oid")
+            with admin.cursor() as cur:
+                cur.copy_expert("COPY pg_catalog.pg_description FROM STDIN",
+                                io.StringIO(f"{oid}\t1259\t0\treview2 copy\n"))
+            assert _run(db, None, OWNER_SQL)[1] == 0
+        finally:
+            admin.close()
+
+
+OTHER_CATALOG_CHANGES = [
+    "COMMENT ON TABLE spots IS 'review2'",
+    "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO PUBLIC",
+    "DO $$ BEGIN EXECUTE 'CREATE OR REPLACE FUNCTION sm_f(x int) RETURNS int LANGUAGE sql IMMUTABLE "
+    "AS ''SELECT x + 3'''; END $$",
+    "CREATE FUNCTION r2_et() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN NULL; END $$; "
+    "CREATE EVENT TRIGGER r2_et ON ddl_command_end EXECUTE FUNCTION r2_et()",
+    "CREATE OR REPLACE FUNCTION sm_f(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x + 4'",  # (through it)
+]
+
+
+def test_catalog_changes_outside_plain_ddl_move_the_generation():
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            for statement in OTHER_CATALOG_CHANGES:
+                old = _stored(db)
+                execute(admin, statement)
+                answer, shared, _ = _run(db, None, OWNER_SQL)
+                assert shared == 0, statement
+                if "SELECT x + " in statement:
+                    assert answer != old, statement
+        finally:
+            admin.close()
+
+
+def _sqlstate(conn, sql):
+    try:
+        execute(conn, sql)
+    except psycopg2.Error as e:
+        return e.pgcode
+    return None
+
+
+def test_settings_from_the_client_and_search_path_are_part_of_the_key():
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            old = _stored(db)
+            # another epsilon from the connection's options (no SET, no DDL): another analysis
+            answer, shared = _run_with(db, "-c dxpriv.epsilon=0.25")
+            assert shared == 0 and answer != old, (shared, answer, old)
+            assert _run_with(db, "-c dxpriv.epsilon=0.25") == (answer, 1)
+            assert _run(db, None, OWNER_SQL)[:2] == (old, 1)
+            # the same text resolving to another function through search_path
+            execute(admin, "CREATE SCHEMA r2")
+            execute(admin, "CREATE FUNCTION r2.sm_f(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x + 40'")
+            old = _stored(db)
+            other, shared = _run_with(db, "-c search_path=r2,public")
+            assert shared == 0 and other != old, (shared, other, old)
+            assert _run_with(db, "-c search_path=r2,public") == (other, 1)
+            # per-database and per-role settings (ALTER ... SET is DDL, and a new session's value
+            # is in the settings hash): the analyst's statement under another epsilon
+            base = _stored(db, SQL, ROLE_A)
+            execute(admin, f"ALTER DATABASE {db} SET dxpriv.epsilon = 0.3")
+            answer, shared, _ = _run(db, ROLE_A, SQL)
+            assert shared == 0 and answer != base
+            assert _run(db, ROLE_A, SQL)[:2] == (answer, 1)
+            # session_replication_role = replica in the DBA's session only: the contents triggers
+            # still fire (ENABLE ALWAYS), so a write there gives other sessions another key
+            execute(admin, "SET session_replication_role = replica")
+            execute(admin, "INSERT INTO spots SELECT id, lon, lat FROM spots LIMIT 500")
+            execute(admin, "RESET session_replication_role")
+            after, shared, _ = _run(db, ROLE_A, SQL)
+            assert shared == 0 and after != answer
+        finally:
+            admin.close()
+
+
+def test_the_memo_counter_and_setting_are_not_the_analysts():
+    with fresh_db() as db:
+        admin = _setup(db)
+        analyst = connect(db, user=ROLE_A)
+        try:
+            assert _sqlstate(analyst, "SELECT dx._shared_memo_hits()") == "42501"
+            assert _sqlstate(analyst, "SET dxpriv.shared_memo_memory = 0") == "55P02"
+            assert _sqlstate(analyst, "SELECT dx._analysis_memo_hits()") == "42501"
+        finally:
+            analyst.close()
+            admin.close()
+
+
+# an analyst's aliases (outToken-escaped) and constants (datum bytes) written as node syntax
+NODE_SQL = ('SELECT avg(lat) AS "{QUERY :commandType 1 :location 5} ) (", count(*) FILTER (WHERE lon < -100 '
+            "AND ':location 7 {CONST :consttype 25 :constisnull true}' <> '') AS \":location 3\" FROM spots")
+
+
+def test_node_syntax_in_aliases_and_constants_reads_back_the_same():
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            first, shared, _ = _run(db, ROLE_A, NODE_SQL)
+            assert shared == 0
+            c = connect(db)
+            try:
+                execute(c, "SET dxpriv.test_seed = 21")
+                execute(c, f"SET ROLE {ROLE_A}")
+                with c.cursor() as cur:
+                    cur.execute(NODE_SQL)
+                    again, names = cur.fetchone(), [d.name for d in cur.description]
+                execute(c, "RESET ROLE")
+                assert scalar(c, "SELECT dx._shared_memo_hits()") == 1
+            finally:
+                c.close()
+            assert again == first
+            assert names == ["{QUERY :commandType 1 :location 5} ) (", ":location 3"]
+            # the same statement with another constant or alias: not the same key
+            other = NODE_SQL.replace(":location 7", ":location 8")
+            assert _run(db, ROLE_A, other)[1] == 0
+            assert _run(db, ROLE_A, NODE_SQL.replace('":location 3"', '":location 4"'))[1] == 0
+        finally:
+            admin.close()
