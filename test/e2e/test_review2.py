@@ -5,10 +5,12 @@ between sessions), a catalog change through a statement the generation might not
 (COMMENT, ALTER DEFAULT PRIVILEGES, DDL through SPI in a DO block, an event trigger's DDL), analyst
 access to the memo's counter or setting, or node syntax in an analyst's aliases and constants."""
 import io
+import threading
 import os
 
 import psycopg2
 
+from attack_fixture import ensure_analyst_role
 from e2e_common import connect, execute, fresh_db, scalar
 from test_shared_memo import OWNER_SQL, ROLE_A, SQL, _run, _setup
 
@@ -187,3 +189,131 @@ def test_node_syntax_in_aliases_and_constants_reads_back_the_same():
             assert _run(db, ROLE_A, NODE_SQL.replace('":location 3"', '":location 4"'))[1] == 0
         finally:
             admin.close()
+
+
+PART_SQL = "SELECT sum(v), count(*) FROM r2_t"
+
+
+def _part_setup(db):
+    admin = connect(db)
+    ensure_analyst_role(admin, ROLE_A)
+    execute(admin, "SELECT dx.add_analyst(%s::regrole)", (ROLE_A,))
+    execute(admin, "CREATE TABLE r2_t (id int, v int) PARTITION BY RANGE (id)")
+    for i in range(4):
+        execute(admin, f"CREATE TABLE r2_t_{i} PARTITION OF r2_t FOR VALUES FROM ({i * 100}) TO ({(i + 1) * 100})")
+    execute(admin, "INSERT INTO r2_t SELECT g, g % 50 FROM generate_series(0, 399) g")
+    execute(admin, "SELECT dx.protect_table('r2_t', 1.0)")
+    execute(admin, "SELECT dx.set_column('r2_t', 'v', '{\"min\": 0, \"max\": 49}', "
+                   "'{\"type\": \"absolute\", \"scale\": 5}')")
+    execute(admin, "SELECT dx.grant_budget(%s::regrole, 'r2_t', 1e6)", (ROLE_A,))
+    return admin
+
+
+def test_multi_transaction_ddl_keeps_the_generation_busy_to_its_end():
+    # DETACH PARTITION CONCURRENTLY (like CREATE/DROP/REINDEX ... CONCURRENTLY) commits inside the
+    # statement and changes the catalog in a later transaction: sharing stays off until the last
+    with fresh_db() as db:
+        admin = _part_setup(db)
+        try:
+            old = _stored(db, PART_SQL, ROLE_A)
+            execute(admin, "ALTER TABLE r2_t DETACH PARTITION r2_t_3 CONCURRENTLY")
+            answer, shared, _ = _run(db, ROLE_A, PART_SQL)
+            assert shared == 0 and answer != old, (shared, answer, old)
+            assert 250 < answer[1] < 350, answer  # (three partitions of 100 rows, noise scale 1)
+            assert _run(db, ROLE_A, PART_SQL)[:2] == (answer, 1)
+            # a procedure that commits between its DDL statements: nobody shares while it runs
+            execute(admin, "CREATE PROCEDURE r2_p() LANGUAGE plpgsql AS $$ BEGIN "
+                           "EXECUTE 'COMMENT ON TABLE r2_t IS ''a'''; COMMIT; PERFORM pg_sleep(0); "
+                           "EXECUTE 'COMMENT ON TABLE r2_t IS ''b'''; END $$")
+            execute(admin, "CALL r2_p()")
+            assert _run(db, ROLE_A, PART_SQL)[1] == 0
+            execute(admin, "CREATE INDEX CONCURRENTLY r2_i ON r2_t_0 (v)")
+            assert _run(db, ROLE_A, PART_SQL)[1] == 0
+            assert _run(db, ROLE_A, PART_SQL)[:2] == (answer, 1)
+        finally:
+            admin.close()
+
+
+def _restart():
+    from test_ledger import as_cluster_owner, wait_for_server
+    datadir = os.environ["DXPRIV_E2E_DATADIR"]
+    log = os.path.join(os.path.dirname(datadir), "server.log")
+    out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
+    assert out.returncode == 0, out.stdout + out.stderr
+    wait_for_server()
+
+
+SMALL_SQL = "SELECT dx.sum(sm_f(id)), dx.count(*) FROM spots WHERE id > 5"  # (small per-point tables)
+
+
+def test_two_phase_ddl_and_a_wrapping_ring_under_concurrency():
+    """With a 128 kB region and prepared transactions (restart): a prepared DDL is shared by nobody
+    once COMMIT PREPARED ran; four sessions running 40 statements at once while the ring wraps (the
+    entries evicted under the readers) always get the answer of a fresh analysis."""
+    c = connect()
+    execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '128kB'")
+    execute(c, "ALTER SYSTEM SET max_prepared_transactions = 4")
+    c.close()
+    _restart()
+    try:
+        with fresh_db() as db:
+            admin = _setup(db)
+            try:
+                old = _stored(db, SMALL_SQL)
+                tx = connect(db, autocommit=False)
+                try:
+                    execute(tx, "CREATE OR REPLACE FUNCTION sm_f(x int) RETURNS int LANGUAGE sql IMMUTABLE "
+                                "AS 'SELECT x + 9'")
+                    execute(tx, "PREPARE TRANSACTION 'review2'")
+                finally:
+                    tx.close()
+                # prepared, not committed: the old definition, shared again
+                assert _run(db, None, SMALL_SQL)[0] == old
+                assert _run(db, None, SMALL_SQL)[:2] == (old, 1)
+                execute(admin, "COMMIT PREPARED 'review2'")
+                answer, shared, _ = _run(db, None, SMALL_SQL)
+                assert shared == 0 and answer != old, (shared, answer, old)
+                # a prepared DDL rolled back: the same analysis afterwards
+                tx = connect(db, autocommit=False)
+                try:
+                    execute(tx, "CREATE OR REPLACE FUNCTION sm_f(x int) RETURNS int LANGUAGE sql IMMUTABLE "
+                                "AS 'SELECT x + 90'")
+                    execute(tx, "PREPARE TRANSACTION 'review2b'")
+                finally:
+                    tx.close()
+                execute(admin, "ROLLBACK PREPARED 'review2b'")
+                assert _run(db, None, SMALL_SQL)[0] == answer
+
+                statements = [f"SELECT sum(id), count(*) FROM spots WHERE id > {i % 20} AND id < {50 - i // 20}" for i in range(40)]
+                fresh = {s: _run(db, ROLE_A, s)[0] for s in statements}
+                errors, hits = [], []
+
+                def worker(seed):
+                    import random
+                    order = list(statements) * 2
+                    random.Random(seed).shuffle(order)
+                    try:
+                        for s in order:  # each in a new session: read from the shared memo or analysed
+                            answer, shared, _ = _run(db, ROLE_A, s)
+                            hits.append(shared)
+                            if answer != fresh[s]:
+                                errors.append((s, answer, fresh[s]))
+                    except Exception as e:  # reported below
+                        errors.append(e)
+
+                threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                assert not errors, errors[:3]
+                # both happened: replays of shared entries and analyses of evicted ones
+                assert 0 < sum(hits) < len(hits), (sum(hits), len(hits))
+            finally:
+                admin.close()
+    finally:
+        c = connect()
+        execute(c, "ALTER SYSTEM RESET dxpriv.shared_memo_memory")
+        execute(c, "ALTER SYSTEM RESET max_prepared_transactions")
+        c.close()
+        _restart()
