@@ -317,3 +317,51 @@ def test_two_phase_ddl_and_a_wrapping_ring_under_concurrency():
         execute(c, "ALTER SYSTEM RESET max_prepared_transactions")
         c.close()
         _restart()
+
+
+def test_temporary_objects_are_never_shared():
+    """A function in another session's temporary schema (it goes with that session, no DDL), and a
+    session with a temporary schema of its own (pg_temp on its path): neither reads nor stores."""
+    with fresh_db() as db:
+        admin = _setup(db)
+        holder = connect(db)
+        try:
+            execute(holder, "CREATE FUNCTION pg_temp.r2_tf(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x + 5'")
+            schema = scalar(holder, "SELECT nspname FROM pg_namespace WHERE oid = pg_my_temp_schema()")
+            temp_sql = f"SELECT dx.sum({schema}.r2_tf(id)), dx.count(*) FROM spots"
+            first = _run(db, None, temp_sql)
+            assert first[1] == 0 and _run(db, None, temp_sql)[1] == 0
+            holder.close()  # its temporary function goes without a DDL statement
+            c = connect(db)
+            try:
+                execute(c, "CREATE TEMP TABLE r2_mine (x int)")
+                _, shared, _ = _run(db, None, OWNER_SQL, conn=c)  # (stored by others or not: never read here)
+                assert shared == 0
+            finally:
+                c.close()
+            _stored(db)
+            c = connect(db)
+            try:
+                execute(c, "CREATE TEMP TABLE r2_mine (x int)")
+                assert _run(db, None, OWNER_SQL, conn=c)[1] == 0
+            finally:
+                c.close()
+        finally:
+            if not holder.closed:
+                holder.close()
+            admin.close()
+
+
+def test_large_constant_with_node_syntax_is_kept_as_bytes():
+    # an analyst's constant over 1 kB travels as a raw blob next to the tree's text
+    big = "x" * 1500 + " :location 9 {CONST :constlen -1001 :constisnull true} ) \\ \" "
+    sql = f"SELECT count(*) FILTER (WHERE lon < -100 AND '{big}' <> '') FROM spots"
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            first, shared, _ = _run(db, ROLE_A, sql)
+            assert shared == 0
+            assert _run(db, ROLE_A, sql)[:2] == (first, 1)
+            assert _run(db, ROLE_A, sql.replace("-1001", "-1002"))[1] == 0
+        finally:
+            admin.close()
