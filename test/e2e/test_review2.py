@@ -365,3 +365,25 @@ def test_large_constant_with_node_syntax_is_kept_as_bytes():
             assert _run(db, ROLE_A, sql.replace("-1001", "-1002"))[1] == 0
         finally:
             admin.close()
+
+
+def test_replayed_first_statement_keeps_log_messages_from_the_analyst():
+    """A new session whose first statement is answered from the shared memo is an analyst's as a
+    fresh analysis's would be: LOG messages (debug_print_parse / _rewritten: the rewritten tree) do
+    not reach the analyst's client (the statement is then refused for client_min_messages)."""
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            for attempt in range(3):  # analysed (and stored), then replayed in new sessions
+                c = connect(db, user=ROLE_A)
+                try:
+                    execute(c, "SET client_min_messages = log; SET debug_print_parse = on; "
+                               "SET debug_print_rewritten = on; SET debug_print_plan = on")
+                    before = len(c.notices)
+                    assert _sqlstate(c, SQL) == "42501"
+                    leaked = [n[:60] for n in c.notices[before:] if n.startswith(("LOG", "DEBUG"))]
+                    assert not leaked, (attempt, leaked)
+                finally:
+                    c.close()
+        finally:
+            admin.close()
