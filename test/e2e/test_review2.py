@@ -387,3 +387,50 @@ def test_replayed_first_statement_keeps_log_messages_from_the_analyst():
                     c.close()
         finally:
             admin.close()
+
+
+def test_extended_protocol_and_prepared_statements():
+    """The extended protocol (psycopg 3: Parse/Bind/Execute, named server-side statements) shares
+    with the simple protocol by the parsed text; a bound parameter is never shared; a prepared
+    statement re-analysed after a policy change gets the new policy, not a shared entry of the old."""
+    import psycopg
+
+    def ext_connect(db, user="postgres"):
+        return psycopg.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user=user, dbname=db,
+                               autocommit=True, prepare_threshold=0)
+
+    def ext_run(c, sql, params=None):
+        c.execute("SET dxpriv.test_seed = 21")
+        c.execute(f"SET ROLE {ROLE_A}")
+        answer = c.execute(sql, params, prepare=True).fetchone()
+        c.execute("RESET ROLE")
+        return answer, c.execute("SELECT dx._shared_memo_hits()").fetchone()[0]
+
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            with ext_connect(db) as c:
+                first, shared = ext_run(c, SQL)
+                assert shared == 0
+            assert _run(db, ROLE_A, SQL)[:2] == (first, 1)  # the simple protocol reads it
+            with ext_connect(db) as c:
+                assert ext_run(c, SQL) == (first, 1)
+                assert ext_run(c, SQL) == (first, 1)  # (then this backend's own memo)
+            bound = SQL.replace("-100", "%s")
+            for _ in range(2):
+                with ext_connect(db) as c:
+                    assert ext_run(c, bound, (-100,))[1] == 0
+            # a prepared statement of the owner, a policy change, the same prepared statement again:
+            # analysed again (the domain of id now ends at 9: the sum falls from ~122500 to ~40000)
+            with ext_connect(db) as c:
+                c.execute("SET dxpriv.test_seed = 21")
+                c.execute("SET ROLE postgres")  # (as _run: the same settings)
+                old = c.execute(OWNER_SQL, prepare=True).fetchone()
+                assert _run(db, None, OWNER_SQL)[:2] == (old, 1)
+                execute(admin, "SELECT dx.set_column('spots', 'id', '{\"min\": 0, \"max\": 9}', "
+                               "'{\"type\": \"absolute\", \"scale\": 10}')")
+                new = c.execute(OWNER_SQL, prepare=True).fetchone()
+                fresh, shared, _ = _run(db, None, OWNER_SQL)
+                assert fresh[0] < 60000 and new[0] < 60000, (old, new, fresh, shared)  # (shared: stored by its re-analysis)
+        finally:
+            admin.close()
