@@ -172,6 +172,8 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 extern "C" void
 dx_executor_start(QueryDesc *qd, int eflags)
 {
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY)) // DML on a system catalog: no shared analysis until its end
+		catalog_generation_note_executor(qd->plannedstmt);
 	if (charges_here())
 		guarded([&] { enforce_executor_admission(qd->plannedstmt); }); // ADMISSION
 	statement::forget_charges(qd); // a QueryDesc at the address of one that failed earlier

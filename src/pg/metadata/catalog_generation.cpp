@@ -3,6 +3,10 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "commands/copy.h"
+#include "parser/parsetree.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "port/atomics.h"
@@ -64,6 +68,18 @@ release_at_exit(int, Datum)
 	}
 }
 
+// This backend's transaction begins changing the catalog: in-flight + 1 until its end.
+void
+note_ddl()
+{
+	if (!exit_armed) {
+		before_shmem_exit(release_at_exit, 0);
+		exit_armed = true;
+	}
+	begin_ddl();
+	holding = true;
+}
+
 } // namespace
 
 // See catalog_generation.h.
@@ -104,14 +120,29 @@ catalog_generation_note_utility(Node *stmt)
 	const bool prepared = IsA(stmt, TransactionStmt) &&
 	                      (castNode(TransactionStmt, stmt)->kind == TRANS_STMT_COMMIT_PREPARED ||
 	                       castNode(TransactionStmt, stmt)->kind == TRANS_STMT_ROLLBACK_PREPARED);
-	if (!prepared && GetCommandLogLevel(stmt) != LOGSTMT_DDL)
+	// (COPY ... FROM into a system catalog writes it without DDL; review2)
+	const bool catalog_copy = IsA(stmt, CopyStmt) && castNode(CopyStmt, stmt)->is_from &&
+	                          castNode(CopyStmt, stmt)->relation &&
+	                          IsCatalogRelationOid(RangeVarGetRelid(castNode(CopyStmt, stmt)->relation, NoLock, true));
+	if (!prepared && !catalog_copy && GetCommandLogLevel(stmt) != LOGSTMT_DDL)
 		return;
-	if (!exit_armed) {
-		before_shmem_exit(release_at_exit, 0);
-		exit_armed = true;
+	note_ddl();
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_note_executor(const PlannedStmt *stmt)
+{
+	if (!generation_shm || holding || !IsTransactionState())
+		return;
+	ListCell *lc;
+	foreach (lc, stmt->resultRelations) {
+		const RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+		if (rte->rtekind == RTE_RELATION && IsCatalogRelationOid(rte->relid)) {
+			note_ddl();
+			return;
+		}
 	}
-	begin_ddl();
-	holding = true;
 }
 
 // See catalog_generation.h.

@@ -6,6 +6,7 @@
 extern "C" {
 #include "postgres.h"
 #include "nodes/nodes.h"
+#include "nodes/plannodes.h"
 }
 
 namespace dxpriv::pg {
@@ -30,6 +31,10 @@ bool catalog_generation_available();
 // The ProcessUtility hook, before the statement runs: notes a DDL statement (once per top-level
 // transaction). May ERROR only as GetCommandLogLevel may.
 void catalog_generation_note_utility(Node *stmt);
+// The ExecutorStart hook, before the plan runs: a statement that writes a system catalog with DML
+// (a superuser's UPDATE pg_proc ...: no utility statement, yet the catalog changes) counts as a
+// DDL transaction too. Never ERRORs.
+void catalog_generation_note_executor(const PlannedStmt *stmt);
 
 // Shared memory (shmem_request / shmem_startup hooks) and the end-of-transaction callback
 // (install_hooks).

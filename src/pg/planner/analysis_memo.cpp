@@ -513,6 +513,10 @@ analysis_memo_replay(MemoKey &key, Query *q)
 	Restamp r{extension_objects()};
 	query_tree_walker(copy, reinterpret_cast<bool (*)()>(restamp_walker), &r, 0);
 	*q = *copy;
+	// the session marked as an analyst's (LOG/DEBUG kept from its client, auto_explain refused) as a
+	// fresh analysis marks it (review2: a new session's first statement answered from the shared memo
+	// sent debug_print_parse/rewritten to an analyst's client)
+	(void) load_analyst_context(*r.ext);
 	set_analyst_mode(e.analyst);
 	++hits;
 	for (const Described &d : e.described) {
