@@ -7,6 +7,8 @@
 #include "pg/executor/release_log.h"
 #include "pg/metadata/catalog_generation.h"
 #include "pg/metadata/catalog_epoch.h"
+#include "pg/ledger/answer_cache.h"
+#include "core/siphash.h"
 #include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/guard.h"
@@ -464,18 +466,17 @@ analysis_memo_key(Query *q)
 	key.shared = normalised_text(q); // (the shared key's text: completed on a miss, shared_key)
 	const uint64 settings = settings_hash();
 	const uint64 roles = (static_cast<uint64>(GetUserId()) << 32) | GetSessionUserId();
-	uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(key.shared.data()),
-	                               static_cast<int>(key.shared.size()), 0x616e);
-	h = hash_combine64(h, policy);
-	h = hash_combine64(h, contents);
-	h = hash_combine64(h, settings);
 	// any catalog change seen by this backend, its own transaction's relcache changes included (review1:
 	// SharedInvalidMessageCounter alone never moves for those)
 	uint64 epoch = 0;
 	pg_call([&] { epoch = catalog_epoch(); });
-	h = hash_combine64(h, epoch);
-	h = hash_combine64(h, roles);
-	h = hash_combine64(h, MyDatabaseId);
+	// SipHash-2-4 under the server's secret (answer_cache_secret) of the text and every part: two
+	// statements whose keys collide cannot be built offline (review2: a public-seed 64-bit hash could
+	// be made to collide in about 2^32 work, and the per-backend memo compares only this number)
+	const uint64 parts[] = {policy, contents, settings, epoch, roles, static_cast<uint64>(MyDatabaseId)};
+	std::string material = key.shared;
+	material.append(reinterpret_cast<const char *>(parts), sizeof parts);
+	const uint64 h = siphash24(answer_cache_secret(), material.data(), material.size());
 	key.local = h == 0 ? 1 : h;
 	key.parts[0] = policy;
 	key.parts[1] = contents;
