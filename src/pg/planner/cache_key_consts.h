@@ -11,8 +11,8 @@ extern "C" {
 namespace dxpriv::pg::analysis {
 
 // Replaces, in place, the value of every varlena Const of q (subqueries included) longer than 1 kB
-// by a 24-byte value holding two 64-bit hashes of its stored bytes, seeded with the server's
-// secret (answer_cache_secret), and their length; returns what
+// by a 16-byte value holding a 64-bit hash of its stored bytes, seeded with the server's secret
+// (answer_cache_secret), and their length; returns what
 // restore_large_consts needs to put the originals back (NIL when none was replaced).
 List *hash_large_consts(Query *q);
 
