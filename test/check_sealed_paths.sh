@@ -36,6 +36,8 @@ declare -A read_allowed=(
 	["src/pg/planner/universe_eval.cpp|Relation rel = relation_open(relid, AccessShareLock);"]=1
 	# each member's trigger descriptor and relfilenode (the contents version): no row is read
 	["src/pg/ledger/contents_version.cpp|Relation rel = table_open(lfirst_oid(lc), AccessShareLock);"]=1
+	# each ancestor's trigger descriptor (its contents trigger): no row is read
+	["src/pg/ledger/contents_version.cpp|Relation rel = table_open(a, AccessShareLock);"]=1
 	# dx.contents_changes, dxpriv's own table of write counts (no analyst data), by its primary key index
 	["src/pg/ledger/contents_version.cpp|Relation r = table_open(changes, AccessShareLock);"]=1
 	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);"]=1
@@ -43,9 +45,9 @@ declare -A read_allowed=(
 	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(tr, TriggerOidIndexId, true, nullptr, 1, &key);"]=1
 	# pg_subscription_rel, a system catalog opened by its RelationId above (the tables subscriptions write into)
 	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(r, InvalidOid, false, nullptr, 0, nullptr);"]=1
-	["src/pg/analyst/inheritance.cpp|SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);"]=1
-	# pg_inherits again: every ancestor of a protected table must carry a contents trigger (its version)
-	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);"]=1
+	# pg_inherits, a system catalog opened by its RelationId above (a relation's parents: the analyst
+	# guard's protected ancestors, the ancestors' contents triggers)
+	["src/pg/metadata/inheritance_parents.cpp|SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);"]=1
 )
 read_pattern='\b(table_beginscan[a-z_]*|heap_beginscan|index_beginscan|systable_beginscan[a-z_]*|table_index_fetch_begin|heap_getnext|table_open|table_openrv[a-z_]*|try_table_open|relation_open|relation_openrv[a-z_]*|try_relation_open|heap_open|index_open)\b'
 declare -A read_used=()

@@ -10,6 +10,7 @@
 #include "pg/analyst/analyst_context.h"
 #include "pg/metadata/catalog_epoch.h"
 #include "pg/analyst/refusals.h"
+#include "pg/metadata/inheritance_parents.h"
 
 #include "pg/guard.h"
 
@@ -33,29 +34,6 @@ extern "C" {
 namespace dxpriv::pg {
 
 namespace {
-
-// Direct parents of relid (pg_inherits.inhparent of the rows whose inhrelid is relid).
-std::vector<Oid>
-inheritance_parents(Oid relid)
-{
-	List *parents = NIL;
-	pg_call([&] {
-		Relation rel = table_open(InheritsRelationId, AccessShareLock);
-		ScanKeyData key;
-		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-		SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);
-		HeapTuple tup;
-		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-			parents = lappend_oid(parents, ((Form_pg_inherits) GETSTRUCT(tup))->inhparent);
-		systable_endscan(scan);
-		table_close(rel, AccessShareLock);
-	});
-	std::vector<Oid> out;
-	ListCell *lc;
-	foreach (lc, parents)
-		out.push_back(lfirst_oid(lc));
-	return out;
-}
 
 // Every descendant of relid (not relid itself), or nothing when it has no children.
 std::vector<Oid>

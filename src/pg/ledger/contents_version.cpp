@@ -2,6 +2,7 @@
 #include "pg/ledger/contents_version.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/inheritance_parents.h"
 #include "pg/metadata/catalog_epoch.h"
 
 extern "C" {
@@ -57,69 +58,39 @@ trigger_identity(Oid tgoid)
 	return id;
 }
 
-// Identity of the enabled-always statement-level trigger of rel that records writes (0: none).
+// Whether t records writes: dx._note_contents_change (function) run after every statement that
+// inserts, updates, deletes or truncates, enabled always.
+bool
+records_writes(const Trigger &t, Oid function)
+{
+	return t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
+	       TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents;
+}
+
+// Identity of rel's trigger `name` when it records writes (records_writes), else 0.
 uint64
 version_trigger(Relation rel, const std::string &name, Oid function)
 {
 	const TriggerDesc *td = rel->trigdesc;
-	if (!td)
-		return 0;
-	for (int i = 0; i < td->numtriggers; ++i) {
+	for (int i = 0; td && i < td->numtriggers; ++i) {
 		const Trigger &t = td->triggers[i];
-		if (name != t.tgname)
-			continue;
-		if (t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
-		    TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents)
-			return trigger_identity(t.tgoid);
-		return 0;
+		if (name == t.tgname)
+			return records_writes(t, function) ? trigger_identity(t.tgoid) : 0;
 	}
 	return 0;
 }
 
-// Identity of an enabled-always statement-level trigger of rel that records writes, whatever
-// protected table it is named for (0: none). On an ancestor of a protected table, such a trigger
-// records a write through that ancestor for every protected table below it (_note_contents_change).
+// Identity of a trigger of rel that records writes, whatever protected table it is named for (0:
+// none). On an ancestor of a protected table, such a trigger records a write through that ancestor
+// for every protected table below it (_note_contents_change).
 uint64
 any_version_trigger(Relation rel, Oid function)
 {
 	const TriggerDesc *td = rel->trigdesc;
-	if (!td)
-		return 0;
-	for (int i = 0; i < td->numtriggers; ++i) {
-		const Trigger &t = td->triggers[i];
-		if (t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
-		    TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents)
-			return trigger_identity(t.tgoid);
-	}
+	for (int i = 0; td && i < td->numtriggers; ++i)
+		if (records_writes(td->triggers[i], function))
+			return trigger_identity(td->triggers[i].tgoid);
 	return 0;
-}
-
-// Every ancestor of relid (partitioned parents and inheritance parents, transitively), nearest
-// first. A PostgreSQL call: may ERROR.
-List *
-all_ancestors(Oid relid)
-{
-	List *out = NIL;
-	List *todo = list_make1_oid(relid);
-	while (todo != NIL) {
-		const Oid child = linitial_oid(todo);
-		todo = list_delete_first(todo);
-		Relation rel = table_open(InheritsRelationId, AccessShareLock);
-		ScanKeyData key;
-		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(child));
-		SysScanDesc scan = systable_beginscan(rel, InheritsRelidSeqnoIndexId, true, nullptr, 1, &key);
-		HeapTuple tup;
-		while ((tup = systable_getnext(scan)) != nullptr) {
-			const Oid parent = reinterpret_cast<Form_pg_inherits>(GETSTRUCT(tup))->inhparent;
-			if (!list_member_oid(out, parent)) {
-				out = lappend_oid(out, parent);
-				todo = lappend_oid(todo, parent);
-			}
-		}
-		systable_endscan(scan);
-		table_close(rel, AccessShareLock);
-	}
-	return out;
 }
 
 // The tables a logical replication subscription of this database writes into (the relids of
@@ -232,19 +203,17 @@ tree_shape(Oid relid, const TreeShape **out)
 		return false;
 	TreeShape shape;
 	ListCell *lc;
-	List *ancestors = NIL;
 	if (OidIsValid(relid))
-		pg_call([&] { ancestors = all_ancestors(relid); });
+		shape.ancestors = inheritance_ancestors(relid);
 	uint64 above = 0;
 	bool ancestors_triggers = true;
-	foreach (lc, ancestors) {
+	for (Oid a : shape.ancestors) {
 		uint64 t = 0;
 		pg_call([&] {
-			Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
+			Relation rel = table_open(a, AccessShareLock);
 			t = any_version_trigger(rel, function);
 			table_close(rel, AccessShareLock);
 		});
-		shape.ancestors.push_back(lfirst_oid(lc));
 		ancestors_triggers = ancestors_triggers && t != 0;
 		above = hash_combine64(above, t);
 	}
