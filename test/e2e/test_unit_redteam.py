@@ -588,6 +588,41 @@ def _wait_for(conn, sql, want, seconds=60):
     raise AssertionError(f"replication did not deliver: {sql} != {want}")
 
 
+def _publisher_and_subscriber(conn, pub_rows=0):
+    """Databases pub (table visits with pub_rows rows, publication pv, replication slot sv) and sub
+    (dxpriv, the analyst, an empty visits table) in a logical_cluster."""
+    admin = conn()
+    execute(admin, "CREATE DATABASE pub")
+    execute(admin, "CREATE DATABASE sub")
+    pub, sub = conn("pub"), conn("sub")
+    execute(pub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+    if pub_rows:
+        execute(pub, f"INSERT INTO visits SELECT i, i, 'x' FROM generate_series(1, {pub_rows}) i")
+    execute(pub, "CREATE PUBLICATION pv FOR TABLE visits")
+    execute(pub, "SELECT pg_create_logical_replication_slot('sv', 'pgoutput')")
+    execute(sub, "CREATE EXTENSION dxpriv")
+    execute(sub, f"CREATE ROLE {ANALYST} LOGIN")
+    execute(sub, f"SELECT dx.add_analyst('{ANALYST}'::regrole)")
+    execute(sub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+    return pub, sub
+
+
+def _subscribe(sub, work, port, options=""):
+    execute(sub, f"CREATE SUBSCRIPTION sv CONNECTION 'host={work} port={port} dbname=pub user=postgres' "
+                 f"PUBLICATION pv WITH (create_slot = false, slot_name = 'sv'{options})")
+
+
+def _drop_subscription(sub, pub=None):
+    """Best effort (the cluster is removed anyway): never hides the test's own error."""
+    steps = [(sub, "ALTER SUBSCRIPTION sv DISABLE"), (sub, "ALTER SUBSCRIPTION sv SET (slot_name = NONE)"),
+             (sub, "DROP SUBSCRIPTION sv")] + ([(pub, "SELECT pg_drop_replication_slot('sv')")] if pub else [])
+    for conn_, sql in steps:
+        try:
+            execute(conn_, sql)
+        except psycopg2.Error:
+            pass
+
+
 def test_logical_replication_apply_keeps_k():
     """A protected table that is a logical replication subscriber: the apply worker fires row
     triggers only, never the statement trigger that versions the table's contents, so a profile
@@ -595,21 +630,9 @@ def test_logical_replication_apply_keeps_k():
     kept all of them: 300 rows counted where the rule keeps 202). A subscription's target has no
     contents version: its profile is built per statement."""
     with logical_cluster() as (conn, work, port):
-        admin = conn()
-        execute(admin, "CREATE DATABASE pub")
-        execute(admin, "CREATE DATABASE sub")
-        pub, sub = conn("pub"), conn("sub")
-        execute(pub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
-        execute(pub, "INSERT INTO visits SELECT i, i, 'x' FROM generate_series(1, 200) i")
-        execute(pub, "CREATE PUBLICATION pv FOR TABLE visits")
-        execute(pub, "SELECT pg_create_logical_replication_slot('sv', 'pgoutput')")
-        execute(sub, "CREATE EXTENSION dxpriv")
-        execute(sub, f"CREATE ROLE {ANALYST} LOGIN")
-        execute(sub, f"SELECT dx.add_analyst('{ANALYST}'::regrole)")
-        execute(sub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+        pub, sub = _publisher_and_subscriber(conn, pub_rows=200)
         protect(sub, "visits", unit="person")
-        execute(sub, f"CREATE SUBSCRIPTION sv CONNECTION 'host={work} port={port} dbname=pub user=postgres' "
-                     "PUBLICATION pv WITH (create_slot = false, slot_name = 'sv')")
+        _subscribe(sub, work, port)
         try:
             _wait_for(sub, "SELECT count(*) FROM visits", 200)
             analyst = conn("sub", ANALYST)
@@ -624,13 +647,8 @@ def test_logical_replication_apply_keeps_k():
                 assert got == [want], f"{label}: {got}, the rule keeps {want} (a stale unit profile)"
                 got = under(analyst, settings, "SELECT dx.count(*) FROM visits")
                 assert got == [(want[0],)], f"{label}: {got}, the rule keeps {want[0]} (a stale unit profile)"
-        finally:  # best effort (the cluster is removed anyway): never hide the test's own error
-            for conn_, sql in [(sub, "ALTER SUBSCRIPTION sv DISABLE"), (sub, "ALTER SUBSCRIPTION sv SET (slot_name = NONE)"),
-                               (sub, "DROP SUBSCRIPTION sv"), (pub, "SELECT pg_drop_replication_slot('sv')")]:
-                try:
-                    execute(conn_, sql)
-                except psycopg2.Error:
-                    pass
+        finally:
+            _drop_subscription(sub, pub)
 
 
 def test_profile_cached_before_a_subscription_is_not_served_after_it_is_dropped():
@@ -640,24 +658,13 @@ def test_profile_cached_before_a_subscription_is_not_served_after_it_is_dropped(
     served again and the unit would keep every replicated row. ALTER/DROP SUBSCRIPTION renew every
     protected table's contents version (sql/95_ddl_events.sql, dx_subscription_change)."""
     with logical_cluster() as (conn, work, port):
-        admin = conn()
-        execute(admin, "CREATE DATABASE pub")
-        execute(admin, "CREATE DATABASE sub")
-        pub, sub = conn("pub"), conn("sub")
-        execute(pub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
-        execute(pub, "CREATE PUBLICATION pv FOR TABLE visits")
-        execute(pub, "SELECT pg_create_logical_replication_slot('sv', 'pgoutput')")
-        execute(sub, "CREATE EXTENSION dxpriv")
-        execute(sub, f"CREATE ROLE {ANALYST} LOGIN")
-        execute(sub, f"SELECT dx.add_analyst('{ANALYST}'::regrole)")
-        execute(sub, "CREATE TABLE visits (id int PRIMARY KEY, person int NOT NULL, g text)")
+        pub, sub = _publisher_and_subscriber(conn)
         execute(sub, "INSERT INTO visits SELECT i, i, 'x' FROM generate_series(1, 200) i")  # versioned
         protect(sub, "visits", unit="person")
         analyst = conn("sub", ANALYST)
         for settings in SETTINGS.values():  # profiles cached at this version (and the answers)
             assert under(analyst, settings, "SELECT dx.count(*), dx.count_units(person) FROM visits") == [(200, 200)]
-        execute(sub, f"CREATE SUBSCRIPTION sv CONNECTION 'host={work} port={port} dbname=pub user=postgres' "
-                     "PUBLICATION pv WITH (create_slot = false, slot_name = 'sv', copy_data = false)")
+        _subscribe(sub, work, port, ", copy_data = false")
         dropped = False
         try:
             execute(pub, "INSERT INTO visits SELECT 1000 + i, 1, 'x' FROM generate_series(1, 100) i")
@@ -671,12 +678,7 @@ def test_profile_cached_before_a_subscription_is_not_served_after_it_is_dropped(
                 assert got == [want], f"{label}: {got}, the rule keeps {want} (a profile from before the subscription)"
         finally:
             if not dropped:
-                for sql in ("ALTER SUBSCRIPTION sv DISABLE", "ALTER SUBSCRIPTION sv SET (slot_name = NONE)",
-                            "DROP SUBSCRIPTION sv"):
-                    try:
-                        execute(sub, sql)
-                    except psycopg2.Error:
-                        pass
+                _drop_subscription(sub)
 
 
 # ---------------------------------------------------------------- profilemem: the build in passes
