@@ -3192,7 +3192,11 @@ for _name, _sql in [
         ("revoke_from_analysts", "SELECT dx._revoke_from_analysts('zips')"),
         ("caller_is_superuser", "SELECT dx._caller_is_superuser()"),
         ("ledger_append_only", "SELECT dx._ledger_append_only()"),
-        ("clear_cache_internal", "SELECT dx._clear_cache(NULL)")]:
+        ("clear_cache_internal", "SELECT dx._clear_cache(NULL)"),
+        # session 16: the DBA's merge of contents-version rows and the shared memo's test counter
+        ("compact_contents_changes", "SELECT dx.compact_contents_changes()"),
+        ("compact_contents_changes_of_people", "SELECT dx.compact_contents_changes('people'::regclass)"),
+        ("shared_memo_hits", "SELECT dx._shared_memo_hits()")]:
     attack(C, f"call_{_name}", _sql, Reject(PRIV, hint=False))
 
 # the functions that rewritten statements call as the analyst stay executable; she cannot use them
