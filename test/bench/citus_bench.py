@@ -5,7 +5,8 @@ Usage (clusters from `KEEP=1 NO_TESTS=1 ./scripts/run-citus.sh`):
   DXPRIV_CITUS_COORD=... DXPRIV_CITUS_W1=... DXPRIV_CITUS_W2=... test/bench/citus_bench.py [rows ...]
 DXPRIV_BENCH_ONLY (a regular expression): only the queries whose name it matches (re.search), e.g.
 "pruned" for the pruned single-shard row; DXPRIV_BENCH_OUT: another CSV path.
-Writes test/bench/results/citus_bench.csv: rows, query, native ms, dx ms (medians of 5), ratio, the
+Writes test/bench/results/citus_bench.csv: rows, query, native ms, dx ms (medians of 5, native and dx
+timed alternately), ratio, the
 bytes of the task query Citus sends to each shard (the per-point tables travel in it, or their
 digest), and whether
 the dx answer on a noiseless copy of the table (presence Infinity, every metric none: sensitivity 0)
@@ -45,6 +46,17 @@ def timed(conn, sql, reps=5):
         rows(conn, sql)
         ts.append((time.perf_counter() - t) * 1000)
     return statistics.median(ts)
+
+
+def timed_pair(conn, native, dx, reps=5):
+    """Medians of native's and dx's timings, taken alternately (native, dx, native, ...): a change of
+    the machine's load during the measurement reaches both alike (one block of native timings then
+    one of dx timings put the load's drift into the ratio)."""
+    nat, dxt = [], []
+    for _ in range(reps):
+        nat.append(timed(conn, native, 1))
+        dxt.append(timed(conn, dx, 1))
+    return statistics.median(nat), statistics.median(dxt)
 
 
 def same_answers(native, dx):
@@ -175,7 +187,7 @@ def main(sizes):
                         continue
                     timed(conn, native, 1)
                     timed(conn, dx, 1)  # warm caches and connections
-                    nat, dxt = timed(conn, native), timed(conn, dx)
+                    nat, dxt = timed_pair(conn, native, dx)
                     exact = [tuple(round(float(v), 6) if not isinstance(v, str) else v for v in r)
                              for r in sorted(rows(conn, native.replace("people", "exact")), key=str)]
                     # the empty declared group ('none') is answered too (its average withheld: NULL)
@@ -193,7 +205,7 @@ def main(sizes):
                         continue
                     timed(conn, native, 1)
                     timed(conn, dx, 1)
-                    nat, dxt = timed(conn, native), timed(conn, dx)
+                    nat, dxt = timed_pair(conn, native, dx)
                     equal = ""
                     if exact_on == "single_w":  # itself noiseless; dx answers the empty group 'none' too
                         want = sorted(rows(conn, native), key=str)
