@@ -30,8 +30,15 @@ sealed_read_user(Oid relid)
 }
 
 // See sealed_scan.h.
+List *
+sealed_scan_members(Oid relid, bool inh)
+{
+	return inh ? find_all_inheritors(relid, AccessShareLock, nullptr) : list_make1_oid(relid);
+}
+
+// See sealed_scan.h.
 void
-sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
+sealed_column_scan(Oid relid, List *members, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
                    SealedRowFn each, void *ctx)
 {
 	const Oid owner = sealed_read_user(relid);
@@ -39,7 +46,6 @@ sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, co
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the protected table read by dxpriv no longer exists"),
 		                errhint("Run the statement again.")));
 	const char *column = get_attname(relid, attnum, false);
-	List *members = inh ? find_all_inheritors(relid, AccessShareLock, nullptr) : list_make1_oid(relid);
 	// as the owner, restricted, sealed settings (sealed_execution.h); an error unwinds it with the
 	// (sub)transaction, as it does for a SECURITY DEFINER function
 	const SealedCallState state = sealed_call_enter(owner, true);
