@@ -694,10 +694,16 @@ verify_profile(const bytea *p, Oid type, Oid collation)
 	// (a parallel worker restores the leader's snapshot, checked above, but not its subtransaction
 	// ids, part of the version of a transaction that wrote: the leader checked the version under
 	// this very snapshot when it handed the profile out)
+	// Under one snapshot only a catalog change moves the version: a child inherited or a partition
+	// attached (their locks on the parent do not conflict with the statement's), a trigger changed,
+	// while the profile was built or before it was used (redteam3: was XX000). The profile may then
+	// be of other tables than the plan's: refused, and the statement can simply run again.
 	if (h.versioned && !IsParallelWorker()) {
 		uint64 version = 0;
 		if (!contents_version(h.id.relid, GetActiveSnapshot(), &version) || version != h.id.version)
-			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another table version")));
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			                errmsg("the table with a privacy unit changed its inheritance tree or triggers while the statement ran"),
+			                errhint("Run the statement again.")));
 	}
 	return plain;
 }
