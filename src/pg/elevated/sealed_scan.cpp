@@ -29,11 +29,24 @@ sealed_read_user(Oid relid)
 	return owner;
 }
 
-// See sealed_scan.h.
+// See sealed_scan.h. find_all_inheritors with omit_detached false: find_all_inheritors leaves out a
+// partition whose DETACH ... CONCURRENTLY committed its first transaction as seen by the active
+// snapshot, which a statement planned under an earlier snapshot still scans.
 List *
 sealed_scan_members(Oid relid, bool inh)
 {
-	return inh ? find_all_inheritors(relid, AccessShareLock, nullptr) : list_make1_oid(relid);
+	List *members = list_make1_oid(relid);
+	if (!inh)
+		return members;
+	ListCell *lc;
+	foreach (lc, members) { // (appending while iterating is allowed: PostgreSQL 13+ lists)
+		List *children = find_inheritance_children_extended(lfirst_oid(lc), false, AccessShareLock, nullptr, nullptr);
+		ListCell *c;
+		foreach (c, children)
+			members = list_append_unique_oid(members, lfirst_oid(c)); // (multiple inheritance: once)
+		list_free(children);
+	}
+	return members;
 }
 
 // See sealed_scan.h.

@@ -37,10 +37,15 @@ struct SealedRow {
 using SealedRowFn = void (*)(void *ctx, const SealedRow &row);
 
 // The tables a scan of relid reads: relid itself, or (inh) every member of its inheritance tree,
-// each locked AccessShare. A caller that scans several times (the unit profile build in passes)
-// takes them once and hands the same list to every scan: a child attached or inherited meanwhile
-// (ATTACH PARTITION and INHERIT take only a ShareUpdateExclusive lock on the parent) would otherwise
-// be read by the later scans only (redteam3: a profile of two different row sets). A PostgreSQL frame.
+// each locked AccessShare, a partition being detached concurrently included (find_all_inheritors
+// leaves it out once the first transaction of DETACH PARTITION ... CONCURRENTLY is visible to the
+// active snapshot, while a statement planned under an earlier snapshot still scans it: redteam3, a
+// profile without its rows let every row of its units through). A caller that scans several times
+// (the unit profile build in passes) takes them once and hands the same list to every scan: a
+// child attached or inherited meanwhile (ATTACH PARTITION and INHERIT take only a
+// ShareUpdateExclusive lock on the parent) would otherwise be read by the later scans only
+// (redteam3: a profile of two different row sets). The contents version's tree
+// (ledger/contents_version.cpp) is this list too. A PostgreSQL frame.
 List *sealed_scan_members(Oid relid, bool inh);
 
 // Scans `members` (sealed_scan_members(relid, ...): relid, or every member of its tree, each read
