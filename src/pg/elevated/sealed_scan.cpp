@@ -29,9 +29,29 @@ sealed_read_user(Oid relid)
 	return owner;
 }
 
+// See sealed_scan.h. find_all_inheritors with omit_detached false: find_all_inheritors leaves out a
+// partition whose DETACH ... CONCURRENTLY committed its first transaction as seen by the active
+// snapshot, which a statement planned under an earlier snapshot still scans.
+List *
+sealed_scan_members(Oid relid, bool inh)
+{
+	List *members = list_make1_oid(relid);
+	if (!inh)
+		return members;
+	ListCell *lc;
+	foreach (lc, members) { // (appending while iterating is allowed: PostgreSQL 13+ lists)
+		List *children = find_inheritance_children_extended(lfirst_oid(lc), false, AccessShareLock, nullptr, nullptr);
+		ListCell *c;
+		foreach (c, children)
+			members = list_append_unique_oid(members, lfirst_oid(c)); // (multiple inheritance: once)
+		list_free(children);
+	}
+	return members;
+}
+
 // See sealed_scan.h.
 void
-sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
+sealed_column_scan(Oid relid, List *members, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
                    SealedRowFn each, void *ctx)
 {
 	const Oid owner = sealed_read_user(relid);
@@ -39,7 +59,6 @@ sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, co
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("the protected table read by dxpriv no longer exists"),
 		                errhint("Run the statement again.")));
 	const char *column = get_attname(relid, attnum, false);
-	List *members = inh ? find_all_inheritors(relid, AccessShareLock, nullptr) : list_make1_oid(relid);
 	// as the owner, restricted, sealed settings (sealed_execution.h); an error unwinds it with the
 	// (sub)transaction, as it does for a SECURITY DEFINER function
 	const SealedCallState state = sealed_call_enter(owner, true);

@@ -14,6 +14,7 @@
 extern "C" {
 #include "postgres.h"
 #include "access/attnum.h"
+#include "nodes/pg_list.h"
 #include "storage/block.h"
 #include "storage/off.h"
 #include "utils/snapshot.h"
@@ -35,13 +36,25 @@ struct SealedRow {
 // throw a C++ exception). `ctx` is the caller's.
 using SealedRowFn = void (*)(void *ctx, const SealedRow &row);
 
-// Scans relid (inh: every member of its inheritance tree, each read through its own column of the
-// name of relid's `attnum`) under `snapshot` as relid's owner, in a security-restricted operation
-// with the sealed settings, and calls each(ctx, row) for every row. Members without storage are
-// skipped; a foreign member is refused (0A000, `foreign_hint`): its rows are not dxpriv's to read
-// this way. On return the user and the settings are the caller's again; on error the
-// (sub)transaction abort restores them. A PostgreSQL frame: call inside pg_call.
-void sealed_column_scan(Oid relid, bool inh, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
+// The tables a scan of relid reads: relid itself, or (inh) every member of its inheritance tree,
+// each locked AccessShare, a partition being detached concurrently included (find_all_inheritors
+// leaves it out once the first transaction of DETACH PARTITION ... CONCURRENTLY is visible to the
+// active snapshot, while a statement planned under an earlier snapshot still scans it: redteam3, a
+// profile without its rows let every row of its units through). A caller that scans several times
+// (the unit profile build in passes) takes them once and hands the same list to every scan: a
+// child attached or inherited meanwhile (ATTACH PARTITION and INHERIT take only a
+// ShareUpdateExclusive lock on the parent) would otherwise be read by the later scans only
+// (redteam3: a profile of two different row sets). The contents version's tree
+// (ledger/contents_version.cpp) is this list too. A PostgreSQL frame.
+List *sealed_scan_members(Oid relid, bool inh);
+
+// Scans `members` (sealed_scan_members(relid, ...): relid, or every member of its tree, each read
+// through its own column of the name of relid's `attnum`) under `snapshot` as relid's owner, in a
+// security-restricted operation with the sealed settings, and calls each(ctx, row) for every row.
+// Members without storage are skipped; a foreign member is refused (0A000, `foreign_hint`): its rows
+// are not dxpriv's to read this way. On return the user and the settings are the caller's again; on
+// error the (sub)transaction abort restores them. A PostgreSQL frame: call inside pg_call.
+void sealed_column_scan(Oid relid, List *members, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
                         SealedRowFn each, void *ctx);
 
 // The user the sealed path reads relid as (its owner; InvalidOid when relid is gone). A PostgreSQL frame.

@@ -399,7 +399,7 @@ constexpr const char *kBuildMemoryHint =
 // high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
 // A unit with more than k rows gets the rank of its k-th. The same profile, byte for byte, as one
 // sort of every row (the same heavy units, thresholds and table order; regress 85, GoogleTest
-// UnitRankCompact); every pass reads `snapshot`. nullptr when two of a heavy
+// UnitRankCompact); every pass reads `snapshot` and the same tables (taken once). nullptr when two of a heavy
 // unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
 // setting cannot hold a unit's k + 1 ranks twice over (a function of k and the setting only: never
 // of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
@@ -450,12 +450,14 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	ps.ntodo = 1;
 	int passes = 0;
 	bool tied = false;
+	// every pass reads the same tables (a child attached meanwhile is read by none of them)
+	List *members = sealed_scan_members(id.relid, id.inh);
 	while (ps.ntodo > 0) {
 		ps.range = todo[--ps.ntodo];
 		ps.specials = passes == 0;
 		ps.n = 0;
 		passes++;
-		sealed_column_scan(id.relid, id.inh, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
+		sealed_column_scan(id.relid, members, id.attnum, snapshot, "Set dxpriv.unit_profiles to off for statements on this table.",
 		                   profile_scan_row, &ps);
 		ps.n = compact_unit_ranks(ps.rows, ps.n, ps.keep);
 		const Size found = heavy_units(ps.rows, ps.n, k, ps.rows);
@@ -692,10 +694,16 @@ verify_profile(const bytea *p, Oid type, Oid collation)
 	// (a parallel worker restores the leader's snapshot, checked above, but not its subtransaction
 	// ids, part of the version of a transaction that wrote: the leader checked the version under
 	// this very snapshot when it handed the profile out)
+	// Under one snapshot only a catalog change moves the version: a child inherited or a partition
+	// attached (their locks on the parent do not conflict with the statement's), a trigger changed,
+	// while the profile was built or before it was used (redteam3: was XX000). The profile may then
+	// be of other tables than the plan's: refused, and the statement can simply run again.
 	if (h.versioned && !IsParallelWorker()) {
 		uint64 version = 0;
 		if (!contents_version(h.id.relid, GetActiveSnapshot(), &version) || version != h.id.version)
-			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another table version")));
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			                errmsg("the table with a privacy unit changed its inheritance tree or triggers while the statement ran"),
+			                errhint("Run the statement again.")));
 	}
 	return plain;
 }

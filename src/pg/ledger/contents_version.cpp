@@ -1,6 +1,7 @@
 // Contents version of a protected table, read under a statement's snapshot (answer-cache freshness).
 #include "pg/ledger/contents_version.h"
 
+#include "pg/elevated/sealed_scan.h"
 #include "pg/guard.h"
 #include "pg/metadata/inheritance_parents.h"
 #include "pg/metadata/catalog_epoch.h"
@@ -164,8 +165,8 @@ const char *const kPolicyTables[] = {"protected_tables", "protected_columns", "p
 bool
 tree_members(Oid relid, List **members)
 {
-	if (OidIsValid(relid)) {
-		pg_call([&] { *members = find_all_inheritors(relid, AccessShareLock, nullptr); });
+	if (OidIsValid(relid)) { // (the tables a unit profile build reads: a partition being detached too)
+		pg_call([&] { *members = sealed_scan_members(relid, true); });
 		return true;
 	}
 	Oid nsp = get_namespace_oid("dx", true);
