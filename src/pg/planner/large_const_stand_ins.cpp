@@ -18,6 +18,7 @@ namespace dxpriv::pg {
 namespace {
 
 constexpr Size kStandInFrom = 1024; // a Const longer than this (bytes) is stood in for
+constexpr Size kStandInWords = 3;   // a stand-in's value: (nonce, nonce ^ class, length)
 
 // One class of equal tables: its first table, and its stand-in.
 struct StandInClass {
@@ -63,7 +64,7 @@ stand_in_of(StandIns *s, const Const *c)
 		               : palloc(sizeof(StandInClass) * s->capacity));
 	}
 	// (nonce, class, length): no analysed constant of 24 bytes is one, short of guessing the nonce
-	const uint64 words[3] = {stand_in_nonce[0], stand_in_nonce[1] ^ static_cast<uint64>(s->count), bytes};
+	const uint64 words[kStandInWords] = {stand_in_nonce[0], stand_in_nonce[1] ^ static_cast<uint64>(s->count), bytes};
 	auto *stand_in = static_cast<struct varlena *>(palloc(VARHDRSZ + sizeof words));
 	SET_VARSIZE(stand_in, VARHDRSZ + sizeof words);
 	memcpy(VARDATA(stand_in), words, sizeof words);
@@ -95,7 +96,8 @@ substitute_walker(Node *node, void *p)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(substitute_walker), p);
 }
 
-// Gives every Const holding a stand-in its table back.
+// Gives every Const holding a stand-in its table back. By the stand-in's bytes, not its pointer: the
+// planner copies a subquery (copyObject, which copies a Const's value) before planning it.
 bool
 restore_walker(Node *node, void *p)
 {
@@ -106,13 +108,18 @@ restore_walker(Node *node, void *p)
 	if (IsA(node, Const)) {
 		auto *s = static_cast<StandIns *>(p);
 		Const *c = reinterpret_cast<Const *>(node);
-		if (!c->constisnull && !c->constbyval)
-			for (int i = 0; i < s->count; ++i)
-				if (DatumGetPointer(c->constvalue) == s->classes[i].stand_in) {
-					c->constvalue = PointerGetDatum(s->classes[i].table);
-					s->restored++;
-					break;
-				}
+		if (c->constisnull || c->constbyval || c->constlen != -1)
+			return false;
+		const void *v = DatumGetPointer(c->constvalue);
+		if (VARATT_IS_EXTENDED(v) || VARSIZE(v) != VARHDRSZ + kStandInWords * sizeof(uint64))
+			return false;
+		for (int i = 0; i < s->count; ++i)
+			if (v == s->classes[i].stand_in ||
+			    memcmp(v, s->classes[i].stand_in, VARHDRSZ + kStandInWords * sizeof(uint64)) == 0) {
+				c->constvalue = PointerGetDatum(s->classes[i].table);
+				s->restored++;
+				break;
+			}
 		return false;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(restore_walker), p);

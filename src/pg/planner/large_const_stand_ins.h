@@ -22,7 +22,8 @@ using PlanNext = PlannedStmt *(*) (Query *, const char *, int, ParamListInfo);
 // decided by pointer identity or one memcmp against the class's first table; a class id no other
 // constant can spell: a per-backend random nonce). Aggregates then share a transition state
 // exactly when they would with the tables, since equal() compares the stand-ins as it would the
-// tables. Afterwards (also when planning errors) every Const holding a stand-in, in the query
+// tables. Afterwards (also when planning errors) every Const holding a stand-in (by its bytes: the
+// planner copies a subquery, values included, before planning it), in the query
 // tree and in the plan (walk_plan_expressions: the Agg nodes' target lists and quals, where the
 // aggregates' arguments live, partial and finalize copies included: the planner puts an Aggref
 // nowhere else) holds its table again. Only the equality of the tables matters to the planner
