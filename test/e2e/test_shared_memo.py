@@ -446,10 +446,19 @@ def test_pinned_entries_survive_the_ring_and_pins_go_with_their_statements():
                 s.execute(f"SET ROLE {ROLE_A}")
                 assert s.pgconn.prepare(b"", SQL.encode()).status == psycopg.pq.ExecStatus.COMMAND_OK
                 admin.close()
+                sentinel = connect(db)
                 as_cluster_owner(f"kill -9 {spid}")
                 try:
                     s.close()
                 except psycopg.Error:
+                    pass
+                deadline = time.time() + 30
+                try:  # (the crash restart terminates every backend: until then the old server answers)
+                    while True:
+                        scalar(sentinel, "SELECT 1")
+                        assert time.time() < deadline
+                        time.sleep(0.1)
+                except psycopg2.Error:
                     pass
                 wait_for_server()
                 deadline = time.time() + 60
