@@ -92,3 +92,26 @@ BEGIN
 	RETURN found;
 END $$;
 SELECT st_explain() AS plan_holds_the_domain;
+-- grouped by 200 values: two sums of one shape over other cells (their tables and parameters of
+-- equal length, other bytes) stay two aggregates, each with its own answers in every group
+CREATE TABLE st_g (k text, v int);
+INSERT INTO st_g SELECT 'g' || (i % 200), i % 10 FROM generate_series(1, 20000) AS i;
+SELECT dx.protect_table('st_g', 'Infinity');
+SELECT dx.set_column('st_g', 'k', jsonb_build_object('values', (SELECT jsonb_agg('g' || i ORDER BY i) FROM generate_series(0, 199) AS i)),
+	'{"type": "none"}');
+SELECT dx.set_column('st_g', 'v', '{"min": 0, "max": 9}', '{"type": "none"}');
+SELECT dx.grant_budget(current_user::regrole, 'st_g', 1000);
+CREATE TEMP TABLE st_grouped (k text, low float8, high float8);
+CREATE FUNCTION st_grouped_fill() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN SELECT k, dx.sum(v) FILTER (WHERE v < 5) AS low, dx.sum(v) FILTER (WHERE v >= 5) AS high FROM st_g GROUP BY k LOOP
+		INSERT INTO st_grouped VALUES (r.k, r.low, r.high);
+	END LOOP;
+END $$;
+SELECT st_grouped_fill();
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE g.low IS DISTINCT FROM n.low OR g.high IS DISTINCT FROM n.high) AS differ
+FROM st_grouped g JOIN (SELECT k, coalesce(sum(v) FILTER (WHERE v < 5), 0) AS low,
+                               coalesce(sum(v) FILTER (WHERE v >= 5), 0) AS high FROM st_g GROUP BY k) n USING (k);
