@@ -308,7 +308,8 @@ def test_pinned_entries_survive_the_ring_and_pins_go_with_their_statements():
     With a 1 MB region (restart): an idle session whose unnamed extended-protocol statement was
     parsed from the entry keeps it pinned while twenty other analyses wrap the ring around it (an
     unpinned control entry is overwritten), new sessions still read it, and the statement then
-    answers exactly as a fresh analysis does (no garbage). The pin goes with the statement: when
+    answers exactly as a fresh analysis does (no garbage); three sessions at a time reading it while
+    the ring wraps answer as a fresh analysis does. The pin goes with the statement: when
     the statement is replaced, when a replayed statement fails (no budget) or is cancelled
     mid-scan, and when the backend is terminated, the entry's space is reused by the next wrap (a
     new session analyses again): no pin blocks the ring. Killed with SIGKILL: the postmaster
@@ -380,6 +381,29 @@ def test_pinned_entries_survive_the_ring_and_pins_go_with_their_statements():
                 moved, shared, memo = two_statements(True)
                 assert (shared, memo) == (1, 1)  # the second: its entry went, analysed again
                 assert moved == kept  # the answers of the same statements over their own tables
+                # three sessions at a time reading the entry in place while the ring wraps: every
+                # answer is a fresh analysis's (read in place, or analysed again once overwritten)
+                stop, errors, answers = threading.Event(), [], []
+
+                def reader():
+                    try:
+                        while not stop.is_set():
+                            answers.append(_run(db))
+                    except Exception as ex:  # reported below
+                        errors.append(ex)
+
+                readers = [threading.Thread(target=reader) for _ in range(3)]
+                for t in readers:
+                    t.start()
+                try:
+                    _wrap(db)
+                finally:
+                    stop.set()
+                    for t in readers:
+                        t.join()
+                assert not errors, errors
+                assert answers and all(a[0] == first for a in answers), answers
+                assert any(a[1] == 1 for a in answers), answers
                 # a replayed statement that fails after its replay: no budget (charged at ExecutorStart)
                 assert _run(db, ROLE_B)[1] == 0
                 execute(admin, "SELECT dx.revoke_budget(%s::regrole, 'spots')", (ROLE_B,))
