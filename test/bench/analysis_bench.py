@@ -164,6 +164,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-setup", action="store_true")
     ap.add_argument("--only", help="time only the statements whose label contains this text (e.g. l2)")
+    ap.add_argument("--measures", help="time only these measures (comma-separated, e.g. dx_cached_new_session: "
+                                       "a new dxpriv.so's first statements A/B against an earlier one, after a restart)")
     ap.add_argument("--goals", action="store_true", help="print the issue-23 goal rows with a verdict")
     ap.add_argument("--plot", action="store_true", help="also write a PNG next to the CSV")
     ap.add_argument("--before", help="CSV of an earlier run (e.g. the previous dxpriv.so) to compare with")
@@ -183,16 +185,24 @@ def main():
         if a.only and a.only not in label:
             continue
         m = {}
+        wanted = set(a.measures.split(",")) if a.measures else None
+        want = lambda k: wanted is None or k in wanted  # noqa: E731
         quoted = psycopg2.extensions.adapt(sql).getquoted().decode()
-        m["native"] = timed(owner, sql, a.runs)
-        m["native_explain"] = timed(owner, "EXPLAIN " + sql, a.runs)
-        m["dx_explain"] = timed(analyst, "SELECT * FROM dx.explain(%s)" % quoted, a.runs)
+        if want("native"):
+            m["native"] = timed(owner, sql, a.runs)
+        if want("native_explain"):
+            m["native_explain"] = timed(owner, "EXPLAIN " + sql, a.runs)
+        if want("dx_explain"):
+            m["dx_explain"] = timed(analyst, "SELECT * FROM dx.explain(%s)" % quoted, a.runs)
         stamp = int(time.time() * 1000) % 100000
-        m["dx_analysis"] = timed(analyst, sql, a.runs,
-                                 lambda i: "SET dxpriv.epsilon = %.12f; %s" % (0.1 + (stamp * 100 + i) * 1e-11, sql))
+        if want("dx_analysis"):
+            m["dx_analysis"] = timed(analyst, sql, a.runs,
+                                     lambda i: "SET dxpriv.epsilon = %.12f; %s" % (0.1 + (stamp * 100 + i) * 1e-11, sql))
         analyst.cursor().execute("SET dxpriv.epsilon = 0.1")
-        m["dx_cached"] = timed(analyst, sql, a.runs)
-        m["dx_cached_new_session"] = timed(analyst, sql, a.runs, fresh_session=True)
+        if want("dx_cached"):
+            m["dx_cached"] = timed(analyst, sql, a.runs)
+        if want("dx_cached_new_session"):
+            m["dx_cached_new_session"] = timed(analyst, sql, a.runs, fresh_session=True)
         for k, (w, c) in m.items():
             if w is None:
                 results.append((label, k, None, None, None, 0, a.rows))

@@ -5,6 +5,7 @@ fresh analysis gives; while a DDL transaction is open nobody reads or stores; af
 everyone sees the new definition, after a ROLLBACK the old one; a backend killed while holding a
 DDL does not leave the memo off; attack tests: another role, other contents, an analyst's own
 (uncommitted) DDL and a full region never serve an analysis made for something else."""
+import contextlib
 import json
 import os
 import threading
@@ -250,6 +251,251 @@ def test_full_region_evicts_oldest_and_never_serves_a_wrong_entry():
                 assert hits == sorted(hits, reverse=True), hits  # (a run of hits, then analyses)
                 assert [r[0] for r in replays] == list(reversed(firsts))
                 assert _run(db, sql=small[0])[1] == 1  # stored again by its replay
+            finally:
+                admin.close()
+    finally:
+        c = connect()
+        execute(c, "ALTER SYSTEM RESET dxpriv.shared_memo_memory")
+        c.close()
+        restart()
+
+
+@contextlib.contextmanager
+def _db_surviving_a_crash():
+    """fresh_db, dropped through a new connection (the first one does not survive a crash restart)."""
+    with fresh_db() as db:
+        pass  # (the name is free again: created and dropped)
+    admin = connect()
+    try:
+        execute(admin, f"CREATE DATABASE {db}")
+        execute(admin, f"ALTER DATABASE {db} SET dxpriv.cache_lifetime = 0")
+    finally:
+        admin.close()
+    try:
+        c = connect(db)
+        execute(c, "CREATE EXTENSION dxpriv")
+        c.close()
+        yield db
+    finally:
+        admin = connect()
+        execute(admin, f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        admin.close()
+
+
+def scalar_row(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchone()
+
+
+def _filler(k):
+    """Another statement of SQL's shape (its own tables of the same size), by an analyst."""
+    return f"SELECT avg(lat), count(*) FILTER (WHERE lon < -{101 + k}) FROM spots"
+
+
+_FILLERS = iter(range(10 ** 6))
+
+
+def _wrap(db, fillers=20):
+    """Stores twenty new entries of SQL's size (about 2.5 MB in all) in a 1 MB region: the ring
+    wraps twice, so every entry that is not pinned is overwritten."""
+    for _ in range(fillers):
+        assert _run(db, sql=_filler(next(_FILLERS)))[1] == 0
+
+
+def test_pinned_entries_survive_the_ring_and_pins_go_with_their_statements():
+    """l2copy: a replay reads the shared entry's per-point tables in place under a pin (no copy).
+    With a 1 MB region (restart): an idle session whose unnamed extended-protocol statement was
+    parsed from the entry keeps it pinned while twenty other analyses wrap the ring around it (an
+    unpinned control entry is overwritten), new sessions still read it, and the statement then
+    answers exactly as a fresh analysis does (no garbage); three sessions at a time reading it while
+    the ring wraps answer as a fresh analysis does. The pin goes with the statement: when
+    the statement is replaced, when a replayed statement fails (no budget) or is cancelled
+    mid-scan, and when the backend is terminated, the entry's space is reused by the next wrap (a
+    new session analyses again): no pin blocks the ring. Killed with SIGKILL: the postmaster
+    reinitialises shared memory and the next sessions share again."""
+    import psycopg
+    import signal
+    from test_ledger import as_cluster_owner, wait_for_server
+    datadir = os.environ["DXPRIV_E2E_DATADIR"]
+    log = os.path.join(os.path.dirname(datadir), "server.log")
+
+    def restart():
+        out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
+        assert out.returncode == 0, out.stdout + out.stderr
+        wait_for_server()
+
+    c = connect()
+    execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '1MB'")
+    c.close()
+    restart()
+    try:
+        with _db_surviving_a_crash() as db:
+            admin = _setup(db)
+            try:
+                first, shared, _ = _run(db)  # analysed and stored
+                assert shared == 0
+                # an idle session holding an unnamed statement parsed from the shared entry
+                p = psycopg.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user="postgres",
+                                    dbname=db, autocommit=True)
+                p.execute("SET dxpriv.test_seed = 21")
+                p.execute(f"SET ROLE {ROLE_A}")
+                res = p.pgconn.prepare(b"", SQL.encode())  # Parse only: the replay, nothing executed
+                assert res.status == psycopg.pq.ExecStatus.COMMAND_OK, res.error_message
+                control = "SELECT avg(lat), count(*) FILTER (WHERE lon < -99.5) FROM spots"
+                _run(db, sql=control)
+                assert _run(db, sql=control)[1] == 1
+                _wrap(db)
+                assert _run(db, sql=control)[1] == 0  # an unpinned entry: overwritten by the wrap
+                assert _run(db) == (first, 1, 1)  # the pinned one: still there, read by new sessions
+                res = p.pgconn.exec_prepared(b"", [])  # Bind + Execute of the statement parsed before
+                assert res.status == psycopg.pq.ExecStatus.TUPLES_OK, res.error_message
+                got = (float(res.get_value(0, 0)), float(res.get_value(0, 1)))
+                assert got == (float(first[0]), float(first[1]))  # what a fresh analysis answers
+                p.execute("RESET ROLE")  # (a new unnamed statement: the one above, and its pin, go)
+                assert p.execute("SELECT dx._shared_memo_hits()").fetchone()[0] == 1  # (it was a shared hit)
+                p.close()
+                # the statement replaced (the query above): its pin went; the next wrap reuses the space
+                _wrap(db)
+                assert _run(db)[1] == 0  # analysed again (and stored again)
+                # attack: a session's memo entry taken from the shared one is not pinned between its
+                # statements; when the ring gives its space to other statements' entries (same shape,
+                # other tables), its next statement is analysed again, never read from those bytes
+                def two_statements(wrap_between):
+                    s2 = connect(db)
+                    try:
+                        execute(s2, "SET dxpriv.test_seed = 21")
+                        execute(s2, f"SET ROLE {ROLE_A}")
+                        answers = [scalar_row(s2, SQL)]
+                        if wrap_between:
+                            _wrap(db)
+                        answers.append(scalar_row(s2, SQL))
+                        execute(s2, "RESET ROLE")
+                        return answers, scalar(s2, "SELECT dx._shared_memo_hits()"), \
+                            scalar(s2, "SELECT dx._analysis_memo_hits()")
+                    finally:
+                        s2.close()
+
+                kept, shared, memo = two_statements(False)
+                assert (shared, memo) == (1, 2) and kept[0] == first  # (the second: re-pinned, a memo hit)
+                moved, shared, memo = two_statements(True)
+                assert (shared, memo) == (1, 1)  # the second: its entry went, analysed again
+                assert moved == kept  # the answers of the same statements over their own tables
+                # three sessions at a time reading the entry in place while the ring wraps: every
+                # answer is a fresh analysis's (read in place, or analysed again once overwritten)
+                stop, errors, answers = threading.Event(), [], []
+
+                def reader():
+                    try:
+                        while not stop.is_set():
+                            answers.append(_run(db))
+                    except Exception as ex:  # reported below
+                        errors.append(ex)
+
+                readers = [threading.Thread(target=reader) for _ in range(3)]
+                for t in readers:
+                    t.start()
+                try:
+                    _wrap(db)
+                finally:
+                    stop.set()
+                    for t in readers:
+                        t.join()
+                assert not errors, errors
+                assert answers and all(a[0] == first for a in answers), answers
+                assert any(a[1] == 1 for a in answers), answers
+                # a replayed statement that fails after its replay: no budget (charged at ExecutorStart)
+                assert _run(db, ROLE_B)[1] == 0
+                execute(admin, "SELECT dx.revoke_budget(%s::regrole, 'spots')", (ROLE_B,))
+                e = connect(db)
+                execute(e, "SET dxpriv.test_seed = 21")
+                execute(e, f"SET ROLE {ROLE_B}")
+                try:
+                    execute(e, SQL)
+                    raise AssertionError("answered without a budget")
+                except psycopg2.Error as err:
+                    assert err.pgcode == "53000", (err.pgcode, err.pgerror)  # (budget exhausted)
+                execute(e, "RESET ROLE")
+                assert scalar(e, "SELECT dx._shared_memo_hits()") == 1  # (replayed, then refused)
+                _wrap(db)  # e stays open and idle
+                e.close()
+                execute(admin, "SELECT dx.grant_budget(%s::regrole, 'spots', 1e6)", (ROLE_B,))
+                assert _run(db, ROLE_B)[1] == 0  # ROLE_B's entry was overwritten: its pin had gone
+                # a replayed statement cancelled mid-scan (2M rows)
+                execute(admin, "CREATE TABLE spots_big AS SELECT s.* FROM spots s, generate_series(1, 400)")
+                execute(admin, "SELECT dx.protect_table('spots_big', 1.0)")
+                pts = us_points(POINTS, 3)
+                execute(admin, "SELECT dx.set_column_group('spots_big', ARRAY['lon', 'lat'], %s::jsonb, %s::jsonb)",
+                        (json.dumps({"points": [list(q) for q in pts]}), '{"type": "l2", "scale": 1}'))
+                execute(admin, "SELECT dx.grant_budget(%s::regrole, 'spots_big', 1e6)", (ROLE_A,))
+                big = SQL.replace("spots", "spots_big")
+                assert _run(db, sql=big)[1] == 0
+                k = connect(db)
+                pid = scalar(k, "SELECT pg_backend_pid()")
+                execute(k, "SET dxpriv.test_seed = 21")
+                execute(k, f"SET ROLE {ROLE_A}")
+                timer = threading.Timer(0.08, lambda: scalar(admin, "SELECT pg_cancel_backend(%s)", (pid,)))
+                timer.start()
+                try:
+                    execute(k, big)
+                    cancelled = False
+                except psycopg2.Error as err:
+                    assert err.pgcode == "57014", err.pgerror
+                    cancelled = True
+                timer.join()
+                execute(k, "RESET ROLE")
+                assert scalar(k, "SELECT dx._shared_memo_hits()") == 1  # replayed (then cancelled while scanning)
+                _wrap(db)  # k stays open and idle
+                assert _run(db, sql=big)[1] == 0  # overwritten: the cancelled statement's pin had gone
+                k.close()
+                # a backend terminated while it holds a pin (its unnamed statement): released at its exit
+                t = psycopg.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user="postgres",
+                                    dbname=db, autocommit=True)
+                tpid = t.execute("SELECT pg_backend_pid()").fetchone()[0]
+                t.execute("SET dxpriv.test_seed = 21")
+                t.execute(f"SET ROLE {ROLE_A}")
+                assert t.pgconn.prepare(b"", SQL.encode()).status == psycopg.pq.ExecStatus.COMMAND_OK
+                assert scalar(admin, "SELECT pg_terminate_backend(%s)", (tpid,))
+                deadline = time.time() + 30
+                while scalar(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (tpid,)) > 0:
+                    assert time.time() < deadline
+                    time.sleep(0.1)
+                _wrap(db)
+                assert _run(db)[1] == 0  # overwritten: the terminated backend's pin had gone
+                # SIGKILL while holding a pin: the postmaster resets shared memory (the ring with it)
+                s = psycopg.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user="postgres",
+                                    dbname=db, autocommit=True)
+                spid = s.execute("SELECT pg_backend_pid()").fetchone()[0]
+                s.execute("SET dxpriv.test_seed = 21")
+                s.execute(f"SET ROLE {ROLE_A}")
+                assert s.pgconn.prepare(b"", SQL.encode()).status == psycopg.pq.ExecStatus.COMMAND_OK
+                admin.close()
+                sentinel = connect(db)
+                as_cluster_owner(f"kill -9 {spid}")
+                try:
+                    s.close()
+                except psycopg.Error:
+                    pass
+                deadline = time.time() + 30
+                try:  # (the crash restart terminates every backend: until then the old server answers)
+                    while True:
+                        scalar(sentinel, "SELECT 1")
+                        assert time.time() < deadline
+                        time.sleep(0.1)
+                except psycopg2.Error:
+                    pass
+                wait_for_server()
+                deadline = time.time() + 60
+                while True:
+                    try:
+                        admin = connect(db)
+                        break
+                    except psycopg2.Error:
+                        assert time.time() < deadline
+                        time.sleep(0.5)
+                assert _run(db) == (first, 0, 0)  # (the ring is new: analysed, the same answer)
+                assert _run(db) == (first, 1, 1)
+                print(f"    (cancelled mid-scan: {cancelled})")
             finally:
                 admin.close()
     finally:

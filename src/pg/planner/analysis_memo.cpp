@@ -68,23 +68,44 @@ struct MemoEntry {
 // How many replayed trees still point into a memo entry's memory (analysis_memo_replay shares its
 // per-point tables): a dropped entry's memory is freed only when the last of them is gone, i.e.
 // when the memory context each was copied into is reset or deleted (a statement's message
-// context at its end; an unnamed prepared statement's when it is replaced, which may be many
-// transactions later; a tree kept longer is copied by whoever keeps it, which reads the tables
-// while they are alive).
+// context at its end, also after an error or a cancel; an unnamed prepared statement's when it is
+// replaced, which may be many transactions later; a tree kept longer is copied by whoever keeps
+// it, which reads the tables while they are alive).
+// An entry taken from the shared memo (shared.slot >= 0) has its per-point tables in the shared
+// entry, read in place: the shared entry is pinned (shared_memo_pin) exactly while count > 0
+// (shared_held), so that it is neither dropped nor overwritten while a tree reads it; between
+// statements it is not pinned (the ring stays free to wrap) and the next replay pins it again, or,
+// when it went meanwhile, drops this entry and looks the shared memo up again.
 struct Pins {
 	MemoryContext cxt;
 	int count;
 	bool dropped;
+	SharedMemoRef shared;
+	bool shared_held;
 };
+
+// Releases the shared pin of p when no tree reads its tables; frees a dropped entry's memory then.
+void
+settle_memo_pins(Pins *p)
+{
+	if (p->count > 0)
+		return;
+	if (p->shared_held) {
+		shared_memo_unpin(p->shared);
+		p->shared_held = false;
+	}
+	if (p->dropped) {
+		MemoryContextDelete(p->cxt);
+		pfree(p);
+	}
+}
 
 void
 unpin(void *arg)
 {
 	auto *p = static_cast<Pins *>(arg);
-	if (--p->count == 0 && p->dropped) {
-		MemoryContextDelete(p->cxt);
-		pfree(p);
-	}
+	--p->count;
+	settle_memo_pins(p);
 }
 
 std::unordered_map<uint64, MemoEntry> entries;
@@ -101,12 +122,8 @@ drop(uint64 key)
 		return;
 	total_bytes -= it->second.bytes;
 	Pins *p = it->second.pins;
-	if (p->count > 0) // replayed trees still read its tables: freed by the last unpin
-		p->dropped = true;
-	else {
-		MemoryContextDelete(p->cxt);
-		pfree(p);
-	}
+	p->dropped = true; // (replayed trees still reading its tables: freed by the last unpin)
+	settle_memo_pins(p);
 	entries.erase(it);
 }
 
@@ -397,23 +414,26 @@ fetch_shared(MemoKey &key, Query *q)
 		return false;
 	MemoEntry e;
 	Query *tree = nullptr;
-	if (!shared_memo_lookup(key.shared, key.shared_hash, &e.cxt, &tree, &e.analyst, e.described))
+	SharedMemoRef ref;
+	if (!shared_memo_lookup(key.shared, key.shared_hash, &e.cxt, &tree, &e.analyst, e.described, &ref))
 		return false;
+	// (pinned by the lookup: held by the entry's Pins from here, released when no replayed tree
+	// reads the tables, settle)
 	tree->queryId = q->queryId; // (not in nodeToString's text; nor are locations read back)
 	tree->stmt_location = q->stmt_location;
 	tree->stmt_len = q->stmt_len;
 	e.tree = tree;
-	pg_call([&] {
-		e.bytes = MemoryContextMemAllocated(e.cxt, true);
-		e.pins = static_cast<Pins *>(MemoryContextAllocZero(TopMemoryContext, sizeof(Pins)));
-		e.pins->cxt = e.cxt;
-	});
-	if (e.bytes > kMaxBytes / 4) {
+	try {
 		pg_call([&] {
-			pfree(e.pins);
-			MemoryContextDelete(e.cxt);
+			e.bytes = MemoryContextMemAllocated(e.cxt, true);
+			e.pins = static_cast<Pins *>(MemoryContextAllocZero(TopMemoryContext, sizeof(Pins)));
+			e.pins->cxt = e.cxt;
+			e.pins->shared = ref;
+			e.pins->shared_held = true;
 		});
-		return false;
+	} catch (...) {
+		shared_memo_unpin(ref);
+		throw;
 	}
 	insert(key.local, std::move(e));
 	shared_memo_count_hit();
@@ -499,17 +519,36 @@ analysis_memo_replay(MemoKey &key, Query *q)
 			return false;
 		it = entries.find(key.local);
 	}
+	Pins *p = it->second.pins;
+	if (p->shared.slot >= 0 && !p->shared_held) {
+		// its tables are in the shared entry, unpinned since its last statement: pinned again if it
+		// is still there, else this entry goes and the shared memo is looked up again
+		if (shared_memo_pin(p->shared))
+			p->shared_held = true;
+		else {
+			for (auto o = order.begin(); o != order.end(); ++o)
+				if (*o == key.local) {
+					order.erase(o);
+					break;
+				}
+			drop(key.local);
+			if (key.shared.empty() || !fetch_shared(key, q))
+				return false;
+			it = entries.find(key.local);
+		}
+	}
 	MemoEntry &e = it->second;
 	Query *copy = nullptr;
 	// the per-point tables are not copied (a copy of 10^5-point tables was a fifth of a replay's
-	// time): the copy points at the memo's, pinned until the memory the copy is made in goes (Pins)
+	// time): the copy points at the memo's (or the pinned shared entry's), pinned until the memory
+	// the copy is made in goes (Pins; registered before the copy, so that an error in it unpins too)
 	pg_call([&] {
 		auto *cb = static_cast<MemoryContextCallback *>(palloc(sizeof(MemoryContextCallback)));
-		copy = reinterpret_cast<Query *>(copy_sharing_large_consts(reinterpret_cast<Node *>(e.tree)));
 		cb->func = unpin;
 		cb->arg = e.pins;
 		e.pins->count++;
 		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+		copy = reinterpret_cast<Query *>(copy_sharing_large_consts(reinterpret_cast<Node *>(e.tree)));
 	});
 	Restamp r{extension_objects()};
 	query_tree_walker(copy, reinterpret_cast<bool (*)()>(restamp_walker), &r, 0);
@@ -560,10 +599,13 @@ analysis_memo_store(MemoKey &key, Query *q)
 		e.cxt = AllocSetContextCreate(TopMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(e.cxt);
 		e.tree = static_cast<Query *>(copyObjectImpl(q));
+		// (one copy of each table: the one-pass aggregates' shared arguments are planned by pointer)
+		share_equal_large_consts(reinterpret_cast<Node *>(e.tree), true);
 		MemoryContextSwitchTo(old);
 		e.bytes = MemoryContextMemAllocated(e.cxt, true);
 		e.pins = static_cast<Pins *>(MemoryContextAllocZero(TopMemoryContext, sizeof(Pins)));
 		e.pins->cxt = e.cxt;
+		e.pins->shared = SharedMemoRef(); // (its own tables: no shared entry)
 	});
 	if (e.bytes > kMaxBytes / 4) { // one huge tree: not worth holding
 		pfree(e.pins);

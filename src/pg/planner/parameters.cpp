@@ -7,8 +7,10 @@
 #include "pg/planner/distributed.h"
 #include "pg/planner/distributed_exposure.h"
 #include "pg/planner/distributed_route.h"
+#include "pg/planner/large_const_stand_ins.h"
 #include "pg/planner/shared_const_copy.h"
 #include "pg/node_build.h"
+#include "pg/metadata/citus_tables.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/ledger/charge.h"
 
@@ -200,13 +202,21 @@ plan_statement(Query *parse, const char *query_string, int cursor_options, Param
 		if (!in_internal_query() && releases == NIL && holds_noisy_aggregates(parse))
 			again = reinterpret_cast<Query *>(copy_sharing_large_consts(reinterpret_cast<Node *>(parse)));
 	});
-	PlannedStmt *result = next(parse, query_string, cursor_options, params);
+	// a local statement: its per-point tables stood in for while the planner looks for aggregates
+	// sharing a transition state (large_const_stand_ins.h; not where Citus could deparse the query
+	// with the stand-ins into a worker's statement)
+	bool stand_ins = false;
+	if (!in_internal_query() && !seal)
+		guarded([&] { stand_ins = !pg_value([] { return citus_installed(); }); });
+	PlannedStmt *result = stand_ins ? plan_with_stand_ins(next, parse, query_string, cursor_options, params)
+	                                : next(parse, query_string, cursor_options, params);
 	bool in_workers = false;
 	if (again)
 		guarded([&] { in_workers = releases_in_workers(result); });
 	if (in_workers) { // whole aggregates under a Gather: the leader must release (charge.cpp)
 		const int level = push_plan_settings({{"force_parallel_mode", "off"}, {"enable_parallel_append", "off"}});
-		result = next(again, query_string, cursor_options, params);
+		result = stand_ins ? plan_with_stand_ins(next, again, query_string, cursor_options, params)
+		                   : next(again, query_string, cursor_options, params);
 		pop_sealed_settings(level);
 	}
 	const int routed_subplans = route ? routed_planning_end() : 0;

@@ -7,6 +7,8 @@ extern "C" {
 #include "nodes/primnodes.h"
 }
 
+#include <cstring>
+
 namespace dxpriv::pg {
 
 namespace {
@@ -52,7 +54,56 @@ share_const_walker(Node *node, void *p)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(share_const_walker), p);
 }
 
+// The distinct tables met so far (pointers, in order) and whether to free a duplicate's bytes.
+struct EqualTables {
+	List *tables;
+	bool free_duplicates;
+};
+
+bool
+equal_tables_walker(Node *node, void *p)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(reinterpret_cast<Query *>(node), reinterpret_cast<bool (*)()>(equal_tables_walker), p,
+		                         0);
+	if (IsA(node, Const)) {
+		auto *e = static_cast<EqualTables *>(p);
+		Const *c = reinterpret_cast<Const *>(node);
+		if (c->constisnull || c->constbyval || c->constlen != -1)
+			return false;
+		void *v = DatumGetPointer(c->constvalue);
+		if (VARATT_IS_EXTENDED(v) || VARSIZE(v) <= kSharedConstBytes)
+			return false;
+		ListCell *lc;
+		foreach (lc, e->tables) {
+			void *t = lfirst(lc);
+			if (t == v)
+				return false;
+			if (VARSIZE(t) == VARSIZE(v) && memcmp(t, v, VARSIZE(v)) == 0) {
+				c->constvalue = PointerGetDatum(t);
+				if (e->free_duplicates)
+					pfree(v);
+				return false;
+			}
+		}
+		e->tables = lappend(e->tables, v);
+		return false;
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(equal_tables_walker), p);
+}
+
 } // namespace
+
+// See shared_const_copy.h.
+void
+share_equal_large_consts(Node *node, bool free_duplicates)
+{
+	EqualTables e{NIL, free_duplicates};
+	equal_tables_walker(node, &e);
+	list_free(e.tables);
+}
 
 // See shared_const_copy.h.
 Node *

@@ -19,4 +19,12 @@ namespace dxpriv::pg {
 // A PostgreSQL call: may ERROR.
 Node *copy_sharing_large_consts(Node *node);
 
+// Points every pass-by-reference Const longer than 1 kB that the tree walkers reach at the bytes of
+// the first such Const of equal bytes (one memcmp per Const against each distinct table of its
+// length), so that a tree's copies of one table (the one-pass aggregates' shared arguments, one
+// copy per aggregate) are one table: its planning compares them by pointer (large_const_stand_ins.h)
+// and a memo holds them once. free_duplicates: the tree owns every such Const's bytes alone (a fresh
+// copyObject), and the bytes no Const points at any more are freed. A PostgreSQL call: may ERROR.
+void share_equal_large_consts(Node *node, bool free_duplicates);
+
 } // namespace dxpriv::pg

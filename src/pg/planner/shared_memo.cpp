@@ -1,4 +1,5 @@
-// Shared analysis memo (shared_memo.h): analyses kept in a fixed shared-memory ring, oldest dropped first.
+// Shared analysis memo (shared_memo.h): analyses kept in a fixed shared-memory ring, oldest dropped first,
+// read in place under a pin.
 #include "pg/planner/shared_memo.h"
 
 #include "pg/guard.h"
@@ -7,6 +8,7 @@
 extern "C" {
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "port/atomics.h"
 #include "nodes/primnodes.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -27,12 +29,16 @@ constexpr int kSlots = 4096;
 constexpr Size kBlobBytes = 1024;  // a pass-by-reference Const longer than this is kept as a blob
 constexpr int kPlaceholder = -1000; // a blob's Const in the text: constisnull, constlen = kPlaceholder - index
 
-// One entry in the ring: [off, off + len) of the data area; len 0 = free.
+// One entry in the ring: [off, off + len) of the data area; len 0 = free. pins: readers whose trees
+// point into the entry (shared_memo_lookup, shared_memo_pin): a pinned entry is neither dropped nor
+// overwritten. A pin is taken under the lock (shared), so a writer (exclusive) sees every pin
+// taken; it is released without the lock (the count only falls).
 struct MemoSlot {
 	uint64 hash;
-	uint64 stamp;
+	uint64 stamp; // unique over the region's life: (slot, stamp) names one entry
 	Size off;
 	Size len;
+	pg_atomic_uint32 pins;
 };
 
 struct MemoShared {
@@ -56,6 +62,46 @@ struct EntryHead {
 
 MemoShared *memo_shm = nullptr;
 int64 shared_hits = 0; // statements of this backend answered from the shared memo
+uint32 memo_pins_held[kSlots];   // pins this backend holds, per slot (released at its exit)
+bool pins_exit_armed = false;
+
+// Releases the pins this backend still holds (before_shmem_exit: a FATAL, a terminate, a normal exit;
+// memory-context callbacks do not run then). A backend killed outright makes the postmaster
+// reinitialise shared memory, the ring included.
+void
+release_pins_at_exit(int, Datum)
+{
+	if (!memo_shm)
+		return;
+	for (int i = 0; i < kSlots; ++i)
+		if (memo_pins_held[i] > 0) {
+			pg_atomic_fetch_sub_u32(&memo_shm->slots[i].pins, memo_pins_held[i]);
+			memo_pins_held[i] = 0;
+		}
+}
+
+void
+arm_pin_release()
+{
+	if (!pins_exit_armed) {
+		before_shmem_exit(release_pins_at_exit, 0);
+		pins_exit_armed = true;
+	}
+}
+
+// Takes one pin of slot i (the lock held, shared or exclusive).
+void
+pin_memo_slot(int i)
+{
+	pg_atomic_fetch_add_u32(&memo_shm->slots[i].pins, 1);
+	memo_pins_held[i]++;
+}
+
+bool
+memo_slot_pinned(const MemoSlot &s)
+{
+	return pg_atomic_read_u32(const_cast<pg_atomic_uint32 *>(&s.pins)) > 0;
+}
 
 Size
 memo_shmem_size()
@@ -100,10 +146,12 @@ blob_walker(Node *node, void *p)
 			void *v = DatumGetPointer(c->constvalue);
 			if (VARATT_IS_EXTERNAL(v))
 				s->unfit = true;
-			int index = 0;
+			int index = 0; // (a blob of the same bytes: stored once, read back as one table)
 			ListCell *lc;
 			foreach (lc, s->values) {
-				if (lfirst(lc) == v)
+				void *t = lfirst(lc);
+				if (t == v || (!VARATT_IS_EXTERNAL(v) && VARSIZE_ANY(t) == VARSIZE_ANY(v) &&
+				               memcmp(t, v, VARSIZE_ANY(v)) == 0))
 					break;
 				++index;
 			}
@@ -222,8 +270,37 @@ build_entry(const char *key, Size key_len, const char *desc, Size desc_len, Quer
 	return entry;
 }
 
+// Where an entry of total bytes goes (the lock held exclusively): at head, or at 0 when it does
+// not fit before the end, moved past every pinned entry in its way; false when there is no such
+// place (pinned entries everywhere: not stored, the ring is not waited for).
+bool
+place_memo_entry(Size total, Size *at)
+{
+	Size a = memo_shm->head;
+	bool wrapped = false;
+	for (int tries = 0; tries <= kSlots + 2; ++tries) {
+		if (a + total > memo_shm->capacity) {
+			if (wrapped)
+				return false;
+			a = 0;
+			wrapped = true;
+		}
+		Size past = 0; // the end of the furthest pinned entry in [a, a + total)
+		for (const MemoSlot &s : memo_shm->slots)
+			if (s.len > 0 && s.off < a + total && a < s.off + s.len && memo_slot_pinned(s))
+				past = Max(past, s.off + s.len);
+		if (past == 0) {
+			*at = a;
+			return true;
+		}
+		a = past;
+	}
+	return false;
+}
+
 // Writes an entry into the ring (exclusive lock, not waited for), dropping the entries it overlaps,
-// an older entry of the same hash and, with no free slot, the oldest.
+// an older entry of the same hash and, with no free slot, the oldest: never a pinned one (the
+// entry then goes past it, or is not stored).
 void
 put_entry(uint64 hash, const char *entry)
 {
@@ -231,20 +308,27 @@ put_entry(uint64 hash, const char *entry)
 	memcpy(&h, entry, sizeof h);
 	if (!LWLockConditionalAcquire(memo_shm->lock, LW_EXCLUSIVE))
 		return; // (busy: the next backend analyses again)
-	if (memo_shm->head + h.total > memo_shm->capacity)
-		memo_shm->head = 0;
-	const Size a = memo_shm->head, b = a + h.total;
+	Size a = 0;
+	if (!place_memo_entry(h.total, &a)) {
+		LWLockRelease(memo_shm->lock);
+		return;
+	}
+	const Size b = a + h.total;
 	MemoSlot *free_slot = nullptr, *oldest = nullptr;
 	for (MemoSlot &s : memo_shm->slots) {
-		if (s.len > 0 && (s.hash == hash || (s.off < b && a < s.off + s.len)))
+		if (s.len > 0 && !memo_slot_pinned(s) && (s.hash == hash || (s.off < b && a < s.off + s.len)))
 			s.len = 0;
 		if (s.len == 0) {
 			if (!free_slot)
 				free_slot = &s;
-		} else if (!oldest || s.stamp < oldest->stamp)
+		} else if (!memo_slot_pinned(s) && (!oldest || s.stamp < oldest->stamp))
 			oldest = &s;
 	}
 	if (!free_slot) {
+		if (!oldest) { // (every slot pinned)
+			LWLockRelease(memo_shm->lock);
+			return;
+		}
 		free_slot = oldest;
 		free_slot->len = 0;
 	}
@@ -257,29 +341,35 @@ put_entry(uint64 hash, const char *entry)
 	LWLockRelease(memo_shm->lock);
 }
 
-// Copies the entry of (key, hash) into cxt (shared lock); nullptr when there is none.
+// Pins the entry of (key, hash) (shared lock) and returns it in place, its slot and stamp in *ref;
+// nullptr (nothing pinned) when there is none. Not copied: a 10^5-point entry's ~10 MB copied
+// into a new backend, its fresh pages faulted in, were most of a replayed first statement.
 char *
-get_entry(const char *key, Size key_len, uint64 hash, MemoryContext cxt)
+get_entry(const char *key, Size key_len, uint64 hash, SharedMemoRef *ref)
 {
-	char *copy = nullptr;
+	char *found = nullptr;
 	LWLockAcquire(memo_shm->lock, LW_SHARED);
-	for (const MemoSlot &s : memo_shm->slots) {
+	for (int i = 0; i < kSlots; ++i) {
+		const MemoSlot &s = memo_shm->slots[i];
 		if (s.len == 0 || s.hash != hash)
 			continue;
-		const char *e = data_area() + s.off;
+		char *e = data_area() + s.off;
 		EntryHead h;
 		memcpy(&h, e, sizeof h);
 		if (h.total != s.len || h.key_len != key_len || memcmp(e + MAXALIGN(sizeof(EntryHead)), key, key_len) != 0)
 			continue;
-		copy = static_cast<char *>(MemoryContextAllocHuge(cxt, h.total)); // (an ERROR releases the lock)
-		memcpy(copy, e, h.total);
+		pin_memo_slot(i);
+		ref->slot = i;
+		ref->stamp = s.stamp;
+		found = e;
 		break;
 	}
 	LWLockRelease(memo_shm->lock);
-	return copy;
+	return found;
 }
 
-// Reads the tree of an entry copied into the current memory context; nullptr when it does not read.
+// Reads the tree of a pinned entry into the current memory context (its large Consts pointing at
+// the entry's blobs); nullptr when it does not read.
 Query *
 read_entry(char *entry)
 {
@@ -420,28 +510,38 @@ shared_memo_store(const std::string &key, uint64 hash, Query *tree, bool analyst
 // See shared_memo.h.
 bool
 shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt, Query **tree, bool *analyst,
-                   std::vector<MemoDescribed> &described)
+                   std::vector<MemoDescribed> &described, SharedMemoRef *ref)
 {
 	if (!memo_shm)
 		return false;
 	MemoryContext c = nullptr;
 	char *entry = nullptr;
 	Query *q = nullptr;
-	pg_call([&] {
-		c = AllocSetContextCreate(CurrentMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
-		entry = get_entry(key.data(), key.size(), hash, c);
-		if (entry) {
-			MemoryContext old = MemoryContextSwitchTo(c);
-			q = read_entry(entry);
-			MemoryContextSwitchTo(old);
-		}
-	});
+	SharedMemoRef r;
+	try {
+		pg_call([&] {
+			arm_pin_release();
+			c = AllocSetContextCreate(CurrentMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
+			entry = get_entry(key.data(), key.size(), hash, &r);
+			if (entry) {
+				MemoryContext old = MemoryContextSwitchTo(c);
+				q = read_entry(entry);
+				MemoryContextSwitchTo(old);
+			}
+		});
+	} catch (...) {
+		if (r.slot >= 0)
+			shared_memo_unpin(r); // (c goes with the caller's memory context)
+		throw;
+	}
 	EntryHead h{};
 	if (entry)
 		memcpy(&h, entry, sizeof h);
 	const Size d0 = MAXALIGN(MAXALIGN(MAXALIGN(sizeof(EntryHead)) + h.key_len) + h.tree_len);
 	if (!q || !decode(entry + d0, h.desc_len, described)) {
 		described.clear();
+		if (r.slot >= 0)
+			shared_memo_unpin(r);
 		pg_call([&] { MemoryContextDelete(c); });
 		return false;
 	}
@@ -449,7 +549,37 @@ shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt, Quer
 	*cxt = c;
 	*tree = q;
 	*analyst = h.analyst;
+	*ref = r;
 	return true;
+}
+
+// See shared_memo.h.
+bool
+shared_memo_pin(const SharedMemoRef &ref)
+{
+	if (!memo_shm || ref.slot < 0 || ref.slot >= kSlots)
+		return false;
+	bool same = false;
+	pg_call([&] {
+		arm_pin_release();
+		LWLockAcquire(memo_shm->lock, LW_SHARED);
+		const MemoSlot &s = memo_shm->slots[ref.slot];
+		same = s.len > 0 && s.stamp == ref.stamp;
+		if (same)
+			pin_memo_slot(ref.slot);
+		LWLockRelease(memo_shm->lock);
+	});
+	return same;
+}
+
+// See shared_memo.h.
+void
+shared_memo_unpin(const SharedMemoRef &ref)
+{
+	if (!memo_shm || ref.slot < 0 || ref.slot >= kSlots || memo_pins_held[ref.slot] == 0)
+		return; // (released at exit already)
+	memo_pins_held[ref.slot]--;
+	pg_atomic_fetch_sub_u32(&memo_shm->slots[ref.slot].pins, 1);
 }
 
 // See shared_memo.h.
@@ -494,6 +624,8 @@ shared_memo_startup()
 	memo_shm = static_cast<MemoShared *>(ShmemInitStruct("dxpriv shared analysis memo", memo_shmem_size(), &found));
 	if (!found) {
 		memset(memo_shm, 0, sizeof(MemoShared));
+		for (MemoSlot &s : memo_shm->slots)
+			pg_atomic_init_u32(&s.pins, 0);
 		memo_shm->lock = &(GetNamedLWLockTranche("dxpriv_shared_memo"))->lock;
 		memo_shm->capacity = static_cast<Size>(guc_shared_memo_memory) * 1024;
 	}

@@ -38,11 +38,31 @@ bool shared_memo_enabled();
 void shared_memo_store(const std::string &key, uint64 hash, Query *tree, bool analyst,
                        const std::vector<MemoDescribed> &described);
 
-// Looks up key: on a hit, builds the stored tree (its per-point tables in the same memory) in a
-// new memory context under TopMemoryContext (*cxt; the caller owns it), and fills analyst and
-// described. False (nothing allocated) when there is no entry. May ERROR (out of memory).
+// A pinned shared entry: while this backend holds a pin on it, the entry is neither dropped nor
+// overwritten, so a tree whose per-point tables point into it may read them. slot -1: none.
+struct SharedMemoRef {
+	int slot = -1;
+	uint64 stamp = 0;
+};
+
+// Looks up key: on a hit, pins the entry (*ref) and builds the stored tree in a new memory context
+// under TopMemoryContext (*cxt; the caller owns it): the tree's nodes are in *cxt, its per-point
+// tables are read IN PLACE in the shared entry (not copied), valid only while the entry is pinned.
+// Fills analyst and described. False (nothing allocated, nothing pinned) when there is no entry.
+// The caller must release the pin (shared_memo_unpin) when no tree reads the tables any more;
+// pins still held at backend exit (FATAL included) are released then. May ERROR (out of memory;
+// the pin is then released).
 bool shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt, Query **tree, bool *analyst,
-                        std::vector<MemoDescribed> &described);
+                        std::vector<MemoDescribed> &described, SharedMemoRef *ref);
+
+// Pins ref's entry again: true when it is still the same entry (same slot and stamp: never dropped
+// or overwritten since), which then cannot go until shared_memo_unpin; false (nothing pinned) when
+// it went. Does not ERROR.
+bool shared_memo_pin(const SharedMemoRef &ref);
+
+// Releases one pin of ref's entry taken by shared_memo_lookup or shared_memo_pin. Takes no lock
+// and does not ERROR (callable from a memory-context reset callback during abort).
+void shared_memo_unpin(const SharedMemoRef &ref);
 
 // Counts a statement answered from the shared memo (dx._shared_memo_hits).
 void shared_memo_count_hit();
