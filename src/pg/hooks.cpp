@@ -12,8 +12,10 @@
 //  post_parse_analyze   | next; PARSE-ANALYSIS (planner/analyzer.h)                  | rewrite what others analysed
 //  ProcessUtility       | catalog generation (a DDL begins); ledger                  | a DDL is counted before it
 //                       |   stop_workers_for; sealed_note_utility;                   |   runs; DROP DATABASE must not wait
-//                       | analysis_enter_utility; next; analysis_leave_utility       |   for our worker; the marks
-//                       |   (leave in PG_FINALLY)                                    |   must bracket next exactly
+//                       | analysis_enter_utility; next; analysis_leave_utility,      |   for our worker; the marks
+//                       |   catalog generation leave (both in PG_FINALLY)            |   must bracket next exactly
+//  object_access        | next; catalog generation (an object created, altered or    | C code's catalog writes
+//                       |   dropped: as a DDL)                                       |   (lo_create, collations)
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
 //                       |   next (sealed settings), expose releases                  |   precedes planning
 //  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
@@ -58,6 +60,7 @@
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "optimizer/planner.h"
@@ -81,6 +84,7 @@ ExecutorRun_hook_type prev_executor_run = nullptr;
 ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
+object_access_hook_type prev_object_access = nullptr;
 
 // (citusunit) dx._unit_keep_shard's analyst check (executor/unit_profile.h): the current role or the
 // session's login role is (or inherits) an analyst role; true (refuse) without dxpriv's objects.
@@ -138,7 +142,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
                    ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node *stmt = pstmt->utilityStmt;
-	catalog_generation_note_utility(stmt); // a DDL transaction begins: no shared analysis until it ends
+	// a DDL transaction begins: no shared analysis until it ends (kept across the statement's own commits)
+	const bool held = catalog_generation_enter_utility(stmt);
 	ledger::stop_workers_for(stmt);
 	sealed_note_utility(stmt);
 	const UtilityMarks marks = analysis_enter_utility(stmt);
@@ -152,8 +157,17 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	PG_FINALLY();
 	{
 		analysis_leave_utility(marks);
+		catalog_generation_leave_utility(held);
 	}
 	PG_END_TRY();
+}
+
+extern "C" void
+dx_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
+{
+	if (prev_object_access)
+		prev_object_access(access, class_id, object_id, sub_id, arg);
+	catalog_generation_note_object_access(access); // a catalog object changed by C code: as a DDL
 }
 
 PlannedStmt *
@@ -311,6 +325,8 @@ install_hooks()
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = dx_executor_end;
 	catalog_generation_install(); // the end of a DDL transaction (a resource release callback)
+	prev_object_access = object_access_hook;
+	object_access_hook = dx_object_access;
 	RegisterXactCallback(on_xact, nullptr);
 	RegisterSubXactCallback(on_subxact, nullptr);
 }
