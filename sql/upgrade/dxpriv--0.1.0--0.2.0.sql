@@ -1279,3 +1279,10 @@ REVOKE EXECUTE ON FUNCTION dx._note_contents_change() FROM PUBLIC;
 -- superuser only).
 CREATE FUNCTION dx._shared_memo_hits() RETURNS bigint LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'dx_shared_memo_hits';
 REVOKE EXECUTE ON FUNCTION dx._shared_memo_hits() FROM PUBLIC;
+
+-- (ddlhold) The ledger's append-only triggers fire also under session_replication_role = replica
+-- (they were ENABLE, "origin" only: a superuser in replica mode could update, delete or truncate
+-- the durable record of what was spent). Every other dxpriv trigger (contents versions, event
+-- triggers) is ENABLE ALWAYS already.
+ALTER TABLE dx.ledger ENABLE ALWAYS TRIGGER ledger_append_only;
+ALTER TABLE dx.ledger ENABLE ALWAYS TRIGGER ledger_no_truncate;
