@@ -12,8 +12,9 @@
 //  post_parse_analyze   | next; PARSE-ANALYSIS (planner/analyzer.h)                  | rewrite what others analysed
 //  ProcessUtility       | catalog generation (a DDL begins); ledger                  | a DDL is counted before it
 //                       |   stop_workers_for; sealed_note_utility;                   |   runs; DROP DATABASE must not wait
-//                       | analysis_enter_utility; next; analysis_leave_utility,      |   for our worker; the marks
-//                       |   catalog generation leave (both in PG_FINALLY)            |   must bracket next exactly
+//                       | analysis_enter_utility; catalog generation hold; next;     |   for our worker; the marks and
+//                       |   catalog generation leave, analysis_leave_utility         |   the hold must bracket next
+//                       |   (both in PG_FINALLY)                                     |   exactly
 //  object_access        | next; catalog generation (an object created, altered or    | C code's catalog writes
 //                       |   dropped: as a DDL)                                       |   (lo_create, collations)
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
@@ -142,11 +143,13 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
                    ParamListInfo params, QueryEnvironment *query_env, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node *stmt = pstmt->utilityStmt;
-	// a DDL transaction begins: no shared analysis until it ends (kept across the statement's own commits)
-	const bool held = catalog_generation_enter_utility(stmt);
+	catalog_generation_note_utility(stmt); // a DDL transaction begins: no shared analysis until it ends
 	ledger::stop_workers_for(stmt);
 	sealed_note_utility(stmt);
 	const UtilityMarks marks = analysis_enter_utility(stmt);
+	// (taken after the stages that may refuse the statement, right before the PG_FINALLY that gives
+	// it back: a refusal in between would leave the count held forever)
+	const bool held = catalog_generation_hold_utility(); // kept across the statement's own commits
 	PG_TRY();
 	{
 		if (prev_process_utility)
@@ -156,8 +159,8 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	}
 	PG_FINALLY();
 	{
-		analysis_leave_utility(marks);
 		catalog_generation_leave_utility(held);
+		analysis_leave_utility(marks);
 	}
 	PG_END_TRY();
 }

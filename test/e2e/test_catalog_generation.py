@@ -123,6 +123,31 @@ def test_failed_concurrently_statement_releases_the_generation():
             admin.close()
 
 
+def test_refused_utility_statement_leaves_nothing_in_flight():
+    # an analyst's DDL refused by dxpriv before it runs (CREATE FUNCTION with check_function_bodies
+    # off): the transaction's count is given back by its abort, also while the session stays open
+    with fresh_db() as db:
+        admin = _setup(db)
+        try:
+            execute(admin, f"GRANT CREATE ON SCHEMA public TO {ROLE_A}")
+            answer = _stored(db)
+            c = connect(db)
+            try:
+                execute(c, f"SET ROLE {ROLE_A}")
+                execute(c, "SET check_function_bodies = off")
+                try:
+                    execute(c, "CREATE FUNCTION cg_refused() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+                    raise AssertionError("the analyst's function was created")
+                except psycopg2.errors.InsufficientPrivilege:
+                    pass
+                assert _run(db)[1] == 0  # (the generation moved at the abort)
+                assert _run(db)[:2] == (answer, 1)  # nothing left in flight by the open session
+            finally:
+                c.close()
+        finally:
+            admin.close()
+
+
 def _capture(errors, conn, sql):
     try:
         execute(conn, sql)

@@ -113,11 +113,9 @@ catalog_generation_available()
 	return generation_shm != nullptr;
 }
 
-namespace {
-
-// A DDL statement (catalog_generation_enter_utility): notes it unless this transaction holds a count.
+// See catalog_generation.h.
 void
-note_utility(Node *stmt)
+catalog_generation_note_utility(Node *stmt)
 {
 	if (!generation_shm || holding || !IsTransactionState())
 		return;
@@ -136,13 +134,10 @@ note_utility(Node *stmt)
 	note_ddl();
 }
 
-} // namespace
-
 // See catalog_generation.h.
 bool
-catalog_generation_enter_utility(Node *stmt)
+catalog_generation_hold_utility()
 {
-	note_utility(stmt);
 	if (!holding)
 		return false;
 	++utility_holds;
