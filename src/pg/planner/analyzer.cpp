@@ -357,7 +357,8 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			AnalysisHeap heap;                        // large vectors reuse mapped pages (pg/analysis_heap.h)
 			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
 			// what the plan cache would depend on before the analysis replaces functions by tables
-			const std::vector<PlanDependency> dependencies = plan_dependencies(query);
+			const std::vector<PlanDependency> dependencies =
+			    extension_objects() ? plan_dependencies(query) : std::vector<PlanDependency>();
 			MemoKey memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : MemoKey();
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);

@@ -57,12 +57,29 @@ domain_walker(Node *node, List **types)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(domain_walker), types);
 }
 
+// False for a statement no analysis rewrites: no aggregate at its top level, no sublink, CTE or
+// subquery in FROM, not a utility statement (which may hold a query). Most statements of a server
+// (primary-key lookups, DML) stop here, without a walk of their tree.
+bool
+may_be_rewritten(const Query *q)
+{
+	if (q->commandType == CMD_UTILITY || q->hasAggs || q->hasSubLinks || q->cteList || q->setOperations)
+		return true;
+	ListCell *lc;
+	foreach (lc, q->rtable)
+		if (lfirst_node(RangeTblEntry, lc)->rtekind == RTE_SUBQUERY)
+			return true;
+	return false;
+}
+
 } // namespace
 
 // See plan_dependencies.h.
 std::vector<PlanDependency>
 plan_dependencies(Query *q)
 {
+	if (!may_be_rewritten(q))
+		return {};
 	List *relations = NIL, *items = NIL, *domains = NIL;
 	bool rls = false;
 	pg_call([&] {

@@ -18,7 +18,9 @@ using PlanDependency = std::pair<int, uint32>;
 
 // The dependencies PostgreSQL's plan cache takes from a parsed query (extract_query_dependencies:
 // user-defined functions, those of operators and aggregates included, by PROCOID), and the domain
-// types it coerces to (TYPEOID; the plan cache leaves those out), sorted and unique. A PostgreSQL call: may ERROR (call inside pg_call).
+// types it coerces to (TYPEOID; the plan cache leaves those out), sorted and unique; empty for a
+// statement no analysis rewrites (no aggregate at its top level, no sublink, CTE, set operation or
+// subquery in FROM, not a utility statement), without walking it. A PostgreSQL call: may ERROR.
 std::vector<PlanDependency> plan_dependencies(Query *q);
 
 // After the analysis rewrote q (before: plan_dependencies of q as parsed): the dependencies it no
