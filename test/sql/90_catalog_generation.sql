@@ -8,6 +8,9 @@
 -- 3. Inside one transaction, a statement after CREATE OR REPLACE FUNCTION is not answered from the
 --    analysis memo of the old body (metadata/catalog_epoch.h counts the transaction's own function
 --    and type invalidations).
+-- 4. A DDL that changes a protected tree's shape is a write of its protected tables in its own
+--    transaction (dx_tree_change), so the contents version moves when its commit becomes visible,
+--    not only when its invalidation messages arrive (in between a session kept the old shape).
 -- Every answer below is computed at epsilon 1000 with a fixed seed and rounded: the noise is far
 -- below 0.5, so each shows the exact sum of the function's values.
 CREATE TABLE cg_t (g int, v int);
@@ -99,6 +102,40 @@ SELECT round(dx.sum(cg_f(v), 1000)) FROM cg_t;
 EXECUTE cg_p;
 COMMIT;
 EXECUTE cg_p;
+
+-- 4. trigger disabled, rows written, trigger enabled again, in one transaction: counted
+BEGIN;
+SELECT pg_current_xact_id() AS ddl_xid \gset
+DO $$ BEGIN EXECUTE format('ALTER TABLE cg_t DISABLE TRIGGER %I', 'dx_contents_' || 'cg_t'::regclass::oid); END $$;
+INSERT INTO cg_t VALUES (0, 5);
+DO $$ BEGIN EXECUTE format('ALTER TABLE cg_t ENABLE ALWAYS TRIGGER %I', 'dx_contents_' || 'cg_t'::regclass::oid); END $$;
+COMMIT;
+SELECT count(*) AS ddl_counted FROM dx.contents_changes WHERE relid = 'cg_t'::regclass AND xid = :'ddl_xid';
+-- CREATE TRIGGER on a member, and ATTACH PARTITION under a protected parent
+CREATE FUNCTION cg_noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+BEGIN;
+SELECT pg_current_xact_id() AS ddl_xid \gset
+CREATE TRIGGER cg_noop AFTER INSERT ON cg_t FOR EACH STATEMENT EXECUTE FUNCTION cg_noop();
+COMMIT;
+SELECT count(*) AS create_trigger_counted FROM dx.contents_changes WHERE relid = 'cg_t'::regclass AND xid = :'ddl_xid';
+CREATE TABLE cg_tree (v int) PARTITION BY RANGE (v);
+CREATE TABLE cg_tree_1 PARTITION OF cg_tree FOR VALUES FROM (0) TO (50);
+SELECT dx.protect_table('cg_tree');
+SELECT dx.set_column('cg_tree', 'v', '{"min": 0, "max": 99}', '{"type": "absolute", "scale": 10}');
+CREATE TABLE cg_tree_2 (v int);
+INSERT INTO cg_tree_2 VALUES (60);
+BEGIN;
+SELECT pg_current_xact_id() AS ddl_xid \gset
+ALTER TABLE cg_tree ATTACH PARTITION cg_tree_2 FOR VALUES FROM (50) TO (100);
+COMMIT;
+SELECT count(*) AS attach_counted FROM dx.contents_changes WHERE relid = 'cg_tree'::regclass AND xid = :'ddl_xid';
+-- an ALTER TABLE of a table in no protected tree counts nothing
+CREATE TABLE cg_plain (x int);
+BEGIN;
+SELECT pg_current_xact_id() AS ddl_xid \gset
+ALTER TABLE cg_plain ADD COLUMN y int;
+COMMIT;
+SELECT count(*) AS plain_counted FROM dx.contents_changes WHERE xid = :'ddl_xid';
 
 DEALLOCATE ALL;
 RESET dxpriv.test_seed;
