@@ -7,7 +7,7 @@ themselves and catalog writes made by C code (ddlhold). Each test fails when the
 * lo_create / lo_from_bytea / lo_unlink and pg_import_system_collations write catalogs without a
   utility statement or the executor: they now move the generation (the object access hook);
   setval writes no catalog row and a statement calling a sequence function is never memoized, so it
-  does not (and need not) move it."""
+  does not (and need not) move it; nor do VACUUM and ANALYZE (statistics no analysis reads)."""
 import threading
 import time
 
@@ -191,15 +191,21 @@ def test_catalog_writes_by_c_code_move_the_generation():
             admin.close()
 
 
-def test_sequence_writes_do_not_move_the_generation():
+def test_sequence_and_statistics_writes_do_not_move_the_generation():
     # setval / nextval change a sequence's own row, no catalog: a memoized statement cannot read a
-    # sequence (one protected table, no mutable function), so sharing continues
+    # sequence (one protected table, no mutable function); VACUUM and ANALYZE write statistics no
+    # analysis reads: sharing continues after each (VACUUM FULL, a relation swap, moves it)
     with fresh_db() as db:
         admin = _setup(db)
         try:
             execute(admin, "CREATE SEQUENCE cg_seq")
             answer = _stored(db)
-            execute(admin, "SELECT setval('cg_seq', 42), nextval('cg_seq')")
+            for statement in ["SELECT setval('cg_seq', 42), nextval('cg_seq')", "VACUUM spots", "ANALYZE spots"]:
+                assert _run(db)[:2] == (answer, 1), statement
+                execute(admin, statement)
+                assert _run(db)[:2] == (answer, 1), statement
+            execute(admin, "VACUUM FULL spots")
+            assert _run(db)[1] == 0
             assert _run(db)[:2] == (answer, 1)
         finally:
             admin.close()
