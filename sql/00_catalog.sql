@@ -95,6 +95,10 @@ CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON dx.ledger
 	FOR EACH ROW EXECUTE FUNCTION dx._ledger_append_only();
 CREATE TRIGGER ledger_no_truncate BEFORE TRUNCATE ON dx.ledger
 	FOR EACH STATEMENT EXECUTE FUNCTION dx._ledger_append_only();
+-- (ddlhold) fired also under session_replication_role = replica: the ledger is the durable record
+-- of what was spent, whoever writes it and however.
+ALTER TABLE dx.ledger ENABLE ALWAYS TRIGGER ledger_append_only;
+ALTER TABLE dx.ledger ENABLE ALWAYS TRIGGER ledger_no_truncate;
 
 -- The budget period of a grant that contains `at`: [anchor + k*refresh, anchor + (k+1)*refresh)
 -- for the k >= 0 that fits (k = 0 before the anchor); (anchor, NULL) without refresh.

@@ -173,3 +173,41 @@ CREATE EVENT TRIGGER dx_subscription_change ON ddl_command_start WHEN TAG IN ('A
 ALTER EVENT TRIGGER dx_ddl_start ENABLE ALWAYS;
 ALTER EVENT TRIGGER dx_sql_drop ENABLE ALWAYS;
 ALTER EVENT TRIGGER dx_subscription_change ENABLE ALWAYS;
+
+-- (ddlhold) A DDL that changes a protected tree's shape (its members, its ancestors, their contents
+-- triggers: ALTER TABLE ... ENABLE/DISABLE TRIGGER, ATTACH/DETACH PARTITION, INHERIT, CREATE
+-- TRIGGER) counts as a write of every protected table whose tree holds the altered table, in the
+-- DDL's own transaction. Its commit becomes visible to other sessions' snapshots before its
+-- invalidation messages are sent (PostgreSQL's CommitTransaction), and several of these commands
+-- take no lock that stops a reader: in between, a session kept the tree's old shape
+-- (ledger/contents_version.cpp, TreeShape) under a snapshot that already saw the rows the DDL
+-- transaction wrote without a record (a trigger disabled, rows written, the trigger enabled again),
+-- and computed the old contents version over the new rows. With this row the version moves exactly
+-- when the commit becomes visible (regress 90).
+CREATE FUNCTION dx._on_tree_change() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO dx.contents_changes (relid, xid)
+	WITH RECURSIVE changed(r) AS (
+		SELECT CASE WHEN c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+		            THEN (SELECT t.tgrelid FROM pg_catalog.pg_trigger t WHERE t.oid OPERATOR(pg_catalog.=) c.objid)
+		            ELSE c.objid END
+		FROM pg_catalog.pg_event_trigger_ddl_commands() c
+		WHERE c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_class'::pg_catalog.regclass,
+		                                                  'pg_catalog.pg_trigger'::pg_catalog.regclass]::pg_catalog.oid[])),
+	down(r) AS (
+		SELECT r FROM changed
+		UNION
+		SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN down d ON i.inhparent OPERATOR(pg_catalog.=) d.r),
+	up(r) AS (
+		SELECT r FROM changed
+		UNION
+		SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN up u ON i.inhrelid OPERATOR(pg_catalog.=) u.r)
+	SELECT p.relid::oid, pg_catalog.pg_current_xact_id() FROM dx.protected_tables p
+	WHERE p.relid::oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT r FROM down UNION SELECT r FROM up))
+	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
+END $$;
+REVOKE EXECUTE ON FUNCTION dx._on_tree_change() FROM PUBLIC;
+CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER')
+	EXECUTE FUNCTION dx._on_tree_change();
+ALTER EVENT TRIGGER dx_tree_change ENABLE ALWAYS;

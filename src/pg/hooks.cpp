@@ -12,8 +12,11 @@
 //  post_parse_analyze   | next; PARSE-ANALYSIS (planner/analyzer.h)                  | rewrite what others analysed
 //  ProcessUtility       | catalog generation (a DDL begins); ledger                  | a DDL is counted before it
 //                       |   stop_workers_for; sealed_note_utility;                   |   runs; DROP DATABASE must not wait
-//                       | analysis_enter_utility; next; analysis_leave_utility       |   for our worker; the marks
-//                       |   (leave in PG_FINALLY)                                    |   must bracket next exactly
+//                       | analysis_enter_utility; catalog generation hold; next;     |   for our worker; the marks and
+//                       |   catalog generation leave, analysis_leave_utility         |   the hold must bracket next
+//                       |   (both in PG_FINALLY)                                     |   exactly
+//  object_access        | next; catalog generation (an object created, altered or    | C code's catalog writes
+//                       |   dropped: as a DDL)                                       |   (lo_create, collations)
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
 //                       |   next (sealed settings), expose releases                  |   precedes planning
 //  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
@@ -58,6 +61,7 @@
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "optimizer/planner.h"
@@ -81,6 +85,7 @@ ExecutorRun_hook_type prev_executor_run = nullptr;
 ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
+object_access_hook_type prev_object_access = nullptr;
 
 // (citusunit) dx._unit_keep_shard's analyst check (executor/unit_profile.h): the current role or the
 // session's login role is (or inherits) an analyst role; true (refuse) without dxpriv's objects.
@@ -142,6 +147,9 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	ledger::stop_workers_for(stmt);
 	sealed_note_utility(stmt);
 	const UtilityMarks marks = analysis_enter_utility(stmt);
+	// (taken after the stages that may refuse the statement, right before the PG_FINALLY that gives
+	// it back: a refusal in between would leave the count held forever)
+	const bool held = catalog_generation_hold_utility(); // kept across the statement's own commits
 	PG_TRY();
 	{
 		if (prev_process_utility)
@@ -151,9 +159,18 @@ dx_process_utility(PlannedStmt *pstmt, const char *query_string, bool read_only_
 	}
 	PG_FINALLY();
 	{
+		catalog_generation_leave_utility(held);
 		analysis_leave_utility(marks);
 	}
 	PG_END_TRY();
+}
+
+extern "C" void
+dx_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
+{
+	if (prev_object_access)
+		prev_object_access(access, class_id, object_id, sub_id, arg);
+	catalog_generation_note_object_access(access); // a catalog object changed by C code: as a DDL
 }
 
 PlannedStmt *
@@ -311,6 +328,8 @@ install_hooks()
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = dx_executor_end;
 	catalog_generation_install(); // the end of a DDL transaction (a resource release callback)
+	prev_object_access = object_access_hook;
+	object_access_hook = dx_object_access;
 	RegisterXactCallback(on_xact, nullptr);
 	RegisterSubXactCallback(on_subxact, nullptr);
 }

@@ -21,6 +21,8 @@ RESET ROLE;
 SELECT format('UPDATE compacted SET v = v WHERE g = %s', i % 2) FROM generate_series(1, 40) AS i \gexec
 \o
 \set ECHO all
+-- (41: those 40 and dx.protect_table's own ALTER TABLE ... ENABLE ALWAYS TRIGGER, counted by the
+-- dx_tree_change event trigger)
 SELECT count(*) > 1 AS several_rows, sum(n) AS transactions FROM dx.contents_changes WHERE relid = 'compacted'::regclass;
 SET ROLE dx_regress_compact;
 SET dxpriv.epsilon = 0.5;

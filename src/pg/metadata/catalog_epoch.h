@@ -8,8 +8,8 @@ extern "C" {
 namespace dxpriv::pg {
 
 // A number that changes whenever this backend processed an invalidation message from the shared
-// queue (SharedInvalidMessageCounter) or a relcache invalidation of its own transaction
-// (a catalog change of the current transaction or subtransaction, processed locally at the next
+// queue (SharedInvalidMessageCounter), or a relcache, function (PROCOID) or type (TYPEOID)
+// invalidation of its own transaction (a catalog change of the current transaction or subtransaction, processed locally at the next
 // command, at a rollback of it or at the end of the transaction: SharedInvalidMessageCounter does
 // not move for those). Before reading it, this backend accepts the messages already queued, so
 // that a backend inside a transaction block, which already holds its locks and so processes no

@@ -30,6 +30,7 @@ struct GenerationShared {
 GenerationShared *generation_shm = nullptr;
 bool holding = false;      // this backend's top-level transaction has added one to in-flight
 bool exit_armed = false;   // the before_shmem_exit callback is registered
+int utility_holds = 0;     // utility statements running that keep holding's count until they return
 
 // A DDL transaction begins: in-flight + 1, generation + 1.
 void
@@ -51,7 +52,8 @@ void
 on_resource_release(ResourceReleasePhase phase, bool is_commit, bool is_top_level, void *)
 {
 	(void) is_commit;
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level || !holding)
+	// (a utility statement that commits inside itself keeps the count until it returns)
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level || !holding || utility_holds > 0)
 		return;
 	holding = false;
 	end_ddl();
@@ -62,6 +64,7 @@ on_resource_release(ResourceReleasePhase phase, bool is_commit, bool is_top_leve
 void
 release_at_exit(int, Datum)
 {
+	utility_holds = 0;
 	if (holding && generation_shm) {
 		holding = false;
 		end_ddl();
@@ -124,9 +127,37 @@ catalog_generation_note_utility(Node *stmt)
 	const bool catalog_copy = IsA(stmt, CopyStmt) && castNode(CopyStmt, stmt)->is_from &&
 	                          castNode(CopyStmt, stmt)->relation &&
 	                          IsCatalogRelationOid(RangeVarGetRelid(castNode(CopyStmt, stmt)->relation, NoLock, true));
-	if (!prepared && !catalog_copy && GetCommandLogLevel(stmt) != LOGSTMT_DDL)
+	// (REINDEX writes pg_class and pg_index, and its CONCURRENTLY form creates, swaps and drops indexes
+	// in transactions of its own; GetCommandLogLevel calls it LOGSTMT_ALL)
+	if (!prepared && !catalog_copy && !IsA(stmt, ReindexStmt) && GetCommandLogLevel(stmt) != LOGSTMT_DDL)
 		return;
 	note_ddl();
+}
+
+// See catalog_generation.h.
+bool
+catalog_generation_hold_utility()
+{
+	if (!holding)
+		return false;
+	++utility_holds;
+	return true;
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_leave_utility(bool held)
+{
+	if (!held || utility_holds == 0)
+		return;
+	--utility_holds;
+	// Normally the statement returns inside a transaction (one it started after its last internal
+	// commit): that transaction's end sends the last messages and releases the count. Outside any
+	// transaction (an error between an internal commit and the next start) its messages are sent.
+	if (utility_holds == 0 && holding && !IsTransactionOrTransactionBlock()) {
+		holding = false;
+		end_ddl();
+	}
 }
 
 // See catalog_generation.h.
@@ -143,6 +174,17 @@ catalog_generation_note_executor(const PlannedStmt *stmt)
 			return;
 		}
 	}
+}
+
+// See catalog_generation.h.
+void
+catalog_generation_note_object_access(ObjectAccessType access)
+{
+	if (access != OAT_POST_CREATE && access != OAT_POST_ALTER && access != OAT_DROP)
+		return;
+	if (!generation_shm || holding || !IsTransactionState())
+		return;
+	note_ddl();
 }
 
 // See catalog_generation.h.

@@ -7,6 +7,7 @@ extern "C" {
 #include "postgres.h"
 #include "nodes/nodes.h"
 #include "nodes/plannodes.h"
+#include "catalog/objectaccess.h"
 }
 
 namespace dxpriv::pg {
@@ -29,12 +30,30 @@ bool catalog_generation_holding();
 bool catalog_generation_available();
 
 // The ProcessUtility hook, before the statement runs: notes a DDL statement (once per top-level
-// transaction). May ERROR only as GetCommandLogLevel may.
+// transaction; REINDEX too, which GetCommandLogLevel does not call DDL). May ERROR only as
+// GetCommandLogLevel may.
 void catalog_generation_note_utility(Node *stmt);
+// The ProcessUtility hook, right before the statement runs (nothing that may ERROR in between, then
+// catalog_generation_leave_utility in a PG_FINALLY): a statement that runs while this transaction
+// holds its count keeps the count until it returns, also across the transactions it commits inside
+// itself (CREATE INDEX / REINDEX / DROP INDEX / DETACH PARTITION ... CONCURRENTLY, CLUSTER of several
+// tables, ...): their later catalog changes are then in flight too, and the generation moves at the
+// end of the transaction the statement returns in (or at its return when it returns outside any
+// transaction). Returns whether it keeps the count. Never ERRORs.
+bool catalog_generation_hold_utility();
+// The ProcessUtility hook, after the statement, also when it failed (PG_FINALLY): held is what
+// catalog_generation_hold_utility returned. Never ERRORs.
+void catalog_generation_leave_utility(bool held);
 // The ExecutorStart hook, before the plan runs: a statement that writes a system catalog with DML
 // (a superuser's UPDATE pg_proc ...: no utility statement, yet the catalog changes) counts as a
 // DDL transaction too. Never ERRORs.
 void catalog_generation_note_executor(const PlannedStmt *stmt);
+// The object access hook (after the hook installed before dxpriv's): an object created, altered or
+// dropped by C code outside any utility statement or executor (lo_create / lo_import / lo_unlink,
+// pg_import_system_collations, a temporary schema's objects dropped at session end, ...) counts as a
+// DDL transaction too. Other access types (function execution, namespace search, TRUNCATE) are
+// ignored. Never ERRORs.
+void catalog_generation_note_object_access(ObjectAccessType access);
 
 // Shared memory (shmem_request / shmem_startup hooks) and the end-of-transaction callback
 // (install_hooks).

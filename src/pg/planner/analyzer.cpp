@@ -7,6 +7,7 @@
 #include "pg/planner/analyzer.h"
 #include "pg/planner/open_keys.h"
 #include "pg/planner/analysis_memo.h"
+#include "pg/planner/plan_dependencies.h"
 #include "pg/planner/release_analysis.h"
 #include "pg/planner/release_identity.h"
 #include "pg/planner/release_allocation.h"
@@ -355,12 +356,16 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			CoreProgress progress("dxpriv analysis"); // a long analysis: cancel and NOTICEs (pg/progress.h)
 			AnalysisHeap heap;                        // large vectors reuse mapped pages (pg/analysis_heap.h)
 			// analysed before: no analysis again (not inside EXPLAIN, definitions or COPY)
+			// what the plan cache would depend on before the analysis replaces functions by tables
+			const std::vector<PlanDependency> dependencies =
+			    extension_objects() ? plan_dependencies(query) : std::vector<PlanDependency>();
 			MemoKey memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : MemoKey();
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);
 				progress.debug_work(); // DEBUG1: the statement's pair-search work
 				analysis_memo_store(memo, query);
 			}
+			keep_lost_dependencies(dependencies, query); // a redefinition re-analyses cached plans
 		});
 	set_client_statement_text(outer);
 }

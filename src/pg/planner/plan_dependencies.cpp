@@ -1,0 +1,132 @@
+// Functions and domain types an analysis removed from a statement: their change resets the plan cache.
+#include "pg/planner/plan_dependencies.h"
+
+#include "pg/guard.h"
+
+extern "C" {
+#include "nodes/nodeFuncs.h"
+#include "nodes/pg_list.h"
+#include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
+#include "utils/inval.h"
+#include "utils/plancache.h"
+#include "utils/syscache.h"
+}
+
+#include <algorithm>
+#include <iterator>
+
+namespace dxpriv::pg {
+
+namespace {
+
+// The dependencies kept (sorted); past kMaxKept any invalidation of a function or type resets.
+std::vector<PlanDependency> kept;
+bool overflow = false;
+bool dependency_callbacks_registered = false;
+constexpr size_t kMaxKept = 4096;
+
+// A function or type changed (hash 0: all of them): the cached plans that depend on what an analysis
+// removed are analysed again. ResetPlanCache marks every plan of this backend (PostgreSQL's own
+// syscache callback does the same for namespaces and operators); they register their dependencies
+// again when analysed, so the list starts afresh.
+void
+on_invalidation(Datum, int cache_id, uint32 hash)
+{
+	if (kept.empty() && !overflow) // (nothing analysed in this backend since the last reset)
+		return;
+	const bool hit = overflow || hash == 0 || std::binary_search(kept.begin(), kept.end(), PlanDependency{cache_id, hash});
+	if (!hit)
+		return;
+	kept.clear();
+	overflow = false;
+	ResetPlanCache();
+}
+
+// Adds the domain types a query coerces to: PostgreSQL's dependencies leave them out (its executor
+// reads a domain's constraints when it runs), but an analysis checks them on the declared points.
+bool
+domain_walker(Node *node, List **types)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(domain_walker), types, 0);
+	if (IsA(node, CoerceToDomain))
+		*types = lappend_oid(*types, castNode(CoerceToDomain, node)->resulttype);
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(domain_walker), types);
+}
+
+// False for a statement no analysis rewrites: no aggregate at its top level, no sublink, CTE or
+// subquery in FROM, not a utility statement (which may hold a query). Most statements of a server
+// (primary-key lookups, DML) stop here, without a walk of their tree.
+bool
+may_be_rewritten(const Query *q)
+{
+	if (q->commandType == CMD_UTILITY || q->hasAggs || q->hasSubLinks || q->cteList || q->setOperations)
+		return true;
+	ListCell *lc;
+	foreach (lc, q->rtable)
+		if (lfirst_node(RangeTblEntry, lc)->rtekind == RTE_SUBQUERY)
+			return true;
+	return false;
+}
+
+} // namespace
+
+// See plan_dependencies.h.
+std::vector<PlanDependency>
+plan_dependencies(Query *q)
+{
+	if (!may_be_rewritten(q))
+		return {};
+	List *relations = NIL, *items = NIL, *domains = NIL;
+	bool rls = false;
+	pg_call([&] {
+		extract_query_dependencies(reinterpret_cast<Node *>(q), &relations, &items, &rls);
+		domain_walker(reinterpret_cast<Node *>(q), &domains);
+	});
+	std::vector<PlanDependency> out;
+	ListCell *lc;
+	foreach (lc, items) {
+		const PlanInvalItem *item = lfirst_node(PlanInvalItem, lc);
+		out.emplace_back(item->cacheId, item->hashValue);
+	}
+	foreach (lc, domains) {
+		const uint32 hash = pg_value([&] { return GetSysCacheHashValue1(TYPEOID, ObjectIdGetDatum(lfirst_oid(lc))); });
+		out.emplace_back(TYPEOID, hash);
+	}
+	std::sort(out.begin(), out.end());
+	out.erase(std::unique(out.begin(), out.end()), out.end());
+	return out;
+}
+
+// See plan_dependencies.h.
+void
+keep_lost_dependencies(const std::vector<PlanDependency> &before, Query *q)
+{
+	if (before.empty())
+		return;
+	const std::vector<PlanDependency> after = plan_dependencies(q);
+	std::vector<PlanDependency> lost;
+	std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(lost));
+	if (lost.empty())
+		return;
+	if (!dependency_callbacks_registered) {
+		pg_call([&] {
+			CacheRegisterSyscacheCallback(PROCOID, on_invalidation, (Datum) 0);
+			CacheRegisterSyscacheCallback(TYPEOID, on_invalidation, (Datum) 0);
+		});
+		dependency_callbacks_registered = true;
+	}
+	std::vector<PlanDependency> merged;
+	std::set_union(kept.begin(), kept.end(), lost.begin(), lost.end(), std::back_inserter(merged));
+	if (merged.size() > kMaxKept) {
+		overflow = true;
+		kept.clear();
+		return;
+	}
+	kept = std::move(merged);
+}
+
+} // namespace dxpriv::pg
