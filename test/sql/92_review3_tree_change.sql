@@ -7,7 +7,8 @@
 --    SCHEMA, foreign tables, PARTITION OF, and ALTER TABLE forms on a child / partition. Each
 --    "counted" below is 0 when the form is not counted.
 -- 2. A cached plan whose analysis evaluated a function is analysed again when the function is
---    dropped and created again (a new OID) or when the function of a cast it uses is redefined.
+--    dropped and created again (a new OID) or when the function of a cast it uses is redefined, and
+--    a stable built-in (current_date) is evaluated again when a setting moves its value.
 CREATE TABLE r3_t (g int, v int);
 INSERT INTO r3_t SELECT i % 3, i % 100 FROM generate_series(1, 3000) AS i;
 SELECT dx.protect_table('r3_t');
@@ -91,4 +92,35 @@ PREPARE r3_c AS SELECT round(dx.sum((v::r3_ty).a, 1000)) FROM ONLY r3_t;
 EXECUTE r3_c;
 CREATE OR REPLACE FUNCTION r3_cast(x int) RETURNS r3_ty LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN ROW(1)::r3_ty; END';
 EXECUTE r3_c;
+DEALLOCATE ALL;
+-- a stable built-in evaluated on the declared points (current_date, which follows TimeZone: Kiritimati
+-- and Pago_Pago are always at least one day apart) is evaluated again by a cached plan and a PL/pgSQL
+-- statement, as by a fresh statement
+SET TimeZone = 'UTC';
+CREATE TABLE r3_days (d date);
+INSERT INTO r3_days SELECT current_date + k FROM generate_series(-3, 3) AS k, generate_series(1, 100);
+SELECT dx.protect_table('r3_days');
+SELECT dx.set_column('r3_days', 'd', format('{"min": "%s", "max": "%s"}', current_date - 10, current_date + 10)::jsonb,
+                     '{"type": "discrete"}');
+SELECT dx.grant_budget(current_user::regrole, 'r3_days', 1e9);
+CREATE FUNCTION r3_before_today() RETURNS numeric LANGUAGE plpgsql AS $$
+DECLARE
+	r numeric;
+BEGIN
+	SELECT round(count(*)) INTO r FROM r3_days WHERE d < current_date;
+	RETURN r;
+END $$;
+SET dxpriv.epsilon = 1000; -- (count(*) rewritten at this epsilon: noise far below 0.5)
+SET TimeZone = 'Pacific/Kiritimati';
+PREPARE r3_d AS SELECT round(count(*)) AS n FROM r3_days WHERE d < current_date;
+EXECUTE r3_d \gset first_
+SELECT r3_before_today() AS first_fn \gset
+SET TimeZone = 'Pacific/Pago_Pago';
+EXECUTE r3_d \gset cached_
+SELECT r3_before_today() AS cached_fn \gset
+SELECT round(count(*)) AS n FROM r3_days WHERE d < current_date \gset fresh_
+SELECT :'cached_n' = :'fresh_n' AS cached_is_fresh, :'cached_fn' = :'fresh_n' AS plpgsql_is_fresh,
+       :'first_n' <> :'fresh_n' AS the_date_moved, :'first_fn' = :'first_n' AS plpgsql_was_the_same;
+RESET TimeZone;
+RESET dxpriv.epsilon;
 DEALLOCATE ALL;
