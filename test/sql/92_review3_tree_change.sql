@@ -8,7 +8,8 @@
 --    "counted" below is 0 when the form is not counted.
 -- 2. A cached plan whose analysis evaluated a function is analysed again when the function is
 --    dropped and created again (a new OID) or when the function of a cast it uses is redefined, and
---    a stable built-in (current_date) is evaluated again when a setting moves its value.
+--    a stable built-in (current_date) is evaluated again when a setting moves its value; a function
+--    used only in a row-level security policy takes effect in a cached plan.
 CREATE TABLE r3_t (g int, v int);
 INSERT INTO r3_t SELECT i % 3, i % 100 FROM generate_series(1, 3000) AS i;
 SELECT dx.protect_table('r3_t');
@@ -92,6 +93,25 @@ PREPARE r3_c AS SELECT round(dx.sum((v::r3_ty).a, 1000)) FROM ONLY r3_t;
 EXECUTE r3_c;
 CREATE OR REPLACE FUNCTION r3_cast(x int) RETURNS r3_ty LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN ROW(1)::r3_ty; END';
 EXECUTE r3_c;
+-- a function used only in a row-level security policy of the table (a non-superuser owner, FORCE)
+CREATE ROLE dx_regress_r3owner;
+CREATE TABLE r3_rls (v int);
+INSERT INTO r3_rls SELECT i % 100 FROM generate_series(1, 3000) AS i;
+SELECT dx.protect_table('r3_rls');
+SELECT dx.set_column('r3_rls', 'v', '{"min": 0, "max": 99}', '{"type": "absolute", "scale": 10}');
+CREATE FUNCTION r3_pol(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN true; END';
+ALTER TABLE r3_rls ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY r3_p ON r3_rls USING (r3_pol(v));
+ALTER TABLE r3_rls OWNER TO dx_regress_r3owner;
+SELECT dx.grant_budget('dx_regress_r3owner'::regrole, 'r3_rls', 1e9);
+SET ROLE dx_regress_r3owner;
+PREPARE r3_r AS SELECT round(dx.sum(v, 1000)) FROM r3_rls;
+EXECUTE r3_r;
+RESET ROLE;
+CREATE OR REPLACE FUNCTION r3_pol(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN x < 10; END';
+SET ROLE dx_regress_r3owner;
+EXECUTE r3_r;
+RESET ROLE;
 DEALLOCATE ALL;
 -- a stable built-in evaluated on the declared points (current_date, which follows TimeZone: Kiritimati
 -- and Pago_Pago are always at least one day apart) is evaluated again by a cached plan and a PL/pgSQL
