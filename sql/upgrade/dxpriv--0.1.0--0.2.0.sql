@@ -1324,3 +1324,13 @@ REVOKE EXECUTE ON FUNCTION dx._on_tree_change() FROM PUBLIC;
 CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER')
 	EXECUTE FUNCTION dx._on_tree_change();
 ALTER EVENT TRIGGER dx_tree_change ENABLE ALWAYS;
+
+-- (review3) dx_tree_change also counts CREATE TABLE ... INHERITS (ShareUpdateExclusiveLock on the
+-- parent: the same window as ATTACH), foreign tables, and CREATE SCHEMA's own CREATE TABLE / CREATE
+-- TRIGGER subcommands (sql/95_ddl_events.sql).
+DROP EVENT TRIGGER dx_tree_change;
+CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end
+	WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER', 'CREATE TABLE', 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE',
+	             'CREATE SCHEMA')
+	EXECUTE FUNCTION dx._on_tree_change();
+ALTER EVENT TRIGGER dx_tree_change ENABLE ALWAYS;
