@@ -1296,7 +1296,11 @@ ALTER TABLE dx.ledger ENABLE ALWAYS TRIGGER ledger_no_truncate;
 -- (ledger/contents_version.cpp, TreeShape) under a snapshot that already saw the rows the DDL
 -- transaction wrote without a record (a trigger disabled, rows written, the trigger enabled again),
 -- and computed the old contents version over the new rows. With this row the version moves exactly
--- when the commit becomes visible (regress 90).
+-- when the commit becomes visible (regress 90). CREATE TABLE ... INHERITS takes only
+-- ShareUpdateExclusiveLock on the parent (DefineRelation), so a child created and filled in one
+-- transaction (it has no contents trigger yet) has the same window; CREATE FOREIGN TABLE and ALTER
+-- FOREIGN TABLE change a tree the same ways, and CREATE SCHEMA ... CREATE TABLE / CREATE TRIGGER
+-- runs them under its own tag (review3, regress 92).
 CREATE FUNCTION dx._on_tree_change() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -1321,14 +1325,6 @@ BEGIN
 	ON CONFLICT ON CONSTRAINT contents_changes_pkey DO NOTHING;
 END $$;
 REVOKE EXECUTE ON FUNCTION dx._on_tree_change() FROM PUBLIC;
-CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER')
-	EXECUTE FUNCTION dx._on_tree_change();
-ALTER EVENT TRIGGER dx_tree_change ENABLE ALWAYS;
-
--- (review3) dx_tree_change also counts CREATE TABLE ... INHERITS (ShareUpdateExclusiveLock on the
--- parent: the same window as ATTACH), foreign tables, and CREATE SCHEMA's own CREATE TABLE / CREATE
--- TRIGGER subcommands (sql/95_ddl_events.sql).
-DROP EVENT TRIGGER dx_tree_change;
 CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end
 	WHEN TAG IN ('ALTER TABLE', 'CREATE TRIGGER', 'CREATE TABLE', 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE',
 	             'CREATE SCHEMA')
