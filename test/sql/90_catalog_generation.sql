@@ -79,7 +79,8 @@ EXECUTE cg_dom;
 ALTER DOMAIN cg_d ADD CONSTRAINT cg_d_small CHECK (VALUE < 50) NOT VALID;
 SELECT err('EXECUTE cg_dom');
 SELECT err('SELECT round(dx.sum(v, 1000)) FROM cg_t WHERE v::cg_d >= 0');
--- only a change of what an analysis evaluated analyses again: cg_g counts its evaluations
+-- a type's change analyses again only when the analysis used it (a new table's row type does not);
+-- any function's change does (the evaluated one may call it): cg_g counts its evaluations
 CREATE FUNCTION cg_g(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	PERFORM set_config('cg.calls', (coalesce(nullif(current_setting('cg.calls', true), ''), '0')::int + 1)::text, false);
@@ -89,9 +90,28 @@ CREATE FUNCTION cg_other(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x'
 PREPARE cg_q AS SELECT round(dx.sum(cg_g(v), 1000)) FROM cg_t;
 SELECT current_setting('cg.calls') AS evaluations_prepared;
 EXECUTE cg_q;
+CREATE TABLE cg_unrelated (a int);
+DROP TABLE cg_unrelated;
+EXECUTE cg_q;
+SELECT current_setting('cg.calls') AS evaluations_after_another_type;
 CREATE OR REPLACE FUNCTION cg_other(x int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT x + 1';
 EXECUTE cg_q;
 SELECT current_setting('cg.calls') AS evaluations_after_another_function;
+-- a function called by the evaluated one (PL/pgSQL: no dependency names it), and one called by a
+-- domain's CHECK: their redefinition is the statement's (review3)
+CREATE FUNCTION cg_inner(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN 0; END';
+CREATE FUNCTION cg_outer(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN cg_inner(x); END';
+PREPARE cg_nested AS SELECT round(dx.sum(cg_outer(v), 1000)) FROM cg_t;
+EXECUTE cg_nested;
+CREATE OR REPLACE FUNCTION cg_inner(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN 1; END';
+EXECUTE cg_nested;
+SELECT round(dx.sum(cg_outer(v), 1000)) FROM cg_t;
+CREATE FUNCTION cg_ok(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN true; END';
+CREATE DOMAIN cg_checked AS int CHECK (cg_ok(VALUE));
+PREPARE cg_checked_q AS SELECT round(dx.sum(v, 1000)) FROM cg_t WHERE v::cg_checked >= 0;
+EXECUTE cg_checked_q;
+CREATE OR REPLACE FUNCTION cg_ok(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN x < 50; END';
+SELECT err('EXECUTE cg_checked_q');
 CREATE OR REPLACE FUNCTION cg_g(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	PERFORM set_config('cg.calls', (coalesce(nullif(current_setting('cg.calls', true), ''), '0')::int + 1)::text, false);

@@ -29,13 +29,17 @@ constexpr size_t kMaxKept = 4096;
 // A function or type changed (hash 0: all of them): the cached plans that depend on what an analysis
 // removed are analysed again. ResetPlanCache marks every plan of this backend (PostgreSQL's own
 // syscache callback does the same for namespaces and operators); they register their dependencies
-// again when analysed, so the list starts afresh.
+// again when analysed, so the list starts afresh. Any function's change counts, not only a kept
+// one's: a function the analysis evaluated may call others (a PL/pgSQL body, a domain's CHECK
+// calling a function), which no dependency list names (review3: the nested function's old answer
+// was replayed); a type's change counts when it is a kept domain.
 void
 on_invalidation(Datum, int cache_id, uint32 hash)
 {
 	if (kept.empty() && !overflow) // (nothing analysed in this backend since the last reset)
 		return;
-	const bool hit = overflow || hash == 0 || std::binary_search(kept.begin(), kept.end(), PlanDependency{cache_id, hash});
+	const bool hit = overflow || hash == 0 || cache_id == PROCOID ||
+	                 std::binary_search(kept.begin(), kept.end(), PlanDependency{cache_id, hash});
 	if (!hit)
 		return;
 	kept.clear();
