@@ -3609,7 +3609,9 @@ def shared_parts_one_charge(ctx, conn, attempt):
     ctx.clear_answer_cache()
     before = ctx.last_ledger_id()
     rows = run_fetch(conn, attempt.sql)
-    assert len(rows) == 1 and all(v is not None for v in rows[0]), rows
+    # (corr is NULL when a noisy variance estimate is not positive: analyst-guide, Dispersion; at
+    # this epsilon that happens now and then, and it said nothing about the charge)
+    assert len(rows) == 1 and rows[0][0] is not None and rows[0][1] is not None, rows
     charges = ctx.ledger_since(before)
     assert len(charges) == 1, charges
     eps, scales = charges[0]
