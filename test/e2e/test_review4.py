@@ -101,10 +101,24 @@ def _pq(db):
 
 
 def test_review4_attacks_on_the_memo_read_in_place():
+    """Every attack in one cluster restart (a 1 MB region, pg_stat_statements preloaded before
+    dxpriv when available); one report line per attack."""
     c = connect()
     execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '1MB'")
+    # pg_stat_statements loaded before dxpriv: its planner hook is the one dxpriv's calls (it plans
+    # the query holding the stand-ins), its post-parse hook sees every replay
+    pgss = scalar(c, "SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_stat_statements'") == 1
+    if pgss:
+        execute(c, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements', 'dxpriv'")
     c.close()
     _restart()
+    if pgss:
+        c = connect()
+        assert "pg_stat_statements" in scalar(c, "SHOW shared_preload_libraries")
+        execute(c, "ALTER SYSTEM SET pg_stat_statements.track_planning = on")  # (known once loaded)
+        execute(c, "ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+        scalar(c, "SELECT pg_reload_conf()")
+        c.close()
     results, failures = [], []
     try:
         with fresh_db() as db:
@@ -497,6 +511,23 @@ def test_review4_attacks_on_the_memo_read_in_place():
             attack("GROUP BY a 300-value column, partitionwise aggregation (Aggs under an Append), replayed in "
                    "place and after a wrap: exact", grouped_and_partitionwise)
 
+            def pg_stat_statements():
+                if not pgss:
+                    print("    (pg_stat_statements not available: not loaded)")
+                    return
+                execute(admin, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                stored()
+                s = connect(db)
+                try:
+                    assert _row(s, _sql(T)) == want and _shared_hits(s) == 1
+                    calls, plans = rows(s, "SELECT sum(calls), sum(plans) FROM pg_stat_statements WHERE query LIKE "
+                                           "'SELECT dx.count(*) FILTER (WHERE k < $1)%'")[0]
+                    assert calls and calls >= 3 and plans and plans >= 3, (calls, plans)
+                finally:
+                    s.close()
+            attack("pg_stat_statements (preloaded before dxpriv: plans the query holding stand-ins) around every "
+                   "attack: exact; its counts kept", pg_stat_statements)
+
             def concurrent_readers():
                 stored()
                 stop, errors, answers = threading.Event(), [], []
@@ -527,6 +558,10 @@ def test_review4_attacks_on_the_memo_read_in_place():
         print("\n".join("    " + r for r in results), flush=True)
         c = connect()
         execute(c, "ALTER SYSTEM RESET dxpriv.shared_memo_memory")
+        if pgss:
+            execute(c, "ALTER SYSTEM RESET pg_stat_statements.track_planning")
+            execute(c, "ALTER SYSTEM RESET pg_stat_statements.track")
+            execute(c, "ALTER SYSTEM RESET shared_preload_libraries")  # (postgresql.conf's: dxpriv)
         c.close()
         _restart()
     assert not failures, failures
