@@ -1,6 +1,6 @@
 """review4: attacks on the shared analysis memo read in place (l2copy: a new session's replay pins
 the shared entry and reads its per-point tables there; equal tables stored once; planner stand-ins
-for tables over 1 kB, restored by their bytes). With a 1 MB region (restart) that many statements
+for tables over 1 kB, restored by their bytes). With a 256 kB region (restart) that many statements
 of one shape wrap, every statement here has exact answers (presence public, metric none, infinite
 epsilon over a 300-value enumerated column: its per-point tables are over 1 kB, so kept as blobs
 in the shared entry and stood in for while planning), compared with native SQL: a statement that
@@ -18,7 +18,7 @@ import psycopg2
 from e2e_common import connect, execute, fresh_db, scalar
 from test_ledger import as_cluster_owner, wait_for_server
 
-FILLERS = 70  # statements stored per wrap (each entry ~30 kB: about 2 MB in a 1 MB region)
+FILLERS = 18  # statements stored per wrap (each entry ~30 kB: about 540 kB in a 256 kB region)
 
 
 def _sql(t):
@@ -104,7 +104,7 @@ def test_review4_attacks_on_the_memo_read_in_place():
     """Every attack in one cluster restart (a 1 MB region, pg_stat_statements preloaded before
     dxpriv when available); one report line per attack."""
     c = connect()
-    execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '1MB'")
+    execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '256kB'")
     # pg_stat_statements loaded before dxpriv: its planner hook is the one dxpriv's calls (it plans
     # the query holding the stand-ins), its post-parse hook sees every replay
     pgss = scalar(c, "SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_stat_statements'") == 1
