@@ -376,6 +376,34 @@ def test_review4_attacks_on_the_memo_read_in_place():
                     p.close()
             attack("idle unnamed statement: pinned while it lives, unpinned when replaced", idle_unnamed_pins_only_one)
 
+            def idle_pins_hold_at_most_half():
+                # eight idle sessions, each holding an unnamed statement replayed from its own entry
+                # (~30 kB each: 240 kB of the 256 kB region if all were pinned, so no new entry would
+                # fit): pins stop at half the region, the others read a copy; new statements are
+                # still stored and shared, and every idle statement still answers exactly
+                sessions, ts = [], [400 + i for i in range(8)]
+                try:
+                    for t in ts:
+                        stored(t)
+                        p = _pq(db)
+                        sessions.append(p)
+                        assert p.pgconn.prepare(b"", _sql(t).encode()).status == psycopg.pq.ExecStatus.COMMAND_OK
+                    _wrap(db)
+                    stored(T + 7)  # (asserts that a second new session replays it from the shared memo)
+                    for p, t in zip(sessions, ts):
+                        res = p.pgconn.exec_prepared(b"", [])
+                        assert res.status == psycopg.pq.ExecStatus.TUPLES_OK, res.error_message
+                        assert tuple(float(res.get_value(0, i)) for i in range(4)) == _native(admin, t)
+                    for p in sessions:  # every idle statement was a replay of the shared memo
+                        res = p.pgconn.exec_(b"SELECT dx._shared_memo_hits()")
+                        assert int(res.get_value(0, 0)) >= 1, res.get_value(0, 0)
+                finally:
+                    for p in sessions:
+                        p.close()
+                not_pinned()
+            attack("eight idle unnamed statements pin at most half the region (the rest read a copy): "
+                   "new statements still shared, every answer exact", idle_pins_hold_at_most_half)
+
             def parallel():
                 par = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
                        "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; "

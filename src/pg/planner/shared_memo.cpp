@@ -341,11 +341,34 @@ put_entry(uint64 hash, const char *entry)
 	LWLockRelease(memo_shm->lock);
 }
 
+// Whether one more pin of slot i keeps the bytes of pinned entries within half the data area (the
+// lock held): a pin of an entry pinned already adds nothing. Past it, a replay reads a copy
+// (get_entry) or looks the entry up again (shared_memo_pin), so that sessions holding pins while
+// idle (an unnamed extended-protocol statement, a cursor over SQL functions replayed from the
+// memo: review4) never leave the ring without room for new entries.
+bool
+pin_fits(int i)
+{
+	const MemoSlot &target = memo_shm->slots[i];
+	if (memo_slot_pinned(target))
+		return true;
+	Size pinned = 0;
+	for (int j = 0; j < kSlots; ++j) {
+		const MemoSlot &s = memo_shm->slots[j];
+		if (s.len > 0 && memo_slot_pinned(s))
+			pinned += s.len;
+	}
+	return pinned + target.len <= memo_shm->capacity / 2;
+}
+
 // Pins the entry of (key, hash) (shared lock) and returns it in place, its slot and stamp in *ref;
 // nullptr (nothing pinned) when there is none. Not copied: a 10^5-point entry's ~10 MB copied
-// into a new backend, its fresh pages faulted in, were most of a replayed first statement.
+// into a new backend, its fresh pages faulted in, were most of a replayed first statement. When
+// another pin would hold more than half the data area (pin_fits), the entry's bytes are copied into
+// copy_into instead and returned unpinned (ref->slot stays -1): the caller's tree then reads its own
+// copy, as an entry analysed in this backend (nullptr when the copy cannot be allocated).
 char *
-get_entry(const char *key, Size key_len, uint64 hash, SharedMemoRef *ref)
+get_entry(const char *key, Size key_len, uint64 hash, SharedMemoRef *ref, MemoryContext copy_into)
 {
 	char *found = nullptr;
 	LWLockAcquire(memo_shm->lock, LW_SHARED);
@@ -358,6 +381,14 @@ get_entry(const char *key, Size key_len, uint64 hash, SharedMemoRef *ref)
 		memcpy(&h, e, sizeof h);
 		if (h.total != s.len || h.key_len != key_len || memcmp(e + MAXALIGN(sizeof(EntryHead)), key, key_len) != 0)
 			continue;
+		if (!pin_fits(i)) {
+			// (no ERROR under the lock: a failed allocation is a miss)
+			found = static_cast<char *>(
+			    MemoryContextAllocExtended(copy_into, s.len, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM));
+			if (found)
+				memcpy(found, e, s.len);
+			break;
+		}
 		pin_memo_slot(i);
 		ref->slot = i;
 		ref->stamp = s.stamp;
@@ -522,7 +553,7 @@ shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt, Quer
 		pg_call([&] {
 			arm_pin_release();
 			c = AllocSetContextCreate(CurrentMemoryContext, "dxpriv analysis memo", ALLOCSET_DEFAULT_SIZES);
-			entry = get_entry(key.data(), key.size(), hash, &r);
+			entry = get_entry(key.data(), key.size(), hash, &r, c);
 			if (entry) {
 				MemoryContext old = MemoryContextSwitchTo(c);
 				q = read_entry(entry);
@@ -564,7 +595,8 @@ shared_memo_pin(const SharedMemoRef &ref)
 		arm_pin_release();
 		LWLockAcquire(memo_shm->lock, LW_SHARED);
 		const MemoSlot &s = memo_shm->slots[ref.slot];
-		same = s.len > 0 && s.stamp == ref.stamp;
+		// (past the pinned bytes' bound: as if it went, the caller looks it up again and gets a copy)
+		same = s.len > 0 && s.stamp == ref.stamp && pin_fits(ref.slot);
 		if (same)
 			pin_memo_slot(ref.slot);
 		LWLockRelease(memo_shm->lock);

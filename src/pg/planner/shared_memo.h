@@ -48,6 +48,8 @@ struct SharedMemoRef {
 // Looks up key: on a hit, pins the entry (*ref) and builds the stored tree in a new memory context
 // under TopMemoryContext (*cxt; the caller owns it): the tree's nodes are in *cxt, its per-point
 // tables are read IN PLACE in the shared entry (not copied), valid only while the entry is pinned.
+// When pinned entries would then hold more than half the region, the entry is copied into *cxt
+// instead and nothing is pinned (ref->slot stays -1: the tables are the caller's own).
 // Fills analyst and described. False (nothing allocated, nothing pinned) when there is no entry.
 // The caller must release the pin (shared_memo_unpin) when no tree reads the tables any more;
 // pins still held at backend exit (FATAL included) are released then. May ERROR (out of memory;
@@ -57,7 +59,7 @@ bool shared_memo_lookup(const std::string &key, uint64 hash, MemoryContext *cxt,
 
 // Pins ref's entry again: true when it is still the same entry (same slot and stamp: never dropped
 // or overwritten since), which then cannot go until shared_memo_unpin; false (nothing pinned) when
-// it went. Does not ERROR.
+// it went, or when pinned entries would then hold more than half the region. Does not ERROR.
 bool shared_memo_pin(const SharedMemoRef &ref);
 
 // Releases one pin of ref's entry taken by shared_memo_lookup or shared_memo_pin. Takes no lock
