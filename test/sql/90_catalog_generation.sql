@@ -112,6 +112,22 @@ PREPARE cg_checked_q AS SELECT round(dx.sum(v, 1000)) FROM cg_t WHERE v::cg_chec
 EXECUTE cg_checked_q;
 CREATE OR REPLACE FUNCTION cg_ok(x int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN x < 50; END';
 SELECT err('EXECUTE cg_checked_q');
+-- a STABLE function reading a table, evaluated on the points at analysis: the prepared statement
+-- is analysed again in the next transaction (the table may have changed), not within one
+CREATE TABLE cg_cfg (k int);
+INSERT INTO cg_cfg VALUES (0);
+CREATE FUNCTION cg_k(x int) RETURNS int LANGUAGE sql STABLE AS 'SELECT x * k FROM cg_cfg';
+PREPARE cg_stable AS SELECT round(dx.sum(cg_k(v), 1000)) FROM cg_t;
+EXECUTE cg_stable;
+UPDATE cg_cfg SET k = 1;
+EXECUTE cg_stable;
+SELECT round(dx.sum(cg_k(v), 1000)) FROM cg_t;
+BEGIN;
+EXECUTE cg_stable;
+UPDATE cg_cfg SET k = 2;
+EXECUTE cg_stable;
+COMMIT;
+EXECUTE cg_stable;
 CREATE OR REPLACE FUNCTION cg_g(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	PERFORM set_config('cg.calls', (coalesce(nullif(current_setting('cg.calls', true), ''), '0')::int + 1)::text, false);

@@ -359,6 +359,7 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			// what the plan cache would depend on before the analysis replaces functions by tables
 			const std::vector<PlanDependency> dependencies =
 			    extension_objects() ? plan_dependencies(query) : std::vector<PlanDependency>();
+			const int mutable_before = extension_objects() ? mutable_evaluations(query) : 0;
 			MemoKey memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : MemoKey();
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);
@@ -366,6 +367,7 @@ analysis_post_parse(ParseState *pstate, Query *query)
 				analysis_memo_store(memo, query);
 			}
 			keep_lost_dependencies(dependencies, query); // a redefinition re-analyses cached plans
+			reanalyse_when_mutable_lost(mutable_before, query); // now() & co.: analysed again next transaction
 		});
 	set_client_statement_text(outer);
 }

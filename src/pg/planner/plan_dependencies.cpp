@@ -8,7 +8,10 @@ extern "C" {
 #include "nodes/pg_list.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
+#include "access/xact.h"
+#include "catalog/pg_proc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 }
@@ -25,6 +28,44 @@ std::vector<PlanDependency> kept;
 bool overflow = false;
 bool dependency_callbacks_registered = false;
 constexpr size_t kMaxKept = 4096;
+// An analysis of this transaction evaluated a function whose value may change (now(), current_date,
+// a STABLE function reading a table) on the declared points: its cached plans are analysed again
+// in the next transaction (reset at this one's end).
+bool mutable_analysed = false;
+bool xact_callback_registered = false;
+
+void
+reset_after_mutable_analysis(XactEvent event, void *)
+{
+	if (!mutable_analysed)
+		return;
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT && event != XACT_EVENT_PREPARE &&
+	    event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	mutable_analysed = false;
+	ResetPlanCache();
+}
+
+// Counts the calls of functions that are not immutable, and the other values that may change
+// (current_date and the like, nextval), in a tree.
+bool
+count_mutable_callback(Oid func_id, void *)
+{
+	return func_volatile(func_id) != PROVOLATILE_IMMUTABLE;
+}
+
+bool
+mutable_walker(Node *node, int *count)
+{
+	if (!node)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(mutable_walker), count, 0);
+	if (IsA(node, SQLValueFunction) || IsA(node, NextValueExpr) ||
+	    check_functions_in_node(node, count_mutable_callback, nullptr))
+		++*count;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(mutable_walker), count);
+}
 
 // A function or type changed (hash 0: all of them): the cached plans that depend on what an analysis
 // removed are analysed again. ResetPlanCache marks every plan of this backend (PostgreSQL's own
@@ -77,6 +118,30 @@ may_be_rewritten(const Query *q)
 }
 
 } // namespace
+
+// See plan_dependencies.h.
+int
+mutable_evaluations(Query *q)
+{
+	if (!may_be_rewritten(q))
+		return 0;
+	int count = 0;
+	pg_call([&] { mutable_walker(reinterpret_cast<Node *>(q), &count); });
+	return count;
+}
+
+// See plan_dependencies.h.
+void
+reanalyse_when_mutable_lost(int before, Query *q)
+{
+	if (before == 0 || mutable_evaluations(q) >= before)
+		return;
+	if (!xact_callback_registered) {
+		pg_call([&] { RegisterXactCallback(reset_after_mutable_analysis, nullptr); });
+		xact_callback_registered = true;
+	}
+	mutable_analysed = true;
+}
 
 // See plan_dependencies.h.
 std::vector<PlanDependency>
