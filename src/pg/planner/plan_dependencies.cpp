@@ -9,6 +9,7 @@ extern "C" {
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -47,24 +48,31 @@ reset_after_mutable_analysis(XactEvent event, void *)
 }
 
 // Counts the calls of functions that are not immutable, and the other values that may change
-// (current_date and the like, nextval), in a tree.
+// (current_date and the like, nextval), in a tree; dxpriv's own functions and aggregates (the
+// noisy ones are volatile, and an analysis puts in more or fewer of them) are not counted.
+struct MutableCount {
+	Oid dx_schema;
+	int count;
+};
+
 bool
-count_mutable_callback(Oid func_id, void *)
+count_mutable_callback(Oid func_id, void *context)
 {
-	return func_volatile(func_id) != PROVOLATILE_IMMUTABLE;
+	const auto *m = static_cast<const MutableCount *>(context);
+	return func_volatile(func_id) != PROVOLATILE_IMMUTABLE && get_func_namespace(func_id) != m->dx_schema;
 }
 
 bool
-mutable_walker(Node *node, int *count)
+mutable_walker(Node *node, MutableCount *m)
 {
 	if (!node)
 		return false;
 	if (IsA(node, Query))
-		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(mutable_walker), count, 0);
+		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(mutable_walker), m, 0);
 	if (IsA(node, SQLValueFunction) || IsA(node, NextValueExpr) ||
-	    check_functions_in_node(node, count_mutable_callback, nullptr))
-		++*count;
-	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(mutable_walker), count);
+	    check_functions_in_node(node, count_mutable_callback, m))
+		++m->count;
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(mutable_walker), m);
 }
 
 // A function or type changed (hash 0: all of them): the cached plans that depend on what an analysis
@@ -125,9 +133,12 @@ mutable_evaluations(Query *q)
 {
 	if (!may_be_rewritten(q))
 		return 0;
-	int count = 0;
-	pg_call([&] { mutable_walker(reinterpret_cast<Node *>(q), &count); });
-	return count;
+	MutableCount m{InvalidOid, 0};
+	pg_call([&] {
+		m.dx_schema = get_namespace_oid("dx", true);
+		mutable_walker(reinterpret_cast<Node *>(q), &m);
+	});
+	return m.count;
 }
 
 // See plan_dependencies.h.
