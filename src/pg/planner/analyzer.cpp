@@ -359,7 +359,7 @@ analysis_post_parse(ParseState *pstate, Query *query)
 			// what the plan cache would depend on before the analysis replaces functions by tables
 			const std::vector<PlanDependency> dependencies =
 			    extension_objects() ? plan_dependencies(query) : std::vector<PlanDependency>();
-			const int mutable_before = extension_objects() ? mutable_evaluations(query) : 0;
+			const MutableCalls mutable_before = extension_objects() ? mutable_evaluations(query) : MutableCalls();
 			MemoKey memo = plain_explain_depth + definition_depth + copy_depth == 0 ? analysis_memo_key(query) : MemoKey();
 			if (!analysis_memo_replay(memo, query)) {
 				analyze(query);

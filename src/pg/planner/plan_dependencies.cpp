@@ -48,18 +48,28 @@ reset_after_mutable_analysis(XactEvent event, void *)
 }
 
 // Counts the calls of functions that are not immutable, and the other values that may change
-// (current_date and the like, nextval), in a tree; dxpriv's own functions and aggregates (the
-// noisy ones are volatile, and an analysis puts in more or fewer of them) are not counted.
+// (current_date and the like, nextval), in a tree. Before the analysis (only == nullptr) every
+// function's volatility is read (the parser has just looked them up: warm caches) and dxpriv's own
+// functions and aggregates are left out (the noisy ones are volatile; an analysis adds and removes
+// them); after it, only calls of the functions found before are counted, by OID, without a
+// catalog lookup (a new session's replayed tree names functions no cache holds yet).
 struct MutableCount {
 	Oid dx_schema;
-	int count;
+	const std::vector<Oid> *only; // after the analysis: the mutable functions found before
+	MutableCalls *out;
 };
 
 bool
 count_mutable_callback(Oid func_id, void *context)
 {
-	const auto *m = static_cast<const MutableCount *>(context);
-	return func_volatile(func_id) != PROVOLATILE_IMMUTABLE && get_func_namespace(func_id) != m->dx_schema;
+	auto *m = static_cast<MutableCount *>(context);
+	if (m->only)
+		return std::find(m->only->begin(), m->only->end(), func_id) != m->only->end();
+	if (func_volatile(func_id) == PROVOLATILE_IMMUTABLE || get_func_namespace(func_id) == m->dx_schema)
+		return false;
+	if (std::find(m->out->funcs.begin(), m->out->funcs.end(), func_id) == m->out->funcs.end())
+		m->out->funcs.push_back(func_id);
+	return true;
 }
 
 bool
@@ -71,7 +81,7 @@ mutable_walker(Node *node, MutableCount *m)
 		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(mutable_walker), m, 0);
 	if (IsA(node, SQLValueFunction) || IsA(node, NextValueExpr) ||
 	    check_functions_in_node(node, count_mutable_callback, m))
-		++m->count;
+		++m->out->count;
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(mutable_walker), m);
 }
 
@@ -128,24 +138,30 @@ may_be_rewritten(const Query *q)
 } // namespace
 
 // See plan_dependencies.h.
-int
+MutableCalls
 mutable_evaluations(Query *q)
 {
+	MutableCalls calls;
 	if (!may_be_rewritten(q))
-		return 0;
-	MutableCount m{InvalidOid, 0};
+		return calls;
+	MutableCount m{InvalidOid, nullptr, &calls};
 	pg_call([&] {
 		m.dx_schema = get_namespace_oid("dx", true);
 		mutable_walker(reinterpret_cast<Node *>(q), &m);
 	});
-	return m.count;
+	return calls;
 }
 
 // See plan_dependencies.h.
 void
-reanalyse_when_mutable_lost(int before, Query *q)
+reanalyse_when_mutable_lost(const MutableCalls &before, Query *q)
 {
-	if (before == 0 || mutable_evaluations(q) >= before)
+	if (before.count == 0)
+		return;
+	MutableCalls after;
+	MutableCount m{InvalidOid, &before.funcs, &after};
+	pg_call([&] { mutable_walker(reinterpret_cast<Node *>(q), &m); });
+	if (after.count >= before.count)
 		return;
 	if (!xact_callback_registered) {
 		pg_call([&] { RegisterXactCallback(reset_after_mutable_analysis, nullptr); });

@@ -33,17 +33,23 @@ std::vector<PlanDependency> plan_dependencies(Query *q);
 // would re-plan the rewritten query, not re-analyse it.) A PostgreSQL call: may ERROR.
 void keep_lost_dependencies(const std::vector<PlanDependency> &before, Query *q);
 
-// How many values that may change between transactions a parsed query evaluates (calls of functions
-// that are not immutable: now(), a STABLE function reading a table; current_date and the like;
-// nextval); 0 for a statement no analysis rewrites, without walking it. A PostgreSQL call.
-int mutable_evaluations(Query *q);
+// The values that may change between transactions a parsed query evaluates: how many (calls of
+// functions that are not immutable, dxpriv's own left out: now(), a STABLE function reading a
+// table; current_date and the like; nextval) and which functions; none for a statement no analysis
+// rewrites, without walking it. A PostgreSQL call.
+struct MutableCalls {
+	int count = 0;
+	std::vector<Oid> funcs;
+};
+MutableCalls mutable_evaluations(Query *q);
 
 // After the analysis rewrote q (before: mutable_evaluations of q as parsed): when the analysis
-// evaluated some of them on the declared points (fewer are left), the per-point tables hold this
+// evaluated some of them on the declared points (fewer calls of those functions are left, counted
+// by OID without catalog lookups), the per-point tables hold this
 // transaction's values, so every cached plan of this backend is marked for a new parse analysis at
 // the end of the transaction (ResetPlanCache): a prepared statement over `now()::date - 7` analysed
 // yesterday is analysed again today, not answered with yesterday's dates. (Within one transaction
 // now() and current_date do not change.) A PostgreSQL call: may ERROR.
-void reanalyse_when_mutable_lost(int before, Query *q);
+void reanalyse_when_mutable_lost(const MutableCalls &before, Query *q);
 
 } // namespace dxpriv::pg
