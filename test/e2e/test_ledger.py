@@ -165,6 +165,16 @@ def as_cluster_owner(cmd):
     return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=dict(os.environ, PATH=path))
 
 
+def restart_cluster():
+    """Restarts the e2e cluster (pg_ctl as the cluster owner, after ALTER SYSTEM of a server-start
+    setting) and waits until it accepts connections again."""
+    datadir = os.environ["DXPRIV_E2E_DATADIR"]
+    log = os.path.join(os.path.dirname(datadir), "server.log")
+    out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
+    assert out.returncode == 0, out.stdout + out.stderr
+    wait_for_server()
+
+
 # ---------------------------------------------------------------- refund attempts
 
 def test_rollback_does_not_refund():

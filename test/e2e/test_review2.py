@@ -12,6 +12,7 @@ import psycopg2
 
 from attack_fixture import ensure_analyst_role
 from e2e_common import connect, execute, fresh_db, scalar
+from test_ledger import restart_cluster
 from test_shared_memo import OWNER_SQL, ROLE_A, SQL, _run, _setup
 
 
@@ -234,15 +235,6 @@ def test_multi_transaction_ddl_keeps_the_generation_busy_to_its_end():
             admin.close()
 
 
-def _restart():
-    from test_ledger import as_cluster_owner, wait_for_server
-    datadir = os.environ["DXPRIV_E2E_DATADIR"]
-    log = os.path.join(os.path.dirname(datadir), "server.log")
-    out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
-    assert out.returncode == 0, out.stdout + out.stderr
-    wait_for_server()
-
-
 SMALL_SQL = "SELECT dx.sum(sm_f(id)), dx.count(*) FROM spots WHERE id > 5"  # (small per-point tables)
 
 
@@ -254,7 +246,7 @@ def test_two_phase_ddl_and_a_wrapping_ring_under_concurrency():
     execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '128kB'")
     execute(c, "ALTER SYSTEM SET max_prepared_transactions = 4")
     c.close()
-    _restart()
+    restart_cluster()
     try:
         with fresh_db() as db:
             admin = _setup(db)
@@ -316,7 +308,7 @@ def test_two_phase_ddl_and_a_wrapping_ring_under_concurrency():
         execute(c, "ALTER SYSTEM RESET dxpriv.shared_memo_memory")
         execute(c, "ALTER SYSTEM RESET max_prepared_transactions")
         c.close()
-        _restart()
+        restart_cluster()
 
 
 def test_temporary_objects_are_never_shared():

@@ -16,7 +16,7 @@ import psycopg
 import psycopg2
 
 from e2e_common import connect, execute, fresh_db, scalar
-from test_ledger import as_cluster_owner, wait_for_server
+from test_ledger import restart_cluster as _restart
 
 FILLERS = 18  # statements stored per wrap (each entry ~30 kB: about 540 kB in a 256 kB region)
 
@@ -85,14 +85,6 @@ def _setup(db):
     execute(admin, "SELECT dx.set_column('st_t', 'v', '{\"min\": 0, \"max\": 999}', '{\"type\": \"none\"}')")
     execute(admin, "SELECT dx.grant_budget(current_user::regrole, 'st_t', 1e12)")
     return admin
-
-
-def _restart():
-    datadir = os.environ["DXPRIV_E2E_DATADIR"]
-    log = os.path.join(os.path.dirname(datadir), "server.log")
-    out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
-    assert out.returncode == 0, out.stdout + out.stderr
-    wait_for_server()
 
 
 def _pq(db):

@@ -214,20 +214,11 @@ def test_attack_other_role_other_contents_own_ddl():
             admin.close()
 
 
-def _restart_cluster():
-    """Restarts the e2e cluster (pg_ctl as the cluster owner) and waits until it accepts connections."""
-    from test_ledger import as_cluster_owner, wait_for_server
-    datadir = os.environ["DXPRIV_E2E_DATADIR"]
-    log = os.path.join(os.path.dirname(datadir), "server.log")
-    out = as_cluster_owner(f"pg_ctl -D '{datadir}' -l '{log}' -m fast -w restart")
-    assert out.returncode == 0, out.stdout + out.stderr
-    wait_for_server()
-
-
 def test_full_region_evicts_oldest_and_never_serves_a_wrong_entry():
     """With a 128 kB region (restart): entries over a quarter (32 kB) are not stored; many small
     statements evict the oldest; every answer still equals a fresh analysis's."""
-    restart = _restart_cluster
+    from test_ledger import restart_cluster
+    restart = restart_cluster
     c = connect()
     for bad in ("-1", "'lots'", "'5TB'"):  # bad values: refused with 22023, nothing written
         try:
@@ -318,8 +309,8 @@ def test_pinned_entries_survive_the_ring_and_pins_go_with_their_statements():
     reinitialises shared memory and the next sessions share again."""
     import psycopg
     import signal
-    from test_ledger import as_cluster_owner, wait_for_server
-    restart = _restart_cluster
+    from test_ledger import as_cluster_owner, restart_cluster, wait_for_server
+    restart = restart_cluster
     c = connect()
     execute(c, "ALTER SYSTEM SET dxpriv.shared_memo_memory = '1MB'")
     c.close()
