@@ -177,7 +177,7 @@ def _compaction_setup(db):
 
 
 def test_merges_in_savepoints_prepared_and_aborted_transactions_keep_the_version():
-    from test_review2 import _restart
+    from test_ledger import restart_cluster as _restart
     c = connect()
     execute(c, "ALTER SYSTEM SET max_prepared_transactions = 4")
     c.close()
