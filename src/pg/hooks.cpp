@@ -199,6 +199,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] {
 			refuse_inner_releases_under_explain_analyze(qd->plannedstmt); // before the charge
+			refuse_oversized_unit_profiles(qd->plannedstmt);              // (executor/unit_profile.h) before the charge
 			const PaidRelease paid = charge_statement(qd); // CHARGE
 			if (paid.logged) // then the release log of what it paid for (or replayed)
 				release_log_begin(qd->plannedstmt, paid.aggregates, paid.exponential, paid.reused);
