@@ -19,6 +19,7 @@ TOP_FILES = {
     "guard.h": "base", "guard.cpp": "base",          # C++/PostgreSQL error boundary
     "settings.h": "base",                            # GUC variables (defined in dxpriv.cpp)
     "plan_walk.h": "base", "plan_walk.cpp": "base",  # walks plan trees, knows no dxpriv object
+    "stand_in.h": "base", "stand_in.cpp": "base",    # a planner stand-in's bytes, refused by every reader
     "node_build.h": "base",                          # query-tree node builders
     "progress.h": "base", "progress.cpp": "base",    # progress notices and cancel of long work
     "analysis_heap.h": "base", "analysis_heap.cpp": "base",  # malloc thresholds during an analysis

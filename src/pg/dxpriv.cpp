@@ -41,6 +41,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;
 bool guc_group_fold = true;
+bool guc_test_skip_stand_in_restore = false;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -165,6 +166,13 @@ _PG_init(void)
 	                         "(no hash grouping per row). Off: the rows are grouped by their keys (the previous plan; "
 	                         "same answers and charge). Only superusers may change it.",
 	                         &guc_group_fold, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.test_skip_stand_in_restore",
+	                         "Leaves the planner's stand-ins of per-point tables in the plan (tests only).",
+	                         "Off (default): every stand-in is given its table back after planning. On: the plan keeps "
+	                         "them, and every reader of an internal aggregate's arguments refuses the statement "
+	                         "(XX000). Only superusers may set it.",
+	                         &guc_test_skip_stand_in_restore, false, PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr,
+	                         nullptr);
 	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
 	DefineCustomEnumVariable("dxpriv.unit_bounding",
 	                         "How each privacy unit's rows are bounded (the same kept rows either way).",

@@ -20,7 +20,8 @@
 //  planner              | PLAN (planner/parameters.h): bind+analyse, Citus split,    | analysis of bound values
 //                       |   next (sealed settings), expose releases                  |   precedes planning
 //  ExecutorStart        | ADMISSION (analyst plan check); statement::forget_charges; | refuse before paying; pay
-//                       | CHARGE, then the release log of what it paid (release_log_ |   before any row is read;
+//                       | oversized unit profiles refused (executor/unit_profile.h); |   before any row is read;
+//                       | CHARGE, then the release log of what it paid (release_log_ |
 //                       |   begin, fed by charge_statement's PaidRelease);           |   the ledger layer never
 //                       | statement::enter; ELEVATED start (owner, point             |   calls the executor layer;
 //                       |   tables), next as owner; REPLAY (a plan answered from the |   ship only what was paid
@@ -199,6 +200,7 @@ dx_executor_start(QueryDesc *qd, int eflags)
 	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY) && charges_here())
 		guarded([&] {
 			refuse_inner_releases_under_explain_analyze(qd->plannedstmt); // before the charge
+			refuse_oversized_unit_profiles(qd->plannedstmt);              // (executor/unit_profile.h) before the charge
 			const PaidRelease paid = charge_statement(qd); // CHARGE
 			if (paid.logged) // then the release log of what it paid for (or replayed)
 				release_log_begin(qd->plannedstmt, paid.aggregates, paid.exponential, paid.reused);

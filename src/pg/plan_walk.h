@@ -26,4 +26,14 @@ void walk_plan_expressions(PlannedStmt *stmt, const std::function<void(Node *)> 
                            const std::function<void(CustomScan *)> &first_custom = nullptr,
                            int *final_node = nullptr, bool *below_gather = nullptr);
 
+// Calls visit on EVERY expression list a plan node of PostgreSQL 15 carries (not only target lists
+// and quals: index quals and their originals, join clauses, hash keys, a ForeignScan's fdw_exprs,
+// fdw_scan_tlist and fdw_recheck_quals, a CustomScan's custom_exprs and custom_scan_tlist, a
+// ModifyTable's lists, Limit and WindowAgg expressions, function and VALUES scans, NestLoop
+// parameters, initPlan, partition-pruning step expressions, ...), through every child plan (those
+// of extra_child_plans, an Agg's chain) and the statement's subplans. Returns false when it met a
+// node kind it does not know (whose own expressions it could not visit), true otherwise; what a
+// caller that must see everything (planner/large_const_stand_ins) checks.
+bool walk_every_plan_expression(PlannedStmt *stmt, const std::function<void(Node *)> &visit);
+
 } // namespace dxpriv::pg

@@ -22,8 +22,10 @@ extern bool guc_key_columns_in_source; // dxpriv.keys_in_scan: superuser-only; f
 extern bool guc_unit_profiles;         // dxpriv.unit_profiles: superuser-only; bound units through cached profiles (executor/unit_profile.h)
 extern int guc_unit_profile_memory;    // dxpriv.unit_profile_memory (kB, postmaster)
 extern int guc_unit_profile_build_memory; // dxpriv.unit_profile_build_memory (kB, superusers): one profile build's arrays
+extern int guc_unit_profile_max_size;     // dxpriv.unit_profile_max_size (kB, superusers): the largest unit profile (executor/unit_profile.h)
 extern bool guc_unit_rank_reference;  // dxpriv.unit_rank_reference: superuser-only; true ranks with the generic SipHash (executor/unit_rank.cpp)
 extern bool guc_one_pass;             // dxpriv.one_pass: superuser-only; false plans one lookup and transition per aggregate
+extern bool guc_test_skip_stand_in_restore; // dxpriv.test_skip_stand_in_restore: superuser-only, tests only (planner/large_const_stand_ins.h)
 extern bool guc_group_fold;           // dxpriv.group_fold: superuser-only; false groups a one-pass GROUP BY row by row (planner/group_fold.h)
 
 } // namespace dxpriv::pg

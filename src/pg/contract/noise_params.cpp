@@ -2,6 +2,7 @@
 #include "pg/contract/noise_params.h"
 
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -21,6 +22,7 @@ constexpr int kUnitTail = 4; // optional: unit attnum, rows, groups, rows per gr
 NoiseParams
 parse_noise_params(ArrayType *array)
 {
+	reject_stand_in(array, "an aggregate's noise parameters");
 	if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_ELEMTYPE(array) != FLOAT8OID)
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv aggregate parameters");
 	const int n = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));

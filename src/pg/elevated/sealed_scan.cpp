@@ -4,12 +4,15 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -47,6 +50,25 @@ sealed_scan_members(Oid relid, bool inh)
 		list_free(children);
 	}
 	return members;
+}
+
+// See sealed_scan.h.
+uint64
+sealed_scan_row_bound(List *members)
+{
+	uint64 rows = 0;
+	ListCell *lc;
+	foreach (lc, members) {
+		Relation rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		const bool storage = RELKIND_HAS_STORAGE(rel->rd_rel->relkind);
+		const bool heap = rel->rd_rel->relam == HEAP_TABLE_AM_OID;
+		const uint64 blocks = storage ? static_cast<uint64>(RelationGetNumberOfBlocks(rel)) : 0;
+		relation_close(rel, AccessShareLock);
+		if (storage && !heap)
+			return PG_UINT64_MAX;
+		rows += blocks * MaxHeapTuplesPerPage;
+	}
+	return rows;
 }
 
 // See sealed_scan.h.

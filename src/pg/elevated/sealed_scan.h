@@ -57,6 +57,11 @@ List *sealed_scan_members(Oid relid, bool inh);
 void sealed_column_scan(Oid relid, List *members, AttrNumber attnum, Snapshot snapshot, const char *foreign_hint,
                         SealedRowFn each, void *ctx);
 
+// (harden) The most rows `members` could hold now: each member's blocks × MaxHeapTuplesPerPage
+// (members without storage: none), or PG_UINT64_MAX when one is not a heap (no bound per block). It
+// bounds the rows of every snapshot taken before the call. Reads no row. A PostgreSQL frame.
+uint64 sealed_scan_row_bound(List *members);
+
 // The user the sealed path reads relid as (its owner; InvalidOid when relid is gone). A PostgreSQL frame.
 Oid sealed_read_user(Oid relid);
 

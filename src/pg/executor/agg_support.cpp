@@ -6,6 +6,7 @@
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -52,6 +53,7 @@ text_array_strings(ArrayType *array)
 	Datum *elems;
 	bool *nulls;
 	int n;
+	reject_stand_in(array, "a domain's label list");
 	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	std::vector<std::string> out;
 	for (int i = 0; i < n; ++i)

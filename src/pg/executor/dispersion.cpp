@@ -6,6 +6,7 @@
 #include "pg/executor/linear_state.h"
 #include "pg/executor/release_log.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 #include "core/accuracy.h"
 #include "core/dispersion.h"
@@ -106,6 +107,7 @@ DX_FUNCTION(dx_dispersion)
 		ArrayType *array = nullptr;
 		if (!PG_ARGISNULL(4 + p))
 			pg_call([&] { array = PG_GETARG_ARRAYTYPE_P(4 + p); });
+		reject_stand_in(array, "a part of a dispersion statistic");
 		if (!array || !read_part(array, read[p]))
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "invalid part of a dispersion statistic",
 			     "dx._dispersion is placed by dxpriv's analyzer; write stddev, variance, corr or regr_* instead.");

@@ -4,6 +4,7 @@
 // its group's state for the one-pass final functions (executor/one_pass.cpp), which release it.
 #include "pg/executor/agg_support.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -55,6 +56,7 @@ struct FoldShape {
 FoldShape
 fold_shape(ArrayType *shape)
 {
+	reject_stand_in(shape, "a folded GROUP BY's shape");
 	if (ARR_ELEMTYPE(shape) != INT8OID || ARR_HASNULL(shape) || ARR_NDIM(shape) != 1)
 		fold_bad_shape();
 	const int n = ArrayGetNItems(ARR_NDIM(shape), ARR_DIMS(shape));

@@ -8,6 +8,7 @@
 #include "pg/executor/point_table_cache.h"
 #include "pg/executor/row_point.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 #include "core/point_table.h"
 
@@ -79,6 +80,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 	}
 	destroy_lookup_cache(c);
 	bytea *b = cached ? cached_point_table(PG_GETARG_BYTEA_PP(0)) : PG_GETARG_BYTEA_PP(0);
+	reject_stand_in(b, "a per-point table");
 	const size_t len = VARSIZE_ANY_EXHDR(b);
 	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
@@ -137,6 +139,7 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
 		bad_layout();
+	reject_stand_in(PG_GETARG_TEXT_PP(layout_arg), "a row layout");
 	const std::string full = text_to_cstring(PG_GETARG_TEXT_PP(layout_arg));
 	if (skip > full.size())
 		bad_layout();
@@ -194,6 +197,7 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			if (arg + 2 > PG_NARGS() || PG_ARGISNULL(arg) || PG_ARGISNULL(arg + 1))
 				bad_layout();
 			ArrayType *coords = pg_value([&] { return PG_GETARG_ARRAYTYPE_P(arg); });
+			reject_stand_in(coords, "a points domain's coordinates");
 			const int dims = PG_GETARG_INT32(arg + 1);
 			if (ARR_HASNULL(coords) || ARR_ELEMTYPE(coords) != FLOAT8OID || dims < 1 ||
 			    dims > static_cast<int>(kMaxPointDims) || arg + 2 + dims > PG_NARGS())
@@ -475,6 +479,7 @@ DX_FUNCTION(dx_group_key)
 		if (!c)
 			c = static_cast<GroupKeyCache *>(palloc0(sizeof(GroupKeyCache)));
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(1);
+		reject_stand_in(arr, "a list of group keys");
 		int16 typlen;
 		bool typbyval;
 		char typalign;
@@ -505,6 +510,10 @@ deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values
 {
 	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(values_arg);
+	if (is_stand_in(arr)) {
+		MemoryContextSwitchTo(old);
+		reject_stand_in(arr, "a list of group keys");
+	}
 	int16 typlen;
 	bool typbyval;
 	char typalign;

@@ -6,6 +6,7 @@
 #include "pg/executor/linear_state.h"
 #include "pg/executor/row_point.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 #include "core/linear_query.h"
 #include "core/point_table.h"
@@ -337,11 +338,13 @@ final_cache(FunctionCallInfo fcinfo, bool with_table = true)
 		return *c;
 	}
 	bytea *b = PG_GETARG_BYTEA_PP(2);
+	reject_stand_in(b, "a per-point table");
 	const size_t len = VARSIZE_ANY_EXHDR(b);
 	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
 	c->view = new (MemoryContextAlloc(mcxt, sizeof(PointTableView))) PointTableView(c->bytes, len);
 	ArrayType *shape = PG_GETARG_ARRAYTYPE_P(3);
+	reject_stand_in(shape, "an aggregate's histogram shape");
 	if (ARR_ELEMTYPE(shape) != INT8OID || ARR_HASNULL(shape) || ARR_NDIM(shape) != 1)
 		bad_arguments();
 	int n = ArrayGetNItems(ARR_NDIM(shape), ARR_DIMS(shape));
@@ -506,6 +509,7 @@ build_one_pass_map(FunctionCallInfo fcinfo)
 	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
 		bad_one_pass_layout("The layout is missing.");
 	const text *t = PG_GETARG_TEXT_PP(1);
+	reject_stand_in(t, "a one-pass layout");
 	const char *p = VARDATA_ANY(t);
 	const size_t n = VARSIZE_ANY_EXHDR(t);
 	size_t i = 0;

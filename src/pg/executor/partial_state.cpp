@@ -12,6 +12,7 @@
 #include "pg/executor/dispersion_part.h"
 #include "pg/executor/linear_state.h"
 #include "pg/guard.h"
+#include "pg/stand_in.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -408,6 +409,7 @@ DX_FUNCTION(dx_units_by_group)
 	auto *grids = static_cast<Grids *>(fcinfo->flinfo->fn_extra);
 	if (!grids) {
 		ArrayType *a = PG_GETARG_ARRAYTYPE_P(2);
+		reject_stand_in(a, "a release's grids");
 		if (ARR_NDIM(a) > 1)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grids must be a one-dimensional array",
 			     "dx._units is placed by the dxpriv analyzer with the grids of a release's noise plan.");

@@ -13,6 +13,7 @@
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
 #include "pg/statement/statement_context.h"
+#include "pg/stand_in.h"
 
 #include "core/partition_selection.h"
 
@@ -53,6 +54,7 @@ selection_corrupted()
 SelectionParams
 dxpriv::pg::read_selection_params(ArrayType *sel)
 {
+	reject_stand_in(sel, "partition selection parameters");
 	if (ARR_NDIM(sel) != 1 || ARR_HASNULL(sel) || ARR_ELEMTYPE(sel) != FLOAT8OID || ARR_DIMS(sel)[0] != 3)
 		fail(ERRCODE_INTERNAL_ERROR, "malformed dxpriv partition selection parameters");
 	const double *v = reinterpret_cast<const double *>(ARR_DATA_PTR(sel));

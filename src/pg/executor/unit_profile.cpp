@@ -6,6 +6,8 @@
 #include "pg/elevated/sealed_scan.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/extension_objects.h"
+#include "pg/plan_walk.h"
 #include "pg/settings.h"
 #include "pg/ledger/contents_version.h"
 #include "pg/statement/statement_context.h"
@@ -17,6 +19,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "access/parallel.h"
+#include "nodes/nodeFuncs.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_class.h"
@@ -51,6 +54,7 @@ namespace dxpriv::pg {
 bool guc_unit_profiles = true;
 int guc_unit_profile_memory = 16384; // kB
 int guc_unit_profile_build_memory = 65536; // kB
+int guc_unit_profile_max_size = 262144;     // kB
 
 namespace {
 
@@ -405,6 +409,35 @@ constexpr const char *kBuildMemoryHint =
 // of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
 // output, outside the setting: a limit on them would be an error whose occurrence tells the analyst
 // something of the rows.
+// The bytes of the profile of `heavy` heavy units (its header and table, as build_profile sizes it).
+Size
+profile_bytes_for(uint64 heavy)
+{
+	uint64 slots = 0;
+	if (heavy > 0) {
+		slots = 1;
+		while (slots < 2 * heavy)
+			slots <<= 1;
+	}
+	return sizeof(ProfileHeader) + static_cast<Size>(slots) * sizeof(HeavyUnit);
+}
+
+constexpr const char *kMaxSizeHint =
+    "Ask a superuser to raise dxpriv.unit_profile_max_size, or to set dxpriv.unit_profiles to off for statements on "
+    "this table (the per-statement bounding spills to disk); a prepared statement planned while the table was "
+    "smaller bounds its units per statement once prepared again.";
+
+// The 54000 of a profile over dxpriv.unit_profile_max_size (the same message wherever it is found).
+[[noreturn]] void
+refuse_profile_size(Oid relid)
+{
+	ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+	                errmsg("the unit profile of table \"%s\" could exceed dxpriv.unit_profile_max_size (%d kB)",
+	                       get_rel_name(relid), guc_unit_profile_max_size),
+	                errhint("%s", kMaxSizeHint)));
+	pg_unreachable();
+}
+
 bytea *
 build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attempt)
 {
@@ -465,6 +498,14 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 			tied = true;
 			break;
 		}
+		// (harden) the output within dxpriv.unit_profile_max_size, checked before it grows: the
+		// planner and the executor start checked an upper bound of it (unit_profile_may_exceed), so
+		// this is reached only by a shard's build on a Citus worker or a table grown past its relation
+		// size since (never, for a heap: the bound holds for every snapshot taken before it)
+		if (profile_bytes_for(nheavy + found) > static_cast<Size>(guc_unit_profile_max_size) * 1024) {
+			MemoryContextDelete(ps.cxt);
+			refuse_profile_size(id.relid);
+		}
 		if (nheavy + found > capheavy) {
 			while (capheavy < nheavy + found)
 				capheavy *= 2;
@@ -519,6 +560,33 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 	}
 	pfree(heavy);
 	return out;
+}
+
+// dx._unit_profile calls of a plan with constant arguments (refuse_oversized_unit_profiles): their
+// (relid, inh, k) as a List of three-element int lists.
+struct ProfileCalls {
+	Oid fn;
+	List *calls;
+};
+
+bool
+profile_call_walker(Node *node, void *p)
+{
+	if (!node)
+		return false;
+	auto *pc = static_cast<ProfileCalls *>(p);
+	if (IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == pc->fn) {
+		List *args = castNode(FuncExpr, node)->args;
+		if (list_length(args) == 5 && IsA(linitial(args), Const) && IsA(lsecond(args), Const) && IsA(lfourth(args), Const)) {
+			const Const *rel = castNode(Const, linitial(args)), *inh = castNode(Const, lsecond(args)),
+			            *k = castNode(Const, lfourth(args));
+			if (!rel->constisnull && !inh->constisnull && !k->constisnull)
+				pc->calls = lappend(pc->calls, list_make3_int(static_cast<int>(DatumGetObjectId(rel->constvalue)),
+				                                              DatumGetBool(inh->constvalue) ? 1 : 0,
+				                                              DatumGetInt32(k->constvalue)));
+		}
+	}
+	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(profile_call_walker), p);
 }
 
 // Copies the cached profile of id into a new bytea (nullptr: none).
@@ -624,6 +692,9 @@ profile_for(ProfileId &id, Snapshot snap)
 		if (versioned)
 			store_profile(id, p);
 	}
+	// (harden) a cached profile built under a larger dxpriv.unit_profile_max_size is not served
+	if (VARSIZE(p) - VARHDRSZ > static_cast<Size>(guc_unit_profile_max_size) * 1024)
+		refuse_profile_size(id.relid);
 	return p;
 }
 
@@ -962,6 +1033,42 @@ set_unit_shard_analyst_check(AnalystRoleCheck check)
 }
 
 // See unit_profile.h.
+bool
+unit_profile_may_exceed(Oid relid, bool inh, int32 k)
+{
+	if (k < 1)
+		return true;
+	List *members = sealed_scan_members(relid, inh);
+	const uint64 rows = sealed_scan_row_bound(members); // (another access method: no bound, PG_UINT64_MAX)
+	list_free(members);
+	const uint64 heavy = rows / (static_cast<uint64>(k) + 1);
+	return heavy > (uint64(1) << 40) ||
+	       profile_bytes_for(heavy) > static_cast<Size>(guc_unit_profile_max_size) * 1024;
+}
+
+// See unit_profile.h.
+void
+refuse_oversized_unit_profiles(PlannedStmt *stmt)
+{
+	const ExtensionObjects *ext = extension_objects();
+	if (!ext || !OidIsValid(ext->unit_profile) || !stmt || stmt->commandType == CMD_UTILITY)
+		return;
+	ProfileCalls pc{ext->unit_profile, NIL};
+	pg_call([&] {
+		walk_every_plan_expression(stmt, [&pc](Node *n) { profile_call_walker(n, &pc); });
+	});
+	ListCell *lc;
+	foreach (lc, pc.calls) {
+		List *call = static_cast<List *>(lfirst(lc));
+		const Oid relid = static_cast<Oid>(linitial_int(call));
+		bool exceeds = false;
+		pg_call([&] { exceeds = unit_profile_may_exceed(relid, lsecond_int(call) != 0, lthird_int(call)); });
+		if (exceeds)
+			pg_call([&] { refuse_profile_size(relid); });
+	}
+}
+
+// See unit_profile.h.
 void
 unit_profile_define_gucs()
 {
@@ -988,6 +1095,15 @@ unit_profile_define_gucs()
 	                        "over ranges of unit hashes, giving the same profile. A build that cannot fit (k + 1 "
 	                        "ranks twice over, or heavy units filling it) fails with 54000. Only superusers may change it.",
 	                        &guc_unit_profile_build_memory, 65536, 64, MAX_KILOBYTES, PGC_SUSET, GUC_UNIT_KB, nullptr,
+	                        nullptr, nullptr);
+	DefineCustomIntVariable("dxpriv.unit_profile_max_size",
+	                        "Largest unit profile a statement may build or hold.",
+	                        "A profile is 16 bytes per entry of a table of twice its heavy units rounded up to a "
+	                        "power of two (the build, the sealed copy and each process's opened copy hold it). A "
+	                        "statement whose table's size in blocks could give a larger profile bounds its units per "
+	                        "statement instead (dxpriv.unit_bounding: same rule and charge); a plan made before the "
+	                        "table grew past it is refused with 54000 before its charge. Only superusers may change it.",
+	                        &guc_unit_profile_max_size, 262144, 64, 1024 * 1024 - 1024, PGC_SUSET, GUC_UNIT_KB, nullptr,
 	                        nullptr, nullptr);
 }
 

@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "postgres.h"
+#include "nodes/plannodes.h"
 }
 
 namespace dxpriv::pg {
@@ -28,6 +29,21 @@ int64 unit_profile_token();
 // layer at load (the analyst layer is above this one); unregistered, every call is refused.
 using AnalystRoleCheck = bool (*)();
 void set_unit_shard_analyst_check(AnalystRoleCheck check);
+
+// (harden) Whether the profile of relid (its inheritance tree when inh) bounding units to k rows
+// could exceed dxpriv.unit_profile_max_size now: an upper bound on its bytes from the sizes of the
+// relations (their blocks × MaxHeapTuplesPerPage rows, each heavy unit holding at least k + 1 of
+// them, the table twice their number rounded up to a power of two, 16 bytes an entry), taken now:
+// it bounds the profile under every snapshot taken before now. Data-dependent only through the
+// relations' sizes in blocks; the planner falls back to the per-statement bounding (which spills to
+// disk) when true, with the same rule and charge. A PostgreSQL frame (opens the relations): call
+// inside pg_call.
+bool unit_profile_may_exceed(Oid relid, bool inh, int32 k);
+// Contract: throws 54000 (UserError: call inside guarded) when the plan calls dx._unit_profile for
+// a profile that unit_profile_may_exceed now (a plan made while the table was smaller: a prepared
+// statement, a PL/pgSQL or generic cached plan); returns otherwise. The hooks call it before the
+// charge, so such a statement is refused unpaid, before any row is read.
+void refuse_oversized_unit_profiles(PlannedStmt *stmt);
 
 // Defines dxpriv.unit_profiles and dxpriv.unit_profile_memory (from _PG_init, before shmem requests).
 void unit_profile_define_gucs();

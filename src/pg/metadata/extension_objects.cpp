@@ -142,6 +142,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.indicator = lookup("_indicator", 1, any1);
 	const Oid unit_rank_args[] = {OIDOID, TIDOID};
 	o.unit_rank = lookup("_unit_rank", 2, unit_rank_args);
+	const Oid unit_profile_args[] = {OIDOID, BOOLOID, INT2OID, INT4OID, INT8OID};
+	o.unit_profile = lookup("_unit_profile", 5, unit_profile_args);
 	// exponential mechanism (sql/25_exponential.sql)
 	const Oid elem1[] = {ANYELEMENTOID};
 	const Oid elem_f8[] = {ANYELEMENTOID, FLOAT8OID};

@@ -15,6 +15,7 @@ struct ExtensionObjects {
 	Oid avg_any = InvalidOid, avg_any_eps = InvalidOid, linear_any = InvalidOid, linear_any_eps = InvalidOid;
 	// privacy units (sql/12_privacy_units.sql): dx.count_units markers and the row-ranking hash
 	Oid count_units = InvalidOid, count_units_eps = InvalidOid, unit_rank = InvalidOid;
+	Oid unit_profile = InvalidOid; // dx._unit_profile (executor/unit_profile.h; optional: not in "all")
 	Oid noisy_count = InvalidOid, noisy_sum = InvalidOid, noisy_avg = InvalidOid;
 	Oid noisy_avg_pairs = InvalidOid; // dx._noisy_avg(..., float8 count weight): dx.avg over a join's pairs
 	Oid noisy_count_units = InvalidOid; // dx._noisy_count_units: count_units in one scan (planner/unit_count_set.h)

@@ -1,8 +1,11 @@
 // Per-point tables stood in for by small constants while the planner runs (large_const_stand_ins.h).
 #include "pg/planner/large_const_stand_ins.h"
 
+#include "pg/guard.h"
 #include "pg/metadata/extension_objects.h"
 #include "pg/plan_walk.h"
+#include "pg/settings.h"
+#include "pg/stand_in.h"
 
 extern "C" {
 #include "common/hashfn.h"
@@ -18,7 +21,8 @@ namespace dxpriv::pg {
 namespace {
 
 constexpr Size kStandInFrom = 1024; // a Const longer than this (bytes) is stood in for
-constexpr Size kStandInWords = 3;   // a stand-in's value: (nonce, nonce ^ class, length)
+// a stand-in's value (pg/stand_in.h): the fixed magic, then (nonce, nonce ^ class, length)
+static_assert(kStandInSize < kStandInFrom, "a stand-in is never itself stood in for");
 
 // One class of equal tables: its first table, and its stand-in.
 struct StandInClass {
@@ -34,6 +38,7 @@ struct StandIns {
 	int count, capacity;
 	List *replaced; // pairs: a Const of the query, its table
 	int restored;   // Consts given their table back (the last restore walk)
+	int foreign;    // Consts holding a stand-in of no class of this call (the last restore walk)
 };
 
 uint64 stand_in_nonce[2];
@@ -63,11 +68,13 @@ stand_in_of(StandIns *s, const Const *c)
 		    s->classes ? repalloc(s->classes, sizeof(StandInClass) * s->capacity)
 		               : palloc(sizeof(StandInClass) * s->capacity));
 	}
-	// (nonce, class, length): no analysed constant of 24 bytes is one, short of guessing the nonce
+	// (magic, nonce, class, length): no analysed constant is one, short of guessing the nonce; every
+	// reader refuses it by its magic (pg/stand_in.h)
 	const uint64 words[kStandInWords] = {stand_in_nonce[0], stand_in_nonce[1] ^ static_cast<uint64>(s->count), bytes};
-	auto *stand_in = static_cast<struct varlena *>(palloc(VARHDRSZ + sizeof words));
-	SET_VARSIZE(stand_in, VARHDRSZ + sizeof words);
-	memcpy(VARDATA(stand_in), words, sizeof words);
+	auto *stand_in = static_cast<struct varlena *>(palloc(kStandInSize));
+	SET_VARSIZE(stand_in, kStandInSize);
+	memcpy(VARDATA(stand_in), kStandInMagic, kStandInMagicBytes);
+	memcpy(VARDATA(stand_in) + kStandInMagicBytes, words, sizeof words);
 	s->classes[s->count++] = {v, bytes, stand_in};
 	return stand_in;
 }
@@ -97,7 +104,9 @@ substitute_walker(Node *node, void *p)
 }
 
 // Gives every Const holding a stand-in its table back. By the stand-in's bytes, not its pointer: the
-// planner copies a subquery (copyObject, which copies a Const's value) before planning it.
+// planner copies a subquery (copyObject, which copies a Const's value) before planning it. Counts
+// in s->foreign the Consts holding a stand-in of no class of this call (never raises: it runs under
+// the plan walk's C++ frames).
 bool
 restore_walker(Node *node, void *p)
 {
@@ -111,15 +120,15 @@ restore_walker(Node *node, void *p)
 		if (c->constisnull || c->constbyval || c->constlen != -1)
 			return false;
 		const void *v = DatumGetPointer(c->constvalue);
-		if (VARATT_IS_EXTENDED(v) || VARSIZE(v) != VARHDRSZ + kStandInWords * sizeof(uint64))
+		if (!is_stand_in(v))
 			return false;
 		for (int i = 0; i < s->count; ++i)
-			if (v == s->classes[i].stand_in ||
-			    memcmp(v, s->classes[i].stand_in, VARHDRSZ + kStandInWords * sizeof(uint64)) == 0) {
+			if (v == s->classes[i].stand_in || (VARATT_IS_4B_U(v) && memcmp(v, s->classes[i].stand_in, kStandInSize) == 0)) {
 				c->constvalue = PointerGetDatum(s->classes[i].table);
 				s->restored++;
-				break;
+				return false;
 			}
+		s->foreign++;
 		return false;
 	}
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(restore_walker), p);
@@ -161,8 +170,22 @@ plan_with_stand_ins(PlanNext next, Query *parse, const char *query_string, int c
 		restore_query(s, parse);
 	}
 	PG_END_TRY();
-	if (s->count > 0 && result)
-		walk_plan_expressions(result, [s](Node *n) { restore_walker(n, s); });
+	// Every expression of every plan node (not only the Agg nodes' lists, where the planner puts an
+	// aggregate's arguments: a ForeignScan's fdw_scan_tlist, a CustomScan's, an index qual, ...),
+	// and after it no stand-in may remain: one that would reach execution is refused here (and by
+	// every reader of the arguments, pg/stand_in.h). The same walk: no second pass over the plan.
+	// dxpriv.test_skip_stand_in_restore (superuser-only, tests only) leaves the plan as planned, to
+	// show that the readers refuse it.
+	if (s->count > 0 && result && !guc_test_skip_stand_in_restore) {
+		bool known = true;
+		guarded([&] {
+			pg_call([&] { known = walk_every_plan_expression(result, [s](Node *n) { restore_walker(n, s); }); });
+		});
+		if (s->foreign > 0)
+			ereport_stand_in("a plan (a stand-in of no table of this planning)");
+		if (!known)
+			ereport_stand_in("a plan node dxpriv cannot walk (its stand-ins could not be restored)");
+	}
 	return result;
 }
 

@@ -27,6 +27,10 @@ profile_bounding_applies(const UnitSource &spec)
 	pg_call([&] {
 		uint64 version = 0;
 		known = ActiveSnapshotSet() && contents_version(spec.policy->relid, GetActiveSnapshot(), &version);
+		// (harden) a profile that could exceed dxpriv.unit_profile_max_size: the per-statement
+		// bounding instead (bounded memory: it spills to disk), the same rule, sensitivity and charge;
+		// the tree's size (inh: an upper bound of ONLY's) is all the choice depends on
+		known = known && !unit_profile_may_exceed(spec.policy->relid, true, spec.bound.max_rows);
 	});
 	return known;
 }
