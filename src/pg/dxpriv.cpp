@@ -41,6 +41,7 @@ assign_exhaustive_analysis(bool newval, void *extra)
 bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;
 bool guc_group_fold = true;
+bool guc_citus_grouped_stage = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -165,6 +166,13 @@ _PG_init(void)
 	                         "(no hash grouping per row). Off: the rows are grouped by their keys (the previous plan; "
 	                         "same answers and charge). Only superusers may change it.",
 	                         &guc_group_fold, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+	DefineCustomBoolVariable("dxpriv.citus_grouped_stage",
+	                         "Reads the workers' grouped sums of a GROUP BY on a Citus table as one Citus stage.",
+	                         "On (default): the coordinator's statement stays local and reads the sums through "
+	                         "dx._grouped_partials, which runs them as one Citus stage (no intermediate result, no "
+	                         "coordinated transaction). Off: the sums are a Citus subplan (the previous plan; same "
+	                         "answers and charge). Only superusers may change it.",
+	                         &guc_citus_grouped_stage, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
 	DefineCustomEnumVariable("dxpriv.unit_bounding",
 	                         "How each privacy unit's rows are bounded (the same kept rows either way).",
