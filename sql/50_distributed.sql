@@ -63,6 +63,13 @@ LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'dx_collect_transfn';
 CREATE AGGREGATE dx._collect(int4, numeric, int8, float8[]) (
 	SFUNC = dx._collect_transfn, STYPE = dx._linear_partial, PARALLEL = RESTRICTED);
 COMMENT ON AGGREGATE dx._collect(int4, numeric, int8, float8[]) IS 'internal: placed by the dxpriv analyzer only (distributed tables)';
+-- The workers' grouped sums of a GROUP BY as one Citus stage (planner/distributed_stage.h): the
+-- statement dxpriv built (its text, deparsed with qualified names) run through the sealed path by
+-- the coordinator's own statement, which stays local; refused unless that statement paid the charge
+-- of `params` (never callable by hand). Ships the digest tables of its task query first.
+CREATE FUNCTION dx._grouped_partials(task text, params float8[], shipments bytea[]) RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 100 AS 'MODULE_PATHNAME', 'dx_grouped_partials';
+COMMENT ON FUNCTION dx._grouped_partials(text, float8[], bytea[]) IS 'internal: placed by the dxpriv analyzer only (the grouped sums of a distributed table as one Citus stage)';
 
 -- dx.mode, dx.quantile and dx.median: the workers count rows per candidate with PostgreSQL's own
 -- count(*) ... GROUP BY; dx._em_collect adds those counts into the exponential mechanism's state on

@@ -1330,3 +1330,9 @@ CREATE EVENT TRIGGER dx_tree_change ON ddl_command_end
 	             'CREATE SCHEMA')
 	EXECUTE FUNCTION dx._on_tree_change();
 ALTER EVENT TRIGGER dx_tree_change ENABLE ALWAYS;
+
+-- citusone (session 18): the workers' grouped sums of a GROUP BY on a Citus table as one Citus stage
+-- inside the coordinator's local statement (sql/50_distributed.sql).
+CREATE FUNCTION dx._grouped_partials(task text, params float8[], shipments bytea[]) RETURNS SETOF record
+LANGUAGE c VOLATILE PARALLEL UNSAFE ROWS 100 AS 'MODULE_PATHNAME', 'dx_grouped_partials';
+COMMENT ON FUNCTION dx._grouped_partials(text, float8[], bytea[]) IS 'internal: placed by the dxpriv analyzer only (the grouped sums of a distributed table as one Citus stage)';

@@ -42,6 +42,7 @@ bool guc_one_pass = true;
 bool guc_key_columns_in_source = true;
 bool guc_group_fold = true;
 bool guc_test_skip_stand_in_restore = false;
+bool guc_citus_grouped_stage = true;
 int guc_allocation = 0;
 int guc_noise = 0;
 int guc_top_k = 0;
@@ -173,6 +174,13 @@ _PG_init(void)
 	                         "(XX000). Only superusers may set it.",
 	                         &guc_test_skip_stand_in_restore, false, PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr,
 	                         nullptr);
+	DefineCustomBoolVariable("dxpriv.citus_grouped_stage",
+	                         "Reads the workers' grouped sums of a GROUP BY on a Citus table as one Citus stage.",
+	                         "On (default): the coordinator's statement stays local and reads the sums through "
+	                         "dx._grouped_partials, which runs them as one Citus stage (no intermediate result, no "
+	                         "coordinated transaction). Off: the sums are a Citus subplan (the previous plan; same "
+	                         "answers and charge). Only superusers may change it.",
+	                         &guc_citus_grouped_stage, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 	static const struct config_enum_entry unit_bounding_options[] = {{"hash", 0, false}, {"sort", 1, false}, {nullptr, 0, false}};
 	DefineCustomEnumVariable("dxpriv.unit_bounding",
 	                         "How each privacy unit's rows are bounded (the same kept rows either way).",

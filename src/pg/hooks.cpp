@@ -53,6 +53,7 @@
 #include "pg/planner/analyzer.h"
 #include "pg/planner/distributed_exposure.h"
 #include "pg/planner/distributed_hooks.h"
+#include "pg/planner/distributed_stage.h"
 #include "pg/planner/explain.h"
 #include "pg/planner/parameters.h"
 #include "pg/planner/public_joins.h"
@@ -60,6 +61,7 @@
 #include "pg/statement/statement_context.h"
 
 extern "C" {
+#include "commands/explain.h"
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
@@ -87,6 +89,7 @@ ExecutorFinish_hook_type prev_executor_finish = nullptr;
 ExecutorEnd_hook_type prev_executor_end = nullptr;
 emit_log_hook_type prev_emit_log = nullptr;
 object_access_hook_type prev_object_access = nullptr;
+ExplainOneQuery_hook_type prev_explain_one_query = nullptr; // (Citus's: set only where Citus is loaded)
 
 // (citusunit) dx._unit_keep_shard's analyst check (executor/unit_profile.h): the current role or the
 // session's login role is (or inherits) an analyst role; true (refuse) without dxpriv's objects.
@@ -187,6 +190,17 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 	return plan_statement(parse, query_string, cursor_options, params, plan_next); // PLAN
 }
 
+// EXPLAIN of a statement whose grouped sums run as one Citus stage: Citus's EXPLAIN of each
+// stage's task after the statement's plan (planner/distributed_stage.h).
+extern "C" void
+dx_explain_one_query(Query *query, int cursor_options, IntoClause *into, ExplainState *es, const char *query_string,
+                     ParamListInfo params, QueryEnvironment *query_env)
+{
+	dist::explain_stages_begin();
+	prev_explain_one_query(query, cursor_options, into, es, query_string, params, query_env);
+	guarded([&] { dist::explain_stages_end(es); });
+}
+
 extern "C" void
 dx_executor_start(QueryDesc *qd, int eflags)
 {
@@ -285,6 +299,7 @@ on_xact(XactEvent event, void *)
 	analysis_reset();
 	public_join_reset();
 	explain_capture_reset();
+	dist::explain_stages_reset();
 	set_analyst_mode(false);
 	set_client_statement_text(false);
 	if (!ledger::am_worker()) // the worker commits and aborts inside its own scopes
@@ -321,6 +336,10 @@ install_hooks()
 	set_unit_shard_analyst_check(&caller_is_analyst); // (citusunit: dx._unit_keep_shard's callers)
 	prev_emit_log = emit_log_hook;
 	emit_log_hook = dx_emit_log;
+	if (ExplainOneQuery_hook) { // Citus's (loaded first): the one-stage reads' EXPLAIN after it
+		prev_explain_one_query = ExplainOneQuery_hook;
+		ExplainOneQuery_hook = dx_explain_one_query;
+	}
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = dx_executor_start;
 	prev_executor_run = ExecutorRun_hook;

@@ -26,6 +26,7 @@ extern int guc_unit_profile_max_size;     // dxpriv.unit_profile_max_size (kB, s
 extern bool guc_unit_rank_reference;  // dxpriv.unit_rank_reference: superuser-only; true ranks with the generic SipHash (executor/unit_rank.cpp)
 extern bool guc_one_pass;             // dxpriv.one_pass: superuser-only; false plans one lookup and transition per aggregate
 extern bool guc_test_skip_stand_in_restore; // dxpriv.test_skip_stand_in_restore: superuser-only, tests only (planner/large_const_stand_ins.h)
+extern bool guc_citus_grouped_stage;  // dxpriv.citus_grouped_stage: superuser-only; false reads a Citus GROUP BY's sums through a subplan (planner/distributed_stage.h)
 extern bool guc_group_fold;           // dxpriv.group_fold: superuser-only; false groups a one-pass GROUP BY row by row (planner/group_fold.h)
 
 } // namespace dxpriv::pg

@@ -21,9 +21,11 @@ The shapes:
                          outer query is local, the function's query is one Citus stage, no subplan
   native in BEGIN/COMMIT the native statement in a transaction block (Citus opens the same coordinated
                          transaction on its worker connections)
-  dx                     SELECT k, dx.count(*) ...: dxpriv's split (distributed_linear.cpp), which has
-                         the subplan shape (two subplans: the workers' sums, dx._collect; then the
-                         releases over generate_series)
+  dx                     SELECT k, dx.count(*) ...: dxpriv's split (distributed_linear.cpp), which reads
+                         the workers' sums as one Citus stage (dx._grouped_partials, the function shape:
+                         planner/distributed_stage.h)
+  dx, subplan shape      the same with dxpriv.citus_grouped_stage = off: the split's previous plan, the
+                         sums as a subplan (then dx._collect and the releases over generate_series)
 """
 import argparse
 import csv
@@ -47,7 +49,14 @@ def shapes(aggs_native, aggs_dx, cols, function):
         ("native, function shape", f"SELECT g.g, {cols} FROM generate_series(0, 69) g LEFT JOIN {function}() x ON x.k = g.g", False),
         ("native in BEGIN/COMMIT", inner, True),
         ("dx", f"SELECT k, {aggs_dx} FROM g70 GROUP BY k", False),
+        ("dx, subplan shape", f"SELECT k, {aggs_dx} FROM g70 GROUP BY k", False),
     ]
+
+
+def stage_setting(cur, name, on):
+    """The subplan shape's line runs with dxpriv.citus_grouped_stage = off (set outside the timing)."""
+    if name == "dx, subplan shape":
+        cur.execute("SET dxpriv.citus_grouped_stage = " + ("off" if on else "DEFAULT"))
 
 
 QUERY_SETS = [
@@ -121,18 +130,22 @@ def main():
 
         for label, aggs_native, aggs_dx, cols, function in QUERY_SETS:
             lines = shapes(aggs_native, aggs_dx, cols, function)
-            for _, sql, tx in lines:  # warm-up (the dx statement's first analysis, connections)
+            for name, sql, tx in lines:  # warm-up (the dx statement's first analysis, connections)
+                stage_setting(cur, name, True)
                 run(sql, tx)
                 run(sql, tx)
+                stage_setting(cur, name, False)
             res = {name: [] for name, _, _ in lines}
             for _ in range(a.runs):
                 for name, sql, tx in lines:
+                    stage_setting(cur, name, True)
                     c0 = {n: node_cpu_ms(pm) for n, pm in pms.items()}
                     t0 = time.perf_counter()
                     for _ in range(a.reps):
                         run(sql, tx)
                     wall = (time.perf_counter() - t0) * 1000 / a.reps
                     c1 = {n: node_cpu_ms(pm) for n, pm in pms.items()}
+                    stage_setting(cur, name, False)
                     res[name].append([wall] + [(c1[n] - c0[n]) / a.reps for n in NODES])
             med = {name: [statistics.median(x[i] for x in v) for i in range(4)] for name, v in res.items()}
             base = med["native"]

@@ -3282,6 +3282,11 @@ NEEDED_BY_ANALYSTS = {"_noisy_count", "_noisy_sum", "_noisy_avg", "_onepass_coun
                       # (dx._state_of, dx._collect) are refused by the analyzer unless the running
                       # statement was charged for their parameters (test/citus/test_distributed.py)
                       "_units", "_state_of", "_collect", "_em_collect",
+                      # (citusone) a Citus GROUP BY's grouped sums as one Citus stage: run by the table
+                      # owner's execution of an analyst's statement; refused by the analyzer when written
+                      # by hand and by itself unless it is the node the split placed in a running, paid
+                      # statement (test/citus/test_citus_grouped_stage.py)
+                      "_grouped_partials",
                       # (citusgb2) dx._units(dx._weigh(...)) in one call, and its digest variant: a
                       # number from its arguments, or the lookup as dx._weigh/_weigh_cached
                       "_weigh_units", "_weigh_units_cached",

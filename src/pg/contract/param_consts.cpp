@@ -49,6 +49,9 @@ native_partial_params_const(Node *node, const ExtensionObjects &ext)
 	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.collect &&
 	         list_length(castNode(Aggref, node)->args) == 4)
 		e = (Node *) castNode(TargetEntry, lfourth(castNode(Aggref, node)->args))->expr;
+	else if (node && IsA(node, FuncExpr) && OidIsValid(ext.grouped_partials) &&
+	         castNode(FuncExpr, node)->funcid == ext.grouped_partials && list_length(castNode(FuncExpr, node)->args) == 3)
+		e = static_cast<Node *>(lsecond(castNode(FuncExpr, node)->args));
 	else if (node && IsA(node, Aggref) && castNode(Aggref, node)->aggfnoid == ext.em_collect)
 		return aggref_params_const(castNode(Aggref, node));
 	return e && IsA(e, Const) && !castNode(Const, e)->constisnull ? castNode(Const, e) : nullptr;

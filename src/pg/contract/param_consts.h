@@ -20,7 +20,14 @@ Const *aggref_params_const(Aggref *aggref);
 Const *release_params_const(Node *node, const ExtensionObjects &ext);
 // The constant parameter array of a native partial of a distributed release, dx._state_of(units,
 // rows, params, group), the aggregate dx._collect(group, units, rows, params) or the aggregate
-// dx._em_collect(candidate, group, params, rows); nullptr otherwise.
+// dx._em_collect(candidate, group, params, rows), or the one-stage grouped sums
+// dx._grouped_partials(task, params, shipments); nullptr otherwise.
 Const *native_partial_params_const(Node *node, const ExtensionObjects &ext);
+
+// The location the Citus split stamps on the dx._grouped_partials(task, params, shipments) call it
+// places (planner/distributed_stage.h); the parser never produces it (locations are -1 or offsets in
+// the text), so a call carrying another location was written by someone, not placed by dxpriv: the
+// analyzer refuses it, and the function itself refuses to run from any other node.
+inline constexpr int kStageLocation = -7421;
 
 } // namespace dxpriv::pg

@@ -128,6 +128,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.collect = lookup("_collect", 4, collect_args);
 	const Oid em_collect_args[] = {INT4OID, INT4OID, FLOAT8ARRAYOID, INT8OID};
 	o.em_collect = lookup("_em_collect", 4, em_collect_args);
+	const Oid grouped_partials_args[] = {TEXTOID, FLOAT8ARRAYOID, BYTEAARRAYOID};
+	o.grouped_partials = lookup("_grouped_partials", 3, grouped_partials_args);
 	const Oid weigh_args[] = {BYTEAOID, TEXTOID, ANYOID};
 	o.weigh = lookup("_weigh", 3, weigh_args);
 	o.weigh_cached = lookup("_weigh_cached", 3, weigh_args);

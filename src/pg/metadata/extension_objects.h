@@ -48,6 +48,9 @@ struct ExtensionObjects {
 	// dx._weigh_units and its cached variant (optional: the workers' sums fall back to dx._units(dx._weigh))
 	Oid weigh_units = InvalidOid, weigh_units_cached = InvalidOid;
 	Oid units = InvalidOid, units_by_group = InvalidOid, state_of = InvalidOid, collect = InvalidOid, em_collect = InvalidOid;
+	// dx._grouped_partials(text, float8[], bytea[]): a GROUP BY's native sums as one Citus stage
+	// (planner/distributed_stage.h; optional: absent, the split keeps the subplan shape)
+	Oid grouped_partials = InvalidOid;
 	// per-point tables travelling by digest (executor/point_table_cache.h)
 	Oid weigh_cached = InvalidOid, weigh_int_cached = InvalidOid, store_point_table = InvalidOid;
 	Oid indicator = InvalidOid;

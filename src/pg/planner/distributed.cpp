@@ -227,6 +227,10 @@ split_distributed_releases(Query *parse, bool &prune, bool &route)
 		return NIL;
 	if (load_analyst_context(*ext).analyst) {
 		require_owner_safe(split, c.releases, ext);
+		// the tables read as one Citus stage (distributed_stage.h) are no longer in the statement's
+		// range table: checked as the analyst here (and again when it starts: attach_stage_tables)
+		if (c.stage_tables != NIL)
+			pg_call([&] { ExecCheckRTPerms(c.stage_tables, true); });
 	}
 	// A table Citus answers on one node: one query level is planned without the router planner (the
 	// partial sums go to the shard's node, the release stays here); a statement of several levels
@@ -271,7 +275,7 @@ split_distributed_releases(Query *parse, bool &prune, bool &route)
 	}
 	*parse = *split;
 	prune = one_level && ((c.single_level && parse->jointree && parse->jointree->quals) || c.single_node);
-	return list_concat(c.releases, c.shipments);
+	return list_concat(list_concat(c.releases, c.shipments), c.stage_tables);
 }
 
 } // namespace dxpriv::pg

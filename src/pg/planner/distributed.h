@@ -37,6 +37,9 @@ namespace dxpriv::pg {
 // and leaves the release on the coordinator, which charged. Elsewhere the conjuncts are removed.
 // Sets `route` for a statement of several levels on a table whose one shard is on a worker
 // (distributed_route.h): planned with the router planner off until its first subplan is planned.
+// The list returned also holds the shipments of large per-point tables (dx._store_point_table
+// calls) and the range table entries of tables whose grouped sums are read as one Citus stage
+// (distributed_stage.h); expose_releases places both in the finished plan.
 List *split_distributed_releases(Query *parse, bool &prune, bool &route);
 
 } // namespace dxpriv::pg

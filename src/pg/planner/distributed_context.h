@@ -17,6 +17,7 @@ struct SplitContext {
 	const ExtensionObjects *ext;
 	List *releases = NIL;
 	List *shipments = NIL; // dx._store_point_table(digest, table) markers, one per large table
+	List *stage_tables = NIL; // the tables of grouped sums read as one Citus stage (distributed_stage.h)
 	std::map<Oid, CitusTable> tables;
 	std::set<const FuncExpr *> every_row; // releases whose weight is never NULL: count(*) counts their rows
 	bool single_level = false; // the statement is one query level on the Citus table (shard pruning)

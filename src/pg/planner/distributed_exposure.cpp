@@ -9,6 +9,7 @@
 #include "pg/guard.h"
 #include "pg/plan_walk.h"
 #include "pg/planner/analyzer.h"
+#include "pg/planner/distributed_stage.h"
 #include "pg/metadata/extension_objects.h"
 
 #include "core/linear_query.h"
@@ -60,6 +61,47 @@ release_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(release_walker), ctx);
 }
 
+namespace {
+
+// True when plan (or a plan below it) scans dx._grouped_partials.
+bool
+plan_reads_one_stage(Plan *plan, const ExtensionObjects &ext)
+{
+	if (!plan)
+		return false;
+	if (IsA(plan, FunctionScan)) {
+		ListCell *fc;
+		foreach (fc, castNode(FunctionScan, plan)->functions) {
+			Node *f = lfirst_node(RangeTblFunction, fc)->funcexpr;
+			if (f && IsA(f, FuncExpr) && castNode(FuncExpr, f)->funcid == ext.grouped_partials)
+				return true;
+		}
+	}
+	if (plan_reads_one_stage(plan->lefttree, ext) || plan_reads_one_stage(plan->righttree, ext))
+		return true;
+	ListCell *lc;
+	foreach (lc, extra_child_plans(plan))
+		if (plan_reads_one_stage((Plan *) lfirst(lc), ext))
+			return true;
+	return false;
+}
+
+} // namespace
+
+bool
+reads_one_stage(PlannedStmt *stmt, const ExtensionObjects &ext)
+{
+	if (!OidIsValid(ext.grouped_partials))
+		return false;
+	if (plan_reads_one_stage(stmt->planTree, ext))
+		return true;
+	ListCell *lc;
+	foreach (lc, stmt->subplans)
+		if (plan_reads_one_stage((Plan *) lfirst(lc), ext))
+			return true;
+	return false;
+}
+
 ReleaseScan
 scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt)
 {
@@ -81,9 +123,19 @@ expose_releases(PlannedStmt *stmt, List *releases)
 	if (!ext || releases == NIL)
 		return;
 	ReleaseScan seen = scan_statement(*ext, stmt);
-	List *missing = NIL;
+	List *missing = NIL, *stage_tables = NIL;
 	ListCell *lc;
+	foreach (lc, releases)
+		if (IsA(lfirst(lc), RangeTblEntry)) // a table read as one Citus stage (distributed_stage.h)
+			stage_tables = lappend(stage_tables, lfirst(lc));
+	attach_stage_tables(stmt, stage_tables);
 	foreach (lc, releases) {
+		if (IsA(lfirst(lc), RangeTblEntry))
+			continue;
+		// tables to ship: only here, or, in a plan with no Citus scan, by the one-stage function whose
+		// task reads them (distributed_stage.h: it carries them and stores them before its task runs)
+		if (castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table && !seen.custom && stage_tables != NIL)
+			continue;
 		if (castNode(FuncExpr, lfirst(lc))->funcid == ext->store_point_table) { // tables to ship: only here
 			missing = lappend(missing, lfirst(lc));
 			continue;
@@ -122,6 +174,10 @@ refuse_inner_releases_under_explain_analyze(PlannedStmt *stmt)
 	if (!ext || !stmt || stmt->commandType != CMD_SELECT || !explain_analyze_active() || !citus_installed())
 		return;
 	bool inner = false;
+	// a statement reading grouped sums as one Citus stage (distributed_stage.h): refused alike, as
+	// the same statement is when planned under EXPLAIN ANALYZE (distributed.cpp)
+	if (dist::reads_one_stage(stmt, *ext))
+		refuse_distributed_explain_analyze();
 	walk_plan_expressions(
 	    stmt, [](Node *) {},
 	    [&](CustomScan *cs) { // expose_releases attaches the releases of Citus's private plan here

@@ -27,11 +27,16 @@ struct ReleaseScan {
 bool release_walker(Node *node, void *ctx);
 // Every release of a planned statement (custom_exprs of CustomScans included).
 ReleaseScan scan_statement(const ExtensionObjects &ext, PlannedStmt *stmt);
+// True when the plan reads grouped sums as one Citus stage (a scan of dx._grouped_partials,
+// distributed_stage.h).
+bool reads_one_stage(PlannedStmt *stmt, const ExtensionObjects &ext);
 
 } // namespace dist
 
 // After planning: attaches every release of `releases` whose parameters the plan does not show to
-// the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none.
+// the plan's first CustomScan; errors (nothing runs, nothing is charged) when there is none. The
+// range table entries in `releases` (tables read as one Citus stage) go into the plan's range table
+// (attach_stage_tables); its shipments, in a plan without a Citus scan, travel with that stage.
 void expose_releases(PlannedStmt *stmt, List *releases);
 
 // Under EXPLAIN ANALYZE (which runs and charges its statement): refuses, before the charge, a plan

@@ -3,6 +3,7 @@
 
 #include "pg/planner/distributed_nodes.h"
 #include "pg/planner/distributed_raw_keys.h"
+#include "pg/planner/distributed_stage.h"
 #include "pg/contract/param_consts.h"
 #include "pg/contract/noise_params.h"
 #include "pg/guard.h"
@@ -304,12 +305,14 @@ namespace {
 // expression: SELECT dx._collect(x.g, x.u1, x.n1, params1) AS p1, ... FROM (SELECT g(row) AS g,
 // sum(dx._units(w1, grid1)) AS u1, count(w1) AS n1, ... FROM t WHERE ... GROUP BY 1) x. Citus runs
 // the inner query as PostgreSQL's own grouped sums on the workers; dx._collect builds the state
-// of every group on the coordinator. Where the group index g(row) is a lookup of plain integer
+// of every group on the coordinator (where distributed_stage.h applies, x is
+// dx._grouped_partials(<that inner query's text>, params1, shipments) AS x(g, u1, n1, ...), one Citus
+// stage inside a local statement, instead of the subquery). Where the group index g(row) is a lookup of plain integer
 // columns (distributed_raw_keys.h), the workers group by those columns instead (GROUP BY k, as
 // native) and dx._collect reads g(x.k1, ...): the same lookup, once per grouped row on the
 // coordinator; groups that share an index add up there. nullptr when the sums cannot be native.
 Query *
-native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const SplitContext &c)
+native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, SplitContext &c)
 {
 	const ExtensionObjects &ext = *c.ext;
 	std::vector<NativePartial> parts(releases.size());
@@ -339,7 +342,11 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 	Query *grouped = grouped_by_first(q, targets, keys);
 	if (!raw.empty())
 		type_group_clauses(grouped, raw);
-	Query *collect = aggregate_over(subquery_rte(grouped, "dx_native", colnames));
+	// the workers' sums as one Citus stage where it applies (distributed_stage.h): a function scan
+	// in a statement that stays local; else a subquery over the table (a Citus subplan)
+	Query *collect = aggregate_over(one_stage_applies(grouped, parts[0].p.relid, c)
+	                                    ? one_stage_source(grouped, colnames, parts[0].params, c)
+	                                    : subquery_rte(grouped, "dx_native", colnames));
 	for (size_t j = 0; j < parts.size(); ++j) {
 		const auto u = static_cast<AttrNumber>(keys + 1 + 2 * j);
 		Expr *g = raw.empty() ? (Expr *) makeVar(1, 1, INT4OID, -1, InvalidOid, 0)
@@ -367,7 +374,7 @@ native_grouped_partials(Query *q, const std::vector<FuncExpr *> &releases, const
 // gathers every group's sums into one state on the coordinator, and every declared group is
 // released there, empty ones included, exactly as the local plan's groups.
 Query *
-every_group_from_one_state(Query *q, const SplitContext &c)
+every_group_from_one_state(Query *q, SplitContext &c)
 {
 	const ExtensionObjects &ext = *c.ext;
 	GroupedReleases found{&ext, {}};

@@ -39,7 +39,9 @@ bool release_native_sums(FuncExpr *release, const SplitContext &c, Expr *&units,
 
 // A grouped query level on a Citus table rewritten so that every declared group, empty ones
 // included, is released on the coordinator from one state per aggregate (see the .cpp for the
-// exact shape); q itself when the level holds no release. Raises for shapes it cannot split.
-Query *every_group_from_one_state(Query *q, const SplitContext &c);
+// exact shape; the workers' sums read as one Citus stage where distributed_stage.h applies, else
+// as a subquery, which Citus makes a subplan); q itself when the level holds no release. Raises
+// for shapes it cannot split.
+Query *every_group_from_one_state(Query *q, SplitContext &c);
 
 } // namespace dxpriv::pg::dist

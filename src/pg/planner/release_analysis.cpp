@@ -140,6 +140,12 @@ discover(Node *node, void *ctx)
 		if (!k || (!d->plain_explain && !statement::paid(parse_noise_params(DatumGetArrayTypeP(k->constvalue)).charge_id)))
 			d->internal++;
 	}
+	// the one-stage grouped sums (planner/distributed_stage.h): only where the split placed them,
+	// never written in SQL (no re-parse of a statement holding them: it is planned locally)
+	if (IsA(node, FuncExpr) && OidIsValid(d->ext->grouped_partials) &&
+	    castNode(FuncExpr, node)->funcid == d->ext->grouped_partials &&
+	    castNode(FuncExpr, node)->location != kStageLocation)
+		d->internal++;
 	// the native partials of those releases (dx._state_of, dx._collect): the same rule
 	if ((IsA(node, FuncExpr) && castNode(FuncExpr, node)->funcid == d->ext->state_of) ||
 	    (IsA(node, Aggref) && (castNode(Aggref, node)->aggfnoid == d->ext->collect ||
