@@ -191,13 +191,24 @@ dx_planner(Query *parse, const char *query_string, int cursor_options, ParamList
 }
 
 // EXPLAIN of a statement whose grouped sums run as one Citus stage: Citus's EXPLAIN of each
-// stage's task after the statement's plan (planner/distributed_stage.h).
+// stage's task after the statement's plan (planner/distributed_stage.h). An EXPLAIN that fails
+// (EXPLAIN ANALYZE refused) leaves its level in a PG_CATCH: inside a savepoint the transaction goes
+// on, and a level left open would keep the stage's EXPLAIN from every later EXPLAIN of it.
 extern "C" void
 dx_explain_one_query(Query *query, int cursor_options, IntoClause *into, ExplainState *es, const char *query_string,
                      ParamListInfo params, QueryEnvironment *query_env)
 {
 	dist::explain_stages_begin();
-	prev_explain_one_query(query, cursor_options, into, es, query_string, params, query_env);
+	PG_TRY();
+	{
+		prev_explain_one_query(query, cursor_options, into, es, query_string, params, query_env);
+	}
+	PG_CATCH();
+	{
+		dist::explain_stages_abandon();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	guarded([&] { dist::explain_stages_end(es); });
 }
 

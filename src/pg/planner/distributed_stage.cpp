@@ -93,6 +93,14 @@ explain_stages_begin()
 
 // See distributed_stage.h.
 void
+explain_stages_abandon()
+{
+	if (stage_explain_depth > 0 && --stage_explain_depth == 0)
+		stage_explained_tasks.clear();
+}
+
+// See distributed_stage.h.
+void
 explain_stages_reset()
 {
 	stage_explain_depth = 0;

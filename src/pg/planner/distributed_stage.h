@@ -49,9 +49,11 @@ RangeTblEntry *one_stage_source(Query *grouped, List *colnames, Const *params, S
 // EXPLAIN of each noted task (the task count, one task's query and its plan on a worker, as the
 // subplan shape's EXPLAIN showed them), run through the sealed path with the statement's VERBOSE
 // and COSTS options, after the statement's own plan. explain_stages_reset() forgets the notes
-// (transaction end: an EXPLAIN that failed in between).
+// (transaction end: an EXPLAIN that failed in between). explain_stages_abandon() leaves the level of
+// an EXPLAIN that failed (its caller's PG_CATCH), without running anything.
 void explain_stages_begin();
 void explain_stages_end(void *explain_state);
+void explain_stages_abandon();
 void explain_stages_reset();
 
 // After planning: appends each range table entry of `stage_tables` (c.stage_tables) to the plan's
