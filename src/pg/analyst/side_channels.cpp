@@ -191,12 +191,10 @@ size_function_swaps()
 	    {F_PG_TABLESPACE_SIZE_NAME, "analyst_tablespace_size", 1, {NAMEOID}},
 	    {F_PG_TABLESPACE_SIZE_OID, "analyst_tablespace_size", 1, {OIDOID}},
 	};
+	const Oid dx = pg_value([&] { return get_namespace_oid("dx", true); });
 	std::map<Oid, Oid> out;
 	for (const Swap &sw : swaps) {
-		const Oid fn = pg_value([&] {
-			return LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup(sw.name))), sw.nargs,
-			                      sw.args, true);
-		});
+		const Oid fn = pg_value([&] { return dx_routine_oid(dx, sw.name, sw.nargs, sw.args); });
 		if (OidIsValid(fn))
 			out[sw.builtin] = fn;
 	}
