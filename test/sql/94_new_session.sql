@@ -7,7 +7,8 @@
 -- search_path; an internal aggregate called directly as a backend's first statement; the contents
 -- trigger disabled, enabled only on origin, or replaced by a trigger of the same name calling another
 -- function (each: no answer replayed, every statement charged); a policy table's contents trigger
--- disabled (no analysis kept for another session).
+-- disabled (no analysis kept for another session); a statistics extension (pageinspect) created after
+-- a backend's first statements (its functions refused to the analyst at once).
 CREATE TABLE ns_t (v int);
 INSERT INTO ns_t SELECT i % 100 FROM generate_series(1, 1000) AS i;
 SELECT dx.protect_table('ns_t');
@@ -114,6 +115,22 @@ SET dxpriv.epsilon = 0.25; SET ROLE dx_regress_ns;
 SELECT count(*) IS NOT NULL AS answered FROM ns_t WHERE v > 5;
 RESET ROLE;
 SELECT dx._shared_memo_hits() AS policy_trigger_enabled_shared_hits;
+
+-- 5. the statistics extensions installed (looked up by name, kept while the catalog epoch holds):
+--    one created after this backend's statements is seen at once, by the analyst's next statement
+\c
+SET ROLE dx_regress_ns;
+SELECT count(*) IS NOT NULL AS answered FROM ns_t WHERE v > 5;
+RESET ROLE;
+CREATE EXTENSION pageinspect;
+SET ROLE dx_regress_ns;
+SELECT err($$SELECT get_raw_page('ns_t', 0)$$) AS raw_page_same_backend;
+RESET ROLE;
+\c
+SET ROLE dx_regress_ns;
+SELECT err($$SELECT get_raw_page('ns_t', 0)$$) AS raw_page_new_backend;
+RESET ROLE;
+DROP EXTENSION pageinspect;
 
 DROP FUNCTION ns_note(text);
 DROP TABLE ns_log;
