@@ -34,15 +34,12 @@ declare -A read_allowed=(
 	["src/pg/planner/probes.cpp|Relation rel = relation_open(relid, AccessShareLock);"]=1
 	# the protected table's tuple descriptor only (a virtual slot filled with declared domain points): no row is read
 	["src/pg/planner/universe_eval.cpp|Relation rel = relation_open(relid, AccessShareLock);"]=1
-	# each member's trigger descriptor and relfilenode (the contents version): no row is read
-	["src/pg/ledger/contents_version.cpp|Relation rel = table_open(lfirst_oid(lc), AccessShareLock);"]=1
-	# each ancestor's trigger descriptor (its contents trigger): no row is read
-	["src/pg/ledger/contents_version.cpp|Relation rel = table_open(a, AccessShareLock);"]=1
 	# dx.contents_changes, dxpriv's own table of write counts (no analyst data), by its primary key index
 	["src/pg/ledger/contents_version.cpp|Relation r = table_open(changes, AccessShareLock);"]=1
 	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(r, index, true, snapshot, 1, &key);"]=1
-	# pg_trigger and pg_inherits, system catalogs opened by their RelationId above
-	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(tr, TriggerOidIndexId, true, nullptr, 1, &key);"]=1
+	# pg_trigger, a system catalog opened by its RelationId above (a member's or ancestor's contents
+	# trigger, by the (tgrelid, tgname) index: no row of the table is read)
+	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(tr, TriggerRelidNameIndexId, true, nullptr, name ? 2 : 1, key);"]=1
 	# pg_subscription_rel, a system catalog opened by its RelationId above (the tables subscriptions write into)
 	["src/pg/ledger/contents_version.cpp|SysScanDesc scan = systable_beginscan(r, InvalidOid, false, nullptr, 0, nullptr);"]=1
 	# pg_inherits, a system catalog opened by its RelationId above (a relation's parents: the analyst

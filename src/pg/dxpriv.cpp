@@ -9,6 +9,7 @@
 #include "pg/hooks.h"
 #include "pg/ledger/answer_cache.h"
 #include "pg/ledger/ledger_queue.h"
+#include "pg/planner/analysis_memo.h"
 #include "pg/planner/shared_memo.h"
 #include "core/allocation_internal.h"
 #include "core/pair_tree.h"
@@ -202,4 +203,5 @@ _PG_init(void)
 	release_log_define_gucs();
 	install_postprocess(); // dxpriv.postprocess (executor/consistent_release.h)
 	install_hooks();
+	analysis_memo_note_settings(); // after the last dxpriv.* setting is defined
 }

@@ -5,6 +5,7 @@
 #include "pg/analyst/citus_surface.h"
 
 #include "pg/guard.h"
+#include "pg/metadata/catalog_epoch.h"
 #include "pg/metadata/extension_objects.h"
 
 extern "C" {
@@ -79,21 +80,53 @@ is_statistics_function(const char *name)
 // Extensions whose functions and views are statistics about other relations or statements: row
 // counts and buffer counters per statement (pg_stat_statements and its kin), tuple and page counts
 // of a relation, its buffers, free space or visibility map, raw pages.
+const char *const kStatisticsExtensions[] = {"pg_stat_statements", "pg_stat_monitor", "pg_stat_kcache",
+                                             "pg_qualstats",       "pg_store_plans",  "pgstattuple",
+                                             "pg_buffercache",     "pg_freespacemap", "pg_visibility",
+                                             "pageinspect",        "pg_wait_sampling"};
+constexpr int kStatisticsExtensionCount = sizeof kStatisticsExtensions / sizeof kStatisticsExtensions[0];
+
+// The OID of each of kStatisticsExtensions installed in this database (InvalidOid for the others),
+// by name; kept per backend while the catalog epoch (metadata/catalog_epoch.h) does not move: an
+// extension created, dropped or altered creates or drops its functions and relations, whose
+// invalidations move it. Before, each object's extension was looked up in pg_depend and its name
+// compared, also where none of these extensions exists: a new backend opened pg_depend for its first
+// statement's plan (about 4% of a new session's statement replayed from the answer cache, newsess).
+const Oid *
+installed_statistics_extensions()
+{
+	static Oid installed[kStatisticsExtensionCount];
+	static uint64 epoch = 0;
+	static bool valid = false;
+	const uint64 now = catalog_epoch();
+	if (valid && epoch == now)
+		return installed;
+	valid = false;
+	for (int i = 0; i < kStatisticsExtensionCount; ++i)
+		installed[i] = get_extension_oid(kStatisticsExtensions[i], true);
+	epoch = now;
+	valid = catalog_epoch() == now; // (a message that arrived meanwhile: looked up again next time)
+	return installed;
+}
+
+// The statistics extension (kStatisticsExtensions) the object belongs to, or nullptr.
 const char *
 statistics_extension_of(Oid classid, Oid objid)
 {
 	if (objid < FirstNormalObjectId) // built-in objects belong to no extension
 		return nullptr;
+	const Oid *installed = installed_statistics_extensions();
+	bool any = false;
+	for (int i = 0; i < kStatisticsExtensionCount; ++i)
+		any = any || OidIsValid(installed[i]);
+	if (!any) // (none of them here: no object belongs to one)
+		return nullptr;
 	const Oid ext = getExtensionOfObject(classid, objid);
 	if (!OidIsValid(ext))
 		return nullptr;
-	static const char *const names[] = {"pg_stat_statements", "pg_stat_monitor", "pg_stat_kcache", "pg_qualstats",
-	                                    "pg_store_plans",     "pgstattuple",     "pg_buffercache", "pg_freespacemap",
-	                                    "pg_visibility",      "pageinspect",     "pg_wait_sampling"};
-	const char *name = get_extension_name(ext);
-	for (const char *n : names)
-		if (name && strcmp(name, n) == 0)
-			return n;
+	for (int i = 0; i < kStatisticsExtensionCount; ++i)
+		if (installed[i] == ext)
+			return kStatisticsExtensions[i];
 	return nullptr;
 }
 
@@ -191,12 +224,10 @@ size_function_swaps()
 	    {F_PG_TABLESPACE_SIZE_NAME, "analyst_tablespace_size", 1, {NAMEOID}},
 	    {F_PG_TABLESPACE_SIZE_OID, "analyst_tablespace_size", 1, {OIDOID}},
 	};
+	const Oid dx = pg_value([&] { return get_namespace_oid("dx", true); });
 	std::map<Oid, Oid> out;
 	for (const Swap &sw : swaps) {
-		const Oid fn = pg_value([&] {
-			return LookupFuncName(list_make2(makeString(pstrdup("dx")), makeString(pstrdup(sw.name))), sw.nargs,
-			                      sw.args, true);
-		});
+		const Oid fn = pg_value([&] { return dx_routine_oid(dx, sw.name, sw.nargs, sw.args); });
 		if (OidIsValid(fn))
 			out[sw.builtin] = fn;
 	}

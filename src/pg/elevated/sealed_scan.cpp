@@ -1,4 +1,4 @@
-// The sealed read of one column of a protected table by C code (sealed_scan.h).
+// The sealed read of one column of a protected table by C code, and of dxpriv's own catalog oids (sealed_scan.h).
 #include "pg/elevated/sealed_scan.h"
 #include "pg/elevated/sealed_execution.h"
 
@@ -6,15 +6,18 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/heapam.h"
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
@@ -30,6 +33,36 @@ sealed_read_user(Oid relid)
 	const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+// See sealed_scan.h.
+List *
+dx_catalog_oids(Oid table, const char *column)
+{
+	Relation rel = table_open(table, AccessShareLock);
+	const AttrNumber att = get_attnum(table, column);
+	const Oid type = att == InvalidAttrNumber ? InvalidOid : TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid;
+	if (!(type == OIDOID || type == REGCLASSOID || type == REGROLEOID || type == REGPROCOID || type == REGPROCEDUREOID ||
+	      type == REGTYPEOID || type == REGNAMESPACEOID))
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: its catalog table lacks an oid column \"%s\"", column),
+		                errhint("Run ALTER EXTENSION dxpriv UPDATE.")));
+	const bool push = !ActiveSnapshotSet(); // (as SealedSpi: parse analysis of a utility statement has none)
+	if (push)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	List *out = NIL;
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
+	HeapTuple tup;
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+		bool isnull = false;
+		const Datum d = heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+		if (!isnull)
+			out = lappend_oid(out, DatumGetObjectId(d));
+	}
+	table_endscan(scan);
+	if (push)
+		PopActiveSnapshot();
+	table_close(rel, AccessShareLock);
+	return out;
 }
 
 // See sealed_scan.h. find_all_inheritors with omit_detached false: find_all_inheritors leaves out a

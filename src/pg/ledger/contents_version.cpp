@@ -18,6 +18,7 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_subscription_rel.h"
 #include "catalog/indexing.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
@@ -26,6 +27,8 @@ extern "C" {
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relmapper.h"
+#include "utils/syscache.h"
 #include "utils/xid8.h"
 #include "storage/sinval.h"
 }
@@ -41,57 +44,57 @@ namespace {
 
 constexpr int16 kNeededEvents = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE | TRIGGER_TYPE_TRUNCATE;
 
-// Identity of the pg_trigger row of trigger tgoid as it is now: its oid and the transaction that
-// last wrote it. Disabling and re-enabling the trigger (writes in between were not counted) or
-// dropping and re-creating it gives another identity, so no answer stored before is replayed.
-uint64
-trigger_identity(Oid tgoid)
+// Whether a pg_trigger row records writes: dx._note_contents_change (function) run after every
+// statement that inserts, updates, deletes or truncates, enabled always.
+bool
+records_writes(const Form_pg_trigger t, Oid function)
 {
+	return t->tgfoid == function && t->tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t->tgtype) &&
+	       TRIGGER_FOR_AFTER(t->tgtype) && (t->tgtype & kNeededEvents) == kNeededEvents;
+}
+
+// What tree_shape needs of relation relid, read from pg_class (syscache) and pg_trigger (its
+// (tgrelid, tgname) index) without opening the relation: its relfilenode, and the identity of its
+// trigger `name` when that trigger records writes (name null: of its first trigger by name that
+// records writes), else 0. The identity of a pg_trigger row is its oid and the transaction that
+// last wrote it: disabling and re-enabling the trigger (writes in between were not counted) or
+// dropping and re-creating it gives another identity, so no answer stored before is replayed. The
+// same values as the relation's relcache entry gives (its trigger descriptor, built from pg_trigger
+// when relhastriggers, and rd_node), without building that entry: a new backend's first statement
+// built the seven policy tables' entries only for this (newsess: about a tenth of that statement).
+// False when relid has no pg_class row. May ereport: call inside pg_call.
+bool
+relation_triggers(Oid relid, const char *name, Oid function, uint64 *identity, Oid *node)
+{
+	*identity = 0;
+	HeapTuple ct = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(ct))
+		return false;
+	const Form_pg_class c = (Form_pg_class) GETSTRUCT(ct);
+	*node = OidIsValid(c->relfilenode) ? c->relfilenode : RelationMapOidToFilenode(relid, c->relisshared);
+	const bool has_triggers = c->relhastriggers;
+	ReleaseSysCache(ct);
+	if (!has_triggers) // (the relcache entry then has no trigger descriptor)
+		return true;
 	Relation tr = table_open(TriggerRelationId, AccessShareLock);
-	ScanKeyData key;
-	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(tgoid));
-	SysScanDesc scan = systable_beginscan(tr, TriggerOidIndexId, true, nullptr, 1, &key);
-	uint64 id = 0;
-	if (HeapTuple tup = systable_getnext(scan))
-		id = hash_bytes_uint32_extended(tgoid, HeapTupleHeaderGetXmin(tup->t_data));
+	ScanKeyData key[2];
+	ScanKeyInit(&key[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	if (name)
+		ScanKeyInit(&key[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum(name));
+	SysScanDesc scan = systable_beginscan(tr, TriggerRelidNameIndexId, true, nullptr, name ? 2 : 1, key);
+	HeapTuple tup;
+	while ((tup = systable_getnext(scan)) != nullptr) {
+		const Form_pg_trigger t = (Form_pg_trigger) GETSTRUCT(tup);
+		if (records_writes(t, function)) {
+			*identity = hash_bytes_uint32_extended(t->oid, HeapTupleHeaderGetXmin(tup->t_data));
+			break;
+		}
+		if (name) // (one row of that name)
+			break;
+	}
 	systable_endscan(scan);
 	table_close(tr, AccessShareLock);
-	return id;
-}
-
-// Whether t records writes: dx._note_contents_change (function) run after every statement that
-// inserts, updates, deletes or truncates, enabled always.
-bool
-records_writes(const Trigger &t, Oid function)
-{
-	return t.tgfoid == function && t.tgenabled == TRIGGER_FIRES_ALWAYS && !TRIGGER_FOR_ROW(t.tgtype) &&
-	       TRIGGER_FOR_AFTER(t.tgtype) && (t.tgtype & kNeededEvents) == kNeededEvents;
-}
-
-// Identity of rel's trigger `name` when it records writes (records_writes), else 0.
-uint64
-version_trigger(Relation rel, const std::string &name, Oid function)
-{
-	const TriggerDesc *td = rel->trigdesc;
-	for (int i = 0; td && i < td->numtriggers; ++i) {
-		const Trigger &t = td->triggers[i];
-		if (name == t.tgname)
-			return records_writes(t, function) ? trigger_identity(t.tgoid) : 0;
-	}
-	return 0;
-}
-
-// Identity of a trigger of rel that records writes, whatever protected table it is named for (0:
-// none). On an ancestor of a protected table, such a trigger records a write through that ancestor
-// for every protected table below it (_note_contents_change).
-uint64
-any_version_trigger(Relation rel, Oid function)
-{
-	const TriggerDesc *td = rel->trigdesc;
-	for (int i = 0; td && i < td->numtriggers; ++i)
-		if (records_writes(td->triggers[i], function))
-			return trigger_identity(td->triggers[i].tgoid);
-	return 0;
+	return true;
 }
 
 // The tables a logical replication subscription of this database writes into (the relids of
@@ -147,7 +150,7 @@ written_by_subscription(const std::vector<Oid> &targets, Oid relid)
 struct TreeShape {
 	uint64 counter = 0; // catalog_epoch() when it was read
 	bool triggers = false;           // every member has its version trigger
-	bool ancestors_triggers = false; // every ancestor has a contents trigger (any_version_trigger)
+	bool ancestors_triggers = false; // every ancestor has a contents trigger (relation_triggers)
 	uint64 hash = 0;                 // the members' trigger identities and relfilenodes
 	uint64 above = 0;                // the ancestors' trigger identities
 	std::vector<Oid> members, ancestors;
@@ -210,12 +213,10 @@ tree_shape(Oid relid, const TreeShape **out)
 	bool ancestors_triggers = true;
 	for (Oid a : shape.ancestors) {
 		uint64 t = 0;
-		pg_call([&] {
-			Relation rel = table_open(a, AccessShareLock);
-			t = any_version_trigger(rel, function);
-			table_close(rel, AccessShareLock);
-		});
-		ancestors_triggers = ancestors_triggers && t != 0;
+		Oid node = InvalidOid;
+		bool present = false;
+		pg_call([&] { present = relation_triggers(a, nullptr, function, &t, &node); });
+		ancestors_triggers = ancestors_triggers && present && t != 0;
 		above = hash_combine64(above, t);
 	}
 	shape.above = above;
@@ -230,14 +231,12 @@ tree_shape(Oid relid, const TreeShape **out)
 	foreach (lc, members) {
 		uint64 trigger = 0;
 		Oid node = InvalidOid;
+		bool present = false;
 		pg_call([&] { // (name is alive: a PostgreSQL error must not longjmp over it)
-			Relation rel = table_open(lfirst_oid(lc), AccessShareLock);
-			trigger = version_trigger(rel, name, function);
-			node = rel->rd_node.relNode;
-			table_close(rel, AccessShareLock);
+			present = relation_triggers(lfirst_oid(lc), name.c_str(), function, &trigger, &node);
 		});
 		shape.members.push_back(lfirst_oid(lc));
-		triggers = triggers && trigger != 0;
+		triggers = triggers && present && trigger != 0;
 		h = hash_combine64(h, hash_combine64(trigger, hash_bytes_uint32_extended(lfirst_oid(lc), node)));
 	}
 	shape.triggers = triggers;

@@ -14,6 +14,8 @@ extern "C" {
 #include "utils/syscache.h"
 #include "access/htup_details.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 }
 
@@ -40,12 +42,27 @@ forget_extension_objects(Datum, int, uint32)
 	lookup_current = false;
 }
 
-// OID of dx.<name>(argtypes), or InvalidOid.
+// See extension_objects.h.
+Oid
+dx_routine_oid(Oid dx_namespace, const char *name, int nargs, const Oid *argtypes)
+{
+	if (!OidIsValid(dx_namespace))
+		return InvalidOid;
+	oidvector *args = buildoidvector(argtypes, nargs);
+	const Oid f = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name), PointerGetDatum(args),
+	                              ObjectIdGetDatum(dx_namespace));
+	pfree(args);
+	return f;
+}
+
+// The dx schema of the lookup in progress (load).
+static Oid dx_namespace = InvalidOid;
+
+// OID of dx.<name>(argtypes), or InvalidOid (dx_routine_oid).
 static Oid
 lookup(const char *name, int nargs, const Oid *argtypes)
 {
-	List *names = list_make2(makeString(pstrdup("dx")), makeString(pstrdup(name)));
-	return LookupFuncName(names, nargs, argtypes, true);
+	return dx_routine_oid(dx_namespace, name, nargs, argtypes);
 }
 
 // Looks every object up; returns false when one is missing (extension half-created).
@@ -57,6 +74,7 @@ load(Oid ext, ExtensionObjects &o)
 	Oid nsp = get_namespace_oid("dx", true);
 	if (!OidIsValid(nsp))
 		return false;
+	dx_namespace = nsp;
 	HeapTuple tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
 	if (!HeapTupleIsValid(tup))
 		return false;
@@ -104,10 +122,8 @@ load(Oid ext, ExtensionObjects &o)
 	o.fold_count = lookup("_fold_count", 1, fold_args);
 	o.fold_sum = lookup("_fold_sum", 1, fold_args);
 	o.fold_avg = lookup("_fold_avg", 1, fold_args);
-	{
-		List *tname = list_make2(makeString(pstrdup("dx")), makeString(pstrdup("_linear_partial")));
-		o.linear_partial_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(tname), true);
-	}
+	o.linear_partial_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("_linear_partial"),
+	                                        ObjectIdGetDatum(nsp));
 	const Oid release_args[] = {o.linear_partial_type, FLOAT8ARRAYOID, INT4OID};
 	o.release_count = lookup("_release_count", 3, release_args);
 	o.release_sum = lookup("_release_sum", 3, release_args);

@@ -38,6 +38,7 @@ extern "C" {
 #include "utils/snapmgr.h"
 }
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -176,6 +177,21 @@ normalised_text(Query *q)
 	return normal;
 }
 
+// The dxpriv.* settings (analysis_memo_note_settings), sorted by address; empty until noted.
+std::vector<const config_generic *> own_settings;
+
+// Whether g is a dxpriv.* setting. From the noted list when there is one: the name of every
+// built-in setting at its default is not read then (PostgreSQL's built-in names lie in pages of its
+// binary that a new backend has not touched yet; reading them all was about 3% of a new session's
+// first statement, newsess).
+bool
+own_setting(const config_generic *g)
+{
+	if (own_settings.empty())
+		return strncmp(g->name, "dxpriv.", 7) == 0;
+	return std::binary_search(own_settings.begin(), own_settings.end(), g);
+}
+
 // Hash of every setting not at its default and of every dxpriv setting, by its exact value (the
 // bits of a real, not its display, which rounds to 6 digits): anything a setting can change in an
 // analysis (epsilon, allocation, noise, DateStyle of a cast, ...) changes the key.
@@ -187,7 +203,7 @@ settings_hash()
 	const int n = GetNumConfigOptions();
 	for (int i = 0; i < n; ++i) {
 		const config_generic *g = vars[i];
-		if (g->source == PGC_S_DEFAULT && strncmp(g->name, "dxpriv.", 7) != 0)
+		if (g->source == PGC_S_DEFAULT && !own_setting(g))
 			continue;
 		h = hash_combine64(h, hash_bytes_extended(reinterpret_cast<const unsigned char *>(g->name),
 		                                          static_cast<int>(strlen(g->name)), 1));
@@ -441,6 +457,20 @@ fetch_shared(MemoKey &key, Query *q)
 }
 
 } // namespace
+
+// See analysis_memo.h.
+void
+analysis_memo_note_settings()
+{
+	struct config_generic **vars = get_guc_variables();
+	const int n = GetNumConfigOptions();
+	std::vector<const config_generic *> own;
+	for (int i = 0; i < n; ++i)
+		if (strncmp(vars[i]->name, "dxpriv.", 7) == 0)
+			own.push_back(vars[i]);
+	std::sort(own.begin(), own.end());
+	own_settings = std::move(own);
+}
 
 // See analysis_memo.h.
 MemoKey

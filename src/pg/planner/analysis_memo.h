@@ -36,6 +36,11 @@ struct MemoKey {
 // temporary schema or reads a temporary table. Call before the analysis rewrites q.
 MemoKey analysis_memo_key(Query *q);
 
+// Notes the dxpriv.* settings, so that the key's hash of the settings reads no other setting's name
+// (only their values and sources): called by _PG_init once every dxpriv.* setting is defined (none
+// is defined or replaced after it: the prefix is reserved). Not calling it is correct, only slower.
+void analysis_memo_note_settings();
+
 // Replaces q by the memoized analysis under key (fresh charge, epsilon and allocation ids; the
 // release descriptions registered again): from this backend's memo, else (the shared key
 // completed in key) from the shared memo, then also kept in this backend's; false when there is
