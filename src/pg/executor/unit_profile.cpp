@@ -499,9 +499,10 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 			break;
 		}
 		// (harden) the output within dxpriv.unit_profile_max_size, checked before it grows: the
-		// planner and the executor start checked an upper bound of it (unit_profile_may_exceed), so
-		// this is reached only by a shard's build on a Citus worker or a table grown past its relation
-		// size since (never, for a heap: the bound holds for every snapshot taken before it)
+		// planner and the executor start (a shard's build: dx._unit_keep_shard, review5) checked an
+		// upper bound of it (unit_profile_may_exceed), so this is reached only by a direct call of
+		// dx._unit_profile (never, for a heap, otherwise: the bound holds for every snapshot taken
+		// before it)
 		if (profile_bytes_for(nheavy + found) > static_cast<Size>(guc_unit_profile_max_size) * 1024) {
 			MemoryContextDelete(ps.cxt);
 			refuse_profile_size(id.relid);
@@ -992,6 +993,12 @@ shard_keep_setup(FunctionCallInfo fcinfo, Oid relid)
 				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: a unit profile of another unit type")));
 			if (!ActiveSnapshotSet())
 				ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep_shard without a snapshot")));
+			// (review5) the shard's size in blocks decides the cap, before any row is counted: no
+			// ExecutorStart check sees this call (its relation is a column), and the build's own check
+			// counts the heavy units it finds (data). Taken after the snapshot: it bounds its rows, so
+			// that the build's check is never reached for a heap.
+			if (unit_profile_may_exceed(relid, false, k))
+				refuse_profile_size(relid);
 			bytea *p = profile_for(id, GetActiveSnapshot());
 			auto *st = static_cast<ShardKeepState *>(fcinfo->flinfo->fn_extra);
 			if (!st)
