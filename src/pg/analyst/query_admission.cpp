@@ -2,6 +2,7 @@
 #include "pg/analyst/query_admission.h"
 
 #include "pg/analyst/analyst_context.h"
+#include "pg/analyst/refusals.h"
 
 #include "pg/guard.h"
 
@@ -126,22 +127,35 @@ builtin_walker(Node *node, void *ctx)
 	return expression_tree_walker(node, reinterpret_cast<bool (*)()>(builtin_walker), ctx);
 }
 
+// What admit_walker carries: the analyst's context, and the first protected relation found with
+// row-level security on (refused after the walk: no C++ error is thrown through PostgreSQL's walker).
+struct Admission {
+	const AnalystContext *ac;
+	Oid row_security = InvalidOid;
+};
+
 // Walker behind admit_protected_reads.
 bool
 admit_walker(Node *node, void *ctx)
 {
 	if (!node)
 		return false;
-	auto *ac = static_cast<const AnalystContext *>(ctx);
+	auto *adm = static_cast<Admission *>(ctx);
 	if (IsA(node, Query))
 		return query_tree_walker(castNode(Query, node), reinterpret_cast<bool (*)()>(admit_walker), ctx,
 		                         QTW_EXAMINE_RTES_BEFORE);
 	if (IsA(node, RangeTblEntry)) {
 		RangeTblEntry *rte = castNode(RangeTblEntry, node);
-		if (rte->rtekind == RTE_RELATION && ac->is_protected(rte->relid)) {
+		if (rte->rtekind == RTE_RELATION && adm->ac->is_protected(rte->relid)) {
 			HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rte->relid));
 			if (HeapTupleIsValid(tup)) {
-				rte->checkAsUser = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+				const Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+				rte->checkAsUser = form->relowner;
+				// The read runs as the owner, whom the table's policies exempt: an analyst they
+				// would restrict would get answers over rows they hide (review6). PostgreSQL applies
+				// only the named table's policies (not its partitions'), so this table's flag decides.
+				if (form->relrowsecurity && !OidIsValid(adm->row_security))
+					adm->row_security = rte->relid;
 				ReleaseSysCache(tup);
 			}
 		}
@@ -173,8 +187,14 @@ require_builtin_immutable(Node *expr, const char *where)
 void
 admit_protected_reads(Query *q, const AnalystContext &ac)
 {
-	query_tree_walker(q, reinterpret_cast<bool (*)()>(admit_walker), const_cast<AnalystContext *>(&ac),
-	                  QTW_EXAMINE_RTES_BEFORE);
+	Admission adm{&ac};
+	query_tree_walker(q, reinterpret_cast<bool (*)()>(admit_walker), &adm, QTW_EXAMINE_RTES_BEFORE);
+	if (OidIsValid(adm.row_security) && !has_bypassrls_privilege(GetUserId()))
+		fail(ERRCODE_FEATURE_NOT_SUPPORTED,
+		     "protected table \"" + relation_for_hint(adm.row_security) +
+		         "\" has row-level security, which dx answers cannot apply",
+		     "dx answers are computed over every row of the table as its owner reads it; disable row level security "
+		     "on it, or grant the analyst BYPASSRLS if its answers may cover every row.");
 }
 
 } // namespace dxpriv::pg
