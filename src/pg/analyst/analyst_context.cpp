@@ -64,10 +64,16 @@ struct CatalogCache {
 };
 CatalogCache catalog_cache;
 
+// Relcache invalidations seen (of any relation): a read of the catalog during which one arrived (at
+// a lock it took) is used for its statement but not kept (review7: one for dx.analysts processed
+// while the cache was being read cleared the old cache's flag, and the fresh copy was kept).
+uint64 relcache_messages = 0;
+
 // Relcache invalidation callback.
 void
 on_relcache_invalidation(Datum, Oid relid)
 {
+	++relcache_messages;
 	if (!OidIsValid(relid) || relid == catalog_cache.analysts_rel || relid == catalog_cache.tables_rel)
 		catalog_cache.valid = false;
 }
@@ -115,6 +121,7 @@ load_analyst_context(const ExtensionObjects &ext)
 			fail(ERRCODE_UNDEFINED_TABLE, "dxpriv's catalog tables dx.analysts and dx.protected_tables are missing",
 			     "Run ALTER EXTENSION dxpriv UPDATE, or DROP and CREATE EXTENSION dxpriv.");
 		List *analysts = NIL, *tables = NIL;
+		const uint64 seen = relcache_messages;
 		pg_call([&] {
 			analysts = dx_catalog_oids(fresh.analysts_rel, "role");
 			tables = dx_catalog_oids(fresh.tables_rel, "relid");
@@ -124,7 +131,7 @@ load_analyst_context(const ExtensionObjects &ext)
 			fresh.analysts.push_back(lfirst_oid(lc));
 		foreach (lc, tables)
 			fresh.protected_rels.push_back(lfirst_oid(lc));
-		fresh.valid = true;
+		fresh.valid = relcache_messages == seen; // (else read again by the next statement)
 		catalog_cache = fresh;
 	}
 	AnalystContext ac;

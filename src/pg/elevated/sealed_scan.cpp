@@ -8,6 +8,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/heapam.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -46,11 +47,19 @@ dx_catalog_oids(Oid table, const char *column)
 	      type == REGTYPEOID || type == REGNAMESPACEOID))
 		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: its catalog table lacks an oid column \"%s\"", column),
 		                errhint("Run ALTER EXTENSION dxpriv UPDATE.")));
-	const bool push = !ActiveSnapshotSet(); // (as SealedSpi: parse analysis of a utility statement has none)
+	// A snapshot taken now, after the lock (whose acquisition processed the invalidation messages
+	// that arrived): every change committed before it is seen, and one committed after it sends its
+	// invalidation after this read (review7: under the statement's snapshot, in REPEATABLE READ the
+	// transaction's, a dx.add_analyst committed by another session after it was not seen, and the
+	// analyst cache read at that invalidation was kept: the new analyst read raw rows in every later
+	// transaction of the backend). In a parallel worker (no new snapshot there) the active one.
+	const bool parallel = IsInParallelMode();
+	const bool push = parallel && !ActiveSnapshotSet(); // (parse analysis of a utility statement has none)
 	if (push)
 		PushActiveSnapshot(GetTransactionSnapshot());
+	const Snapshot snapshot = RegisterSnapshot(parallel ? GetActiveSnapshot() : GetLatestSnapshot());
 	List *out = NIL;
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, nullptr);
+	TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
 	HeapTuple tup;
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
 		bool isnull = false;
@@ -59,6 +68,7 @@ dx_catalog_oids(Oid table, const char *column)
 			out = lappend_oid(out, DatumGetObjectId(d));
 	}
 	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
 	if (push)
 		PopActiveSnapshot();
 	table_close(rel, AccessShareLock);

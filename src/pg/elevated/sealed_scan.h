@@ -63,10 +63,13 @@ void sealed_column_scan(Oid relid, List *members, AttrNumber attnum, Snapshot sn
 uint64 sealed_scan_row_bound(List *members);
 
 // The values of an oid-valued column (oid, regclass, regrole, regproc, ...) in every row of one of
-// dxpriv's own catalog tables (dx.analysts' roles, dx.protected_tables' tables), read under the
-// active snapshot (the transaction snapshot when none is active, as SealedSpi's read-only statements
-// see): what `SELECT column::oid FROM table` run as the extension owner through SealedSpi returns,
-// in the same order, without parsing, planning and executing that statement (a new backend's first
+// dxpriv's own catalog tables (dx.analysts' roles, dx.protected_tables' tables), read under a
+// snapshot taken after the table's lock (the latest: changes committed by other sessions and the
+// current transaction's earlier commands; in a parallel worker the active snapshot), as a catalog
+// is read, so that a backend cache built from them and dropped at their invalidation is never
+// rebuilt from rows older than that invalidation (review7): what `SELECT column::oid FROM table`
+// run as the extension owner returns under that snapshot, without parsing, planning and executing
+// that statement (a new backend's first
 // statement paid about 0.6 ms of CPU for the two statements of the analyst context, newsess). No
 // function a DBA or analyst chose runs (no key, no operator, no type output: the column is read by
 // value), so no owner switch or setting is needed; the table is dxpriv's, never a protected one
