@@ -392,26 +392,10 @@ profile_scan_row(void *ctx, const SealedRow &row)
 	r.rank = static_cast<int64>(ps->ranker->rank(row.table, row.block, row.offset));
 }
 
-constexpr const char *kBuildMemoryHint =
-    "Raise dxpriv.unit_profile_build_memory (superusers), or set dxpriv.unit_profiles to off for statements on this table.";
-
-// Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
-// `attempt`, its work memory within dxpriv.unit_profile_build_memory: the (unit hash, rank) of each
-// row of a range of unit hashes (core/unit_rank_compact.h) in a work area compacted, when full, to
-// each unit's k + 1 smallest ranks; the first pass takes every hash, and while its work area stays
-// over half full after a compaction a pass narrows its range to the lower half (by the hash's next
-// high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
-// A unit with more than k rows gets the rank of its k-th. The same profile, byte for byte, as one
-// sort of every row (the same heavy units, thresholds and table order; regress 85, GoogleTest
-// UnitRankCompact); every pass reads `snapshot` and the same tables (taken once). nullptr when two of a heavy
-// unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
-// setting cannot hold a unit's k + 1 ranks twice over (a function of k and the setting only: never
-// of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
-// output, outside the setting: a limit on them would be an error whose occurrence tells the analyst
-// something of the rows.
-// The bytes of the profile of `heavy` heavy units (its header and table, as build_profile sizes it).
-Size
-profile_bytes_for(uint64 heavy)
+// The table slots of a profile of `heavy` heavy units: the least power of two at least twice their
+// number (0 for none), as build_profile lays the table out.
+uint64
+profile_slots(uint64 heavy)
 {
 	uint64 slots = 0;
 	if (heavy > 0) {
@@ -419,7 +403,14 @@ profile_bytes_for(uint64 heavy)
 		while (slots < 2 * heavy)
 			slots <<= 1;
 	}
-	return sizeof(ProfileHeader) + static_cast<Size>(slots) * sizeof(HeavyUnit);
+	return slots;
+}
+
+// The bytes of the profile of `heavy` heavy units (its header and table, as build_profile sizes it).
+Size
+profile_bytes_for(uint64 heavy)
+{
+	return sizeof(ProfileHeader) + static_cast<Size>(profile_slots(heavy)) * sizeof(HeavyUnit);
 }
 
 constexpr const char *kMaxSizeHint =
@@ -438,6 +429,25 @@ refuse_profile_size(Oid relid)
 	pg_unreachable();
 }
 
+constexpr const char *kBuildMemoryHint =
+    "Raise dxpriv.unit_profile_build_memory (superusers), or set dxpriv.unit_profiles to off for statements on this table.";
+
+// Builds the profile of id (version ignored) over the rows `snapshot` sees, with rank key attempt
+// `attempt`, its work memory within dxpriv.unit_profile_build_memory: the (unit hash, rank) of each
+// row of a range of unit hashes (core/unit_rank_compact.h) in a work area compacted, when full, to
+// each unit's k + 1 smallest ranks; the first pass takes every hash, and while its work area stays
+// over half full after a compaction a pass narrows its range to the lower half (by the hash's next
+// high bit), leaving the upper half to a later pass: each pass finishes one range, in hash order.
+// A unit with more than k rows gets the rank of its k-th. The same profile, byte for byte, as one
+// sort of every row (the same heavy units, thresholds and table order; regress 85, GoogleTest
+// UnitRankCompact); every pass reads `snapshot` and the same tables (taken once). nullptr when two of a heavy
+// unit's rows share the rank at the threshold (2^-64: the caller draws another key). 54000 when the
+// setting cannot hold a unit's k + 1 ranks twice over (a function of k and the setting only: never
+// of the rows). The heavy units found (16 bytes each, then the profile's table) are the build's
+// output, outside the setting: a limit on them would be an error whose occurrence tells the analyst
+// something of the rows. (dxpriv.unit_profile_max_size bounds them, but every statement's path checks
+// a bound from the table's size in blocks first, unit_profile_may_exceed, so that the build's own
+// check is reached only by a direct call of dx._unit_profile.)
 bytea *
 build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attempt)
 {
@@ -538,13 +548,8 @@ build_profile(const ProfileId &id, bool versioned, Snapshot snapshot, int attemp
 		pfree(heavy);
 		return nullptr;
 	}
-	uint32 slots = 0;
-	if (nheavy > 0) {
-		slots = 1;
-		while (slots < 2 * nheavy)
-			slots <<= 1;
-	}
-	const Size size = sizeof(ProfileHeader) + static_cast<Size>(slots) * sizeof(HeavyUnit);
+	const auto slots = static_cast<uint32>(profile_slots(nheavy));
+	const Size size = profile_bytes_for(nheavy);
 	bytea *out = static_cast<bytea *>(MemoryContextAllocHuge(CurrentMemoryContext, VARHDRSZ + size));
 	SET_VARSIZE(out, VARHDRSZ + size);
 	h.heavy = static_cast<uint32>(nheavy);
