@@ -23,18 +23,10 @@ is_stand_in(const void *p)
 {
 	if (!p)
 		return false;
-	const char *data;
-	Size len;
-	if (VARATT_IS_1B(p) && !VARATT_IS_1B_E(p)) { // (a short header: a stand-in copied by a tuple)
-		data = VARDATA_1B(p);
-		len = VARSIZE_1B(p) - VARHDRSZ_SHORT;
-	} else if (VARATT_IS_4B_U(p)) {
-		data = VARDATA_4B(p);
-		len = VARSIZE_4B(p) - VARHDRSZ;
-	} else {
-		return false;
-	}
-	return len == kStandInSize - VARHDRSZ && memcmp(data, kStandInMagic, kStandInMagicBytes) == 0;
+	if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p)) // (a stand-in is inline and plain, its header
+		return false;                                      // short when a tuple copied it)
+	return VARSIZE_ANY_EXHDR(p) == kStandInSize - VARHDRSZ &&
+	       memcmp(VARDATA_ANY(p), kStandInMagic, kStandInMagicBytes) == 0;
 }
 
 namespace {
