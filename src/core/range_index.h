@@ -98,4 +98,61 @@ range_index_recip(double value, double lo, double step, double recip, double las
 	return range_index(value, lo, step, 0.0, size);
 }
 
+// An integral grid over integer values: lo and step integers (1 <= step <= 2^31, |lo| <= 2^40) and at
+// most 2^31 + 1 points. int_grid_index gives an int2/int4 value's index on it by integer arithmetic,
+// without the floating-point chain of range_index_recip (the Citus workers' dx._weigh_units over an
+// integer column declared in steps of 100, say).
+struct IntGrid {
+	std::int64_t lo = 0;
+	std::uint64_t step = 0; // 0: the grid is not integral (int_grid_of returned false)
+	std::uint64_t last = 0; // size - 1
+	double recip = 0;       // 1.0 / step, rounded
+};
+
+// The IntGrid of a range domain (lo, step and size as Domain gives them), or false when it is not one.
+inline bool
+int_grid_of(double lo, double step, std::size_t size, IntGrid &g)
+{
+	g = IntGrid{};
+	if (!(step >= 1 && step <= 2147483648.0 && std::floor(step) == step && std::fabs(lo) <= 1099511627776.0 &&
+	      std::floor(lo) == lo && size >= 1 && size - 1 <= 2147483648ULL))
+		return false;
+	g.lo = static_cast<std::int64_t>(lo);
+	g.step = static_cast<std::uint64_t>(step);
+	g.last = size - 1;
+	g.recip = 1.0 / step;
+	return true;
+}
+
+// range_index(value, lo, step, inv_step, size) of an integer |value| <= 2^31 on an IntGrid, exactly.
+//
+// Proof. d = value - lo is an integer with |d| < 2^41 + 2^31 < 2^52, so range_index computes it exactly
+// (each operand and the difference are integers below 2^53) and then x = fl(Q) of Q = d / step
+// (x = d * 2^-k exactly when step = 2^k). d <= 0: x <= 0, index 0, as here. d > 0: Q = q + r/step with
+// q = floor(Q), 0 <= r < step. range_index's index is clamp(floor(x + 1/2), 0, last) (x < last < 2^52:
+// its integer part plus one when the fraction is at least 1/2, exact below 2^52). It equals
+// clamp(floor(Q + 1/2), 0, last), this function's q + [2r >= step] clamped:
+// * floor(. + 1/2) changes only at the half-integers h = k + 1/2. If Q = h, x = Q (h is a multiple of
+//   1/2 below 2^52: representable). Otherwise |Q - h| = |2r - step| / (2 step) >= 1 / (2 step), and
+//   |x - Q| <= Q 2^-53 = d 2^-53 / step < 2^52 2^-53 / step = 1 / (2 step): x lies on Q's side of
+//   every h, so floor(x + 1/2) = floor(Q + 1/2).
+// * The clamps agree too: both are monotone in their argument and the clamped values are integers.
+// The quotient: the product p = fl(d * recip) (d exact) is Q(1 + e) with |e| < 2^-52 + 2^-106, so
+// p - Q < 2^42 2^-51.9 / step < 1 / step <= q + 1 - Q and trunc(p) <= q; trunc(p) < q needs
+// r / step = Q - q < Q 2^-51.9, r < d 2^-51.9 < 1: r = 0. So trunc(p) is q, or q - 1 when Q = q is an
+// integer, and then r = d - (q - 1) step = step, which the half rule turns into q - 1 + 1 = q, the index.
+// GoogleTest RangeIndex.IntGrid* compares the index with Domain::index_of (step 49 reaches q - 1).
+[[gnu::always_inline]] inline std::size_t
+int_grid_index(std::int64_t value, const IntGrid &g)
+{
+	const std::int64_t d = value - g.lo;
+	if (d <= 0)
+		return 0;
+	const std::uint64_t ud = static_cast<std::uint64_t>(d);
+	std::uint64_t q = static_cast<std::uint64_t>(static_cast<double>(ud) * g.recip); // q, or q - 1 with r = step
+	const std::uint64_t r = ud - q * g.step;
+	q += 2 * r >= g.step ? 1 : 0;
+	return q < g.last ? static_cast<std::size_t>(q) : static_cast<std::size_t>(g.last);
+}
+
 } // namespace dxpriv

@@ -218,3 +218,81 @@ TEST(RangeIndex, ProductAndQuotientDisagreeNearHalves)
 }
 
 } // namespace
+
+// int_grid_of: which grids are integral (lo and step integers in bounds, at most 2^31 + 1 points).
+TEST(RangeIndex, IntGridEligibility)
+{
+	IntGrid g;
+	EXPECT_TRUE(int_grid_of(0, 100, 2001, g));
+	EXPECT_EQ(g.step, 100u);
+	EXPECT_EQ(g.last, 2000u);
+	EXPECT_TRUE(int_grid_of(-1099511627776.0, 2147483648.0, 2, g));
+	EXPECT_TRUE(int_grid_of(0, 1, 2147483649ULL, g));
+	EXPECT_FALSE(int_grid_of(0, 1, 2147483650ULL, g));
+	EXPECT_EQ(g.step, 0u); // (reset when refused)
+	EXPECT_FALSE(int_grid_of(0.5, 100, 10, g));
+	EXPECT_FALSE(int_grid_of(0, 0.5, 10, g));
+	EXPECT_FALSE(int_grid_of(0, 2.5, 10, g));
+	EXPECT_FALSE(int_grid_of(0, 2147483649.0, 10, g));
+	EXPECT_FALSE(int_grid_of(1099511627777.0, 1, 10, g));
+	EXPECT_FALSE(int_grid_of(0, 0, 10, g));
+	EXPECT_FALSE(int_grid_of(0, std::numeric_limits<double>::quiet_NaN(), 10, g));
+	EXPECT_FALSE(int_grid_of(std::numeric_limits<double>::quiet_NaN(), 1, 10, g));
+	EXPECT_FALSE(int_grid_of(0, INFINITY, 10, g));
+	EXPECT_FALSE(int_grid_of(0, 1, 0, g));
+}
+
+// int_grid_index equals Domain::index_of (the reference) for integer values: every int16 value on
+// small grids, every grid point, half-way point (ties when the step is even) and their neighbours,
+// the int32 extremes, and random int32 values, on integral grids of every size of step and bound.
+TEST(RangeIndex, IntGridMatchesReference)
+{
+	struct IG {
+		double lo, hi, step;
+	};
+	const IG grids[] = {{0, 200000, 100},       {0, 200000, 1},        {-5, 5, 1},           {-100, 100, 7},
+	                    {-32768, 32767, 3},      {3, 3, 1},             {0, 1000, 2},         {17, 1017, 10},
+	                    {-2147483648.0, 2147483647.0, 4295}, {-1099511627776.0, -1099511627776.0 + 1e9, 65536},
+	                    {1099511627776.0 - 1e6, 1099511627776.0, 1000}, {0, 4294967296.0, 2147483648.0},
+	                    {-1000000, 1000000, 999983}, {5, 5e8, 999}, {0, 65535, 65535}, {-40, 40, 40},
+	                    {-1000, 1000000, 49}, {0, 48000000, 49}};
+	std::mt19937_64 rng(20261129);
+	std::size_t checked = 0, ties = 0;
+	for (const IG &x : grids) {
+		const Domain d = Domain::range(x.lo, x.hi, x.step);
+		IntGrid g;
+		ASSERT_TRUE(int_grid_of(d.lo(), d.step(), d.size(), g)) << x.lo << " " << x.step;
+		auto check = [&](std::int64_t v) {
+			if (v < INT32_MIN || v > INT32_MAX)
+				return;
+			ASSERT_EQ(int_grid_index(v, g), d.index_of(static_cast<double>(v)))
+			    << "v=" << v << " lo=" << x.lo << " step=" << x.step;
+			++checked;
+		};
+		for (std::int64_t v = INT16_MIN; v <= INT16_MAX; ++v)
+			check(v);
+		const std::size_t stride = d.size() > 20000 ? d.size() / 20000 : 1;
+		for (std::size_t i = 0; i < d.size() + 2; i += (i < 3 || i + 3 > d.size() ? 1 : stride)) {
+			const std::int64_t p = g.lo + static_cast<std::int64_t>(i * g.step);
+			const std::int64_t half = p + static_cast<std::int64_t>(g.step / 2); // a tie when step is even
+			ties += g.step % 2 == 0;
+			for (std::int64_t k = -2; k <= 2; ++k) {
+				check(p + k);
+				check(half + k);
+				check(p - static_cast<std::int64_t>(g.step / 2) + k);
+			}
+			if (HasFatalFailure())
+				return;
+		}
+		for (std::int64_t v : {std::int64_t(INT32_MIN), std::int64_t(INT32_MIN) + 1, std::int64_t(-1), std::int64_t(0),
+		                       std::int64_t(1), std::int64_t(INT32_MAX) - 1, std::int64_t(INT32_MAX)})
+			check(v);
+		std::uniform_int_distribution<std::int64_t> any(INT32_MIN, INT32_MAX);
+		for (int i = 0; i < 200000; ++i)
+			check(any(rng));
+		if (HasFatalFailure())
+			return;
+	}
+	EXPECT_GT(checked, 4000000u);
+	EXPECT_GT(ties, 10000u);
+}

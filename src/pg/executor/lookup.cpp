@@ -49,7 +49,21 @@ struct LookupCache {
 	Datum *key_values;
 	bool *key_nulls;
 	int key_count;
+	// dx._weigh_units: the table's points in grid units, filled as rows meet them (UnitsMemo)
+	struct UnitsMemo *units;
 };
+
+// A call site's per-point grid units for dx._weigh_units (tables of at most kUnitsMemoPoints points,
+// one grid): what t.lookup and weight_grid_units give a point, kept the first time a row meets it,
+// so that a later row of that point is one load. cells[u]: 0 not met yet, kAbsentCell (the point
+// contributes nothing), 2 units + 1 (|units| < 2^62); a point whose units are larger, or raise, is
+// never kept and always takes the reference path (which raises as before).
+struct UnitsMemo {
+	double grid;
+	int64 *cells;
+};
+constexpr size_t kUnitsMemoPoints = 16384; // 128 kB of cells at most, zeroed once per call site
+constexpr int64 kAbsentCell = 2;
 
 void
 destroy_lookup_cache(void *arg)
@@ -78,13 +92,25 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 		MemoryContextRegisterResetCallback(mcxt, cb);
 		fcinfo->flinfo->fn_extra = c;
 	}
+	// another table (only in direct calls): the previous one's copies go, so that a table per row
+	// keeps memory bounded, and its units with it (they are not the new table's)
+	void *view_block = c->view; // (reused for the new view)
 	destroy_lookup_cache(c);
+	if (c->bytes)
+		pfree(c->bytes);
+	if (c->units) {
+		pfree(c->units->cells);
+		pfree(c->units);
+	}
+	c->bytes = nullptr;
+	c->units = nullptr;
+	c->source = 0; // (until the new table is valid)
 	bytea *b = cached ? cached_point_table(PG_GETARG_BYTEA_PP(0)) : PG_GETARG_BYTEA_PP(0);
 	reject_stand_in(b, "a per-point table");
 	const size_t len = VARSIZE_ANY_EXHDR(b);
 	c->bytes = static_cast<unsigned char *>(MemoryContextAlloc(mcxt, len > 0 ? len : 1));
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
-	void *mem = MemoryContextAlloc(mcxt, sizeof(PointTableView));
+	void *mem = view_block ? view_block : MemoryContextAlloc(mcxt, sizeof(PointTableView));
 	c->view = new (mem) PointTableView(c->bytes, len); // validates; throws CoreError when forged
 	c->source = source;
 	return *c->view;
@@ -238,6 +264,8 @@ build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool
 			c.unit_int = (c.type == INT4OID || c.type == INT2OID) && c.step == 1.0 && std::floor(c.lo) == c.lo &&
 			             std::fabs(c.lo) < 4503599627370496.0 && c.size >= 1;
 			c.lo_int = c.unit_int ? static_cast<int64>(c.lo) : 0;
+			if (!c.unit_int && (c.type == INT4OID || c.type == INT2OID))
+				int_grid_of(c.lo, c.step, c.size, c.int_grid); // (step stays 0 when the grid is not integral)
 		}
 		if (c.kind == 'e') {
 			size_t n = 0;
@@ -367,10 +395,10 @@ row_key_point(FunctionCallInfo fcinfo, const RowPointMap &map)
 
 namespace {
 
-// The fused lookup: the table's value at the row's point; false when it contributes nothing.
-// first_arg: the first column argument (after the table and the layout, and dx._group_key_int's values).
-bool
-weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false, int first_arg = 2)
+// The call site's table and the row's point u in it. first_arg: the first column argument (after
+// the table and the layout, and dx._group_key_int's values or dx._weigh_units' grid).
+const PointTableView &
+row_table_point(FunctionCallInfo fcinfo, bool cached, int first_arg, size_t &u)
 {
 	// the table (argument 0) and the map are cached together in fn_extra
 	const PointTableView &t = table_view(fcinfo, cached);
@@ -380,11 +408,19 @@ weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false, int first_a
 		c->layout_source = PG_GETARG_DATUM(1);
 	}
 	// (the map's common shapes inline: the same index as row_point, row_point.h)
-	const size_t u = row_point_inline(fcinfo, *static_cast<RowPointMap *>(c->row_map));
+	u = row_point_inline(fcinfo, *static_cast<RowPointMap *>(c->row_map));
 	if (u >= t.size())
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv point index is outside its table",
 		     "Point indexes and tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	return t.lookup(u, out);
+	return t;
+}
+
+// The fused lookup: the table's value at the row's point; false when it contributes nothing.
+bool
+weigh_row(FunctionCallInfo fcinfo, double &out, bool cached = false, int first_arg = 2)
+{
+	size_t u;
+	return row_table_point(fcinfo, cached, first_arg, u).lookup(u, out);
 }
 
 } // namespace
@@ -400,32 +436,67 @@ DX_FUNCTION(dx_weigh)
 	PG_RETURN_FLOAT8(v);
 }
 
+namespace {
+
+// The body of dx._weigh_units and its cached variant: the row's weight in grid units (false: the row
+// contributes nothing), what weight_grid_units(lookup at the row's point, grid) gives, read from the
+// call site's UnitsMemo when the point was met before.
+bool
+weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
+{
+	if (PG_ARGISNULL(2))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
+		     "dx._weigh_units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
+	size_t u;
+	const PointTableView &t = row_table_point(fcinfo, cached, 3, u);
+	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
+	const double grid = PG_GETARG_FLOAT8(2);
+	UnitsMemo *m = c->units;
+	if (m && m->grid == grid) { // (a NaN grid never equals: the reference path refuses it)
+		const int64 cell = m->cells[u];
+		if (cell & 1) {
+			out = (cell - 1) / 2;
+			return true;
+		}
+		if (cell == kAbsentCell)
+			return false;
+	} else if (!m && t.size() <= kUnitsMemoPoints && grid > 0 && std::isfinite(grid)) {
+		m = static_cast<UnitsMemo *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(UnitsMemo)));
+		m->grid = grid;
+		m->cells = static_cast<int64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(int64) * t.size()));
+		c->units = m;
+	}
+	double v;
+	const bool present = t.lookup(u, v);
+	if (present)
+		out = weight_grid_units(v, grid); // raises for a bad grid or a weight beyond bigint
+	if (m && m->grid == grid && (!present || (out > -(int64{1} << 62) && out < (int64{1} << 62))))
+		m->cells[u] = present ? 2 * out + 1 : kAbsentCell;
+	return present;
+}
+
+} // namespace
+
 // dx._weigh_units(table bytea, layout text, grid float8, VARIADIC "any") -> int8:
 // dx._units(dx._weigh(table, layout, ...), grid) in one call (the workers' native sums of a Citus
 // release, planner/distributed_linear.cpp): the row's weight in grid units, NULL when it
 // contributes nothing.
 DX_FUNCTION(dx_weigh_units)
 {
-	if (PG_ARGISNULL(2))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
-		     "dx._weigh_units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
-	double v;
-	if (!weigh_row(fcinfo, v, false, 3))
+	int64 units;
+	if (!weigh_units_row(fcinfo, false, units))
 		PG_RETURN_NULL();
-	PG_RETURN_INT64(weight_grid_units(v, PG_GETARG_FLOAT8(2)));
+	PG_RETURN_INT64(units);
 }
 
 // dx._weigh_units_cached(sha256 bytea, layout text, grid float8, VARIADIC "any"): dx._weigh_units
 // with its table read from dx._point_table_cache (as dx._weigh_cached).
 DX_FUNCTION(dx_weigh_units_cached)
 {
-	if (PG_ARGISNULL(2))
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv grid must be a positive number",
-		     "dx._weigh_units is placed by the dxpriv analyzer with the grid of a release's noise plan.");
-	double v;
-	if (!weigh_row(fcinfo, v, true, 3))
+	int64 units;
+	if (!weigh_units_row(fcinfo, true, units))
 		PG_RETURN_NULL();
-	PG_RETURN_INT64(weight_grid_units(v, PG_GETARG_FLOAT8(2)));
+	PG_RETURN_INT64(units);
 }
 
 // dx._weigh_int(table bytea, layout text, VARIADIC "any") -> int4: the row's candidate index

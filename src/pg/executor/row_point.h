@@ -50,6 +50,7 @@ struct RowPointMap {
 		bool key;        // a GROUP BY key column ('E', 'R'): left out of row_point, read by row_key_point
 		bool unit_int;   // 'r' over int2/int4 with step 1 and an integral lo: the index is value - lo, clamped
 		int64 lo_int;    // unit_int: lo
+		IntGrid int_grid; // 'r' over int2/int4 on an integral grid, not unit_int (core/range_index.h); else step 0
 		// 'e' with at most kShortLabels labels, of a by-value type or of a varlena type with labels of
 		// at most 8 bytes (DomainIndexer::short_keys): matched inline by short_enum_index; nshort 0 otherwise
 		int nshort;
@@ -131,6 +132,10 @@ range_column_index(FunctionCallInfo fcinfo, const RowPointMap::Column &c)
 		                                   : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a)))) - c.lo_int;
 		return d <= 0 ? 0 : static_cast<uint64>(d) >= c.size - 1 ? c.size - 1 : static_cast<size_t>(d);
 	}
+	if (c.int_grid.step != 0) // the same index by integer arithmetic (core/range_index.h's proof)
+		return int_grid_index(c.type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
+		                                        : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a))),
+		                      c.int_grid);
 	const double v = ordinal_of(PG_GETARG_DATUM(a), c.type);
 	return c.recip != 0 ? range_index_recip(v, c.lo, c.step, c.recip, c.last, c.size)
 	                    : range_index(v, c.lo, c.step, c.inv_step, c.size);
