@@ -99,6 +99,25 @@ def _fused_call(conn, sql, col):
     return m.group(1), m.group(2)
 
 
+def _refused(conn, sql, code):
+    try:
+        rows(conn, sql)
+    except psycopg2.Error as e:
+        assert e.pgcode == code, (sql, e.pgcode, str(e))
+    else:
+        raise AssertionError(f"ran: {sql}")
+
+
+def _float_table(conn, name, domain):
+    """A distributed noiseless table with one float8 column w on `domain`: its sum's fused call."""
+    execute(conn, f"CREATE TABLE {name} (id bigint, w float8)")
+    execute(conn, f"SELECT create_distributed_table('{name}', 'id', shard_count => 2)")
+    execute(conn, f"SELECT dx.protect_table('{name}', 'Infinity')")
+    execute(conn, f"SELECT dx.set_column('{name}', 'w', '{domain}', '{NOISELESS}')")
+    execute(conn, f"SELECT dx.grant_budget('postgres'::regrole, '{name}', 1e6)")
+    return _fused_call(conn, f"SELECT dx.sum(w) FROM {name}", "w")
+
+
 def test_direct_calls_grids_absent_points_and_large_units():
     with citus_db() as db:
         conn = connect("coord", db)
@@ -115,39 +134,20 @@ def test_direct_calls_grids_absent_points_and_large_units():
         assert [a for a, _ in got] == [_expected(x, g) for x, g in VALUES], got
         # a bad grid is refused at the row it reaches, after rows that kept their units
         for bad in ("'NaN'::float8", "0::float8", "-1::float8", "NULL::float8"):
-            try:
-                rows(conn, f"SELECT dx._weigh_units({table}, g, x{rest}) FROM (VALUES (500, 1.0::float8), (500, {bad})) t(x, g)")
-            except psycopg2.Error as e:
-                assert e.pgcode == "22023", (bad, e.pgcode, str(e))
-            else:
-                raise AssertionError(f"grid {bad} ran")
+            _refused(conn, f"SELECT dx._weigh_units({table}, g, x{rest}) FROM (VALUES (500, 1.0::float8), (500, {bad})) t(x, g)",
+                     "22023")
         # units beyond 2^62 are answered, not kept; beyond bigint they raise at every row that meets them
-        execute(conn, "CREATE TABLE big (id bigint, w float8)")
-        execute(conn, "SELECT create_distributed_table('big', 'id', shard_count => 2)")
-        execute(conn, "SELECT dx.protect_table('big', 'Infinity')")
-        execute(conn, f"""SELECT dx.set_column('big', 'w', '{{"min": 0, "max": 2e19, "step": 1e18}}', '{NOISELESS}')""")
-        execute(conn, "SELECT dx.grant_budget('postgres'::regrole, 'big', 1e6)")
-        table, rest = _fused_call(conn, "SELECT dx.sum(w) FROM big", "w")
+        table, rest = _float_table(conn, "big", '{"min": 0, "max": 2e19, "step": 1e18}')
         call = f"dx._weigh_units({table}, 1.0, x{rest})"
         got = [r[0] for r in rows(conn, f"SELECT {call} FROM (VALUES (5e18::float8), (5e18), (1e18), (5e18), (1e18)) t(x)")]
         assert got == [5 * 10**18, 5 * 10**18, 10**18, 5 * 10**18, 10**18], got
         # the smallest bigint itself (a point at -2^63): answered at every row
-        execute(conn, "CREATE TABLE low (id bigint, w float8)")
-        execute(conn, "SELECT create_distributed_table('low', 'id', shard_count => 2)")
-        execute(conn, "SELECT dx.protect_table('low', 'Infinity')")
-        execute(conn, f"""SELECT dx.set_column('low', 'w', '{{"min": -9223372036854775808, "max": 0, "step": 9223372036854775808}}', '{NOISELESS}')""")
-        execute(conn, "SELECT dx.grant_budget('postgres'::regrole, 'low', 1e6)")
-        low, low_rest = _fused_call(conn, "SELECT dx.sum(w) FROM low", "w")
+        low, low_rest = _float_table(conn, "low", '{"min": -9223372036854775808, "max": 0, "step": 9223372036854775808}')
         got = [r[0] for r in rows(conn, f"SELECT dx._weigh_units({low}, 1.0, x{low_rest}) "
                                         "FROM (VALUES (-1e19::float8), (-1e19), (0), (-1e19)) t(x)")]
         assert got == [-2**63, -2**63, 0, -2**63], got
         for values in ("(1e18::float8), (1e19)", "(1e19::float8), (1e18), (1e19)"):
-            try:
-                rows(conn, f"SELECT {call} FROM (VALUES {values}) t(x)")
-            except psycopg2.Error as e:
-                assert e.pgcode == "22003", (values, e.pgcode, str(e))
-            else:
-                raise AssertionError(f"units beyond bigint ran: {values}")
+            _refused(conn, f"SELECT {call} FROM (VALUES {values}) t(x)", "22003")
         conn.close()
 
 
