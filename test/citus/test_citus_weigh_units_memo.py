@@ -136,6 +136,11 @@ def test_direct_calls_grids_absent_points_and_large_units():
         for bad in ("'NaN'::float8", "0::float8", "-1::float8", "NULL::float8"):
             _refused(conn, f"SELECT dx._weigh_units({table}, g, x{rest}) FROM (VALUES (500, 1.0::float8), (500, {bad})) t(x, g)",
                      "22023")
+        # a layout declaring more points than its table (a forged call): refused at the row past the
+        # table, also after rows that kept their units
+        wider = rest.replace("'995'::double precision", "'6998993'::double precision", 1)
+        assert wider != rest, rest
+        _refused(conn, f"SELECT dx._weigh_units({table}, 1.0, x{wider}) FROM (VALUES (500), (500), (6998993), (3000000)) t(x)", "22023")
         # units beyond 2^62 are answered, not kept; beyond bigint they raise at every row that meets them
         table, rest = _float_table(conn, "big", '{"min": 0, "max": 2e19, "step": 1e18}')
         call = f"dx._weigh_units({table}, 1.0, x{rest})"

@@ -61,6 +61,13 @@ struct LookupCache {
 struct UnitsMemo {
 	double grid;
 	int64 *cells;
+	// the one-load path (weigh_units_fast): set when the layout `layout` is one int2/int4 range column
+	// (argument value_arg, of type `type`) on the integral grid g with no more points than the table
+	bool fast;
+	Datum layout;
+	int value_arg;
+	Oid type;
+	IntGrid g;
 };
 constexpr size_t kUnitsMemoPoints = 16384; // 128 kB of cells at most, zeroed once per call site
 constexpr int64 kAbsentCell = 2;
@@ -461,9 +468,17 @@ weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
 		if (cell == kAbsentCell)
 			return false;
 	} else if (!m && t.size() <= kUnitsMemoPoints && grid > 0 && std::isfinite(grid)) {
-		m = static_cast<UnitsMemo *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(UnitsMemo)));
+		m = static_cast<UnitsMemo *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(UnitsMemo)));
 		m->grid = grid;
 		m->cells = static_cast<int64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(int64) * t.size()));
+		const auto *map = static_cast<const RowPointMap *>(c->row_map);
+		const RowPointMap::Column &col = map->only;
+		m->fast = (map->shape == RowPointShape::UnitInt || map->shape == RowPointShape::Range) &&
+		          (col.type == INT4OID || col.type == INT2OID) && col.size <= t.size() &&
+		          int_grid_of(col.lo, col.step, col.size, m->g); // (the same index as range_column_index)
+		m->layout = c->layout_source;
+		m->value_arg = col.value_arg;
+		m->type = col.type;
 		c->units = m;
 	}
 	double v;
@@ -475,6 +490,36 @@ weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
 	return present;
 }
 
+// weigh_units_row for a row whose point the call site's memo holds, when its layout is one integer
+// column on an integral grid (UnitsMemo::fast) and the table, layout and grid are the memo's: the
+// index by integer arithmetic and one load. False when the row needs weigh_units_row.
+[[gnu::always_inline]] inline bool
+weigh_units_fast(FunctionCallInfo fcinfo, int64 &out, bool &present)
+{
+	const auto *c = static_cast<const LookupCache *>(fcinfo->flinfo->fn_extra);
+	const UnitsMemo *m = c ? c->units : nullptr;
+	if (!m || !m->fast || c->source != PG_GETARG_DATUM(0) || m->layout != PG_GETARG_DATUM(1) || PG_ARGISNULL(2) ||
+	    PG_GETARG_FLOAT8(2) != m->grid)
+		return false;
+	const int a = m->value_arg;
+	const size_t u = PG_ARGISNULL(a) ? 0
+	                 : int_grid_index(m->type == INT4OID ? static_cast<int64>(DatumGetInt32(PG_GETARG_DATUM(a)))
+	                                                     : static_cast<int64>(DatumGetInt16(PG_GETARG_DATUM(a))),
+	                                  m->g);
+	const int64 cell = m->cells[u];
+	present = cell & 1;
+	out = (cell - 1) / 2;
+	return present || cell == kAbsentCell;
+}
+
+// dx._weigh_units and its cached variant: the row's units, false when it contributes nothing.
+inline bool
+weigh_units(FunctionCallInfo fcinfo, bool cached, int64 &out)
+{
+	bool present;
+	return weigh_units_fast(fcinfo, out, present) ? present : weigh_units_row(fcinfo, cached, out);
+}
+
 } // namespace
 
 // dx._weigh_units(table bytea, layout text, grid float8, VARIADIC "any") -> int8:
@@ -484,7 +529,7 @@ weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
 DX_FUNCTION(dx_weigh_units)
 {
 	int64 units;
-	if (!weigh_units_row(fcinfo, false, units))
+	if (!weigh_units(fcinfo, false, units))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(units);
 }
@@ -494,7 +539,7 @@ DX_FUNCTION(dx_weigh_units)
 DX_FUNCTION(dx_weigh_units_cached)
 {
 	int64 units;
-	if (!weigh_units_row(fcinfo, true, units))
+	if (!weigh_units(fcinfo, true, units))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(units);
 }
