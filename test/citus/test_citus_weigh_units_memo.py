@@ -136,6 +136,13 @@ def test_direct_calls_grids_absent_points_and_large_units():
         for bad in ("'NaN'::float8", "0::float8", "-1::float8", "NULL::float8"):
             _refused(conn, f"SELECT dx._weigh_units({table}, g, x{rest}) FROM (VALUES (500, 1.0::float8), (500, {bad})) t(x, g)",
                      "22023")
+        # a NULL table: refused (it crashed the backend before), alone and after rows of a valid one
+        for f in ("_weigh_units", "_weigh_units_cached"):
+            _refused(conn, f"SELECT dx.{f}(NULL::bytea, 'r', 1.0, 5, 0::float8, 10::float8, 1::float8)", "22023")
+        for f in ("_weigh", "_weigh_int", "_weigh_cached", "_weigh_int_cached"):
+            _refused(conn, f"SELECT dx.{f}(NULL::bytea, 'r', 5, 0::float8, 10::float8, 1::float8)", "22023")
+        _refused(conn, f"SELECT dx._weigh_units(tb, 'r', 1.0, x{rest}) FROM (VALUES ({table.split(', ')[0]}, 500), "
+                       f"({table.split(', ')[0]}, 500), (NULL::bytea, 500)) t(tb, x)", "22023")
         # a layout declaring more points than its table (a forged call): refused at the row past the
         # table, also after rows that kept their units
         wider = rest.replace("'995'::double precision", "'6998993'::double precision", 1)

@@ -86,9 +86,12 @@ destroy_lookup_cache(void *arg)
 const PointTableView &
 table_view(FunctionCallInfo fcinfo, bool cached)
 {
+	if (PG_ARGISNULL(0))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv per-point table must not be null",
+		     "Per-point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	const Datum source = PG_GETARG_DATUM(0);
-	if (c && c->source == source)
+	if (c && c->view && c->source == source)
 		return *c->view;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (!c) {
@@ -498,7 +501,7 @@ weigh_units_fast(FunctionCallInfo fcinfo, int64 &out, bool &present)
 {
 	const auto *c = static_cast<const LookupCache *>(fcinfo->flinfo->fn_extra);
 	const UnitsMemo *m = c ? c->units : nullptr;
-	if (!m || !m->fast || c->source != PG_GETARG_DATUM(0) || m->layout != PG_GETARG_DATUM(1) || PG_ARGISNULL(2) ||
+	if (!m || !m->fast || PG_ARGISNULL(0) || c->source != PG_GETARG_DATUM(0) || m->layout != PG_GETARG_DATUM(1) || PG_ARGISNULL(2) ||
 	    PG_GETARG_FLOAT8(2) != m->grid)
 		return false;
 	const int a = m->value_arg;
