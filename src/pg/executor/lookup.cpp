@@ -38,14 +38,27 @@ namespace {
 // Per-call-site cache: the decoded table (lives in fn_mcxt; the view is destroyed by a reset
 // callback). The table argument is a plan constant, so it is decoded once per query and node;
 // a different datum (never produced by dxpriv's own rewriting) is decoded afresh.
+// A call site's varlena argument as it was last decoded (a table or its SHA-256, a layout, group
+// keys). A plan constant (a Const, what dxpriv's rewriting places) is the same Datum at every row,
+// so its pointer identifies it. Any other argument (a column, a computed value, a PL/pgSQL
+// variable: direct calls only) may bring other bytes at the address a previous row's value had
+// (per-tuple memory is reset and reused), so its payload is kept and compared at every row.
+struct ArgKey {
+	bool valid;
+	int is_const; // 0 not known yet, 1 a Const, -1 not
+	Datum source; // a Const's Datum
+	char *bytes;  // not a Const: the payload, in fn_mcxt
+	size_t len;
+};
+
 struct LookupCache {
-	Datum source;
+	ArgKey source;
 	unsigned char *bytes;
 	PointTableView *view;
-	Datum layout_source;
+	ArgKey layout_source;
 	void *row_map; // RowPointMap of the layout (argument 1), built on first use
 	// dx._group_key_int: the deconstructed values per group (argument 2), in fn_mcxt
-	Datum keys_source;
+	ArgKey keys_source;
 	Datum *key_values;
 	bool *key_nulls;
 	int key_count;
@@ -65,6 +78,49 @@ struct UnitsMemo {
 constexpr size_t kUnitsMemoPoints = 16384; // 128 kB of cells at most, zeroed once per call site
 constexpr int64 kAbsentCell = 2;
 
+// Whether argument i of the call site is a Const (the same Datum at every row of an execution).
+bool
+arg_is_const(FunctionCallInfo fcinfo, int i)
+{
+	const Node *e = fcinfo->flinfo->fn_expr;
+	if (!e || !IsA(e, FuncExpr))
+		return false;
+	const List *args = castNode(FuncExpr, const_cast<Node *>(e))->args;
+	return i < list_length(args) && IsA(list_nth(args, i), Const);
+}
+
+// Whether the varlena argument i (not NULL) is the one k was set from.
+bool
+arg_same(FunctionCallInfo fcinfo, int i, ArgKey &k)
+{
+	if (!k.valid || PG_ARGISNULL(i))
+		return false;
+	if (k.is_const == 0)
+		k.is_const = arg_is_const(fcinfo, i) ? 1 : -1;
+	if (k.is_const > 0)
+		return k.source == PG_GETARG_DATUM(i);
+	const struct varlena *v = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(i));
+	return VARSIZE_ANY_EXHDR(v) == k.len && std::memcmp(VARDATA_ANY(v), k.bytes, k.len) == 0;
+}
+
+// k is set from the varlena argument i (not NULL).
+void
+arg_remember(FunctionCallInfo fcinfo, int i, ArgKey &k)
+{
+	if (k.is_const == 0)
+		k.is_const = arg_is_const(fcinfo, i) ? 1 : -1;
+	k.source = PG_GETARG_DATUM(i);
+	if (k.is_const < 0) {
+		const struct varlena *v = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(i));
+		if (k.bytes)
+			pfree(k.bytes);
+		k.len = VARSIZE_ANY_EXHDR(v);
+		k.bytes = static_cast<char *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, k.len > 0 ? k.len : 1));
+		std::memcpy(k.bytes, VARDATA_ANY(v), k.len);
+	}
+	k.valid = true;
+}
+
 void
 destroy_lookup_cache(void *arg)
 {
@@ -79,9 +135,11 @@ destroy_lookup_cache(void *arg)
 const PointTableView &
 table_view(FunctionCallInfo fcinfo, bool cached)
 {
+	if (PG_ARGISNULL(0)) // (the functions are not strict: a NULL table is refused, never read)
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv per-point table must not be null",
+		     "Point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
-	const Datum source = PG_GETARG_DATUM(0);
-	if (c && c->source == source)
+	if (c && arg_same(fcinfo, 0, c->source))
 		return *c->view;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (!c) {
@@ -104,7 +162,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 	}
 	c->bytes = nullptr;
 	c->units = nullptr;
-	c->source = 0; // (until the new table is valid)
+	c->source.valid = false; // (until the new table is valid)
 	bytea *b = cached ? cached_point_table(PG_GETARG_BYTEA_PP(0)) : PG_GETARG_BYTEA_PP(0);
 	reject_stand_in(b, "a per-point table");
 	const size_t len = VARSIZE_ANY_EXHDR(b);
@@ -112,7 +170,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
 	void *mem = view_block ? view_block : MemoryContextAlloc(mcxt, sizeof(PointTableView));
 	c->view = new (mem) PointTableView(c->bytes, len); // validates; throws CoreError when forged
-	c->source = source;
+	arg_remember(fcinfo, 0, c->source);
 	return *c->view;
 }
 
@@ -403,9 +461,10 @@ row_table_point(FunctionCallInfo fcinfo, bool cached, int first_arg, size_t &u)
 	// the table (argument 0) and the map are cached together in fn_extra
 	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
-	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
-		c->row_map = build_row_point_map(fcinfo, 1, first_arg);
-		c->layout_source = PG_GETARG_DATUM(1);
+	if (!c->row_map || !arg_same(fcinfo, 1, c->layout_source)) { // a new layout only in direct calls
+		c->layout_source.valid = false;
+		c->row_map = build_row_point_map(fcinfo, 1, first_arg); // (refuses a NULL layout)
+		arg_remember(fcinfo, 1, c->layout_source);
 	}
 	// (the map's common shapes inline: the same index as row_point, row_point.h)
 	u = row_point_inline(fcinfo, *static_cast<RowPointMap *>(c->row_map));
@@ -532,7 +591,7 @@ namespace {
 
 // Per-call-site cache of dx._group_key: the deconstructed array of the keys' values per group.
 struct GroupKeyCache {
-	Datum source;
+	ArgKey source;
 	Datum *values;
 	bool *nulls;
 	int count;
@@ -545,10 +604,11 @@ struct GroupKeyCache {
 DX_FUNCTION(dx_group_key)
 {
 	auto *c = static_cast<GroupKeyCache *>(fcinfo->flinfo->fn_extra);
-	if (!c || c->source != PG_GETARG_DATUM(1)) {
+	if (!c || !arg_same(fcinfo, 1, c->source)) {
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		if (!c)
 			c = static_cast<GroupKeyCache *>(palloc0(sizeof(GroupKeyCache)));
+		c->source.valid = false;
 		ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(1);
 		reject_stand_in(arr, "a list of group keys");
 		int16 typlen;
@@ -559,7 +619,7 @@ DX_FUNCTION(dx_group_key)
 			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
 			     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &c->values, &c->nulls, &c->count);
-		c->source = PG_GETARG_DATUM(1);
+		arg_remember(fcinfo, 1, c->source);
 		MemoryContextSwitchTo(old);
 		fcinfo->flinfo->fn_extra = c;
 	}
@@ -612,10 +672,11 @@ DX_FUNCTION(dx_group_key_int)
 	if (!weigh_row(fcinfo, v, false, 3))
 		PG_RETURN_NULL();
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra); // (weigh_row made it)
-	if (!c->key_values || c->keys_source != PG_GETARG_DATUM(2)) {
+	if (!c->key_values || !arg_same(fcinfo, 2, c->keys_source)) {
 		c->key_values = nullptr;
+		c->keys_source.valid = false;
 		deconstruct_group_values(fcinfo, 2, c->key_values, c->key_nulls, c->key_count);
-		c->keys_source = PG_GETARG_DATUM(2);
+		arg_remember(fcinfo, 2, c->keys_source);
 	}
 	if (!(v >= 0 && v < c->key_count)) // (a forged table's value: not cast before it is checked)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",

@@ -1,0 +1,126 @@
+"""Review of intgrid (the workers' dx._weigh_units: int_grid_index and the per-call-site UnitsMemo):
+attacks on the fused lookups' per-call-site caches through direct calls. Each test fails if its
+attack works. The caches (executor/lookup.cpp) keep the decoded table, the layout's map, the group
+keys and the table's units per call site; a plan constant is the same Datum at every row, but a
+value computed per row (or a PL/pgSQL variable) can bring other bytes at the address the previous
+row's value had, and a NULL table must be refused, never read."""
+import psycopg2
+
+from citus_common import citus_db, connect, execute, rows, scalar
+from test_citus_weigh_units_memo import _expected, _fused_call, _table
+
+NULL_CALLS = [
+    "dx._weigh(NULL::bytea, 'r', 5, 0::float8, 10::float8, 1::float8)",
+    "dx._weigh_int(NULL::bytea, 'r', 5, 0::float8, 10::float8, 1::float8)",
+    "dx._weigh_cached(NULL::bytea, 'r', 5, 0::float8, 10::float8, 1::float8)",
+    "dx._weigh_int_cached(NULL::bytea, 'r', 5, 0::float8, 10::float8, 1::float8)",
+    "dx._weigh_units(NULL::bytea, 'r', 1.0, 5, 0::float8, 10::float8, 1::float8)",
+    "dx._weigh_units_cached(NULL::bytea, 'r', 1.0, 5, 0::float8, 10::float8, 1::float8)",
+]
+
+
+def test_a_null_table_is_refused_not_read():
+    """The fused lookups are not strict: a NULL table reached the detoasting of a null pointer
+    (the backend crashed, and the whole node restarted). Each is refused (22023), alone and at a
+    row after rows that had a table; the session goes on."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        table, rest = _fused_call(conn, "SELECT dx.sum(v) FROM dist WHERE v > 100", "v")
+        calls = NULL_CALLS + [f"dx._weigh_units(tb, {table.split(', ', 1)[1]}, 1.0, 300{rest})"]
+        for call in calls:
+            sql = (f"SELECT {call} FROM (VALUES ({table.split(', ', 1)[0]}), (NULL::bytea)) t(tb)" if "tb" in call
+                   else f"SELECT {call}")
+            try:
+                rows(conn, sql)
+            except psycopg2.Error as e:
+                assert e.pgcode == "22023", (call, e.pgcode, str(e))
+            else:
+                raise AssertionError(f"a NULL table ran: {call}")
+            assert scalar(conn, "SELECT 1") == 1
+        conn.close()
+
+
+def _two_tables(conn):
+    """Two tables of one layout (v > 100 and v > 500 on v's grid), the layout, the columns' rest."""
+    above100, rest = _fused_call(conn, "SELECT dx.sum(v) FROM dist WHERE v > 100", "v")
+    above500, rest2 = _fused_call(conn, "SELECT dx.sum(v) FROM dist WHERE v > 500", "v")
+    assert rest == rest2
+    t100, t500 = above100.split(", '")[0], above500.split(", '")[0]
+    return t100, t500, "'" + above100.split(", '", 1)[1], rest
+
+
+def test_a_table_computed_per_row_is_its_own():
+    """A table computed per row lands in per-tuple memory, at the address the previous row's table
+    had: the caches compared the pointer and answered the second table's rows from the first table
+    (its decoded view, and dx._weigh_units' kept units). Each row is answered from its own table."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        t100, t500, layout, rest = _two_tables(conn)
+        pairs = [(t100, 300), (t500, 300), (t100, 300), (t500, 700), (t100, 700), (t500, 300), (t100, 300)]
+        values = "(VALUES " + ", ".join(f"({tb}, {x})" for tb, x in pairs) + ") t(tb, x)"
+        want = [_expected(x, 1.0, 100 if tb == t100 else 500) for tb, x in pairs]
+        assert want[0] is not None and want[1] is None  # the two tables differ at 300
+        for computed in ("tb || ''::bytea", "decode(encode(tb, 'hex'), 'hex')", "substring(tb from 1)"):
+            got = [r[0] for r in rows(conn, f"SELECT dx._weigh_units({computed}, {layout}, 1.0, x{rest}) FROM {values}")]
+            assert got == want, (computed, got, want)
+            got = [None if r[0] is None else int(r[0])
+                   for r in rows(conn, f"SELECT dx._weigh({computed}, {layout}, x{rest}) FROM {values}")]
+            assert got == want, (computed, got, want)
+        conn.close()
+
+
+def test_a_layout_computed_per_row_is_its_own():
+    """The same for the layout: a layout computed per row ('q' constants in its text) is read anew
+    when its text differs from the previous row's, wherever it lies."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        t100, _, _, _ = _two_tables(conn)
+        a, b = "q-1000:995:7;", "q-1000:995:14;"  # v's grid, and a coarser one (fewer points: still inside the table)
+        seq = [a, b, a, b, b, a]
+        values = "(VALUES " + ", ".join(f"('{lay}')" for lay in seq) + ") t(lay)"
+        got = [r[0] for r in rows(conn, f"SELECT dx._weigh_units({t100}, lay || '', 1.0, 300) FROM {values}")]
+        want = [r[0] for r in rows(conn, f"""SELECT CASE WHEN lay = '{a}' THEN dx._weigh_units({t100}, '{a}', 1.0, 300)
+                                                ELSE dx._weigh_units({t100}, '{b}', 1.0, 300) END FROM {values}""")]
+        assert want[0] == 302 and want[1] is None, want  # point 186 (302) on v's grid; 93 (-349) on the coarse one
+        assert got == want, (got, want)
+        conn.close()
+
+
+def test_group_keys_computed_per_row_are_their_own():
+    """dx._group_key with its values array computed per row: each row's group reads its own array."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        got = [r[0] for r in rows(conn, """SELECT dx._group_key(1, k || ARRAY[]::int[])
+                                           FROM (VALUES ('{1,2,3}'::int[]), ('{7,8,9}'), ('{1,2,3}'), ('{7,8,9}')) t(k)""")]
+        assert got == [2, 8, 2, 8], got
+        conn.close()
+
+
+def test_plpgsql_variable_table_and_a_caught_error():
+    """A PL/pgSQL loop: the table is a variable reassigned at each turn (its value copied where the
+    previous one was), and one turn's call raises (a NaN grid) inside an EXCEPTION block. The simple
+    expression's call site lives across the turns: each turn's units are its own table's."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        t100, t500, layout, rest = _two_tables(conn)
+        execute(conn, f"""CREATE FUNCTION r8_loop(a bytea, b bytea) RETURNS int8[] LANGUAGE plpgsql AS $$
+            DECLARE t bytea; g float8; r int8; acc int8[] := '{{}}';
+            BEGIN
+              FOR i IN 1..8 LOOP
+                t := CASE WHEN i % 2 = 1 THEN a ELSE b END;
+                g := CASE WHEN i = 5 THEN 'NaN'::float8 ELSE 1.0 END;
+                BEGIN
+                  r := dx._weigh_units(t, {layout}, g, 300{rest});
+                EXCEPTION WHEN invalid_parameter_value THEN r := -1;
+                END;
+                acc := acc || r;
+              END LOOP;
+              RETURN acc;
+            END $$""")
+        got = scalar(conn, f"SELECT r8_loop({t100}, {t500})")
+        assert got == [302, None, 302, None, -1, None, 302, None], got
+        conn.close()
