@@ -93,16 +93,20 @@ def test_group_keys_computed_per_row_are_their_own():
     """dx._group_key with its values array computed per row: each row's group reads its own array."""
     with citus_db() as db:
         conn = connect("coord", db)
-        got = [r[0] for r in rows(conn, """SELECT dx._group_key(1, k || ARRAY[]::int[])
+        got = [r[0] for r in rows(conn, """SELECT dx._group_key(1, array_append(k, 0))
                                            FROM (VALUES ('{1,2,3}'::int[]), ('{7,8,9}'), ('{1,2,3}'), ('{7,8,9}')) t(k)""")]
         assert got == [2, 8, 2, 8], got
+        got = [r[0] for r in rows(conn, """SELECT dx._group_key(g, array_append(k, 0))
+                                           FROM (VALUES (1, '{1,2,3}'::int[]), (2, '{7,8}'), (1, '{1,2,3}')) t(g, k)""")]
+        assert got == [2, 0, 2], got  # (the second array's third value is its own appended 0)
         conn.close()
 
 
 def test_plpgsql_variable_table_and_a_caught_error():
-    """A PL/pgSQL loop: the table is a variable reassigned at each turn (its value copied where the
-    previous one was), and one turn's call raises (a NaN grid) inside an EXCEPTION block. The simple
-    expression's call site lives across the turns: each turn's units are its own table's."""
+    """A PL/pgSQL loop: the table is a variable reassigned at each turn, computed in the simple
+    expression (per-tuple memory, reset at each evaluation), and one turn's call raises (a NaN grid)
+    inside an EXCEPTION block. The simple expression's call site lives across the turns: each turn's
+    units are its own table's."""
     with citus_db() as db:
         conn = connect("coord", db)
         _table(conn, "dist", True)
@@ -114,7 +118,7 @@ def test_plpgsql_variable_table_and_a_caught_error():
                 t := CASE WHEN i % 2 = 1 THEN a ELSE b END;
                 g := CASE WHEN i = 5 THEN 'NaN'::float8 ELSE 1.0 END;
                 BEGIN
-                  r := dx._weigh_units(t, {layout}, g, 300{rest});
+                  r := dx._weigh_units(t || ''::bytea, {layout}, g, 300{rest});
                 EXCEPTION WHEN invalid_parameter_value THEN r := -1;
                 END;
                 acc := acc || r;
