@@ -128,3 +128,34 @@ def test_plpgsql_variable_table_and_a_caught_error():
         got = scalar(conn, f"SELECT r8_loop({t100}, {t500})")
         assert got == [302, None, 302, None, -1, None, 302, None], got
         conn.close()
+
+
+def _peak_kb(db, sql):
+    """The peak resident memory (VmHWM, kB) of a fresh coordinator backend that ran sql (the
+    clusters run on this machine: its /proc is readable)."""
+    conn = connect("coord", db)
+    pid = scalar(conn, "SELECT pg_backend_pid()")
+    scalar(conn, sql)
+    with open(f"/proc/{pid}/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    conn.close()
+    return peak
+
+
+def test_a_layout_or_group_keys_per_row_keep_memory_bounded():
+    """A call site whose layout or group keys change at every row rebuilt its map (and indexers) or
+    copied the array in the call site's memory without freeing the previous one: 40000 rows took
+    ~6 kB (a layout) and ~8 kB (500 keys) each, for the statement's life. The previous copies are
+    freed: ten times the rows costs no more than 64 MB more at peak."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        t100, _, _, _ = _two_tables(conn)
+        conn.close()
+        layout = (f"SELECT sum(dx._weigh_units({t100}, CASE WHEN g % 2 = 0 THEN 'q-1000:995:7;' ELSE 'q-1000:995:14;' END"
+                  " || '', 1.0, g % 2000 - 1000)) FROM generate_series(1, {n}) g")
+        keys = ("SELECT sum(dx._group_key(1, array_append(CASE WHEN g % 2 = 0 THEN a ELSE b END, 0)))"
+                " FROM (SELECT array_agg(i) a, array_agg(-i) b FROM generate_series(1, 500) i) x, generate_series(1, {n}) g")
+        for sql in (layout, keys):
+            small, large = _peak_kb(db, sql.format(n=4000)), _peak_kb(db, sql.format(n=40000))
+            assert large - small < 64 * 1024, (sql, small, large)

@@ -35,9 +35,6 @@ using namespace dxpriv::pg;
 
 namespace {
 
-// Per-call-site cache: the decoded table (lives in fn_mcxt; the view is destroyed by a reset
-// callback). The table argument is a plan constant, so it is decoded once per query and node;
-// a different datum (never produced by dxpriv's own rewriting) is decoded afresh.
 // A call site's varlena argument as it was last decoded (a table or its SHA-256, a layout, group
 // keys). A plan constant (a Const, what dxpriv's rewriting places) is the same Datum at every row,
 // so its pointer identifies it. Any other argument (a column, a computed value, a PL/pgSQL
@@ -51,17 +48,27 @@ struct ArgKey {
 	size_t len;
 };
 
+// A call site's deconstructed array of values per group (dx._group_key, dx._group_key_int), in fn_mcxt.
+struct GroupValues {
+	ArgKey source;
+	ArrayType *array; // the copy that by-reference values point into
+	Datum *values;
+	bool *nulls;
+	int count;
+};
+
+// Per-call-site cache: the decoded table (lives in fn_mcxt; the view is destroyed by a reset
+// callback). The table argument is a plan constant, so it is decoded once per query and node;
+// a different table (never produced by dxpriv's own rewriting: ArgKey) is decoded afresh.
 struct LookupCache {
 	ArgKey source;
 	unsigned char *bytes;
 	PointTableView *view;
 	ArgKey layout_source;
 	void *row_map; // RowPointMap of the layout (argument 1), built on first use
+	MemoryContext map_mcxt; // the map's (a child of fn_mcxt): deleted with it when the layout changes
 	// dx._group_key_int: the deconstructed values per group (argument 2), in fn_mcxt
-	ArgKey keys_source;
-	Datum *key_values;
-	bool *key_nulls;
-	int key_count;
+	GroupValues keys;
 	// dx._weigh_units: the table's points in grid units, filled as rows meet them (UnitsMemo)
 	struct UnitsMemo *units;
 };
@@ -218,9 +225,11 @@ bad_layout()
 //   'q<lo>:<hi>:<step>;': value (an 'r' column whose constants are in the layout, in decimal text
 //   that reads back as the same doubles: the one-pass transition's form, planner/one_pass.cpp)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip,
+                    MemoryContext mcxt)
 {
-	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	if (!mcxt)
+		mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
 		bad_layout();
 	reject_stand_in(PG_GETARG_TEXT_PP(layout_arg), "a row layout");
@@ -462,8 +471,13 @@ row_table_point(FunctionCallInfo fcinfo, bool cached, int first_arg, size_t &u)
 	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	if (!c->row_map || !arg_same(fcinfo, 1, c->layout_source)) { // a new layout only in direct calls
+		// (a layout per row: the previous map and its indexers go, so that memory stays bounded)
 		c->layout_source.valid = false;
-		c->row_map = build_row_point_map(fcinfo, 1, first_arg); // (refuses a NULL layout)
+		c->row_map = nullptr;
+		if (c->map_mcxt)
+			MemoryContextDelete(c->map_mcxt);
+		c->map_mcxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "dxpriv row layout", ALLOCSET_SMALL_SIZES);
+		c->row_map = build_row_point_map(fcinfo, 1, first_arg, false, 0, c->map_mcxt); // (refuses a NULL layout)
 		arg_remember(fcinfo, 1, c->layout_source);
 	}
 	// (the map's common shapes inline: the same index as row_point, row_point.h)
@@ -589,56 +603,25 @@ DX_FUNCTION(dx_weigh_int_cached)
 
 namespace {
 
-// Per-call-site cache of dx._group_key: the deconstructed array of the keys' values per group.
-struct GroupKeyCache {
-	ArgKey source;
-	Datum *values;
-	bool *nulls;
-	int count;
-};
 
-} // namespace
-
-// dx._group_key(group int4, values anyarray) -> anyelement: the output value of a GROUP BY key for
-// the row's group, from the values the analysis computed per group (no key expression runs on it).
-DX_FUNCTION(dx_group_key)
+// The values per group of argument values_arg (not NULL), deconstructed once per array: a call
+// site whose array changes from row to row (direct calls only) frees the previous one's copies, so
+// that memory stays bounded.
+const GroupValues &
+group_values(FunctionCallInfo fcinfo, int values_arg, GroupValues &g)
 {
-	auto *c = static_cast<GroupKeyCache *>(fcinfo->flinfo->fn_extra);
-	if (!c || !arg_same(fcinfo, 1, c->source)) {
-		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		if (!c)
-			c = static_cast<GroupKeyCache *>(palloc0(sizeof(GroupKeyCache)));
-		c->source.valid = false;
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(1);
-		reject_stand_in(arr, "a list of group keys");
-		int16 typlen;
-		bool typbyval;
-		char typalign;
-		get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
-		if (ARR_NDIM(arr) > 1)
-			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
-			     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &c->values, &c->nulls, &c->count);
-		arg_remember(fcinfo, 1, c->source);
-		MemoryContextSwitchTo(old);
-		fcinfo->flinfo->fn_extra = c;
+	if (g.array && arg_same(fcinfo, values_arg, g.source))
+		return g;
+	g.source.valid = false;
+	if (g.array) {
+		pfree(g.array);
+		pfree(g.values);
+		pfree(g.nulls);
 	}
-	const int32 g = PG_GETARG_INT32(0);
-	if (g < 0 || g >= c->count)
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
-		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	if (c->nulls[g])
-		PG_RETURN_NULL();
-	return c->values[g];
-}
-
-namespace {
-
-// The deconstructed array of values per group (argument values_arg) of dx._group_key /
-// dx._group_key_int, in fn_mcxt.
-void
-deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values, bool *&nulls, int &count)
-{
+	g.array = nullptr;
+	g.values = nullptr;
+	g.nulls = nullptr;
+	g.count = 0;
 	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(values_arg);
 	if (is_stand_in(arr)) {
@@ -654,11 +637,39 @@ deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
 		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	}
-	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &values, &nulls, &count);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &g.values, &g.nulls, &g.count);
 	MemoryContextSwitchTo(old);
+	g.array = arr;
+	arg_remember(fcinfo, values_arg, g.source);
+	return g;
+}
+
+// The value of group v (checked first: a forged table's value is not cast before) of g, or NULL.
+Datum
+group_value(FunctionCallInfo fcinfo, const GroupValues &g, double v)
+{
+	if (!(v >= 0 && v < g.count))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
+		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+	const int i = static_cast<int>(v);
+	if (g.nulls[i])
+		PG_RETURN_NULL();
+	return g.values[i];
 }
 
 } // namespace
+
+// dx._group_key(group int4, values anyarray) -> anyelement: the output value of a GROUP BY key for
+// the row's group, from the values the analysis computed per group (no key expression runs on it).
+DX_FUNCTION(dx_group_key)
+{
+	auto *c = static_cast<GroupValues *>(fcinfo->flinfo->fn_extra);
+	if (!c) {
+		c = static_cast<GroupValues *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GroupValues)));
+		fcinfo->flinfo->fn_extra = c;
+	}
+	return group_value(fcinfo, group_values(fcinfo, 1, *c), PG_GETARG_INT32(0));
+}
 
 // dx._group_key_int(table bytea, layout text, values anyarray, VARIADIC "any") -> anyelement:
 // dx._group_key(dx._weigh_int(table, layout, <columns>), values) in one call (the GROUP BY keys
@@ -672,17 +683,5 @@ DX_FUNCTION(dx_group_key_int)
 	if (!weigh_row(fcinfo, v, false, 3))
 		PG_RETURN_NULL();
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra); // (weigh_row made it)
-	if (!c->key_values || !arg_same(fcinfo, 2, c->keys_source)) {
-		c->key_values = nullptr;
-		c->keys_source.valid = false;
-		deconstruct_group_values(fcinfo, 2, c->key_values, c->key_nulls, c->key_count);
-		arg_remember(fcinfo, 2, c->keys_source);
-	}
-	if (!(v >= 0 && v < c->key_count)) // (a forged table's value: not cast before it is checked)
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
-		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	const int g = static_cast<int>(v);
-	if (c->key_nulls[g])
-		PG_RETURN_NULL();
-	return c->key_values[g];
+	return group_value(fcinfo, group_values(fcinfo, 2, c->keys), v);
 }
