@@ -4,6 +4,8 @@ attack works. The caches (executor/lookup.cpp) keep the decoded table, the layou
 keys and the table's units per call site; a plan constant is the same Datum at every row, but a
 value computed per row (or a PL/pgSQL variable) can bring other bytes at the address the previous
 row's value had, and a NULL table must be refused, never read."""
+from fractions import Fraction
+
 import psycopg2
 
 from citus_common import citus_db, connect, execute, rows, scalar
@@ -159,3 +161,104 @@ def test_a_layout_or_group_keys_per_row_keep_memory_bounded():
         for sql in (layout, keys):
             small, large = _peak_kb(db, sql.format(n=4000)), _peak_kb(db, sql.format(n=40000))
             assert large - small < 64 * 1024, (sql, small, large)
+
+
+# integral grids at int_grid_of's edges (lo, hi, step): the int32 range in 10^6 points; lo at -2^40
+# with steps of 2^31 (ties at +-2^30 from the points); a 3-point grid of a prime step; int2's range
+# in steps of 2 (ties at every odd value)
+EDGE_GRIDS = [(-2147483648, 2147483647, 4295), (-1099511627776, 1099511627776, 2147483648),
+              (-1000000, 1000000, 999983), (-32768, 32767, 2)]
+
+
+def _edge_values(lo, step, last, small):
+    """int32 (int16 when small) values around the points and half-way points int values reach."""
+    lim = 32767 if small else 2147483647
+    out = {-lim - 1, -lim, -1, 0, 1, lim - 1, lim}
+    for i in range(last + 1):
+        p = lo + i * step
+        if p < -lim - 1 - step or p > lim + step:
+            continue
+        for base in (p, p + step // 2, p + (step + 1) // 2):
+            out.update(v for v in range(base - 2, base + 3) if -lim - 1 <= v <= lim)
+        if len(out) > 3000:
+            break
+    return sorted(out)
+
+
+def _native_point(v, lo, step, last):
+    q = Fraction(v - lo, step)
+    i = int(q + Fraction(1, 2)) if q >= 0 else -int(-q + Fraction(1, 2))
+    return lo + step * min(max(i, 0), last)
+
+
+def test_int_columns_on_edge_grids_match_the_double_path_and_native_rounding():
+    """Direct calls with int4 and int2 arguments (the integer path) on grids at int_grid_of's edges
+    give the same point as the float8 argument (the double path) and as exact rounding (half away
+    from zero, clamped), at the int extremes, grid points, ties and their neighbours."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        execute(conn, "CREATE TABLE eg (id bigint, " + ", ".join(f"c{i} bigint" for i in range(len(EDGE_GRIDS))) + ")")
+        execute(conn, "SELECT create_distributed_table('eg', 'id', shard_count => 2)")
+        execute(conn, "SELECT dx.protect_table('eg', 'Infinity')")
+        for i, (lo, hi, step) in enumerate(EDGE_GRIDS):
+            execute(conn, f"""SELECT dx.set_column('eg', 'c{i}', '{{"min": {lo}, "max": {hi}, "step": {step}}}', '{{"type": "none"}}')""")
+        execute(conn, "SELECT dx.grant_budget('postgres'::regrole, 'eg', 1e6)")
+        checked = 0
+        for i, (lo, hi, step) in enumerate(EDGE_GRIDS):
+            last = (hi - lo) // step
+            table, rest = _fused_call(conn, f"SELECT dx.sum(c{i}) FROM eg", f"c{i}")
+            for typ, small in (("int4", False), ("int2", True)):
+                vals = _edge_values(lo, step, last, small)
+                got = rows(conn, f"""SELECT x, dx._weigh_units({table}, 1.0, x::{typ}{rest}),
+                                            dx._weigh_units({table}, 1.0, x::float8{rest})
+                                     FROM unnest(%s::bigint[]) x""", (vals,))
+                for x, by_int, by_double in got:
+                    want = _native_point(x, lo, step, last)
+                    assert by_int == by_double == want, (lo, step, typ, x, by_int, by_double, want)
+                    checked += 1
+        assert checked > 5000, checked
+        conn.close()
+
+
+def test_local_grouped_int_columns_on_edge_grids():
+    """The one-pass transition's grouped shapes (local tables: the integer path through
+    range_column_index) and the workers' dx._weigh_units (distributed) give native SQL's rounding on
+    int4 and int2 columns declared on edge grids, with the int extremes, ties and NULLs in the rows."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        # (an int column's bounds must fit its type both ways: -2^31 and -2^15 are refused)
+        a_lo, a_hi, a_step = -2147483647, 2147483647, 42950  # (ties 21475 past each point)
+        b_lo, b_hi, b_step = -32767, 32767, 2  # (points at odd values: ties at every even one)
+        for name, dist in (("eloc", False), ("edist", True)):
+            execute(conn, f"CREATE TABLE {name} (id bigint, k int, a int, b smallint)")
+            if dist:
+                execute(conn, f"SELECT create_distributed_table('{name}', 'id', shard_count => 4)")
+            execute(conn, f"""INSERT INTO {name} SELECT g, g % 5,
+                   CASE WHEN g % 53 = 0 THEN NULL WHEN g % 31 = 0 THEN 2147483647 WHEN g % 29 = 0 THEN -2147483648
+                        WHEN g % 3 = 0 THEN {a_lo} + {a_step} * (g % 99990) + {a_step // 2} + g % 7 - 3
+                        ELSE ((g::bigint * 2654435761) % 4294967296 - 2147483648)::int END,
+                   CASE WHEN g % 59 = 0 THEN NULL WHEN g % 37 = 0 THEN 32767 WHEN g % 41 = 0 THEN -32768
+                        WHEN g % 2 = 0 THEN (2 * ((g * 7919) % 32767) - 32766)::smallint
+                        ELSE ((g * 7919) % 65536 - 32768)::smallint END
+                   FROM generate_series(1, 20000) g""")
+            execute(conn, f"SELECT dx.protect_table('{name}', 'Infinity')")
+            execute(conn, f"""SELECT dx.set_column('{name}', 'k', '{{"min": 0, "max": 4}}', '{{"type": "none"}}')""")
+            execute(conn, f"""SELECT dx.set_column('{name}', 'a', '{{"min": {a_lo}, "max": {a_hi}, "step": {a_step}}}', '{{"type": "none"}}')""")
+            execute(conn, f"""SELECT dx.set_column('{name}', 'b', '{{"min": {b_lo}, "max": {b_hi}, "step": {b_step}}}', '{{"type": "none"}}')""")
+            execute(conn, f"SELECT dx.grant_budget('postgres'::regrole, '{name}', 1e6)")
+
+        def grid(col, lo, step, last):
+            return f"({lo} + {step} * LEAST(GREATEST(round((coalesce({col}, {lo})::numeric - ({lo})) / {step}), 0), {last}))"
+        A = grid("a", a_lo, a_step, (a_hi - a_lo) // a_step)
+        B = grid("b", b_lo, b_step, (b_hi - b_lo) // b_step)
+        norm = lambda rs: sorted(tuple(None if x is None else round(float(x), 3) for x in r) for r in rs)  # noqa: E731
+        # (each query references at most 2 * 10^6 combinations of declared values)
+        for dx_sql, native in [("SELECT k, dx.sum(a) FROM {t} GROUP BY k", f"SELECT k, sum({A}) FROM {{t}} GROUP BY k"),
+                               ("SELECT k, dx.sum(b), dx.avg(b) FROM {t} GROUP BY k", f"SELECT k, sum({B}), avg({B}) FROM {{t}} GROUP BY k"),
+                               ("SELECT k, dx.count(*) FROM {t} WHERE b <= -1 GROUP BY k",
+                                f"SELECT k, count(*) FROM {{t}} WHERE {B} <= -1 GROUP BY k"),
+                               ("SELECT dx.sum(a) FROM {t} WHERE k > 2", f"SELECT sum({A}) FROM {{t}} WHERE k > 2")]:
+            want = norm(rows(conn, native.format(t="eloc")))
+            assert norm(rows(conn, dx_sql.format(t="eloc"))) == want, dx_sql
+            assert norm(rows(conn, dx_sql.format(t="edist"))) == want, dx_sql
+        conn.close()
