@@ -262,3 +262,35 @@ def test_local_grouped_int_columns_on_edge_grids():
             assert norm(rows(conn, dx_sql.format(t="eloc"))) == want, dx_sql
             assert norm(rows(conn, dx_sql.format(t="edist"))) == want, dx_sql
         conn.close()
+
+
+def test_grids_beside_the_kept_one_and_parallel_workers():
+    """After rows that kept a point's units for grid 1, a row of that point with -0, +-Infinity or a
+    subnormal grid is answered afresh (and refused: 22023 / the weight beyond the grid), never from
+    the kept units. Parallel workers (each its own call site) give the serial answer."""
+    with citus_db() as db:
+        conn = connect("coord", db)
+        _table(conn, "dist", True)
+        t100, _, layout, rest = _two_tables(conn)
+        for bad, codes in (("'-0'::float8", {"22023"}), ("'Infinity'::float8", {"22023"}),
+                           ("'-Infinity'::float8", {"22023"}), ("'5e-324'::float8", {"22000", "22003"})):
+            try:
+                rows(conn, f"""SELECT dx._weigh_units({t100}, {layout}, g, x{rest})
+                               FROM (VALUES (300, 1.0::float8), (300, 1.0), (300, {bad})) t(x, g)""")
+            except psycopg2.Error as e:
+                assert e.pgcode in codes, (bad, e.pgcode, str(e))
+            else:
+                raise AssertionError(f"grid {bad} was answered")
+        execute(conn, "CREATE TABLE big AS SELECT g, (g % 2000 - 1000)::int v FROM generate_series(1, 100000) g")
+        execute(conn, "ANALYZE big")
+        q = f"SELECT sum(u), count(u) FROM (SELECT dx._weigh_units({t100}, {layout}, 1.0, v{rest}) u FROM big) s"
+        serial = rows(conn, q)
+        execute(conn, "SET max_parallel_workers_per_gather = 2")
+        for s in ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size"):
+            execute(conn, f"SET {s} = 0")
+        plan = "\n".join(r[0] for r in rows(conn, "EXPLAIN " + q))
+        assert "Gather" in plan, plan
+        assert rows(conn, q) == serial, serial
+        want = sum(w for w in (_expected(x, 1.0) for x in range(-1000, 1000)) if w is not None) * 50
+        assert serial[0][0] == want, (serial, want)
+        conn.close()
