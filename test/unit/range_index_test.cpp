@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/domain.h"
+#include "core/error.h"
 #include "core/range_index.h"
 
 using namespace dxpriv;
@@ -295,4 +296,74 @@ TEST(RangeIndex, IntGridMatchesReference)
 	}
 	EXPECT_GT(checked, 4000000u);
 	EXPECT_GT(ties, 10000u);
+}
+
+// review8: random integral grids at the edges int_grid_of serves (lo at or near +-2^40 or anywhere
+// between, steps from 1 to 2^31 log-uniformly and at both ends, sizes up to the domain limit), each
+// against Domain::index_of at every value class an int2/int4 column can bring: the grid points near
+// the int32 range and their neighbours, the half-way points (exact ties for even steps) and theirs,
+// the clamps' edges, the int16 and int32 extremes, and random int32 values.
+TEST(RangeIndex, IntGridRandomEdgeGrids)
+{
+	std::mt19937_64 rng(88);
+	const double two40 = 1099511627776.0;
+	std::size_t grids = 0, checked = 0;
+	for (int n = 0; n < 4000; ++n) {
+		double lo;
+		switch (n % 4) {
+		case 0: lo = -two40 + static_cast<double>(rng() % 3); break;
+		case 1: lo = two40 - static_cast<double>(rng() % 3); break;
+		case 2: lo = static_cast<double>(static_cast<std::int64_t>(rng() % (2 * 4294967296ULL)) - 4294967296LL); break;
+		default: lo = std::floor(std::ldexp(static_cast<double>(rng() % 1000000) / 1e6 * 2 - 1, 40)); break;
+		}
+		double step;
+		switch (n % 7) {
+		case 0: step = 2147483648.0; break;
+		case 1: step = 2147483647.0; break;
+		case 2: step = static_cast<double>(1 + rng() % 3); break;
+		default: step = std::floor(std::ldexp(1.0, static_cast<int>(rng() % 31)) * (1 + static_cast<double>(rng() % 1000) / 1000)); break;
+		}
+		step = std::min(std::max(step, 1.0), 2147483648.0);
+		const std::size_t points = 1 + rng() % (n % 3 == 0 ? 999999 : 5000);
+		const double hi = lo + step * static_cast<double>(points - 1);
+		Domain d = Domain::range(lo, lo, 1);
+		try {
+			d = Domain::range(lo, hi, step);
+		} catch (const CoreError &) {
+			continue; // (too many points, or a step too small for the bounds: not a domain)
+		}
+		IntGrid g;
+		ASSERT_TRUE(int_grid_of(d.lo(), d.step(), d.size(), g)) << lo << " " << step;
+		++grids;
+		auto check = [&](std::int64_t v) {
+			if (v < INT32_MIN || v > INT32_MAX)
+				return;
+			ASSERT_EQ(int_grid_index(v, g), d.index_of(static_cast<double>(v)))
+			    << "v=" << v << " lo=" << lo << " step=" << step << " size=" << d.size();
+			++checked;
+		};
+		// the grid points whose neighbourhood int32 values reach
+		const double first = std::ceil((static_cast<double>(INT32_MIN) - lo) / step) - 1;
+		const double last = std::floor((static_cast<double>(INT32_MAX) - lo) / step) + 1;
+		const double from = std::max(first, 0.0), to = std::min(last, static_cast<double>(d.size()) + 1);
+		for (double i = from; i <= to && i <= from + 200; ++i) {
+			const std::int64_t p = g.lo + static_cast<std::int64_t>(i) * static_cast<std::int64_t>(g.step);
+			for (std::int64_t k = -2; k <= 2; ++k) {
+				check(p + k);
+				check(p + static_cast<std::int64_t>(g.step / 2) + k);
+				check(p + static_cast<std::int64_t>((g.step + 1) / 2) + k);
+			}
+		}
+		for (std::int64_t v : {std::int64_t(INT32_MIN), std::int64_t(INT32_MIN) + 1, std::int64_t(INT16_MIN), std::int64_t(-1),
+		                       std::int64_t(0), std::int64_t(1), std::int64_t(INT16_MAX), std::int64_t(INT32_MAX) - 1,
+		                       std::int64_t(INT32_MAX)})
+			check(v);
+		std::uniform_int_distribution<std::int64_t> any(INT32_MIN, INT32_MAX);
+		for (int i = 0; i < 200; ++i)
+			check(any(rng));
+		if (HasFatalFailure())
+			return;
+	}
+	EXPECT_GT(grids, 2000u);
+	EXPECT_GT(checked, 500000u);
 }

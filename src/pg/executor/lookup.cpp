@@ -35,20 +35,40 @@ using namespace dxpriv::pg;
 
 namespace {
 
+// A call site's varlena argument as it was last decoded (a table or its SHA-256, a layout, group
+// keys). A plan constant (a Const, what dxpriv's rewriting places) is the same Datum at every row,
+// so its pointer identifies it. Any other argument (a column, a computed value, a PL/pgSQL
+// variable: direct calls only) may bring other bytes at the address a previous row's value had
+// (per-tuple memory is reset and reused), so its payload is kept and compared at every row.
+struct ArgKey {
+	bool valid;
+	int is_const; // 0 not known yet, 1 a Const, -1 not
+	Datum source; // a Const's Datum
+	char *bytes;  // not a Const: the payload, in fn_mcxt
+	size_t len;
+};
+
+// A call site's deconstructed array of values per group (dx._group_key, dx._group_key_int), in fn_mcxt.
+struct GroupValues {
+	ArgKey source;
+	ArrayType *array; // the copy that by-reference values point into
+	Datum *values;
+	bool *nulls;
+	int count;
+};
+
 // Per-call-site cache: the decoded table (lives in fn_mcxt; the view is destroyed by a reset
 // callback). The table argument is a plan constant, so it is decoded once per query and node;
-// a different datum (never produced by dxpriv's own rewriting) is decoded afresh.
+// a different table (never produced by dxpriv's own rewriting: ArgKey) is decoded afresh.
 struct LookupCache {
-	Datum source;
+	ArgKey source;
 	unsigned char *bytes;
 	PointTableView *view;
-	Datum layout_source;
+	ArgKey layout_source;
 	void *row_map; // RowPointMap of the layout (argument 1), built on first use
+	MemoryContext map_mcxt; // the map's (a child of fn_mcxt): deleted with it when the layout changes
 	// dx._group_key_int: the deconstructed values per group (argument 2), in fn_mcxt
-	Datum keys_source;
-	Datum *key_values;
-	bool *key_nulls;
-	int key_count;
+	GroupValues keys;
 	// dx._weigh_units: the table's points in grid units, filled as rows meet them (UnitsMemo)
 	struct UnitsMemo *units;
 };
@@ -61,16 +81,59 @@ struct LookupCache {
 struct UnitsMemo {
 	double grid;
 	int64 *cells;
-	// the one-load path (weigh_units_fast): set when the layout `layout` is one int2/int4 range column
-	// (argument value_arg, of type `type`) on the integral grid g with no more points than the table
+	// the one-load path (weigh_units_fast): set when the table and the layout are plan constants and
+	// the layout is one int2/int4 range column (argument value_arg, of type `type`) on the integral
+	// grid g with no more points than the table
 	bool fast;
-	Datum layout;
 	int value_arg;
 	Oid type;
 	IntGrid g;
 };
 constexpr size_t kUnitsMemoPoints = 16384; // 128 kB of cells at most, zeroed once per call site
 constexpr int64 kAbsentCell = 2;
+
+// Whether argument i of the call site is a Const (the same Datum at every row of an execution).
+bool
+arg_is_const(FunctionCallInfo fcinfo, int i)
+{
+	const Node *e = fcinfo->flinfo->fn_expr;
+	if (!e || !IsA(e, FuncExpr))
+		return false;
+	const List *args = castNode(FuncExpr, const_cast<Node *>(e))->args;
+	return i < list_length(args) && IsA(list_nth(args, i), Const);
+}
+
+// Whether the varlena argument i (not NULL) is the one k was set from.
+bool
+arg_same(FunctionCallInfo fcinfo, int i, ArgKey &k)
+{
+	if (!k.valid || PG_ARGISNULL(i))
+		return false;
+	if (k.is_const == 0)
+		k.is_const = arg_is_const(fcinfo, i) ? 1 : -1;
+	if (k.is_const > 0)
+		return k.source == PG_GETARG_DATUM(i);
+	const struct varlena *v = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(i));
+	return VARSIZE_ANY_EXHDR(v) == k.len && std::memcmp(VARDATA_ANY(v), k.bytes, k.len) == 0;
+}
+
+// k is set from the varlena argument i (not NULL).
+void
+arg_remember(FunctionCallInfo fcinfo, int i, ArgKey &k)
+{
+	if (k.is_const == 0)
+		k.is_const = arg_is_const(fcinfo, i) ? 1 : -1;
+	k.source = PG_GETARG_DATUM(i);
+	if (k.is_const < 0) {
+		const struct varlena *v = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(i));
+		if (k.bytes)
+			pfree(k.bytes);
+		k.len = VARSIZE_ANY_EXHDR(v);
+		k.bytes = static_cast<char *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, k.len > 0 ? k.len : 1));
+		std::memcpy(k.bytes, VARDATA_ANY(v), k.len);
+	}
+	k.valid = true;
+}
 
 void
 destroy_lookup_cache(void *arg)
@@ -86,12 +149,11 @@ destroy_lookup_cache(void *arg)
 const PointTableView &
 table_view(FunctionCallInfo fcinfo, bool cached)
 {
-	if (PG_ARGISNULL(0))
+	if (PG_ARGISNULL(0)) // (the functions are not strict: a NULL table is refused, never read)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv per-point table must not be null",
-		     "Per-point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+		     "Point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
-	const Datum source = PG_GETARG_DATUM(0);
-	if (c && c->view && c->source == source)
+	if (c && arg_same(fcinfo, 0, c->source))
 		return *c->view;
 	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	if (!c) {
@@ -114,7 +176,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 	}
 	c->bytes = nullptr;
 	c->units = nullptr;
-	c->source = 0; // (until the new table is valid)
+	c->source.valid = false; // (until the new table is valid)
 	bytea *b = cached ? cached_point_table(PG_GETARG_BYTEA_PP(0)) : PG_GETARG_BYTEA_PP(0);
 	reject_stand_in(b, "a per-point table");
 	const size_t len = VARSIZE_ANY_EXHDR(b);
@@ -122,7 +184,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 	std::memcpy(c->bytes, VARDATA_ANY(b), len);
 	void *mem = view_block ? view_block : MemoryContextAlloc(mcxt, sizeof(PointTableView));
 	c->view = new (mem) PointTableView(c->bytes, len); // validates; throws CoreError when forged
-	c->source = source;
+	arg_remember(fcinfo, 0, c->source);
 	return *c->view;
 }
 
@@ -170,9 +232,11 @@ bad_layout()
 //   'q<lo>:<hi>:<step>;': value (an 'r' column whose constants are in the layout, in decimal text
 //   that reads back as the same doubles: the one-pass transition's form, planner/one_pass.cpp)
 RowPointMap *
-build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip)
+build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys, size_t skip,
+                    MemoryContext mcxt)
 {
-	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	if (!mcxt)
+		mcxt = fcinfo->flinfo->fn_mcxt;
 	if (PG_ARGISNULL(layout_arg))
 		bad_layout();
 	reject_stand_in(PG_GETARG_TEXT_PP(layout_arg), "a row layout");
@@ -413,9 +477,15 @@ row_table_point(FunctionCallInfo fcinfo, bool cached, int first_arg, size_t &u)
 	// the table (argument 0) and the map are cached together in fn_extra
 	const PointTableView &t = table_view(fcinfo, cached);
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
-	if (!c->row_map || c->layout_source != PG_GETARG_DATUM(1)) { // a new layout only in direct calls
-		c->row_map = build_row_point_map(fcinfo, 1, first_arg);
-		c->layout_source = PG_GETARG_DATUM(1);
+	if (!c->row_map || !arg_same(fcinfo, 1, c->layout_source)) { // a new layout only in direct calls
+		// (a layout per row: the previous map and its indexers go, so that memory stays bounded)
+		c->layout_source.valid = false;
+		c->row_map = nullptr;
+		if (c->map_mcxt)
+			MemoryContextDelete(c->map_mcxt);
+		c->map_mcxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "dxpriv row layout", ALLOCSET_SMALL_SIZES);
+		c->row_map = build_row_point_map(fcinfo, 1, first_arg, false, 0, c->map_mcxt); // (refuses a NULL layout)
+		arg_remember(fcinfo, 1, c->layout_source);
 	}
 	// (the map's common shapes inline: the same index as row_point, row_point.h)
 	u = row_point_inline(fcinfo, *static_cast<RowPointMap *>(c->row_map));
@@ -476,10 +546,10 @@ weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
 		m->cells = static_cast<int64 *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(int64) * t.size()));
 		const auto *map = static_cast<const RowPointMap *>(c->row_map);
 		const RowPointMap::Column &col = map->only;
-		m->fast = (map->shape == RowPointShape::UnitInt || map->shape == RowPointShape::Range) &&
+		m->fast = c->source.is_const > 0 && c->layout_source.is_const > 0 &&
+		          (map->shape == RowPointShape::UnitInt || map->shape == RowPointShape::Range) &&
 		          (col.type == INT4OID || col.type == INT2OID) && col.size <= t.size() &&
 		          int_grid_of(col.lo, col.step, col.size, m->g); // (the same index as range_column_index)
-		m->layout = c->layout_source;
 		m->value_arg = col.value_arg;
 		m->type = col.type;
 		c->units = m;
@@ -494,14 +564,16 @@ weigh_units_row(FunctionCallInfo fcinfo, bool cached, int64 &out)
 }
 
 // weigh_units_row for a row whose point the call site's memo holds, when its layout is one integer
-// column on an integral grid (UnitsMemo::fast) and the table, layout and grid are the memo's: the
-// index by integer arithmetic and one load. False when the row needs weigh_units_row.
+// column on an integral grid (UnitsMemo::fast: the table and the layout are plan constants, the
+// same Datums at every row) and the table, layout and grid are the memo's: the index by integer
+// arithmetic and one load. False when the row needs weigh_units_row.
 [[gnu::always_inline]] inline bool
 weigh_units_fast(FunctionCallInfo fcinfo, int64 &out, bool &present)
 {
 	const auto *c = static_cast<const LookupCache *>(fcinfo->flinfo->fn_extra);
 	const UnitsMemo *m = c ? c->units : nullptr;
-	if (!m || !m->fast || PG_ARGISNULL(0) || c->source != PG_GETARG_DATUM(0) || m->layout != PG_GETARG_DATUM(1) || PG_ARGISNULL(2) ||
+	if (!m || !m->fast || PG_ARGISNULL(0) || c->source.source != PG_GETARG_DATUM(0) ||
+	    c->layout_source.source != PG_GETARG_DATUM(1) || PG_ARGISNULL(2) ||
 	    PG_GETARG_FLOAT8(2) != m->grid)
 		return false;
 	const int a = m->value_arg;
@@ -578,55 +650,25 @@ DX_FUNCTION(dx_weigh_int_cached)
 
 namespace {
 
-// Per-call-site cache of dx._group_key: the deconstructed array of the keys' values per group.
-struct GroupKeyCache {
-	Datum source;
-	Datum *values;
-	bool *nulls;
-	int count;
-};
 
-} // namespace
-
-// dx._group_key(group int4, values anyarray) -> anyelement: the output value of a GROUP BY key for
-// the row's group, from the values the analysis computed per group (no key expression runs on it).
-DX_FUNCTION(dx_group_key)
+// The values per group of argument values_arg (not NULL), deconstructed once per array: a call
+// site whose array changes from row to row (direct calls only) frees the previous one's copies, so
+// that memory stays bounded.
+const GroupValues &
+group_values(FunctionCallInfo fcinfo, int values_arg, GroupValues &g)
 {
-	auto *c = static_cast<GroupKeyCache *>(fcinfo->flinfo->fn_extra);
-	if (!c || c->source != PG_GETARG_DATUM(1)) {
-		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		if (!c)
-			c = static_cast<GroupKeyCache *>(palloc0(sizeof(GroupKeyCache)));
-		ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(1);
-		reject_stand_in(arr, "a list of group keys");
-		int16 typlen;
-		bool typbyval;
-		char typalign;
-		get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
-		if (ARR_NDIM(arr) > 1)
-			fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
-			     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &c->values, &c->nulls, &c->count);
-		c->source = PG_GETARG_DATUM(1);
-		MemoryContextSwitchTo(old);
-		fcinfo->flinfo->fn_extra = c;
+	if (g.array && arg_same(fcinfo, values_arg, g.source))
+		return g;
+	g.source.valid = false;
+	if (g.array) {
+		pfree(g.array);
+		pfree(g.values);
+		pfree(g.nulls);
 	}
-	const int32 g = PG_GETARG_INT32(0);
-	if (g < 0 || g >= c->count)
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
-		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	if (c->nulls[g])
-		PG_RETURN_NULL();
-	return c->values[g];
-}
-
-namespace {
-
-// The deconstructed array of values per group (argument values_arg) of dx._group_key /
-// dx._group_key_int, in fn_mcxt.
-void
-deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values, bool *&nulls, int &count)
-{
+	g.array = nullptr;
+	g.values = nullptr;
+	g.nulls = nullptr;
+	g.count = 0;
 	MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	ArrayType *arr = PG_GETARG_ARRAYTYPE_P_COPY(values_arg);
 	if (is_stand_in(arr)) {
@@ -642,11 +684,39 @@ deconstruct_group_values(FunctionCallInfo fcinfo, int values_arg, Datum *&values
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group keys must be a one-dimensional array",
 		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	}
-	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &values, &nulls, &count);
+	deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign, &g.values, &g.nulls, &g.count);
 	MemoryContextSwitchTo(old);
+	g.array = arr;
+	arg_remember(fcinfo, values_arg, g.source);
+	return g;
+}
+
+// The value of group v (checked first: a forged table's value is not cast before) of g, or NULL.
+Datum
+group_value(FunctionCallInfo fcinfo, const GroupValues &g, double v)
+{
+	if (!(v >= 0 && v < g.count))
+		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
+		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+	const int i = static_cast<int>(v);
+	if (g.nulls[i])
+		PG_RETURN_NULL();
+	return g.values[i];
 }
 
 } // namespace
+
+// dx._group_key(group int4, values anyarray) -> anyelement: the output value of a GROUP BY key for
+// the row's group, from the values the analysis computed per group (no key expression runs on it).
+DX_FUNCTION(dx_group_key)
+{
+	auto *c = static_cast<GroupValues *>(fcinfo->flinfo->fn_extra);
+	if (!c) {
+		c = static_cast<GroupValues *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(GroupValues)));
+		fcinfo->flinfo->fn_extra = c;
+	}
+	return group_value(fcinfo, group_values(fcinfo, 1, *c), PG_GETARG_INT32(0));
+}
 
 // dx._group_key_int(table bytea, layout text, values anyarray, VARIADIC "any") -> anyelement:
 // dx._group_key(dx._weigh_int(table, layout, <columns>), values) in one call (the GROUP BY keys
@@ -660,16 +730,5 @@ DX_FUNCTION(dx_group_key_int)
 	if (!weigh_row(fcinfo, v, false, 3))
 		PG_RETURN_NULL();
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra); // (weigh_row made it)
-	if (!c->key_values || c->keys_source != PG_GETARG_DATUM(2)) {
-		c->key_values = nullptr;
-		deconstruct_group_values(fcinfo, 2, c->key_values, c->key_nulls, c->key_count);
-		c->keys_source = PG_GETARG_DATUM(2);
-	}
-	if (!(v >= 0 && v < c->key_count)) // (a forged table's value: not cast before it is checked)
-		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv group index is outside its keys",
-		     "Group keys are placed by dxpriv's analyzer; the function is not meant to be called directly.");
-	const int g = static_cast<int>(v);
-	if (c->key_nulls[g])
-		PG_RETURN_NULL();
-	return c->key_values[g];
+	return group_value(fcinfo, group_values(fcinfo, 2, c->keys), v);
 }

@@ -83,9 +83,11 @@ struct RowPointMap {
 // first_arg to the last, which must be exactly the layout's; builds the columns' indexers once in
 // fn_mcxt. With allow_keys, 'E', 'R' and 'Q' are 'e', 'r' and 'q' columns that are GROUP BY keys:
 // row_point leaves them out and row_key_point reads them. skip: the layout's columns start after
-// its first skip characters (the one-pass transition's flags). Errors (22023) on a malformed layout.
+// its first skip characters (the one-pass transition's flags). mcxt: where the map and its indexers
+// live (nullptr: fn_mcxt; a caller that rebuilds the map deletes the previous one's context).
+// Errors (22023) on a malformed layout.
 RowPointMap *build_row_point_map(FunctionCallInfo fcinfo, int layout_arg, int first_arg, bool allow_keys = false,
-                                 size_t skip = 0);
+                                 size_t skip = 0, MemoryContext mcxt = nullptr);
 // The flat index of the row's point over the non-key columns (last column fastest), from the value
 // arguments only: no expression of the query runs, no allocation, no user code.
 size_t row_point(FunctionCallInfo fcinfo, const RowPointMap &map);
