@@ -1,14 +1,21 @@
 """No dx function crashes the backend on NULL or odd arguments (a crash restarts every session).
 
-As superuser on a throwaway database, every function of schema dx is called with arguments generated
-from pg_proc, so that new functions are covered without editing this file: every C function (strict
-or not), every other non-aggregate function, every aggregate (called on one row) and every support
-function of the dx aggregates. Per function: all arguments plausible for their type; each argument
-position in turn a typed NULL (the others plausible); all arguments NULL; and each position in turn
-each odd value of its type (empty bytea/text/array, an array holding NULL, NaN and infinite floats,
-extreme and negative integers, JSON null, ...). Functions with VARIADIC "any" get 0..4 trailing
-arguments of types int4/float8/text. Each call is its own statement; an ERROR is fine, a lost
-connection (backend crash, FATAL, server restart) is a failure and is reported with the call.
+As superuser on a throwaway database with one protected table (fuzz_t), every function of schema dx
+is called with arguments generated from pg_proc, so that new functions are covered without editing
+this file: every C function (strict or not), every other function, every aggregate (on one row and
+over fuzz_t) and every support function of the dx aggregates. Per function: all arguments plausible
+for their type; each argument position in turn a typed NULL (the others plausible); all arguments
+NULL; and each position in turn each odd value of its type (empty bytea/text/array, an array holding
+NULL, a 2-D array, NaN and infinite floats, extreme and negative integers, JSON null, regclass 0, ...).
+Functions with VARIADIC "any" get 0..4 trailing arguments of types int4/float8/text. Then the calls
+dxpriv places on rows, harvested from EXPLAIN VERBOSE of a few dx statements with their real per-point
+tables and layouts, are fuzzed the same way, with forged tables (cut short, a byte changed) and
+layouts (numbers replaced, cut short). Each call is its own statement under statement_timeout; an
+ERROR is fine, a lost connection (backend crash, FATAL, server restart) or a call running far past
+the timeout (deaf to cancels) is a failure and is reported with the call.
+
+Support functions taking internal cannot be called from SQL at all (PostgreSQL refuses even a NULL of
+type internal); the test checks that, and they run inside their aggregates.
 """
 import contextlib
 import os
@@ -36,7 +43,7 @@ PLAUSIBLE = {
     "regproc": "'now'::regproc", "regprocedure": "'now()'::regprocedure", "regnamespace": "'dx'::regnamespace",
     "tid": "'(0,1)'::tid", "interval": "'1 day'::interval", "date": "'2024-01-01'::date",
     "timestamp": "'2024-01-01'::timestamp", "timestamptz": "'2024-01-01'::timestamptz",
-    "internal": "NULL::internal", "anyelement": "1::int4", "anynonarray": "1::int4",
+    "anyelement": "1::int4", "anynonarray": "1::int4",
     "anycompatible": "1::int4", "anyarray": "'{1}'::int4[]", "anycompatiblearray": "'{1}'::int4[]",
     "any": "1::int4", "record": "ROW(1)", "uuid": "'00000000-0000-0000-0000-000000000000'::uuid",
 }
@@ -90,7 +97,7 @@ class Arg:
         else:
             self.plausible = PLAUSIBLE.get(typname, f"NULL::{type_sql}")
             self.odd = ODD.get(typname, [])
-        self.null = "NULL::internal" if typname == "internal" else f"NULL::{type_sql}"
+        self.null = f"NULL::{type_sql}"
         if typname == "any":
             self.null = "NULL::int4"
         if typname in ("anyelement", "anynonarray", "anycompatible"):
@@ -100,7 +107,7 @@ class Arg:
 
 
 def _functions(conn):
-    """(oid, signature, kind, call prefix, [Arg], variadic_any, variadic_array) of every dx function
+    """(oid, signature, prokind, qualified name, [Arg], provariadic, language) of every dx function
     and every support function of a dx aggregate."""
     with conn.cursor() as cur:
         cur.execute("""
@@ -165,7 +172,7 @@ def _calls(kind, name, args, variadic):
             calls.append(render(plausible[:i] + [nulls[i]] + plausible[i + 1:]))
             for odd in odds[i]:
                 calls.append(render(plausible[:i] + [odd] + plausible[i + 1:]))
-    if variadic_any and fixed:  # trailing arguments NULL and text-only
+    if variadic_any and fixed:  # three NULL text trailing arguments
         calls.append(render([a.plausible for a in fixed] + ["NULL::text"] * 3))
     return list(dict.fromkeys(calls))
 
@@ -279,35 +286,43 @@ def _calls_in(plan):
 
 def _harvested_calls(conn):
     """Statements fuzzing every call harvested from the plans of HARVEST."""
-    calls = []
+    calls, harvested = [], []
     for q in HARVEST:
         with conn.cursor() as cur:
             cur.execute("EXPLAIN (VERBOSE) " + q)
             plan = "\n".join(r[0] for r in cur.fetchall())
-        for name, args in _calls_in(plan):
-            values = [v for v, _ in args]
+        harvested += _calls_in(plan)
+    tables = list(dict.fromkeys(args[0][0] for _, args in harvested if args and args[0][1] == "bytea"))
+    for name, args in harvested:
+        if args and args[0][1] == "bytea":
+            # the table changing between rows of one statement (the call site keeps one table's copy,
+            # layout and units): its own, every other harvested table, its own again, NULL
+            rows = ", ".join(f"({t})" for t in [args[0][0]] + tables + [args[0][0], "NULL::bytea"])
+            rest = "".join(", " + v for v, _ in args[1:])
+            calls.append(f"SELECT {name}(v.t{rest}) FROM (VALUES {rows}) v(t)")
+        values = [v for v, _ in args]
 
-            def render(vals):
-                return f"SELECT {name}({', '.join(vals)})"
+        def render(vals):
+            return f"SELECT {name}({', '.join(vals)})"
 
-            calls.append(render(values))
-            calls.append(render([f"NULL::{t}" for _, t in args]))
-            for i, (v, t) in enumerate(args):
-                variants = [f"NULL::{t}"] + ODD.get(t, [])
-                if t.endswith("[]"):
-                    variants += _array_values(t[:-2], t)[1] + [f"'{{}}'::{t}"]
-                if t == "bytea":  # forged tables: truncated, one byte short, a byte flipped
-                    hexs = v[3:-len("'::bytea")]
-                    variants += [f"'\\x{hexs[:len(hexs) // 2 // 2 * 2]}'::bytea", f"'\\x{hexs[:-2]}'::bytea",
-                                 f"'\\x{hexs[:8]}ff{hexs[10:]}'::bytea", f"'\\x{hexs}00'::bytea"]
-                if t == "text" and v.endswith("'::text"):  # forged layouts: numbers replaced, cut short
-                    body = v[1:-7]
-                    variants += ["'r'::text", f"'{body}|'::text", f"'{body[:-1]}'::text",
-                                 f"'{body[:len(body) // 2]}'::text"]
-                    variants += [f"'{re.sub(r'[0-9]+', n, body)}'::text"
-                                 for n in ("0", "-1", "99999999999", "1e308", "nan")]
-                for w in variants:
-                    calls.append(render(values[:i] + [w] + values[i + 1:]))
+        calls.append(render(values))
+        calls.append(render([f"NULL::{t}" for _, t in args]))
+        for i, (v, t) in enumerate(args):
+            variants = [f"NULL::{t}"] + ODD.get(t, [])
+            if t.endswith("[]"):
+                variants += _array_values(t[:-2], t)[1] + [f"'{{}}'::{t}"]
+            if t == "bytea":  # forged tables: truncated, one byte short, a byte flipped
+                hexs = v[3:-len("'::bytea")]
+                variants += [f"'\\x{hexs[:len(hexs) // 2 // 2 * 2]}'::bytea", f"'\\x{hexs[:-2]}'::bytea",
+                             f"'\\x{hexs[:8]}ff{hexs[10:]}'::bytea", f"'\\x{hexs}00'::bytea"]
+            if t == "text" and v.endswith("'::text"):  # forged layouts: numbers replaced, cut short
+                body = v[1:-7]
+                variants += ["'r'::text", f"'{body}|'::text", f"'{body[:-1]}'::text",
+                             f"'{body[:len(body) // 2]}'::text"]
+                variants += [f"'{re.sub(r'[0-9]+', n, body)}'::text"
+                             for n in ("0", "-1", "99999999999", "1e308", "nan")]
+            for w in variants:
+                calls.append(render(values[:i] + [w] + values[i + 1:]))
     return list(dict.fromkeys(calls))
 
 
