@@ -1,7 +1,7 @@
 """No dx function crashes the backend on NULL or odd arguments (a crash restarts every session).
 
-As superuser on a throwaway database with one protected table (fuzz_t), every function of schema dx
-is called with arguments generated from pg_proc, so that new functions are covered without editing
+On a throwaway database with one protected table (fuzz_t), as an analyst (dx.add_analyst, with a
+budget) and then as superuser, every function of schema dx is called with arguments generated from pg_proc, so that new functions are covered without editing
 this file: every C function (strict or not), every other function, every aggregate (on one row and
 over fuzz_t) and every support function of the dx aggregates. Per function: all arguments plausible
 for their type; each argument position in turn a typed NULL (the others plausible); all arguments
@@ -177,12 +177,12 @@ def _calls(kind, name, args, variadic):
     return list(dict.fromkeys(calls))
 
 
-def _reconnect(dbname, deadline=60):
+def _reconnect(dbname, user="postgres", deadline=60):
     """A working connection once the server accepts again (after a crash it restarts)."""
     start = time.time()
     while True:
         try:
-            conn = connect(dbname)
+            conn = connect(dbname, user=user)
             execute(conn, f"SET statement_timeout = '{STATEMENT_TIMEOUT}'")
             execute(conn, "SET client_min_messages = error")
             return conn
@@ -192,7 +192,11 @@ def _reconnect(dbname, deadline=60):
             time.sleep(0.5)
 
 
+ANALYST = "nullfuzz_analyst"
 SETUP = [
+    f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ANALYST}') THEN CREATE ROLE {ANALYST} LOGIN; END IF;
+        END $$""",
     "CREATE TABLE fuzz_t (a int, b float8, c text)",
     "INSERT INTO fuzz_t SELECT i % 10, i / 7.0, 'v' || (i % 3) FROM generate_series(1, 50) i",
     "SELECT dx.protect_table('fuzz_t')",
@@ -200,6 +204,8 @@ SETUP = [
     """SELECT dx.set_column('fuzz_t', 'b', '{"min": 0, "max": 10}', '{"type": "absolute", "scale": 1}')""",
     """SELECT dx.set_column('fuzz_t', 'c', '{"values": ["v0", "v1", "v2"]}', '{"type": "discrete", "weight": 1}')""",
     "SELECT dx.grant_budget('postgres', 'fuzz_t', 1e9)",
+    f"SELECT dx.grant_budget('{ANALYST}', 'fuzz_t', 1e9)",
+    f"SELECT dx.add_analyst('{ANALYST}')",
 ]
 
 
@@ -347,7 +353,8 @@ def _fresh_db():
 
 
 def fuzz(dbname, timings=None):
-    """Runs every call; returns (functions, calls, [(call, what happened)])."""
+    """Runs every call as an analyst, then as superuser; returns (functions called, calls, harvested
+    calls, [(call, what went wrong)], [internal-taking support functions])."""
     conn = _reconnect(dbname)
     for sql in SETUP:
         execute(conn, sql)
@@ -370,33 +377,44 @@ def fuzz(dbname, timings=None):
                   for c in _calls(kind, name, args, variadic)]
     harvested = _harvested_calls(conn)
     assert len(harvested) > 50, harvested  # the plans still show dx's row calls
-    crashes, ncalls = [], 0
-    for call in statements + harvested:
-        ncalls += 1
+    conn.close()
+    # an analyst first (the role a denial of service would come from; its calls go through dxpriv's
+    # hooks), then the superuser, whose calls reach every function and may undo the setup at the end
+    crashes = _run(dbname, ANALYST, statements + harvested, timings)
+    crashes += _run(dbname, "postgres", statements + harvested, timings)
+    return len(functions), 2 * len(statements + harvested), len(harvested), crashes, [f[1] for f in unreachable]
+
+
+def _run(dbname, user, calls, timings):
+    """Runs each call as user in its own statement; returns [(call, what went wrong)]."""
+    conn = _reconnect(dbname, user)
+    crashes = []
+    for call in calls:
         t0 = time.time()
         try:
             execute(conn, call)
         except psycopg2.Error as e:
             if conn.closed or e.pgcode is None:
-                crashes.append((call, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__))
-                conn = _reconnect(dbname)
+                crashes.append((f"[{user}] {call}", str(e).strip().splitlines()[0] if str(e).strip()
+                                else type(e).__name__))
+                conn = _reconnect(dbname, user)
                 continue
         finally:
             took = time.time() - t0
             if timings is not None:
                 timings.append((took, call))
             if took > SLOW:
-                crashes.append((call, f"took {took:.1f}s: statement_timeout ({STATEMENT_TIMEOUT}) not obeyed"))
+                crashes.append((f"[{user}] {call}", f"took {took:.1f}s: statement_timeout ({STATEMENT_TIMEOUT}) not obeyed"))
         # a FATAL that did not surface as an exception, or an open failed transaction
         try:
             if conn.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
                 conn.rollback()
             execute(conn, "SELECT 1")
         except psycopg2.Error as e:
-            crashes.append((call, f"connection unusable after the call: {e}".strip()))
-            conn = _reconnect(dbname)
+            crashes.append((f"[{user}] {call}", f"connection unusable after the call: {e}".strip()))
+            conn = _reconnect(dbname, user)
     conn.close()
-    return len(functions), ncalls, len(harvested), crashes, [f[1] for f in unreachable]
+    return crashes
 
 
 def test_no_dx_function_crashes_on_null_or_odd_arguments():
