@@ -251,7 +251,9 @@ DX_FUNCTION(dx_max_influence)
 {
 	const int rows = PG_GETARG_INT32(0);
 	const std::vector<double> flat = float_array(array_arg(fcinfo, 1));
-	if (rows < 2 || flat.size() % static_cast<size_t>(rows) != 0)
+	// at least one value per row: rows = 2^31 - 1 over an empty array built 2^31 empty rows (37 s,
+	// deaf to statement_timeout)
+	if (rows < 2 || flat.size() < static_cast<size_t>(rows) || flat.size() % static_cast<size_t>(rows) != 0)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "a parameter table needs at least two rows of equal length",
 		     "One row per value of the sensitive parameter: [P(phi_Q = k | phi_i = a), ...].");
 	const size_t width = flat.size() / static_cast<size_t>(rows);

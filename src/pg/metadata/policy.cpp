@@ -251,7 +251,13 @@ relation_owner(Oid relid)
 std::string
 qualified_relation_name(Oid relid)
 {
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	// a relation that does not exist (regclass 0, a dropped table's oid) has no name: refused, not
+	// dereferenced (quote_identifier(NULL) crashed the backend, e.g. dx.top_k(0::regclass, ...))
+	const char *name = get_rel_name(relid);
+	if (name == nullptr)
+		fail(ERRCODE_UNDEFINED_TABLE, "relation with oid " + std::to_string(relid) + " does not exist",
+		     "Pass an existing table, e.g. 'public.people'::regclass.");
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), name);
 }
 
 } // namespace dxpriv::pg

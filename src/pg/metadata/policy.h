@@ -79,7 +79,8 @@ extern bool notice_matrix_closure;
 // Loads the policy of relid; returns false when the table is not protected.
 bool load_table_policy(Oid relid, TablePolicy &out);
 // "schema"."table" of relid, quoted where needed, for messages and generated SQL (calls PostgreSQL:
-// run it in a pg_call from code that may throw C++ exceptions).
+// run it in a pg_call from code that may throw C++ exceptions). Throws UserError (42P01) when relid
+// names no relation.
 std::string qualified_relation_name(Oid relid);
 // The owner of relid (the role dxpriv's own statements read a protected table as), InvalidOid when
 // the relation does not exist (calls PostgreSQL: run it in a pg_call).
