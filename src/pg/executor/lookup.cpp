@@ -151,7 +151,7 @@ table_view(FunctionCallInfo fcinfo, bool cached)
 {
 	if (PG_ARGISNULL(0)) // (the functions are not strict: a NULL table is refused, never read)
 		fail(ERRCODE_INVALID_PARAMETER_VALUE, "dxpriv per-point table must not be null",
-		     "Point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
+		     "Per-point tables are placed by dxpriv's analyzer; the function is not meant to be called directly.");
 	auto *c = static_cast<LookupCache *>(fcinfo->flinfo->fn_extra);
 	if (c && arg_same(fcinfo, 0, c->source))
 		return *c->view;
