@@ -900,10 +900,12 @@ same_sealed_value(const KeepState *st, const void *arg)
 	if (st->arg != arg)
 		return false;
 	uint32 head;
-	uint64 mac;
 	std::memcpy(&head, arg, sizeof head);
+	if (head != st->head)
+		return false; // (then the MAC's offset may be past another value's end: not read)
+	uint64 mac;
 	std::memcpy(&mac, static_cast<const char *>(arg) + st->mac_at, sizeof mac);
-	return head == st->head && mac == st->mac;
+	return mac == st->mac;
 }
 
 // Records in st the value arg its profile was verified from (same_sealed_value).
