@@ -787,8 +787,11 @@ verify_profile(const bytea *p, Oid type, Oid collation)
 
 // Per call site of dx._unit_keep (fn_extra, in the executor's per-query memory).
 struct KeepState {
-	const void *arg; // the profile Datum verified (the same InitPlan value on every row)
+	const void *arg; // the profile Datum verified (the same InitPlan value on every row; nullptr: a
+	                 // toasted value, verified again on every row)
 	uint64 mac;      // and its MAC (compared on every row: another value at the same address is verified)
+	uint32 head;     // the value's first 4 bytes when verified (its varlena header: same kind and length)
+	uint32 mac_at;   // offset of the MAC from arg (after a 1- or 4-byte header)
 	uint64 nonce;
 	UnitHasher hasher;
 	SipRowRank *ranker;
@@ -797,6 +800,8 @@ struct KeepState {
 	uint32 slots;
 	UnitPrefilter filter; // over the heavy units' hashes: a light unit's row mostly skips the table
 	uint64 last_hash;     // the unit of the previous row (0: none; rows of a unit often follow each other)
+	Datum last_unit;      // an integer unit's Datum whose hash is last_hash (when last_unit_set): its
+	bool last_unit_set;   // next rows skip the hash too (the hash is a function of the Datum: unit_hash.h)
 	bool last_heavy;      // and its lookup: heavy, with this threshold, or light
 	int64 last_threshold;
 	bool special_heavy[2]; // the special units (unit_special), from the profile's header
@@ -871,6 +876,7 @@ fill_keep_state(KeepState *st, const char *plain, Oid type, Oid collation, Memor
 		if (table[i].hash != 0)
 			st->filter.add(table[i].hash);
 	st->last_hash = 0; // (never a table unit's hash: unit_special)
+	st->last_unit_set = false;
 	for (int c = 0; c < 2; c++) {
 		st->special_heavy[c] = h.special_heavy[c];
 		st->special_threshold[c] = h.special_threshold[c];
@@ -879,49 +885,98 @@ fill_keep_state(KeepState *st, const char *plain, Oid type, Oid collation, Memor
 	st->last_heavy = false;
 }
 
-// Whether arg is the value the call site verified: the same address and MAC. A profile of a table
-// with no heavy unit is small enough (under 127 bytes) to reach the qual with a 1-byte varlena
-// header (the InitPlan's value formed into a tuple), so the MAC is read after VARDATA_ANY: read at
-// VARHDRSZ it never matched, and every row verified the profile again (decryption, MAC and the
-// contents version's catalog reads: 37x the scan's time on 400,000 rows of light units, and a
-// timing difference between a table with and without a heavy unit).
+// Whether arg is the value the call site verified: the same address, the same first 4 bytes (so the
+// same varlena header: not toasted, the same length, and the MAC at the same offset) and the same
+// MAC. A profile of a table with no heavy unit is small enough (under 127 bytes) to reach the qual
+// with a 1-byte varlena header (the InitPlan's value formed into a tuple), so the MAC is found after
+// VARDATA_ANY when verified (keep_setup: mac_at): read at VARHDRSZ it never matched, and every row
+// verified the profile again (decryption, MAC and the contents version's catalog reads: 37x the
+// scan's time on 400,000 rows of light units, and a timing difference between a table with and
+// without a heavy unit). A toasted value (external or compressed) is never the same (st->arg null).
+// (unitkeep: the header's kind and size were decoded on every row before; one 4-byte compare now.)
 inline bool
 same_sealed_value(const KeepState *st, const void *arg)
 {
-	const auto *v = static_cast<const varlena *>(arg);
-	if (st->arg != arg || VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v) ||
-	    VARSIZE_ANY_EXHDR(v) < sizeof(SealedPrefix))
+	if (st->arg != arg)
 		return false;
-	return std::memcmp(VARDATA_ANY(v) + offsetof(SealedPrefix, mac), &st->mac, sizeof(uint64)) == 0;
+	uint32 head;
+	std::memcpy(&head, arg, sizeof head);
+	if (head != st->head)
+		return false; // (then the MAC's offset may be past another value's end: not read)
+	uint64 mac;
+	std::memcpy(&mac, static_cast<const char *>(arg) + st->mac_at, sizeof mac);
+	return mac == st->mac;
+}
+
+// Records in st the value arg its profile was verified from (same_sealed_value).
+void
+remember_verified(KeepState *st, const void *arg, uint64 mac)
+{
+	const auto *v = static_cast<const varlena *>(arg);
+	st->arg = nullptr;
+	st->mac = mac;
+	if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v) || VARSIZE_ANY_EXHDR(v) < sizeof(SealedPrefix))
+		return;
+	std::memcpy(&st->head, arg, sizeof st->head); // (a profile's value is longer than 4 bytes)
+	st->mac_at = static_cast<uint32>(VARDATA_ANY(v) - static_cast<const char *>(arg) + offsetof(SealedPrefix, mac));
+	st->arg = arg;
+}
+
+// The rule for a row of a unit of hash `hash` named in the table (not a special unit: unit_special):
+// kept when the unit is light, else when the row's rank under the profile's key is within the unit's
+// threshold. The lookup is a function of the hash: reused while the hash repeats.
+pg_attribute_always_inline bool
+keep_table_unit_row(KeepState *st, uint64 hash, Oid table, ItemPointer tid)
+{
+	if (hash != st->last_hash) {
+		st->last_hash = hash;
+		st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
+	}
+	if (!st->last_heavy)
+		return true;
+	const int64 rank = static_cast<int64>(
+	    st->ranker->rank(table, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
+	return rank <= st->last_threshold;
 }
 
 // The rule of a profile for one row (dx._unit_keep and dx._unit_keep_shard): kept when its unit has
 // at most k rows, else when its rank under the profile's key is within the unit's threshold. The
 // special units (NULL, hash 0) have their own entries in the header (unit_special).
-inline bool
+pg_noinline bool
 keep_row(KeepState *st, Datum unit, bool isnull, Oid table, ItemPointer tid)
 {
 	if (st->none_heavy)
 		return true;
 	uint64 hash;
 	const int c = unit_special(&st->hasher, isnull ? 0 : unit, isnull, &hash);
-	int64 threshold;
 	if (c >= 0) {
 		if (!st->special_heavy[c])
 			return true;
-		threshold = st->special_threshold[c];
-	} else {
-		if (hash != st->last_hash) { // (the lookup is a function of the hash: reused for the same unit)
-			st->last_hash = hash;
-			st->last_heavy = heavy_threshold(st, hash, &st->last_threshold);
-		}
-		if (!st->last_heavy)
-			return true;
-		threshold = st->last_threshold;
+		const int64 rank = static_cast<int64>(
+		    st->ranker->rank(table, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
+		return rank <= st->special_threshold[c];
 	}
-	const int64 rank = static_cast<int64>(
-	    st->ranker->rank(table, ItemPointerGetBlockNumberNoCheck(tid), ItemPointerGetOffsetNumberNoCheck(tid)));
-	return rank <= threshold;
+	st->last_unit_set = false; // (last_hash changes without an integer Datum)
+	return keep_table_unit_row(st, hash, table, tid);
+}
+
+// keep_row for a non-NULL unit of an integer type (UnitHasher::fast: the hash is mix64 of the
+// Datum): the same decision, inline in dx._unit_keep, without the hash while the Datum repeats (a
+// unit's rows stored together). A unit of hash 0 (a special unit) goes to keep_row.
+pg_attribute_always_inline bool
+keep_int_row(KeepState *st, Datum unit, Oid table, ItemPointer tid)
+{
+	if (st->none_heavy)
+		return true;
+	if (!st->last_unit_set || unit != st->last_unit) {
+		const uint64 hash = mix64(static_cast<uint64>(unit)); // (= unit_hash_value for a fast type)
+		if (unlikely(hash == 0))
+			return keep_row(st, unit, false, table, tid);
+		st->last_unit = unit;
+		st->last_unit_set = true;
+		return keep_table_unit_row(st, hash, table, tid);
+	}
+	return keep_table_unit_row(st, st->last_hash, table, tid);
 }
 
 // Verifies the profile at arg and makes the call site's state (the first row of an execution).
@@ -943,8 +998,7 @@ keep_setup(FunctionCallInfo fcinfo, const void *arg)
 		std::memcpy(&h, plain, sizeof h);
 		check_constant_tableoid(fcinfo, h.id);
 		fill_keep_state(st, plain, type, PG_GET_COLLATION(), fcinfo->flinfo->fn_mcxt);
-		st->arg = arg;
-		st->mac = pre.mac;
+		remember_verified(st, arg, pre.mac);
 		fcinfo->flinfo->fn_extra = st;
 		MemoryContextSwitchTo(old);
 		out = st;
@@ -1205,10 +1259,12 @@ dx_unit_keep(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("dxpriv: dx._unit_keep without a profile or row")));
 	auto *st = static_cast<KeepState *>(fcinfo->flinfo->fn_extra);
 	const void *arg = DatumGetPointer(PG_GETARG_DATUM(0));
-	if (!st || !same_sealed_value(st, arg))
+	if (unlikely(!st || !same_sealed_value(st, arg)))
 		st = keep_setup(fcinfo, arg);
-	PG_RETURN_BOOL(keep_row(st, PG_GETARG_DATUM(1), PG_ARGISNULL(1), PG_GETARG_OID(2),
-	                        reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)))));
+	const auto tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(3)));
+	if (likely(st->hasher.fast && !PG_ARGISNULL(1)))
+		PG_RETURN_BOOL(keep_int_row(st, PG_GETARG_DATUM(1), PG_GETARG_OID(2), tid));
+	PG_RETURN_BOOL(keep_row(st, PG_GETARG_DATUM(1), PG_ARGISNULL(1), PG_GETARG_OID(2), tid));
 }
 }
 
@@ -1239,7 +1295,9 @@ dx_unit_keep_shard(PG_FUNCTION_ARGS)
 	auto *st = static_cast<ShardKeepState *>(fcinfo->flinfo->fn_extra);
 	if (!st || st->relid != relid)
 		st = shard_keep_setup(fcinfo, relid);
-	PG_RETURN_BOOL(keep_row(&st->keep, PG_GETARG_DATUM(0), PG_ARGISNULL(0), relid,
-	                        reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(2)))));
+	const auto tid = reinterpret_cast<ItemPointer>(DatumGetPointer(PG_GETARG_DATUM(2)));
+	if (likely(st->keep.hasher.fast && !PG_ARGISNULL(0)))
+		PG_RETURN_BOOL(keep_int_row(&st->keep, PG_GETARG_DATUM(0), relid, tid));
+	PG_RETURN_BOOL(keep_row(&st->keep, PG_GETARG_DATUM(0), PG_ARGISNULL(0), relid, tid));
 }
 }
