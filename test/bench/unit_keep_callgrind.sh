@@ -15,10 +15,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/scripts/pg-env.sh"
+. "$root/test/bench/callgrind_session.sh"
 step=${1:-10}
 all=${2:-}
-command -v valgrind >/dev/null || { echo "unit_keep_callgrind: valgrind is not installed (apt install valgrind)" >&2; exit 1; }
-bindir=$(pg_config --bindir)
+require_valgrind unit_keep_callgrind
 work=$(owned_tmpdir unitkeepcg)
 trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 port=$(free_port 56890)
@@ -59,13 +59,9 @@ for i in "${!names[@]}"; do
 	cp "$work/warm.sql" "$work/${names[$i]}.sql"
 	for _ in 1 2 3; do echo "${stmts[$i]}" >>"$work/${names[$i]}.sql"; done
 done
-chmod 644 "$work"/*.sql
-ir() { # instructions of a single-user session reading $work/$1.sql
-	su postgres -c "cd /tmp && valgrind --tool=callgrind --callgrind-out-file=$work/cg.$1.out $bindir/postgres --single \
-		-D $work/data -c shared_preload_libraries=dxpriv vg < $work/$1.sql" >"$work/$1.log" 2>&1
-	if grep -q "ERROR" "$work/$1.log"; then echo "unit_keep_callgrind: session $1 failed:" >&2; grep -m3 -A2 ERROR "$work/$1.log" >&2; exit 1; fi
-	sed -n 's/.*Collected : *//p' "$work/$1.log"
-	if [ -n "${DXPRIV_CALLGRIND_KEEP:-}" ]; then cp "$work/cg.$1.out" "$DXPRIV_CALLGRIND_KEEP/"; fi
+ir() { # instructions of a single-user session reading $work/$1.sql (its profile kept as cg.$1.out)
+	callgrind_ir "$work" vg "$work/$1.sql" || return 1
+	if [ -n "${DXPRIV_CALLGRIND_KEEP:-}" ]; then cp "$work/$1.sql.cg" "$DXPRIV_CALLGRIND_KEEP/cg.$1.out"; fi
 }
 warm=$(ir warm)
 declare -A per

@@ -12,10 +12,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/scripts/pg-env.sh"
+. "$root/test/bench/callgrind_session.sh"
 task=${1:-$root/test/bench/results/session19/worker_task_count_sum.sql}
 rows=${2:-100000}
-command -v valgrind >/dev/null || { echo "worker_row_callgrind: valgrind is not installed (apt install valgrind)" >&2; exit 1; }
-bindir=$(pg_config --bindir)
+require_valgrind worker_row_callgrind
 work=$(owned_tmpdir callgrind)
 trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 port=$(free_port 56890)
@@ -34,13 +34,8 @@ for _ in 1 2 3; do
 	echo "SELECT sum(c), sum(s) FROM (SELECT k, count(*) c, sum(income) s FROM t GROUP BY k) x;" >>"$work/native.sql"
 	echo "SELECT sum(u1), sum(u2) FROM ($dx_task) x;" >>"$work/dx.sql"
 done
-chmod 644 "$work"/*.sql
-ir() { # instructions of a single-user session reading $1
-	su postgres -c "cd /tmp && valgrind --tool=callgrind --callgrind-out-file=$work/cg.out $bindir/postgres --single \
-		-D $work/data -c shared_preload_libraries=dxpriv vg < $1" 2>&1 | sed -n 's/.*Collected : *//p'
-}
-empty=$(ir "$work/empty.sql")
-native=$(ir "$work/native.sql")
-dx=$(ir "$work/dx.sql")
+empty=$(callgrind_ir "$work" vg "$work/empty.sql")
+native=$(callgrind_ir "$work" vg "$work/native.sql")
+dx=$(callgrind_ir "$work" vg "$work/dx.sql")
 awk -v e="$empty" -v n="$native" -v d="$dx" -v r="$rows" 'BEGIN {
 	printf "instructions per row: native %.1f, dx %.1f, dx beyond native %.1f\n", (n - e) / (3 * r), (d - e) / (3 * r), (d - n) / (3 * r) }'
