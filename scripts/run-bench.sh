@@ -76,7 +76,7 @@ start_cluster "$work" "$port"
 # privacy units (k = 10) on ~2.4M visits, serial and parallel (unit_bench.csv), then the per-row goal
 # table of issue 23 (rowspeed_goals.csv and .png: dx/native of every per-row goal row)
 # shellcheck disable=SC2046
-"$py" "$root/test/bench/unit_bench.py" --out "$results/unit_bench.csv" $(small --persons 10000 --runs 1)
+"$py" "$root/test/bench/unit_bench.py" --out "$results/unit_bench.csv" --runs 7 $(small --persons 10000 --runs 1)
 # the 8-tile BI dashboard, first refresh (analysis, charge, rows) and cached refresh (dashboard_bench.csv)
 # shellcheck disable=SC2046
 "$py" "$root/test/bench/dashboard_bench.py" --out "$results/dashboard_bench.csv" $(small --runs 1)
@@ -91,10 +91,10 @@ if [ "$quick" != 1 ]; then
 	"$root/build/core/dxpriv_noise_families" > "$results/noise_families.csv"
 fi
 # analysis + plan (dx.explain) and the cached statement for 200,001 / 10^6 / 10^5-point domains and the
-# l2 domains, median of 5 (analysis_bench.csv, .png)
+# l2 domains, median of 11 (analysis_bench.csv, .png)
 # shellcheck disable=SC2046
 "$plot_py" "$root/test/bench/analysis_bench.py" --out "$results/analysis_bench.csv" --goals $plot_flag \
-	$(small --rows 10000 --runs 1)
+	--runs 11 $(small --rows 10000 --runs 1)
 # 2M rows grouped by a 50,000-value open key (open_key_bench.csv)
 # shellcheck disable=SC2046
 "$py" "$root/test/bench/open_key_bench.py" --out "$results/open_key_bench.csv" $(small --rows 20000 --keys 500 --runs 1)
