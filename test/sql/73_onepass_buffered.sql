@@ -1,6 +1,8 @@
 -- The one-pass transition's fast paths (issue 23, executor/one_pass.cpp "FastPath"): an ungrouped
 -- statement over one range column buffers each row's value (float8 as it is, int4 of step 1 as an
--- integer, any other type as its ordinal) and indexes 256 of them at once; dx.count(*) without a
+-- integer, any other type as its ordinal) and indexes 256 of them at once (since session 20 an int4
+-- column of at most 8,192 points, as i here, is counted at once instead: 103_onepass_int_direct,
+-- which also covers the buffered int4 path); dx.count(*) without a
 -- column counts rows in a 64-bit counter. A state counts its first 256 rows one at a time, so the
 -- tables here are larger than that (and not multiples of 256: a partial buffer is counted at the
 -- end), in serial and parallel plans. Every answer must be the one the previous plan gives

@@ -36,6 +36,12 @@ constexpr uint64 kDenseMaxPoints = uint64(1) << 24; // a dense histogram is neve
 // state's values wait in a buffer of this many until they are indexed together; the buffer is
 // made after this many rows counted one at a time (a state of a few rows never has one).
 constexpr uint32 kPendingValues = 256;
+// Int4Dense serves histograms of at most this many points (16 kB of counters: they stay in the L1
+// cache, so a row's count does not wait for memory). Over larger ones a row's count at a random point
+// missed the L1 cache, and the buffered path, whose flush overlaps those misses, was faster
+// (avg over 100,001 points: dx/native 0.93-0.95 counted at once against 0.88-0.90 buffered, backend
+// CPU, test/bench/cpu_ab.py, results/session20/onepass_int/).
+constexpr uint64 kDirectIntMaxPoints = 8192;
 
 // How a state's rows after its first are counted (dx_onepass_transfn):
 // * General: at once, through the call site's map (row_point_inline);
@@ -43,8 +49,14 @@ constexpr uint32 kPendingValues = 256;
 // * Float8 / Int4: one float8 range column / one int4 range column of step 1 at argument 2, every
 //   row real, no group: the value is buffered, without reading the map;
 // * Ordinal: one range column of another type, same conditions: its ordinal is buffered;
-// * the last three count their first kPendingValues rows at once, as General, until the buffer is made.
-enum class FastPath : uint8 { General, Count, Float8, Int4, Ordinal };
+// * the last three count their first kPendingValues rows at once, as General, until the buffer is made;
+// * Int4Dense: Int4's shape in a dense histogram of at most kDirectIntMaxPoints points, from the
+//   state's first row on: the value's point
+//   (unit_int_index, NULL at point 0 as lo is) counted at once, with no buffer: for an integer of
+//   step 1 the index is a subtraction and a clamp, and buffering it cost more than it saved
+//   (test/bench/onepass_row_callgrind.sh: 41 instructions per row beyond native's sum(int) with the
+//   buffer, Int4's store and its flush; doc/performance.md "sum(int): the int4 transition without its buffer").
+enum class FastPath : uint8 { General, Count, Float8, Int4, Ordinal, Int4Dense };
 
 // One output group's histogram of row points, and the final states its aggregates built from it.
 struct OnePassState {
@@ -76,7 +88,8 @@ struct OnePassState {
 	double *pending;         // Float8, Ordinal: the values (NULL: NaN, whose index is also 0)
 	int64 *pending_int;      // Int4: the values (NULL: lo, whose index is also 0)
 	RangeGrid grid;          // Float8, Ordinal: the column's grid
-	int64 lo_int;            // Int4: the grid's integral lower bound (step 1)
+	int64 lo_int;            // Int4, Int4Dense: the grid's integral lower bound (step 1)
+	uint64 size_int;         // Int4Dense: the grid's number of points
 };
 
 [[noreturn]] void
@@ -587,6 +600,12 @@ onepass_transfn_first_impl(FunctionCallInfo fcinfo)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
 		s = new_one_pass_state(aggctx, group, map.dense, row_point_count(map));
 		s->fast = fast_path_of(fcinfo, map);
+		if (s->fast == FastPath::Int4 && s->dense && map.only.size == s->points && // (the one column's points)
+		    s->points <= kDirectIntMaxPoints) {
+			s->fast = FastPath::Int4Dense;
+			s->lo_int = map.only.lo_int;
+			s->size_int = map.only.size;
+		}
 	} else {
 		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	}
@@ -629,6 +648,7 @@ onepass_transfn_rest(FunctionCallInfo fcinfo)
 		PG_RETURN_POINTER(s);
 	case FastPath::Count: // (a state made by the combine or deserialise function: never on this path)
 	case FastPath::General:
+	case FastPath::Int4Dense: // (taken by dx_onepass_transfn itself)
 		break;
 	}
 	if (row_is_real(fcinfo, *map))
@@ -646,6 +666,14 @@ onepass_transfn_general(FunctionCallInfo fcinfo, OnePassState *s)
 		return onepass_transfn_rest(fcinfo);
 	if (row_is_real(fcinfo, *map))
 		add_count(s, row_point_inline(fcinfo, *map), 1);
+	PG_RETURN_POINTER(s);
+}
+
+// Int4Dense: point u's 16-bit counter wrapped; its carry is added, then the state returned.
+[[gnu::noinline]] static Datum
+onepass_int4_carry(OnePassState *s, uint64 u)
+{
+	dense_carry(s, u, 65536);
 	PG_RETURN_POINTER(s);
 }
 
@@ -669,6 +697,12 @@ dx_onepass_transfn(PG_FUNCTION_ARGS)
 {
 	if (likely(!PG_ARGISNULL(0))) {
 		auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
+		if (s->fast == FastPath::Int4Dense) { // (first: sum(int) is the closest of these to its goal)
+			const uint64 u = PG_ARGISNULL(2) ? 0 : unit_int_index(PG_GETARG_INT32(2), s->lo_int, s->size_int);
+			if (unlikely(++s->counts[u] == 0))
+				return onepass_int4_carry(s, u);
+			PG_RETURN_POINTER(s);
+		}
 		switch (s->fast) {
 		case FastPath::Float8:
 			if (likely(s->pending != nullptr)) {
@@ -696,6 +730,7 @@ dx_onepass_transfn(PG_FUNCTION_ARGS)
 		case FastPath::General:
 			return onepass_transfn_general(fcinfo, s);
 		case FastPath::Ordinal:
+		case FastPath::Int4Dense:
 			break;
 		}
 	}
