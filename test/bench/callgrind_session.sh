@@ -1,4 +1,5 @@
-# Shared by the callgrind benchmarks (worker_row_callgrind.sh, unit_keep_callgrind.sh): instructions
+# Shared by the callgrind benchmarks (worker_row_callgrind.sh, unit_keep_callgrind.sh,
+# onepass_row_callgrind.sh): instructions
 # of a single-user backend, counted by valgrind's callgrind (deterministic, unlike time on a shared
 # machine). Source it after scripts/pg-env.sh.
 
@@ -21,4 +22,15 @@ callgrind_ir() {
 		return 1
 	fi
 	sed -n 's/.*Collected : *//p' "$sql.log"
+}
+
+# Starts the scratch cluster of the benchmark named $1 (dxpriv preloaded, a database vg with the
+# extension created), sets `work` (its directory) and `port`, and stops and removes it at exit.
+callgrind_cluster() {
+	work=$(owned_tmpdir "$1")
+	trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+	port=$(free_port 56890)
+	start_cluster "$work" "$port" >/dev/null
+	psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE vg"
+	psql -h 127.0.0.1 -p "$port" -U postgres -d vg -qc "CREATE EXTENSION dxpriv"
 }

@@ -18,13 +18,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/bench/callgrind_session.sh"
 rows=${1:-200000}
 require_valgrind onepass_row_callgrind
-work=$(owned_tmpdir onepasscg)
-trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-port=$(free_port 56890)
-start_cluster "$work" "$port" >/dev/null
-psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE vg"
+callgrind_cluster onepasscg
 psql -h 127.0.0.1 -p "$port" -U postgres -d vg -q -v ON_ERROR_STOP=1 \
-	-c "CREATE EXTENSION dxpriv" \
 	-c "CREATE TABLE t AS SELECT g AS id, ((g::bigint * 7919) % 51)::int AS qty, ((g::bigint * 104729) % 1000) / 1000.0::float8 AS score FROM generate_series(1, $rows) g" \
 	-c "VACUUM ANALYZE t" \
 	-c "CREATE AGGREGATE vg_onepass(text, VARIADIC \"any\") (SFUNC = dx._onepass_transfn, STYPE = internal, FINALFUNC = dx._onepass_serialize)"

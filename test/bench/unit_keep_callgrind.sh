@@ -19,13 +19,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 step=${1:-10}
 all=${2:-}
 require_valgrind unit_keep_callgrind
-work=$(owned_tmpdir unitkeepcg)
-trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-port=$(free_port 56890)
-start_cluster "$work" "$port" >/dev/null
-psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE vg"
+callgrind_cluster unitkeepcg
 psql -h 127.0.0.1 -p "$port" -U postgres -d vg -q -v ON_ERROR_STOP=1 \
-	-c "CREATE EXTENSION dxpriv" \
 	-c "CREATE TABLE bench_visits (person int NOT NULL, ward text, age int, cost int)" \
 	-c "INSERT INTO bench_visits
 	    SELECT p, (ARRAY['a','b','c','d','e'])[1 + (p * 7 + i * 3) % 5], (p * 13 + i * 7) % 101, (p * 31 + i * 17) % 1001

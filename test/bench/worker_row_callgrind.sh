@@ -16,13 +16,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 task=${1:-$root/test/bench/results/session19/worker_task_count_sum.sql}
 rows=${2:-100000}
 require_valgrind worker_row_callgrind
-work=$(owned_tmpdir callgrind)
-trap 'stop_cluster "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-port=$(free_port 56890)
-start_cluster "$work" "$port" >/dev/null
-psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE vg"
+callgrind_cluster callgrind
 psql -h 127.0.0.1 -p "$port" -U postgres -d vg -q \
-	-c "CREATE EXTENSION dxpriv" \
 	-c "CREATE TABLE t AS SELECT g AS id, (g % 70)::int AS k, ((g::bigint * 7919) % 2000)::int * 100 AS income FROM generate_series(1, $rows) g" \
 	-c "VACUUM ANALYZE t"
 stop_cluster "$work" >/dev/null
