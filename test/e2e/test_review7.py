@@ -83,3 +83,9 @@ def test_analyst_added_after_a_repeatable_read_snapshot():
 
 def test_analyst_added_between_read_committed_transactions():
     _added_after_snapshot("READ COMMITTED")
+
+
+def test_analyst_added_after_a_serializable_snapshot():
+    # (SERIALIZABLE keeps one snapshot per transaction too, plus SSI's predicate locks: the analyst
+    # cache's read under a fresh snapshot must not be kept from inside it either)
+    _added_after_snapshot("SERIALIZABLE")
