@@ -8,7 +8,8 @@
 --    points (no carry, one, two, four), NULLs, INT_MIN and INT_MAX, over: exactly 8,192 points (Int4Dense)
 --    and 8,193 (the buffered Int4 path), a layout at INT_MIN and one ending at INT_MAX, one point,
 --    a lower bound far below int4 (every value at the last point); serially, in parallel (workers'
---    states serialised and combined by the leader) and without the leader.
+--    states serialised and combined by the leader) and without the leader; one state per group of a
+--    hash aggregate (spilled to disk; partial states in parallel) and at each rescan of a subquery.
 -- B. the same shapes through dx.sum / dx.count on noiseless tables: the native clamped sum, with
 --    dxpriv.one_pass on and off; a NULL-only table and an empty one.
 -- C. the folded GROUP BY (dx._fold_state over the key column alone takes Int4Dense) and open-key
@@ -76,6 +77,50 @@ SET parallel_leader_participation = off;
 SELECT * FROM pg_temp.all_layouts();
 RESET parallel_leader_participation;
 SET max_parallel_workers_per_gather = 0;
+-- one Int4Dense state per group of a hash aggregate (as open-key partitions have them): spilled to
+-- disk under a small work_mem (its groups' rows counted again from the spill files), and partial
+-- states of a parallel hash aggregate combined by the leader; a state rebuilt at each rescan of a
+-- correlated subquery. Per group and point, the native count.
+CREATE TABLE r9_keys AS SELECT (k::bigint * 7919) % 5000 AS key, CASE WHEN k % 11 = 0 THEN NULL ELSE k % 19 - 2 END AS v
+FROM generate_series(1, 150000) k;
+INSERT INTO r9_keys SELECT 5, 3 FROM generate_series(1, 70000);
+ANALYZE r9_keys;
+CREATE FUNCTION pg_temp.groups_match() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE bad bigint; ngroups bigint; BEGIN
+	CREATE TEMP TABLE r9_h AS SELECT key, public.r9_hist('d|q0:15:1;', v) AS b FROM r9_keys GROUP BY key;
+	SELECT count(*) INTO bad FROM (
+	  (SELECT h.key, x.point, x.n FROM r9_h h, LATERAL pg_temp.hist(h.b) x
+	   EXCEPT ALL SELECT key, least(greatest(coalesce(v, 0), 0), 15), count(*) FROM r9_keys GROUP BY 1, 2)
+	  UNION ALL
+	  (SELECT key, least(greatest(coalesce(v, 0), 0), 15), count(*) FROM r9_keys GROUP BY 1, 2
+	   EXCEPT ALL SELECT h.key, x.point, x.n FROM r9_h h, LATERAL pg_temp.hist(h.b) x)) d;
+	SELECT count(*) INTO ngroups FROM r9_h;
+	DROP TABLE r9_h;
+	RETURN CASE WHEN bad = 0 THEN format('matches (%s groups)', ngroups) ELSE format('DIFFERENT: %s (group, point) counts differ', bad) END;
+END $$;
+CREATE FUNCTION pg_temp.plan_analyze_has(q text, pattern text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE l text; found boolean := false; BEGIN
+	FOR l IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		found := found OR l ~ pattern;
+	END LOOP;
+	RETURN found;
+END $$;
+SET enable_sort = off;
+SET work_mem = '64kB';
+SELECT pg_temp.plan_analyze_has('SELECT key, public.r9_hist(''d|q0:15:1;'', v) FROM r9_keys GROUP BY key',
+                                'Batches: ([2-9]|[1-9][0-9]+) ') AS spilled,
+       pg_temp.groups_match() AS hash_spilled;
+RESET work_mem;
+SET max_parallel_workers_per_gather = 2;
+SELECT pg_temp.plan_has('SELECT key, public.r9_hist(''d|q0:15:1;'', v) FROM r9_keys GROUP BY key', '%Partial HashAggregate%') AS parallel_hash,
+       pg_temp.groups_match() AS hash_parallel;
+SET max_parallel_workers_per_gather = 0;
+RESET enable_sort;
+SELECT t.key, (SELECT string_agg(point || ':' || n, ' ' ORDER BY point)
+               FROM pg_temp.hist((SELECT public.r9_hist('d|q0:3:1;', v) FROM r9_keys k WHERE k.key = t.key))) AS rescanned,
+       (SELECT string_agg(p || ':' || n, ' ' ORDER BY p) FROM (SELECT least(greatest(coalesce(v, 0), 0), 3) AS p, count(*) AS n
+                                                               FROM r9_keys k WHERE k.key = t.key GROUP BY 1) x) AS native
+FROM (VALUES (1), (2), (5), (4999), (5000)) AS t(key);
 
 -- B. through dx.sum / dx.count (noiseless): the native clamped sum, one pass on and off. i over
 -- 0..8191 (Int4Dense), k over 0..8192 (buffered), lo over the 8,192 lowest declarable values (a
@@ -202,6 +247,6 @@ RESET ROLE;
 DROP AGGREGATE public.r9_hist(text, VARIADIC "any");
 REVOKE CREATE ON SCHEMA public FROM dx_regress_r9;
 SELECT dx.unprotect_table('r9_t'), dx.unprotect_table('r9_g'), dx.unprotect_table('r9_nulls'), dx.unprotect_table('r9_empty');
-DROP TABLE r9_raw, r9_native, r9_t, r9_g, r9_nulls, r9_empty;
+DROP TABLE r9_raw, r9_native, r9_keys, r9_t, r9_g, r9_nulls, r9_empty;
 SELECT dx.remove_analyst('dx_regress_r9');
 DROP ROLE dx_regress_r9;
