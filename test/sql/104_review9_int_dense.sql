@@ -222,7 +222,13 @@ RESET dxpriv.epsilon;
 SELECT l AS layout, err(format('SELECT public.r9_hist(%L, i) FROM r9_raw', l)) AS result
 FROM (VALUES ('d|q0:9:0;'), ('d|qnan:9:1;'), ('d|q0:1e300:1;'), ('d|q9:0:1;'), ('dx|q0:9:1;'), ('gd|q0:9:1;'),
              ('d|'), ('d|q0:9:1'), ('d|r'), ('d|Q0:9:1;')) AS v(l);
+-- (a final function of the one-pass aggregates without the analyzer's direct arguments: refused,
+-- with rows and without)
+CREATE AGGREGATE public.r9_sum(text, VARIADIC "any") (
+	SFUNC = dx._onepass_transfn, STYPE = internal, FINALFUNC = dx._onepass_sum_finalfn, FINALFUNC_MODIFY = SHAREABLE);
 SELECT c AS call, err(q) AS result FROM (VALUES
+	('a sum without its parameters', 'SELECT public.r9_sum(''d|q0:8191:1;'', i) FROM r9_raw'),
+	('the same over no row', 'SELECT public.r9_sum(''d|q0:8191:1;'', i) FROM r9_raw WHERE false'),
 	('an extra value', 'SELECT public.r9_hist(''d|q0:9:1;'', i, i) FROM r9_raw'),
 	('a NULL layout', 'SELECT public.r9_hist(NULL, i) FROM r9_raw'),
 	('a float8 group', 'SELECT public.r9_hist(''dg|q0:9:1;'', 1.5::float8, i) FROM r9_raw'),
@@ -245,6 +251,7 @@ SELECT c AS call, err(q) AS result FROM (VALUES
 RESET ROLE;
 
 DROP AGGREGATE public.r9_hist(text, VARIADIC "any");
+DROP AGGREGATE public.r9_sum(text, VARIADIC "any");
 REVOKE CREATE ON SCHEMA public FROM dx_regress_r9;
 SELECT dx.unprotect_table('r9_t'), dx.unprotect_table('r9_g'), dx.unprotect_table('r9_nulls'), dx.unprotect_table('r9_empty');
 DROP TABLE r9_raw, r9_native, r9_keys, r9_t, r9_g, r9_nulls, r9_empty;
