@@ -18,10 +18,7 @@ import time
 
 import psycopg2
 
-
-def cpu_ns(pid):
-    with open(f"/proc/{pid}/schedstat") as fh:
-        return int(fh.read().split()[0])
+from analysis_bench import ANALYST, backend_cpu_ns
 
 
 def main():
@@ -29,7 +26,7 @@ def main():
     ap.add_argument("statement")
     ap.add_argument("--sessions", type=int, default=300)
     ap.add_argument("--warm", type=int, default=20, help="sessions run first and not counted")
-    ap.add_argument("--user", default="dx_bench_analysis")
+    ap.add_argument("--user", default=ANALYST)
     ap.add_argument("--epsilon", default="0.1")
     a = ap.parse_args()
     cpus, walls = [], []
@@ -41,12 +38,12 @@ def main():
         cur.execute("SET dxpriv.epsilon = %s", (a.epsilon,))
         cur.execute("SELECT pg_backend_pid()")
         pid = cur.fetchone()[0]
-        c0, t0 = cpu_ns(pid), time.perf_counter()
+        c0, t0 = backend_cpu_ns(pid), time.perf_counter()
         cur.execute(a.statement)
         cur.fetchall()
         if i >= a.warm:
             walls.append((time.perf_counter() - t0) * 1000.0)
-            cpus.append((cpu_ns(pid) - c0) / 1e6)
+            cpus.append((backend_cpu_ns(pid) - c0) / 1e6)
         conn.close()
     print(f"cpu median {statistics.median(cpus):.3f} ms  wall median {statistics.median(walls):.3f} ms  "
           f"({a.sessions} sessions as {a.user})")

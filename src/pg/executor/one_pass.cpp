@@ -89,7 +89,6 @@ struct OnePassState {
 	int64 *pending_int;      // Int4: the values (NULL: lo, whose index is also 0)
 	RangeGrid grid;          // Float8, Ordinal: the column's grid
 	int64 lo_int;            // Int4, Int4Dense: the grid's integral lower bound (step 1)
-	uint64 size_int;         // Int4Dense: the grid's number of points
 };
 
 [[noreturn]] void
@@ -600,11 +599,10 @@ onepass_transfn_first_impl(FunctionCallInfo fcinfo)
 			fail(ERRCODE_INTERNAL_ERROR, "dxpriv aggregate received an invalid output group");
 		s = new_one_pass_state(aggctx, group, map.dense, row_point_count(map));
 		s->fast = fast_path_of(fcinfo, map);
-		if (s->fast == FastPath::Int4 && s->dense && map.only.size == s->points && // (the one column's points)
-		    s->points <= kDirectIntMaxPoints) {
+		// (the histogram's points are the one column's: Int4Dense indexes over s->points)
+		if (s->fast == FastPath::Int4 && s->dense && map.only.size == s->points && s->points <= kDirectIntMaxPoints) {
 			s->fast = FastPath::Int4Dense;
 			s->lo_int = map.only.lo_int;
-			s->size_int = map.only.size;
 		}
 	} else {
 		s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
@@ -698,7 +696,7 @@ dx_onepass_transfn(PG_FUNCTION_ARGS)
 	if (likely(!PG_ARGISNULL(0))) {
 		auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 		if (s->fast == FastPath::Int4Dense) { // (first: sum(int) is the closest of these to its goal)
-			const uint64 u = PG_ARGISNULL(2) ? 0 : unit_int_index(PG_GETARG_INT32(2), s->lo_int, s->size_int);
+			const uint64 u = PG_ARGISNULL(2) ? 0 : unit_int_index(PG_GETARG_INT32(2), s->lo_int, s->points);
 			if (unlikely(++s->counts[u] == 0))
 				return onepass_int4_carry(s, u);
 			PG_RETURN_POINTER(s);
