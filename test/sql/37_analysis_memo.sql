@@ -46,6 +46,8 @@ SELECT sum(v) IS NOT NULL AS answered FROM memo_t;
 RESET ROLE; SELECT pg_temp.note('same statement: replayed, memo'); SET ROLE dx_regress_memo;
 select SUM(v) is not null as answered from memo_t;
 RESET ROLE; SELECT pg_temp.note('other spacing and case, same length: replayed, memo'); SET ROLE dx_regress_memo;
+SELECT  sum(v)IS NOT NULL AS answered FROM memo_t;
+RESET ROLE; SELECT pg_temp.note('same length, every location moved by one: replayed, memo'); SET ROLE dx_regress_memo;
 SELECT sum(v)   IS NOT NULL AS answered FROM memo_t;
 RESET ROLE; SELECT pg_temp.note('another length (a new release, as before the memo): charged'); SET ROLE dx_regress_memo;
 SELECT sum(v) IS NOT NULL AS answered FROM memo_t WHERE v > 10;

@@ -162,17 +162,17 @@ normalised_text(Query *q)
 	char *text = nullptr;
 	pg_call([&] { text = nodeToString(q); });
 	std::string normal;
-	const size_t n = strlen(text);
-	normal.reserve(n);
-	for (size_t j = 0; j < n;) {
-		if (strncmp(text + j, ":location ", 10) == 0) {
-			j += 10;
-			while (j < n && (text[j] == '-' || isdigit(static_cast<unsigned char>(text[j]))))
-				++j;
-			continue;
-		}
-		normal += text[j++];
+	normal.reserve(strlen(text));
+	// each ":location " and the digits after it (a sign included) left out; everything else copied
+	// in runs (a strncmp per character was about a tenth of a replayed statement's key)
+	const char *j = text;
+	while (const char *at = strstr(j, ":location ")) {
+		normal.append(j, static_cast<size_t>(at - j));
+		j = at + 10;
+		while (*j == '-' || isdigit(static_cast<unsigned char>(*j)))
+			++j;
 	}
+	normal.append(j);
 	pfree(text);
 	return normal;
 }
