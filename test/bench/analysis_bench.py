@@ -42,6 +42,7 @@ import statistics
 import time
 
 import psycopg2
+import psycopg2.extras
 
 FIVE = ("SELECT count(*), sum(income), avg(income), count(*) FILTER (WHERE income > 50000), "
         "sum(income) FILTER (WHERE income < 20000) FROM t100k")
@@ -171,7 +172,6 @@ def timed(conn, sql, runs, before=None, fresh_session=False, first_statement=Fal
 
 
 def main():
-    import psycopg2.extras  # noqa: F401 (Json)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=5)
