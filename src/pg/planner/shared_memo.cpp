@@ -26,7 +26,11 @@ int guc_shared_memo_memory = 65536; // kB
 namespace {
 
 constexpr int kSlots = 4096;
-constexpr Size kBlobBytes = 1024;  // a pass-by-reference Const longer than this is kept as a blob
+// a pass-by-reference Const longer than this is kept as a blob: the per-point tables, and the noise
+// parameters and other arrays of the internal aggregates, which as text (a decimal number per byte)
+// were half of a new session's stringToNode of a five-aggregate entry (doc/performance.md "A
+// replayed statement's instructions"); 1024 before
+constexpr Size kBlobBytes = 96;
 constexpr int kPlaceholder = -1000; // a blob's Const in the text: constisnull, constlen = kPlaceholder - index
 
 // One entry in the ring: [off, off + len) of the data area; len 0 = free. pins: readers whose trees

@@ -29,7 +29,8 @@ bool shared_memo_enabled();
 
 // Stores the analysis of a statement (tree: the rewritten query; analyst: analyst_mode() after it;
 // described: its release descriptions) under key (exact bytes; hash: its hash). The tree is kept
-// as nodeToString text in which every pass-by-reference Const over 1 kB (the per-point tables) is a
+// as nodeToString text in which every pass-by-reference Const over 96 bytes (the per-point tables, the
+// noise parameters) is a
 // placeholder for a blob kept as raw bytes. Stores nothing, silently, when the text does not read
 // back to an equal tree, when a large constant is not plain bytes (an external or expanded datum),
 // when the entry is over a quarter of the region, or when the lock is busy (fail closed: the next
