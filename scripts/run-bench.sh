@@ -91,7 +91,7 @@ if [ "$quick" != 1 ]; then
 	"$root/build/core/dxpriv_noise_families" > "$results/noise_families.csv"
 fi
 # analysis + plan (dx.explain) and the cached statement for 200,001 / 10^6 / 10^5-point domains and the
-# l2 domains, median of 11 (analysis_bench.csv, .png)
+# l2 domains, median of 11 (of 33 new sessions for the new-session lines; analysis_bench.csv, .png)
 # shellcheck disable=SC2046
 "$plot_py" "$root/test/bench/analysis_bench.py" --out "$results/analysis_bench.csv" --goals $plot_flag \
 	--runs 11 $(small --rows 10000 --runs 1)

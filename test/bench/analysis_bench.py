@@ -176,6 +176,9 @@ def main():
     ap.add_argument("--rows", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-setup", action="store_true")
+    ap.add_argument("--session-runs", type=int, default=None,
+                    help="runs of the new-session measures (default 3 x --runs: a new session's ~1-2 ms "
+                         "statement moves with every burst of host load, and one new session per run is cheap)")
     ap.add_argument("--only", help="time only the statements whose label contains this text (e.g. l2)")
     ap.add_argument("--measures", help="time only these measures (comma-separated, e.g. dx_cached_new_session: "
                                        "a new dxpriv.so's first statements A/B against an earlier one, after a restart)")
@@ -185,6 +188,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "analysis_bench.csv"))
     a = ap.parse_args()
+    session_runs = a.session_runs or 3 * a.runs
     owner = connect()
     if not a.skip_setup:
         setup(owner, a.rows)
@@ -215,9 +219,9 @@ def main():
         if want("dx_cached"):
             m["dx_cached"] = timed(analyst, sql, a.runs)
         if want("dx_cached_new_session"):
-            m["dx_cached_new_session"] = timed(analyst, sql, a.runs, fresh_session=True)
+            m["dx_cached_new_session"] = timed(analyst, sql, session_runs, fresh_session=True)
         if wanted is not None and "dx_cached_first_statement" in wanted:  # (only when asked for)
-            m["dx_cached_first_statement"] = timed(analyst, sql, a.runs, fresh_session=True, first_statement=True)
+            m["dx_cached_first_statement"] = timed(analyst, sql, session_runs, fresh_session=True, first_statement=True)
         for k, (w, c) in m.items():
             if w is None:
                 results.append((label, k, None, None, None, 0, a.rows))
