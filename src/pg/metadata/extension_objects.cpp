@@ -55,14 +55,19 @@ dx_routine_oid(Oid dx_namespace, const char *name, int nargs, const Oid *argtype
 	return f;
 }
 
-// The dx schema of the lookup in progress (load).
+// The dx schema of the lookup in progress (load), and the objects it fills.
 static Oid dx_namespace = InvalidOid;
+static ExtensionObjects *loading = nullptr;
 
-// OID of dx.<name>(argtypes), or InvalidOid (dx_routine_oid).
+// OID of dx.<name>(argtypes), or InvalidOid (dx_routine_oid); a found OID is recorded in
+// loading->own (ExtensionObjects::is_own_function).
 static Oid
 lookup(const char *name, int nargs, const Oid *argtypes)
 {
-	return dx_routine_oid(dx_namespace, name, nargs, argtypes);
+	const Oid f = dx_routine_oid(dx_namespace, name, nargs, argtypes);
+	if (OidIsValid(f) && loading->nown < ExtensionObjects::kMaxOwn)
+		loading->own[loading->nown++] = f;
+	return f;
 }
 
 // Looks every object up; returns false when one is missing (extension half-created).
@@ -70,6 +75,7 @@ static bool
 load(Oid ext, ExtensionObjects &o)
 {
 	o = ExtensionObjects();
+	loading = &o;
 	o.extension = ext;
 	Oid nsp = get_namespace_oid("dx", true);
 	if (!OidIsValid(nsp))
@@ -191,6 +197,7 @@ load(Oid ext, ExtensionObjects &o)
 	                   o.count_units_eps, o.unit_rank, o.partition_select, o.open_cells, o.noisy_part, o.dispersion,
 	                   o.count_distinct, o.count_distinct_eps, o.onepass_count, o.onepass_sum, o.onepass_avg,
 	                   o.fold_state, o.fold_slices, o.fold_count, o.fold_sum, o.fold_avg};
+	std::sort(o.own, o.own + o.nown);
 	for (Oid f : all)
 		if (!OidIsValid(f))
 			return false;

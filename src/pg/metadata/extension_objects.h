@@ -5,6 +5,8 @@ extern "C" {
 #include "postgres.h"
 }
 
+#include <algorithm>
+
 namespace dxpriv::pg {
 
 struct ExtensionObjects {
@@ -78,21 +80,17 @@ struct ExtensionObjects {
 		       f == partial || f == partition_select || f == noisy_part || is_one_pass(f) ||
 		       is_fold(f);
 	}
-	// Whether f is one of the functions and aggregates above (dxpriv's own, in the dx schema; a
-	// function left out of this list is only checked as any other function is). None of them is a
-	// statistics function, a member of a statistics extension or a Citus function, which is what the
-	// analysts' function checks (analyst/side_channels.cpp, analyst/executor_admission.cpp) look
-	// for: those checks skip them without reading pg_proc (cold in a new session's first statement).
-	bool is_own_function(Oid f) const
-	{
-		return OidIsValid(f) &&
-		       (is_marker(f) || is_internal(f) || is_release(f) || f == fold_state || f == fold_slices ||
-		        f == weigh || f == weigh_int || f == weigh_cached || f == weigh_int_cached || f == group_key ||
-		        f == group_key_int || f == indicator || f == store_point_table || f == units || f == units_by_group ||
-		        f == state_of || f == collect || f == em_collect || f == em_point_range || f == em_point_enum ||
-		        f == unit_rank || f == unit_profile || f == open_cells || f == dispersion || f == weigh_units ||
-		        f == weigh_units_cached || f == grouped_partials);
-	}
+	// dxpriv's own functions and aggregates: every OID load() found by name (extension_objects.cpp
+	// `lookup`), ascending. A function beyond kMaxOwn is not recorded and is then only checked as
+	// any other function is.
+	static constexpr int kMaxOwn = 96;
+	Oid own[kMaxOwn] = {};
+	int nown = 0;
+	// Whether f is one of them. None is a statistics function, a member of a statistics extension or
+	// a Citus function, which is what the analysts' function checks (analyst/side_channels.cpp,
+	// analyst/executor_admission.cpp) look for: those checks skip them without reading pg_proc (cold
+	// in a new session's first statement).
+	bool is_own_function(Oid f) const { return OidIsValid(f) && std::binary_search(own, own + nown, f); }
 };
 // OID of the function, procedure or aggregate dx.<name>(argtypes) with exactly these argument
 // types (dx_namespace: the dx schema's OID), or InvalidOid: the one row of pg_proc's unique
