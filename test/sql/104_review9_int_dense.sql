@@ -35,11 +35,22 @@ CREATE AGGREGATE public.r9_hist(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, FINALFUNC = dx._onepass_serialize,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
--- dx._onepass_serialize: version, group int4, dense byte, points int8, n int8, then n (point, count) int8 pairs
+-- dx._onepass_serialize (executor/onepass_format.h): version, group int4, dense byte, points int8,
+-- n int8, then version 1: n (point, count) int8 pairs; version 2: n (point, carry) int8 pairs, then
+-- a uint16 per point (its count modulo 65,536). Every point met, read either way.
+CREATE FUNCTION pg_temp.int8_at(b bytea, o bigint) RETURNS bigint LANGUAGE sql AS $$
+SELECT ('x' || encode(substring(b FROM o::int + 1 FOR 8), 'hex'))::bit(64)::bigint $$;
 CREATE FUNCTION pg_temp.hist(b bytea) RETURNS TABLE (point bigint, n bigint) LANGUAGE sql AS $$
-SELECT ('x' || encode(substring(b FROM 23 + 16 * k FOR 8), 'hex'))::bit(64)::bigint,
-       ('x' || encode(substring(b FROM 31 + 16 * k FOR 8), 'hex'))::bit(64)::bigint
-FROM generate_series(0, (length(b) - 22) / 16 - 1) k $$;
+SELECT pg_temp.int8_at(b, 22 + 16 * k), pg_temp.int8_at(b, 30 + 16 * k)
+FROM generate_series(0, pg_temp.int8_at(b, 14) - 1) k WHERE get_byte(b, 0) = 1
+UNION ALL
+SELECT u, n FROM (
+	SELECT u, get_byte(b, (22 + 16 * c + 2 * u)::int) * 256 + get_byte(b, (23 + 16 * c + 2 * u)::int)
+	          + coalesce((SELECT pg_temp.int8_at(b, 30 + 16 * k) FROM generate_series(0, c - 1) k
+	                      WHERE pg_temp.int8_at(b, 22 + 16 * k) = u), 0) AS n
+	FROM (SELECT pg_temp.int8_at(b, 14) AS c, pg_temp.int8_at(b, 6) AS points) h, generate_series(0, h.points - 1) u
+	WHERE get_byte(b, 0) = 2) d
+WHERE n > 0 $$;
 -- the histogram of layout 'd|q<lo>:<hi>:1;' over r9_raw.i against the native count of each clamped value
 CREATE FUNCTION pg_temp.points_match(lo bigint, hi bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE b bytea; bad bigint; npoints bigint; nrows bigint; BEGIN

@@ -3,6 +3,7 @@
 // key columns) into one one-pass state per declared group, and dx._fold_transfn makes that slice
 // its group's state for the one-pass final functions (executor/one_pass.cpp), which release it.
 #include "pg/executor/agg_support.h"
+#include "pg/executor/onepass_format.h"
 #include "pg/guard.h"
 #include "pg/stand_in.h"
 
@@ -23,18 +24,10 @@ using namespace dxpriv::pg;
 
 namespace {
 
-// The serialised one-pass state (executor/one_pass.cpp, dx._onepass_serialize): version, group,
-// dense, points, then (point, count) pairs.
-constexpr uint8 kFoldStateVersion = 1;
+// The slices are one-pass states in version 1 (executor/onepass_format.h): version, group, dense,
+// points, n, then (point, count) pairs; the whole histogram they are cut from is in either version.
 constexpr int kFoldMaxColumns = 64;
 constexpr uint64 kFoldMaxGroups = uint64(1) << 24;
-
-[[noreturn]] void
-fold_corrupted()
-{
-	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
-	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
-}
 
 [[noreturn]] void
 fold_bad_shape()
@@ -121,7 +114,6 @@ struct FoldSlices {
 	bytea **slices;
 };
 
-constexpr Size kFoldHeader = 1 + 4 + 1 + 8 + 8;
 
 // Network byte order, as pq_sendint32/64 write (and pq_getmsgint/64 read).
 inline char *
@@ -148,41 +140,27 @@ cut_slices(bytea *state, const FoldShape &shape)
 	out->slices = static_cast<bytea **>(palloc(shape.groups * sizeof(bytea *)));
 	uint64 *counts = static_cast<uint64 *>(palloc0(shape.groups * sizeof(uint64)));
 	bool dense = false; // (a state that met no row: every group's state is empty, kept as a small hash)
-	StringInfoData buf;
-	int64 n = 0;
+	OnePassBytes h{};
 	if (state) {
-		buf = bytea_reader(state);
-		if (buf.len < 1 + 4 + 1 + 8 + 8 || pq_getmsgbyte(&buf) != kFoldStateVersion)
-			fold_corrupted();
-		const int32 group = pq_getmsgint(&buf, 4);
-		const int d = pq_getmsgbyte(&buf);
-		const int64 points = pq_getmsgint64(&buf);
-		n = pq_getmsgint64(&buf);
-		if (group != 0 || (d != 0 && d != 1) || points < 1 ||
-		    static_cast<uint64>(points) != shape.groups * shape.points || n < 0 ||
-		    static_cast<uint64>(buf.len - buf.cursor) != static_cast<uint64>(n) * 16)
-			fold_corrupted();
-		dense = d == 1;
-		const int start = buf.cursor;
-		for (int64 i = 0; i < n; ++i) {
-			const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
-			if (u < 0 || static_cast<uint64>(u) >= shape.groups * shape.points || count <= 0)
-				fold_corrupted();
+		h = parse_onepass_bytes(state);
+		if (h.group != 0 || h.points != shape.groups * shape.points)
+			onepass_state_corrupted();
+		dense = h.dense;
+		for_each_onepass_entry(h, [&](uint64 u, int64) {
 			uint64 g, p;
-			split_point(shape, static_cast<uint64>(u), g, p);
+			split_point(shape, u, g, p);
 			++counts[g];
-		}
-		buf.cursor = start;
+		});
 	}
 	// each group's state, allocated at its exact size (a group count of 10^6 must not cost a
 	// StringInfo's 1 kB each): header (version, group, dense, points, n), then its pairs
 	char **cursor = static_cast<char **>(palloc(shape.groups * sizeof(char *)));
 	for (uint64 g = 0; g < shape.groups; ++g) {
-		const Size len = VARHDRSZ + kFoldHeader + 16 * counts[g];
+		const Size len = VARHDRSZ + kOnePassHeaderBytes + 16 * counts[g];
 		bytea *b = static_cast<bytea *>(palloc(len));
 		SET_VARSIZE(b, len);
 		char *w = VARDATA(b);
-		*w++ = static_cast<char>(kFoldStateVersion);
+		*w++ = static_cast<char>(kOnePassPairsVersion);
 		w = put_int32(w, static_cast<int32>(g));
 		*w++ = static_cast<char>(dense ? 1 : 0);
 		w = put_int64(w, static_cast<int64>(shape.points));
@@ -190,13 +168,13 @@ cut_slices(bytea *state, const FoldShape &shape)
 		out->slices[g] = b;
 		cursor[g] = w;
 	}
-	for (int64 i = 0; i < n; ++i) {
-		const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
-		uint64 g, p;
-		split_point(shape, static_cast<uint64>(u), g, p);
-		cursor[g] = put_int64(cursor[g], static_cast<int64>(p));
-		cursor[g] = put_int64(cursor[g], count);
-	}
+	if (state)
+		for_each_onepass_entry(h, [&](uint64 u, int64 count) {
+			uint64 g, p;
+			split_point(shape, u, g, p);
+			cursor[g] = put_int64(cursor[g], static_cast<int64>(p));
+			cursor[g] = put_int64(cursor[g], count);
+		});
 	pfree(cursor);
 	pfree(counts);
 	return out;

@@ -4,6 +4,7 @@
 // add count(u) * units(w(u)), what count(u) transitions of dx._linear_transfn add.
 #include "pg/executor/agg_support.h"
 #include "pg/executor/linear_state.h"
+#include "pg/executor/onepass_format.h"
 #include "pg/executor/row_point.h"
 #include "pg/guard.h"
 #include "pg/stand_in.h"
@@ -24,14 +25,13 @@ extern "C" {
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 using namespace dxpriv;
 using namespace dxpriv::pg;
 
 namespace {
 
-constexpr uint8 kOnePassVersion = 1;
-constexpr uint64 kDenseMaxPoints = uint64(1) << 24; // a dense histogram is never larger (planner: far less)
 // The buffered paths (one range column, no group argument, no key column, every row real): a
 // state's values wait in a buffer of this many until they are indexed together; the buffer is
 // made after this many rows counted one at a time (a state of a few rows never has one).
@@ -91,13 +91,6 @@ struct OnePassState {
 	int64 lo_int;            // Int4, Int4Dense: the grid's integral lower bound (step 1)
 };
 
-[[noreturn]] void
-onepass_corrupted()
-{
-	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
-	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
-}
-
 void
 sparse_alloc(OnePassState *s, uint64 cap)
 {
@@ -156,7 +149,7 @@ new_one_pass_state(MemoryContext mcxt, int32 group, bool dense, uint64 points)
 	s->mcxt = mcxt;
 	s->group = group;
 	s->points = points;
-	s->dense = dense && points <= kDenseMaxPoints;
+	s->dense = dense && points <= kOnePassDenseMaxPoints;
 	if (s->dense)
 		s->counts = static_cast<uint16 *>(MemoryContextAllocExtended(mcxt, points * sizeof(uint16), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 	else
@@ -298,6 +291,7 @@ struct FinalCache {
 	int kept[64];
 	bool is_key[64]; // the GROUP BY key columns, which the histogram leaves out (the group gives them)
 	uint64 points;   // the histogram's points: the product of the non-key columns' sizes
+	bool identity;   // no key column and every column kept: a histogram point is its reduced point
 };
 
 void
@@ -400,6 +394,9 @@ final_cache(FunctionCallInfo fcinfo, bool with_table = true)
 	}
 	if (reduced != c->view->size())
 		bad_arguments();
+	c->identity = c->nkept == c->ncols; // (then no key column either: the keys are left out of kept)
+	for (int i = 0; i < c->ncols; ++i)
+		c->identity = c->identity && !c->is_key[i];
 	c->params_source = PG_GETARG_DATUM(1);
 	c->table_source = PG_GETARG_DATUM(2);
 	c->shape_source = PG_GETARG_DATUM(3);
@@ -455,16 +452,26 @@ aggregate_state(OnePassState *s, const FinalCache &c)
 		bad_arguments();
 	compact(s);
 	LinearState *ls = state_for_group(s->mcxt, *c.params, s->group);
+	// An average's count component adds 1 a row: its rows are added up and weighed once at the end,
+	// the same units and rows as one add_repeated(1, ...) per point (every term is positive, so the
+	// running sum overflows exactly when the total does).
+	const bool average = ls->components == 2;
+	int64 rows = 0;
 	for (uint64 i = 0; i < s->nentries; ++i) {
-		if (s->entry_point[i] >= s->points)
-			onepass_corrupted();
+		const uint64 u = s->entry_point[i];
+		if (u >= s->points)
+			onepass_state_corrupted();
 		double w;
-		if (!c.view->lookup(reduced_point(c, s->entry_point[i], static_cast<uint64>(s->group)), w))
+		if (!c.view->lookup(c.identity ? u : reduced_point(c, u, static_cast<uint64>(s->group)), w))
 			continue; // the point contributes nothing (NULL weight)
 		ls->sum[0].add_repeated(w, ls->plan[0].grid, s->entry_count[i]);
-		if (ls->components == 2) // an average's count: 1 per row
-			ls->sum[1].add_repeated(1.0, ls->plan[1].grid, s->entry_count[i]);
+		if (average && __builtin_add_overflow(rows, s->entry_count[i], &rows)) {
+			ls->sum[1].add_repeated(1.0, ls->plan[1].grid, rows - s->entry_count[i]); // (the next add overflows, as before)
+			rows = s->entry_count[i];
+		}
 	}
+	if (average)
+		ls->sum[1].add_repeated(1.0, ls->plan[1].grid, rows);
 	if (s->nfinals == s->cap_finals) {
 		const int cap = s->cap_finals == 0 ? 8 : 2 * s->cap_finals;
 		int *idx = static_cast<int *>(MemoryContextAlloc(s->mcxt, cap * sizeof(int)));
@@ -564,7 +571,162 @@ row_is_real(FunctionCallInfo fcinfo, const RowPointMap &map)
 	return map.present_arg < 0 || (!PG_ARGISNULL(map.present_arg) && PG_GETARG_BOOL(map.present_arg));
 }
 
+// Every carry of a dense state (point, carry), ascending by point: they live in its hash table.
+void
+dense_carries(const OnePassState *s, uint64 *&point, int64 *&carry, uint64 &n)
+{
+	n = s->keys ? s->used : 0;
+	point = static_cast<uint64 *>(palloc((n > 0 ? n : 1) * sizeof(uint64)));
+	carry = static_cast<int64 *>(palloc((n > 0 ? n : 1) * sizeof(int64)));
+	uint64 k = 0;
+	for (uint64 i = 0; n > 0 && i < s->cap; ++i)
+		if (s->keys[i] != 0) {
+			point[k] = s->keys[i] - 1;
+			carry[k] = s->vals[i];
+			++k;
+		}
+	for (uint64 i = 1; i < n; ++i) // (insertion sort: a state has a carry only where 65,536 rows met one point)
+		for (uint64 j = i; j > 0 && point[j - 1] > point[j]; --j) {
+			std::swap(point[j - 1], point[j]);
+			std::swap(carry[j - 1], carry[j]);
+		}
+}
+
+// Adds other's carries to s (both dense, of the same points).
+void
+add_dense_carries(OnePassState *s, const OnePassState *other)
+{
+	if (!other->keys)
+		return;
+	for (uint64 i = 0; i < other->cap; ++i)
+		if (other->keys[i] != 0)
+			dense_carry(s, other->keys[i] - 1, other->vals[i]);
+}
+
+// A copy of a dense state in mcxt (the combine function's first state of a group).
+OnePassState *
+copy_dense_state(MemoryContext mcxt, OnePassState *other)
+{
+	if (has_pending(other))
+		flush_pending(other);
+	OnePassState *s = new_one_pass_state(mcxt, other->group, true, other->points);
+	std::memcpy(s->counts, other->counts, other->points * sizeof(uint16));
+	add_dense_carries(s, other);
+	return s;
+}
+
+// s += other, point by point (both dense, of the same points): the 16-bit counters added in one
+// loop, a carry where a sum wraps, then other's carries.
+void
+add_dense_state(OnePassState *s, OnePassState *other)
+{
+	if (has_pending(s))
+		flush_pending(s);
+	if (has_pending(other))
+		flush_pending(other);
+	uint16 *a = s->counts;
+	const uint16 *b = other->counts;
+	for (uint64 u = 0; u < s->points; ++u) {
+		const uint32 total = static_cast<uint32>(a[u]) + b[u];
+		a[u] = static_cast<uint16>(total);
+		if (unlikely(total >> 16))
+			dense_carry(s, u, 65536);
+	}
+	add_dense_carries(s, other);
+}
+
+// A dense state's bytes in version 2 (executor/onepass_format.h): its carries, then its counters.
+bytea *
+serialize_dense(const OnePassState *s)
+{
+	uint64 *point, n;
+	int64 *carry;
+	dense_carries(s, point, carry, n);
+	const Size len = VARHDRSZ + kOnePassHeaderBytes + 16 * n + 2 * s->points;
+	bytea *b = static_cast<bytea *>(palloc(len));
+	SET_VARSIZE(b, len);
+	char *w = VARDATA(b);
+	auto put = [&w](const void *v, size_t bytes) {
+		std::memcpy(w, v, bytes);
+		w += bytes;
+	};
+	const uint32 group = pg_hton32(static_cast<uint32>(s->group));
+	const uint64 points = pg_hton64(s->points), count = pg_hton64(n);
+	*w++ = static_cast<char>(kOnePassDenseVersion);
+	put(&group, 4);
+	*w++ = 1;
+	put(&points, 8);
+	put(&count, 8);
+	for (uint64 i = 0; i < n; ++i) {
+		const uint64 u = pg_hton64(point[i]), c = pg_hton64(static_cast<uint64>(carry[i]));
+		put(&u, 8);
+		put(&c, 8);
+	}
+	uint16 *out = reinterpret_cast<uint16 *>(w); // (2-byte aligned: palloc's start + 4 + 22 + 16n)
+	for (uint64 u = 0; u < s->points; ++u)
+		out[u] = pg_hton16(s->counts[u]);
+	pfree(point);
+	pfree(carry);
+	return b;
+}
+
+// The state of version 2 bytes (parse_onepass_bytes checked them): counters copied, carries added.
+OnePassState *
+deserialize_dense(MemoryContext mcxt, const OnePassBytes &h)
+{
+	OnePassState *s = new_one_pass_state(mcxt, h.group, true, h.points);
+	std::memcpy(s->counts, h.counts, h.points * sizeof(uint16));
+	for (uint64 u = 0; u < h.points; ++u)
+		s->counts[u] = pg_ntoh16(s->counts[u]);
+	for (uint64 i = 0; i < h.npairs; ++i)
+		dense_carry(s, static_cast<uint64>(onepass_read_int64(h.pairs + 16 * i)), onepass_read_int64(h.pairs + 16 * i + 8));
+	return s;
+}
+
 } // namespace
+
+void
+dxpriv::pg::onepass_state_corrupted()
+{
+	fail(ERRCODE_DATA_CORRUPTED, "invalid dxpriv aggregate state",
+	     "Aggregate states are produced by dxpriv itself; they cannot be written by hand.");
+}
+
+OnePassBytes
+dxpriv::pg::parse_onepass_bytes(bytea *b)
+{
+	StringInfoData buf = bytea_reader(b);
+	if (static_cast<size_t>(buf.len) < kOnePassHeaderBytes)
+		onepass_state_corrupted();
+	OnePassBytes h;
+	h.version = static_cast<uint8>(pq_getmsgbyte(&buf));
+	h.group = pq_getmsgint(&buf, 4);
+	const int dense = pq_getmsgbyte(&buf);
+	const int64 points = pq_getmsgint64(&buf), n = pq_getmsgint64(&buf);
+	const uint64 rest = static_cast<uint64>(buf.len - buf.cursor);
+	if ((h.version != kOnePassPairsVersion && h.version != kOnePassDenseVersion) || h.group < 0 ||
+	    (dense != 0 && dense != 1) || points < 1 || n < 0 || static_cast<uint64>(n) > rest / 16)
+		onepass_state_corrupted();
+	h.dense = dense == 1;
+	h.points = static_cast<uint64>(points);
+	h.npairs = static_cast<uint64>(n);
+	h.pairs = buf.data + buf.cursor;
+	h.counts = h.pairs + 16 * h.npairs;
+	if (h.version == kOnePassPairsVersion) {
+		if (rest != 16 * h.npairs)
+			onepass_state_corrupted();
+		return h;
+	}
+	if (!h.dense || h.points > kOnePassDenseMaxPoints || rest != 16 * h.npairs + 2 * h.points)
+		onepass_state_corrupted();
+	for (uint64 i = 0; i < h.npairs; ++i) { // carries: ascending points, positive multiples of 65,536
+		const int64 u = onepass_read_int64(h.pairs + 16 * i), carry = onepass_read_int64(h.pairs + 16 * i + 8);
+		if (u < 0 || static_cast<uint64>(u) >= h.points || (i > 0 && u <= onepass_read_int64(h.pairs + 16 * (i - 1))) ||
+		    carry <= 0 || carry % 65536 != 0)
+			onepass_state_corrupted();
+	}
+	return h;
+}
 
 // dx._onepass_transfn(state, layout text, VARIADIC values): counts the row at its point (nothing
 // for an added empty-group row: the present flag false); the layout's flags say which of the
@@ -743,23 +905,32 @@ DX_FUNCTION(dx_onepass_combinefn)
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(1));
+	if (PG_ARGISNULL(0) && other->dense) // (a copy: the other state may live in a shorter context)
+		PG_RETURN_POINTER(copy_dense_state(aggctx, other));
 	OnePassState *s = PG_ARGISNULL(0) ? new_one_pass_state(aggctx, other->group, other->dense, other->points)
 	                                  : reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	if (s->group != other->group || s->points != other->points || s->dense != other->dense || s->compacted)
 		fail(ERRCODE_INTERNAL_ERROR, "dxpriv cannot combine states of different queries or groups");
-	for_each_entry(other, [&](uint64 u, int64 count) { add_count(s, u, count); }); // (other's buffer first)
+	if (s->dense)
+		add_dense_state(s, other);
+	else
+		for_each_entry(other, [&](uint64 u, int64 count) { add_count(s, u, count); }); // (other's buffer first)
 	PG_RETURN_POINTER(s);
 }
 
-// dx._onepass_serialize(state) -> bytea: version, group, dense, points, then (point, count) pairs.
+// dx._onepass_serialize(state) -> bytea (executor/onepass_format.h): a dense histogram as its
+// counters when that is smaller than its (point, count) pairs, else as the pairs.
 DX_FUNCTION(dx_onepass_serialize)
 {
 	auto *s = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	uint64 n = 0;
 	for_each_entry(s, [&](uint64, int64) { ++n; });
+	const uint64 ncarries = s->dense && s->keys ? s->used : 0;
+	if (s->dense && 2 * s->points + 16 * ncarries < 16 * n)
+		PG_RETURN_BYTEA_P(serialize_dense(s));
 	StringInfoData buf;
 	pq_begintypsend(&buf);
-	pq_sendbyte(&buf, kOnePassVersion);
+	pq_sendbyte(&buf, kOnePassPairsVersion);
 	pq_sendint32(&buf, s->group);
 	pq_sendbyte(&buf, s->dense ? 1 : 0);
 	pq_sendint64(&buf, static_cast<int64>(s->points));
@@ -774,23 +945,12 @@ DX_FUNCTION(dx_onepass_serialize)
 // dx._onepass_deserialize(bytea, internal) -> state; refuses malformed bytes (data corrupted).
 DX_FUNCTION(dx_onepass_deserialize)
 {
-	StringInfoData buf = bytea_reader(PG_GETARG_BYTEA_PP(0));
-	if (buf.len < 1 + 4 + 1 + 8 + 8 || pq_getmsgbyte(&buf) != kOnePassVersion)
-		onepass_corrupted();
-	const int32 group = pq_getmsgint(&buf, 4);
-	const int dense = pq_getmsgbyte(&buf);
-	const int64 points = pq_getmsgint64(&buf);
-	const int64 n = pq_getmsgint64(&buf);
-	if (group < 0 || (dense != 0 && dense != 1) || points < 1 || n < 0 ||
-	    static_cast<uint64>(buf.len - buf.cursor) != static_cast<uint64>(n) * 16)
-		onepass_corrupted();
-	OnePassState *s = new_one_pass_state(aggregate_or_current_context(fcinfo), group, dense == 1, static_cast<uint64>(points));
-	for (int64 i = 0; i < n; ++i) {
-		const int64 u = pq_getmsgint64(&buf), count = pq_getmsgint64(&buf);
-		if (u < 0 || u >= points || count <= 0)
-			onepass_corrupted();
-		add_count(s, static_cast<uint64>(u), count);
-	}
+	const OnePassBytes h = parse_onepass_bytes(PG_GETARG_BYTEA_PP(0));
+	MemoryContext mcxt = aggregate_or_current_context(fcinfo);
+	if (h.version == kOnePassDenseVersion)
+		PG_RETURN_POINTER(deserialize_dense(mcxt, h));
+	OnePassState *s = new_one_pass_state(mcxt, h.group, h.dense, h.points);
+	for_each_onepass_entry(h, [&](uint64 u, int64 count) { add_count(s, u, count); });
 	PG_RETURN_POINTER(s);
 }
 
