@@ -38,3 +38,44 @@ EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
 	RETURN SQLSTATE || ': ' || msg || CASE WHEN hint <> '' THEN ' | ' || hint ELSE '' END;
 END $$;
+
+-- plan_has(q, pattern): whether a line of EXPLAIN (VERBOSE, COSTS OFF) of q is LIKE pattern.
+CREATE FUNCTION public.plan_has(q text, pattern text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE l text; found boolean := false; BEGIN
+	FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+		found := found OR l LIKE pattern;
+	END LOOP;
+	RETURN found;
+END $$;
+
+-- one_pass_matches(q, native): 'matches' when the float8 answer of q (on a noiseless table) with
+-- dxpriv.one_pass on and with it off both equal that of native, else the three values.
+CREATE FUNCTION public.one_pass_matches(q text, native text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a float8; b float8; n float8; BEGIN
+	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
+	EXECUTE q INTO a;
+	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'off', true);
+	EXECUTE q INTO b;
+	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
+	EXECUTE native INTO n;
+	RETURN CASE WHEN a = n AND b = n THEN 'matches' ELSE format('DIFFERENT: on %s, off %s, native %s', a, b, n) END;
+END $$;
+
+-- onepass_hist(b): every point met by a serialised one-pass histogram (dx._onepass_serialize,
+-- executor/onepass_format.h) and its count. Bytes: version, group int4, dense byte, points int8,
+-- n int8, then version 1: n (point, count) int8 pairs; version 2: n (point, carry) int8 pairs, then a
+-- uint16 per point (its count modulo 65,536). onepass_int8_at(b, o): the int8 at byte offset o.
+CREATE FUNCTION public.onepass_int8_at(b bytea, o bigint) RETURNS bigint LANGUAGE sql AS $$
+SELECT ('x' || encode(substring(b FROM o::int + 1 FOR 8), 'hex'))::bit(64)::bigint $$;
+CREATE FUNCTION public.onepass_hist(b bytea) RETURNS TABLE (point bigint, n bigint) LANGUAGE sql AS $$
+SELECT public.onepass_int8_at(b, 22 + 16 * k), public.onepass_int8_at(b, 30 + 16 * k)
+FROM generate_series(0, public.onepass_int8_at(b, 14) - 1) k WHERE get_byte(b, 0) = 1
+UNION ALL
+SELECT u, n FROM (
+	SELECT u, get_byte(b, (22 + 16 * c + 2 * u)::int) * 256 + get_byte(b, (23 + 16 * c + 2 * u)::int)
+	          + coalesce((SELECT public.onepass_int8_at(b, 30 + 16 * k) FROM generate_series(0, c - 1) k
+	                      WHERE public.onepass_int8_at(b, 22 + 16 * k) = u), 0) AS n
+	FROM (SELECT public.onepass_int8_at(b, 14) AS c, public.onepass_int8_at(b, 6) AS points) h,
+	     generate_series(0, h.points - 1) u
+	WHERE get_byte(b, 0) = 2) d
+WHERE n > 0 $$;

@@ -26,19 +26,8 @@ SELECT dx.protect_table('oid4_noisy', 1.0);
 SELECT dx.set_column('oid4_noisy', 'j', '{"min": 0, "max": 20000}', '{"type": "none"}');
 SELECT dx.set_column('oid4_noisy', 'i', '{"min": -5, "max": 30}', '{"type": "none"}'),
        dx.grant_budget(current_user::regrole, 'oid4_noisy'::regclass, 1e9);
-CREATE FUNCTION pg_temp.val(q text) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE r float8; BEGIN EXECUTE q INTO r; RETURN r; END $$;
--- the noiseless answer with one pass on and off, and the native reference (NULL: the first point, -5)
-CREATE FUNCTION pg_temp.check_sum(q text, native text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE a float8; b float8; n float8; BEGIN
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	a := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'off', true);
-	b := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	n := pg_temp.val(native);
-	RETURN CASE WHEN a = n AND b = n THEN 'matches' ELSE format('DIFFERENT: on %s, off %s, native %s', a, b, n) END;
-END $$;
+-- (public.one_pass_matches, 00_setup: the noiseless answer with one pass on and off against the
+-- native reference; NULL is the first point, -5)
 CREATE FUNCTION pg_temp.seeded_both_ways(q text, seed int DEFAULT 1031) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE a text; b text; BEGIN
 	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
@@ -50,23 +39,16 @@ DECLARE a text; b text; BEGIN
 	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
 	RETURN CASE WHEN a = b THEN 'equal' ELSE 'DIFFERENT' END;
 END $$;
-CREATE FUNCTION pg_temp.plan_has(q text, pattern text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE l text; found boolean := false; BEGIN
-	FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-		found := found OR l LIKE pattern;
-	END LOOP;
-	RETURN found;
-END $$;
 
 SET max_parallel_workers_per_gather = 0;
 -- the plan: the one-pass aggregate over the one int column, dense ('d|')
-SELECT pg_temp.plan_has('SELECT dx.sum(i) FROM oid4', '%dx._onepass_sum(''d|q-5:30:1;''::text, i)%') AS dense_int_layout;
-SELECT pg_temp.check_sum('SELECT dx.sum(i) FROM oid4',
+SELECT public.plan_has('SELECT dx.sum(i) FROM oid4', '%dx._onepass_sum(''d|q-5:30:1;''::text, i)%') AS dense_int_layout;
+SELECT public.one_pass_matches('SELECT dx.sum(i) FROM oid4',
                          'SELECT sum(least(greatest(coalesce(i, -5), -5), 30)) FROM oid4') AS serial_sum,
-       pg_temp.check_sum('SELECT dx.avg(i) * 140000 FROM oid4',
+       public.one_pass_matches('SELECT dx.avg(i) * 140000 FROM oid4',
                          'SELECT sum(least(greatest(coalesce(i, -5), -5), 30)) FROM oid4') AS serial_avg;
 -- (380 NULLs among them, at -5: the native reference's coalesce)
-SELECT pg_temp.check_sum('SELECT dx.sum(j) FROM oid4',
+SELECT public.one_pass_matches('SELECT dx.sum(j) FROM oid4',
                          'SELECT sum(least(greatest(coalesce(j, 0), 0), 20000)) FROM oid4') AS serial_sum_buffered;
 SELECT pg_temp.seeded_both_ways('SELECT dx.sum(i) AS s, dx.avg(i) AS m FROM oid4_noisy') AS serial_noisy,
        pg_temp.seeded_both_ways('SELECT dx.sum(j) AS s, dx.avg(j) AS m FROM oid4_noisy') AS serial_noisy_buffered;
@@ -74,15 +56,15 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.plan_has('SELECT dx.sum(i) FROM oid4', '%Gather%') AS parallel;
-SELECT pg_temp.check_sum('SELECT dx.sum(i) FROM oid4',
+SELECT public.plan_has('SELECT dx.sum(i) FROM oid4', '%Gather%') AS parallel;
+SELECT public.one_pass_matches('SELECT dx.sum(i) FROM oid4',
                          'SELECT sum(least(greatest(coalesce(i, -5), -5), 30)) FROM oid4') AS parallel_sum,
-       pg_temp.check_sum('SELECT dx.sum(j) FROM oid4',
+       public.one_pass_matches('SELECT dx.sum(j) FROM oid4',
                          'SELECT sum(least(greatest(coalesce(j, 0), 0), 20000)) FROM oid4') AS parallel_sum_buffered;
 SELECT pg_temp.seeded_both_ways('SELECT dx.sum(i) AS s, dx.avg(i) AS m FROM oid4_noisy') AS parallel_noisy,
        pg_temp.seeded_both_ways('SELECT dx.sum(j) AS s, dx.avg(j) AS m FROM oid4_noisy') AS parallel_noisy_buffered;
 SET parallel_leader_participation = off;
-SELECT pg_temp.check_sum('SELECT dx.sum(i) FROM oid4',
+SELECT public.one_pass_matches('SELECT dx.sum(i) FROM oid4',
                          'SELECT sum(least(greatest(coalesce(i, -5), -5), 30)) FROM oid4') AS without_leader_sum;
 RESET parallel_leader_participation;
 RESET max_parallel_workers_per_gather;

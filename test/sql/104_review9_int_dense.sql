@@ -35,31 +35,16 @@ CREATE AGGREGATE public.r9_hist(text, VARIADIC "any") (
 	SFUNC = dx._onepass_transfn, STYPE = internal, FINALFUNC = dx._onepass_serialize,
 	COMBINEFUNC = dx._onepass_combinefn, SERIALFUNC = dx._onepass_serialize,
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
--- dx._onepass_serialize (executor/onepass_format.h): version, group int4, dense byte, points int8,
--- n int8, then version 1: n (point, count) int8 pairs; version 2: n (point, carry) int8 pairs, then
--- a uint16 per point (its count modulo 65,536). Every point met, read either way.
-CREATE FUNCTION pg_temp.int8_at(b bytea, o bigint) RETURNS bigint LANGUAGE sql AS $$
-SELECT ('x' || encode(substring(b FROM o::int + 1 FOR 8), 'hex'))::bit(64)::bigint $$;
-CREATE FUNCTION pg_temp.hist(b bytea) RETURNS TABLE (point bigint, n bigint) LANGUAGE sql AS $$
-SELECT pg_temp.int8_at(b, 22 + 16 * k), pg_temp.int8_at(b, 30 + 16 * k)
-FROM generate_series(0, pg_temp.int8_at(b, 14) - 1) k WHERE get_byte(b, 0) = 1
-UNION ALL
-SELECT u, n FROM (
-	SELECT u, get_byte(b, (22 + 16 * c + 2 * u)::int) * 256 + get_byte(b, (23 + 16 * c + 2 * u)::int)
-	          + coalesce((SELECT pg_temp.int8_at(b, 30 + 16 * k) FROM generate_series(0, c - 1) k
-	                      WHERE pg_temp.int8_at(b, 22 + 16 * k) = u), 0) AS n
-	FROM (SELECT pg_temp.int8_at(b, 14) AS c, pg_temp.int8_at(b, 6) AS points) h, generate_series(0, h.points - 1) u
-	WHERE get_byte(b, 0) = 2) d
-WHERE n > 0 $$;
+-- (public.onepass_hist, 00_setup: every point met, read from either version of the bytes)
 -- the histogram of layout 'd|q<lo>:<hi>:1;' over r9_raw.i against the native count of each clamped value
 CREATE FUNCTION pg_temp.points_match(lo bigint, hi bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE b bytea; bad bigint; npoints bigint; nrows bigint; BEGIN
 	EXECUTE format('SELECT public.r9_hist(%L, i) FROM r9_raw', format('d|q%s:%s:1;', lo, hi)) INTO b;
-	SELECT count(*) INTO bad FROM ((SELECT * FROM pg_temp.hist(b)
+	SELECT count(*) INTO bad FROM ((SELECT * FROM public.onepass_hist(b)
 	     EXCEPT ALL SELECT least(greatest(coalesce(i - lo, 0), 0), hi - lo), sum(n) FROM r9_native GROUP BY 1)
 	  UNION ALL (SELECT least(greatest(coalesce(i - lo, 0), 0), hi - lo), sum(n) FROM r9_native GROUP BY 1
-	     EXCEPT ALL SELECT * FROM pg_temp.hist(b))) d;
-	SELECT count(*), sum(n) INTO npoints, nrows FROM pg_temp.hist(b);
+	     EXCEPT ALL SELECT * FROM public.onepass_hist(b))) d;
+	SELECT count(*), sum(n) INTO npoints, nrows FROM public.onepass_hist(b);
 	RETURN CASE WHEN bad = 0 AND get_byte(b, 5) = 1 AND ('x' || encode(substring(b FROM 7 FOR 8), 'hex'))::bit(64)::bigint = hi - lo + 1
 	            THEN format('matches (%s points met, %s rows)', npoints, nrows)
 	            ELSE format('DIFFERENT: %s points differ', bad) END;
@@ -75,14 +60,7 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.plan_has(q text, pattern text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE l text; found boolean := false; BEGIN
-	FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-		found := found OR l LIKE pattern;
-	END LOOP;
-	RETURN found;
-END $$;
-SELECT pg_temp.plan_has('SELECT public.r9_hist(''d|q0:8191:1;'', i) FROM r9_raw', '%Partial Aggregate%') AS parallel;
+SELECT public.plan_has('SELECT public.r9_hist(''d|q0:8191:1;'', i) FROM r9_raw', '%Partial Aggregate%') AS parallel;
 SELECT * FROM pg_temp.all_layouts();
 SET parallel_leader_participation = off;
 SELECT * FROM pg_temp.all_layouts();
@@ -100,11 +78,11 @@ CREATE FUNCTION pg_temp.groups_match() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE bad bigint; ngroups bigint; BEGIN
 	CREATE TEMP TABLE r9_h AS SELECT key, public.r9_hist('d|q0:15:1;', v) AS b FROM r9_keys GROUP BY key;
 	SELECT count(*) INTO bad FROM (
-	  (SELECT h.key, x.point, x.n FROM r9_h h, LATERAL pg_temp.hist(h.b) x
+	  (SELECT h.key, x.point, x.n FROM r9_h h, LATERAL public.onepass_hist(h.b) x
 	   EXCEPT ALL SELECT key, least(greatest(coalesce(v, 0), 0), 15), count(*) FROM r9_keys GROUP BY 1, 2)
 	  UNION ALL
 	  (SELECT key, least(greatest(coalesce(v, 0), 0), 15), count(*) FROM r9_keys GROUP BY 1, 2
-	   EXCEPT ALL SELECT h.key, x.point, x.n FROM r9_h h, LATERAL pg_temp.hist(h.b) x)) d;
+	   EXCEPT ALL SELECT h.key, x.point, x.n FROM r9_h h, LATERAL public.onepass_hist(h.b) x)) d;
 	SELECT count(*) INTO ngroups FROM r9_h;
 	DROP TABLE r9_h;
 	RETURN CASE WHEN bad = 0 THEN format('matches (%s groups)', ngroups) ELSE format('DIFFERENT: %s (group, point) counts differ', bad) END;
@@ -123,12 +101,12 @@ SELECT pg_temp.plan_analyze_has('SELECT key, public.r9_hist(''d|q0:15:1;'', v) F
        pg_temp.groups_match() AS hash_spilled;
 RESET work_mem;
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.plan_has('SELECT key, public.r9_hist(''d|q0:15:1;'', v) FROM r9_keys GROUP BY key', '%Partial HashAggregate%') AS parallel_hash,
+SELECT public.plan_has('SELECT key, public.r9_hist(''d|q0:15:1;'', v) FROM r9_keys GROUP BY key', '%Partial HashAggregate%') AS parallel_hash,
        pg_temp.groups_match() AS hash_parallel;
 SET max_parallel_workers_per_gather = 0;
 RESET enable_sort;
 SELECT t.key, (SELECT string_agg(point || ':' || n, ' ' ORDER BY point)
-               FROM pg_temp.hist((SELECT public.r9_hist('d|q0:3:1;', v) FROM r9_keys k WHERE k.key = t.key))) AS rescanned,
+               FROM public.onepass_hist((SELECT public.r9_hist('d|q0:3:1;', v) FROM r9_keys k WHERE k.key = t.key))) AS rescanned,
        (SELECT string_agg(p || ':' || n, ' ' ORDER BY p) FROM (SELECT least(greatest(coalesce(v, 0), 0), 3) AS p, count(*) AS n
                                                                FROM r9_keys k WHERE k.key = t.key GROUP BY 1) x) AS native
 FROM (VALUES (1), (2), (5), (4999), (5000)) AS t(key);
@@ -147,29 +125,17 @@ SELECT dx.set_column('r9_t', 'i', '{"min": 0, "max": 8191}', '{"type": "none"}')
        dx.set_column('r9_t', 'hi', '{"min": 2147475456, "max": 2147483647}', '{"type": "none"}'),
        dx.set_column('r9_t', 'one', '{"min": 2, "max": 2}', '{"type": "none"}'),
        dx.grant_budget(current_user::regrole, 'r9_t'::regclass, 1e9);
-CREATE FUNCTION pg_temp.val(q text) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE r float8; BEGIN EXECUTE q INTO r; RETURN r; END $$;
-CREATE FUNCTION pg_temp.check_sum(q text, native text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE a float8; b float8; n float8; BEGIN
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	a := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'off', true);
-	b := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	n := pg_temp.val(native);
-	RETURN CASE WHEN a = n AND b = n THEN 'matches' ELSE format('DIFFERENT: on %s, off %s, native %s', a, b, n) END;
-END $$;
 CREATE FUNCTION pg_temp.sums() RETURNS TABLE (col text, result text) LANGUAGE sql AS $$
-SELECT c, pg_temp.check_sum(format('SELECT dx.sum(%I) FROM r9_t', c),
+SELECT c, public.one_pass_matches(format('SELECT dx.sum(%I) FROM r9_t', c),
                             format('SELECT sum(least(greatest(coalesce(%I::bigint, %s), %s), %s)) FROM r9_t', c, lo, lo, hi))
 FROM (VALUES ('i', 0, 8191), ('k', 0, 8192), ('lo', -2147483647, -2147475456), ('hi', 2147475456, 2147483647),
              ('one', 2, 2)) AS v(c, lo, hi)
 UNION ALL
-SELECT 'count(one)', pg_temp.check_sum('SELECT dx.count(one) FROM r9_t', 'SELECT count(*) FROM r9_t') $$;
-SELECT pg_temp.plan_has('SELECT dx.sum(i) FROM r9_t', '%dx._onepass_sum(''d|q0:8191:1;''::text, i)%') AS dense_layout;
+SELECT 'count(one)', public.one_pass_matches('SELECT dx.count(one) FROM r9_t', 'SELECT count(*) FROM r9_t') $$;
+SELECT public.plan_has('SELECT dx.sum(i) FROM r9_t', '%dx._onepass_sum(''d|q0:8191:1;''::text, i)%') AS dense_layout;
 SELECT * FROM pg_temp.sums();
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.plan_has('SELECT dx.sum(i) FROM r9_t', '%Partial Aggregate%') AS parallel;
+SELECT public.plan_has('SELECT dx.sum(i) FROM r9_t', '%Partial Aggregate%') AS parallel;
 SELECT * FROM pg_temp.sums();
 SET parallel_leader_participation = off;
 SELECT * FROM pg_temp.sums();
@@ -184,9 +150,9 @@ SELECT dx.set_column('r9_nulls', 'i', '{"min": -7, "max": 100}', '{"type": "none
        dx.set_column('r9_empty', 'i', '{"min": -7, "max": 100}', '{"type": "none"}'),
        dx.grant_budget(current_user::regrole, 'r9_nulls'::regclass, 1e9),
        dx.grant_budget(current_user::regrole, 'r9_empty'::regclass, 1e9);
-SELECT pg_temp.check_sum('SELECT dx.sum(i) FROM r9_nulls', 'SELECT -7 * 70000') AS nulls_sum,
-       pg_temp.check_sum('SELECT dx.count(i) FROM r9_nulls', 'SELECT 70000') AS nulls_count,
-       pg_temp.check_sum('SELECT dx.sum(i) FROM r9_empty', 'SELECT 0') AS empty_sum;
+SELECT public.one_pass_matches('SELECT dx.sum(i) FROM r9_nulls', 'SELECT -7 * 70000') AS nulls_sum,
+       public.one_pass_matches('SELECT dx.count(i) FROM r9_nulls', 'SELECT 70000') AS nulls_count,
+       public.one_pass_matches('SELECT dx.sum(i) FROM r9_empty', 'SELECT 0') AS empty_sum;
 
 -- C. the folded GROUP BY over an int key alone (dx._fold_state('d|q0:15:1;', g): Int4Dense), with
 -- 65,536 and 65,535 rows in two groups; per group the native count of the clamped key (the 14
@@ -200,7 +166,7 @@ ANALYZE r9_g;
 SELECT dx.protect_table('r9_g', 'Infinity');
 SELECT dx.set_column('r9_g', 'g', '{"min": 0, "max": 15}', '{"type": "none"}'),
        dx.grant_budget(current_user::regrole, 'r9_g'::regclass, 1e9);
-SELECT pg_temp.plan_has('SELECT g, dx.count(*) FROM r9_g GROUP BY g', '%dx._fold_state(''d|q0:15:1;''::text, r9_g.g)%') AS folded;
+SELECT public.plan_has('SELECT g, dx.count(*) FROM r9_g GROUP BY g', '%dx._fold_state(''d|q0:15:1;''::text, r9_g.g)%') AS folded;
 CREATE TEMP TABLE r9_fold AS SELECT g, dx.count(*) AS n FROM r9_g GROUP BY g;
 SELECT count(*) AS groups, count(*) FILTER (WHERE n = 0) AS empty_groups,
        (SELECT count(*) FROM ((SELECT g, n::bigint FROM r9_fold WHERE n <> 0)
@@ -213,7 +179,7 @@ SELECT dx.set_column('r9_g', 'city', '{"open": true}', '{"type": "discrete", "we
        dx.grant_budget(current_user::regrole, 'r9_g'::regclass, 1e9, delta => 1.0);
 SET enable_hashagg = off; -- (the seeded draws follow the partitions' order)
 SET dxpriv.epsilon = 4.0;
-SELECT pg_temp.plan_has('SELECT city, dx.sum(g) FROM r9_g GROUP BY city', '%dx._onepass_sum(''d|q0:15:1;''::text, g)%') AS open_dense;
+SELECT public.plan_has('SELECT city, dx.sum(g) FROM r9_g GROUP BY city', '%dx._onepass_sum(''d|q0:15:1;''::text, g)%') AS open_dense;
 CREATE FUNCTION pg_temp.seeded_both_ways(q text, seed int DEFAULT 1049) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE a text; b text; BEGIN
 	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);

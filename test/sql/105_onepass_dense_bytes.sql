@@ -27,34 +27,20 @@ CREATE AGGREGATE public.r22_hist(text, VARIADIC "any") (
 	DESERIALFUNC = dx._onepass_deserialize, PARALLEL = SAFE);
 -- the state of a serialised histogram (dx._fold_transfn deserialises it), serialised again
 CREATE AGGREGATE public.r22_bytes(bytea) (SFUNC = dx._fold_transfn, STYPE = internal, FINALFUNC = dx._onepass_serialize);
--- version, group int4, dense byte, points int8, n int8, then version 1: n (point, count) int8 pairs;
--- version 2: n (point, carry) int8 pairs, then a uint16 per point (its count modulo 65,536)
-CREATE FUNCTION pg_temp.int8_at(b bytea, o bigint) RETURNS bigint LANGUAGE sql AS $$
-SELECT ('x' || encode(substring(b FROM o::int + 1 FOR 8), 'hex'))::bit(64)::bigint $$;
-CREATE FUNCTION pg_temp.hist(b bytea) RETURNS TABLE (point bigint, n bigint) LANGUAGE sql AS $$
-SELECT pg_temp.int8_at(b, 22 + 16 * k), pg_temp.int8_at(b, 30 + 16 * k)
-FROM generate_series(0, pg_temp.int8_at(b, 14) - 1) k WHERE get_byte(b, 0) = 1
-UNION ALL
-SELECT u, n FROM (
-	SELECT u, get_byte(b, (22 + 16 * c + 2 * u)::int) * 256 + get_byte(b, (23 + 16 * c + 2 * u)::int)
-	          + coalesce((SELECT pg_temp.int8_at(b, 30 + 16 * k) FROM generate_series(0, c - 1) k
-	                      WHERE pg_temp.int8_at(b, 22 + 16 * k) = u), 0) AS n
-	FROM (SELECT pg_temp.int8_at(b, 14) AS c, pg_temp.int8_at(b, 6) AS points) h, generate_series(0, h.points - 1) u
-	WHERE get_byte(b, 0) = 2) d
-WHERE n > 0 $$;
+-- (public.onepass_hist and onepass_int8_at, 00_setup: the bytes of either version read back)
 -- layout 'd|<q or Q><lo>:<hi>:1;' over column col (WHERE cond) against the native count of each clamped value
 CREATE FUNCTION pg_temp.points_match(col text, lo int, hi int, cond text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE b bytea; bad bigint; npoints bigint; nrows bigint; BEGIN
 	EXECUTE format('SELECT public.r22_hist(%L, %I) FROM r22_raw WHERE %s', format('d|q%s:%s:1;', lo, hi), col, cond) INTO b;
 	EXECUTE format('CREATE TEMP TABLE r22_native AS SELECT least(greatest(coalesce(%I::bigint, %s), %s), %s) - %s AS point,
 	                count(*) AS n FROM r22_raw WHERE %s GROUP BY 1', col, lo, lo, hi, lo, cond);
-	SELECT count(*) INTO bad FROM ((SELECT * FROM pg_temp.hist(b) EXCEPT ALL SELECT * FROM r22_native)
-	                               UNION ALL (SELECT * FROM r22_native EXCEPT ALL SELECT * FROM pg_temp.hist(b))) d;
+	SELECT count(*) INTO bad FROM ((SELECT * FROM public.onepass_hist(b) EXCEPT ALL SELECT * FROM r22_native)
+	                               UNION ALL (SELECT * FROM r22_native EXCEPT ALL SELECT * FROM public.onepass_hist(b))) d;
 	DROP TABLE r22_native;
-	SELECT count(*), sum(n) INTO npoints, nrows FROM pg_temp.hist(b);
+	SELECT count(*), sum(n) INTO npoints, nrows FROM public.onepass_hist(b);
 	RETURN CASE WHEN bad = 0 THEN format('matches: version %s, %s points met, %s rows, %s carries, %s',
 	                                     get_byte(b, 0), npoints, nrows,
-	                                     CASE WHEN get_byte(b, 0) = 2 THEN pg_temp.int8_at(b, 14) ELSE 0 END,
+	                                     CASE WHEN get_byte(b, 0) = 2 THEN public.onepass_int8_at(b, 14) ELSE 0 END,
 	                                     CASE WHEN (SELECT public.r22_bytes(b)) = b THEN 'same bytes again' ELSE 'OTHER BYTES AGAIN' END)
 	            ELSE format('DIFFERENT: %s points differ', bad) END;
 END $$;
@@ -70,14 +56,7 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.plan_has(q text, pattern text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE l text; found boolean := false; BEGIN
-	FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
-		found := found OR l LIKE pattern;
-	END LOOP;
-	RETURN found;
-END $$;
-SELECT pg_temp.plan_has('SELECT public.r22_hist(''d|q0:999:1;'', i) FROM r22_raw', '%Partial Aggregate%') AS parallel;
+SELECT public.plan_has('SELECT public.r22_hist(''d|q0:999:1;'', i) FROM r22_raw', '%Partial Aggregate%') AS parallel;
 SELECT * FROM pg_temp.all_layouts();
 SET parallel_leader_participation = off;
 SELECT * FROM pg_temp.all_layouts();
@@ -91,29 +70,17 @@ SELECT dx.protect_table('r22_t', 'Infinity');
 SELECT dx.set_column('r22_t', 'i', '{"min": 0, "max": 999}', '{"type": "none"}'),
        dx.set_column('r22_t', 'x', '{"min": 0, "max": 999, "step": 1}', '{"type": "none"}'),
        dx.grant_budget(current_user::regrole, 'r22_t'::regclass, 1e9);
-CREATE FUNCTION pg_temp.val(q text) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE r float8; BEGIN EXECUTE q INTO r; RETURN r; END $$;
-CREATE FUNCTION pg_temp.check_answer(q text, native text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE a float8; b float8; n float8; BEGIN
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	a := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'off', true);
-	b := pg_temp.val(q);
-	PERFORM pg_catalog.set_config('dxpriv.one_pass', 'on', true);
-	n := pg_temp.val(native);
-	RETURN CASE WHEN a = n AND b = n THEN 'matches' ELSE format('DIFFERENT: on %s, off %s, native %s', a, b, n) END;
-END $$;
 CREATE FUNCTION pg_temp.answers() RETURNS TABLE (query text, result text) LANGUAGE sql AS $$
-SELECT q, pg_temp.check_answer(format('SELECT %s FROM r22_t', q), format('SELECT %s FROM r22_t', n)) FROM (VALUES
+SELECT q, public.one_pass_matches(format('SELECT %s FROM r22_t', q), format('SELECT %s FROM r22_t', n)) FROM (VALUES
 	('dx.count(*)', 'count(*)'),
 	('dx.sum(i)', 'sum(least(greatest(coalesce(i, 0), 0), 999))'),
 	('dx.sum(x)', 'sum(least(greatest(coalesce(x, 0), 0), 999))'),
 	('dx.avg(i)', 'sum(least(greatest(coalesce(i, 0), 0), 999))::float8 / count(*)'),
 	('dx.avg(x)', 'sum(least(greatest(coalesce(x, 0), 0), 999))::float8 / count(*)')) AS v(q, n) $$;
-SELECT pg_temp.plan_has('SELECT dx.avg(x) FROM r22_t', '%dx._onepass_avg(''d|q0:999:1;''::text, x)%') AS one_pass_layout;
+SELECT public.plan_has('SELECT dx.avg(x) FROM r22_t', '%dx._onepass_avg(''d|q0:999:1;''::text, x)%') AS one_pass_layout;
 SELECT * FROM pg_temp.answers();
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.plan_has('SELECT dx.avg(x) FROM r22_t', '%Partial Aggregate%') AS parallel;
+SELECT public.plan_has('SELECT dx.avg(x) FROM r22_t', '%Partial Aggregate%') AS parallel;
 SELECT * FROM pg_temp.answers();
 SET parallel_leader_participation = off;
 SELECT * FROM pg_temp.answers();
@@ -161,7 +128,7 @@ INSERT INTO r22_forms SELECT 'FORGED ' || f, b FROM (VALUES
 CREATE FUNCTION pg_temp.read_back(b bytea) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r bytea; BEGIN
 	SELECT public.r22_bytes(x) INTO r FROM (VALUES (b)) AS v(x);
-	RETURN format('version %s: %s', get_byte(r, 0), (SELECT string_agg(point || ':' || n, ' ' ORDER BY point) FROM pg_temp.hist(r)));
+	RETURN format('version %s: %s', get_byte(r, 0), (SELECT string_agg(point || ':' || n, ' ' ORDER BY point) FROM public.onepass_hist(r)));
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM;
 END $$;
 SELECT name, pg_temp.read_back(b) AS deserialised FROM r22_forms ORDER BY name;
@@ -188,10 +155,10 @@ DECLARE bad bigint; ngroups bigint; BEGIN
 	DROP TABLE r22_fold;
 	RETURN CASE WHEN bad = 0 THEN format('matches (%s groups)', ngroups) ELSE format('DIFFERENT: %s groups differ', bad) END;
 END $$;
-SELECT pg_temp.plan_has('SELECT g, dx.count(*), dx.sum(x) FROM r22_g GROUP BY g', '%dx._fold_state(%') AS folded,
+SELECT public.plan_has('SELECT g, dx.count(*), dx.sum(x) FROM r22_g GROUP BY g', '%dx._fold_state(%') AS folded,
        pg_temp.groups_match() AS serial;
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.plan_has('SELECT g, dx.count(*), dx.sum(x) FROM r22_g GROUP BY g', '%Partial Aggregate%') AS parallel,
+SELECT public.plan_has('SELECT g, dx.count(*), dx.sum(x) FROM r22_g GROUP BY g', '%Partial Aggregate%') AS parallel,
        pg_temp.groups_match() AS in_parallel;
 SET max_parallel_workers_per_gather = 0;
 
