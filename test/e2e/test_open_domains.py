@@ -501,15 +501,19 @@ def test_open_cache_repetition_reveals_nothing():
         for _ in range(30):
             assert execute_rows(conn, sql) == first
         assert spent() == s0, "repeats of a cached open release must be free"
-        # fresh draws are charged, each one: the selection differs between some of them
+        # fresh draws are charged, each one: the selection differs between some of them (drawn until
+        # it changed, at least 15 and at most 80 times: 15 alone left a fresh-clone CI run, session 22,
+        # with 16 equal selections, which says nothing about the cache)
         seen = {tuple(r[0] for r in first)}
-        for i in range(15):
+        draws = 0
+        while draws < 15 or (len(seen) == 1 and draws < 80):
             execute(admin, "SELECT dx.clear_cache('shops')")
             before = spent()
             rows = execute_rows(conn, sql)
             assert spent() > before, "a release drawn again must be charged"
             seen.add(tuple(r[0] for r in rows))
-        assert len(seen) > 1, "the keys near the threshold never changed: the test would not see a redraw"
+            draws += 1
+        assert len(seen) > 1, f"the keys near the threshold never changed in {draws + 1} draws: the test would not see a redraw"
 
 
 def test_one_pass_open_release_forged_and_one_person():
