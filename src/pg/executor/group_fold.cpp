@@ -115,23 +115,6 @@ struct FoldSlices {
 };
 
 
-// Network byte order, as pq_sendint32/64 write (and pq_getmsgint/64 read).
-inline char *
-put_int32(char *w, int32 v)
-{
-	const uint32 n = pg_hton32(static_cast<uint32>(v));
-	std::memcpy(w, &n, 4);
-	return w + 4;
-}
-
-inline char *
-put_int64(char *w, int64 v)
-{
-	const uint64 n = pg_hton64(static_cast<uint64>(v));
-	std::memcpy(w, &n, 8);
-	return w + 8;
-}
-
 FoldSlices *
 cut_slices(bytea *state, const FoldShape &shape)
 {
@@ -161,10 +144,10 @@ cut_slices(bytea *state, const FoldShape &shape)
 		SET_VARSIZE(b, len);
 		char *w = VARDATA(b);
 		*w++ = static_cast<char>(kOnePassPairsVersion);
-		w = put_int32(w, static_cast<int32>(g));
+		w = onepass_put_int32(w, static_cast<int32>(g));
 		*w++ = static_cast<char>(dense ? 1 : 0);
-		w = put_int64(w, static_cast<int64>(shape.points));
-		w = put_int64(w, static_cast<int64>(counts[g]));
+		w = onepass_put_int64(w, static_cast<int64>(shape.points));
+		w = onepass_put_int64(w, static_cast<int64>(counts[g]));
 		out->slices[g] = b;
 		cursor[g] = w;
 	}
@@ -172,8 +155,8 @@ cut_slices(bytea *state, const FoldShape &shape)
 		for_each_onepass_entry(h, [&](uint64 u, int64 count) {
 			uint64 g, p;
 			split_point(shape, u, g, p);
-			cursor[g] = put_int64(cursor[g], static_cast<int64>(p));
-			cursor[g] = put_int64(cursor[g], count);
+			cursor[g] = onepass_put_int64(cursor[g], static_cast<int64>(p));
+			cursor[g] = onepass_put_int64(cursor[g], count);
 		});
 	pfree(cursor);
 	pfree(counts);

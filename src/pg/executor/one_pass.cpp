@@ -465,9 +465,12 @@ aggregate_state(OnePassState *s, const FinalCache &c)
 		if (!c.view->lookup(c.identity ? u : reduced_point(c, u, static_cast<uint64>(s->group)), w))
 			continue; // the point contributes nothing (NULL weight)
 		ls->sum[0].add_repeated(w, ls->plan[0].grid, s->entry_count[i]);
-		if (average && __builtin_add_overflow(rows, s->entry_count[i], &rows)) {
-			ls->sum[1].add_repeated(1.0, ls->plan[1].grid, rows - s->entry_count[i]); // (the next add overflows, as before)
-			rows = s->entry_count[i];
+		if (average) {
+			if (rows > std::numeric_limits<int64>::max() - s->entry_count[i]) { // (counts > 0)
+				ls->sum[1].add_repeated(1.0, ls->plan[1].grid, rows); // (the next one overflows, as before)
+				rows = 0;
+			}
+			rows += s->entry_count[i];
 		}
 	}
 	if (average)
@@ -603,20 +606,9 @@ add_dense_carries(OnePassState *s, const OnePassState *other)
 			dense_carry(s, other->keys[i] - 1, other->vals[i]);
 }
 
-// A copy of a dense state in mcxt (the combine function's first state of a group).
-OnePassState *
-copy_dense_state(MemoryContext mcxt, OnePassState *other)
-{
-	if (has_pending(other))
-		flush_pending(other);
-	OnePassState *s = new_one_pass_state(mcxt, other->group, true, other->points);
-	std::memcpy(s->counts, other->counts, other->points * sizeof(uint16));
-	add_dense_carries(s, other);
-	return s;
-}
-
 // s += other, point by point (both dense, of the same points): the 16-bit counters added in one
-// loop, a carry where a sum wraps, then other's carries.
+// loop, a carry where a sum wraps, then other's carries (also the combine function's copy of a
+// group's first state into a new one).
 void
 add_dense_state(OnePassState *s, OnePassState *other)
 {
@@ -646,21 +638,14 @@ serialize_dense(const OnePassState *s)
 	bytea *b = static_cast<bytea *>(palloc(len));
 	SET_VARSIZE(b, len);
 	char *w = VARDATA(b);
-	auto put = [&w](const void *v, size_t bytes) {
-		std::memcpy(w, v, bytes);
-		w += bytes;
-	};
-	const uint32 group = pg_hton32(static_cast<uint32>(s->group));
-	const uint64 points = pg_hton64(s->points), count = pg_hton64(n);
 	*w++ = static_cast<char>(kOnePassDenseVersion);
-	put(&group, 4);
+	w = onepass_put_int32(w, s->group);
 	*w++ = 1;
-	put(&points, 8);
-	put(&count, 8);
+	w = onepass_put_int64(w, static_cast<int64>(s->points));
+	w = onepass_put_int64(w, static_cast<int64>(n));
 	for (uint64 i = 0; i < n; ++i) {
-		const uint64 u = pg_hton64(point[i]), c = pg_hton64(static_cast<uint64>(carry[i]));
-		put(&u, 8);
-		put(&c, 8);
+		w = onepass_put_int64(w, static_cast<int64>(point[i]));
+		w = onepass_put_int64(w, carry[i]);
 	}
 	uint16 *out = reinterpret_cast<uint16 *>(w); // (2-byte aligned: palloc's start + 4 + 22 + 16n)
 	for (uint64 u = 0; u < s->points; ++u)
@@ -905,8 +890,6 @@ DX_FUNCTION(dx_onepass_combinefn)
 	if (PG_ARGISNULL(1))
 		PG_RETURN_POINTER(PG_ARGISNULL(0) ? nullptr : PG_GETARG_POINTER(0));
 	auto *other = reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(1));
-	if (PG_ARGISNULL(0) && other->dense) // (a copy: the other state may live in a shorter context)
-		PG_RETURN_POINTER(copy_dense_state(aggctx, other));
 	OnePassState *s = PG_ARGISNULL(0) ? new_one_pass_state(aggctx, other->group, other->dense, other->points)
 	                                  : reinterpret_cast<OnePassState *>(PG_GETARG_POINTER(0));
 	if (s->group != other->group || s->points != other->points || s->dense != other->dense || s->compacted)

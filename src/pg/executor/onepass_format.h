@@ -58,6 +58,23 @@ onepass_read_uint16(const char *p)
 	return pg_ntoh16(v);
 }
 
+// Writers of the same integers (as pq_sendint32/64 write them); each returns the byte after.
+inline char *
+onepass_put_int32(char *w, int32 v)
+{
+	const uint32 n = pg_hton32(static_cast<uint32>(v));
+	std::memcpy(w, &n, 4);
+	return w + 4;
+}
+
+inline char *
+onepass_put_int64(char *w, int64 v)
+{
+	const uint64 n = pg_hton64(static_cast<uint64>(v));
+	std::memcpy(w, &n, 8);
+	return w + 8;
+}
+
 // Calls f(point, count) once for every point of the histogram with a count (> 0): version 1 in the
 // stored order, version 2 in ascending order.
 template <typename F>
